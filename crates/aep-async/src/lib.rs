@@ -1,0 +1,1 @@
+//! aep-async: see the crate README.

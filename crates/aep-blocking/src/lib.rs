@@ -1,0 +1,1 @@
+//! aep-blocking: see the crate README.

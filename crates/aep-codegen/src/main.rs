@@ -1,0 +1,2 @@
+//! `aep-codegen`: generates aep-core's payload types from `fixtures/schemas`.
+fn main() {}

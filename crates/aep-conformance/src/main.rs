@@ -1,0 +1,2 @@
+//! `aep-conformance`: runs the protocol's fixture corpus through aep-core.
+fn main() {}

@@ -1,0 +1,1 @@
+//! Control state machines: sender correlation and target dedupe (AEP-0004).

@@ -1,0 +1,955 @@
+//! The AEP-0001 §5 envelope as a Rust value.
+//!
+//! [`Event`] keeps everything a relay must forward unchanged (AEP-0004 §4.4, AEP-0001
+//! §5.4): the order of the attributes as they arrived, extension attributes, and the
+//! exact bytes of `data` (number spellings such as `0.5510` included). Reading a compact
+//! JSON line and writing it back gives the same bytes.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::level::{Capture, Severity};
+
+/// The envelope version this crate writes (AEP-0001 §5.1 #1).
+pub const AEP_VERSION: &str = "0.1";
+
+/// The sixteen core context attribute names, in AEP-0001 §5.1 table order, followed by
+/// `data`. Extension attributes may use none of these names (§5.4).
+pub const CORE_ATTRIBUTES: [&str; 17] = [
+    "aep",
+    "id",
+    "type",
+    "subject",
+    "time",
+    "source",
+    "agent",
+    "session",
+    "run",
+    "step",
+    "seq",
+    "epoch",
+    "cause",
+    "traceparent",
+    "severity",
+    "capture",
+    "data",
+];
+
+/// Where an attribute sits in the wire order. Core attributes are indexed as in
+/// [`CORE_ATTRIBUTES`]; `EXT` stands for "the next extension attribute".
+type Slot = u8;
+const DATA: Slot = 16;
+const EXT: Slot = 17;
+
+/// One AEP event: the envelope of AEP-0001 §5.
+///
+/// Build one with [`Event::new`] and the `with_*` methods, or read one with
+/// [`Event::from_slice`] / [`str::parse`]. Accessors apply the defaults of §5.1
+/// (`epoch` 0, `severity` info, `capture` metadata); absent optional attributes are never
+/// written as `null`.
+///
+/// ```
+/// use aep_core::{Event, Severity};
+///
+/// let line = r#"{"aep":"0.1","id":"01J","type":"run.started","time":"2026-07-03T10:14:01.000Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","seq":1,"data":{"trigger":"user"}}"#;
+/// let event: Event = line.parse()?;
+/// assert_eq!(event.event_type(), "run.started");
+/// assert_eq!(event.seq(), Some(1));
+/// assert_eq!(event.epoch(), 0); // default applied
+/// assert_eq!(event.severity(), Severity::Info);
+/// assert_eq!(event.to_json(), line); // byte-identical round trip
+/// # Ok::<(), aep_core::EventParseError>(())
+/// ```
+#[derive(Clone)]
+pub struct Event {
+    aep: String,
+    id: String,
+    ty: String,
+    subject: Option<String>,
+    time: String,
+    source: String,
+    agent: String,
+    session: Option<String>,
+    run: Option<String>,
+    step: Option<String>,
+    seq: Option<u64>,
+    epoch: Option<u64>,
+    cause: Option<String>,
+    traceparent: Option<String>,
+    severity: Option<Severity>,
+    capture: Option<Capture>,
+    data: Option<Box<RawValue>>,
+    extensions: Vec<(String, Box<RawValue>)>,
+    /// The wire order of the attributes when it differs from the canonical one (core
+    /// attributes in §5.1 order, then extensions, then `data`); `None` otherwise, so
+    /// the common case costs no allocation.
+    order: Option<Box<[Slot]>>,
+}
+
+/// A line or value that is not an AEP envelope this crate can represent: not a JSON
+/// object, a required attribute missing, an attribute of the wrong JSON type, a duplicate
+/// attribute, or malformed JSON.
+///
+/// For a report of *every* problem with stable rule ids, validate the JSON value instead
+/// (the `validate` module).
+#[derive(Debug, thiserror::Error)]
+#[error("not a valid AEP event: {source}")]
+pub struct EventParseError {
+    #[from]
+    source: serde_json::Error,
+}
+
+impl EventParseError {
+    /// The 1-based line of the input where parsing stopped (0 when unknown).
+    pub fn line(&self) -> usize {
+        self.source.line()
+    }
+
+    /// The 1-based column of the input where parsing stopped (0 when unknown).
+    pub fn column(&self) -> usize {
+        self.source.column()
+    }
+
+    /// Whether the input was not JSON at all (as opposed to JSON that is not an envelope).
+    pub fn is_syntax(&self) -> bool {
+        matches!(
+            self.source.classify(),
+            serde_json::error::Category::Syntax | serde_json::error::Category::Eof
+        )
+    }
+}
+
+/// A refused extension attribute (AEP-0001 §5.4): the emitting library must refuse it
+/// rather than emit a non-conformant envelope.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ExtensionError {
+    /// The name collides with a core attribute; on the wire it would be
+    /// indistinguishable from the attribute itself.
+    #[error("extension attribute `{0}` collides with a core attribute name (AEP-0001 §5.4); pick a vendor-prefixed name")]
+    CoreName(String),
+    /// The name does not match `[a-z0-9]{{1,20}}`.
+    #[error("extension attribute name `{0}` must be 1 to 20 lowercase ASCII letters or digits (AEP-0001 §5.4)")]
+    BadName(String),
+    /// The value is not a JSON string, integer or boolean.
+    #[error("extension attribute `{0}` must carry a string, integer or boolean value (AEP-0001 §5.4)")]
+    NonScalar(String),
+}
+
+/// Checks an extension attribute name against AEP-0001 §5.4.
+///
+/// ```
+/// use aep_core::event::check_extension_name;
+/// assert!(check_extension_name("acmeregion").is_ok());
+/// assert!(check_extension_name("session").is_err()); // core name
+/// assert!(check_extension_name("Acme-Region").is_err()); // ill-formed
+/// ```
+pub fn check_extension_name(name: &str) -> Result<(), ExtensionError> {
+    if CORE_ATTRIBUTES.contains(&name) {
+        return Err(ExtensionError::CoreName(name.to_owned()));
+    }
+    let well_formed = (1..=20).contains(&name.len())
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+    if well_formed {
+        Ok(())
+    } else {
+        Err(ExtensionError::BadName(name.to_owned()))
+    }
+}
+
+/// Checks an extension attribute value against AEP-0001 §5.4 (string, integer or
+/// boolean).
+pub fn is_extension_value(value: &Value) -> bool {
+    match value {
+        Value::String(_) | Value::Bool(_) => true,
+        Value::Number(n) => n.is_i64() || n.is_u64(),
+        _ => false,
+    }
+}
+
+fn raw(value: &Value) -> Box<RawValue> {
+    // Serializing a `Value` cannot fail: its map keys are always strings.
+    serde_json::value::to_raw_value(value).unwrap_or_else(|_| null_raw())
+}
+
+fn null_raw() -> Box<RawValue> {
+    RawValue::from_string("null".to_owned()).unwrap_or_else(|_| unreachable_raw())
+}
+
+#[cold]
+fn unreachable_raw() -> Box<RawValue> {
+    // "null" is valid JSON; this arm exists only so no path in this module can panic.
+    Box::default()
+}
+
+impl Event {
+    /// A new event with the five required attributes besides `aep` (which is
+    /// [`AEP_VERSION`]). Everything else is absent until set.
+    ///
+    /// ```
+    /// use aep_core::Event;
+    /// let e = Event::new("01J", "agent.heartbeat", "2026-07-03T10:00:00.000Z", "aep://h/agent/a", "a");
+    /// assert_eq!(e.session(), None);
+    /// assert_eq!(e.to_json(), r#"{"aep":"0.1","id":"01J","type":"agent.heartbeat","time":"2026-07-03T10:00:00.000Z","source":"aep://h/agent/a","agent":"a"}"#);
+    /// ```
+    pub fn new(
+        id: impl Into<String>,
+        event_type: impl Into<String>,
+        time: impl Into<String>,
+        source: impl Into<String>,
+        agent: impl Into<String>,
+    ) -> Event {
+        Event {
+            aep: AEP_VERSION.to_owned(),
+            id: id.into(),
+            ty: event_type.into(),
+            subject: None,
+            time: time.into(),
+            source: source.into(),
+            agent: agent.into(),
+            session: None,
+            run: None,
+            step: None,
+            seq: None,
+            epoch: None,
+            cause: None,
+            traceparent: None,
+            severity: None,
+            capture: None,
+            data: None,
+            extensions: Vec::new(),
+            order: None,
+        }
+    }
+
+    /// Reads one event from JSON bytes.
+    ///
+    /// ```
+    /// let e = aep_core::Event::from_slice(br#"{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a"}"#)?;
+    /// assert_eq!(e.id(), "1");
+    /// assert!(aep_core::Event::from_slice(b"[1]").is_err());
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
+    pub fn from_slice(bytes: &[u8]) -> Result<Event, EventParseError> {
+        Ok(serde_json::from_slice(bytes)?)
+    }
+
+    /// Reads one event from a JSON value (which loses nothing but the original number
+    /// spellings inside `data`).
+    pub fn from_value(value: &Value) -> Result<Event, EventParseError> {
+        // Through text, because `RawValue` only deserializes from serde_json's own reader.
+        let text = serde_json::to_string(value)?;
+        Ok(serde_json::from_str(&text)?)
+    }
+
+    /// The compact JSON line of this event, attributes in the order they arrived.
+    pub fn to_json(&self) -> String {
+        let mut out = Vec::with_capacity(256);
+        self.write_json(&mut out);
+        // The writer only emits UTF-8 (strings come from `String`, raw values were
+        // validated JSON text).
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// Appends the compact JSON of this event to `out`.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        // Writing into a Vec cannot fail and every key is a string.
+        let _ = serde_json::to_writer(out, self);
+    }
+
+    /// This event as a JSON value.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+
+    /// `aep`: the envelope version.
+    pub fn aep(&self) -> &str {
+        &self.aep
+    }
+    /// `id`: unique per `source`; consumers dedupe on `(source, id)` (AEP-0001 §7).
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+    /// `type`, e.g. `tool.completed` or `x.acme.tool.synced`.
+    pub fn event_type(&self) -> &str {
+        &self.ty
+    }
+    /// `subject`: the acted-upon entity.
+    pub fn subject(&self) -> Option<&str> {
+        self.subject.as_deref()
+    }
+    /// `time`: RFC 3339; display metadata only, never ordering authority.
+    pub fn time(&self) -> &str {
+        &self.time
+    }
+    /// `source`: the emitting agent or session, as a URI.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+    /// `agent`: the stable logical identity of the emitter.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+    /// `session`, absent on agent-scoped events.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+    /// `run`.
+    pub fn run(&self) -> Option<&str> {
+        self.run.as_deref()
+    }
+    /// `step`.
+    pub fn step(&self) -> Option<&str> {
+        self.step.as_deref()
+    }
+    /// `seq`, absent on agent-scoped and foreign-emitter events (AEP-0001 §5.2).
+    pub fn seq(&self) -> Option<u64> {
+        self.seq
+    }
+    /// `epoch`, defaulting to 0.
+    pub fn epoch(&self) -> u64 {
+        self.epoch.unwrap_or(0)
+    }
+    /// `epoch` as it is on the wire (`None` when absent).
+    pub fn epoch_attr(&self) -> Option<u64> {
+        self.epoch
+    }
+    /// `cause`: the `id` of the causing event.
+    pub fn cause(&self) -> Option<&str> {
+        self.cause.as_deref()
+    }
+    /// `traceparent`: W3C Trace Context.
+    pub fn traceparent(&self) -> Option<&str> {
+        self.traceparent.as_deref()
+    }
+    /// `severity`, defaulting to [`Severity::Info`].
+    pub fn severity(&self) -> Severity {
+        self.severity.unwrap_or_default()
+    }
+    /// `severity` as it is on the wire.
+    pub fn severity_attr(&self) -> Option<Severity> {
+        self.severity
+    }
+    /// `capture`, defaulting to [`Capture::Metadata`].
+    pub fn capture(&self) -> Capture {
+        self.capture.unwrap_or_default()
+    }
+    /// `capture` as it is on the wire.
+    pub fn capture_attr(&self) -> Option<Capture> {
+        self.capture
+    }
+    /// `data` exactly as received (or as last set).
+    pub fn data_raw(&self) -> Option<&RawValue> {
+        self.data.as_deref()
+    }
+    /// `data` as a JSON value (`None` when absent).
+    pub fn data(&self) -> Option<Value> {
+        self.data
+            .as_deref()
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+    }
+    /// `data` decoded into a payload type, e.g. one of the generated payload types.
+    ///
+    /// An absent `data` decodes as an empty object, so payload types whose fields are
+    /// all optional still decode.
+    pub fn payload<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
+        match self.data.as_deref() {
+            Some(raw) => serde_json::from_str(raw.get()),
+            None => serde_json::from_str("{}"),
+        }
+    }
+
+    /// The extension attributes (AEP-0001 §5.4) in wire order, values as raw JSON.
+    pub fn extensions(&self) -> impl ExactSizeIterator<Item = (&str, &RawValue)> + '_ {
+        self.extensions.iter().map(|(k, v)| (k.as_str(), &**v))
+    }
+
+    /// One extension attribute's value as JSON.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a","acmeregion":"eu-1"}"#.parse()?;
+    /// assert_eq!(e.extension("acmeregion"), Some(serde_json::json!("eu-1")));
+    /// assert_eq!(e.extension("other"), None);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
+    pub fn extension(&self, name: &str) -> Option<Value> {
+        self.extension_raw(name)
+            .and_then(|raw| serde_json::from_str(raw.get()).ok())
+    }
+
+    /// One extension attribute's value as raw JSON.
+    pub fn extension_raw(&self, name: &str) -> Option<&RawValue> {
+        self.extensions
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| &**v)
+    }
+
+    /// One extension attribute's value when it is a JSON string.
+    pub fn extension_str(&self, name: &str) -> Option<&str> {
+        let raw = self.extension_raw(name)?.get();
+        // Cheap path for strings without escapes, which is what extension values are.
+        let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+        (!inner.contains('\\')).then_some(inner)
+    }
+
+    /// Sets an extension attribute, refusing what AEP-0001 §5.4 forbids. Replaces an
+    /// existing value in place (keeping its position).
+    ///
+    /// ```
+    /// use aep_core::Event;
+    /// let mut e = Event::new("1", "agent.idle", "t", "s", "a");
+    /// e.set_extension("acmeregion", "eu-1".into())?;
+    /// assert!(e.set_extension("seq", 1.into()).is_err());
+    /// assert!(e.set_extension("acmelist", serde_json::json!([1])).is_err());
+    /// # Ok::<(), aep_core::ExtensionError>(())
+    /// ```
+    pub fn set_extension(&mut self, name: &str, value: Value) -> Result<(), ExtensionError> {
+        check_extension_name(name)?;
+        if !is_extension_value(&value) {
+            return Err(ExtensionError::NonScalar(name.to_owned()));
+        }
+        let value = raw(&value);
+        match self.extensions.iter_mut().find(|(k, _)| k == name) {
+            Some((_, v)) => *v = value,
+            None => {
+                self.extensions.push((name.to_owned(), value));
+                if let Some(order) = self.order.take() {
+                    let mut order = order.into_vec();
+                    let at = order.iter().position(|&s| s == DATA).unwrap_or(order.len());
+                    order.insert(at, EXT);
+                    self.order = Some(order.into_boxed_slice());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes an extension attribute, returning whether it was present.
+    pub fn remove_extension(&mut self, name: &str) -> bool {
+        let Some(pos) = self.extensions.iter().position(|(k, _)| k == name) else {
+            return false;
+        };
+        self.extensions.remove(pos);
+        if let Some(order) = self.order.take() {
+            let mut order = order.into_vec();
+            if let Some(at) = order.iter().enumerate().filter(|(_, &s)| s == EXT).nth(pos) {
+                order.remove(at.0);
+            }
+            self.order = Some(order.into_boxed_slice());
+        }
+        true
+    }
+
+    /// Sets `data` from a JSON value (`Value::Null` removes it).
+    pub fn set_data(&mut self, data: Value) {
+        self.set_slot_present(DATA, !data.is_null());
+        self.data = (!data.is_null()).then(|| raw(&data));
+    }
+
+    /// Sets `data` from raw JSON text kept verbatim.
+    pub fn set_data_raw(&mut self, data: Option<Box<RawValue>>) {
+        self.set_slot_present(DATA, data.is_some());
+        self.data = data;
+    }
+
+    /// Sets `data` from a serializable payload (e.g. a generated payload type).
+    pub fn set_payload<T: Serialize>(&mut self, payload: &T) -> Result<(), serde_json::Error> {
+        let raw = serde_json::value::to_raw_value(payload)?;
+        self.set_data_raw(Some(raw));
+        Ok(())
+    }
+
+    /// Sets `capture` (`None` removes the attribute).
+    pub fn set_capture(&mut self, capture: Option<Capture>) {
+        self.set_slot_present(15, capture.is_some());
+        self.capture = capture;
+    }
+
+    /// Sets `severity` (`None` removes the attribute).
+    pub fn set_severity(&mut self, severity: Option<Severity>) {
+        self.set_slot_present(14, severity.is_some());
+        self.severity = severity;
+    }
+
+    /// Sets `id`.
+    pub fn set_id(&mut self, id: impl Into<String>) {
+        self.id = id.into();
+    }
+
+    /// Sets `time`.
+    pub fn set_time(&mut self, time: impl Into<String>) {
+        self.time = time.into();
+    }
+
+    /// Sets `source`.
+    pub fn set_source(&mut self, source: impl Into<String>) {
+        self.source = source.into();
+    }
+
+    /// Sets `subject`.
+    pub fn set_subject(&mut self, v: Option<String>) {
+        self.set_slot_present(3, v.is_some());
+        self.subject = v;
+    }
+    /// Sets `session`.
+    pub fn set_session(&mut self, v: Option<String>) {
+        self.set_slot_present(7, v.is_some());
+        self.session = v;
+    }
+    /// Sets `run`.
+    pub fn set_run(&mut self, v: Option<String>) {
+        self.set_slot_present(8, v.is_some());
+        self.run = v;
+    }
+    /// Sets `step`.
+    pub fn set_step(&mut self, v: Option<String>) {
+        self.set_slot_present(9, v.is_some());
+        self.step = v;
+    }
+    /// Sets `seq`.
+    pub fn set_seq(&mut self, v: Option<u64>) {
+        self.set_slot_present(10, v.is_some());
+        self.seq = v;
+    }
+    /// Sets `epoch` (`None` removes the attribute; readers then see 0).
+    pub fn set_epoch(&mut self, v: Option<u64>) {
+        self.set_slot_present(11, v.is_some());
+        self.epoch = v;
+    }
+    /// Sets `cause`.
+    pub fn set_cause(&mut self, v: Option<String>) {
+        self.set_slot_present(12, v.is_some());
+        self.cause = v;
+    }
+    /// Sets `traceparent`.
+    pub fn set_traceparent(&mut self, v: Option<String>) {
+        self.set_slot_present(13, v.is_some());
+        self.traceparent = v;
+    }
+
+    /// Builder form of [`Event::set_subject`].
+    pub fn with_subject(mut self, v: impl Into<String>) -> Self {
+        self.set_subject(Some(v.into()));
+        self
+    }
+    /// Builder form of [`Event::set_session`].
+    pub fn with_session(mut self, v: impl Into<String>) -> Self {
+        self.set_session(Some(v.into()));
+        self
+    }
+    /// Builder form of [`Event::set_run`].
+    pub fn with_run(mut self, v: impl Into<String>) -> Self {
+        self.set_run(Some(v.into()));
+        self
+    }
+    /// Builder form of [`Event::set_step`].
+    pub fn with_step(mut self, v: impl Into<String>) -> Self {
+        self.set_step(Some(v.into()));
+        self
+    }
+    /// Builder form of [`Event::set_seq`].
+    pub fn with_seq(mut self, v: u64) -> Self {
+        self.set_seq(Some(v));
+        self
+    }
+    /// Builder form of [`Event::set_epoch`].
+    pub fn with_epoch(mut self, v: u64) -> Self {
+        self.set_epoch(Some(v));
+        self
+    }
+    /// Builder form of [`Event::set_cause`].
+    pub fn with_cause(mut self, v: impl Into<String>) -> Self {
+        self.set_cause(Some(v.into()));
+        self
+    }
+    /// Builder form of [`Event::set_traceparent`].
+    pub fn with_traceparent(mut self, v: impl Into<String>) -> Self {
+        self.set_traceparent(Some(v.into()));
+        self
+    }
+    /// Builder form of [`Event::set_severity`].
+    pub fn with_severity(mut self, v: Severity) -> Self {
+        self.set_severity(Some(v));
+        self
+    }
+    /// Builder form of [`Event::set_capture`].
+    pub fn with_capture(mut self, v: Capture) -> Self {
+        self.set_capture(Some(v));
+        self
+    }
+    /// Builder form of [`Event::set_data`].
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.set_data(data);
+        self
+    }
+
+    /// Keeps a non-canonical wire order consistent when an attribute appears or
+    /// disappears: a new attribute goes where the canonical order puts it.
+    fn set_slot_present(&mut self, slot: Slot, present: bool) {
+        let Some(order) = self.order.take() else {
+            return;
+        };
+        let mut order = order.into_vec();
+        let pos = order.iter().position(|&s| s == slot);
+        match (pos, present) {
+            (Some(at), false) => {
+                order.remove(at);
+            }
+            (None, true) => {
+                let at = order
+                    .iter()
+                    .position(|&s| s != EXT && s > slot)
+                    .unwrap_or(order.len());
+                order.insert(at, slot);
+            }
+            _ => {}
+        }
+        self.order = Some(order.into_boxed_slice());
+    }
+
+    fn canonical_slots(&self) -> impl Iterator<Item = Slot> + '_ {
+        let present = [
+            true,
+            true,
+            true,
+            self.subject.is_some(),
+            true,
+            true,
+            true,
+            self.session.is_some(),
+            self.run.is_some(),
+            self.step.is_some(),
+            self.seq.is_some(),
+            self.epoch.is_some(),
+            self.cause.is_some(),
+            self.traceparent.is_some(),
+            self.severity.is_some(),
+            self.capture.is_some(),
+        ];
+        (0u8..16)
+            .filter(move |&i| present[i as usize])
+            .chain(std::iter::repeat_n(EXT, self.extensions.len()))
+            .chain(self.data.is_some().then_some(DATA))
+    }
+}
+
+/// Two events are equal when they would write the same JSON (raw values compared as
+/// text, attribute order included).
+impl PartialEq for Event {
+    fn eq(&self, other: &Self) -> bool {
+        let raw_eq = |a: &Option<Box<RawValue>>, b: &Option<Box<RawValue>>| {
+            a.as_ref().map(|r| r.get()) == b.as_ref().map(|r| r.get())
+        };
+        self.aep == other.aep
+            && self.id == other.id
+            && self.ty == other.ty
+            && self.subject == other.subject
+            && self.time == other.time
+            && self.source == other.source
+            && self.agent == other.agent
+            && self.session == other.session
+            && self.run == other.run
+            && self.step == other.step
+            && self.seq == other.seq
+            && self.epoch == other.epoch
+            && self.cause == other.cause
+            && self.traceparent == other.traceparent
+            && self.severity == other.severity
+            && self.capture == other.capture
+            && raw_eq(&self.data, &other.data)
+            && self.extensions.len() == other.extensions.len()
+            && self
+                .extensions
+                .iter()
+                .zip(&other.extensions)
+                .all(|((ka, va), (kb, vb))| ka == kb && va.get() == vb.get())
+            && self.order == other.order
+    }
+}
+
+impl Eq for Event {}
+
+impl fmt::Debug for Event {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Event").field(&self.to_json()).finish()
+    }
+}
+
+impl fmt::Display for Event {
+    /// The compact JSON line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.to_json())
+    }
+}
+
+impl FromStr for Event {
+    type Err = EventParseError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Ok(serde_json::from_str(s)?)
+    }
+}
+
+impl Serialize for Event {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let len = self.canonical_slots().count();
+        let mut map = serializer.serialize_map(Some(len))?;
+        let mut ext = self.extensions.iter();
+        let mut write = |map: &mut S::SerializeMap, slot: Slot| -> Result<(), S::Error> {
+            let name = CORE_ATTRIBUTES.get(slot as usize).copied();
+            match slot {
+                0 => map.serialize_entry("aep", &self.aep),
+                1 => map.serialize_entry("id", &self.id),
+                2 => map.serialize_entry("type", &self.ty),
+                4 => map.serialize_entry("time", &self.time),
+                5 => map.serialize_entry("source", &self.source),
+                6 => map.serialize_entry("agent", &self.agent),
+                3 | 7 | 8 | 9 | 12 | 13 => {
+                    let value = match slot {
+                        3 => &self.subject,
+                        7 => &self.session,
+                        8 => &self.run,
+                        9 => &self.step,
+                        12 => &self.cause,
+                        _ => &self.traceparent,
+                    };
+                    match (name, value) {
+                        (Some(name), Some(v)) => map.serialize_entry(name, v),
+                        _ => Ok(()),
+                    }
+                }
+                10 => self.seq.map_or(Ok(()), |v| map.serialize_entry("seq", &v)),
+                11 => self
+                    .epoch
+                    .map_or(Ok(()), |v| map.serialize_entry("epoch", &v)),
+                14 => self
+                    .severity
+                    .map_or(Ok(()), |v| map.serialize_entry("severity", &v)),
+                15 => self
+                    .capture
+                    .map_or(Ok(()), |v| map.serialize_entry("capture", &v)),
+                DATA => self
+                    .data
+                    .as_ref()
+                    .map_or(Ok(()), |v| map.serialize_entry("data", v)),
+                _ => match ext.next() {
+                    Some((k, v)) => map.serialize_entry(k, v),
+                    None => Ok(()),
+                },
+            }
+        };
+        match &self.order {
+            Some(order) => {
+                for &slot in order.iter() {
+                    write(&mut map, slot)?;
+                }
+            }
+            None => {
+                for slot in self.canonical_slots() {
+                    write(&mut map, slot)?;
+                }
+            }
+        }
+        map.end()
+    }
+}
+
+/// The attribute name of a map key, decoded without allocating for core names.
+enum Key {
+    Core(Slot),
+    Other(String),
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an attribute name")
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
+                Ok(match CORE_ATTRIBUTES.iter().position(|&c| c == v) {
+                    Some(i) => Key::Core(i as Slot),
+                    None => Key::Other(v.to_owned()),
+                })
+            }
+        }
+        d.deserialize_str(KeyVisitor)
+    }
+}
+
+impl<'de> Deserialize<'de> for Event {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(EventVisitor)
+    }
+}
+
+struct EventVisitor;
+
+fn dup<E: de::Error>(slot: Slot) -> E {
+    E::custom(format_args!(
+        "duplicate attribute `{}`",
+        CORE_ATTRIBUTES.get(slot as usize).copied().unwrap_or("?")
+    ))
+}
+
+fn set_once<T, E: de::Error>(field: &mut Option<T>, value: T, slot: Slot) -> Result<(), E> {
+    if field.is_some() {
+        return Err(dup(slot));
+    }
+    *field = Some(value);
+    Ok(())
+}
+
+impl<'de> Visitor<'de> for EventVisitor {
+    type Value = Event;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("an AEP event (a JSON object)")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Event, A::Error> {
+        let mut aep = None;
+        let mut id = None;
+        let mut ty = None;
+        let mut time = None;
+        let mut source = None;
+        let mut agent = None;
+        let mut e = Event::new("", "", "", "", "");
+        let mut order: Vec<Slot> = Vec::with_capacity(20);
+        while let Some(key) = map.next_key::<Key>()? {
+            match key {
+                Key::Core(slot) => {
+                    if order.contains(&slot) {
+                        return Err(dup(slot));
+                    }
+                    order.push(slot);
+                    match slot {
+                        0 => aep = Some(map.next_value::<String>()?),
+                        1 => id = Some(map.next_value::<String>()?),
+                        2 => ty = Some(map.next_value::<String>()?),
+                        3 => set_once(&mut e.subject, map.next_value()?, slot)?,
+                        4 => time = Some(map.next_value::<String>()?),
+                        5 => source = Some(map.next_value::<String>()?),
+                        6 => agent = Some(map.next_value::<String>()?),
+                        7 => set_once(&mut e.session, map.next_value()?, slot)?,
+                        8 => set_once(&mut e.run, map.next_value()?, slot)?,
+                        9 => set_once(&mut e.step, map.next_value()?, slot)?,
+                        10 => set_once(&mut e.seq, map.next_value()?, slot)?,
+                        11 => set_once(&mut e.epoch, map.next_value()?, slot)?,
+                        12 => set_once(&mut e.cause, map.next_value()?, slot)?,
+                        13 => set_once(&mut e.traceparent, map.next_value()?, slot)?,
+                        14 => set_once(&mut e.severity, map.next_value()?, slot)?,
+                        15 => set_once(&mut e.capture, map.next_value()?, slot)?,
+                        _ => set_once(&mut e.data, map.next_value()?, slot)?,
+                    }
+                }
+                Key::Other(name) => {
+                    if e.extensions.iter().any(|(k, _)| *k == name) {
+                        return Err(de::Error::custom(format_args!(
+                            "duplicate attribute `{name}`"
+                        )));
+                    }
+                    order.push(EXT);
+                    let value: Box<RawValue> = map.next_value()?;
+                    e.extensions.push((name, value));
+                }
+            }
+        }
+        e.aep = aep.ok_or_else(|| de::Error::missing_field("aep"))?;
+        e.id = id.ok_or_else(|| de::Error::missing_field("id"))?;
+        e.ty = ty.ok_or_else(|| de::Error::missing_field("type"))?;
+        e.time = time.ok_or_else(|| de::Error::missing_field("time"))?;
+        e.source = source.ok_or_else(|| de::Error::missing_field("source"))?;
+        e.agent = agent.ok_or_else(|| de::Error::missing_field("agent"))?;
+        if !order.iter().copied().eq(e.canonical_slots()) {
+            e.order = Some(order.into_boxed_slice());
+        }
+        Ok(e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    const GOLDEN: &str = include_str!("../../../fixtures/conformance/golden/golden.jsonl");
+
+    #[test]
+    fn golden_lines_round_trip_byte_identically() {
+        let mut n = 0;
+        for line in GOLDEN.lines().filter(|l| !l.trim().is_empty()) {
+            let e: Event = line.parse().unwrap();
+            assert_eq!(e.to_json(), line);
+            n += 1;
+        }
+        assert_eq!(n, 64);
+    }
+
+    #[test]
+    fn defaults_apply_and_absent_attributes_are_not_null() {
+        let e = Event::new("1", "agent.idle", "t", "s", "a");
+        assert_eq!(e.epoch(), 0);
+        assert_eq!(e.severity(), Severity::Info);
+        assert_eq!(e.capture(), Capture::Metadata);
+        assert!(!e.to_json().contains("null"));
+    }
+
+    #[test]
+    fn parse_errors_are_typed() {
+        for bad in [
+            &b"not json"[..],
+            b"[]",
+            b"{}",
+            b"{\"aep\":\"0.1\",\"id\":1}",
+            b"\xff\xfe",
+            br#"{"aep":"0.1","id":"1","type":"a.b","time":"t","source":"s","agent":"a","seq":-1}"#,
+            br#"{"aep":"0.1","id":"1","type":"a.b","time":"t","source":"s","agent":"a","seq":18446744073709551616}"#,
+            br#"{"aep":"0.1","aep":"0.1","id":"1","type":"a.b","time":"t","source":"s","agent":"a"}"#,
+            br#"{"aep":"0.1","id":"1","type":"a.b","time":"t","source":"s","agent":"a","x":1,"x":2}"#,
+            br#"{"aep":"0.1","id":"1","type":"a.b","time":"t","source":"s","agent":"a","severity":"loud"}"#,
+            br#"{"aep":"0.1","id":"1","type":"a.b","time":"t","source":"s","agent":"a","session":null}"#,
+        ] {
+            assert!(Event::from_slice(bad).is_err(), "{:?}", String::from_utf8_lossy(bad));
+        }
+        let err = Event::from_slice(b"{\"aep\":").unwrap_err();
+        assert!(err.is_syntax());
+    }
+
+    #[test]
+    fn mutation_keeps_noncanonical_order_consistent() {
+        let line = r#"{"aep":"0.1","id":"1","type":"run.started","time":"t","source":"s","agent":"a","session":"s","seq":3,"run":"r","data":{"a":1}}"#;
+        let mut e: Event = line.parse().unwrap();
+        e.set_capture(Some(Capture::None));
+        e.set_data(Value::Null);
+        e.set_extension("acme", json!("x")).unwrap();
+        assert_eq!(
+            e.to_json(),
+            r#"{"aep":"0.1","id":"1","type":"run.started","time":"t","source":"s","agent":"a","session":"s","seq":3,"run":"r","capture":"none","acme":"x"}"#
+        );
+        assert!(e.remove_extension("acme"));
+        assert!(!e.remove_extension("acme"));
+        e.set_data(json!({"b":2}));
+        assert!(e.to_json().ends_with(r#""capture":"none","data":{"b":2}}"#));
+        let back: Event = e.to_json().parse().unwrap();
+        assert_eq!(back, e);
+    }
+
+    #[test]
+    fn value_round_trip_and_payload() {
+        let v = json!({"aep":"0.1","id":"1","type":"run.started","time":"t","source":"s","agent":"a","data":{"trigger":"user"}});
+        let e = Event::from_value(&v).unwrap();
+        assert_eq!(e.to_value(), v);
+        let p: serde_json::Map<String, Value> = e.payload().unwrap();
+        assert_eq!(p["trigger"], "user");
+    }
+}

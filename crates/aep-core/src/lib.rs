@@ -1,0 +1,41 @@
+//! # aep-core: the Agent Event Protocol without IO
+//!
+//! Everything the Agent Event Protocol (AEP 0.1) says about events, filters, capture,
+//! ordering and control, as plain Rust values and state machines: no sockets, no clock,
+//! no runtime. The async crate, the blocking crate and the relay all drive this code, so
+//! every protocol rule lives here once.
+//!
+//! ```
+//! use aep_core::{Event, Severity};
+//!
+//! let event: Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","seq":3,"severity":"notice"}"#.parse()?;
+//! assert_eq!(event.severity(), Severity::Notice);
+//! # Ok::<(), aep_core::EventParseError>(())
+//! ```
+//!
+//! ## Layout
+//!
+//! - [`event`]: the envelope (AEP-0001 §5), byte-preserving.
+//! - [`level`]: [`Severity`] and [`Capture`].
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+pub mod capture;
+pub mod control;
+pub mod dedupe;
+pub mod envelope;
+pub mod event;
+pub mod filter;
+pub mod frame;
+pub mod level;
+pub mod payload;
+pub mod projection;
+pub mod redact;
+pub mod resume;
+pub mod schema;
+pub mod subscription;
+pub mod types;
+pub mod validate;
+
+pub use event::{Event, EventParseError, ExtensionError, AEP_VERSION};
+pub use level::{Capture, Severity};

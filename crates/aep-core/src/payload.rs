@@ -1,0 +1,1 @@
+//! Generated payload types, one per registered type (AEP-0002 §4).

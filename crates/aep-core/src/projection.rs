@@ -1,0 +1,1 @@
+//! State projection: fold events into per-session state.

@@ -1,0 +1,1 @@
+//! The redaction pipeline and digests (AEP-0003 §9).

@@ -1,0 +1,1 @@
+//! The subscription model: type patterns, lifecycle, delivery modes, cursors.

@@ -1,0 +1,1 @@
+//! aep-relay: see the crate README.

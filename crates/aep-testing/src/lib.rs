@@ -1,0 +1,1 @@
+//! aep-testing: see the crate README.
