@@ -1,2 +1,6 @@
 //! `aep-conformance`: runs the protocol's fixture corpus through aep-core.
-fn main() {}
+mod check;
+
+fn main() {
+    let _ = check::Check::new("placeholder", true, None);
+}

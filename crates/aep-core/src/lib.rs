@@ -27,6 +27,7 @@ pub mod envelope;
 pub mod event;
 pub mod filter;
 pub mod frame;
+pub mod gating;
 pub mod level;
 pub mod payload;
 pub mod projection;
@@ -39,3 +40,4 @@ pub mod validate;
 
 pub use event::{Event, EventParseError, ExtensionError, AEP_VERSION};
 pub use level::{Capture, Severity};
+pub use types::EventType;

@@ -1,0 +1,1 @@
+//! Form-values gating (AEP-0006 §…): which `values` a capture level lets through.
