@@ -544,17 +544,24 @@ impl Attrs for Event {
     fn ext(&self, name: &str) -> Option<ExtValue<'_>> {
         let raw = self.extension_raw(name)?.get();
         Some(match raw.as_bytes().first() {
-            Some(b'"') => match raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
-                Some(inner) if !inner.contains('\\') => ExtValue::Str(Cow::Borrowed(inner)),
-                // Escapes are rare in extension values; decoding them may allocate.
-                _ => serde_json::from_str::<String>(raw)
-                    .map_or(ExtValue::Other, |s| ExtValue::Str(Cow::Owned(s))),
-            },
+            Some(b'"') => extension_string(self, name).map_or(ExtValue::Other, ExtValue::Str),
             _ if raw == "true" => ExtValue::Bool(true),
             _ if raw == "false" => ExtValue::Bool(false),
             _ => raw.parse::<i128>().map_or(ExtValue::Other, ExtValue::Int),
         })
     }
+}
+
+/// An extension attribute's value when it is a JSON string, borrowed from the event
+/// unless it has escapes to decode.
+pub(crate) fn extension_string<'e>(event: &'e Event, name: &str) -> Option<Cow<'e, str>> {
+    let raw = event.extension_raw(name)?.get();
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    if !inner.contains('\\') {
+        return Some(Cow::Borrowed(inner));
+    }
+    // Escapes are rare in extension values; decoding them allocates.
+    serde_json::from_str::<String>(raw).ok().map(Cow::Owned)
 }
 
 impl Attrs for Map<String, Value> {
