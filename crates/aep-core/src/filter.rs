@@ -283,17 +283,23 @@ fn json_kind(v: &Value) -> &'static str {
 }
 
 /// `[a-z0-9_-]+(\.[a-z0-9_-]+)*` followed by `.*`: the one pattern form of §6.1.
+/// Returns the prefix with its dot.
 fn pattern_prefix(p: &str) -> Option<&str> {
     let prefix = p.strip_suffix('*')?;
     let body = prefix.strip_suffix('.')?;
-    let ok = !body.is_empty()
+    is_pattern_body(body).then_some(prefix)
+}
+
+/// Whether `body` may stand before `.*` in an attr-match type pattern (AEP-0003 §6.1):
+/// dot-separated non-empty `[a-z0-9_-]` segments.
+pub(crate) fn is_pattern_body(body: &str) -> bool {
+    !body.is_empty()
         && body.split('.').all(|seg| {
             !seg.is_empty()
                 && seg
                     .bytes()
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
-        });
-    ok.then_some(prefix)
+        })
 }
 
 /// The elements of a scalar-or-array predicate, refusing `[]`.

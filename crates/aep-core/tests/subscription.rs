@@ -267,7 +267,7 @@ fn every_malformed_request_is_rejected_naming_the_field() {
             .unwrap_err();
         assert_eq!(
             rejected.message(),
-            "the subscription filter must be a JSON object"
+            "`payload` must be a JSON object: the subscription filter"
         );
     }
     let rejected = reg
@@ -529,6 +529,11 @@ fn requests_from_lifecycle_messages() {
                       "message": "subscription must include at least one filter criterion",
                       "retryable": false}}})
     );
+    let no_payload = LifecycleMessage::from_json(r#"{"type":"subscription.requested"}"#).unwrap();
+    let LifecycleMessage::Rejected(r) = reg.handle_message("c", &no_payload, t0()).unwrap() else {
+        panic!("a request without payload is rejected");
+    };
+    assert!(r.message().contains("`payload`"), "{}", r.message());
     let ignored = LifecycleMessage::from_json(
         r#"{"type":"subscription.expired","payload":{"subscription_id":"sub_0001"}}"#,
     )

@@ -25,6 +25,12 @@ pub struct Cursor {
 }
 
 /// Why a cursor was refused; the message says what the form is.
+///
+/// ```
+/// use aep_core::subscription::Cursor;
+/// let err = Cursor::parse("s1:0:-1").unwrap_err();
+/// assert_eq!(err.to_string(), "`from_cursor` `s1:0:-1` is malformed: seq `-1` is not a non-negative integer");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CursorError {
     /// Not three `:`-separated parts.

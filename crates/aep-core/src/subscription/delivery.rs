@@ -36,6 +36,11 @@ pub enum DeliveryMode {
 }
 
 /// A `delivery_mode` string naming no mode.
+///
+/// ```
+/// let err = "exactly_once".parse::<aep_core::subscription::DeliveryMode>().unwrap_err();
+/// assert!(err.to_string().starts_with("`delivery_mode` `exactly_once`"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`delivery_mode` `{0}` is not a delivery mode: expected best_effort, at_least_once or replayable")]
 pub struct UnknownDeliveryMode(pub String);
@@ -105,6 +110,10 @@ pub struct Delivery {
 }
 
 /// A delivery wrapper that could not be read.
+///
+/// ```
+/// assert!(aep_core::subscription::Delivery::from_json(r#"{"event":{}}"#).is_err());
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[error("not a subscription delivery: {0}")]
 pub struct DeliveryParseError(String);

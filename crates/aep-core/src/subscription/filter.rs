@@ -117,7 +117,7 @@ impl fmt::Display for Field {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SubscriptionError {
     /// The request's payload is not a JSON object.
-    #[error("the subscription filter must be a JSON object")]
+    #[error("`payload` must be a JSON object: the subscription filter")]
     NotAnObject,
     /// A field the document does not define.
     #[error("unknown field `{0}`: a subscription filter has types, source, target, topic, session_id, conversation_id, task_id, from_cursor, delivery_mode")]
@@ -648,6 +648,16 @@ impl SubscriptionFilter {
 
 /// A subscription filter lowered for an AEP-0003 relay: see
 /// [`SubscriptionFilter::lower`].
+///
+/// ```
+/// use aep_core::subscription::SubscriptionFilter;
+/// let lowered = SubscriptionFilter::new().with_types("*.completed")?.lower();
+/// assert!(lowered.wire().is_empty()); // attr-match cannot narrow `*.completed`
+/// let e = aep_core::Event::new("1", "tool.completed", "t", "s", "a");
+/// assert!(lowered.matches(&e));
+/// assert!(!lowered.residual().matches(&aep_core::Event::new("1", "tool.failed", "t", "s", "a")));
+/// # Ok::<(), aep_core::subscription::SubscriptionError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Lowered {
     wire: Filter,
@@ -672,6 +682,13 @@ impl Lowered {
 }
 
 /// The part of a subscription filter attr-match cannot express, checked locally.
+///
+/// ```
+/// use aep_core::subscription::SubscriptionFilter;
+/// let exact = SubscriptionFilter::new().with_types(["tool.call.*", "run.started"])?.lower();
+/// assert!(exact.residual().is_trivial()); // attr-match says it all
+/// # Ok::<(), aep_core::subscription::SubscriptionError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct Residual {
     /// The filter had no matching field: nothing matches.

@@ -36,6 +36,12 @@ pub enum LifecycleMessage {
 }
 
 /// A lifecycle message that could not be read; names the field at fault.
+///
+/// ```
+/// use aep_core::subscription::LifecycleMessage;
+/// let err = LifecycleMessage::from_json(r#"{"type":"subscription.cancelled","payload":{}}"#).unwrap_err();
+/// assert_eq!(err.to_string(), "`payload.subscription_id` is required");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MessageError {
     /// Not JSON.
@@ -65,6 +71,14 @@ pub enum MessageError {
 
 /// `subscription.requested`: the payload is the filter, kept as sent so that a
 /// malformed one can be answered with a rejection naming its field.
+///
+/// ```
+/// use aep_core::subscription::{LifecycleMessage, SubscriptionFilter, SubscriptionRequested};
+/// let filter = SubscriptionFilter::new().with_types("memory.*")?;
+/// let msg = LifecycleMessage::from(SubscriptionRequested::new(&filter));
+/// assert_eq!(msg.to_json(), r#"{"type":"subscription.requested","payload":{"types":"memory.*"}}"#);
+/// # Ok::<(), aep_core::subscription::SubscriptionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubscriptionRequested {
     filter: Value,
@@ -94,7 +108,14 @@ impl SubscriptionRequested {
     }
 }
 
-/// `subscription.created`.
+/// `subscription.created`: the producer's confirmation.
+///
+/// ```
+/// use aep_core::subscription::{SubscriptionCreated, SubscriptionFilter};
+/// let created = SubscriptionCreated::new("sub_0001", SubscriptionFilter::new().with_types("memory.*")?, "2026-07-09T10:00:00Z", None);
+/// assert_eq!(created.expires_at(), None);
+/// # Ok::<(), aep_core::subscription::SubscriptionError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubscriptionCreated {
     subscription_id: String,
@@ -138,7 +159,15 @@ impl SubscriptionCreated {
     }
 }
 
-/// `subscription.rejected`.
+/// `subscription.rejected`: `error.code` is always `subscription_rejected`, the
+/// message names the field at fault.
+///
+/// ```
+/// use aep_core::subscription::{SubscriptionError, SubscriptionRejected};
+/// let r = SubscriptionRejected::new(Some("sub_0001".into()), serde_json::json!({}), &SubscriptionError::NoCriterion);
+/// assert_eq!(r.code(), "subscription_rejected");
+/// assert_eq!(r.message(), "subscription must include at least one filter criterion");
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubscriptionRejected {
     subscription_id: Option<String>,
@@ -182,7 +211,12 @@ impl SubscriptionRejected {
     }
 }
 
-/// `subscription.cancelled`.
+/// `subscription.cancelled`: a consumer's request, and the producer's confirmation.
+///
+/// ```
+/// let c = aep_core::subscription::SubscriptionCancelled::new("sub_0001");
+/// assert_eq!(c.subscription_id(), "sub_0001");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubscriptionCancelled {
     subscription_id: String,
@@ -202,6 +236,11 @@ impl SubscriptionCancelled {
 }
 
 /// `subscription.expired`: same payload as a cancellation, initiated by the producer.
+///
+/// ```
+/// let e = aep_core::subscription::SubscriptionExpired::new("sub_0001");
+/// assert_eq!(e.subscription_id(), "sub_0001");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubscriptionExpired {
     subscription_id: String,
@@ -294,12 +333,15 @@ impl LifecycleMessage {
         if !LifecycleMessage::is_lifecycle_type(ty) {
             return Err(MessageError::UnknownType(ty.to_owned()));
         }
-        let payload = obj.get("payload").ok_or(MessageError::Missing("payload"))?;
         if ty == "subscription.requested" {
+            // Whatever the payload, a request gets an answer: a missing or malformed
+            // filter becomes a rejection naming it, not a parse error.
+            let payload = obj.get("payload").cloned().unwrap_or(Value::Null);
             return Ok(LifecycleMessage::Requested(
-                SubscriptionRequested::from_payload(payload.clone()),
+                SubscriptionRequested::from_payload(payload),
             ));
         }
+        let payload = obj.get("payload").ok_or(MessageError::Missing("payload"))?;
         let p = payload
             .as_object()
             .ok_or(MessageError::NotAnObject("payload"))?;

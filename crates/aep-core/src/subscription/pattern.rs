@@ -3,6 +3,11 @@
 use std::fmt;
 
 /// Why a type pattern was refused.
+///
+/// ```
+/// use aep_core::subscription::{PatternError, TypePattern};
+/// assert_eq!(TypePattern::parse("tool.").unwrap_err(), PatternError::EmptySegment("tool.".into()));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum PatternError {
     /// `""`.
@@ -197,16 +202,11 @@ impl TypePattern {
     }
 }
 
-/// `[a-z0-9_-]+.` repeated: the prefix form attr-match accepts (AEP-0003 §6.1).
+/// Whether `prefix.` is an attr-match pattern prefix (the filter module owns the rule).
 fn attr_match_prefix(prefix_with_dot: &str) -> bool {
-    prefix_with_dot.strip_suffix('.').is_some_and(|body| {
-        body.split('.').all(|seg| {
-            !seg.is_empty()
-                && seg
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
-        })
-    })
+    prefix_with_dot
+        .strip_suffix('.')
+        .is_some_and(crate::filter::is_pattern_body)
 }
 
 impl fmt::Debug for TypePattern {

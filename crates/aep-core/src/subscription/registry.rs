@@ -63,6 +63,16 @@ impl RegistryConfig {
 }
 
 /// One live subscription as the registry holds it.
+///
+/// ```
+/// use std::time::UNIX_EPOCH;
+/// use aep_core::subscription::{DeliveryMode, Registry, RegistryConfig, SubscriptionRequested};
+/// let mut reg = Registry::new(RegistryConfig::new());
+/// let req = SubscriptionRequested::from_payload(serde_json::json!({"source": "memory:main"}));
+/// let id = reg.handle_request("c", &req, UNIX_EPOCH).unwrap().subscription_id().to_owned();
+/// let sub = reg.get("c", &id).unwrap();
+/// assert_eq!((sub.session(), sub.mode()), ("c", DeliveryMode::BestEffort));
+/// ```
 #[derive(Debug, Clone)]
 pub struct Subscription {
     session: String,
@@ -112,6 +122,13 @@ impl Subscription {
 }
 
 /// One routing decision: deliver the event to this subscription at this mode.
+///
+/// ```
+/// use aep_core::subscription::{DeliveryMode, Route};
+/// let route = Route { session: "c", subscription_id: "sub_0001", mode: DeliveryMode::AtLeastOnce };
+/// let event = aep_core::Event::new("1", "tool.completed", "t", "s", "a");
+/// assert_eq!(route.deliver(event).mode(), DeliveryMode::AtLeastOnce);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Route<'a> {
     /// The consumer session.
