@@ -728,3 +728,31 @@ proptest! {
         prop_assert_eq!(got, want);
     }
 }
+
+proptest! {
+    /// Any JSON payload gets an answer (created or rejected), never a panic, and the
+    /// registry keeps routing for the subscriptions it created.
+    #[test]
+    fn every_payload_is_answered(
+        payload in prop_oneof![
+            filter_json(),
+            any::<i64>().prop_map(Value::from),
+            "[a-z_*.:]{0,12}".prop_map(Value::String),
+            prop::collection::vec(("[a-z_]{1,16}", prop_oneof![
+                Just(Value::Null), Just(json!([])), Just(json!({})), Just(json!(1)),
+                "[a-z_*.:0-9]{0,12}".prop_map(Value::String),
+            ]), 0..4).prop_map(|kv| Value::Object(kv.into_iter().collect())),
+        ],
+    ) {
+        let mut reg = registry(DeliveryMode::Replayable);
+        let keep = reg.handle_request("c", &request(json!({"types": "*"})), t0()).unwrap();
+        match reg.handle_request("c", &request(payload.clone()), t0()) {
+            Ok(created) => prop_assert!(created.filter().validate().is_ok()),
+            Err(rejected) => {
+                prop_assert_eq!(rejected.filter(), &payload);
+                prop_assert!(!rejected.message().is_empty());
+            }
+        }
+        prop_assert!(reg.route(&event("tool.completed")).any(|r| r.subscription_id == keep.subscription_id()));
+    }
+}
