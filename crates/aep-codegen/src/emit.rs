@@ -42,11 +42,11 @@ fn singular(s: &str) -> String {
 }
 
 const KEYWORDS: &[&str] = &[
-    "as", "async", "await", "break", "const", "continue", "dyn", "else", "enum", "extern",
-    "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut",
-    "pub", "ref", "return", "static", "struct", "trait", "true", "type", "unsafe", "use",
-    "where", "while", "abstract", "become", "box", "do", "final", "macro", "override", "priv",
-    "try", "typeof", "unsized", "virtual", "yield", "gen",
+    "as", "async", "await", "break", "const", "continue", "dyn", "else", "enum", "extern", "false",
+    "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref",
+    "return", "static", "struct", "trait", "true", "type", "unsafe", "use", "where", "while",
+    "abstract", "become", "box", "do", "final", "macro", "override", "priv", "try", "typeof",
+    "unsized", "virtual", "yield", "gen",
 ];
 
 fn ident(wire: &str) -> String {
@@ -120,7 +120,11 @@ impl Payloads {
         self.claim(name);
         let mut s = String::new();
         doc(&mut s, "", docs);
-        doc(&mut s, "", "\nA closed set: a value outside it does not decode.");
+        doc(
+            &mut s,
+            "",
+            "\nA closed set: a value outside it does not decode.",
+        );
         let _ = writeln!(
             s,
             "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]\npub enum {name} {{"
@@ -152,9 +156,7 @@ impl Payloads {
         }
         d.push_str(if p.required { ", required." } else { "." });
         if p.exception.is_some() {
-            d.push_str(
-                " A `[metadata*]` field (AEP-0002 §5.3): real content only at `redacted`+.",
-            );
+            d.push_str(" A `[metadata*]` field (AEP-0002 §5.3): real content only at `redacted`+.");
         }
         if let Some(c) = &p.comment {
             let _ = write!(d, "\n\n{c}");
@@ -208,7 +210,9 @@ impl Payloads {
 }
 
 fn defaultable(obj: &Object) -> bool {
-    obj.props.iter().all(|p| !p.required || ty_defaultable(&p.ty))
+    obj.props
+        .iter()
+        .all(|p| !p.required || ty_defaultable(&p.ty))
 }
 
 fn ty_defaultable(ty: &Ty) -> bool {
@@ -360,9 +364,14 @@ pub(crate) fn payload_rs(reg: &Registry) -> String {
          match self {\n",
     );
     for (_, name) in &variants {
-        let _ = writeln!(out, "            Payload::{name}(p) => p.serialize(serializer),");
+        let _ = writeln!(
+            out,
+            "            Payload::{name}(p) => p.serialize(serializer),"
+        );
     }
-    out.push_str("            Payload::Other(v) => v.serialize(serializer),\n        }\n    }\n}\n\n");
+    out.push_str(
+        "            Payload::Other(v) => v.serialize(serializer),\n        }\n    }\n}\n\n",
+    );
     let _ = writeln!(
         out,
         "/// Every registered type with a generated payload type, in registry order.\npub const PAYLOAD_TYPES: [&str; {}] = [",

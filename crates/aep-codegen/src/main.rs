@@ -26,7 +26,11 @@ fn main() -> ExitCode {
             continue;
         }
         if check {
-            eprintln!("stale: {} (run `{}`)", file.path.display(), aep_codegen::RERUN);
+            eprintln!(
+                "stale: {} (run `{}`)",
+                file.path.display(),
+                aep_codegen::RERUN
+            );
             stale = true;
         } else if let Err(e) = std::fs::write(&path, &file.contents) {
             eprintln!("aep-codegen: cannot write {}: {e}", path.display());

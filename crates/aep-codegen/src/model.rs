@@ -61,7 +61,11 @@ impl Exception {
 /// path must exist annotated `metadata`, and a comment announcing an exception must be
 /// listed.
 const EXCEPTIONS: &[(&str, &str, Exception)] = &[
-    ("attention.requested", "prompt", Exception::SynthesizedPrompt),
+    (
+        "attention.requested",
+        "prompt",
+        Exception::SynthesizedPrompt,
+    ),
     ("attention.requested", "options[].label", Exception::IdLabel),
     ("attention.requested", "fields[].label", Exception::IdLabel),
     (
@@ -141,7 +145,8 @@ pub(crate) fn load(dir: &Path) -> Result<Registry, CodegenError> {
     let mut listed = Vec::new();
     for row in rows {
         let field = |k: &str| row.get(k).and_then(Value::as_str).map(str::to_owned);
-        let name = field("type").ok_or_else(|| unsupported(&reg_path, "row without `type`".into()))?;
+        let name =
+            field("type").ok_or_else(|| unsupported(&reg_path, "row without `type`".into()))?;
         let schema_file = field("schema");
         let root = match &schema_file {
             Some(file) => {
@@ -257,7 +262,10 @@ impl Cx<'_> {
             if capture != Capture::Metadata {
                 return Err(unsupported(
                     self.path,
-                    format!("[metadata*] field `{path}` is annotated `{}`", capture.wire()),
+                    format!(
+                        "[metadata*] field `{path}` is annotated `{}`",
+                        capture.wire()
+                    ),
                 ));
             }
             self.found.push(path.to_owned());
@@ -276,8 +284,10 @@ impl Cx<'_> {
 
     fn ty(&mut self, schema: &Value, path: &str) -> Result<Ty, CodegenError> {
         if let Some(values) = schema.get("enum").and_then(Value::as_array) {
-            let strings: Option<Vec<String>> =
-                values.iter().map(|v| v.as_str().map(str::to_owned)).collect();
+            let strings: Option<Vec<String>> = values
+                .iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect();
             return Ok(strings.map_or(Ty::Any, Ty::Enum));
         }
         let ty = match schema.get("type") {
@@ -308,7 +318,9 @@ impl Cx<'_> {
             },
             "number" => Ty::Number,
             "boolean" => Ty::Boolean,
-            "object" if schema.get("properties").is_some() => Ty::Object(self.object(schema, path)?),
+            "object" if schema.get("properties").is_some() => {
+                Ty::Object(self.object(schema, path)?)
+            }
             "object" => Ty::OpenObject,
             "array" => match schema.get("items") {
                 Some(items) => Ty::Array(Box::new(self.ty(items, &format!("{path}[]"))?)),

@@ -252,7 +252,11 @@ mod tests {
                 let got = honored_level(from, ceiling);
                 assert!(got <= from, "{from} at {ceiling} rose to {got}");
                 if got != from {
-                    assert_ne!(got, Capture::Redacted, "{from} at {ceiling} minted redacted");
+                    assert_ne!(
+                        got,
+                        Capture::Redacted,
+                        "{from} at {ceiling} minted redacted"
+                    );
                     assert!(got <= ceiling);
                 }
             }
@@ -272,7 +276,11 @@ mod tests {
 
     #[test]
     fn reserved_and_non_object_payloads_are_dropped() {
-        let e = event("message.user.submitted", Capture::Full, json!({"text": "hi"}));
+        let e = event(
+            "message.user.submitted",
+            Capture::Full,
+            json!({"text": "hi"}),
+        );
         assert_eq!(downlevel(&e, Capture::Metadata).data(), None);
         let e = event("tool.completed", Capture::Full, json!("verbatim"));
         assert_eq!(downlevel(&e, Capture::Metadata).data(), None);
@@ -288,14 +296,19 @@ mod tests {
         let out = downlevel(&e, Capture::Metadata);
         assert_eq!(
             out.data(),
-            Some(json!({"kind": "input", "prompt": "a requests input", "options": [{}, {"id": 7, "label": "7"}]}))
+            Some(
+                json!({"kind": "input", "prompt": "a requests input", "options": [{}, {"id": 7, "label": "7"}]})
+            )
         );
         let e = event(
             "attention.answered",
             Capture::Redacted,
             json!({"answer": {"values": "free text"}}),
         );
-        assert_eq!(downlevel(&e, Capture::Metadata).data(), Some(json!({"answer": {}})));
+        assert_eq!(
+            downlevel(&e, Capture::Metadata).data(),
+            Some(json!({"answer": {}}))
+        );
     }
 
     #[test]

@@ -29,7 +29,11 @@ fn all_eighteen_cases_pass() {
     assert_eq!(cases.len(), 18, "the corpus holds 18 cases");
     for case in &cases {
         let name = case["name"].as_str().expect("case name");
-        let ceiling: Capture = case["ceiling"].as_str().expect("ceiling").parse().expect("level");
+        let ceiling: Capture = case["ceiling"]
+            .as_str()
+            .expect("ceiling")
+            .parse()
+            .expect("level");
         let event = Event::from_value(&case["event"]).expect("case event parses");
         let out = downlevel(&event, ceiling);
         let expect_capture: Capture = case["expect_capture"]
@@ -57,7 +61,11 @@ fn all_eighteen_cases_pass() {
 #[test]
 fn pass_through_cases_keep_bytes() {
     for case in cases() {
-        let ceiling: Capture = case["ceiling"].as_str().expect("ceiling").parse().expect("level");
+        let ceiling: Capture = case["ceiling"]
+            .as_str()
+            .expect("ceiling")
+            .parse()
+            .expect("level");
         let event = Event::from_value(&case["event"]).expect("case event parses");
         if ceiling >= event.capture() {
             assert_eq!(
@@ -73,7 +81,11 @@ fn pass_through_cases_keep_bytes() {
 #[test]
 fn downleveling_is_idempotent_on_the_corpus() {
     for case in cases() {
-        let ceiling: Capture = case["ceiling"].as_str().expect("ceiling").parse().expect("level");
+        let ceiling: Capture = case["ceiling"]
+            .as_str()
+            .expect("ceiling")
+            .parse()
+            .expect("level");
         let event = Event::from_value(&case["event"]).expect("case event parses");
         let once = downlevel(&event, ceiling);
         assert_eq!(downlevel(&once, ceiling), once, "{}", case["name"]);
