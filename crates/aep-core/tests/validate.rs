@@ -1,6 +1,8 @@
 //! The validation corpus: every golden line is valid, the golden stream keeps the
 //! cross-event rules, and every invalid case fails for the rule it names.
 
+#![allow(clippy::unwrap_used)] // a test: a panic is the failure report
+
 use aep_core::validate::{validate_event, validate_value, Issue, Rule, StreamValidator};
 use aep_core::Event;
 use serde_json::Value;

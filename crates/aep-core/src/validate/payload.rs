@@ -349,16 +349,13 @@ impl Schema {
                 other => return Err(unsupported(&at, format!("keyword `{other}`"))),
             }
         }
-        match cond_if {
-            Some(condition) => {
-                s.conditional = Some(Box::new(Conditional {
-                    condition,
-                    then: cond_then,
-                    otherwise: cond_else,
-                }));
-            }
-            // `then`/`else` without `if` assert nothing (JSON Schema 2020-12 §10.2.2).
-            None => {}
+        // `then`/`else` without `if` assert nothing (JSON Schema 2020-12 §10.2.2).
+        if let Some(condition) = cond_if {
+            s.conditional = Some(Box::new(Conditional {
+                condition,
+                then: cond_then,
+                otherwise: cond_else,
+            }));
         }
         Ok(s)
     }
