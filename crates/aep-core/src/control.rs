@@ -397,13 +397,17 @@ pub enum SendError {
     #[error("`{0}` is not a command type: commands are `control.{{verb}}` or `x.{{vendor}}.control.{{verb}}` (AEP-0004 §2)")]
     NotACommand(String),
     /// Commands address the target by `session` (AEP-0004 §2 rule 2).
-    #[error("command `{0}` has no `session`: commands address their target by session (AEP-0004 §2)")]
+    #[error(
+        "command `{0}` has no `session`: commands address their target by session (AEP-0004 §2)"
+    )]
     MissingSession(String),
     /// Commands must omit `seq` (AEP-0004 §2 rule 2).
     #[error("command `{0}` carries `seq`: the sender does not own the target session's order (AEP-0004 §2)")]
     HasSeq(String),
     /// A command with this `id` is already pending; retries are the sender's job.
-    #[error("command `{0}` is already pending: retries reuse the pending command, never a second send")]
+    #[error(
+        "command `{0}` is already pending: retries reuse the pending command, never a second send"
+    )]
     AlreadyPending(String),
 }
 
@@ -468,7 +472,8 @@ impl CommandBuilder {
     /// The envelope, with the caller's fresh `id` (the idempotency key, AEP-0004 §2.3:
     /// a ULID, say) and RFC 3339 `time`. No `seq`, ever.
     pub fn build(self, id: impl Into<String>, time: impl Into<String>) -> Event {
-        let mut e = Event::new(id, self.ty, time, self.source, self.agent).with_session(self.session);
+        let mut e =
+            Event::new(id, self.ty, time, self.source, self.agent).with_session(self.session);
         if let Some(r) = self.run {
             e = e.with_run(r);
         }
@@ -598,7 +603,11 @@ impl ControlSender {
     }
 
     /// Starts a command of `command_type` addressed to `session`, from this sender.
-    pub fn command(&self, command_type: impl Into<String>, session: impl Into<String>) -> CommandBuilder {
+    pub fn command(
+        &self,
+        command_type: impl Into<String>,
+        session: impl Into<String>,
+    ) -> CommandBuilder {
         CommandBuilder {
             source: self.source.clone(),
             agent: self.agent.clone(),
@@ -1132,7 +1141,11 @@ impl ControlTarget {
     }
 
     /// Feeds one delivery of a command, at `now`.
-    pub fn handle_command(&mut self, now: Instant, command: Event) -> Result<Delivery, TargetError> {
+    pub fn handle_command(
+        &mut self,
+        now: Instant,
+        command: Event,
+    ) -> Result<Delivery, TargetError> {
         if !is_command_type(command.event_type()) {
             return Err(TargetError::NotACommand(command.event_type().to_owned()));
         }
@@ -1141,7 +1154,8 @@ impl ControlTarget {
         // not a second decision (AEP-0004 §3).
         match self.slots.get(&key) {
             Some(Slot::Recorded(ack)) => {
-                self.output.push_back(TargetOutput::Redeliver((**ack).clone()));
+                self.output
+                    .push_back(TargetOutput::Redeliver((**ack).clone()));
                 return Ok(Delivery::Redelivered);
             }
             Some(Slot::Deciding { .. } | Slot::Minting) => return Ok(Delivery::DuplicatePending),

@@ -112,7 +112,9 @@ pub enum DecodeError {
     #[error("WebSocket message must be a JSON object (AEP-0003 §2)")]
     NotAnObject,
     /// The object has no string `type`, so it is neither an event nor a frame.
-    #[error("WebSocket message has no string `type` member: neither an event nor a frame (AEP-0003 §2)")]
+    #[error(
+        "WebSocket message has no string `type` member: neither an event nor a frame (AEP-0003 §2)"
+    )]
     NoType,
     /// The `type` names an event (it contains a dot) but the envelope is unreadable.
     #[error(transparent)]
@@ -485,8 +487,9 @@ macro_rules! object_serialize {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Frame {
-    /// `hello`: the first frame in each direction (AEP-0003 §3.5, §4).
-    Hello(Hello),
+    /// `hello`: the first frame in each direction (AEP-0003 §3.5, §4). Boxed: it is by
+    /// far the largest frame and the rarest (one per connection and direction).
+    Hello(Box<Hello>),
     /// `subscribe`: open a subscription (AEP-0003 §6.5).
     Subscribe(Subscribe),
     /// `subscribed`: the endpoint honored a `subscribe` with this `id`.
@@ -600,7 +603,7 @@ impl Frame {
         };
         let mut m = Members::new(&ty, map);
         let frame = match ty.as_str() {
-            "hello" => Frame::Hello(Hello::read(&mut m)?),
+            "hello" => Frame::Hello(Box::new(Hello::read(&mut m)?)),
             "subscribe" => Frame::Subscribe(Subscribe::read(&mut m)?),
             "subscribed" => Frame::Subscribed(IdFrame::read(&mut m)?),
             "unsubscribe" => Frame::Unsubscribe(IdFrame::read(&mut m)?),
@@ -640,6 +643,25 @@ impl Frame {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
 }
+
+macro_rules! frame_from {
+    ($($ty:ty => $variant:ident),* $(,)?) => {$(
+        impl From<$ty> for Frame {
+            fn from(f: $ty) -> Frame {
+                Frame::$variant(f.into())
+            }
+        }
+    )*};
+}
+frame_from!(
+    Hello => Hello,
+    Subscribe => Subscribe,
+    RosterReply => Roster,
+    ErrorFrame => Error,
+    ReplayExhausted => ReplayExhausted,
+    Closing => Closing,
+    UnknownFrame => Unknown,
+);
 
 impl Serialize for Frame {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -814,7 +836,7 @@ impl<'de> Deserialize<'de> for Role {
 ///     .with_identity(Identity::new("claude-code").with_instance("host-a/7c1f"))
 ///     .with_capabilities(caps);
 /// assert_eq!(
-///     aep_core::frame::Frame::Hello(hello).to_json(),
+///     aep_core::frame::Frame::from(hello).to_json(),
 ///     r#"{"type":"hello","versions":["0.1"],"role":"emitter","identity":{"agent":"claude-code","instance":"host-a/7c1f"},"capabilities":{"control":{"accepts":["control.cancel"]}}}"#
 /// );
 /// ```
@@ -1376,7 +1398,10 @@ impl Subscribe {
         };
         let capture = match m.opt_str("capture")? {
             None => None,
-            Some(c) => Some(c.parse::<Capture>().map_err(|e| m.err("capture", format!("{e}")))?),
+            Some(c) => Some(
+                c.parse::<Capture>()
+                    .map_err(|e| m.err("capture", format!("{e}")))?,
+            ),
         };
         Ok(Subscribe {
             id,
@@ -1887,7 +1912,10 @@ impl ReplayExhausted {
         let sub = m.req_str("sub")?;
         let session = m.req_str("session")?;
         let Some(map) = m.opt_object("earliest")? else {
-            return Err(m.err("earliest", "is missing (an {epoch, seq} object is required)"));
+            return Err(m.err(
+                "earliest",
+                "is missing (an {epoch, seq} object is required)",
+            ));
         };
         let mut n = m.nested("earliest".to_owned(), map);
         let earliest = Earliest {

@@ -4,6 +4,9 @@
 //! The harness writes every message as wire text and reads it back with
 //! `frame::decode`, as a WebSocket peer would, so byte identity is checked on the wire.
 
+// Test helpers outside #[test] fns panic on purpose: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -174,10 +177,18 @@ impl Sim {
             panic!("sender wrote a non-event: {text}")
         };
         let refuse = |code: ErrorCode, detail: &str| {
-            Frame::Error(ErrorFrame::new(code).with_cause(cmd.id()).with_detail(detail)).to_json()
+            Frame::Error(
+                ErrorFrame::new(code)
+                    .with_cause(cmd.id())
+                    .with_detail(detail),
+            )
+            .to_json()
         };
         if !self.target_connected {
-            let f = refuse(ErrorCode::NoRoute, "no connected emitter owns session s_8f2c");
+            let f = refuse(
+                ErrorCode::NoRoute,
+                "no connected emitter owns session s_8f2c",
+            );
             self.to_sender.push_back(f);
             return;
         }
@@ -244,7 +255,11 @@ fn accepted() {
     let ack = s.result.as_ref().unwrap();
     assert_eq!(ack.event_type(), "control.accepted");
     assert_eq!(ack.cause(), Some("c1"));
-    assert_eq!(ack.seq(), Some(1), "acks are ordinary sequenced session events");
+    assert_eq!(
+        ack.seq(),
+        Some(1),
+        "acks are ordinary sequenced session events"
+    );
     assert_eq!(sim.settled[0].0, Duration::ZERO, "settled without waiting");
     assert_eq!(sim.executed, ["c1"]);
     assert_eq!(sim.sent_commands.len(), 1);
@@ -260,8 +275,12 @@ fn accepted() {
 
 #[test]
 fn rejected_with_reason_and_detail() {
-    let mut sim = Sim::new(&["control.cancel"])
-        .policy(|_| Some(Decision::reject(RejectReason::Refused, "the agent is mid-commit")));
+    let mut sim = Sim::new(&["control.cancel"]).policy(|_| {
+        Some(Decision::reject(
+            RejectReason::Refused,
+            "the agent is mid-commit",
+        ))
+    });
     sim.send("control.cancel", "c1");
     sim.drive();
     let nack = sim.nack();
@@ -271,7 +290,10 @@ fn rejected_with_reason_and_detail() {
     let NackOrigin::Target(ack) = nack.origin() else {
         panic!()
     };
-    assert_eq!(ack.data(), Some(json!({"reason": "refused", "detail": "the agent is mid-commit"})));
+    assert_eq!(
+        ack.data(),
+        Some(json!({"reason": "refused", "detail": "the agent is mid-commit"}))
+    );
     assert!(sim.executed.is_empty());
 }
 
@@ -352,7 +374,10 @@ fn silence_times_out_after_every_retry() {
     assert_eq!(sim.settled[0].0, WINDOW * (1 + DEFAULT_RETRIES));
     assert_eq!(sim.sent_commands.len(), 1 + DEFAULT_RETRIES as usize);
     assert!(sim.sent_commands.iter().all(|c| *c == sim.sent_commands[0]));
-    assert!(sim.acks_on_wire.is_empty(), "timeout never goes on the wire");
+    assert!(
+        sim.acks_on_wire.is_empty(),
+        "timeout never goes on the wire"
+    );
 }
 
 #[test]
@@ -370,7 +395,10 @@ fn custom_policy_and_late_acks() {
     assert_eq!(sim.sent_commands.len(), 1);
     assert_eq!(sim.acks_on_wire.len(), 1);
     let late: Event = sim.acks_on_wire[0].parse().unwrap();
-    assert_eq!(late.data(), Some(json!({"reason": "busy", "detail": "no decision within the ack window"})));
+    assert_eq!(
+        late.data(),
+        Some(json!({"reason": "busy", "detail": "no decision within the ack window"}))
+    );
     // The late ack did not settle anything a second time.
     assert_eq!(sim.settled.len(), 1);
     assert!(!sim.sender.handle_event(&late));
@@ -409,7 +437,10 @@ fn redelivered_command_gets_the_recorded_ack_byte_identically() {
     assert_eq!(sim.deliveries, [Delivery::New, Delivery::DuplicatePending]);
     // A later redelivery (a replayed capture, say) elicits the recorded ack.
     let cmd: Event = sim.sent_commands[0].parse().unwrap();
-    assert_eq!(sim.target.handle_command(sim.now, cmd).unwrap(), Delivery::Redelivered);
+    assert_eq!(
+        sim.target.handle_command(sim.now, cmd).unwrap(),
+        Delivery::Redelivered
+    );
     let Some(TargetOutput::Redeliver(ack)) = sim.target.poll_output() else {
         panic!()
     };
@@ -426,12 +457,19 @@ fn relay_error_frames_settle_by_cause() {
     sim.drive();
     let nack = sim.nack();
     assert_eq!(nack.reason(), NackReason::Invalid);
-    assert_eq!(nack.detail(), Some("no-route: no connected emitter owns session s_8f2c"));
+    assert_eq!(
+        nack.detail(),
+        Some("no-route: no connected emitter owns session s_8f2c")
+    );
     let NackOrigin::Relay(frame) = nack.origin() else {
         panic!()
     };
     assert_eq!(frame.code, ErrorCode::NoRoute);
-    assert_eq!(sim.settled[0].0, Duration::ZERO, "a stated refusal is not a timeout");
+    assert_eq!(
+        sim.settled[0].0,
+        Duration::ZERO,
+        "a stated refusal is not a timeout"
+    );
     assert_eq!(sim.sent_commands.len(), 1, "no retry after a refusal");
 
     // unsupported on the target's behalf keeps its reason.
@@ -481,11 +519,23 @@ fn rejected_acks_with_odd_payloads() {
     for (data, reason, detail) in [
         (Some(json!({})), NackReason::Invalid, None),
         (None, NackReason::Invalid, None),
-        (Some(json!({"reason": "overloaded"})), NackReason::Invalid, Some("overloaded")),
-        (Some(json!({"reason": "timeout", "detail": "x"})), NackReason::Invalid, Some("timeout: x")),
+        (
+            Some(json!({"reason": "overloaded"})),
+            NackReason::Invalid,
+            Some("overloaded"),
+        ),
+        (
+            Some(json!({"reason": "timeout", "detail": "x"})),
+            NackReason::Invalid,
+            Some("timeout: x"),
+        ),
         (Some(json!({"reason": 5})), NackReason::Invalid, Some("5")),
         (Some(json!([1])), NackReason::Invalid, None),
-        (Some(json!({"reason": "busy", "detail": {"retry_in": 5}})), NackReason::Busy, Some(r#"{"retry_in":5}"#)),
+        (
+            Some(json!({"reason": "busy", "detail": {"retry_in": 5}})),
+            NackReason::Busy,
+            Some(r#"{"retry_in":5}"#),
+        ),
     ] {
         let mut s = ControlSender::new("console", "h");
         s.send(t, s.command("control.pause", "s").build("c", "t"))
@@ -509,12 +559,12 @@ fn sender_ignores_what_is_not_its_ack() {
     let mut s = ControlSender::new("console", "h");
     s.send(t, s.command("control.pause", "s").build("c", "t"))
         .unwrap();
-    let base = Event::new("a", "control.accepted", "t", "src", "agent").with_session("s").with_seq(1);
+    let base = Event::new("a", "control.accepted", "t", "src", "agent")
+        .with_session("s")
+        .with_seq(1);
     assert!(!s.handle_event(&base), "no cause");
     assert!(!s.handle_event(&base.clone().with_cause("other")));
-    assert!(!s.handle_event(
-        &Event::new("b", "run.started", "t", "src", "agent").with_cause("c")
-    ));
+    assert!(!s.handle_event(&Event::new("b", "run.started", "t", "src", "agent").with_cause("c")));
     assert!(s.poll_settled().is_none());
     assert!(s.handle_event(&base.clone().with_cause("c")));
     assert!(!s.handle_event(&base.with_cause("c")), "settles once");
@@ -528,11 +578,17 @@ fn send_refuses_non_commands() {
     let mut s = ControlSender::new("console", "h");
     let ok = s.command("control.pause", "s").build("c", "t");
     assert_eq!(
-        s.send(t, Event::new("x", "run.started", "t", "src", "a").with_session("s")),
+        s.send(
+            t,
+            Event::new("x", "run.started", "t", "src", "a").with_session("s")
+        ),
         Err(SendError::NotACommand("run.started".into()))
     );
     assert_eq!(
-        s.send(t, Event::new("x", "control.accepted", "t", "src", "a").with_session("s")),
+        s.send(
+            t,
+            Event::new("x", "control.accepted", "t", "src", "a").with_session("s")
+        ),
         Err(SendError::NotACommand("control.accepted".into()))
     );
     assert_eq!(
@@ -550,7 +606,9 @@ fn send_refuses_non_commands() {
     s.send(t, s.command("x.acme.control.reboot", "s").build("v", "t"))
         .unwrap();
     // Each error says what to do.
-    assert!(SendError::HasSeq("c".into()).to_string().contains("AEP-0004 §2"));
+    assert!(SendError::HasSeq("c".into())
+        .to_string()
+        .contains("AEP-0004 §2"));
 }
 
 #[test]
@@ -583,16 +641,19 @@ fn many_commands_time_out_in_send_order() {
         sim.send("control.pause", &format!("c{i}"));
     }
     sim.drive();
-    let ids: Vec<_> = sim.settled.iter().map(|(_, s)| s.command_id.as_str()).collect();
+    let ids: Vec<_> = sim
+        .settled
+        .iter()
+        .map(|(_, s)| s.command_id.as_str())
+        .collect();
     assert_eq!(ids, ["c0", "c1", "c2", "c3", "c4"]);
     assert_eq!(sim.sent_commands.len(), 15);
 }
 
 #[test]
 fn dedupe_memory_is_bounded_and_forgets_oldest_first() {
-    let target = ControlTarget::with_config(
-        TargetConfig::new(["control.pause"]).with_dedupe_capacity(2),
-    );
+    let target =
+        ControlTarget::with_config(TargetConfig::new(["control.pause"]).with_dedupe_capacity(2));
     let mut sim = Sim::with_target(target);
     for id in ["c1", "c2", "c3"] {
         sim.send("control.pause", id);
@@ -600,18 +661,32 @@ fn dedupe_memory_is_bounded_and_forgets_oldest_first() {
     sim.drive();
     assert_eq!(sim.target.remembered(), 2);
     // c1 was forgotten: its redelivery is a new command (AEP-0004 §3); c3 is remembered.
-    let cmd = |id: &str| sim.sender.command("control.pause", SESSION).build(id, "2026-07-03T10:00:00.000Z");
+    let cmd = |id: &str| {
+        sim.sender
+            .command("control.pause", SESSION)
+            .build(id, "2026-07-03T10:00:00.000Z")
+    };
     let (c1, c3) = (cmd("c1"), cmd("c3"));
-    assert_eq!(sim.target.handle_command(sim.now, c3).unwrap(), Delivery::Redelivered);
-    assert_eq!(sim.target.handle_command(sim.now, c1).unwrap(), Delivery::New);
+    assert_eq!(
+        sim.target.handle_command(sim.now, c3).unwrap(),
+        Delivery::Redelivered
+    );
+    assert_eq!(
+        sim.target.handle_command(sim.now, c1).unwrap(),
+        Delivery::New
+    );
 }
 
 #[test]
 fn dedupe_is_per_source() {
     let t = Instant::now();
     let mut target = ControlTarget::new(["control.pause"]);
-    let a = ControlSender::new("alice", "h").command("control.pause", "s").build("same", "t");
-    let b = ControlSender::new("bob", "h").command("control.pause", "s").build("same", "t");
+    let a = ControlSender::new("alice", "h")
+        .command("control.pause", "s")
+        .build("same", "t");
+    let b = ControlSender::new("bob", "h")
+        .command("control.pause", "s")
+        .build("same", "t");
     assert_eq!(target.handle_command(t, a).unwrap(), Delivery::New);
     assert_eq!(target.handle_command(t, b).unwrap(), Delivery::New);
 }
@@ -634,34 +709,49 @@ fn target_refuses_misuse() {
         target.record(&key, ack.clone()),
         Err(TargetError::NotAwaitingRecord("c1".into()))
     );
-    let cmd = ControlSender::new("c", "h").command("control.pause", "s").build("c1", "t");
+    let cmd = ControlSender::new("c", "h")
+        .command("control.pause", "s")
+        .build("c1", "t");
     let key = CommandKey::of(&cmd);
     target.handle_command(t, cmd).unwrap();
-    assert!(matches!(target.poll_output(), Some(TargetOutput::Decide(_))));
     assert!(matches!(
-        target.record(&key, ack.clone()),
-        Err(TargetError::NotAwaitingRecord(_))
-    ), "no record before the decision");
+        target.poll_output(),
+        Some(TargetOutput::Decide(_))
+    ));
+    assert!(
+        matches!(
+            target.record(&key, ack.clone()),
+            Err(TargetError::NotAwaitingRecord(_))
+        ),
+        "no record before the decision"
+    );
     target.decide(&key, Decision::Accept).unwrap();
     assert!(matches!(
         target.record(&key, ack.clone().with_cause("other")),
         Err(TargetError::CauseMismatch { .. })
     ));
     target.record(&key, ack.clone()).unwrap();
-    assert!(matches!(target.record(&key, ack), Err(TargetError::NotAwaitingRecord(_))));
+    assert!(matches!(
+        target.record(&key, ack),
+        Err(TargetError::NotAwaitingRecord(_))
+    ));
 }
 
 #[test]
 fn decision_window_can_be_disabled() {
     let t = Instant::now();
-    let mut target = ControlTarget::with_config(
-        TargetConfig::new(["control.pause"]).with_decision_window(None),
-    );
-    let cmd = ControlSender::new("c", "h").command("control.pause", "s").build("c1", "t");
+    let mut target =
+        ControlTarget::with_config(TargetConfig::new(["control.pause"]).with_decision_window(None));
+    let cmd = ControlSender::new("c", "h")
+        .command("control.pause", "s")
+        .build("c1", "t");
     target.handle_command(t, cmd).unwrap();
     assert_eq!(target.poll_timeout(), None);
     target.handle_timeout(t + Duration::from_secs(3600));
-    assert!(matches!(target.poll_output(), Some(TargetOutput::Decide(_))));
+    assert!(matches!(
+        target.poll_output(),
+        Some(TargetOutput::Decide(_))
+    ));
     assert!(target.poll_output().is_none(), "no automatic decision");
 }
 
@@ -674,10 +764,15 @@ fn decision_deadlines_skip_decided_commands() {
     let b = sender.command("control.pause", "s").build("b", "t");
     let (ka, kb) = (CommandKey::of(&a), CommandKey::of(&b));
     target.handle_command(t, a).unwrap();
-    target.handle_command(t + Duration::from_secs(1), b).unwrap();
+    target
+        .handle_command(t + Duration::from_secs(1), b)
+        .unwrap();
     assert_eq!(target.poll_timeout(), Some(t + WINDOW));
     target.decide(&ka, Decision::Accept).unwrap();
-    assert_eq!(target.poll_timeout(), Some(t + WINDOW + Duration::from_secs(1)));
+    assert_eq!(
+        target.poll_timeout(),
+        Some(t + WINDOW + Duration::from_secs(1))
+    );
     target.handle_timeout(t + WINDOW + Duration::from_secs(1));
     let outs: Vec<_> = std::iter::from_fn(|| target.poll_output()).collect();
     let busy: Vec<_> = outs

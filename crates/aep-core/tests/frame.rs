@@ -2,6 +2,9 @@
 //! (`tests/fixtures/relay/server.cjs`), the reference SDKs and the live checker
 //! (`conformance/live.js`) put on the wire, plus property tests of the decoder.
 
+// Test helpers outside #[test] fns panic on purpose: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used)]
+
 use aep_core::frame::{
     decode, decode_slice, Capabilities, Closing, ControlCapability, DecodeError, Delivered,
     Discovery, Endpoints, ErrorCode, ErrorFrame, Frame, Heartbeat, Hello, IdFrame, Identity,
@@ -62,7 +65,10 @@ fn relay_hello_reply() {
     assert!(caps.supports_roster());
     assert_eq!(caps.replay.as_ref().and_then(|r| r.all), Some(true));
     assert_eq!(caps.capture.as_deref(), Some(&Capture::ALL[..]));
-    assert_eq!(caps.filters.as_deref(), Some(&["attr-match".to_owned()][..]));
+    assert_eq!(
+        caps.filters.as_deref(),
+        Some(&["attr-match".to_owned()][..])
+    );
     assert!(!caps.accepts("control.cancel"));
     assert!(caps.extra.is_empty());
 }
@@ -138,7 +144,8 @@ fn relay_connection_errors() {
     assert_eq!(e.versions.as_deref(), Some(&["0.1".to_owned()][..]));
     // The relay's own codes outside the spec's closed sets stay strings.
     for code in ["bad-json", "binary-unsupported"] {
-        let Frame::Error(e) = round_trips_exactly(&format!(r#"{{"type":"error","code":"{code}"}}"#))
+        let Frame::Error(e) =
+            round_trips_exactly(&format!(r#"{{"type":"error","code":"{code}"}}"#))
         else {
             panic!()
         };
@@ -181,7 +188,11 @@ fn relay_roster_reply() {
         panic!()
     };
     assert_eq!(r.id, "ro-01J");
-    assert_eq!(r.entries.len(), 2, "a repeated session is two claims, never merged");
+    assert_eq!(
+        r.entries.len(),
+        2,
+        "a repeated session is two claims, never merged"
+    );
     let c = r.entries[0].control.as_ref().unwrap();
     assert!(c.accepts("control.attention.respond"));
     assert_eq!(c.ack_window().as_millis(), 10_000);
@@ -247,7 +258,8 @@ fn client_hellos() {
     assert!(h.capabilities().accepts("control.pause"));
     assert!(h.role.as_ref().unwrap().emits());
     // live.js hello-ws: no identity, no capabilities, an unknown version.
-    let Frame::Hello(h) = round_trips_exactly(r#"{"type":"hello","versions":["9.9"],"role":"consumer"}"#)
+    let Frame::Hello(h) =
+        round_trips_exactly(r#"{"type":"hello","versions":["9.9"],"role":"consumer"}"#)
     else {
         panic!()
     };
@@ -284,13 +296,16 @@ fn unknown_capability_keys_are_kept_and_ignored() {
 #[test]
 fn unknown_frame_types_are_a_variant_never_an_error() {
     // live.js ignore-unknown.
-    let Frame::Unknown(u) =
-        round_trips_exactly(r#"{"type":"zigzag","note":"unknown frame type — MUST be ignored (§2)"}"#)
-    else {
+    let Frame::Unknown(u) = round_trips_exactly(
+        r#"{"type":"zigzag","note":"unknown frame type — MUST be ignored (§2)"}"#,
+    ) else {
         panic!()
     };
     assert_eq!(u.frame_type, "zigzag");
-    assert_eq!(u.members["note"], json!("unknown frame type — MUST be ignored (§2)"));
+    assert_eq!(
+        u.members["note"],
+        json!("unknown frame type — MUST be ignored (§2)")
+    );
     assert!(matches!(frame(r#"{"type":""}"#), Frame::Unknown(_)));
 }
 
@@ -342,9 +357,18 @@ fn client_subscribes() {
 fn malformed_from_is_a_frame_error_with_the_id() {
     // live.js subscribe-limits: `from: {}` must be refused in-band, so the id must survive.
     for (text, member) in [
-        (r#"{"type":"subscribe","id":"sub-malformed","from":{}}"#, "from"),
-        (r#"{"type":"subscribe","id":"sub-malformed","from":"some"}"#, "from"),
-        (r#"{"type":"subscribe","id":"sub-malformed","from":[1]}"#, "from[0]"),
+        (
+            r#"{"type":"subscribe","id":"sub-malformed","from":{}}"#,
+            "from",
+        ),
+        (
+            r#"{"type":"subscribe","id":"sub-malformed","from":"some"}"#,
+            "from",
+        ),
+        (
+            r#"{"type":"subscribe","id":"sub-malformed","from":[1]}"#,
+            "from[0]",
+        ),
         (
             r#"{"type":"subscribe","id":"sub-malformed","from":[{"session":"s","seq":1},{"session":"s"}]}"#,
             "from[1].seq",
@@ -353,7 +377,10 @@ fn malformed_from_is_a_frame_error_with_the_id() {
             r#"{"type":"subscribe","id":"sub-malformed","from":[{"session":"s","epoch":-1,"seq":1}]}"#,
             "from[0].epoch",
         ),
-        (r#"{"type":"subscribe","id":"sub-malformed","capture":"everything"}"#, "capture"),
+        (
+            r#"{"type":"subscribe","id":"sub-malformed","capture":"everything"}"#,
+            "capture",
+        ),
     ] {
         let e = frame_error(text);
         assert_eq!(e.frame_type(), "subscribe");
@@ -362,11 +389,15 @@ fn malformed_from_is_a_frame_error_with_the_id() {
         assert!(e.to_string().contains(member), "{e}");
     }
     // A position without epoch reads as epoch 0 (documented tolerance).
-    let Frame::Subscribe(s) = frame(r#"{"type":"subscribe","id":"x","from":[{"session":"s","seq":4}]}"#)
+    let Frame::Subscribe(s) =
+        frame(r#"{"type":"subscribe","id":"x","from":[{"session":"s","seq":4}]}"#)
     else {
         panic!()
     };
-    assert_eq!(s.from, Some(ReplayFrom::Positions(vec![Position::new("s", 0, 4)])));
+    assert_eq!(
+        s.from,
+        Some(ReplayFrom::Positions(vec![Position::new("s", 0, 4)]))
+    );
 }
 
 #[test]
@@ -378,22 +409,74 @@ fn missing_required_members_are_frame_errors() {
         (r#"{"type":"unsubscribe","id":null}"#, "unsubscribe", "id"),
         (r#"{"type":"unsubscribed"}"#, "unsubscribed", "id"),
         (r#"{"type":"roster"}"#, "roster", "id"),
-        (r#"{"type":"roster","id":"r","entries":{}}"#, "roster", "entries"),
-        (r#"{"type":"roster","id":"r","entries":[{"agent":"a"}]}"#, "roster", "entries[0].session"),
-        (r#"{"type":"roster","id":"r","entries":[{"session":"s","control":{"accepts":3}}]}"#, "roster", "entries[0].control"),
+        (
+            r#"{"type":"roster","id":"r","entries":{}}"#,
+            "roster",
+            "entries",
+        ),
+        (
+            r#"{"type":"roster","id":"r","entries":[{"agent":"a"}]}"#,
+            "roster",
+            "entries[0].session",
+        ),
+        (
+            r#"{"type":"roster","id":"r","entries":[{"session":"s","control":{"accepts":3}}]}"#,
+            "roster",
+            "entries[0].control",
+        ),
         (r#"{"type":"error","id":"x"}"#, "error", "code"),
         (r#"{"type":"error","code":5}"#, "error", "code"),
-        (r#"{"type":"error","code":"no-route","cause":1}"#, "error", "cause"),
+        (
+            r#"{"type":"error","code":"no-route","cause":1}"#,
+            "error",
+            "cause",
+        ),
         (r#"{"type":"hello","versions":"0.1"}"#, "hello", "versions"),
-        (r#"{"type":"hello","versions":["0.1"],"role":1}"#, "hello", "role"),
-        (r#"{"type":"hello","versions":["0.1"],"identity":"me"}"#, "hello", "identity"),
-        (r#"{"type":"hello","versions":["0.1"],"identity":{"agent":1}}"#, "hello", "identity.agent"),
-        (r#"{"type":"hello","capabilities":[]}"#, "hello", "capabilities"),
-        (r#"{"type":"replay-exhausted","sub":"s","session":"x"}"#, "replay-exhausted", "earliest"),
-        (r#"{"type":"replay-exhausted","sub":"s","session":"x","earliest":{"epoch":0}}"#, "replay-exhausted", "earliest.seq"),
-        (r#"{"type":"replay-exhausted","session":"x","earliest":{"seq":0}}"#, "replay-exhausted", "sub"),
-        (r#"{"type":"closing","delivered":{}}"#, "closing", "delivered"),
-        (r#"{"type":"closing","delivered":[{"sub":"a","session":"s"}]}"#, "closing", "delivered[0].seq"),
+        (
+            r#"{"type":"hello","versions":["0.1"],"role":1}"#,
+            "hello",
+            "role",
+        ),
+        (
+            r#"{"type":"hello","versions":["0.1"],"identity":"me"}"#,
+            "hello",
+            "identity",
+        ),
+        (
+            r#"{"type":"hello","versions":["0.1"],"identity":{"agent":1}}"#,
+            "hello",
+            "identity.agent",
+        ),
+        (
+            r#"{"type":"hello","capabilities":[]}"#,
+            "hello",
+            "capabilities",
+        ),
+        (
+            r#"{"type":"replay-exhausted","sub":"s","session":"x"}"#,
+            "replay-exhausted",
+            "earliest",
+        ),
+        (
+            r#"{"type":"replay-exhausted","sub":"s","session":"x","earliest":{"epoch":0}}"#,
+            "replay-exhausted",
+            "earliest.seq",
+        ),
+        (
+            r#"{"type":"replay-exhausted","session":"x","earliest":{"seq":0}}"#,
+            "replay-exhausted",
+            "sub",
+        ),
+        (
+            r#"{"type":"closing","delivered":{}}"#,
+            "closing",
+            "delivered",
+        ),
+        (
+            r#"{"type":"closing","delivered":[{"sub":"a","session":"s"}]}"#,
+            "closing",
+            "delivered[0].seq",
+        ),
         (r#"{"type":"closing","reason":false}"#, "closing", "reason"),
     ] {
         let e = frame_error(text);
@@ -404,7 +487,8 @@ fn missing_required_members_are_frame_errors() {
 #[test]
 fn documented_tolerance() {
     // Extra members are kept and written back after the known ones.
-    let Frame::Subscribed(s) = frame(r#"{"type":"subscribed","id":"a","mode":"push","n":1}"#) else {
+    let Frame::Subscribed(s) = frame(r#"{"type":"subscribed","id":"a","mode":"push","n":1}"#)
+    else {
         panic!()
     };
     assert_eq!(s.extra["mode"], json!("push"));
@@ -419,7 +503,8 @@ fn documented_tolerance() {
     };
     assert_eq!(e.detail, None);
     // A structured detail reads as its JSON text, so the refusal still settles.
-    let Frame::Error(e) = frame(r#"{"type":"error","code":"invalid-filter","id":"s","detail":{"key":"data"}}"#)
+    let Frame::Error(e) =
+        frame(r#"{"type":"error","code":"invalid-filter","id":"s","detail":{"key":"data"}}"#)
     else {
         panic!()
     };
@@ -462,9 +547,15 @@ fn a_dot_in_type_makes_an_event() {
         Err(DecodeError::Event(_))
     ));
     // A frame-typed object never goes through the envelope reader.
-    assert!(matches!(decode(r#"{"type":"hello","aep":"0.1","versions":["0.1"]}"#), Ok(Message::Frame(Frame::Hello(_)))));
+    assert!(matches!(
+        decode(r#"{"type":"hello","aep":"0.1","versions":["0.1"]}"#),
+        Ok(Message::Frame(Frame::Hello(_)))
+    ));
     // The last `type` wins, as in JSON.parse.
-    assert!(matches!(decode(r#"{"type":"run.started","type":"ping"}"#), Ok(Message::Frame(Frame::Ping(_)))));
+    assert!(matches!(
+        decode(r#"{"type":"run.started","type":"ping"}"#),
+        Ok(Message::Frame(Frame::Ping(_)))
+    ));
     // Frame::from_str refuses events.
     assert!(line.parse::<Frame>().is_err());
     assert!(Frame::from_value(serde_json::from_str(line).unwrap()).is_err());
@@ -474,16 +565,38 @@ fn a_dot_in_type_makes_an_event() {
 fn not_a_message() {
     assert!(matches!(decode(""), Err(DecodeError::Json(_))));
     assert!(matches!(decode("{"), Err(DecodeError::Json(_))));
-    assert!(matches!(decode(r#"{"type":"ping"} x"#), Err(DecodeError::Json(_))));
+    assert!(matches!(
+        decode(r#"{"type":"ping"} x"#),
+        Err(DecodeError::Json(_))
+    ));
     assert!(matches!(decode("null"), Err(DecodeError::NotAnObject)));
-    assert!(matches!(decode(r#""hello""#), Err(DecodeError::NotAnObject)));
-    assert!(matches!(decode(r#"[{"type":"ping"}]"#), Err(DecodeError::NotAnObject)));
+    assert!(matches!(
+        decode(r#""hello""#),
+        Err(DecodeError::NotAnObject)
+    ));
+    assert!(matches!(
+        decode(r#"[{"type":"ping"}]"#),
+        Err(DecodeError::NotAnObject)
+    ));
     assert!(matches!(decode("{}"), Err(DecodeError::NoType)));
     assert!(matches!(decode(r#"{"type":1}"#), Err(DecodeError::NoType)));
-    assert!(matches!(decode(r#"{"type":null}"#), Err(DecodeError::NoType)));
-    assert!(matches!(decode(r#"{"type":{"a":[1]}}"#), Err(DecodeError::NoType)));
-    assert!(matches!(decode_slice(b"{\"type\":\"\xff\"}"), Err(DecodeError::Json(_))));
-    for e in [decode("{").unwrap_err(), decode("7").unwrap_err(), decode("{}").unwrap_err()] {
+    assert!(matches!(
+        decode(r#"{"type":null}"#),
+        Err(DecodeError::NoType)
+    ));
+    assert!(matches!(
+        decode(r#"{"type":{"a":[1]}}"#),
+        Err(DecodeError::NoType)
+    ));
+    assert!(matches!(
+        decode_slice(b"{\"type\":\"\xff\"}"),
+        Err(DecodeError::Json(_))
+    ));
+    for e in [
+        decode("{").unwrap_err(),
+        decode("7").unwrap_err(),
+        decode("{}").unwrap_err(),
+    ] {
         assert!(e.to_string().contains("WebSocket message"), "{e}");
     }
 }
@@ -505,7 +618,7 @@ fn building_frames_writes_the_wire_json() {
         .with_identity(Identity::new("claude-code").with_instance("host-a/7c1f"))
         .with_capabilities(caps);
     assert_eq!(
-        Frame::Hello(hello).to_json(),
+        Frame::from(hello).to_json(),
         r#"{"type":"hello","versions":["0.1"],"role":"emitter","identity":{"agent":"claude-code","instance":"host-a/7c1f"},"capabilities":{"control":{"accepts":["control.attention.respond"],"ack_window_ms":10000},"replay":{"buffer":10000,"all":true},"filters":["attr-match"]}}"#
     );
     assert_eq!(
@@ -519,11 +632,17 @@ fn building_frames_writes_the_wire_json() {
         r#"{"type":"roster","id":"r-1","entries":[{"session":"s_8f2c","agent":"claude-code"}]}"#
     );
     assert_eq!(
-        Frame::Error(ErrorFrame::new(ErrorCode::InvalidFilter).with_id("sub-1").with_detail("d")).to_json(),
+        Frame::Error(
+            ErrorFrame::new(ErrorCode::InvalidFilter)
+                .with_id("sub-1")
+                .with_detail("d")
+        )
+        .to_json(),
         r#"{"type":"error","id":"sub-1","code":"invalid-filter","detail":"d"}"#
     );
     assert_eq!(
-        Frame::Error(ErrorFrame::new(ErrorCode::VersionUnsupported).with_versions(["0.1"])).to_json(),
+        Frame::Error(ErrorFrame::new(ErrorCode::VersionUnsupported).with_versions(["0.1"]))
+            .to_json(),
         r#"{"type":"error","code":"version-unsupported","versions":["0.1"]}"#
     );
     assert_eq!(
@@ -544,7 +663,10 @@ fn building_frames_writes_the_wire_json() {
     );
     // Through serde too.
     let f: Frame = serde_json::from_value(json!({"type": "unsubscribe", "id": "a"})).unwrap();
-    assert_eq!(serde_json::to_value(&f).unwrap(), json!({"type": "unsubscribe", "id": "a"}));
+    assert_eq!(
+        serde_json::to_value(&f).unwrap(),
+        json!({"type": "unsubscribe", "id": "a"})
+    );
     assert!(serde_json::from_value::<Frame>(json!({"type": "unsubscribe"})).is_err());
 }
 
@@ -566,9 +688,14 @@ fn error_codes_parse_to_their_variant() {
         assert_eq!(serde_json::to_value(&code).unwrap(), json!(code.as_str()));
     }
     // The two closed sets of the spec.
-    let subscribe: Vec<_> = ["invalid-filter", "unknown-dialect", "unauthorized", "limit-exceeded"]
-        .map(ErrorCode::from)
-        .into();
+    let subscribe: Vec<_> = [
+        "invalid-filter",
+        "unknown-dialect",
+        "unauthorized",
+        "limit-exceeded",
+    ]
+    .map(ErrorCode::from)
+    .into();
     assert!(subscribe.iter().all(ErrorCode::is_subscribe_code));
     let command: Vec<_> = ["unauthorized", "unsupported", "ambiguous", "no-route"]
         .map(ErrorCode::from)
@@ -607,7 +734,8 @@ fn discovery_document() {
     let back: Value = serde_json::to_value(&d).unwrap();
     assert_eq!(back, serde_json::from_str::<Value>(text).unwrap());
     // Only aep and endpoints are required.
-    let d: Discovery = serde_json::from_str(r#"{"aep":["0.1"],"endpoints":{"events":"/events"}}"#).unwrap();
+    let d: Discovery =
+        serde_json::from_str(r#"{"aep":["0.1"],"endpoints":{"events":"/events"}}"#).unwrap();
     assert_eq!(d.endpoints.socket, None);
     assert_eq!(d.capabilities(), Capabilities::default());
     for bad in [
@@ -648,10 +776,40 @@ const FRAME_TYPES: &[&str] = &[
 ];
 
 const MEMBERS: &[&str] = &[
-    "id", "type", "filter", "from", "capture", "versions", "role", "identity", "capabilities",
-    "entries", "code", "cause", "detail", "sub", "session", "earliest", "epoch", "seq", "reason",
-    "delivered", "t", "agent", "instance", "card", "control", "accepts", "ack_window_ms",
-    "replay", "buffer", "all", "emits", "filters", "roster", "experimental",
+    "id",
+    "type",
+    "filter",
+    "from",
+    "capture",
+    "versions",
+    "role",
+    "identity",
+    "capabilities",
+    "entries",
+    "code",
+    "cause",
+    "detail",
+    "sub",
+    "session",
+    "earliest",
+    "epoch",
+    "seq",
+    "reason",
+    "delivered",
+    "t",
+    "agent",
+    "instance",
+    "card",
+    "control",
+    "accepts",
+    "ack_window_ms",
+    "replay",
+    "buffer",
+    "all",
+    "emits",
+    "filters",
+    "roster",
+    "experimental",
 ];
 
 fn arb_key() -> impl Strategy<Value = String> {
@@ -668,10 +826,21 @@ fn arb_scalar() -> impl Strategy<Value = Value> {
         any::<i64>().prop_map(Value::from),
         any::<u64>().prop_map(Value::from),
         Just(json!(0.5)),
-        proptest::sample::select(&[
-            "0.1", "all", "metadata", "full", "both", "no-route", "busy", "attr-match",
-            "control.pause", "s1", "",
-        ][..])
+        proptest::sample::select(
+            &[
+                "0.1",
+                "all",
+                "metadata",
+                "full",
+                "both",
+                "no-route",
+                "busy",
+                "attr-match",
+                "control.pause",
+                "s1",
+                "",
+            ][..]
+        )
         .prop_map(Value::from),
         "\\PC{0,8}".prop_map(Value::from),
     ]
