@@ -448,6 +448,18 @@ fn strings(v: Value) -> Option<Vec<String>> {
     }
 }
 
+/// Writes an optional member; absent members are omitted, never `null`.
+fn put<M: SerializeMap, T: Serialize>(
+    m: &mut M,
+    key: &str,
+    value: Option<&T>,
+) -> Result<(), M::Error> {
+    match value {
+        Some(v) => m.serialize_entry(key, v),
+        None => Ok(()),
+    }
+}
+
 /// Writes `extra` members after the known ones.
 fn write_extra<M: SerializeMap>(m: &mut M, extra: &Map<String, Value>) -> Result<(), M::Error> {
     for (k, v) in extra {
@@ -934,15 +946,9 @@ impl Hello {
 
     fn write_members<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
         m.serialize_entry("versions", &self.versions)?;
-        if let Some(r) = &self.role {
-            m.serialize_entry("role", r)?;
-        }
-        if let Some(i) = &self.identity {
-            m.serialize_entry("identity", i)?;
-        }
-        if let Some(c) = &self.capabilities {
-            m.serialize_entry("capabilities", c)?;
-        }
+        put(m, "role", self.role.as_ref())?;
+        put(m, "identity", self.identity.as_ref())?;
+        put(m, "capabilities", self.capabilities.as_ref())?;
         write_extra(m, &self.extra)
     }
 }
@@ -995,15 +1001,9 @@ impl Identity {
     }
 
     fn write_members<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
-        if let Some(a) = &self.agent {
-            m.serialize_entry("agent", a)?;
-        }
-        if let Some(i) = &self.instance {
-            m.serialize_entry("instance", i)?;
-        }
-        if let Some(c) = &self.card {
-            m.serialize_entry("card", c)?;
-        }
+        put(m, "agent", self.agent.as_ref())?;
+        put(m, "instance", self.instance.as_ref())?;
+        put(m, "card", self.card.as_ref())?;
         write_extra(m, &self.extra)
     }
 }
@@ -1105,27 +1105,13 @@ impl Capabilities {
     }
 
     fn write_members<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
-        if let Some(v) = &self.emits {
-            m.serialize_entry("emits", v)?;
-        }
-        if let Some(v) = &self.capture {
-            m.serialize_entry("capture", v)?;
-        }
-        if let Some(v) = &self.control {
-            m.serialize_entry("control", v)?;
-        }
-        if let Some(v) = &self.replay {
-            m.serialize_entry("replay", v)?;
-        }
-        if let Some(v) = &self.filters {
-            m.serialize_entry("filters", v)?;
-        }
-        if let Some(v) = &self.roster {
-            m.serialize_entry("roster", v)?;
-        }
-        if let Some(v) = &self.experimental {
-            m.serialize_entry("experimental", v)?;
-        }
+        put(m, "emits", self.emits.as_ref())?;
+        put(m, "capture", self.capture.as_ref())?;
+        put(m, "control", self.control.as_ref())?;
+        put(m, "replay", self.replay.as_ref())?;
+        put(m, "filters", self.filters.as_ref())?;
+        put(m, "roster", self.roster.as_ref())?;
+        put(m, "experimental", self.experimental.as_ref())?;
         write_extra(m, &self.extra)
     }
 }
@@ -1207,12 +1193,8 @@ impl ControlCapability {
     }
 
     fn write_members<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
-        if let Some(v) = &self.accepts {
-            m.serialize_entry("accepts", v)?;
-        }
-        if let Some(v) = &self.ack_window_ms {
-            m.serialize_entry("ack_window_ms", v)?;
-        }
+        put(m, "accepts", self.accepts.as_ref())?;
+        put(m, "ack_window_ms", self.ack_window_ms.as_ref())?;
         write_extra(m, &self.extra)
     }
 }
@@ -1262,12 +1244,8 @@ impl ReplayCapability {
     }
 
     fn write_members<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
-        if let Some(v) = &self.buffer {
-            m.serialize_entry("buffer", v)?;
-        }
-        if let Some(v) = &self.all {
-            m.serialize_entry("all", v)?;
-        }
+        put(m, "buffer", self.buffer.as_ref())?;
+        put(m, "all", self.all.as_ref())?;
         write_extra(m, &self.extra)
     }
 }
@@ -1414,17 +1392,13 @@ impl Subscribe {
 
     fn write_members<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
         m.serialize_entry("id", &self.id)?;
-        if let Some(v) = &self.filter {
-            m.serialize_entry("filter", v)?;
-        }
+        put(m, "filter", self.filter.as_ref())?;
         match &self.from {
             None => {}
             Some(ReplayFrom::All) => m.serialize_entry("from", "all")?,
             Some(ReplayFrom::Positions(p)) => m.serialize_entry("from", p)?,
         }
-        if let Some(v) = &self.capture {
-            m.serialize_entry("capture", v)?;
-        }
+        put(m, "capture", self.capture.as_ref())?;
         write_extra(m, &self.extra)
     }
 }
@@ -1601,18 +1575,10 @@ impl RosterEntry {
 
     fn write_members<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
         m.serialize_entry("session", &self.session)?;
-        if let Some(v) = &self.agent {
-            m.serialize_entry("agent", v)?;
-        }
-        if let Some(v) = &self.instance {
-            m.serialize_entry("instance", v)?;
-        }
-        if let Some(v) = &self.control {
-            m.serialize_entry("control", v)?;
-        }
-        if let Some(v) = &self.emits {
-            m.serialize_entry("emits", v)?;
-        }
+        put(m, "agent", self.agent.as_ref())?;
+        put(m, "instance", self.instance.as_ref())?;
+        put(m, "control", self.control.as_ref())?;
+        put(m, "emits", self.emits.as_ref())?;
         write_extra(m, &self.extra)
     }
 }
@@ -1840,19 +1806,11 @@ impl ErrorFrame {
     }
 
     fn write_members<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
-        if let Some(v) = &self.id {
-            m.serialize_entry("id", v)?;
-        }
+        put(m, "id", self.id.as_ref())?;
         m.serialize_entry("code", &self.code)?;
-        if let Some(v) = &self.cause {
-            m.serialize_entry("cause", v)?;
-        }
-        if let Some(v) = &self.detail {
-            m.serialize_entry("detail", v)?;
-        }
-        if let Some(v) = &self.versions {
-            m.serialize_entry("versions", v)?;
-        }
+        put(m, "cause", self.cause.as_ref())?;
+        put(m, "detail", self.detail.as_ref())?;
+        put(m, "versions", self.versions.as_ref())?;
         write_extra(m, &self.extra)
     }
 }
@@ -1996,9 +1954,7 @@ impl Closing {
     }
 
     fn write_members<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
-        if let Some(v) = &self.reason {
-            m.serialize_entry("reason", v)?;
-        }
+        put(m, "reason", self.reason.as_ref())?;
         m.serialize_entry("delivered", &self.delivered)?;
         write_extra(m, &self.extra)
     }
@@ -2054,9 +2010,7 @@ impl Heartbeat {
     }
 
     fn write_members<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
-        if let Some(v) = &self.t {
-            m.serialize_entry("t", v)?;
-        }
+        put(m, "t", self.t.as_ref())?;
         write_extra(m, &self.extra)
     }
 }
@@ -2150,13 +2104,9 @@ impl Discovery {
 
     fn write_members<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
         m.serialize_entry("aep", &self.aep)?;
-        if let Some(v) = &self.role {
-            m.serialize_entry("role", v)?;
-        }
+        put(m, "role", self.role.as_ref())?;
         m.serialize_entry("endpoints", &self.endpoints)?;
-        if let Some(v) = &self.capabilities {
-            m.serialize_entry("capabilities", v)?;
-        }
+        put(m, "capabilities", self.capabilities.as_ref())?;
         write_extra(m, &self.extra)
     }
 }
@@ -2199,15 +2149,9 @@ impl Endpoints {
     }
 
     fn write_members<M: SerializeMap>(&self, m: &mut M) -> Result<(), M::Error> {
-        if let Some(v) = &self.events {
-            m.serialize_entry("events", v)?;
-        }
-        if let Some(v) = &self.stream {
-            m.serialize_entry("stream", v)?;
-        }
-        if let Some(v) = &self.socket {
-            m.serialize_entry("socket", v)?;
-        }
+        put(m, "events", self.events.as_ref())?;
+        put(m, "stream", self.stream.as_ref())?;
+        put(m, "socket", self.socket.as_ref())?;
         write_extra(m, &self.extra)
     }
 }
