@@ -785,3 +785,61 @@ fn decision_deadlines_skip_decided_commands() {
     assert_eq!(busy, [kb]);
     assert_eq!(target.poll_timeout(), None);
 }
+
+/// The two commands of the golden stream (`fixtures/conformance/golden/golden.jsonl`):
+/// the builder writes them byte for byte, their acks settle them, and a target decides
+/// each once.
+#[test]
+fn golden_stream_commands() {
+    let golden = include_str!("../../../fixtures/conformance/golden/golden.jsonl");
+    let events: Vec<Event> = golden.lines().map(|l| l.parse().unwrap()).collect();
+    let line = |id: &str| golden.lines().find(|l| l.contains(id)).unwrap();
+
+    let respond = ControlSender::with_source("telegram-sink", "aep://host-b/agent/telegram-sink")
+        .command("control.attention.respond", "s_8f2c")
+        .subject("01JX9YB4RQ000000000000GOLD")
+        .cause("01JX9YB4RQ000000000000GOLD")
+        .data(json!({"answer": {"option": "allow"}}))
+        .build("01JX9YB6CMD00000000000GOLD", "2026-07-03T10:15:09.000Z");
+    assert_eq!(
+        respond.to_json(),
+        line("\"id\":\"01JX9YB6CMD00000000000GOLD\"")
+    );
+    let cancel =
+        ControlSender::with_source("mission-control", "aep://host-b/agent/mission-control")
+            .command("control.cancel", "s_8f2c")
+            .run("r_0044")
+            .cause("01JX9YBRATO00000000000GOLD")
+            .capture(aep_core::Capture::Redacted)
+            .data(json!({"scope": "run", "reason": "stuck waiting on permission"}))
+            .build("01JX9YBSCCL00000000000GOLD", "2026-07-03T10:15:58.000Z");
+    assert_eq!(
+        cancel.to_json(),
+        line("\"id\":\"01JX9YBSCCL00000000000GOLD\"")
+    );
+
+    // A sender holding both settles each on its ack from the stream, ignoring the rest.
+    let t = Instant::now();
+    let mut sender = ControlSender::new("any", "h");
+    sender.send(t, respond.clone()).unwrap();
+    sender.send(t, cancel.clone()).unwrap();
+    let settling: Vec<_> = events.iter().filter(|e| sender.handle_event(e)).collect();
+    assert_eq!(settling.len(), 2);
+    let settled: Vec<_> = std::iter::from_fn(|| sender.poll_settled()).collect();
+    assert!(settled.iter().all(|s| s.result.is_ok()));
+    assert_eq!(sender.pending_len(), 0);
+
+    // A target accepting both decides each exactly once, whatever the redeliveries.
+    let mut target = ControlTarget::new(["control.attention.respond", "control.cancel"]);
+    let mut decisions = 0;
+    for cmd in [&respond, &cancel, &respond, &cancel] {
+        target.handle_command(t, cmd.clone()).unwrap();
+        while let Some(out) = target.poll_output() {
+            if let TargetOutput::Decide(incoming) = out {
+                decisions += 1;
+                target.decide(incoming.key(), Decision::Accept).unwrap();
+            }
+        }
+    }
+    assert_eq!(decisions, 2);
+}
