@@ -17,7 +17,7 @@
 //!   command, and answers a redelivery with the recorded ack, byte-identical (§3).
 //!
 //! ```
-//! use std::time::{Duration, Instant};
+//! use std::time::Instant;
 //! use aep_core::control::{ControlSender, ControlTarget, Decision, TargetOutput};
 //! use aep_core::Event;
 //!
@@ -41,7 +41,6 @@
 //! let settled = sender.poll_settled().unwrap();
 //! assert_eq!(settled.command_id, "01JCMD");
 //! assert!(settled.result.is_ok());
-//! # let _ = Duration::ZERO;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

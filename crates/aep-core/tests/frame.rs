@@ -944,3 +944,27 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    for depth in [200, 100_000] {
+        let deep = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+        for text in [
+            format!(r#"{{"type":"ping","t":{deep}}}"#),
+            format!(r#"{{"t":{deep},"type":"ping"}}"#),
+            format!(r#"{{"type":"zigzag","x":{deep}}}"#),
+            format!(
+                r#"{{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a","data":{deep}}}"#
+            ),
+            deep.clone(),
+        ] {
+            let _ = decode(&text);
+        }
+    }
+    // Within serde_json's nesting limit a deep value is kept.
+    let t = format!("{}{}", "[".repeat(100), "]".repeat(100));
+    let Frame::Ping(p) = frame(&format!(r#"{{"type":"ping","t":{t}}}"#)) else {
+        panic!()
+    };
+    assert!(p.t.is_some());
+}
