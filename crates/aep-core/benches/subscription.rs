@@ -37,7 +37,7 @@ fn event(ty: &str) -> Event {
         "aep://h/agent/a/session/s",
         "a",
     )
-    .with_session("s")
+    .with_session("s0")
     .with_seq(1)
 }
 
@@ -57,8 +57,8 @@ fn matching(c: &mut Criterion) {
     g.finish();
 }
 
-/// A registry of `n` subscriptions. `spread`: each subscription's patterns start with a
-/// segment of its own, so none but the 10 on `tool` can match a `tool.*` event (the
+/// A registry of `n` subscriptions, each also scoped to one of 7 sessions (`s0`..`s6`).
+/// `spread`: each subscription's patterns start with a segment of its own, so none but the 10 on `tool` can match a `tool.*` event (the
 /// index makes the rest free). `categories`: first segments cycle through the 13 AEP
 /// categories, so about n/13 share the event's bucket and must be checked.
 fn registry(n: usize, spread: bool) -> Registry {
@@ -90,6 +90,8 @@ fn routing(c: &mut Criterion) {
     for spread in [true, false] {
         for n in [100usize, 1_000, 10_000] {
             let reg = registry(n, spread);
+            // Sanity: the subscriptions on `tool` in session scope s0 are found.
+            assert!(reg.route(&e).count() >= 2);
             let label = if spread { "spread" } else { "categories" };
             g.bench_with_input(BenchmarkId::new(label, n), &reg, |b, reg| {
                 b.iter(|| reg.route(black_box(&e)).count())
