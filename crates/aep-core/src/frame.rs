@@ -176,13 +176,31 @@ impl FrameError {
 /// # Ok::<(), aep_core::frame::DecodeError>(())
 /// ```
 pub fn decode(text: &str) -> Result<Message, DecodeError> {
-    match peek_type(text)? {
-        Peeked::Event => Ok(Message::Event(text.parse::<Event>()?)),
-        Peeked::Frame => {
-            let map: Map<String, Value> = serde_json::from_str(text).map_err(DecodeError::Json)?;
-            Ok(Message::Frame(Frame::from_map(map)?))
+    // Events are the hot path (every fanned-out event crosses here), so the envelope
+    // reader goes first and an event costs one parse. The substring test only spares
+    // frames a doomed envelope parse: every envelope has an `aep` member, and one
+    // spelled with escapes still reads as an event through the classification below.
+    if text.contains(r#""aep""#) {
+        match text.parse::<Event>() {
+            Ok(event) if is_event_type(event.event_type()) => return Ok(Message::Event(event)),
+            Ok(_) => return decode_frame(text),
+            Err(err) => {
+                if let Peeked::Event = peek_type(text)? {
+                    return Err(DecodeError::Event(err));
+                }
+                return decode_frame(text);
+            }
         }
     }
+    match peek_type(text)? {
+        Peeked::Event => Ok(Message::Event(text.parse::<Event>()?)),
+        Peeked::Frame => decode_frame(text),
+    }
+}
+
+fn decode_frame(text: &str) -> Result<Message, DecodeError> {
+    let map: Map<String, Value> = serde_json::from_str(text).map_err(DecodeError::Json)?;
+    Ok(Message::Frame(Frame::from_map(map)?))
 }
 
 /// [`decode`] over bytes (a WebSocket text payload is UTF-8).
@@ -215,8 +233,8 @@ enum Peeked {
     Frame,
 }
 
-/// One pass over the message that reads only `type`, so an event is parsed once by the
-/// byte-preserving envelope reader rather than through an intermediate `Value`.
+/// One pass over the message that reads only `type`, allocating nothing: tells a frame
+/// from an event whose envelope did not parse, and non-messages from both.
 fn peek_type(text: &str) -> Result<Peeked, DecodeError> {
     enum Found {
         NotObject,

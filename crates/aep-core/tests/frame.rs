@@ -968,3 +968,31 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
     };
     assert!(p.t.is_some());
 }
+
+#[test]
+fn classification_does_not_depend_on_member_spelling() {
+    // An escaped `aep` member name is still an event.
+    let line =
+        r#"{"\u0061ep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a"}"#;
+    assert!(matches!(decode(line), Ok(Message::Event(_))));
+    // An envelope-shaped object with a dotless type is a frame (AEP-0003 §2).
+    let hello = r#"{"aep":"0.1","id":"1","type":"hello","time":"t","source":"s","agent":"a"}"#;
+    let Ok(Message::Frame(Frame::Hello(h))) = decode(hello) else {
+        panic!()
+    };
+    assert!(h.extra.contains_key("aep"));
+    // A frame mentioning "aep" anywhere is still a frame.
+    assert!(matches!(
+        decode(r#"{"type":"subscribe","id":"aep","filter":{"aep":"x"}}"#),
+        Ok(Message::Frame(Frame::Subscribe(_)))
+    ));
+    assert!(matches!(decode(r#"{"aep":1}"#), Err(DecodeError::NoType)));
+    assert!(matches!(
+        decode(r#"["aep"]"#),
+        Err(DecodeError::NotAnObject)
+    ));
+    assert!(matches!(
+        decode(r#"{"aep":"0.1","type":"run.started"}"#),
+        Err(DecodeError::Event(_))
+    ));
+}
