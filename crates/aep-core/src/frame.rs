@@ -1668,24 +1668,121 @@ impl ErrorCode {
 
     /// Whether the code is in the closed subscribe-refusal set of AEP-0003 §6.5.
     pub fn is_subscribe_code(&self) -> bool {
-        matches!(
-            self,
-            ErrorCode::InvalidFilter
-                | ErrorCode::UnknownDialect
-                | ErrorCode::Unauthorized
-                | ErrorCode::LimitExceeded
-        )
+        self.subscribe_refusal().is_some()
     }
 
     /// Whether the code is one of the command-path codes of AEP-0004 §4.2.
     pub fn is_command_code(&self) -> bool {
-        matches!(
-            self,
-            ErrorCode::Unauthorized
-                | ErrorCode::Unsupported
-                | ErrorCode::Ambiguous
-                | ErrorCode::NoRoute
-        )
+        self.command_refusal().is_some()
+    }
+
+    /// The code as a member of the closed subscribe-refusal set, if it is one.
+    ///
+    /// ```
+    /// use aep_core::frame::{ErrorCode, SubscribeRefusal};
+    /// assert_eq!(ErrorCode::LimitExceeded.subscribe_refusal(), Some(SubscribeRefusal::LimitExceeded));
+    /// assert_eq!(ErrorCode::NoRoute.subscribe_refusal(), None);
+    /// ```
+    pub fn subscribe_refusal(&self) -> Option<SubscribeRefusal> {
+        SubscribeRefusal::ALL
+            .into_iter()
+            .find(|r| ErrorCode::from(*r) == *self)
+    }
+
+    /// The code as a member of the command-path set, if it is one.
+    ///
+    /// ```
+    /// use aep_core::frame::{CommandRefusal, ErrorCode};
+    /// assert_eq!(ErrorCode::Ambiguous.command_refusal(), Some(CommandRefusal::Ambiguous));
+    /// ```
+    pub fn command_refusal(&self) -> Option<CommandRefusal> {
+        CommandRefusal::ALL
+            .into_iter()
+            .find(|r| ErrorCode::from(*r) == *self)
+    }
+}
+
+/// The closed set of codes refusing a `subscribe` (AEP-0003 §6.5); a `roster` request
+/// from an emitter is refused with its `unauthorized` too (§4.1 rule 2). An endpoint
+/// that builds refusals from this type cannot step outside the set.
+///
+/// ```
+/// use aep_core::frame::{ErrorFrame, Frame, SubscribeRefusal};
+/// let f = ErrorFrame::subscribe_refusal("sub-1", SubscribeRefusal::InvalidFilter);
+/// assert_eq!(Frame::from(f.with_detail("filter must be a JSON object")).to_json(),
+///     r#"{"type":"error","id":"sub-1","code":"invalid-filter","detail":"filter must be a JSON object"}"#);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SubscribeRefusal {
+    /// `invalid-filter`: a malformed `filter` or `from`, or an illegal filter key.
+    InvalidFilter,
+    /// `unknown-dialect`: a filter dialect the endpoint did not advertise.
+    UnknownDialect,
+    /// `unauthorized`: this connection may not subscribe (or ask for a roster).
+    Unauthorized,
+    /// `limit-exceeded`: an endpoint resource limit; `detail` should name it.
+    LimitExceeded,
+}
+
+impl SubscribeRefusal {
+    /// The whole set.
+    pub const ALL: [SubscribeRefusal; 4] = [
+        SubscribeRefusal::InvalidFilter,
+        SubscribeRefusal::UnknownDialect,
+        SubscribeRefusal::Unauthorized,
+        SubscribeRefusal::LimitExceeded,
+    ];
+}
+
+impl From<SubscribeRefusal> for ErrorCode {
+    fn from(r: SubscribeRefusal) -> ErrorCode {
+        match r {
+            SubscribeRefusal::InvalidFilter => ErrorCode::InvalidFilter,
+            SubscribeRefusal::UnknownDialect => ErrorCode::UnknownDialect,
+            SubscribeRefusal::Unauthorized => ErrorCode::Unauthorized,
+            SubscribeRefusal::LimitExceeded => ErrorCode::LimitExceeded,
+        }
+    }
+}
+
+/// The command-path codes a relay refuses a command with, toward the sender
+/// (AEP-0004 §4.2, §4.5).
+///
+/// ```
+/// use aep_core::frame::{CommandRefusal, ErrorFrame, Frame};
+/// let f = ErrorFrame::command_refusal("01JCMD", CommandRefusal::NoRoute);
+/// assert_eq!(Frame::from(f).to_json(), r#"{"type":"error","code":"no-route","cause":"01JCMD"}"#);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CommandRefusal {
+    /// `unauthorized`: unauthenticated binding, or a policy denial.
+    Unauthorized,
+    /// `unsupported`: outside the target's declared `accepts`.
+    Unsupported,
+    /// `ambiguous`: more than one live claimant of the session.
+    Ambiguous,
+    /// `no-route`: no connected emitter owns the session.
+    NoRoute,
+}
+
+impl CommandRefusal {
+    /// The whole set.
+    pub const ALL: [CommandRefusal; 4] = [
+        CommandRefusal::Unauthorized,
+        CommandRefusal::Unsupported,
+        CommandRefusal::Ambiguous,
+        CommandRefusal::NoRoute,
+    ];
+}
+
+impl From<CommandRefusal> for ErrorCode {
+    fn from(r: CommandRefusal) -> ErrorCode {
+        match r {
+            CommandRefusal::Unauthorized => ErrorCode::Unauthorized,
+            CommandRefusal::Unsupported => ErrorCode::Unsupported,
+            CommandRefusal::Ambiguous => ErrorCode::Ambiguous,
+            CommandRefusal::NoRoute => ErrorCode::NoRoute,
+        }
     }
 }
 
@@ -1773,6 +1870,18 @@ impl ErrorFrame {
             versions: None,
             extra: Map::new(),
         }
+    }
+
+    /// The in-band refusal of the `subscribe` (or `roster`) request `id`
+    /// (AEP-0003 §6.5): the connection survives it.
+    pub fn subscribe_refusal(id: impl Into<String>, code: SubscribeRefusal) -> ErrorFrame {
+        ErrorFrame::new(code.into()).with_id(id)
+    }
+
+    /// A relay's refusal of the command `cause`, sent to the sender's connection
+    /// (AEP-0004 §4.2); never an event, never in the session's history.
+    pub fn command_refusal(cause: impl Into<String>, code: CommandRefusal) -> ErrorFrame {
+        ErrorFrame::new(code.into()).with_cause(cause)
     }
 
     /// Sets `id`.

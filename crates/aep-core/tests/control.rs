@@ -15,7 +15,7 @@ use aep_core::control::{
     RejectReason, SendError, SendPolicy, Settled, TargetConfig, TargetError, TargetOutput,
     DEFAULT_RETRIES,
 };
-use aep_core::frame::{self, ErrorCode, ErrorFrame, Frame, Message};
+use aep_core::frame::{self, CommandRefusal, ErrorCode, ErrorFrame, Frame, Message};
 use aep_core::Event;
 use serde_json::json;
 
@@ -176,17 +176,12 @@ impl Sim {
         let Ok(Message::Event(cmd)) = frame::decode(&text) else {
             panic!("sender wrote a non-event: {text}")
         };
-        let refuse = |code: ErrorCode, detail: &str| {
-            Frame::Error(
-                ErrorFrame::new(code)
-                    .with_cause(cmd.id())
-                    .with_detail(detail),
-            )
-            .to_json()
+        let refuse = |code: CommandRefusal, detail: &str| {
+            Frame::from(ErrorFrame::command_refusal(cmd.id(), code).with_detail(detail)).to_json()
         };
         if !self.target_connected {
             let f = refuse(
-                ErrorCode::NoRoute,
+                CommandRefusal::NoRoute,
                 "no connected emitter owns session s_8f2c",
             );
             self.to_sender.push_back(f);
@@ -194,7 +189,7 @@ impl Sim {
         }
         if let Some(accepts) = &self.relay_knows_accepts {
             if !accepts.iter().any(|t| t == cmd.event_type()) {
-                let f = refuse(ErrorCode::Unsupported, "target does not accept it");
+                let f = refuse(CommandRefusal::Unsupported, "target does not accept it");
                 self.to_sender.push_back(f);
                 return;
             }

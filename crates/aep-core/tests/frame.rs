@@ -6,10 +6,10 @@
 #![allow(clippy::unwrap_used)]
 
 use aep_core::frame::{
-    decode, decode_slice, Capabilities, Closing, ControlCapability, DecodeError, Delivered,
-    Discovery, Endpoints, ErrorCode, ErrorFrame, Frame, Heartbeat, Hello, IdFrame, Identity,
-    Message, Position, ReplayCapability, ReplayExhausted, ReplayFrom, Role, RosterEntry,
-    RosterReply, Subscribe,
+    decode, decode_slice, Capabilities, Closing, CommandRefusal, ControlCapability, DecodeError,
+    Delivered, Discovery, Endpoints, ErrorCode, ErrorFrame, Frame, Heartbeat, Hello, IdFrame,
+    Identity, Message, Position, ReplayCapability, ReplayExhausted, ReplayFrom, Role, RosterEntry,
+    RosterReply, Subscribe, SubscribeRefusal,
 };
 use aep_core::Capture;
 use proptest::prelude::*;
@@ -701,6 +701,20 @@ fn error_codes_parse_to_their_variant() {
         .map(ErrorCode::from)
         .into();
     assert!(command.iter().all(ErrorCode::is_command_code));
+    for r in SubscribeRefusal::ALL {
+        assert_eq!(ErrorCode::from(r).subscribe_refusal(), Some(r));
+        let f = ErrorFrame::subscribe_refusal("s", r);
+        assert_eq!(f.id.as_deref(), Some("s"));
+    }
+    for r in CommandRefusal::ALL {
+        assert_eq!(ErrorCode::from(r).command_refusal(), Some(r));
+        assert_eq!(
+            ErrorFrame::command_refusal("c", r).cause.as_deref(),
+            Some("c")
+        );
+    }
+    assert_eq!(ErrorCode::from("bad-json").subscribe_refusal(), None);
+    assert_eq!(ErrorCode::InvalidFilter.command_refusal(), None);
 }
 
 // ---------------------------------------------------------------------------
