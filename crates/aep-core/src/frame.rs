@@ -54,6 +54,7 @@ use serde_json::{Map, Value};
 
 use crate::event::{Event, EventParseError};
 use crate::level::Capture;
+use crate::resume::{Position, ResumePosition};
 
 /// The default ack window a target declares when it states none
 /// (`hello.capabilities.control.ack_window_ms`, AEP-0004 §3).
@@ -1314,12 +1315,13 @@ impl IdFrame {
 /// filter is the empty filter, which matches every event (§6.1).
 ///
 /// ```
-/// use aep_core::frame::{Frame, Position, ReplayFrom, Subscribe};
+/// use aep_core::frame::{Frame, ReplayFrom, Subscribe};
+/// use aep_core::resume::ResumePosition;
 /// use aep_core::Capture;
 /// use serde_json::json;
 ///
 /// let s = Subscribe::new("sub-1", json!({"session": "s_8f2c"}))
-///     .with_from(ReplayFrom::Positions(vec![Position::new("s_8f2c", 3, 187)]))
+///     .with_from(ReplayFrom::Positions(vec![ResumePosition::new("s_8f2c", 3, 187)]))
 ///     .with_capture(Capture::Metadata);
 /// assert_eq!(
 ///     Frame::Subscribe(s).to_json(),
@@ -1381,7 +1383,7 @@ impl Subscribe {
                         ));
                     };
                     let mut n = m.nested(format!("from[{i}]"), map);
-                    positions.push(Position::read(&mut n)?);
+                    positions.push(read_position(&mut n)?);
                 }
                 Some(ReplayFrom::Positions(positions))
             }
@@ -1429,47 +1431,19 @@ impl Subscribe {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplayFrom {
-    /// After each of these positions, per session.
-    Positions(Vec<Position>),
+    /// After each of these positions, per session (the resume module's tokens).
+    Positions(Vec<ResumePosition>),
     /// Every held session from its earliest held position (`"all"`).
     All,
 }
 
-/// A resume position `{session, epoch, seq}` (AEP-0003 §7): delivery resumes strictly
-/// after it.
-///
-/// ```
-/// let p = aep_core::frame::Position::new("s", 0, 4);
-/// assert_eq!(serde_json::to_string(&p).unwrap(), r#"{"session":"s","epoch":0,"seq":4}"#);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-#[non_exhaustive]
-pub struct Position {
-    /// The session.
-    pub session: String,
-    /// The epoch (absent on the wire reads as 0).
-    pub epoch: u64,
-    /// The last processed `seq`.
-    pub seq: u64,
-}
-
-impl Position {
-    /// A position.
-    pub fn new(session: impl Into<String>, epoch: u64, seq: u64) -> Position {
-        Position {
-            session: session.into(),
-            epoch,
-            seq,
-        }
-    }
-
-    fn read(m: &mut Members<'_>) -> Result<Position, FrameError> {
-        Ok(Position {
-            session: m.req_str("session")?,
-            epoch: m.opt_u64("epoch")?.unwrap_or(0),
-            seq: m.req_u64("seq")?,
-        })
-    }
+/// Reads one `from` entry `{session, epoch, seq}` (AEP-0003 §6.5); an absent `epoch`
+/// reads as 0.
+fn read_position(m: &mut Members<'_>) -> Result<ResumePosition, FrameError> {
+    let session = m.req_str("session")?;
+    let epoch = m.opt_u64("epoch")?.unwrap_or(0);
+    let seq = m.req_u64("seq")?;
+    Ok(ResumePosition::new(session, epoch, seq))
 }
 
 /// The `roster` reply (AEP-0003 §4.1).
@@ -1958,23 +1932,9 @@ pub struct ReplayExhausted {
     /// The session whose position predates the buffer.
     pub session: String,
     /// The earliest held `(epoch, seq)`.
-    pub earliest: Earliest,
+    pub earliest: Position,
     /// Members outside the 0.1 vocabulary.
     pub extra: Map<String, Value>,
-}
-
-/// `replay-exhausted.earliest`: the earliest held position of the session.
-///
-/// ```
-/// let e = aep_core::frame::Earliest { epoch: 1, seq: 0 };
-/// assert_eq!(serde_json::to_string(&e).unwrap(), r#"{"epoch":1,"seq":0}"#);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub struct Earliest {
-    /// Epoch.
-    pub epoch: u64,
-    /// Sequence number.
-    pub seq: u64,
 }
 
 impl ReplayExhausted {
@@ -1988,7 +1948,7 @@ impl ReplayExhausted {
         ReplayExhausted {
             sub: sub.into(),
             session: session.into(),
-            earliest: Earliest { epoch, seq },
+            earliest: Position::new(epoch, seq),
             extra: Map::new(),
         }
     }
@@ -2003,10 +1963,8 @@ impl ReplayExhausted {
             ));
         };
         let mut n = m.nested("earliest".to_owned(), map);
-        let earliest = Earliest {
-            epoch: n.opt_u64("epoch")?.unwrap_or(0),
-            seq: n.req_u64("seq")?,
-        };
+        let epoch = n.opt_u64("epoch")?.unwrap_or(0);
+        let earliest = Position::new(epoch, n.req_u64("seq")?);
         Ok(ReplayExhausted {
             sub,
             session,

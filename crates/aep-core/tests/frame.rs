@@ -8,9 +8,10 @@
 use aep_core::frame::{
     decode, decode_slice, Capabilities, Closing, CommandRefusal, ControlCapability, DecodeError,
     Delivered, Discovery, Endpoints, ErrorCode, ErrorFrame, Frame, Heartbeat, Hello, IdFrame,
-    Identity, Message, Position, ReplayCapability, ReplayExhausted, ReplayFrom, Role, RosterEntry,
+    Identity, Message, ReplayCapability, ReplayExhausted, ReplayFrom, Role, RosterEntry,
     RosterReply, Subscribe, SubscribeRefusal,
 };
+use aep_core::resume::{Position, ResumePosition};
 use aep_core::Capture;
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -178,7 +179,7 @@ fn relay_subscription_frames() {
         panic!()
     };
     assert_eq!((r.sub.as_str(), r.session.as_str()), ("sub-1", "s_8f2c"));
-    assert_eq!((r.earliest.epoch, r.earliest.seq), (0, 12));
+    assert_eq!(r.earliest, Position::new(0, 12));
 }
 
 #[test]
@@ -329,7 +330,9 @@ fn client_subscribes() {
     };
     assert_eq!(
         s.from,
-        Some(ReplayFrom::Positions(vec![Position::new("s_8f2c", 3, 187)]))
+        Some(ReplayFrom::Positions(vec![ResumePosition::new(
+            "s_8f2c", 3, 187
+        )]))
     );
     assert_eq!(s.capture, Some(Capture::Metadata));
     // Replay-all.
@@ -396,7 +399,7 @@ fn malformed_from_is_a_frame_error_with_the_id() {
     };
     assert_eq!(
         s.from,
-        Some(ReplayFrom::Positions(vec![Position::new("s", 0, 4)]))
+        Some(ReplayFrom::Positions(vec![ResumePosition::new("s", 0, 4)]))
     );
 }
 
