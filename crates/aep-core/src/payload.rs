@@ -108,7 +108,7 @@ impl Payload {
     }
 }
 
-/// `parent`: capture `metadata`.
+/// The `parent` member of the `session.started` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionStartedParent {
     /// `session`: capture `metadata`, required.
@@ -124,7 +124,7 @@ pub struct SessionStartedParent {
     pub extra: Map<String, Value>,
 }
 
-/// `client`: capture `metadata`.
+/// The `client` member of the `session.started` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionStartedClient {
     /// `name`: capture `metadata`, required.
@@ -167,7 +167,7 @@ impl PayloadType for SessionStarted {
     const EVENT_TYPE: &'static str = "session.started";
 }
 
-/// `reason`: capture `metadata`.
+/// The `reason` member of the `session.ended` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -225,7 +225,7 @@ impl PayloadType for SessionEnded {
     const EVENT_TYPE: &'static str = "session.ended";
 }
 
-/// `trigger`: capture `metadata`.
+/// The `trigger` member of the `run.started` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -260,7 +260,7 @@ impl RunStartedTrigger {
     }
 }
 
-/// `cost`: capture `metadata`.
+/// The `cost` member of the `run.started` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunStartedCost {
     /// `currency`: capture `metadata`, required.
@@ -316,7 +316,7 @@ impl PayloadType for RunStarted {
     const EVENT_TYPE: &'static str = "run.started";
 }
 
-/// `cost`: capture `metadata`.
+/// The `cost` member of the `run.finished` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunFinishedCost {
     /// `currency`: capture `metadata`, required.
@@ -372,7 +372,7 @@ impl PayloadType for RunFinished {
     const EVENT_TYPE: &'static str = "run.finished";
 }
 
-/// `error`: capture `metadata`.
+/// The `error` member of the `run.failed` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunFailedError {
     /// `type`: capture `metadata`.
@@ -408,7 +408,7 @@ impl PayloadType for RunFailed {
     const EVENT_TYPE: &'static str = "run.failed";
 }
 
-/// `by`: capture `metadata`.
+/// The `by` member of the `run.cancelled` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -462,7 +462,7 @@ impl PayloadType for RunCancelled {
     const EVENT_TYPE: &'static str = "run.cancelled";
 }
 
-/// `tool`: capture `metadata`, required.
+/// The `tool` member of the `tool.requested` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolRequestedTool {
     /// `name`: capture `metadata`, required.
@@ -500,7 +500,7 @@ impl PayloadType for ToolRequested {
     const EVENT_TYPE: &'static str = "tool.requested";
 }
 
-/// `tool`: capture `metadata`, required.
+/// The `tool` member of the `tool.completed` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolCompletedTool {
     /// `name`: capture `metadata`, required.
@@ -513,7 +513,7 @@ pub struct ToolCompletedTool {
     pub extra: Map<String, Value>,
 }
 
-/// `cost`: capture `metadata`.
+/// The `cost` member of the `tool.completed` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolCompletedCost {
     /// `currency`: capture `metadata`, required.
@@ -580,7 +580,7 @@ impl PayloadType for ToolCompleted {
     const EVENT_TYPE: &'static str = "tool.completed";
 }
 
-/// `tool`: capture `metadata`, required.
+/// The `tool` member of the `tool.failed` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolFailedTool {
     /// `name`: capture `metadata`, required.
@@ -593,7 +593,7 @@ pub struct ToolFailedTool {
     pub extra: Map<String, Value>,
 }
 
-/// `error`: capture `metadata`, required.
+/// The `error` member of the `tool.failed` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolFailedError {
     /// `type`: capture `metadata`.
@@ -628,7 +628,7 @@ impl PayloadType for ToolFailed {
     const EVENT_TYPE: &'static str = "tool.failed";
 }
 
-/// `tool`: capture `metadata`, required.
+/// The `tool` member of the `tool.denied` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolDeniedTool {
     /// `name`: capture `metadata`, required.
@@ -641,7 +641,7 @@ pub struct ToolDeniedTool {
     pub extra: Map<String, Value>,
 }
 
-/// `by`: capture `metadata`, required.
+/// The `by` member of the `tool.denied` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -689,7 +689,7 @@ impl PayloadType for ToolDenied {
     const EVENT_TYPE: &'static str = "tool.denied";
 }
 
-/// `kind`: capture `metadata`, required.
+/// The `kind` member of the `attention.requested` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -728,7 +728,7 @@ impl AttentionRequestedKind {
     }
 }
 
-/// `options`: capture `metadata`.
+/// One item of the `options` member of the `attention.requested` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AttentionRequestedOption {
     /// `id`: capture `metadata`, required.
@@ -742,7 +742,7 @@ pub struct AttentionRequestedOption {
     pub extra: Map<String, Value>,
 }
 
-/// `type`: capture `metadata`, required.
+/// The `fields[].type` member of the `attention.requested` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -773,7 +773,7 @@ impl AttentionRequestedFieldType {
     }
 }
 
-/// `choices`: capture `metadata`.
+/// One item of the `fields[].choices` member of the `attention.requested` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AttentionRequestedFieldChoice {
     /// `id`: capture `metadata`, required.
@@ -787,7 +787,7 @@ pub struct AttentionRequestedFieldChoice {
     pub extra: Map<String, Value>,
 }
 
-/// `fields`: capture `metadata`.
+/// One item of the `fields` member of the `attention.requested` payload (capture `metadata`).
 ///
 /// present only when kind=form (AEP-0006): flat, typed multi-field request; each item is a field_spec (AEP-0002 §5.2)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -827,7 +827,7 @@ pub struct AttentionRequestedField {
     pub extra: Map<String, Value>,
 }
 
-/// `respond_via`: capture `metadata`.
+/// One item of the `respond_via` member of the `attention.requested` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -887,7 +887,7 @@ impl PayloadType for AttentionRequested {
     const EVENT_TYPE: &'static str = "attention.requested";
 }
 
-/// `answer`: capture `metadata`, required.
+/// The `answer` member of the `attention.answered` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AttentionAnsweredAnswer {
     /// `option`: capture `metadata`.
@@ -906,7 +906,7 @@ pub struct AttentionAnsweredAnswer {
     pub extra: Map<String, Value>,
 }
 
-/// `via`: capture `metadata`.
+/// The `via` member of the `attention.answered` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -951,7 +951,7 @@ impl PayloadType for AttentionAnswered {
     const EVENT_TYPE: &'static str = "attention.answered";
 }
 
-/// `resolution`: capture `metadata`, required.
+/// The `resolution` member of the `attention.resolved` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -1108,7 +1108,7 @@ impl PayloadType for ProgressStatus {
     const EVENT_TYPE: &'static str = "progress.status";
 }
 
-/// `task`: capture `metadata`.
+/// The `task` member of the `progress.task.planned` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProgressTaskPlannedTask {
     /// `id`: capture `metadata`.
@@ -1142,7 +1142,7 @@ impl PayloadType for ProgressTaskPlanned {
     const EVENT_TYPE: &'static str = "progress.task.planned";
 }
 
-/// `task`: capture `metadata`.
+/// The `task` member of the `progress.task.completed` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProgressTaskCompletedTask {
     /// `id`: capture `metadata`.
@@ -1176,7 +1176,7 @@ impl PayloadType for ProgressTaskCompleted {
     const EVENT_TYPE: &'static str = "progress.task.completed";
 }
 
-/// `artifact`: capture `metadata`.
+/// The `artifact` member of the `progress.artifact.produced` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProgressArtifactProducedArtifact {
     /// `id`: capture `metadata`.
@@ -1216,7 +1216,7 @@ impl PayloadType for ProgressArtifactProduced {
     const EVENT_TYPE: &'static str = "progress.artifact.produced";
 }
 
-/// `child`: capture `metadata`.
+/// The `child` member of the `delegation.subagent.started` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct DelegationSubagentStartedChild {
     /// `session`: capture `metadata`.
@@ -1256,7 +1256,7 @@ impl PayloadType for DelegationSubagentStarted {
     const EVENT_TYPE: &'static str = "delegation.subagent.started";
 }
 
-/// `child`: capture `metadata`.
+/// The `child` member of the `delegation.subagent.stopped` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct DelegationSubagentStoppedChild {
     /// `session`: capture `metadata`.
@@ -1319,7 +1319,7 @@ impl PayloadType for AttentionRouted {
     const EVENT_TYPE: &'static str = "attention.routed";
 }
 
-/// `state`: capture `metadata`, required.
+/// The `state` member of the `agent.presence` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -1382,7 +1382,7 @@ impl PayloadType for AgentIdle {
     const EVENT_TYPE: &'static str = "agent.idle";
 }
 
-/// `status`: capture `metadata`, required.
+/// The `status` member of the `agent.health` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -1448,7 +1448,7 @@ impl PayloadType for AgentHeartbeat {
     const EVENT_TYPE: &'static str = "agent.heartbeat";
 }
 
-/// `error`: capture `metadata`.
+/// The `error` member of the `error.raised` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ErrorRaisedError {
     /// `type`: capture `metadata`.
@@ -1557,7 +1557,7 @@ impl PayloadType for ResourceRetrievalRequested {
     const EVENT_TYPE: &'static str = "resource.retrieval.requested";
 }
 
-/// `documents`: capture `metadata`.
+/// One item of the `documents` member of the `resource.retrieval.returned` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceRetrievalReturnedDocument {
     /// `id`: capture `metadata`.
@@ -1606,7 +1606,7 @@ impl PayloadType for ResourceRetrievalReturned {
     const EVENT_TYPE: &'static str = "resource.retrieval.returned";
 }
 
-/// `input_documents`: capture `metadata`.
+/// One item of the `input_documents` member of the `resource.retrieval.reranked` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceRetrievalRerankedInputDocument {
     /// `id`: capture `metadata`.
@@ -1629,7 +1629,7 @@ pub struct ResourceRetrievalRerankedInputDocument {
     pub extra: Map<String, Value>,
 }
 
-/// `output_documents`: capture `metadata`.
+/// One item of the `output_documents` member of the `resource.retrieval.reranked` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceRetrievalRerankedOutputDocument {
     /// `id`: capture `metadata`.
@@ -1690,7 +1690,7 @@ impl PayloadType for ResourceRetrievalReranked {
     const EVENT_TYPE: &'static str = "resource.retrieval.reranked";
 }
 
-/// `source`: capture `metadata`.
+/// The `citations[].source` member of the `resource.citation.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceCitationRecordedCitationSource {
     /// `id`: capture `metadata`.
@@ -1707,7 +1707,7 @@ pub struct ResourceCitationRecordedCitationSource {
     pub extra: Map<String, Value>,
 }
 
-/// `char`: capture `metadata`.
+/// The `citations[].offset.char` member of the `resource.citation.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceCitationRecordedCitationOffsetChar {
     /// `start`: capture `metadata`.
@@ -1721,7 +1721,7 @@ pub struct ResourceCitationRecordedCitationOffsetChar {
     pub extra: Map<String, Value>,
 }
 
-/// `page`: capture `metadata`.
+/// The `citations[].offset.page` member of the `resource.citation.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceCitationRecordedCitationOffsetPage {
     /// `page`: capture `metadata`.
@@ -1738,7 +1738,7 @@ pub struct ResourceCitationRecordedCitationOffsetPage {
     pub extra: Map<String, Value>,
 }
 
-/// `block`: capture `metadata`.
+/// The `citations[].offset.block` member of the `resource.citation.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceCitationRecordedCitationOffsetBlock {
     /// `block`: capture `metadata`.
@@ -1755,7 +1755,7 @@ pub struct ResourceCitationRecordedCitationOffsetBlock {
     pub extra: Map<String, Value>,
 }
 
-/// `offset`: capture `metadata`.
+/// The `citations[].offset` member of the `resource.citation.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceCitationRecordedCitationOffset {
     /// `char`: capture `metadata`.
@@ -1772,7 +1772,7 @@ pub struct ResourceCitationRecordedCitationOffset {
     pub extra: Map<String, Value>,
 }
 
-/// `citations`: capture `metadata`.
+/// One item of the `citations` member of the `resource.citation.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceCitationRecordedCitation {
     /// `source`: capture `metadata`.
@@ -1877,7 +1877,7 @@ impl PayloadType for AssessmentFeedbackReceived {
     const EVENT_TYPE: &'static str = "assessment.feedback.received";
 }
 
-/// `stage`: capture `metadata`.
+/// The `guardrail.stage` member of the `assessment.guardrail.recorded` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -1900,7 +1900,7 @@ impl AssessmentGuardrailRecordedGuardrailStage {
     }
 }
 
-/// `verdict`: capture `metadata`.
+/// The `guardrail.verdict` member of the `assessment.guardrail.recorded` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -1931,7 +1931,7 @@ impl AssessmentGuardrailRecordedGuardrailVerdict {
     }
 }
 
-/// `categories`: capture `metadata`.
+/// One item of the `guardrail.categories` member of the `assessment.guardrail.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AssessmentGuardrailRecordedGuardrailCategory {
     /// `name`: capture `metadata`.
@@ -1945,7 +1945,7 @@ pub struct AssessmentGuardrailRecordedGuardrailCategory {
     pub extra: Map<String, Value>,
 }
 
-/// `detector`: capture `metadata`.
+/// The `guardrail.detector` member of the `assessment.guardrail.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AssessmentGuardrailRecordedGuardrailDetector {
     /// `name`: capture `metadata`.
@@ -1959,7 +1959,7 @@ pub struct AssessmentGuardrailRecordedGuardrailDetector {
     pub extra: Map<String, Value>,
 }
 
-/// `guardrail`: capture `metadata`.
+/// The `guardrail` member of the `assessment.guardrail.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AssessmentGuardrailRecordedGuardrail {
     /// `stage`: capture `metadata`.
@@ -2021,7 +2021,7 @@ impl PayloadType for MessageAgentReplied {
     const EVENT_TYPE: &'static str = "message.agent.replied";
 }
 
-/// `answer`: capture `metadata`, required.
+/// The `answer` member of the `control.attention.respond` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ControlAttentionRespondAnswer {
     /// `option`: capture `metadata`.
@@ -2058,7 +2058,7 @@ impl PayloadType for ControlAttentionRespond {
     const EVENT_TYPE: &'static str = "control.attention.respond";
 }
 
-/// `scope`: capture `metadata`, required.
+/// The `scope` member of the `control.cancel` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -2144,7 +2144,7 @@ impl PayloadType for ControlAccepted {
     const EVENT_TYPE: &'static str = "control.accepted";
 }
 
-/// `reason`: capture `metadata`, required.
+/// The `reason` member of the `control.rejected` payload (capture `metadata`).
 ///
 /// A closed set: a value outside it does not decode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
