@@ -153,11 +153,11 @@ impl Payloads<'_> {
         doc(
             &mut s,
             "",
-            "\nA closed set: a value outside it does not decode.",
+            "\nA closed set in AEP 0.1: a value outside it does not decode. Later protocol\nversions may add values, hence `#[non_exhaustive]`.",
         );
         let _ = writeln!(
             s,
-            "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]\npub enum {name} {{"
+            "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]\n#[non_exhaustive]\npub enum {name} {{"
         );
         for v in values {
             let _ = writeln!(
@@ -343,6 +343,7 @@ pub(crate) fn payload_rs(reg: &Registry) -> Result<String, Vec<String>> {
          /// ```\n\
          #[derive(Debug, Clone, PartialEq)]\n\
          #[allow(clippy::large_enum_variant)]\n\
+         #[non_exhaustive]\n\
          pub enum Payload {\n",
     );
     for (wire, name) in &variants {
@@ -434,7 +435,9 @@ const PAYLOAD_PREAMBLE: &str = r##"//! Payload types, one per registered type of
 //! `gen_ai.usage.input_tokens` become `gen_ai_usage_input_tokens`); optional fields are
 //! `Option`s never written as `null`; members a schema does not name are kept in `extra`
 //! (the schemas are open, AEP-0002 §5.4), so decoding a payload and encoding it again
-//! gives the same JSON value. Each field's doc names its `x-aep-capture` level
+//! gives the same JSON value. JSON Schema `number`s are [`serde_json::Number`]s, so an
+//! integer stays an integer through a round trip; `integer`s are `u64` where the schema
+//! sets `minimum: 0`, `i64` otherwise. Each field's doc names its `x-aep-capture` level
 //! (AEP-0002 §5.1); the same annotations drive down-leveling through
 //! [`crate::schema`].
 //!

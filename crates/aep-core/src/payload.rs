@@ -9,7 +9,9 @@
 //! `gen_ai.usage.input_tokens` become `gen_ai_usage_input_tokens`); optional fields are
 //! `Option`s never written as `null`; members a schema does not name are kept in `extra`
 //! (the schemas are open, AEP-0002 §5.4), so decoding a payload and encoding it again
-//! gives the same JSON value. Each field's doc names its `x-aep-capture` level
+//! gives the same JSON value. JSON Schema `number`s are [`serde_json::Number`]s, so an
+//! integer stays an integer through a round trip; `integer`s are `u64` where the schema
+//! sets `minimum: 0`, `i64` otherwise. Each field's doc names its `x-aep-capture` level
 //! (AEP-0002 §5.1); the same annotations drive down-leveling through
 //! [`crate::schema`].
 //!
@@ -169,8 +171,10 @@ impl PayloadType for SessionStarted {
 
 /// The `reason` member of the `session.ended` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum SessionEndedReason {
     /// `normal`
     #[serde(rename = "normal")]
@@ -227,8 +231,10 @@ impl PayloadType for SessionEnded {
 
 /// The `trigger` member of the `run.started` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum RunStartedTrigger {
     /// `user`
     #[serde(rename = "user")]
@@ -410,8 +416,10 @@ impl PayloadType for RunFailed {
 
 /// The `by` member of the `run.cancelled` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum RunCancelledBy {
     /// `user`
     #[serde(rename = "user")]
@@ -643,8 +651,10 @@ pub struct ToolDeniedTool {
 
 /// The `by` member of the `tool.denied` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum ToolDeniedBy {
     /// `policy`
     #[serde(rename = "policy")]
@@ -691,8 +701,10 @@ impl PayloadType for ToolDenied {
 
 /// The `kind` member of the `attention.requested` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AttentionRequestedKind {
     /// `permission`
     #[serde(rename = "permission")]
@@ -744,8 +756,10 @@ pub struct AttentionRequestedOption {
 
 /// The `fields[].type` member of the `attention.requested` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AttentionRequestedFieldType {
     /// `string`
     #[serde(rename = "string")]
@@ -829,8 +843,10 @@ pub struct AttentionRequestedField {
 
 /// One item of the `respond_via` member of the `attention.requested` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AttentionRequestedRespondVia {
     /// `control`
     #[serde(rename = "control")]
@@ -908,8 +924,10 @@ pub struct AttentionAnsweredAnswer {
 
 /// The `via` member of the `attention.answered` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AttentionAnsweredVia {
     /// `control`
     #[serde(rename = "control")]
@@ -953,8 +971,10 @@ impl PayloadType for AttentionAnswered {
 
 /// The `resolution` member of the `attention.resolved` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AttentionResolvedResolution {
     /// `answered`
     #[serde(rename = "answered")]
@@ -1321,8 +1341,10 @@ impl PayloadType for AttentionRouted {
 
 /// The `state` member of the `agent.presence` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AgentPresenceState {
     /// `online`
     #[serde(rename = "online")]
@@ -1384,8 +1406,10 @@ impl PayloadType for AgentIdle {
 
 /// The `status` member of the `agent.health` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AgentHealthStatus {
     /// `ok`
     #[serde(rename = "ok")]
@@ -1879,8 +1903,10 @@ impl PayloadType for AssessmentFeedbackReceived {
 
 /// The `guardrail.stage` member of the `assessment.guardrail.recorded` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AssessmentGuardrailRecordedGuardrailStage {
     /// `input`
     #[serde(rename = "input")]
@@ -1902,8 +1928,10 @@ impl AssessmentGuardrailRecordedGuardrailStage {
 
 /// The `guardrail.verdict` member of the `assessment.guardrail.recorded` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AssessmentGuardrailRecordedGuardrailVerdict {
     /// `allowed`
     #[serde(rename = "allowed")]
@@ -2060,8 +2088,10 @@ impl PayloadType for ControlAttentionRespond {
 
 /// The `scope` member of the `control.cancel` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum ControlCancelScope {
     /// `run`
     #[serde(rename = "run")]
@@ -2146,8 +2176,10 @@ impl PayloadType for ControlAccepted {
 
 /// The `reason` member of the `control.rejected` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum ControlRejectedReason {
     /// `unsupported`
     #[serde(rename = "unsupported")]
@@ -2215,6 +2247,7 @@ impl PayloadType for ControlRejected {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 #[allow(clippy::large_enum_variant)]
+#[non_exhaustive]
 pub enum Payload {
     /// `session.started`.
     SessionStarted(SessionStarted),

@@ -236,3 +236,23 @@ mod property {
         }
     }
 }
+
+/// What a hop writes still decodes into the payload type of its event: down-leveling
+/// never removes a required member (required members are all `metadata`-gated).
+#[test]
+fn downleveled_golden_events_keep_their_payload_shape() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/conformance/golden/golden.jsonl");
+    let text = std::fs::read_to_string(path).expect("golden corpus");
+    for (i, line) in text.lines().enumerate() {
+        let mut event: Event = line.parse().expect("golden event");
+        event.set_capture(Some(Capture::Full));
+        for ceiling in [Capture::Metadata, Capture::Redacted] {
+            let out = downlevel(&event, ceiling);
+            assert_eq!(out.capture(), Capture::Metadata, "golden line {i}");
+            if let Err(e) = aep_core::payload::Payload::from_event(&out) {
+                panic!("golden line {i} down-leveled to {ceiling} no longer decodes: {e}");
+            }
+        }
+    }
+}
