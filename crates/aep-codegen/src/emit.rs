@@ -280,7 +280,55 @@ fn type_docs(t: &TypeDef) -> String {
             " The payload is deferred to a future AEP, so `data` is kept as free-form JSON.",
         ),
     }
+    let sample = match &t.root {
+        Some(root) => sample_object(root),
+        None => serde_json::json!({"text": "hello"}),
+    };
+    let name = pascal(&t.name);
+    let _ = write!(
+        d,
+        "\n\n```\n\
+         use aep_core::payload::{{{name}, PayloadType}};\n\
+         let data = serde_json::json!({sample});\n\
+         let payload: {name} = serde_json::from_value(data.clone())?;\n\
+         assert_eq!(serde_json::to_value(&payload)?, data);\n\
+         assert_eq!({name}::EVENT_TYPE, {});\n\
+         # Ok::<(), serde_json::Error>(())\n\
+         ```",
+        str_lit(&t.name)
+    );
     d
+}
+
+/// A small valid payload for a doc example: the required members, or the first member
+/// when none is required.
+fn sample_object(obj: &Object) -> serde_json::Value {
+    let mut map = serde_json::Map::new();
+    let required: Vec<&Prop> = obj.props.iter().filter(|p| p.required).collect();
+    let chosen = if required.is_empty() {
+        obj.props.first().into_iter().collect()
+    } else {
+        required
+    };
+    for p in chosen {
+        map.insert(p.wire.clone(), sample(&p.ty));
+    }
+    serde_json::Value::Object(map)
+}
+
+fn sample(ty: &Ty) -> serde_json::Value {
+    use serde_json::json;
+    match ty {
+        Ty::String | Ty::TextOrObject => json!("text"),
+        Ty::Integer { .. } => json!(1),
+        Ty::Number => json!(0.5),
+        Ty::Boolean => json!(true),
+        Ty::Enum(values) => values.first().map_or(json!(null), |v| json!(v)),
+        Ty::Object(o) => sample_object(o),
+        Ty::OpenObject => json!({"k": "v"}),
+        Ty::Array(item) => json!([sample(item)]),
+        Ty::Any => json!({"k": "v"}),
+    }
 }
 
 pub(crate) fn payload_rs(reg: &Registry) -> Result<String, Vec<String>> {

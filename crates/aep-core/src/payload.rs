@@ -142,6 +142,15 @@ pub struct SessionStartedClient {
 /// Payload of `session.started` (AEP-0002 §5.3): a session began; carries lineage and client info.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/session.started.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{SessionStarted, PayloadType};
+/// let data = serde_json::json!({"label":"text"});
+/// let payload: SessionStarted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(SessionStarted::EVENT_TYPE, "session.started");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionStarted {
     /// `label`: capture `redacted`.
@@ -209,6 +218,15 @@ impl SessionEndedReason {
 /// Payload of `session.ended` (AEP-0002 §5.3): terminal for a session.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/session.ended.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{SessionEnded, PayloadType};
+/// let data = serde_json::json!({"reason":"normal"});
+/// let payload: SessionEnded = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(SessionEnded::EVENT_TYPE, "session.ended");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionEnded {
     /// `reason`: capture `metadata`.
@@ -294,6 +312,15 @@ pub struct RunStartedCost {
 /// Payload of `run.started` (AEP-0002 §5.3): an activation began within the session.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/run.started.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{RunStarted, PayloadType};
+/// let data = serde_json::json!({"trigger":"user"});
+/// let payload: RunStarted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(RunStarted::EVENT_TYPE, "run.started");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunStarted {
     /// `trigger`: capture `metadata`.
@@ -350,6 +377,15 @@ pub struct RunFinishedCost {
 /// Payload of `run.finished` (AEP-0002 §5.3): run reached success.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/run.finished.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{RunFinished, PayloadType};
+/// let data = serde_json::json!({"duration_ms":1});
+/// let payload: RunFinished = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(RunFinished::EVENT_TYPE, "run.finished");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunFinished {
     /// `duration_ms`: capture `metadata`.
@@ -395,6 +431,15 @@ pub struct RunFailedError {
 /// Payload of `run.failed` (AEP-0002 §5.3): run reached failure (incl. rejection).
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/run.failed.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{RunFailed, PayloadType};
+/// let data = serde_json::json!({"reason":"text"});
+/// let payload: RunFailed = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(RunFailed::EVENT_TYPE, "run.failed");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunFailed {
     /// `reason`: capture `metadata`, required.
@@ -450,6 +495,15 @@ impl RunCancelledBy {
 /// Payload of `run.cancelled` (AEP-0002 §5.3): run was cancelled — not a failure.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/run.cancelled.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{RunCancelled, PayloadType};
+/// let data = serde_json::json!({"by":"user"});
+/// let payload: RunCancelled = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(RunCancelled::EVENT_TYPE, "run.cancelled");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunCancelled {
     /// `by`: capture `metadata`.
@@ -486,6 +540,15 @@ pub struct ToolRequestedTool {
 /// Payload of `tool.requested` (AEP-0002 §5.3): tool invocation about to execute.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/tool.requested.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ToolRequested, PayloadType};
+/// let data = serde_json::json!({"tool":{"name":"text"}});
+/// let payload: ToolRequested = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ToolRequested::EVENT_TYPE, "tool.requested");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolRequested {
     /// `tool`: capture `metadata`, required.
@@ -549,6 +612,15 @@ pub struct ToolCompletedCost {
 /// Payload of `tool.completed` (AEP-0002 §5.3): tool invocation succeeded.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/tool.completed.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ToolCompleted, PayloadType};
+/// let data = serde_json::json!({"tool":{"name":"text"}});
+/// let payload: ToolCompleted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ToolCompleted::EVENT_TYPE, "tool.completed");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolCompleted {
     /// `tool`: capture `metadata`, required.
@@ -618,6 +690,15 @@ pub struct ToolFailedError {
 /// Payload of `tool.failed` (AEP-0002 §5.3): tool invocation errored.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/tool.failed.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ToolFailed, PayloadType};
+/// let data = serde_json::json!({"tool":{"name":"text"},"error":{"type":"text"}});
+/// let payload: ToolFailed = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ToolFailed::EVENT_TYPE, "tool.failed");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolFailed {
     /// `tool`: capture `metadata`, required.
@@ -681,6 +762,15 @@ impl ToolDeniedBy {
 /// Payload of `tool.denied` (AEP-0002 §5.3): tool invocation blocked pre-execution, no human loop.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/tool.denied.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ToolDenied, PayloadType};
+/// let data = serde_json::json!({"tool":{"name":"text"},"by":"policy"});
+/// let payload: ToolDenied = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ToolDenied::EVENT_TYPE, "tool.denied");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDenied {
     /// `tool`: capture `metadata`, required.
@@ -869,6 +959,15 @@ impl AttentionRequestedRespondVia {
 /// Payload of `attention.requested` (AEP-0002 §5.3): the agent needs a human or policy delegate.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/attention.requested.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AttentionRequested, PayloadType};
+/// let data = serde_json::json!({"kind":"permission","prompt":"text"});
+/// let payload: AttentionRequested = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AttentionRequested::EVENT_TYPE, "attention.requested");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttentionRequested {
     /// `kind`: capture `metadata`, required.
@@ -950,6 +1049,15 @@ impl AttentionAnsweredVia {
 /// Payload of `attention.answered` (AEP-0002 §5.3): a response to the request was produced.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/attention.answered.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AttentionAnswered, PayloadType};
+/// let data = serde_json::json!({"answer":{"option":"text"}});
+/// let payload: AttentionAnswered = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AttentionAnswered::EVENT_TYPE, "attention.answered");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AttentionAnswered {
     /// `answer`: capture `metadata`, required.
@@ -1001,6 +1109,15 @@ impl AttentionResolvedResolution {
 /// Payload of `attention.resolved` (AEP-0002 §5.3): the request lifecycle closed.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/attention.resolved.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AttentionResolved, PayloadType};
+/// let data = serde_json::json!({"resolution":"answered"});
+/// let payload: AttentionResolved = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AttentionResolved::EVENT_TYPE, "attention.resolved");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttentionResolved {
     /// `resolution`: capture `metadata`, required.
@@ -1020,6 +1137,15 @@ impl PayloadType for AttentionResolved {
 /// Payload of `attention.timeout` (AEP-0002 §5.3): the request expired unanswered — terminal.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/attention.timeout.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AttentionTimeout, PayloadType};
+/// let data = serde_json::json!({"after_ms":1});
+/// let payload: AttentionTimeout = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AttentionTimeout::EVENT_TYPE, "attention.timeout");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AttentionTimeout {
     /// `after_ms`: capture `metadata`.
@@ -1037,6 +1163,15 @@ impl PayloadType for AttentionTimeout {
 /// Payload of `session.compacted` (AEP-0002 §5.4): context compaction occurred; emitted once at completion.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/session.compacted.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{SessionCompacted, PayloadType};
+/// let data = serde_json::json!({"trigger":"text"});
+/// let payload: SessionCompacted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(SessionCompacted::EVENT_TYPE, "session.compacted");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionCompacted {
     /// `trigger`: capture `metadata`.
@@ -1071,6 +1206,15 @@ impl PayloadType for SessionCompacted {
 /// Payload of `run.step.started` (AEP-0002 §5.4): sub-run phase began; sets envelope step.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/run.step.started.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{RunStepStarted, PayloadType};
+/// let data = serde_json::json!({"name":"text"});
+/// let payload: RunStepStarted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(RunStepStarted::EVENT_TYPE, "run.step.started");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunStepStarted {
     /// `name`: capture `redacted`.
@@ -1091,6 +1235,15 @@ impl PayloadType for RunStepStarted {
 /// Payload of `run.step.finished` (AEP-0002 §5.4): sub-run phase ended.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/run.step.finished.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{RunStepFinished, PayloadType};
+/// let data = serde_json::json!({"status":"text"});
+/// let payload: RunStepFinished = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(RunStepFinished::EVENT_TYPE, "run.step.finished");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunStepFinished {
     /// `status`: capture `metadata`.
@@ -1108,6 +1261,15 @@ impl PayloadType for RunStepFinished {
 /// Payload of `progress.status` (AEP-0002 §5.4): free-form progress heartbeat for a run.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/progress.status.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ProgressStatus, PayloadType};
+/// let data = serde_json::json!({"message":"text"});
+/// let payload: ProgressStatus = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ProgressStatus::EVENT_TYPE, "progress.status");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProgressStatus {
     /// `message`: capture `redacted`.
@@ -1145,6 +1307,15 @@ pub struct ProgressTaskPlannedTask {
 /// Payload of `progress.task.planned` (AEP-0002 §5.4): plan item created.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/progress.task.planned.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ProgressTaskPlanned, PayloadType};
+/// let data = serde_json::json!({"task":{"id":"text"}});
+/// let payload: ProgressTaskPlanned = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ProgressTaskPlanned::EVENT_TYPE, "progress.task.planned");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProgressTaskPlanned {
     /// `task`: capture `metadata`.
@@ -1179,6 +1350,15 @@ pub struct ProgressTaskCompletedTask {
 /// Payload of `progress.task.completed` (AEP-0002 §5.4): plan item completed.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/progress.task.completed.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ProgressTaskCompleted, PayloadType};
+/// let data = serde_json::json!({"task":{"id":"text"}});
+/// let payload: ProgressTaskCompleted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ProgressTaskCompleted::EVENT_TYPE, "progress.task.completed");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProgressTaskCompleted {
     /// `task`: capture `metadata`.
@@ -1222,6 +1402,15 @@ pub struct ProgressArtifactProducedArtifact {
 /// Payload of `progress.artifact.produced` (AEP-0002 §5.4): an output artifact exists.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/progress.artifact.produced.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ProgressArtifactProduced, PayloadType};
+/// let data = serde_json::json!({"artifact":{"id":"text"}});
+/// let payload: ProgressArtifactProduced = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ProgressArtifactProduced::EVENT_TYPE, "progress.artifact.produced");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProgressArtifactProduced {
     /// `artifact`: capture `metadata`.
@@ -1256,6 +1445,15 @@ pub struct DelegationSubagentStartedChild {
 /// Payload of `delegation.subagent.started` (AEP-0002 §5.4): subagent lifecycle start.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/delegation.subagent.started.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{DelegationSubagentStarted, PayloadType};
+/// let data = serde_json::json!({"child":{"session":"text"}});
+/// let payload: DelegationSubagentStarted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(DelegationSubagentStarted::EVENT_TYPE, "delegation.subagent.started");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct DelegationSubagentStarted {
     /// `child`: capture `metadata`.
@@ -1296,6 +1494,15 @@ pub struct DelegationSubagentStoppedChild {
 /// Payload of `delegation.subagent.stopped` (AEP-0002 §5.4): subagent lifecycle stop.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/delegation.subagent.stopped.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{DelegationSubagentStopped, PayloadType};
+/// let data = serde_json::json!({"child":{"session":"text"}});
+/// let payload: DelegationSubagentStopped = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(DelegationSubagentStopped::EVENT_TYPE, "delegation.subagent.stopped");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct DelegationSubagentStopped {
     /// `child`: capture `metadata`.
@@ -1322,6 +1529,15 @@ impl PayloadType for DelegationSubagentStopped {
 /// Payload of `attention.routed` (AEP-0002 §5.4): a router/sink delivered the request onward (emitted by consumers).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/attention.routed.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AttentionRouted, PayloadType};
+/// let data = serde_json::json!({"to":"text"});
+/// let payload: AttentionRouted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AttentionRouted::EVENT_TYPE, "attention.routed");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AttentionRouted {
     /// `to`: capture `metadata`.
@@ -1371,6 +1587,15 @@ impl AgentPresenceState {
 /// Payload of `agent.presence` (AEP-0002 §5.4): emitter presence changed.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/agent.presence.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AgentPresence, PayloadType};
+/// let data = serde_json::json!({"state":"online"});
+/// let payload: AgentPresence = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AgentPresence::EVENT_TYPE, "agent.presence");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentPresence {
     /// `state`: capture `metadata`, required.
@@ -1387,6 +1612,15 @@ impl PayloadType for AgentPresence {
 /// Payload of `agent.idle` (AEP-0002 §5.4): agent became idle/awaiting work.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/agent.idle.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AgentIdle, PayloadType};
+/// let data = serde_json::json!({"since_ms":1});
+/// let payload: AgentIdle = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AgentIdle::EVENT_TYPE, "agent.idle");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AgentIdle {
     /// `since_ms`: capture `metadata`.
@@ -1436,6 +1670,15 @@ impl AgentHealthStatus {
 /// Payload of `agent.health` (AEP-0002 §5.4): health report.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/agent.health.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AgentHealth, PayloadType};
+/// let data = serde_json::json!({"status":"ok"});
+/// let payload: AgentHealth = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AgentHealth::EVENT_TYPE, "agent.health");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentHealth {
     /// `status`: capture `metadata`, required.
@@ -1455,6 +1698,15 @@ impl PayloadType for AgentHealth {
 /// Payload of `agent.heartbeat` (AEP-0002 §5.4): liveness tick.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/agent.heartbeat.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AgentHeartbeat, PayloadType};
+/// let data = serde_json::json!({"tick":1});
+/// let payload: AgentHeartbeat = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AgentHeartbeat::EVENT_TYPE, "agent.heartbeat");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AgentHeartbeat {
     /// `tick`: capture `metadata`.
@@ -1489,6 +1741,15 @@ pub struct ErrorRaisedError {
 /// Payload of `error.raised` (AEP-0002 §5.4): fault outside tool/run terminals.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/error.raised.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ErrorRaised, PayloadType};
+/// let data = serde_json::json!({"error":{"type":"text"}});
+/// let payload: ErrorRaised = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ErrorRaised::EVENT_TYPE, "error.raised");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ErrorRaised {
     /// `error`: capture `metadata`.
@@ -1512,6 +1773,15 @@ impl PayloadType for ErrorRaised {
 /// Payload of `state.snapshot` (AEP-0002 §5.4): agent-owned state image.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/state.snapshot.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{StateSnapshot, PayloadType};
+/// let data = serde_json::json!({"state":{"k":"v"}});
+/// let payload: StateSnapshot = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(StateSnapshot::EVENT_TYPE, "state.snapshot");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct StateSnapshot {
     /// `state`: capture `redacted`.
@@ -1535,6 +1805,15 @@ impl PayloadType for StateSnapshot {
 /// Payload of `state.delta` (AEP-0002 §5.4): agent-owned state JSON-Patch delta.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/state.delta.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{StateDelta, PayloadType};
+/// let data = serde_json::json!({"delta":[{"k":"v"}]});
+/// let payload: StateDelta = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(StateDelta::EVENT_TYPE, "state.delta");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct StateDelta {
     /// `delta`: capture `redacted`.
@@ -1558,6 +1837,15 @@ impl PayloadType for StateDelta {
 /// Payload of `resource.retrieval.requested` (AEP-0002 §5.4): a retrieval against an external corpus is about to run (experimental).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/resource.retrieval.requested.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ResourceRetrievalRequested, PayloadType};
+/// let data = serde_json::json!({"query":"text"});
+/// let payload: ResourceRetrievalRequested = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ResourceRetrievalRequested::EVENT_TYPE, "resource.retrieval.requested");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceRetrievalRequested {
     /// `query`: capture `redacted`.
@@ -1607,6 +1895,15 @@ pub struct ResourceRetrievalReturnedDocument {
 /// Payload of `resource.retrieval.returned` (AEP-0002 §5.4): a retrieval produced documents with provenance (experimental).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/resource.retrieval.returned.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ResourceRetrievalReturned, PayloadType};
+/// let data = serde_json::json!({"documents":[{"id":"text"}]});
+/// let payload: ResourceRetrievalReturned = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ResourceRetrievalReturned::EVENT_TYPE, "resource.retrieval.returned");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceRetrievalReturned {
     /// `documents`: capture `metadata`.
@@ -1679,6 +1976,15 @@ pub struct ResourceRetrievalRerankedOutputDocument {
 /// Payload of `resource.retrieval.reranked` (AEP-0002 §5.4): a rerank scored/reordered retrieved documents (experimental).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/resource.retrieval.reranked.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ResourceRetrievalReranked, PayloadType};
+/// let data = serde_json::json!({"query":"text"});
+/// let payload: ResourceRetrievalReranked = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ResourceRetrievalReranked::EVENT_TYPE, "resource.retrieval.reranked");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceRetrievalReranked {
     /// `query`: capture `redacted`.
@@ -1822,6 +2128,15 @@ pub struct ResourceCitationRecordedCitation {
 /// Payload of `resource.citation.recorded` (AEP-0002 §5.4): a produced answer's citations: which claims cite which source spans (experimental).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/resource.citation.recorded.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ResourceCitationRecorded, PayloadType};
+/// let data = serde_json::json!({"citations":[{"source":{"id":"text"}}]});
+/// let payload: ResourceCitationRecorded = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ResourceCitationRecorded::EVENT_TYPE, "resource.citation.recorded");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceCitationRecorded {
     /// `citations`: capture `metadata`.
@@ -1842,6 +2157,15 @@ impl PayloadType for ResourceCitationRecorded {
 /// Payload of `assessment.evaluation.recorded` (AEP-0002 §5.4): an automated/LLM-judge evaluation result about work (experimental).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/assessment.evaluation.recorded.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AssessmentEvaluationRecorded, PayloadType};
+/// let data = serde_json::json!({"gen_ai.evaluation.name":"text"});
+/// let payload: AssessmentEvaluationRecorded = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AssessmentEvaluationRecorded::EVENT_TYPE, "assessment.evaluation.recorded");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AssessmentEvaluationRecorded {
     /// `gen_ai.evaluation.name`: capture `metadata`.
@@ -1875,6 +2199,15 @@ impl PayloadType for AssessmentEvaluationRecorded {
 /// Payload of `assessment.feedback.received` (AEP-0002 §5.4): a human feedback signal about work: rating, label, comment, correction (experimental).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/assessment.feedback.received.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AssessmentFeedbackReceived, PayloadType};
+/// let data = serde_json::json!({"rating":0.5});
+/// let payload: AssessmentFeedbackReceived = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AssessmentFeedbackReceived::EVENT_TYPE, "assessment.feedback.received");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AssessmentFeedbackReceived {
     /// `rating`: capture `metadata`.
@@ -2013,6 +2346,15 @@ pub struct AssessmentGuardrailRecordedGuardrail {
 /// Payload of `assessment.guardrail.recorded` (AEP-0002 §5.4): an automated content-safety verdict already taken: a guardrail/filter fired on an input or output (experimental).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/assessment.guardrail.recorded.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AssessmentGuardrailRecorded, PayloadType};
+/// let data = serde_json::json!({"guardrail":{"stage":"input"}});
+/// let payload: AssessmentGuardrailRecorded = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AssessmentGuardrailRecorded::EVENT_TYPE, "assessment.guardrail.recorded");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AssessmentGuardrailRecorded {
     /// `guardrail`: capture `metadata`.
@@ -2030,6 +2372,15 @@ impl PayloadType for AssessmentGuardrailRecorded {
 /// Payload of `message.user.submitted` (AEP-0002 §4.3): reserved for the message sub-profile (future AEP).
 ///
 /// AEP-0002 §4 status `reserved`. The payload is deferred to a future AEP, so `data` is kept as free-form JSON.
+///
+/// ```
+/// use aep_core::payload::{MessageUserSubmitted, PayloadType};
+/// let data = serde_json::json!({"text":"hello"});
+/// let payload: MessageUserSubmitted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(MessageUserSubmitted::EVENT_TYPE, "message.user.submitted");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct MessageUserSubmitted(pub Value);
@@ -2041,6 +2392,15 @@ impl PayloadType for MessageUserSubmitted {
 /// Payload of `message.agent.replied` (AEP-0002 §4.3): reserved for the message sub-profile (future AEP).
 ///
 /// AEP-0002 §4 status `reserved`. The payload is deferred to a future AEP, so `data` is kept as free-form JSON.
+///
+/// ```
+/// use aep_core::payload::{MessageAgentReplied, PayloadType};
+/// let data = serde_json::json!({"text":"hello"});
+/// let payload: MessageAgentReplied = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(MessageAgentReplied::EVENT_TYPE, "message.agent.replied");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct MessageAgentReplied(pub Value);
@@ -2071,6 +2431,15 @@ pub struct ControlAttentionRespondAnswer {
 /// Payload of `control.attention.respond` (AEP-0002 §5.4): deliver an answer to an attention request (experimental profile).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/control.attention.respond.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ControlAttentionRespond, PayloadType};
+/// let data = serde_json::json!({"answer":{"option":"text"}});
+/// let payload: ControlAttentionRespond = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ControlAttentionRespond::EVENT_TYPE, "control.attention.respond");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 ///
 /// subject of the command Event = id of the attention.requested Event (AEP-0004 §5)
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -2114,6 +2483,15 @@ impl ControlCancelScope {
 /// Payload of `control.cancel` (AEP-0002 §5.4): request cancellation of a run or session (experimental profile).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/control.cancel.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ControlCancel, PayloadType};
+/// let data = serde_json::json!({"scope":"run"});
+/// let payload: ControlCancel = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ControlCancel::EVENT_TYPE, "control.cancel");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ControlCancel {
     /// `scope`: capture `metadata`, required.
@@ -2133,6 +2511,15 @@ impl PayloadType for ControlCancel {
 /// Payload of `control.pause` (AEP-0002 §5.4): request pause (experimental profile).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/control.pause.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ControlPause, PayloadType};
+/// let data = serde_json::json!({});
+/// let payload: ControlPause = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ControlPause::EVENT_TYPE, "control.pause");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ControlPause {
     /// Members the schema does not name (vendor fields, AEP-0002 §5.4), kept so the payload round-trips.
@@ -2147,6 +2534,15 @@ impl PayloadType for ControlPause {
 /// Payload of `control.resume` (AEP-0002 §5.4): request resume (experimental profile).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/control.resume.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ControlResume, PayloadType};
+/// let data = serde_json::json!({});
+/// let payload: ControlResume = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ControlResume::EVENT_TYPE, "control.resume");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ControlResume {
     /// Members the schema does not name (vendor fields, AEP-0002 §5.4), kept so the payload round-trips.
@@ -2161,6 +2557,15 @@ impl PayloadType for ControlResume {
 /// Payload of `control.accepted` (AEP-0002 §5.4): target will attempt the command; cause = command id (experimental profile).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/control.accepted.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ControlAccepted, PayloadType};
+/// let data = serde_json::json!({});
+/// let payload: ControlAccepted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ControlAccepted::EVENT_TYPE, "control.accepted");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 ///
 /// cause = command id (AEP-0004 §3)
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
@@ -2214,6 +2619,15 @@ impl ControlRejectedReason {
 /// Payload of `control.rejected` (AEP-0002 §5.4): target will not attempt the command; cause = command id (experimental profile).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/control.rejected.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ControlRejected, PayloadType};
+/// let data = serde_json::json!({"reason":"unsupported"});
+/// let payload: ControlRejected = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ControlRejected::EVENT_TYPE, "control.rejected");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 ///
 /// cause = command id (AEP-0004 §3)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
