@@ -19,6 +19,10 @@
 //! Dropping more than required is always legal (AEP-0001 §8.2(b)); where the wire holds
 //! a shape the schema does not allow in a `[metadata*]` field, this module drops it.
 //!
+//! A hop that runs the AEP-0003 §9.4 pipeline itself (a *redacting re-emitter*, or an
+//! emitter enforcing its configured ceiling, AEP-0003 §9.1) uses [`downlevel_redacting`]
+//! instead, which may land a `full` event on `redacted`.
+//!
 //! ```
 //! use aep_core::{capture::downlevel, Capture, Event};
 //!
@@ -38,6 +42,7 @@ use crate::schema::{type_capture, Exception, FieldCapture};
 use serde::de::{Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
 use serde_json::value::RawValue;
+use serde_json::Value;
 
 /// The capture level an event at `event` carries after a mechanical hop enforcing
 /// `ceiling`: unchanged when the ceiling is not lower (never up-leveled,
@@ -97,9 +102,51 @@ pub fn downlevel(event: &Event, ceiling: Capture) -> Event {
 /// assert_eq!(event.data(), None); // no annotations: data dropped wholesale
 /// ```
 pub fn downlevel_in_place(event: &mut Event, ceiling: Capture) -> Capture {
+    let target = honored_level(event.capture(), ceiling);
+    lower(event, target, None)
+}
+
+/// Down-levels `event` in place to `ceiling` as a **redacting re-emitter**
+/// (AEP-0001 §8.2(e)): a `full` event at a `redacted` ceiling lands on `redacted`,
+/// because this hop passes every `redacted`-gated and `[metadata*]` field it keeps
+/// through `redact`, which must apply the AEP-0003 §9.4 pipeline (e.g. the `redact`
+/// module's value redaction). Below `redacted` it is [`downlevel_in_place`]. Returns the
+/// capture level the event now honors.
+///
+/// Holding this hop to the pipeline is the caller's responsibility: it carries the same
+/// incident-grade duty as an emitting adapter.
+///
+/// ```
+/// use aep_core::{capture::downlevel_redacting, Capture, Event};
+/// use serde_json::{json, Value};
+///
+/// let mut event = Event::new("1", "tool.completed", "t", "s", "a")
+///     .with_capture(Capture::Full)
+///     .with_data(json!({"tool": {"name": "Bash"}, "result": "token=abc", "result_redacted": "token=abc"}));
+/// let level = downlevel_redacting(&mut event, Capture::Redacted, |v: &mut Value| {
+///     *v = json!("[REDACTED:secret]"); // stands in for the AEP-0003 §9.4 pipeline
+/// });
+/// assert_eq!(level, Capture::Redacted);
+/// assert_eq!(event.data(), Some(json!({"tool": {"name": "Bash"}, "result_redacted": "[REDACTED:secret]"})));
+/// ```
+pub fn downlevel_redacting<F: FnMut(&mut Value)>(
+    event: &mut Event,
+    ceiling: Capture,
+    mut redact: F,
+) -> Capture {
+    let target = event.capture().min(ceiling);
+    lower(event, target, Some(&mut redact))
+}
+
+/// Lowers `event` to `target` (at most its current level), passing the content it keeps
+/// at `redacted` through `redact` when given.
+fn lower(
+    event: &mut Event,
+    target: Capture,
+    redact: Option<&mut dyn FnMut(&mut Value)>,
+) -> Capture {
     let from = event.capture();
-    let target = honored_level(from, ceiling);
-    if target == from {
+    if target >= from {
         return from;
     }
     event.set_capture(Some(target));
@@ -113,10 +160,11 @@ pub fn downlevel_in_place(event: &mut Event, ceiling: Capture) -> Capture {
             return target;
         }
     };
-    let hop = Hop {
+    let mut hop = Hop {
         target,
         agent: event.agent(),
         subject: event.subject().filter(|s| !s.is_empty()),
+        redact: redact.filter(|_| target == Capture::Redacted),
     };
     let mut out = Vec::with_capacity(raw.get().len());
     let pruned = match hop.object_raw(raw.get(), annotations.fields, &mut out) {
@@ -132,17 +180,19 @@ pub fn downlevel_in_place(event: &mut Event, ceiling: Capture) -> Capture {
 
 /// One down-leveling pass: the level it lands on and the envelope facts the prompt
 /// synthesis of AEP-0003 §9.2 may use.
-struct Hop<'e> {
+struct Hop<'e, 'r> {
     target: Capture,
     agent: &'e str,
     subject: Option<&'e str>,
+    /// Set only for a redacting re-emitter landing on `redacted`.
+    redact: Option<&'r mut dyn FnMut(&mut Value)>,
 }
 
-impl Hop<'_> {
+impl Hop<'_, '_> {
     /// Writes the object `raw` pruned against `fields` to `out`. Members kept whole keep
     /// their exact bytes (number spellings included, as a relay forwards them).
     fn object_raw(
-        &self,
+        &mut self,
         raw: &str,
         fields: &[FieldCapture],
         out: &mut Vec<u8>,
@@ -171,6 +221,9 @@ impl Hop<'_> {
             first = false;
             serde_json::to_writer(&mut *out, name)?;
             out.push(b':');
+            let content =
+                field.is_some_and(|f| f.capture == Capture::Redacted || f.exception.is_some());
+            let at = out.len();
             match (replacement, field) {
                 (Some(text), _) => out.extend_from_slice(text.as_bytes()),
                 (None, Some(f)) if !f.properties.is_empty() || !f.items.is_empty() => {
@@ -179,6 +232,16 @@ impl Hop<'_> {
                 // Leaves, and members the schema does not name (metadata, AEP-0002 §5.1
                 // rule 4), stay whole.
                 _ => out.extend_from_slice(value.get().as_bytes()),
+            }
+            if content {
+                if let Some(redact) = self.redact.as_mut() {
+                    // AEP-0001 §8.2(e): a redacting re-emitter passes every redacted-gated
+                    // and [metadata*] field it keeps through the §9.4 pipeline.
+                    let mut kept: Value = serde_json::from_slice(&out[at..])?;
+                    redact(&mut kept);
+                    out.truncate(at);
+                    serde_json::to_writer(&mut *out, &kept)?;
+                }
             }
         }
         if degrade {
@@ -206,7 +269,7 @@ impl Hop<'_> {
     }
 
     fn value_raw(
-        &self,
+        &mut self,
         raw: &RawValue,
         field: &FieldCapture,
         out: &mut Vec<u8>,
@@ -366,7 +429,7 @@ fn placeholder(id: &RawValue) -> Result<String, serde_json::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{json, Value};
+    use serde_json::json;
 
     fn event(ty: &str, capture: Capture, data: Value) -> Event {
         Event::new("1", ty, "t", "aep://h/agent/a", "a")
@@ -451,6 +514,51 @@ mod tests {
                 r#"{"documents":[{"id":"d","score":0.5510,"metadata":{"rank":1.0}}],"x_vendor":1e3}"#
             )
         );
+    }
+
+    #[test]
+    fn a_redacting_re_emitter_lands_on_redacted_and_redacts_what_it_keeps() {
+        let data = json!({
+            "kind": "permission", "prompt": "Run rm -rf?", "context": {"cwd": "/home/u"},
+            "options": [{"id": "allow", "label": "Allow it"}],
+            "x_vendor": "kept as metadata",
+        });
+        let mut e = event("attention.requested", Capture::Full, data);
+        let mut calls = Vec::new();
+        let level = downlevel_redacting(&mut e, Capture::Redacted, |v: &mut Value| {
+            calls.push(v.clone());
+            *v = json!("[R]");
+        });
+        assert_eq!(level, Capture::Redacted);
+        assert_eq!(
+            e.data(),
+            Some(
+                json!({"kind": "permission", "prompt": "[R]", "options": [{"id": "allow", "label": "[R]"}], "x_vendor": "kept as metadata"})
+            )
+        );
+        assert_eq!(calls, vec![json!("Run rm -rf?"), json!("Allow it")]);
+    }
+
+    #[test]
+    fn a_redacting_re_emitter_below_redacted_is_mechanical() {
+        let data = json!({"tool": {"name": "Bash"}, "error": {"type": "E", "message": "m"}});
+        let mut calls = 0;
+        let mut e = event("tool.failed", Capture::Full, data.clone());
+        let level = downlevel_redacting(&mut e, Capture::Metadata, |_: &mut Value| calls += 1);
+        assert_eq!(level, Capture::Metadata);
+        assert_eq!(
+            e.data(),
+            Some(json!({"tool": {"name": "Bash"}, "error": {"type": "E"}}))
+        );
+        // A redacted source keeps the claim minted at the source, untouched.
+        let mut e = event("tool.failed", Capture::Redacted, data.clone());
+        let before = e.to_json();
+        assert_eq!(
+            downlevel_redacting(&mut e, Capture::Redacted, |_: &mut Value| calls += 1),
+            Capture::Redacted
+        );
+        assert_eq!(e.to_json(), before);
+        assert_eq!(calls, 0);
     }
 
     #[test]

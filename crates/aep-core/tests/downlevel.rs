@@ -93,7 +93,7 @@ fn downleveling_is_idempotent_on_the_corpus() {
 }
 
 mod property {
-    use aep_core::capture::{downlevel, downlevel_in_place};
+    use aep_core::capture::{downlevel, downlevel_in_place, downlevel_redacting};
     use aep_core::{Capture, Event};
     use proptest::prelude::*;
     use serde_json::{Map, Value};
@@ -216,6 +216,17 @@ mod property {
             let mut again = e.clone();
             prop_assert_eq!(downlevel_in_place(&mut again, ceiling), out.capture());
             prop_assert_eq!(again, out);
+        }
+
+        #[test]
+        fn a_redacting_hop_lands_on_the_ceiling_and_never_raises(e in event(), ceiling in capture()) {
+            let mut out = e.clone();
+            let level = downlevel_redacting(&mut out, ceiling, |v: &mut Value| *v = Value::from("[R]"));
+            prop_assert_eq!(level, e.capture().min(ceiling));
+            prop_assert_eq!(out.capture(), level);
+            if level < Capture::Redacted {
+                prop_assert_eq!(out, downlevel(&e, ceiling), "below redacted it is mechanical");
+            }
         }
 
         #[test]
