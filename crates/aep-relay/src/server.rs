@@ -68,11 +68,13 @@ pub async fn run(
             return Ok(());
         }
     }
+    tracing::debug!("http server drained");
     // upgraded WebSockets outlive the HTTP server: wait for their close handshakes
     let deadline = tokio::time::Instant::now() + drain_timeout;
     while hub.open_connections() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    tracing::debug!("relay stopped");
     Ok(())
 }
 
