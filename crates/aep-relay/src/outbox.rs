@@ -397,3 +397,70 @@ impl Drain {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outbox(soft: usize, hard: usize) -> (Arc<Outbox>, Drain) {
+        let (outbox, rx) = Outbox::new(soft, hard, Duration::from_millis(20));
+        let drain = Drain::new(rx, outbox.clone(), Binding::Sse, Duration::from_secs(60));
+        (outbox, drain)
+    }
+
+    #[tokio::test]
+    async fn a_stalled_reader_loses_info_counted_and_keeps_notice() {
+        let (outbox, mut drain) = outbox(100, 1000);
+        let line = Bytes::from(vec![b'x'; 60]);
+        assert_eq!(outbox.deliver(line.clone(), Severity::Info).await, Delivery::Queued);
+        assert_eq!(outbox.deliver(line.clone(), Severity::Info).await, Delivery::Queued);
+        // past the soft bound, nobody reading: after the grace it is lagging
+        assert_eq!(outbox.deliver(line.clone(), Severity::Debug).await, Delivery::Dropped);
+        assert_eq!(outbox.deliver(line.clone(), Severity::Info).await, Delivery::Dropped);
+        assert_eq!(outbox.deliver(line.clone(), Severity::Notice).await, Delivery::Queued);
+        assert_eq!(outbox.dropped(), 2);
+        // draining below half the soft bound ends the lagging state
+        let mut got = 0;
+        while let Some(Piece::Data(_)) = drain.try_next() {
+            got += 1;
+        }
+        assert_eq!(got, 3);
+        assert_eq!(outbox.deliver(line, Severity::Info).await, Delivery::Queued);
+    }
+
+    #[tokio::test]
+    async fn past_the_hard_bound_the_reader_is_disconnected_not_silently_dropped() {
+        let (outbox, mut drain) = outbox(100, 200);
+        let line = Bytes::from(vec![b'x'; 150]);
+        for _ in 0..2 {
+            assert_eq!(outbox.deliver(line.clone(), Severity::Error).await, Delivery::Queued);
+        }
+        assert_eq!(outbox.deliver(line.clone(), Severity::Error).await, Delivery::Closed);
+        assert!(outbox.is_closed());
+        let mut pieces = Vec::new();
+        while let Some(p) = drain.try_next() {
+            pieces.push(p);
+        }
+        assert!(matches!(pieces.last(), Some(Piece::End(End::Backpressure))));
+    }
+
+    #[tokio::test]
+    async fn a_reader_that_catches_up_within_the_grace_loses_nothing() {
+        let (outbox, mut drain) = outbox(100, 100_000);
+        let reader = tokio::spawn(async move {
+            let mut n = 0;
+            while let Some(Piece::Data(_)) = drain.next().await {
+                n += 1;
+                tokio::task::yield_now().await;
+            }
+            n
+        });
+        for _ in 0..500 {
+            let d = outbox.deliver(Bytes::from(vec![b'x'; 60]), Severity::Debug).await;
+            assert_eq!(d, Delivery::Queued);
+        }
+        outbox.end(End::Quiet);
+        assert_eq!(reader.await.unwrap(), 500);
+        assert_eq!(outbox.dropped(), 0);
+    }
+}
