@@ -266,7 +266,7 @@ fn stream_request(
         Some(text) => {
             let value: Value =
                 serde_json::from_str(text).map_err(|_| refuse("bad filter JSON"))?;
-            Filter::parse(&value).map_err(refuse)?
+            proto::parse_filter(&value).map_err(refuse)?
         }
     };
     let capture = match query.get("capture").filter(|c| !c.is_empty()) {

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
+use aep_core::frame::ErrorCode;
 use aep_core::{Capture, Event};
 use bytes::Bytes;
 use serde_json::{json, Value};
@@ -262,17 +263,17 @@ impl Hub {
     fn route(&self, st: &mut State, incoming: &Incoming, from_conn: Option<u64>) -> bool {
         let event = &incoming.event;
         let session = event.session().unwrap_or_default();
-        let refuse = |st: &State, code: &str, detail: String| {
+        let refuse = |st: &State, code: ErrorCode, detail: String| {
+            tracing::debug!(code = code.as_str(), session, "command refused");
             if let Some(conn) = from_conn.and_then(|c| st.conns.get(&c)) {
                 let frame = proto::error_frame(code, None, Some(event.id()), Some(&detail));
-                conn.outbox.push_frame(Bytes::from(frame.to_string()));
+                conn.outbox.push_frame(Bytes::from(frame));
             }
-            tracing::debug!(code, session, "command refused");
         };
         if self.config.token.is_none() {
             refuse(
                 st,
-                "unauthorized",
+                ErrorCode::Unauthorized,
                 "control requires an authenticated binding (AEP-0004 §4.1); this relay runs without a token".into(),
             );
             return false;
@@ -287,7 +288,7 @@ impl Hub {
             .collect();
         match targets.as_slice() {
             [] => {
-                refuse(st, "no-route", format!("no connected emitter owns session {session}"));
+                refuse(st, ErrorCode::NoRoute, format!("no connected emitter owns session {session}"));
                 false
             }
             [target] => {
@@ -302,7 +303,7 @@ impl Hub {
                 } else {
                     refuse(
                         st,
-                        "unsupported",
+                        ErrorCode::Unsupported,
                         format!("target does not accept {}", event.event_type()),
                     );
                 }
@@ -312,7 +313,7 @@ impl Hub {
                 let n = many.len();
                 refuse(
                     st,
-                    "ambiguous",
+                    ErrorCode::Ambiguous,
                     format!("{n} connected emitters claim session {session}"),
                 );
                 false
@@ -334,7 +335,7 @@ impl Hub {
         capture: Option<Capture>,
         ask: ReplayAsk,
         first: Option<Bytes>,
-        ws_sub: Option<Value>,
+        ws_sub: Option<String>,
         live: bool,
     ) -> u64 {
         let filter = Arc::new(filter);
@@ -352,7 +353,7 @@ impl Hub {
                 .collect()
         };
         if ask.filter_session {
-            if let Some(session) = filter.session() {
+            if let Some(session) = proto::filter_session(&filter) {
                 if !ask.positions.iter().any(|p| p.session == session) {
                     parts.push(st.store.replay(session, 0, -1));
                 }

@@ -13,7 +13,6 @@ use std::time::Duration;
 
 use aep_core::{Capture, Event, Severity};
 use bytes::Bytes;
-use serde_json::Value;
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 
@@ -50,7 +49,7 @@ pub(crate) struct ReplayJob {
     pub(crate) filter: Arc<Filter>,
     pub(crate) capture: Option<Capture>,
     /// The WebSocket subscription id the markers echo; `None` on SSE.
-    pub(crate) sub: Option<Value>,
+    pub(crate) sub: Option<String>,
     /// Replay-all never declares a gap (AEP-0003 §5 rule 2).
     pub(crate) declare_gaps: bool,
 }
@@ -365,9 +364,12 @@ impl Drain {
                 if let (true, Some((epoch, seq))) = (job.declare_gaps, part.exhausted) {
                     let marker = match &job.sub {
                         Some(sub) => {
-                            let frame =
-                                proto::replay_exhausted_frame(sub, &part.session, epoch, seq);
-                            Bytes::from(frame.to_string())
+                            Bytes::from(proto::replay_exhausted_frame(
+                                sub,
+                                &part.session,
+                                epoch,
+                                seq,
+                            ))
                         }
                         None => Bytes::from(proto::replay_exhausted_comment(
                             &part.session,

@@ -5,9 +5,16 @@
 //! shape of the WebSocket frames and of the discovery document. The relay itself only
 //! moves bytes.
 
+use aep_core::capture::honored_level;
+use aep_core::frame::{
+    Capabilities, ControlCapability, Discovery, Endpoints, ErrorCode, ErrorFrame, Frame, Hello,
+    Identity, ReplayCapability, ReplayExhausted, Role,
+};
+use aep_core::resume::ResumePosition;
 use aep_core::types::EventType;
-use aep_core::{Capture, Event, Severity};
-use serde_json::{json, Map, Value};
+use aep_core::validate::validate_event;
+use aep_core::{Capture, Event};
+use serde_json::Value;
 
 use crate::config::RelayConfig;
 
@@ -24,23 +31,15 @@ pub(crate) enum Disposition {
     Buffered,
 }
 
-/// Checks an envelope the way a relay must before accepting it (AEP-0003 §3.2.3) and says
-/// what to do with it. The error is the detail of the 400 / `invalid-event` answer.
-// TODO(core): use aep_core::validate when merged.
+/// Checks an envelope the way a relay must before accepting it (AEP-0003 §3.2.3: envelope
+/// validation; payload schemas are the consumer's business) and says what to do with it.
+/// The error is the detail of the 400 / `invalid-event` answer.
 pub(crate) fn check_envelope(event: &Event) -> Result<Disposition, String> {
-    if event.aep() != aep_core::AEP_VERSION {
-        return Err(format!("unsupported aep version: {}", event.aep()));
-    }
-    for (name, value) in [
-        ("id", event.id()),
-        ("type", event.event_type()),
-        ("time", event.time()),
-        ("source", event.source()),
-        ("agent", event.agent()),
-    ] {
-        if value.is_empty() {
-            return Err(format!("missing/invalid {name}"));
-        }
+    if let Some(issue) = validate_event(event)
+        .into_iter()
+        .find(|i| !i.rule().is_payload())
+    {
+        return Err(issue.to_string());
     }
     let ty = EventType::parse(event.event_type())
         .map_err(|_| format!("bad type syntax: {}", event.event_type()))?;
@@ -79,168 +78,28 @@ pub(crate) fn check_envelope(event: &Event) -> Result<Disposition, String> {
 
 // ---- attr-match ----------------------------------------------------------------------
 
-/// A validated attr-match filter (AEP-0003 §6).
-// TODO(core): use aep_core::filter when merged.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Filter {
-    members: Vec<(String, Predicate)>,
+pub(crate) use aep_core::filter::Filter;
+
+/// Parses and validates a filter object (AEP-0003 §6), failing closed.
+pub(crate) fn parse_filter(value: &Value) -> Result<Filter, String> {
+    Filter::from_value(value).map_err(|e| e.to_string())
 }
 
-#[derive(Debug, Clone)]
-enum Predicate {
-    AnyOf(Vec<Value>),
-    Severity {
-        gte: Option<Severity>,
-        lte: Option<Severity>,
-    },
-}
-
-const FILTERABLE: [&str; 12] = [
-    "id", "type", "subject", "source", "agent", "session", "run", "step", "epoch", "cause",
-    "severity", "capture",
-];
-
-impl Filter {
-    /// Parses and validates a filter object; fails closed on any unknown key or shape.
-    pub(crate) fn parse(value: &Value) -> Result<Filter, String> {
-        let Some(object) = value.as_object() else {
-            return Err("filter must be a JSON object".into());
-        };
-        let mut members = Vec::with_capacity(object.len());
-        for (key, pred) in object {
-            if matches!(key.as_str(), "time" | "seq" | "aep" | "data" | "traceparent") {
-                return Err(format!("attribute not filterable: {key}"));
-            }
-            if !FILTERABLE.contains(&key.as_str())
-                && aep_core::event::check_extension_name(key).is_err()
-            {
-                return Err(format!("unknown filter key: {key}"));
-            }
-            if key == "severity" {
-                if let Some(cmp) = pred.as_object() {
-                    let bound = |k: &str| -> Result<Option<Severity>, String> {
-                        match cmp.get(k) {
-                            None => Ok(None),
-                            Some(v) => v
-                                .as_str()
-                                .and_then(|s| s.parse().ok())
-                                .map(Some)
-                                .ok_or_else(|| format!("unknown severity level: {v}")),
-                        }
-                    };
-                    if cmp.keys().any(|k| k != "gte" && k != "lte") || cmp.is_empty() {
-                        return Err("severity comparison allows gte/lte only".into());
-                    }
-                    let (gte, lte) = (bound("gte")?, bound("lte")?);
-                    members.push((key.clone(), Predicate::Severity { gte, lte }));
-                    continue;
-                }
-            }
-            let alternatives = match pred {
-                Value::Array(items) => items.clone(),
-                other => vec![other.clone()],
-            };
-            if alternatives.is_empty() {
-                return Err(format!("empty inclusion array on {key}"));
-            }
-            for alt in &alternatives {
-                match alt {
-                    Value::String(s) if s.contains('*') => {
-                        if key != "type" {
-                            return Err(format!("glob patterns are only legal on \"type\" ({key})"));
-                        }
-                        let prefix = s.strip_suffix(".*").unwrap_or("");
-                        if prefix.is_empty()
-                            || prefix.split('.').any(|seg| {
-                                seg.is_empty()
-                                    || !seg.bytes().all(|b| {
-                                        b.is_ascii_lowercase()
-                                            || b.is_ascii_digit()
-                                            || b == b'_'
-                                            || b == b'-'
-                                    })
-                            })
-                        {
-                            return Err(format!("bad type pattern: {s} (form: prefix.*)"));
-                        }
-                    }
-                    Value::String(_) | Value::Number(_) | Value::Bool(_) => {}
-                    _ => return Err(format!("predicate values must be scalars ({key})")),
-                }
-            }
-            members.push((key.clone(), Predicate::AnyOf(alternatives)));
-        }
-        Ok(Filter { members })
-    }
-
-    /// Whether the filter is `{}` (matches everything without looking).
-    pub(crate) fn is_empty(&self) -> bool {
-        self.members.is_empty()
-    }
-
-    /// The `session` equality member, when the filter names one session.
-    pub(crate) fn session(&self) -> Option<&str> {
-        self.members.iter().find_map(|(k, p)| match p {
-            Predicate::AnyOf(alts) if k == "session" && alts.len() == 1 => alts[0].as_str(),
-            _ => None,
-        })
-    }
-
-    /// Whether `event` matches every member (AEP-0003 §6.2).
-    pub(crate) fn matches(&self, event: &Event) -> bool {
-        self.members.iter().all(|(key, pred)| match pred {
-            Predicate::Severity { gte, lte } => {
-                let s = event.severity();
-                gte.is_none_or(|g| s >= g) && lte.is_none_or(|l| s <= l)
-            }
-            Predicate::AnyOf(alts) => {
-                let value: Option<Value> = match key.as_str() {
-                    "id" => Some(event.id().into()),
-                    "type" => Some(event.event_type().into()),
-                    "subject" => event.subject().map(Into::into),
-                    "source" => Some(event.source().into()),
-                    "agent" => Some(event.agent().into()),
-                    "session" => event.session().map(Into::into),
-                    "run" => event.run().map(Into::into),
-                    "step" => event.step().map(Into::into),
-                    "epoch" => Some(event.epoch().into()),
-                    "cause" => event.cause().map(Into::into),
-                    "severity" => Some(event.severity().as_str().into()),
-                    "capture" => Some(event.capture().as_str().into()),
-                    other => event.extension(other),
-                };
-                let Some(value) = value else { return false };
-                alts.iter().any(|alt| match (key.as_str(), alt, &value) {
-                    ("type", Value::String(p), Value::String(t)) if p.ends_with(".*") => {
-                        t.starts_with(&p[..p.len() - 1])
-                    }
-                    _ => *alt == value,
-                })
-            }
-        })
-    }
+/// The one session a filter names by equality, which `live=0` also replays.
+pub(crate) fn filter_session(filter: &Filter) -> Option<&str> {
+    filter.as_map().get("session").and_then(Value::as_str)
 }
 
 // ---- capture ----------------------------------------------------------------------
 
 /// Down-levels `event` to a subscription's capture ceiling (AEP-0003 §6.4, AEP-0001
 /// §8.2); `None` when the event already sits at or below it and goes out unchanged.
-// TODO(core): use aep_core::capture when merged. Until then the conservative direction:
-// below `full` the whole `data` is dropped rather than pruned field by field.
 pub(crate) fn downlevel(event: &Event, ceiling: Capture) -> Option<Event> {
     let held = event.capture();
-    if ceiling >= held {
+    if honored_level(held, ceiling) == held {
         return None;
     }
-    let target = if ceiling == Capture::Redacted && held == Capture::Full {
-        Capture::Metadata
-    } else {
-        ceiling
-    };
-    let mut out = event.clone();
-    out.set_capture(Some(target));
-    out.set_data_raw(None);
-    Some(out)
+    Some(aep_core::capture::downlevel(event, ceiling))
 }
 
 // ---- resume positions --------------------------------------------------------------
@@ -283,101 +142,79 @@ pub(crate) fn parse_from(value: &Value) -> Result<Vec<FromPosition>, String> {
         .collect()
 }
 
-/// Reads a `Last-Event-ID` header, `{session}:{epoch}:{seq}` (AEP-0003 §3.3.2).
+/// Reads a `Last-Event-ID` header, `{session}:{epoch}:{seq}` (AEP-0003 §3.3.3).
 pub(crate) fn parse_last_event_id(value: &str) -> Option<FromPosition> {
-    let (rest, seq) = value.rsplit_once(':')?;
-    let (session, epoch) = rest.rsplit_once(':')?;
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if session.is_empty() || !digits(epoch) || !digits(seq) {
-        return None;
-    }
+    let position = ResumePosition::parse_sse_id(value).ok()?;
     Some(FromPosition {
-        session: session.to_owned(),
-        epoch: epoch.parse().ok()?,
-        seq: seq.parse().ok()?,
+        session: position.session().to_owned(),
+        epoch: position.epoch(),
+        seq: i64::try_from(position.seq()).ok()?,
     })
 }
 
 // ---- frames and discovery ------------------------------------------------------------
 
+/// The versions this relay speaks.
+pub(crate) const VERSIONS: [&str; 1] = [aep_core::AEP_VERSION];
+
 /// The capabilities this relay declares in `hello` and discovery (AEP-0003 §3.4, §4).
-// TODO(core): use aep_core::frame when merged.
-pub(crate) fn capabilities(config: &RelayConfig) -> Value {
-    json!({
-        "filters": ["attr-match"],
-        "replay": { "buffer": config.buffer, "all": true },
-        "capture": ["none", "metadata", "redacted", "full"],
-        "control": { "accepts": [] },
-        "roster": {},
-        "experimental": {},
-    })
+pub(crate) fn capabilities(config: &RelayConfig) -> Capabilities {
+    let mut caps = Capabilities::default();
+    caps.filters = Some(vec!["attr-match".to_owned()]);
+    caps.replay = Some(ReplayCapability::new(config.buffer as u64, true));
+    caps.capture = Some(Capture::ALL.to_vec());
+    caps.control = Some(ControlCapability::accepting(Vec::<String>::new()));
+    caps.roster = Some(serde_json::Map::new());
+    caps.experimental = Some(serde_json::Map::new());
+    caps
 }
 
 /// The discovery document (AEP-0003 §3.4).
-pub(crate) fn discovery(config: &RelayConfig) -> Value {
-    json!({
-        "aep": ["0.1"],
-        "role": "collector",
-        "endpoints": { "events": "/events", "stream": "/stream", "socket": "/socket" },
-        "capabilities": capabilities(config),
-    })
+pub(crate) fn discovery(config: &RelayConfig) -> Discovery {
+    let mut doc = Discovery::new(Endpoints::standard());
+    doc.role = Some(Role::Collector);
+    doc.capabilities = Some(capabilities(config));
+    doc
 }
 
 /// The relay's `hello` reply: exactly one selected version (AEP-0003 §4 rule 1).
-pub(crate) fn hello_reply(config: &RelayConfig) -> Value {
-    json!({
-        "type": "hello",
-        "versions": ["0.1"],
-        "role": "both",
-        "identity": { "agent": "aep-relay" },
-        "capabilities": capabilities(config),
-    })
-}
-
-/// Whether a client `hello` offers a version this relay speaks.
-pub(crate) fn offers_supported_version(hello: &Value) -> bool {
-    hello
-        .get("versions")
-        .and_then(Value::as_array)
-        .is_some_and(|v| v.iter().any(|x| x == "0.1"))
+pub(crate) fn hello_reply(config: &RelayConfig, version: &str) -> String {
+    let hello = Hello::new(Role::Both)
+        .with_versions([version])
+        .with_identity(Identity::new("aep-relay"))
+        .with_capabilities(capabilities(config));
+    Frame::Hello(Box::new(hello)).to_json()
 }
 
 /// An `error` frame (AEP-0003 §2, §6.5; AEP-0004 §4.2). `id` echoes a request, `cause`
 /// names the command or event refused.
 pub(crate) fn error_frame(
-    code: &str,
-    id: Option<&Value>,
+    code: ErrorCode,
+    id: Option<&str>,
     cause: Option<&str>,
     detail: Option<&str>,
-) -> Value {
-    let mut frame = Map::new();
-    frame.insert("type".into(), "error".into());
+) -> String {
+    let mut frame = ErrorFrame::new(code);
     if let Some(id) = id {
-        frame.insert("id".into(), id.clone());
+        frame = frame.with_id(id);
     }
-    frame.insert("code".into(), code.into());
     if let Some(cause) = cause {
-        frame.insert("cause".into(), cause.into());
+        frame = frame.with_cause(cause);
     }
     if let Some(detail) = detail {
-        frame.insert("detail".into(), detail.into());
+        frame = frame.with_detail(detail);
     }
-    Value::Object(frame)
+    Frame::Error(frame).to_json()
 }
 
 /// The `version-unsupported` refusal, listing the versions spoken (AEP-0003 §4 rule 1).
-pub(crate) fn version_unsupported_frame() -> Value {
-    json!({ "type": "error", "code": "version-unsupported", "versions": ["0.1"] })
+pub(crate) fn version_unsupported_frame() -> String {
+    Frame::Error(ErrorFrame::new(ErrorCode::VersionUnsupported).with_versions(VERSIONS)).to_json()
 }
 
 /// A `replay-exhausted` frame (AEP-0003 §5).
-pub(crate) fn replay_exhausted_frame(sub: &Value, session: &str, epoch: u64, seq: u64) -> Value {
-    json!({
-        "type": "replay-exhausted",
-        "sub": sub,
-        "session": session,
-        "earliest": { "epoch": epoch, "seq": seq },
-    })
+pub(crate) fn replay_exhausted_frame(sub: &str, session: &str, epoch: u64, seq: u64) -> String {
+    Frame::ReplayExhausted(ReplayExhausted::new(sub, session, epoch, seq)).to_json()
 }
 
 /// The SSE comment that declares the same gap (AEP-0003 §3.3.3).
@@ -385,16 +222,12 @@ pub(crate) fn replay_exhausted_comment(session: &str, epoch: u64, seq: u64) -> S
     format!(": replay-exhausted {session} {epoch}:{seq}\n\n")
 }
 
-/// A `closing` frame with the last delivered positions (AEP-0003 §3.5.4).
-pub(crate) fn closing_frame(reason: &str, delivered: Vec<Value>) -> Value {
-    json!({ "type": "closing", "reason": reason, "delivered": delivered })
+/// A `closing` frame (AEP-0003 §3.5.4).
+pub(crate) fn closing_frame(reason: &str) -> String {
+    Frame::Closing(aep_core::frame::Closing::new(reason)).to_json()
 }
 
-/// Whether a WebSocket text frame is an Event rather than a frame: its `type` has a dot
-/// (AEP-0003 §2).
-pub(crate) fn is_event_frame(message: &Value) -> bool {
-    message
-        .get("type")
-        .and_then(Value::as_str)
-        .is_some_and(|t| t.contains('.'))
+/// A `ping` frame carrying `t`.
+pub(crate) fn ping_frame(t: u64) -> String {
+    Frame::ping(t).to_json()
 }

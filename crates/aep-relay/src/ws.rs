@@ -9,17 +9,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use aep_core::Capture;
+use aep_core::frame::{self, DecodeError, ErrorCode, Frame, IdFrame, ReplayFrom, Subscribe};
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 
 use crate::hub::{parse_event, Hello, Hub, LineError, ReplayAsk};
 use crate::outbox::{Binding, Drain, End, Outbox, Piece};
-use crate::proto::{self, Filter};
+use crate::proto::{self, Filter, FromPosition};
 
 /// Accepts the upgrade; incoming messages are capped like an ingest body.
 pub(crate) fn upgrade(hub: Arc<Hub>, ws: WebSocketUpgrade) -> Response {
@@ -27,10 +27,6 @@ pub(crate) fn upgrade(hub: Arc<Hub>, ws: WebSocketUpgrade) -> Response {
     ws.max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |socket| serve(hub, socket))
-}
-
-fn frame_bytes(frame: &Value) -> Bytes {
-    Bytes::from(frame.to_string())
 }
 
 async fn serve(hub: Arc<Hub>, socket: WebSocket) {
@@ -76,7 +72,7 @@ async fn write_loop(
                         .duration_since(std::time::UNIX_EPOCH)
                         .map(|d| d.as_millis() as u64)
                         .unwrap_or_default();
-                    Message::Text(json!({ "type": "ping", "t": t }).to_string().into())
+                    Message::Text(proto::ping_frame(t).into())
                 }
                 Piece::End(how) => {
                     close(&mut sink, how).await;
@@ -110,8 +106,8 @@ async fn close(sink: &mut SplitSink<WebSocket, Message>, how: End) {
     let (code, reason) = match how {
         End::Backpressure => {
             // positions are the consumer's own to track (AEP-0003 §3.5.4)
-            let closing = proto::closing_frame("backpressure", Vec::new());
-            let _ = sink.feed(Message::Text(closing.to_string().into())).await;
+            let closing = proto::closing_frame("backpressure");
+            let _ = sink.feed(Message::Text(closing.into())).await;
             (1013, "backpressure")
         }
         End::Shutdown => (1001, "shutting down"),
@@ -150,7 +146,8 @@ async fn read_loop(
             Message::Text(text) => text,
             Message::Binary(_) => {
                 // reserved in 0.1 (AEP-0003 §3.5.2)
-                send(outbox, &proto::error_frame("binary-unsupported", None, None, None));
+                let frame = proto::error_frame(ErrorCode::from("binary-unsupported"), None, None, None);
+                send(outbox, frame);
                 outbox.end(End::Close(1003, "binary frames are not supported"));
                 continue;
             }
@@ -161,157 +158,133 @@ async fn read_loop(
     }
 }
 
-fn send(outbox: &Outbox, frame: &Value) {
-    outbox.push_frame(frame_bytes(frame));
+fn send(outbox: &Outbox, frame: String) {
+    outbox.push_frame(Bytes::from(frame));
 }
 
 async fn on_text(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, session: &mut Session, text: &str) {
     let Ok(message) = serde_json::from_str::<Value>(text) else {
-        send(outbox, &proto::error_frame("bad-json", None, None, None));
+        send(outbox, proto::error_frame(ErrorCode::from("bad-json"), None, None, None));
         return;
     };
-    let is_event = proto::is_event_frame(&message);
-    let frame_type = message.get("type").and_then(Value::as_str).unwrap_or("");
+    let ty = message.get("type").and_then(Value::as_str);
+    let is_event = ty.is_some_and(frame::is_event_type);
 
     let Some(hello) = &session.hello else {
-        if is_event || frame_type != "hello" {
-            send(outbox, &proto::error_frame("hello-required", None, None, None));
-            outbox.end(End::Close(1002, "hello required"));
-            return;
-        }
-        if !proto::offers_supported_version(&message) {
-            send(outbox, &proto::version_unsupported_frame());
+        let offered = match Frame::from_value(message.clone()) {
+            Ok(Frame::Hello(h)) if !is_event => h,
+            _ => {
+                send(outbox, proto::error_frame(ErrorCode::HelloRequired, None, None, None));
+                outbox.end(End::Close(1002, "hello required"));
+                return;
+            }
+        };
+        let Some(version) = offered.select_version(&proto::VERSIONS) else {
+            send(outbox, proto::version_unsupported_frame());
             outbox.end(End::Close(1002, "version unsupported"));
             return;
-        }
-        let hello = Hello::from_frame(&message);
-        hub.hello(conn, hello.clone());
-        session.hello = Some(hello);
-        send(outbox, &proto::hello_reply(&hub.config));
+        };
+        let declared = Hello::from_frame(&message);
+        hub.hello(conn, declared.clone());
+        session.hello = Some(declared);
+        send(outbox, proto::hello_reply(&hub.config, version));
         return;
     };
 
     if is_event {
-        let cause = message.get("id").and_then(Value::as_str);
         match parse_event(text.as_bytes()) {
             Ok(incoming) => hub.ingest(std::slice::from_ref(&incoming), Some(conn)).await,
-            Err(LineError::Invalid(detail) | LineError::Json(detail)) => send(
-                outbox,
-                &proto::error_frame("invalid-event", None, cause, Some(&detail)),
-            ),
+            Err(LineError::Invalid(detail) | LineError::Json(detail)) => {
+                let cause = message.get("id").and_then(Value::as_str);
+                let frame = proto::error_frame(ErrorCode::from("invalid-event"), None, cause, Some(&detail));
+                send(outbox, frame);
+            }
         }
         return;
     }
 
-    let id = message.get("id");
-    match frame_type {
-        "subscribe" => subscribe(hub, conn, outbox, &message),
-        "unsubscribe" => {
-            let key = id.cloned().unwrap_or(Value::Null).to_string();
-            hub.unsubscribe_ws(conn, &key);
-            send(outbox, &reply("unsubscribed", id));
+    let frame = match Frame::from_value(message) {
+        Ok(frame) => frame,
+        Err(DecodeError::Frame(e)) if e.frame_type() == "subscribe" => {
+            // a malformed subscribe is refused in-band (AEP-0003 §6.5)
+            let frame = proto::error_frame(ErrorCode::InvalidFilter, e.id(), None, Some(&e.to_string()));
+            send(outbox, frame);
+            return;
         }
-        "roster" => {
+        // unknown or unreadable frames are ignored (AEP-0003 §2)
+        Err(_) => return,
+    };
+    match frame {
+        Frame::Subscribe(request) => subscribe(hub, conn, outbox, request),
+        Frame::Unsubscribe(IdFrame { id, .. }) => {
+            hub.unsubscribe_ws(conn, &id);
+            send(outbox, Frame::Unsubscribed(IdFrame::new(id)).to_json());
+        }
+        Frame::RosterRequest(IdFrame { id, .. }) => {
             if hello.role == "emitter" {
                 // watch-class: answered on consumer/both connections (AEP-0003 §4.1)
-                send(
-                    outbox,
-                    &proto::error_frame(
-                        "unauthorized",
-                        Some(id.unwrap_or(&Value::Null)),
-                        None,
-                        Some("roster is answered on consumer/both connections"),
-                    ),
-                );
+                let detail = "roster is answered on consumer/both connections";
+                send(outbox, proto::error_frame(ErrorCode::Unauthorized, Some(&id), None, Some(detail)));
             } else {
-                let mut frame = reply("roster", id);
-                if let Some(object) = frame.as_object_mut() {
-                    object.insert("entries".into(), Value::Array(hub.roster()));
-                }
-                send(outbox, &frame);
+                // declarations relayed verbatim, as the claimants sent them (§4.1 rule 4)
+                let reply = serde_json::json!({ "type": "roster", "id": id, "entries": hub.roster() });
+                send(outbox, reply.to_string());
             }
         }
-        "ping" => {
-            let mut frame = Map::new();
-            frame.insert("type".into(), "pong".into());
-            if let Some(t) = message.get("t") {
-                frame.insert("t".into(), t.clone());
+        Frame::Ping(_) => {
+            if let Some(pong) = frame.pong() {
+                send(outbox, pong.to_json());
             }
-            send(outbox, &Value::Object(frame));
         }
         // `pong` and unknown frame types are ignored (AEP-0003 §2)
         _ => {}
     }
 }
 
-/// `{ "type": kind, "id": id }`, the id omitted when the request had none.
-fn reply(kind: &str, id: Option<&Value>) -> Value {
-    let mut frame = Map::new();
-    frame.insert("type".into(), kind.into());
-    if let Some(id) = id {
-        frame.insert("id".into(), id.clone());
-    }
-    Value::Object(frame)
-}
-
 /// A `subscribe` frame (AEP-0003 §6.5): refused in-band from the closed code set, the
 /// connection surviving; otherwise `subscribed`, the replay, then live delivery.
-fn subscribe(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, message: &Value) {
-    let id = message.get("id");
-    let refuse = |code: &str, detail: String| {
-        send(
-            outbox,
-            &proto::error_frame(code, Some(id.unwrap_or(&Value::Null)), None, Some(&detail)),
-        );
+fn subscribe(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, request: Subscribe) {
+    let id = request.id;
+    let refuse = |code: ErrorCode, detail: String| {
+        send(outbox, proto::error_frame(code, Some(&id), None, Some(&detail)));
     };
-    let filter = match message.get("filter").filter(|f| !f.is_null()) {
+    let filter = match request.filter.as_ref().filter(|f| !f.is_null()) {
         None => Filter::default(),
-        Some(f) => match Filter::parse(f) {
+        Some(f) => match proto::parse_filter(f) {
             Ok(filter) => filter,
-            Err(detail) => return refuse("invalid-filter", detail),
-        },
-    };
-    let capture = match message.get("capture").filter(|c| !c.is_null()) {
-        None => None,
-        Some(c) => match c.as_str().and_then(|s| s.parse::<Capture>().ok()) {
-            Some(capture) => Some(capture),
-            None => return refuse("invalid-filter", format!("unknown capture level: {c}")),
+            Err(detail) => return refuse(ErrorCode::InvalidFilter, detail),
         },
     };
     let mut ask = ReplayAsk::default();
-    match message.get("from") {
+    match request.from {
         None => {}
-        Some(Value::String(s)) if s == "all" => ask.all = true,
-        Some(from @ Value::Array(items)) => {
+        Some(ReplayFrom::All) => ask.all = true,
+        Some(ReplayFrom::Positions(positions)) => {
             let max = hub.config.max_from();
-            if items.len() > max {
-                return refuse(
-                    "limit-exceeded",
-                    format!("from exceeds AEP_MAX_FROM={max} resume positions"),
-                );
+            if positions.len() > max {
+                let detail = format!("from exceeds AEP_MAX_FROM={max} resume positions");
+                return refuse(ErrorCode::LimitExceeded, detail);
             }
-            match proto::parse_from(from) {
-                Ok(positions) => ask.positions = positions,
-                Err(detail) => return refuse("invalid-filter", detail),
-            }
-        }
-        Some(_) => {
-            return refuse(
-                "invalid-filter",
-                "from must be an array of resume positions or the string \"all\"".into(),
-            )
+            ask.positions = positions
+                .into_iter()
+                .map(|p| FromPosition {
+                    seq: i64::try_from(p.seq).unwrap_or(i64::MAX),
+                    session: p.session,
+                    epoch: p.epoch,
+                })
+                .collect();
         }
     }
-    let key = id.cloned().unwrap_or(Value::Null);
+    let subscribed = Frame::Subscribed(IdFrame::new(id.clone())).to_json();
     hub.subscribe(
         outbox,
         Binding::Ws,
-        Some((conn, key.to_string())),
+        Some((conn, id.clone())),
         filter,
-        capture,
+        request.capture,
         ask,
-        Some(frame_bytes(&reply("subscribed", id))),
-        Some(key),
+        Some(Bytes::from(subscribed)),
+        Some(id),
         true,
     );
 }

@@ -13,7 +13,7 @@ async fn claim(relay: &aep_relay::RelayHandle, session: &str, accepts: Value) ->
     // the claim lands once the event is buffered: wait for it through the roster
     let mut probe = Ws::hello(relay, "consumer", json!({})).await;
     for _ in 0..100 {
-        probe.send(&json!({ "type": "roster", "id": 1 })).await;
+        probe.send(&json!({ "type": "roster", "id": "probe" })).await;
         let reply = probe.recv().await.unwrap();
         if reply["entries"].as_array().unwrap().iter().any(|e| e["session"] == session) {
             return target;

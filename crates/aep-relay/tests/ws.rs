@@ -74,9 +74,9 @@ async fn subscribe_from_all_replays_without_markers() {
     let s = session();
     post_ndjson(&relay, &(0..10).map(|i| ev("progress.status", &s, i)).collect::<Vec<_>>()).await;
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
-    ws.send(&json!({ "type": "subscribe", "id": 7, "from": "all" })).await;
+    ws.send(&json!({ "type": "subscribe", "id": "seven", "from": "all" })).await;
     let got = ws.recv_until(|f| f["seq"] == 9).await;
-    assert_eq!(got[0], json!({ "type": "subscribed", "id": 7 }));
+    assert_eq!(got[0], json!({ "type": "subscribed", "id": "seven" }));
     assert!(got.iter().all(|f| f["type"] != "replay-exhausted"));
     assert_eq!(got.len(), 1 + 8);
     relay.shutdown().await.unwrap();
@@ -94,7 +94,7 @@ async fn subscribe_capture_ceiling_applies_live_and_on_replay() {
     post_json(&relay, &secret).await;
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
     ws.send(&json!({ "type": "subscribe", "id": "c", "capture": "redacted",
-        "filter": { "session": s }, "from": [{ "session": s }] }))
+        "filter": { "session": s }, "from": "all" }))
         .await;
     let got = ws.recv_until(|f| f.get("aep").is_some()).await;
     let replayed = got.last().unwrap();
@@ -112,7 +112,7 @@ async fn subscribe_capture_ceiling_applies_live_and_on_replay() {
 async fn subscribe_refusals_are_in_band_and_the_connection_survives() {
     let relay = builder().max_from(4).start().await.unwrap();
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
-    let many: Vec<Value> = (0..5).map(|i| json!({ "session": format!("s{i}") })).collect();
+    let many: Vec<Value> = (0..5).map(|i| json!({ "session": format!("s{i}"), "seq": 0 })).collect();
     for (frame, code) in [
         (json!({ "type": "subscribe", "id": "a", "filter": { "time": "x" } }), "invalid-filter"),
         (json!({ "type": "subscribe", "id": "b", "filter": [] }), "invalid-filter"),
