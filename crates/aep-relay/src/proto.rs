@@ -12,7 +12,7 @@ use aep_core::frame::{
 };
 use aep_core::resume::ResumePosition;
 use aep_core::types::EventType;
-use aep_core::validate::validate_event;
+use aep_core::validate::{validate_event, Rule};
 use aep_core::{Capture, Event};
 use serde_json::Value;
 
@@ -35,14 +35,24 @@ pub(crate) enum Disposition {
 /// validation; payload schemas are the consumer's business) and says what to do with it.
 /// The error is the detail of the 400 / `invalid-event` answer.
 pub(crate) fn check_envelope(event: &Event) -> Result<Disposition, String> {
+    let tolerated = |rule: Rule| {
+        // a type outside the thirteen categories is forwarded, as the reference relay
+        // does: consumers MUST tolerate unknown types (AEP-0001 §6) and a relay is not a
+        // terminal consumer; only a type that is not dotted lowercase at all is refused
+        rule.is_payload() || (rule == Rule::TypeSyntax && is_dotted_lowercase(event.event_type()))
+    };
     if let Some(issue) = validate_event(event)
         .into_iter()
-        .find(|i| !i.rule().is_payload())
+        .find(|i| !tolerated(i.rule()))
     {
         return Err(issue.to_string());
     }
-    let ty = EventType::parse(event.event_type())
-        .map_err(|_| format!("bad type syntax: {}", event.event_type()))?;
+    let Ok(ty) = EventType::parse(event.event_type()) else {
+        return match (event.session(), event.seq()) {
+            (Some(_), Some(_)) => Ok(Disposition::Buffered),
+            _ => Ok(Disposition::Live),
+        };
+    };
     if ty.is_agent_scoped() {
         if event.session().is_some() || event.seq().is_some() {
             return Err("agent-scoped events omit session/seq".into());
@@ -74,6 +84,16 @@ pub(crate) fn check_envelope(event: &Event) -> Result<Disposition, String> {
         return Err("seq required (integer >= 0)".into());
     }
     Ok(Disposition::Buffered)
+}
+
+/// `{token}.{token}...` of `[a-z0-9_]`, the reference relay's type grammar.
+fn is_dotted_lowercase(ty: &str) -> bool {
+    let mut segments = 0;
+    let ok = ty.split('.').all(|seg| {
+        segments += 1;
+        !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+    });
+    ok && segments >= 2
 }
 
 // ---- attr-match ----------------------------------------------------------------------
