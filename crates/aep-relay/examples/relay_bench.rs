@@ -77,6 +77,9 @@ fn options() -> Options {
     o
 }
 
+/// Starts a fresh relay process.
+type Starter = Box<dyn Fn() -> Relay>;
+
 /// A relay process under test.
 struct Relay {
     child: Child,
@@ -86,14 +89,25 @@ struct Relay {
 impl Relay {
     fn rust(bin: &str) -> Relay {
         let mut child = Command::new(bin)
-            .args(["--port", "0", "--host", "127.0.0.1", "--token", TOKEN, "--buffer", "20000"])
+            .args([
+                "--port",
+                "0",
+                "--host",
+                "127.0.0.1",
+                "--token",
+                TOKEN,
+                "--buffer",
+                "20000",
+            ])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
             .expect("start the Rust relay (build it: cargo build --release -p aep-relay)");
         let stdout = child.stdout.take().expect("stdout");
         let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).expect("first line");
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("first line");
         let url = line
             .split_whitespace()
             .find(|w| w.starts_with("http://"))
@@ -246,7 +260,10 @@ async fn live_run(url: &str, o: &Options, severity: &str) -> Outcome {
     let session = format!("bench-{}", ulid::Ulid::new().to_string().to_lowercase());
     let filter = enc(&format!(r#"{{"session":"{session}"}}"#));
     let sse = open_sse(&client, url, &format!("filter={filter}")).await;
-    let ws_url = format!("ws{}/socket?access_token={TOKEN}", url.trim_start_matches("http"));
+    let ws_url = format!(
+        "ws{}/socket?access_token={TOKEN}",
+        url.trim_start_matches("http")
+    );
     let (mut ws, _) = tokio_tungstenite::connect_async(ws_url).await.expect("ws");
     ws.send(Message::Text(
         r#"{"type":"hello","versions":["0.1"],"role":"consumer"}"#.into(),
@@ -261,7 +278,9 @@ async fn live_run(url: &str, o: &Options, severity: &str) -> Outcome {
         }
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let lines: Vec<String> = (0..o.events).map(|i| event(&session, i, severity)).collect();
+    let lines: Vec<String> = (0..o.events)
+        .map(|i| event(&session, i, severity))
+        .collect();
     let want = o.events;
     let sse_task = tokio::spawn(count_sse(sse, want));
     let ws_task = tokio::spawn(async move {
@@ -314,7 +333,9 @@ struct ReplayOutcome {
 async fn replay_run(relay: &mut Relay, o: &Options, severity: &str) -> ReplayOutcome {
     let client = reqwest::Client::new();
     let session = format!("replay-{}", ulid::Ulid::new().to_string().to_lowercase());
-    let lines: Vec<String> = (0..o.events).map(|i| event(&session, i, severity)).collect();
+    let lines: Vec<String> = (0..o.events)
+        .map(|i| event(&session, i, severity))
+        .collect();
     let bytes: usize = lines.iter().map(|l| l.len()).sum();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let before = relay.rss_kib();
@@ -359,7 +380,7 @@ async fn main() {
         "relay_bench: {} events per run, NDJSON batches of {}, {} runs (median)",
         o.events, o.batch, o.runs
     );
-    let mut targets: Vec<(&str, Box<dyn Fn() -> Relay>)> = Vec::new();
+    let mut targets: Vec<(&str, Starter)> = Vec::new();
     let bin = o.relay_bin.clone();
     targets.push(("rust", Box::new(move || Relay::rust(&bin))));
     if let Some(script) = o.reference.clone() {

@@ -155,9 +155,7 @@ impl RelayConfig {
     /// assert_eq!(config.buffer(), 8);
     /// # Ok::<(), aep_relay::ConfigError>(())
     /// ```
-    pub fn from_vars(
-        get: impl Fn(&str) -> Option<String>,
-    ) -> Result<RelayConfig, ConfigError> {
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<RelayConfig, ConfigError> {
         let mut config = RelayConfig::default();
         for name in [
             "AEP_PORT",

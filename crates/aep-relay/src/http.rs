@@ -30,7 +30,10 @@ const ALLOW_ORIGIN: (header::HeaderName, HeaderValue) = (
 fn json_response(status: StatusCode, body: &Value) -> Response {
     (
         status,
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         body.to_string(),
     )
         .into_response()
@@ -119,7 +122,9 @@ pub(crate) async fn handle(State(hub): State<Arc<Hub>>, request: Request) -> Res
     match (method, path.as_str()) {
         (Method::GET, "/connections") => {
             let mut response = json_response(StatusCode::OK, &hub.connections());
-            response.headers_mut().insert(ALLOW_ORIGIN.0, ALLOW_ORIGIN.1);
+            response
+                .headers_mut()
+                .insert(ALLOW_ORIGIN.0, ALLOW_ORIGIN.1);
             response
         }
         (Method::GET, "/events" | "/.well-known/aep") => {
@@ -127,7 +132,10 @@ pub(crate) async fn handle(State(hub): State<Arc<Hub>>, request: Request) -> Res
             let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
             (
                 StatusCode::OK,
-                [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
                 text,
             )
                 .into_response()
@@ -157,7 +165,10 @@ fn drain_rest(mut stream: axum::body::BodyDataStream, limit: usize) {
 
 async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response {
     if headers.get("aep-version").map(HeaderValue::as_bytes) != Some(b"0.1") {
-        return json_response(StatusCode::UPGRADE_REQUIRED, &json!({ "versions": ["0.1"] }));
+        return json_response(
+            StatusCode::UPGRADE_REQUIRED,
+            &json!({ "versions": ["0.1"] }),
+        );
     }
     let content_type = headers
         .get(header::CONTENT_TYPE)
@@ -260,20 +271,19 @@ fn stream_request(
     hub: &Hub,
     headers: &HeaderMap,
     query: &HashMap<String, String>,
-) -> Result<(Filter, Option<Capture>, ReplayAsk, bool), Response> {
+) -> Result<(Filter, Option<Capture>, ReplayAsk, bool), String> {
     let filter = match query.get("filter").filter(|f| !f.is_empty()) {
         None => Filter::default(),
         Some(text) => {
-            let value: Value =
-                serde_json::from_str(text).map_err(|_| refuse("bad filter JSON"))?;
-            proto::parse_filter(&value).map_err(refuse)?
+            let value: Value = serde_json::from_str(text).map_err(|_| "bad filter JSON".to_owned())?;
+            proto::parse_filter(&value)?
         }
     };
     let capture = match query.get("capture").filter(|c| !c.is_empty()) {
         None => None,
         Some(c) => Some(
             c.parse::<Capture>()
-                .map_err(|_| refuse(format!("unknown capture level: {c}")))?,
+                .map_err(|_| format!("unknown capture level: {c}"))?,
         ),
     };
     let live = query.get("live").map(String::as_str) != Some("0");
@@ -281,17 +291,21 @@ fn stream_request(
         filter_session: !live,
         ..ReplayAsk::default()
     };
-    match query.get("from").filter(|f| !f.is_empty()).map(String::as_str) {
+    match query
+        .get("from")
+        .filter(|f| !f.is_empty())
+        .map(String::as_str)
+    {
         Some("all") => ask.all = true,
         Some(text) => {
-            let value: Value = serde_json::from_str(text).map_err(|_| refuse("bad from JSON"))?;
+            let value: Value = serde_json::from_str(text).map_err(|_| "bad from JSON".to_owned())?;
             let Some(items) = value.as_array() else {
-                return Err(refuse("bad from JSON"));
+                return Err("bad from JSON".to_owned());
             };
             if items.len() > hub.config.max_from() {
-                return Err(refuse("from too large"));
+                return Err("from too large".to_owned());
             }
-            ask.positions = proto::parse_from(&value).map_err(refuse)?;
+            ask.positions = proto::parse_from(&value)?;
         }
         None => {}
     }
@@ -326,11 +340,19 @@ const CHUNK: usize = 64 * 1024;
 fn stream(hub: Arc<Hub>, headers: &HeaderMap, query: &HashMap<String, String>) -> Response {
     let (filter, capture, ask, live) = match stream_request(&hub, headers, query) {
         Ok(parsed) => parsed,
-        Err(refusal) => return refusal,
+        Err(why) => return refuse(why),
     };
     let (outbox, rx) = hub.outbox();
     let id = hub.subscribe(
-        &outbox, Binding::Sse, None, filter, capture, ask, None, None, live,
+        &outbox,
+        Binding::Sse,
+        None,
+        filter,
+        capture,
+        ask,
+        None,
+        None,
+        live,
     );
     if !live {
         outbox.end(End::ReplayComplete);
@@ -342,25 +364,34 @@ fn stream(hub: Arc<Hub>, headers: &HeaderMap, query: &HashMap<String, String>) -
         id: live.then_some(id),
     };
     let drain = Drain::new(rx, outbox, Binding::Sse, hub.config.heartbeat);
-    let body = futures::stream::unfold((drain, guard, false), |(mut drain, guard, over)| async move {
-        if over {
-            return None;
-        }
-        let first = drain.next().await?;
-        let mut chunk = BytesMut::new();
-        let mut over = write_piece(&mut chunk, first);
-        while !over && chunk.len() < CHUNK {
-            match drain.try_next() {
-                Some(piece) => over = write_piece(&mut chunk, piece),
-                None => break,
+    let body = futures::stream::unfold(
+        (drain, guard, false),
+        |(mut drain, guard, over)| async move {
+            if over {
+                return None;
             }
-        }
-        Some((Ok::<Bytes, Infallible>(chunk.freeze()), (drain, guard, over)))
-    });
+            let first = drain.next().await?;
+            let mut chunk = BytesMut::new();
+            let mut over = write_piece(&mut chunk, first);
+            while !over && chunk.len() < CHUNK {
+                match drain.try_next() {
+                    Some(piece) => over = write_piece(&mut chunk, piece),
+                    None => break,
+                }
+            }
+            Some((
+                Ok::<Bytes, Infallible>(chunk.freeze()),
+                (drain, guard, over),
+            ))
+        },
+    );
     (
         StatusCode::OK,
         [
-            (header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream")),
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
             ALLOW_ORIGIN,
         ],

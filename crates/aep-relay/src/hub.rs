@@ -111,7 +111,12 @@ impl Hello {
         let accepts = capabilities
             .pointer("/control/accepts")
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(String::from).collect());
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            });
         Hello {
             role: frame
                 .get("role")
@@ -253,7 +258,8 @@ impl Hub {
             if sub.outbox.is_closed() || !sub.filter.matches(&incoming.event) {
                 continue;
             }
-            let bytes = outbox::render(&incoming.encoded, &incoming.event, sub.capture, sub.binding);
+            let bytes =
+                outbox::render(&incoming.encoded, &incoming.event, sub.capture, sub.binding);
             sub.outbox.deliver(bytes, severity).await;
         }
     }
@@ -288,7 +294,11 @@ impl Hub {
             .collect();
         match targets.as_slice() {
             [] => {
-                refuse(st, ErrorCode::NoRoute, format!("no connected emitter owns session {session}"));
+                refuse(
+                    st,
+                    ErrorCode::NoRoute,
+                    format!("no connected emitter owns session {session}"),
+                );
                 false
             }
             [target] => {

@@ -212,7 +212,10 @@ impl Outbox {
         if len == 0 {
             return;
         }
-        let left = self.queued.fetch_sub(len, Ordering::AcqRel).saturating_sub(len);
+        let left = self
+            .queued
+            .fetch_sub(len, Ordering::AcqRel)
+            .saturating_sub(len);
         if left <= self.soft / 2 {
             self.lagging.store(false, Ordering::Release);
         }
@@ -363,19 +366,15 @@ impl Drain {
                 cursor.marked = true;
                 if let (true, Some((epoch, seq))) = (job.declare_gaps, part.exhausted) {
                     let marker = match &job.sub {
-                        Some(sub) => {
-                            Bytes::from(proto::replay_exhausted_frame(
-                                sub,
-                                &part.session,
-                                epoch,
-                                seq,
-                            ))
-                        }
-                        None => Bytes::from(proto::replay_exhausted_comment(
+                        Some(sub) => Bytes::from(proto::replay_exhausted_frame(
+                            sub,
                             &part.session,
                             epoch,
                             seq,
                         )),
+                        None => {
+                            Bytes::from(proto::replay_exhausted_comment(&part.session, epoch, seq))
+                        }
                     };
                     return Some(Piece::Data(marker));
                 }
@@ -414,12 +413,27 @@ mod tests {
     async fn a_stalled_reader_loses_info_counted_and_keeps_notice() {
         let (outbox, mut drain) = outbox(100, 1000);
         let line = Bytes::from(vec![b'x'; 60]);
-        assert_eq!(outbox.deliver(line.clone(), Severity::Info).await, Delivery::Queued);
-        assert_eq!(outbox.deliver(line.clone(), Severity::Info).await, Delivery::Queued);
+        assert_eq!(
+            outbox.deliver(line.clone(), Severity::Info).await,
+            Delivery::Queued
+        );
+        assert_eq!(
+            outbox.deliver(line.clone(), Severity::Info).await,
+            Delivery::Queued
+        );
         // past the soft bound, nobody reading: after the grace it is lagging
-        assert_eq!(outbox.deliver(line.clone(), Severity::Debug).await, Delivery::Dropped);
-        assert_eq!(outbox.deliver(line.clone(), Severity::Info).await, Delivery::Dropped);
-        assert_eq!(outbox.deliver(line.clone(), Severity::Notice).await, Delivery::Queued);
+        assert_eq!(
+            outbox.deliver(line.clone(), Severity::Debug).await,
+            Delivery::Dropped
+        );
+        assert_eq!(
+            outbox.deliver(line.clone(), Severity::Info).await,
+            Delivery::Dropped
+        );
+        assert_eq!(
+            outbox.deliver(line.clone(), Severity::Notice).await,
+            Delivery::Queued
+        );
         assert_eq!(outbox.dropped(), 2);
         // draining below half the soft bound ends the lagging state
         let mut got = 0;
@@ -435,9 +449,15 @@ mod tests {
         let (outbox, mut drain) = outbox(100, 200);
         let line = Bytes::from(vec![b'x'; 150]);
         for _ in 0..2 {
-            assert_eq!(outbox.deliver(line.clone(), Severity::Error).await, Delivery::Queued);
+            assert_eq!(
+                outbox.deliver(line.clone(), Severity::Error).await,
+                Delivery::Queued
+            );
         }
-        assert_eq!(outbox.deliver(line.clone(), Severity::Error).await, Delivery::Closed);
+        assert_eq!(
+            outbox.deliver(line.clone(), Severity::Error).await,
+            Delivery::Closed
+        );
         assert!(outbox.is_closed());
         let mut pieces = Vec::new();
         while let Some(p) = drain.try_next() {
@@ -458,7 +478,9 @@ mod tests {
             n
         });
         for _ in 0..500 {
-            let d = outbox.deliver(Bytes::from(vec![b'x'; 60]), Severity::Debug).await;
+            let d = outbox
+                .deliver(Bytes::from(vec![b'x'; 60]), Severity::Debug)
+                .await;
             assert_eq!(d, Delivery::Queued);
         }
         outbox.end(End::Quiet);

@@ -91,7 +91,10 @@ fn is_dotted_lowercase(ty: &str) -> bool {
     let mut segments = 0;
     let ok = ty.split('.').all(|seg| {
         segments += 1;
-        !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+        !seg.is_empty()
+            && seg
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
     });
     ok && segments >= 2
 }
@@ -144,7 +147,10 @@ pub(crate) fn parse_from(value: &Value) -> Result<Vec<FromPosition>, String> {
         .map(|item| {
             let bad = || format!("bad resume position: {item}");
             let object = item.as_object().ok_or_else(bad)?;
-            let session = object.get("session").and_then(Value::as_str).ok_or_else(bad)?;
+            let session = object
+                .get("session")
+                .and_then(Value::as_str)
+                .ok_or_else(bad)?;
             let epoch = match object.get("epoch") {
                 None => 0,
                 Some(v) => v.as_u64().ok_or_else(bad)?,

@@ -55,7 +55,7 @@ impl Encoded {
         let (mut epoch, mut seq) = (0, 0);
         if let Some((session, e, s)) = position {
             use std::io::Write;
-            let _ = write!(sse, "id: {session}:{e}:{s}\n");
+            let _ = writeln!(sse, "id: {session}:{e}:{s}");
             (epoch, seq) = (e, s);
         }
         sse.push(b'\n');

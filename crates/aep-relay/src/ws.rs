@@ -146,7 +146,8 @@ async fn read_loop(
             Message::Text(text) => text,
             Message::Binary(_) => {
                 // reserved in 0.1 (AEP-0003 §3.5.2)
-                let frame = proto::error_frame(ErrorCode::from("binary-unsupported"), None, None, None);
+                let frame =
+                    proto::error_frame(ErrorCode::from("binary-unsupported"), None, None, None);
                 send(outbox, frame);
                 outbox.end(End::Close(1003, "binary frames are not supported"));
                 continue;
@@ -162,9 +163,18 @@ fn send(outbox: &Outbox, frame: String) {
     outbox.push_frame(Bytes::from(frame));
 }
 
-async fn on_text(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, session: &mut Session, text: &str) {
+async fn on_text(
+    hub: &Arc<Hub>,
+    conn: u64,
+    outbox: &Arc<Outbox>,
+    session: &mut Session,
+    text: &str,
+) {
     let Ok(message) = serde_json::from_str::<Value>(text) else {
-        send(outbox, proto::error_frame(ErrorCode::from("bad-json"), None, None, None));
+        send(
+            outbox,
+            proto::error_frame(ErrorCode::from("bad-json"), None, None, None),
+        );
         return;
     };
     let ty = message.get("type").and_then(Value::as_str);
@@ -174,7 +184,10 @@ async fn on_text(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, session: &mut 
         let offered = match Frame::from_value(message.clone()) {
             Ok(Frame::Hello(h)) if !is_event => h,
             _ => {
-                send(outbox, proto::error_frame(ErrorCode::HelloRequired, None, None, None));
+                send(
+                    outbox,
+                    proto::error_frame(ErrorCode::HelloRequired, None, None, None),
+                );
                 outbox.end(End::Close(1002, "hello required"));
                 return;
             }
@@ -193,10 +206,18 @@ async fn on_text(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, session: &mut 
 
     if is_event {
         match parse_event(text.as_bytes()) {
-            Ok(incoming) => hub.ingest(std::slice::from_ref(&incoming), Some(conn)).await,
+            Ok(incoming) => {
+                hub.ingest(std::slice::from_ref(&incoming), Some(conn))
+                    .await
+            }
             Err(LineError::Invalid(detail) | LineError::Json(detail)) => {
                 let cause = message.get("id").and_then(Value::as_str);
-                let frame = proto::error_frame(ErrorCode::from("invalid-event"), None, cause, Some(&detail));
+                let frame = proto::error_frame(
+                    ErrorCode::from("invalid-event"),
+                    None,
+                    cause,
+                    Some(&detail),
+                );
                 send(outbox, frame);
             }
         }
@@ -207,7 +228,8 @@ async fn on_text(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, session: &mut 
         Ok(frame) => frame,
         Err(DecodeError::Frame(e)) if e.frame_type() == "subscribe" => {
             // a malformed subscribe is refused in-band (AEP-0003 §6.5)
-            let frame = proto::error_frame(ErrorCode::InvalidFilter, e.id(), None, Some(&e.to_string()));
+            let frame =
+                proto::error_frame(ErrorCode::InvalidFilter, e.id(), None, Some(&e.to_string()));
             send(outbox, frame);
             return;
         }
@@ -224,10 +246,14 @@ async fn on_text(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, session: &mut 
             if hello.role == "emitter" {
                 // watch-class: answered on consumer/both connections (AEP-0003 §4.1)
                 let detail = "roster is answered on consumer/both connections";
-                send(outbox, proto::error_frame(ErrorCode::Unauthorized, Some(&id), None, Some(detail)));
+                send(
+                    outbox,
+                    proto::error_frame(ErrorCode::Unauthorized, Some(&id), None, Some(detail)),
+                );
             } else {
                 // declarations relayed verbatim, as the claimants sent them (§4.1 rule 4)
-                let reply = serde_json::json!({ "type": "roster", "id": id, "entries": hub.roster() });
+                let reply =
+                    serde_json::json!({ "type": "roster", "id": id, "entries": hub.roster() });
                 send(outbox, reply.to_string());
             }
         }
@@ -246,7 +272,10 @@ async fn on_text(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, session: &mut 
 fn subscribe(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, request: Subscribe) {
     let id = request.id;
     let refuse = |code: ErrorCode, detail: String| {
-        send(outbox, proto::error_frame(code, Some(&id), None, Some(&detail)));
+        send(
+            outbox,
+            proto::error_frame(code, Some(&id), None, Some(&detail)),
+        );
     };
     let filter = match request.filter.as_ref().filter(|f| !f.is_null()) {
         None => Filter::default(),

@@ -1,5 +1,6 @@
 //! Per-session replay buffers (AEP-0003 §5): `(source, id)` admission dedupe while live
 //! fan-out forwards as received, LRU session eviction.
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 mod common;
 
@@ -48,9 +49,21 @@ async fn least_recently_written_session_is_evicted() {
 async fn out_of_order_events_replay_in_position_order() {
     let relay = relay().await;
     let s = session();
-    post_ndjson(&relay, &[ev("progress.status", &s, 2), ev("progress.status", &s, 0), ev("progress.status", &s, 1)]).await;
+    post_ndjson(
+        &relay,
+        &[
+            ev("progress.status", &s, 2),
+            ev("progress.status", &s, 0),
+            ev("progress.status", &s, 1),
+        ],
+    )
+    .await;
     let held = replay(&relay, &format!("from={}", q(&json!([{ "session": s }])))).await;
-    let seqs: Vec<u64> = held.iter().filter(|m| m.data.is_some()).map(|m| m.json()["seq"].as_u64().unwrap()).collect();
+    let seqs: Vec<u64> = held
+        .iter()
+        .filter(|m| m.data.is_some())
+        .map(|m| m.json()["seq"].as_u64().unwrap())
+        .collect();
     assert_eq!(seqs, vec![0, 1, 2]);
     relay.shutdown().await.unwrap();
 }

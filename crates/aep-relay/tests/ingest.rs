@@ -1,5 +1,6 @@
 //! `POST /events` (AEP-0003 §3.2): the version gate, content types, single and batch
 //! ingest, envelope validation, the body and batch caps, batches refused whole.
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 mod common;
 
@@ -46,7 +47,12 @@ async fn wrong_content_type_is_415() {
 async fn single_json_and_ndjson_batch_are_accepted_in_order() {
     let relay = relay().await;
     let s = session();
-    assert_eq!(post_json(&relay, &ev("session.started", &s, 0)).await.status(), 202);
+    assert_eq!(
+        post_json(&relay, &ev("session.started", &s, 0))
+            .await
+            .status(),
+        202
+    );
     let batch: Vec<Value> = (1..4).map(|i| ev("progress.status", &s, i)).collect();
     assert_eq!(post_ndjson(&relay, &batch).await.status(), 202);
     let got = replay(&relay, &format!("filter={}", q(&json!({ "session": s })))).await;
@@ -125,7 +131,10 @@ async fn batch_cap_refuses_whole_with_413() {
     let r = post_ndjson(&relay, &batch).await;
     assert_eq!(r.status(), 413);
     let body = body(r).await;
-    assert_eq!(body, json!({ "error": "too-many-events", "max": 3, "count": 4 }));
+    assert_eq!(
+        body,
+        json!({ "error": "too-many-events", "max": 3, "count": 4 })
+    );
     let got = replay(&relay, &format!("filter={}", q(&json!({ "session": s })))).await;
     assert!(got.iter().all(|m| m.data.is_none()));
     assert_eq!(post_ndjson(&relay, &batch[..3]).await.status(), 202);
@@ -149,7 +158,8 @@ async fn body_cap_is_answered_413_before_the_upload_ends() {
         tcp.write_all(head.as_bytes()).unwrap();
         let chunk = vec![b' '; 16 * 1024];
         for _ in 0..5 {
-            tcp.write_all(format!("{:x}\r\n", chunk.len()).as_bytes()).unwrap();
+            tcp.write_all(format!("{:x}\r\n", chunk.len()).as_bytes())
+                .unwrap();
             tcp.write_all(&chunk).unwrap();
             tcp.write_all(b"\r\n").unwrap();
         }
@@ -174,7 +184,10 @@ async fn body_cap_is_answered_413_before_the_upload_ends() {
         .unwrap();
     assert_eq!(r.status(), 413);
     let body = body(r).await;
-    assert_eq!(body, json!({ "error": "payload-too-large", "max_bytes": 65536 }));
+    assert_eq!(
+        body,
+        json!({ "error": "payload-too-large", "max_bytes": 65536 })
+    );
     relay.shutdown().await.unwrap();
 }
 

@@ -1,5 +1,6 @@
 //! Discovery (AEP-0003 §3.4), `/healthz`, `/connections`, CORS, the auth wall, and
 //! graceful shutdown.
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 mod common;
 
@@ -25,7 +26,10 @@ async fn discovery_is_served_at_events_and_well_known() {
             doc["endpoints"],
             json!({ "events": "/events", "stream": "/stream", "socket": "/socket" })
         );
-        assert_eq!(doc["capabilities"]["replay"], json!({ "buffer": 8, "all": true }));
+        assert_eq!(
+            doc["capabilities"]["replay"],
+            json!({ "buffer": 8, "all": true })
+        );
         assert_eq!(doc["capabilities"]["filters"], json!(["attr-match"]));
         assert_eq!(doc["capabilities"]["roster"], json!({}));
     }
@@ -35,7 +39,14 @@ async fn discovery_is_served_at_events_and_well_known() {
 #[tokio::test]
 async fn healthz_is_open_and_counts_only_when_authorized() {
     let relay = relay().await;
-    let open = body(client().get(format!("{}/healthz", relay.url())).send().await.unwrap()).await;
+    let open = body(
+        client()
+            .get(format!("{}/healthz", relay.url()))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert_eq!(open, json!({ "ok": true }));
     post_json(&relay, &ev("session.started", &session(), 0)).await;
     let full = body(
@@ -58,7 +69,12 @@ async fn healthz_is_open_and_counts_only_when_authorized() {
 #[tokio::test]
 async fn connections_itemizes_hello_done_sockets() {
     let relay = relay().await;
-    let mut emitter = Ws::hello(&relay, "emitter", json!({ "control": { "accepts": ["control.pause"] } })).await;
+    let mut emitter = Ws::hello(
+        &relay,
+        "emitter",
+        json!({ "control": { "accepts": ["control.pause"] } }),
+    )
+    .await;
     let s = session();
     emitter.send(&ev("session.started", &s, 0)).await;
     let _pending = Ws::connect(&relay).await; // no hello yet: counted, not itemized
@@ -110,7 +126,11 @@ async fn cors_preflight_precedes_the_wall_and_refusals_carry_cors() {
             .contains("last-event-id"));
         assert_eq!(r.headers()["access-control-max-age"], "86400");
     }
-    let r = client().get(format!("{}/stream", relay.url())).send().await.unwrap();
+    let r = client()
+        .get(format!("{}/stream", relay.url()))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 401);
     assert_eq!(r.headers()["access-control-allow-origin"], "*");
     let r = client()
@@ -129,9 +149,36 @@ async fn token_by_header_or_query_wrong_token_refused() {
     let relay = relay().await;
     let url = format!("{}/events", relay.url());
     assert_eq!(client().get(&url).send().await.unwrap().status(), 401);
-    assert_eq!(client().get(&url).bearer_auth("test-tokem").send().await.unwrap().status(), 401);
-    assert_eq!(client().get(&url).bearer_auth("test-token-").send().await.unwrap().status(), 401);
-    assert_eq!(client().get(&url).bearer_auth(TOKEN).send().await.unwrap().status(), 200);
+    assert_eq!(
+        client()
+            .get(&url)
+            .bearer_auth("test-tokem")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    assert_eq!(
+        client()
+            .get(&url)
+            .bearer_auth("test-token-")
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        401
+    );
+    assert_eq!(
+        client()
+            .get(&url)
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap()
+            .status(),
+        200
+    );
     let q = format!("{url}?access_token={TOKEN}");
     assert_eq!(client().get(&q).send().await.unwrap().status(), 200);
     // the WebSocket upgrade is behind the same wall
@@ -143,9 +190,20 @@ async fn token_by_header_or_query_wrong_token_refused() {
 #[tokio::test]
 async fn without_a_token_everything_is_open() {
     let relay = aep_relay::Relay::builder().start().await.unwrap();
-    let r = client().get(format!("{}/events", relay.url())).send().await.unwrap();
+    let r = client()
+        .get(format!("{}/events", relay.url()))
+        .send()
+        .await
+        .unwrap();
     assert_eq!(r.status(), 200);
-    let h = body(client().get(format!("{}/healthz", relay.url())).send().await.unwrap()).await;
+    let h = body(
+        client()
+            .get(format!("{}/healthz", relay.url()))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
     assert!(h["sessions"].is_u64());
     relay.shutdown().await.unwrap();
 }
@@ -153,7 +211,12 @@ async fn without_a_token_everything_is_open() {
 #[tokio::test]
 async fn unknown_surfaces_are_404() {
     let relay = relay().await;
-    for (method, path) in [("GET", "/nope"), ("DELETE", "/events"), ("POST", "/stream"), ("GET", "/socket")] {
+    for (method, path) in [
+        ("GET", "/nope"),
+        ("DELETE", "/events"),
+        ("POST", "/stream"),
+        ("GET", "/socket"),
+    ] {
         let r = client()
             .request(method.parse().unwrap(), format!("{}{path}", relay.url()))
             .bearer_auth(TOKEN)
@@ -171,9 +234,10 @@ async fn graceful_shutdown_tells_sse_and_closes_ws_1001() {
     let mut sse = Sse::open(&relay, "").await;
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
     let stopping = tokio::spawn(relay.shutdown());
-    let all = sse.to_end().await;
+    let all = sse.read_to_end().await;
     assert!(
-        all.iter().any(|m| m.comments.iter().any(|c| c == "shutting-down")),
+        all.iter()
+            .any(|m| m.comments.iter().any(|c| c == "shutting-down")),
         "{all:?}"
     );
     assert_eq!(ws.close_code().await, Some(1001));

@@ -1,6 +1,7 @@
 //! `/socket` (AEP-0003 §3.5, §4, §6.5): hello first, version selection, subscribe with
 //! `from` and capture ceilings, in-band refusals, unsubscribe, roster, ping/pong, unknown
 //! frames, binary frames.
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 
 mod common;
 
@@ -22,7 +23,8 @@ async fn first_frame_must_be_hello() {
 async fn hello_without_a_common_version_is_refused_with_versions() {
     let relay = relay().await;
     let mut ws = Ws::connect(&relay).await;
-    ws.send(&json!({ "type": "hello", "versions": ["9.9"], "role": "consumer" })).await;
+    ws.send(&json!({ "type": "hello", "versions": ["9.9"], "role": "consumer" }))
+        .await;
     let err = ws.recv().await.unwrap();
     assert_eq!(err["code"], "version-unsupported");
     assert_eq!(err["versions"], json!(["0.1"]));
@@ -34,7 +36,8 @@ async fn hello_without_a_common_version_is_refused_with_versions() {
 async fn hello_reply_selects_exactly_one_version() {
     let relay = relay().await;
     let mut ws = Ws::connect(&relay).await;
-    ws.send(&json!({ "type": "hello", "versions": ["1.0", "0.1"], "role": "consumer" })).await;
+    ws.send(&json!({ "type": "hello", "versions": ["1.0", "0.1"], "role": "consumer" }))
+        .await;
     let hello = ws.recv().await.unwrap();
     assert_eq!(hello["type"], "hello");
     assert_eq!(hello["versions"], json!(["0.1"]));
@@ -50,17 +53,22 @@ async fn subscribe_replays_from_with_exhaustion_then_delivers_live() {
     let batch: Vec<Value> = (0..10).map(|i| ev("progress.status", &s, i)).collect();
     post_ndjson(&relay, &batch).await;
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
-    ws.send(&json!({ "type": "subscribe", "id": "sub-1", "filter": { "session": s },
-        "from": [{ "session": s, "epoch": 0, "seq": 0 }] }))
-        .await;
-    assert_eq!(ws.recv().await.unwrap(), json!({ "type": "subscribed", "id": "sub-1" }));
+    ws.send(
+        &json!({ "type": "subscribe", "id": "sub-1", "filter": { "session": s },
+        "from": [{ "session": s, "epoch": 0, "seq": 0 }] }),
+    )
+    .await;
+    assert_eq!(
+        ws.recv().await.unwrap(),
+        json!({ "type": "subscribed", "id": "sub-1" })
+    );
     assert_eq!(
         ws.recv().await.unwrap(),
         json!({ "type": "replay-exhausted", "sub": "sub-1", "session": s, "earliest": { "epoch": 0, "seq": 2 } })
     );
-    for seq in 2..10 {
+    for expected in &batch[2..] {
         let text = ws.recv_text().await.unwrap();
-        assert_eq!(text, batch[seq].to_string(), "byte-identical replay");
+        assert_eq!(text, expected.to_string(), "byte-identical replay");
     }
     let live = ev("progress.status", &s, 10);
     post_json(&relay, &live).await;
@@ -72,9 +80,16 @@ async fn subscribe_replays_from_with_exhaustion_then_delivers_live() {
 async fn subscribe_from_all_replays_without_markers() {
     let relay = relay().await;
     let s = session();
-    post_ndjson(&relay, &(0..10).map(|i| ev("progress.status", &s, i)).collect::<Vec<_>>()).await;
+    post_ndjson(
+        &relay,
+        &(0..10)
+            .map(|i| ev("progress.status", &s, i))
+            .collect::<Vec<_>>(),
+    )
+    .await;
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
-    ws.send(&json!({ "type": "subscribe", "id": "seven", "from": "all" })).await;
+    ws.send(&json!({ "type": "subscribe", "id": "seven", "from": "all" }))
+        .await;
     let got = ws.recv_until(|f| f["seq"] == 9).await;
     assert_eq!(got[0], json!({ "type": "subscribed", "id": "seven" }));
     assert!(got.iter().all(|f| f["type"] != "replay-exhausted"));
@@ -93,9 +108,11 @@ async fn subscribe_capture_ceiling_applies_live_and_on_replay() {
     );
     post_json(&relay, &secret).await;
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
-    ws.send(&json!({ "type": "subscribe", "id": "c", "capture": "redacted",
-        "filter": { "session": s }, "from": "all" }))
-        .await;
+    ws.send(
+        &json!({ "type": "subscribe", "id": "c", "capture": "redacted",
+        "filter": { "session": s }, "from": "all" }),
+    )
+    .await;
     let got = ws.recv_until(|f| f.get("aep").is_some()).await;
     let replayed = got.last().unwrap();
     // a mechanical hop never mints `redacted`: full lands on metadata (AEP-0003 §6.4)
@@ -112,14 +129,34 @@ async fn subscribe_capture_ceiling_applies_live_and_on_replay() {
 async fn subscribe_refusals_are_in_band_and_the_connection_survives() {
     let relay = builder().max_from(4).start().await.unwrap();
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
-    let many: Vec<Value> = (0..5).map(|i| json!({ "session": format!("s{i}"), "seq": 0 })).collect();
+    let many: Vec<Value> = (0..5)
+        .map(|i| json!({ "session": format!("s{i}"), "seq": 0 }))
+        .collect();
     for (frame, code) in [
-        (json!({ "type": "subscribe", "id": "a", "filter": { "time": "x" } }), "invalid-filter"),
-        (json!({ "type": "subscribe", "id": "b", "filter": [] }), "invalid-filter"),
-        (json!({ "type": "subscribe", "id": "c", "from": {} }), "invalid-filter"),
-        (json!({ "type": "subscribe", "id": "d", "from": [{ "seq": 1 }] }), "invalid-filter"),
-        (json!({ "type": "subscribe", "id": "e", "capture": "everything" }), "invalid-filter"),
-        (json!({ "type": "subscribe", "id": "f", "from": many }), "limit-exceeded"),
+        (
+            json!({ "type": "subscribe", "id": "a", "filter": { "time": "x" } }),
+            "invalid-filter",
+        ),
+        (
+            json!({ "type": "subscribe", "id": "b", "filter": [] }),
+            "invalid-filter",
+        ),
+        (
+            json!({ "type": "subscribe", "id": "c", "from": {} }),
+            "invalid-filter",
+        ),
+        (
+            json!({ "type": "subscribe", "id": "d", "from": [{ "seq": 1 }] }),
+            "invalid-filter",
+        ),
+        (
+            json!({ "type": "subscribe", "id": "e", "capture": "everything" }),
+            "invalid-filter",
+        ),
+        (
+            json!({ "type": "subscribe", "id": "f", "from": many }),
+            "limit-exceeded",
+        ),
     ] {
         ws.send(&frame).await;
         let err = ws.recv().await.unwrap();
@@ -128,8 +165,12 @@ async fn subscribe_refusals_are_in_band_and_the_connection_survives() {
         assert_eq!(err["code"], code, "{frame}");
         assert!(err["detail"].is_string());
     }
-    ws.send(&json!({ "type": "subscribe", "id": "ok", "filter": { "type": "agent.*" } })).await;
-    assert_eq!(ws.recv().await.unwrap(), json!({ "type": "subscribed", "id": "ok" }));
+    ws.send(&json!({ "type": "subscribe", "id": "ok", "filter": { "type": "agent.*" } }))
+        .await;
+    assert_eq!(
+        ws.recv().await.unwrap(),
+        json!({ "type": "subscribed", "id": "ok" })
+    );
     relay.shutdown().await.unwrap();
 }
 
@@ -138,10 +179,14 @@ async fn unsubscribe_stops_delivery() {
     let relay = relay().await;
     let s = session();
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
-    ws.send(&json!({ "type": "subscribe", "id": "u", "filter": { "session": s } })).await;
+    ws.send(&json!({ "type": "subscribe", "id": "u", "filter": { "session": s } }))
+        .await;
     ws.recv().await.unwrap();
     ws.send(&json!({ "type": "unsubscribe", "id": "u" })).await;
-    assert_eq!(ws.recv().await.unwrap(), json!({ "type": "unsubscribed", "id": "u" }));
+    assert_eq!(
+        ws.recv().await.unwrap(),
+        json!({ "type": "unsubscribed", "id": "u" })
+    );
     post_json(&relay, &ev("session.started", &s, 0)).await;
     ws.send(&json!({ "type": "ping", "t": 1 })).await;
     // the pong comes next: nothing was delivered in between
@@ -172,16 +217,28 @@ async fn roster_relays_claims_verbatim_and_refuses_emitters_in_band() {
     let relay = relay().await;
     let s = session();
     let control = json!({ "accepts": ["control.attention.respond"], "ack_window_ms": 10000 });
-    let mut emitter = Ws::hello(&relay, "emitter", json!({ "emits": ["session"], "control": control })).await;
+    let mut emitter = Ws::hello(
+        &relay,
+        "emitter",
+        json!({ "emits": ["session"], "control": control }),
+    )
+    .await;
     emitter.send(&ev("session.started", &s, 0)).await;
     let mut consumer = Ws::hello(&relay, "consumer", json!({})).await;
     let mut entry = Value::Null;
     for _ in 0..50 {
-        consumer.send(&json!({ "type": "roster", "id": "r-1" })).await;
+        consumer
+            .send(&json!({ "type": "roster", "id": "r-1" }))
+            .await;
         let reply = consumer.recv().await.unwrap();
         assert_eq!(reply["type"], "roster");
         assert_eq!(reply["id"], "r-1");
-        if let Some(e) = reply["entries"].as_array().unwrap().iter().find(|e| e["session"] == s.as_str()) {
+        if let Some(e) = reply["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["session"] == s.as_str())
+        {
             entry = e.clone();
             break;
         }
@@ -191,12 +248,18 @@ async fn roster_relays_claims_verbatim_and_refuses_emitters_in_band() {
         entry,
         json!({ "session": s, "agent": "agent-emitter", "instance": "i-1", "control": control, "emits": ["session"] })
     );
-    emitter.send(&json!({ "type": "roster", "id": "r-2" })).await;
+    emitter
+        .send(&json!({ "type": "roster", "id": "r-2" }))
+        .await;
     let err = emitter.recv().await.unwrap();
     assert_eq!(err["code"], "unauthorized");
     assert_eq!(err["id"], "r-2");
     emitter.send(&json!({ "type": "ping" })).await;
-    assert_eq!(emitter.recv().await.unwrap(), json!({ "type": "pong" }), "connection survived");
+    assert_eq!(
+        emitter.recv().await.unwrap(),
+        json!({ "type": "pong" }),
+        "connection survived"
+    );
     relay.shutdown().await.unwrap();
 }
 
@@ -204,14 +267,19 @@ async fn roster_relays_claims_verbatim_and_refuses_emitters_in_band() {
 async fn ping_is_answered_and_unknown_frames_are_ignored() {
     let relay = relay().await;
     let mut ws = Ws::connect(&relay).await;
-    ws.send(&json!({ "type": "hello", "versions": ["0.1"], "role": "consumer",
-        "capabilities": { "futurecap": { "enabled": true } } }))
-        .await;
+    ws.send(
+        &json!({ "type": "hello", "versions": ["0.1"], "role": "consumer",
+        "capabilities": { "futurecap": { "enabled": true } } }),
+    )
+    .await;
     assert_eq!(ws.recv().await.unwrap()["type"], "hello");
     ws.send(&json!({ "type": "zigzag" })).await;
     ws.send(&json!({ "type": "pong", "t": 5 })).await;
     ws.send(&json!({ "type": "ping", "t": "abc" })).await;
-    assert_eq!(ws.recv().await.unwrap(), json!({ "type": "pong", "t": "abc" }));
+    assert_eq!(
+        ws.recv().await.unwrap(),
+        json!({ "type": "pong", "t": "abc" })
+    );
     relay.shutdown().await.unwrap();
 }
 
@@ -221,10 +289,15 @@ async fn bad_json_is_answered_and_the_connection_survives() {
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
     use futures::SinkExt;
     ws.stream
-        .send(tokio_tungstenite::tungstenite::Message::Text("{nope".into()))
+        .send(tokio_tungstenite::tungstenite::Message::Text(
+            "{nope".into(),
+        ))
         .await
         .unwrap();
-    assert_eq!(ws.recv().await.unwrap(), json!({ "type": "error", "code": "bad-json" }));
+    assert_eq!(
+        ws.recv().await.unwrap(),
+        json!({ "type": "error", "code": "bad-json" })
+    );
     ws.send(&json!({ "type": "ping", "t": 2 })).await;
     assert_eq!(ws.recv().await.unwrap()["type"], "pong");
     relay.shutdown().await.unwrap();
@@ -236,17 +309,26 @@ async fn binary_frames_are_refused_and_closed_1003() {
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
     use futures::SinkExt;
     ws.stream
-        .send(tokio_tungstenite::tungstenite::Message::Binary(vec![1u8, 2, 3].into()))
+        .send(tokio_tungstenite::tungstenite::Message::Binary(
+            vec![1u8, 2, 3].into(),
+        ))
         .await
         .unwrap();
-    assert_eq!(ws.recv().await.unwrap(), json!({ "type": "error", "code": "binary-unsupported" }));
+    assert_eq!(
+        ws.recv().await.unwrap(),
+        json!({ "type": "error", "code": "binary-unsupported" })
+    );
     assert_eq!(ws.close_code().await, Some(1003));
     relay.shutdown().await.unwrap();
 }
 
 #[tokio::test]
 async fn idle_sockets_get_ping_frames() {
-    let relay = builder().heartbeat(std::time::Duration::from_millis(50)).start().await.unwrap();
+    let relay = builder()
+        .heartbeat(std::time::Duration::from_millis(50))
+        .start()
+        .await
+        .unwrap();
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
     let ping = ws.recv().await.unwrap();
     assert_eq!(ping["type"], "ping");

@@ -165,7 +165,7 @@ impl Sse {
     }
 
     /// Every message until the stream ends.
-    pub async fn to_end(&mut self) -> Vec<SseMessage> {
+    pub async fn read_to_end(&mut self) -> Vec<SseMessage> {
         let mut all = Vec::new();
         while let Some(m) = self.next().await {
             all.push(m);
@@ -176,7 +176,10 @@ impl Sse {
 
 /// A live=0 replay, read whole.
 pub async fn replay(relay: &RelayHandle, query: &str) -> Vec<SseMessage> {
-    Sse::open(relay, &format!("live=0&{query}")).await.to_end().await
+    Sse::open(relay, &format!("live=0&{query}"))
+        .await
+        .read_to_end()
+        .await
 }
 
 pub fn q(value: &Value) -> String {
@@ -205,7 +208,9 @@ pub struct Ws {
 impl Ws {
     pub async fn connect(relay: &RelayHandle) -> Ws {
         let url = format!("{}?access_token={TOKEN}", relay.socket_url());
-        let (stream, _) = tokio_tungstenite::connect_async(url).await.expect("ws connects");
+        let (stream, _) = tokio_tungstenite::connect_async(url)
+            .await
+            .expect("ws connects");
         Ws { stream }
     }
 
