@@ -229,8 +229,8 @@ impl ResumePosition {
     /// ```
     /// use aep_core::resume::ResumePosition;
     ///
-    /// // {"session":"s","epoch":0,"seq":1} with { " : , } each percent-encoded
-    /// assert_eq!(ResumePosition::new("s", 0, 1).encoded_len(), 68);
+    /// // {"session":"s","epoch":0,"seq":1}: 33 characters, 15 of them percent-encoded (+2 each)
+    /// assert_eq!(ResumePosition::new("s", 0, 1).encoded_len(), 63);
     /// ```
     pub fn encoded_len(&self) -> usize {
         let mut counter = EncodedLen(0);
