@@ -287,3 +287,71 @@ pub(crate) mod filter {
         }
     }
 }
+
+// TODO(core): use aep_core::frame when merged.
+#[cfg(feature = "ws")]
+pub(crate) mod frame {
+    use serde_json::{json, Value};
+
+    use super::resume::Position;
+
+    /// The `hello` frame (AEP-0003 §4).
+    pub(crate) fn hello(role: &str, agent: &str, instance: &str, accepts: Option<&[String]>) -> Value {
+        let mut caps = json!({
+            "capture": ["none", "metadata", "redacted", "full"],
+            "filters": ["attr-match"],
+            "experimental": {},
+        });
+        if let (Some(accepts), Some(map)) = (accepts, caps.as_object_mut()) {
+            map.insert(
+                "control".into(),
+                json!({"accepts": accepts, "ack_window_ms": 10_000}),
+            );
+        }
+        json!({
+            "type": "hello",
+            "versions": [aep_core::AEP_VERSION],
+            "role": role,
+            "identity": {"agent": agent, "instance": instance},
+            "capabilities": caps,
+        })
+    }
+
+    /// The `from` member of a `subscribe` frame (AEP-0003 §6.5).
+    pub(crate) enum SubscribeFrom<'a> {
+        None,
+        All,
+        Positions(&'a [Position]),
+    }
+
+    /// The `subscribe` frame (AEP-0003 §6.5).
+    pub(crate) fn subscribe(
+        id: &str,
+        filter: &Value,
+        from: SubscribeFrom<'_>,
+        capture: Option<aep_core::Capture>,
+    ) -> Value {
+        let mut f = json!({"type": "subscribe", "id": id, "filter": filter});
+        if let Some(map) = f.as_object_mut() {
+            match from {
+                SubscribeFrom::None => {}
+                SubscribeFrom::All => {
+                    map.insert("from".into(), Value::from("all"));
+                }
+                SubscribeFrom::Positions(ps) => {
+                    map.insert("from".into(), serde_json::to_value(ps).unwrap_or_default());
+                }
+            }
+            if let Some(c) = capture {
+                map.insert("capture".into(), Value::from(c.as_str()));
+            }
+        }
+        f
+    }
+
+    /// Whether a WS text payload is an event (its `type` has a dot) rather than a
+    /// frame (AEP-0003 §2).
+    pub(crate) fn is_event_type(ty: &str) -> bool {
+        ty.contains('.')
+    }
+}
