@@ -280,14 +280,15 @@ impl Worker {
             };
             if !error.is_retryable() {
                 tracing::warn!(%error, events, "batch rejected");
-                self.outbox.settle(0, events as u64);
+                // Report before settling, so a flush that returns has seen the report.
                 (self.outbox.report)(DeliveryReport::Rejected { error, events });
+                self.outbox.settle(0, events as u64);
                 return;
             }
             if cfg.give_up_after.is_some_and(|limit| started.elapsed() + delay > limit) {
                 tracing::warn!(%error, events, attempt, "giving up on batch");
-                self.outbox.settle(0, events as u64);
                 (self.outbox.report)(DeliveryReport::GaveUp { error, events });
+                self.outbox.settle(0, events as u64);
                 return;
             }
             tracing::info!(%error, events, attempt, ?delay, "batch failed; retrying with the same ids");

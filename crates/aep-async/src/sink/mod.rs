@@ -286,8 +286,8 @@ impl Outbox {
 
     fn settle_report(&self, dropped: Option<(Severity, u64)>) {
         if let Some((severity, total)) = dropped {
-            self.settled.send_modify(|n| *n += 1);
             (self.report)(DeliveryReport::Dropped { severity, total });
+            self.settled.send_modify(|n| *n += 1);
         }
     }
 
@@ -414,8 +414,8 @@ impl Outbox {
             left
         };
         if left > 0 {
-            self.settled.send_modify(|n| *n += left);
             (self.report)(DeliveryReport::Abandoned { events: left });
+            self.settled.send_modify(|n| *n += left);
         }
     }
 }

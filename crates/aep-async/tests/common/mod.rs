@@ -190,6 +190,19 @@ impl Scripted {
                             Ok(n) => buf.extend_from_slice(&chunk[..n]),
                         }
                     }
+                    let end = buf.windows(4).position(|w| w == b"\r\n\r\n").unwrap() + 4;
+                    let text = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                    let len: usize = text
+                        .lines()
+                        .find_map(|l| l.strip_prefix("content-length:"))
+                        .and_then(|v| v.trim().parse().ok())
+                        .unwrap_or(0);
+                    while buf.len() < end + len {
+                        match sock.read(&mut chunk).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
                     let head = String::from_utf8_lossy(&buf).into_owned();
                     seen.lock().unwrap().push(head.clone());
                     let out = respond(&head);
