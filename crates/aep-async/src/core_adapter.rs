@@ -130,6 +130,7 @@ pub(crate) mod resume {
         pub seq: u64,
     }
 
+    #[cfg(feature = "sse")]
     /// Encoded characters one position costs inside the URL-encoded `from` array,
     /// its separating comma included.
     fn encoded_size(p: &Position) -> usize {
@@ -147,6 +148,7 @@ pub(crate) mod resume {
         escaped + 3
     }
 
+    #[cfg(feature = "sse")]
     /// The newest positions (at the end of `all`) that fit `budget` encoded characters,
     /// at most `cap` of them, and the older rest. At least one position always rides,
     /// so a single oversized entry cannot stall resume.
@@ -170,6 +172,7 @@ pub(crate) mod resume {
         (all[i..].to_vec(), all[..i].to_vec())
     }
 
+    #[cfg(feature = "sse")]
     /// Parses `: replay-exhausted {session} {epoch}:{seq}` after the colon and space.
     pub(crate) fn parse_exhausted(comment: &str) -> Option<(String, u64, u64)> {
         let rest = comment.strip_prefix("replay-exhausted ")?;
@@ -178,7 +181,7 @@ pub(crate) mod resume {
         Some((session.to_owned(), e.parse().ok()?, s.parse().ok()?))
     }
 
-    #[cfg(test)]
+    #[cfg(all(test, feature = "sse"))]
     mod tests {
         use super::*;
 
@@ -227,7 +230,8 @@ pub(crate) mod filter {
         let Some(map) = filter.as_object() else {
             return false;
         };
-        map.iter().all(|(key, pred)| member_matches(key, pred, event))
+        map.iter()
+            .all(|(key, pred)| member_matches(key, pred, event))
     }
 
     fn attr(key: &str, e: &Event) -> Option<Value> {
@@ -252,7 +256,11 @@ pub(crate) mod filter {
         if key == "severity" {
             if let Some(cmp) = pred.as_object() {
                 let level = e.severity();
-                let bound = |k: &str| cmp.get(k).and_then(Value::as_str).map(str::parse::<Severity>);
+                let bound = |k: &str| {
+                    cmp.get(k)
+                        .and_then(Value::as_str)
+                        .map(str::parse::<Severity>)
+                };
                 let gte_ok = match bound("gte") {
                     Some(Ok(b)) => level >= b,
                     Some(Err(_)) => false,
@@ -296,7 +304,12 @@ pub(crate) mod frame {
     use super::resume::Position;
 
     /// The `hello` frame (AEP-0003 §4).
-    pub(crate) fn hello(role: &str, agent: &str, instance: &str, accepts: Option<&[String]>) -> Value {
+    pub(crate) fn hello(
+        role: &str,
+        agent: &str,
+        instance: &str,
+        accepts: Option<&[String]>,
+    ) -> Value {
         let mut caps = json!({
             "capture": ["none", "metadata", "redacted", "full"],
             "filters": ["attr-match"],

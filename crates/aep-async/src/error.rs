@@ -102,7 +102,10 @@ impl TransportError {
     /// let e = aep_async::TransportError::parse("undecodable SSE payload", bad);
     /// assert_eq!(e.kind(), aep_async::TransportErrorKind::Parse);
     /// ```
-    pub fn parse(message: impl Into<String>, source: impl StdError + Send + Sync + 'static) -> Self {
+    pub fn parse(
+        message: impl Into<String>,
+        source: impl StdError + Send + Sync + 'static,
+    ) -> Self {
         TransportError {
             kind: TransportErrorKind::Parse,
             message: message.into(),
@@ -156,7 +159,9 @@ impl TransportError {
     #[cfg(any(feature = "http", feature = "sse"))]
     pub(crate) fn from_reqwest(context: &str, e: reqwest::Error) -> Self {
         match e.status() {
-            Some(status) => TransportError::http(status.as_u16(), format!("{context}: HTTP {status}")),
+            Some(status) => {
+                TransportError::http(status.as_u16(), format!("{context}: HTTP {status}"))
+            }
             None if e.is_timeout() => TransportError::network(format!("{context}: timed out"), e),
             None => TransportError::network(format!("{context}: {e}"), e),
         }

@@ -38,7 +38,11 @@ fn session_events_carry_session_epoch_and_monotonic_seq() {
     let s = emitter.session("s1");
     let a = s.emit("tool.called", ToolCalled { tool: "bash" }).unwrap();
     let b = s
-        .emit_with("tool.completed", json!({"ok": true}), EmitOptions::new().run("r1").step("st1"))
+        .emit_with(
+            "tool.completed",
+            json!({"ok": true}),
+            EmitOptions::new().run("r1").step("st1"),
+        )
         .unwrap();
     assert_eq!((a.seq(), b.seq()), (Some(0), Some(1)));
     assert_eq!(a.epoch_attr(), Some(7));
@@ -63,17 +67,29 @@ fn agent_scoped_events_carry_no_session_run_step_or_seq() {
     let emitter = Emitter::new("coder", "host-a", JsonlSink::open(&path).unwrap());
     let hb = emitter.emit("agent.heartbeat", None::<()>).unwrap();
     assert_eq!(hb.source(), "aep://host-a/agent/coder");
-    assert_eq!((hb.session(), hb.seq(), hb.run(), hb.epoch_attr()), (None, None, None, None));
+    assert_eq!(
+        (hb.session(), hb.seq(), hb.run(), hb.epoch_attr()),
+        (None, None, None, None)
+    );
     assert!(hb.data_raw().is_none());
     assert!(matches!(
         emitter.emit_with("agent.heartbeat", None::<()>, EmitOptions::new().run("r")),
         Err(EmitError::Scope { .. })
     ));
-    assert!(matches!(emitter.emit("tool.called", json!({})), Err(EmitError::Scope { .. })));
+    assert!(matches!(
+        emitter.emit("tool.called", json!({})),
+        Err(EmitError::Scope { .. })
+    ));
     let s = emitter.session("s");
-    assert!(matches!(s.emit("agent.heartbeat", json!({})), Err(EmitError::Scope { .. })));
+    assert!(matches!(
+        s.emit("agent.heartbeat", json!({})),
+        Err(EmitError::Scope { .. })
+    ));
     assert_eq!(s.next_seq(), 0, "a refused event consumes no seq");
-    assert!(matches!(emitter.emit("NotAType", json!({})), Err(EmitError::Type(_))));
+    assert!(matches!(
+        emitter.emit("NotAType", json!({})),
+        Err(EmitError::Type(_))
+    ));
     std::fs::remove_file(&path).ok();
 }
 
@@ -82,7 +98,13 @@ fn extension_attributes_are_checked() {
     let path = temp("ext");
     let s = Emitter::new("a", "h", JsonlSink::open(&path).unwrap()).session("s");
     let ok = s
-        .emit_with("tool.called", json!({}), EmitOptions::new().extension("acmeregion", "eu").extension("acmen", 3))
+        .emit_with(
+            "tool.called",
+            json!({}),
+            EmitOptions::new()
+                .extension("acmeregion", "eu")
+                .extension("acmen", 3),
+        )
         .unwrap();
     assert_eq!(ok.extension_str("acmeregion"), Some("eu"));
     for (name, value) in [
@@ -91,7 +113,11 @@ fn extension_attributes_are_checked() {
         ("acmefloat", json!(1.5)),
         ("acmeobj", json!({"a": 1})),
     ] {
-        let r = s.emit_with("tool.called", json!({}), EmitOptions::new().extension(name, value));
+        let r = s.emit_with(
+            "tool.called",
+            json!({}),
+            EmitOptions::new().extension(name, value),
+        );
         assert!(matches!(r, Err(EmitError::Extension(_))), "{name}");
     }
     std::fs::remove_file(&path).ok();
@@ -106,12 +132,32 @@ fn capture_ceiling_is_stamped_and_enforced() {
     let s = emitter.session("s");
     let stamped = s.emit("tool.called", json!({})).unwrap();
     assert_eq!(stamped.capture(), Capture::Redacted);
-    let lower = s.emit_with("tool.called", json!({}), EmitOptions::new().capture(Capture::None)).unwrap();
+    let lower = s
+        .emit_with(
+            "tool.called",
+            json!({}),
+            EmitOptions::new().capture(Capture::None),
+        )
+        .unwrap();
     assert_eq!(lower.capture(), Capture::None);
-    let higher = s.emit_with("tool.called", json!({}), EmitOptions::new().capture(Capture::Full)).unwrap();
-    assert_eq!(higher.capture(), Capture::Redacted, "never above the ceiling");
+    let higher = s
+        .emit_with(
+            "tool.called",
+            json!({}),
+            EmitOptions::new().capture(Capture::Full),
+        )
+        .unwrap();
+    assert_eq!(
+        higher.capture(),
+        Capture::Redacted,
+        "never above the ceiling"
+    );
     let sev = s
-        .emit_with("tool.called", json!({}), EmitOptions::new().severity(Severity::Warning))
+        .emit_with(
+            "tool.called",
+            json!({}),
+            EmitOptions::new().severity(Severity::Warning),
+        )
         .unwrap();
     assert_eq!(sev.severity_attr(), Some(Severity::Warning));
     std::fs::remove_file(&path).ok();
@@ -152,6 +198,9 @@ async fn closed_jsonl_sink_refuses() {
     let path = temp("closed");
     let emitter = Emitter::new("a", "h", JsonlSink::open(&path).unwrap());
     emitter.close().await;
-    assert!(matches!(emitter.emit("agent.heartbeat", None::<()>), Err(EmitError::Closed)));
+    assert!(matches!(
+        emitter.emit("agent.heartbeat", None::<()>),
+        Err(EmitError::Closed)
+    ));
     std::fs::remove_file(&path).ok();
 }

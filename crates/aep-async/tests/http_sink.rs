@@ -1,5 +1,6 @@
 //! The HTTP sink against scripted servers: batching, order, retry with the same ids,
 //! 4xx final, bounded queue under pressure.
+#![cfg(feature = "http")]
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -21,7 +22,11 @@ fn bodies(server: &Scripted) -> Vec<(String, Vec<Event>)> {
         .iter()
         .map(|r| {
             let (head, body) = r.split_once("\r\n\r\n").unwrap();
-            let events = body.lines().filter(|l| !l.is_empty()).map(|l| l.parse().unwrap()).collect();
+            let events = body
+                .lines()
+                .filter(|l| !l.is_empty())
+                .map(|l| l.parse().unwrap())
+                .collect();
             (head.to_owned(), events)
         })
         .collect()
@@ -44,8 +49,15 @@ async fn batches_ndjson_in_order_with_version_and_token() {
     emitter.flush().await;
     assert_eq!(emitter.stats().delivered, 100);
     let reqs = bodies(&server);
-    let all: Vec<u64> = reqs.iter().flat_map(|(_, evs)| evs.iter().filter_map(Event::seq)).collect();
-    assert_eq!(all, (0..100).collect::<Vec<_>>(), "order preserved across batches");
+    let all: Vec<u64> = reqs
+        .iter()
+        .flat_map(|(_, evs)| evs.iter().filter_map(Event::seq))
+        .collect();
+    assert_eq!(
+        all,
+        (0..100).collect::<Vec<_>>(),
+        "order preserved across batches"
+    );
     assert!(reqs.iter().all(|(_, evs)| evs.len() <= 40));
     assert!(reqs.len() < 100, "batched, not one request per event");
     let head = reqs[0].0.to_ascii_lowercase();
@@ -84,10 +96,24 @@ async fn retries_5xx_with_the_same_ids_then_succeeds() {
     assert_eq!(emitter.stats().delivered, 3);
     let reqs = bodies(&server);
     assert_eq!(reqs.len(), 3);
-    let ids = |i: usize| reqs[i].1.iter().map(|e| e.id().to_owned()).collect::<Vec<_>>();
+    let ids = |i: usize| {
+        reqs[i]
+            .1
+            .iter()
+            .map(|e| e.id().to_owned())
+            .collect::<Vec<_>>()
+    };
     assert_eq!(ids(0), ids(1));
     assert_eq!(ids(1), ids(2));
-    assert_eq!(reports.lock().unwrap().iter().filter(|r| r.contains("503")).count(), 2);
+    assert_eq!(
+        reports
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r.contains("503"))
+            .count(),
+        2
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -103,7 +129,11 @@ async fn client_refusal_is_final_and_reported() {
     emitter.session("s").emit("tool.called", json!({})).unwrap();
     emitter.close().await;
     assert_eq!(emitter.stats().rejected, 1);
-    assert_eq!(server.requests.lock().unwrap().len(), 1, "no retry of a 4xx");
+    assert_eq!(
+        server.requests.lock().unwrap().len(),
+        1,
+        "no retry of a 4xx"
+    );
     assert!(reports.lock().unwrap()[0].contains("HTTP 400"));
 }
 
@@ -127,15 +157,23 @@ async fn bounded_queue_drops_debug_and_info_first_under_pressure() {
     let emitter = Emitter::new("a", "h", sink);
     let s = emitter.session("s");
     for i in 0..30 {
-        let sev = if i % 3 == 0 { Severity::Error } else { Severity::Info };
-        s.emit_with("tool.called", json!({}), EmitOptions::new().severity(sev)).unwrap();
+        let sev = if i % 3 == 0 {
+            Severity::Error
+        } else {
+            Severity::Info
+        };
+        s.emit_with("tool.called", json!({}), EmitOptions::new().severity(sev))
+            .unwrap();
     }
     let stats = emitter.stats();
     assert_eq!(stats.accepted, 30);
     assert!(stats.dropped >= 19, "{stats:?}");
     let d = dropped.lock().unwrap().clone();
     assert_eq!(d.len() as u64, stats.dropped);
-    assert!(d.iter().all(|s| *s == Severity::Info), "only info dropped while info was queued: {d:?}");
+    assert!(
+        d.iter().all(|s| *s == Severity::Info),
+        "only info dropped while info was queued: {d:?}"
+    );
     emitter.close().await;
     let stats = emitter.stats();
     assert_eq!(stats.pending(), 0, "{stats:?}");

@@ -1,5 +1,6 @@
 //! End-to-end scenarios of issue 6 ("Done when") against the reference relay, plus the
 //! fault cases that need a misbehaving server.
+#![cfg(all(feature = "http", feature = "sse", feature = "ws"))]
 #![allow(clippy::unwrap_used)]
 
 mod common;
@@ -70,7 +71,9 @@ async fn http_emit_then_sse_history_pass() {
     let emitter = Emitter::new("coder", "host-a", http_sink(&relay.url(), &reports));
     let session = emitter.session("s-history");
     for i in 0..50 {
-        session.emit("tool.called", json!({"tool": "bash", "i": i})).unwrap();
+        session
+            .emit("tool.called", json!({"tool": "bash", "i": i}))
+            .unwrap();
     }
     emitter.emit("agent.heartbeat", None::<()>).unwrap();
     emitter.flush().await;
@@ -80,15 +83,24 @@ async fn http_emit_then_sse_history_pass() {
     let notices = Notices::default();
     let mut sub = subscribe(
         &relay.url(),
-        fast().from_all().history_only().on_notice(notices.handler()),
+        fast()
+            .from_all()
+            .history_only()
+            .on_notice(notices.handler()),
     );
     let events = drain_to_end(&mut sub).await;
     assert_eq!(seqs(&events), (0..50).collect::<Vec<_>>());
-    assert!(events.iter().all(|e| e.source() == "aep://host-a/agent/coder/session/s-history"));
+    assert!(events
+        .iter()
+        .all(|e| e.source() == "aep://host-a/agent/coder/session/s-history"));
     assert!(notices.any("ReplayComplete"), "{:?}", notices.all());
     assert_eq!(
         sub.positions(),
-        vec![Position { session: "s-history".into(), epoch: 0, seq: 49 }]
+        vec![Position {
+            session: "s-history".into(),
+            epoch: 0,
+            seq: 49
+        }]
     );
 }
 
@@ -108,12 +120,21 @@ async fn relay_down_at_start_then_delivered_and_streamed() {
     // Nothing listens yet: the sink retries, the subscription backs off.
     notices.wait_for("Network").await;
     for _ in 0..200 {
-        if reports.lock().unwrap().iter().any(|r| r.contains("Retrying")) {
+        if reports
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|r| r.contains("Retrying"))
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert!(reports.lock().unwrap().iter().any(|r| r.contains("Retrying")));
+    assert!(reports
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|r| r.contains("Retrying")));
     relay.start_now().await;
     emitter.flush().await;
     assert_eq!(emitter.stats().delivered, 5, "{reports:?}");
@@ -134,7 +155,10 @@ async fn killed_mid_stream_and_restarted_resumes_without_loss_or_duplicate() {
         // with the first event or heartbeat).
         let mut sub = subscribe(
             &relay.url(),
-            fast().transport(transport).from_all().on_notice(notices.handler()),
+            fast()
+                .transport(transport)
+                .from_all()
+                .on_notice(notices.handler()),
         );
         for _ in 0..10 {
             session.emit("tool.called", json!({})).unwrap();
@@ -182,8 +206,16 @@ async fn resume_from_persisted_positions_is_exact() {
     }
     emitter.flush().await;
     let saved = vec![
-        Position { session: "s-a".into(), epoch: 0, seq: 2 },
-        Position { session: "s-b".into(), epoch: 0, seq: 4 },
+        Position {
+            session: "s-a".into(),
+            epoch: 0,
+            seq: 2,
+        },
+        Position {
+            session: "s-b".into(),
+            epoch: 0,
+            seq: 4,
+        },
     ];
     let mut sub = subscribe(&relay.url(), fast().from_positions(saved).history_only());
     let got = drain_to_end(&mut sub).await;
@@ -217,7 +249,11 @@ async fn server_that_never_answers_times_out_as_network() {
                 .on_notice(notices.handler()),
         );
         notices.wait_for("timeout").await;
-        assert!(notices.all().iter().all(|n| n.contains("Network")), "{:?}", notices.all());
+        assert!(
+            notices.all().iter().all(|n| n.contains("Network")),
+            "{:?}",
+            notices.all()
+        );
         drop(sub);
     }
     // Sink: each request times out, is retried, then given up; flush still returns.
@@ -237,13 +273,21 @@ async fn server_that_never_answers_times_out_as_network() {
     let stats = emitter.stats();
     assert_eq!((stats.delivered, stats.rejected), (0, 1));
     let log = reports.lock().unwrap().clone();
-    assert!(log.iter().any(|r| r.contains("retrying") && r.contains("timeout")), "{log:?}");
+    assert!(
+        log.iter()
+            .any(|r| r.contains("retrying") && r.contains("timeout")),
+        "{log:?}"
+    );
     assert!(log.iter().any(|r| r.starts_with("gave up")), "{log:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthorized_is_http_401_everywhere() {
-    let relay = ReferenceRelay::start(RelayConfig { token: Some("sesame".into()), ..Default::default() }).await;
+    let relay = ReferenceRelay::start(RelayConfig {
+        token: Some("sesame".into()),
+        ..Default::default()
+    })
+    .await;
     // Ingest: 401 is final, reported once, never retried.
     let reports: Arc<Mutex<Vec<DeliveryReport>>> = Arc::default();
     let log = reports.clone();
@@ -257,20 +301,31 @@ async fn unauthorized_is_http_401_everywhere() {
     {
         let log = reports.lock().unwrap();
         assert_eq!(log.len(), 1, "{log:?}");
-        assert!(matches!(&log[0], DeliveryReport::Rejected { error, events: 1 } if error.status() == Some(401)));
+        assert!(
+            matches!(&log[0], DeliveryReport::Rejected { error, events: 1 } if error.status() == Some(401))
+        );
     }
     for transport in [Transport::Sse, Transport::WebSocket] {
         let notices = Notices::default();
-        let _sub = subscribe(&relay.url(), fast().transport(transport).on_notice(notices.handler()));
+        let _sub = subscribe(
+            &relay.url(),
+            fast().transport(transport).on_notice(notices.handler()),
+        );
         notices.wait_for("status: 401").await;
     }
     // With the token everything flows.
-    let sink = HttpSink::builder(relay.url()).token("sesame").build().unwrap();
+    let sink = HttpSink::builder(relay.url())
+        .token("sesame")
+        .build()
+        .unwrap();
     let emitter = Emitter::new("coder", "host-a", sink);
     emitter.session("s").emit("tool.called", json!({})).unwrap();
     emitter.flush().await;
     assert_eq!(emitter.stats().delivered, 1);
-    let mut sub = subscribe(&relay.url(), fast().token("sesame").from_all().history_only());
+    let mut sub = subscribe(
+        &relay.url(),
+        fast().token("sesame").from_all().history_only(),
+    );
     assert_eq!(drain_to_end(&mut sub).await.len(), 1);
 }
 
@@ -283,29 +338,51 @@ async fn seed_sessions(url: &str, sessions: usize, per: usize) -> Vec<Position> 
         for _ in 0..per {
             se.emit("tool.called", json!({})).unwrap();
         }
-        first.push(Position { session: se.session().to_owned(), epoch: 0, seq: 0 });
+        first.push(Position {
+            session: se.session().to_owned(),
+            epoch: 0,
+            seq: 0,
+        });
     }
     emitter.flush().await;
-    assert_eq!(emitter.stats().delivered, (sessions * per) as u64, "{reports:?}");
+    assert_eq!(
+        emitter.stats().delivered,
+        (sessions * per) as u64,
+        "{reports:?}"
+    );
     first
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn refused_resume_set_shrinks_and_retries() {
-    let relay = ReferenceRelay::start(RelayConfig { max_from: Some(2), ..Default::default() }).await;
+    let relay = ReferenceRelay::start(RelayConfig {
+        max_from: Some(2),
+        ..Default::default()
+    })
+    .await;
     let from = seed_sessions(&relay.url(), 5, 3).await;
     for transport in [Transport::Sse, Transport::WebSocket] {
         let notices = Notices::default();
         let mut sub = subscribe(
             &relay.url(),
-            fast().transport(transport).from_positions(from.clone()).on_notice(notices.handler()),
+            fast()
+                .transport(transport)
+                .from_positions(from.clone())
+                .on_notice(notices.handler()),
         );
         // 5 positions refused; capped at 2: the two newest sessions resume.
         let got = take(&mut sub, 4).await;
-        let mut sessions: Vec<_> = got.iter().map(|e| e.session().unwrap().to_owned()).collect();
+        let mut sessions: Vec<_> = got
+            .iter()
+            .map(|e| e.session().unwrap().to_owned())
+            .collect();
         sessions.dedup();
         assert_eq!(sessions, vec!["sess-003", "sess-004"], "{transport:?}");
-        assert!(notices.any("ResumeShrunk { cap: 2 }"), "{:?}", notices.all());
+        assert!(
+            notices.any("ResumeShrunk { cap: 2 }"),
+            "{:?}",
+            notices.all()
+        );
     }
 }
 
@@ -319,7 +396,10 @@ async fn resume_set_too_large_for_one_request_drains_in_chunks() {
     );
     let got = drain_to_end(&mut sub).await;
     assert_eq!(got.len(), 80, "every session's seq 1 and 2, once");
-    let mut keys: Vec<_> = got.iter().map(|e| (e.session().unwrap().to_owned(), e.seq().unwrap())).collect();
+    let mut keys: Vec<_> = got
+        .iter()
+        .map(|e| (e.session().unwrap().to_owned(), e.seq().unwrap()))
+        .collect();
     keys.sort();
     keys.dedup();
     assert_eq!(keys.len(), 80);
@@ -336,7 +416,10 @@ async fn malformed_sse_data_is_dropped_and_reported() {
     );
     let server = Scripted::start(move |_| sse_response(&body)).await;
     let notices = Notices::default();
-    let mut sub = subscribe(&server.url, fast().history_only().on_notice(notices.handler()));
+    let mut sub = subscribe(
+        &server.url,
+        fast().history_only().on_notice(notices.handler()),
+    );
     let got = drain_to_end(&mut sub).await;
     assert_eq!(got.len(), 1, "the good event once, the duplicate deduped");
     assert!(notices.any("Parse"), "{:?}", notices.all());
@@ -355,12 +438,21 @@ async fn from_all_refused_falls_back_to_live_only() {
     })
     .await;
     let notices = Notices::default();
-    let mut sub = subscribe(&server.url, fast().from_all().history_only().on_notice(notices.handler()));
+    let mut sub = subscribe(
+        &server.url,
+        fast()
+            .from_all()
+            .history_only()
+            .on_notice(notices.handler()),
+    );
     let got = drain_to_end(&mut sub).await;
     assert_eq!(got.len(), 1);
     assert!(notices.any("AllRefused"), "{:?}", notices.all());
     let reqs = server.requests.lock().unwrap();
-    assert!(reqs[0].contains("from=all") && !reqs[1].contains("from="), "{reqs:?}");
+    assert!(
+        reqs[0].contains("from=all") && !reqs[1].contains("from="),
+        "{reqs:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -371,7 +463,11 @@ async fn ws_connection_multiplexes_subscriptions() {
         .connect();
     let n1 = Notices::default();
     let n2 = Notices::default();
-    let mut tools = conn.subscribe(SubscribeOptions::new().filter(json!({"type": "tool.*"})).on_notice(n1.handler()));
+    let mut tools = conn.subscribe(
+        SubscribeOptions::new()
+            .filter(json!({"type": "tool.*"}))
+            .on_notice(n1.handler()),
+    );
     let mut loud = conn.subscribe(
         SubscribeOptions::new()
             .filter(json!({"severity": {"gte": "error"}}))
@@ -380,20 +476,36 @@ async fn ws_connection_multiplexes_subscriptions() {
     n1.wait_for("Connected").await;
     n2.wait_for("Connected").await;
     // The WS sink emits (hello as emitter).
-    let sink = WsSink::builder(relay.url(), "coder", "host-a/1").build().unwrap();
+    let sink = WsSink::builder(relay.url(), "coder", "host-a/1")
+        .build()
+        .unwrap();
     let emitter = Emitter::new("coder", "host-a", sink);
     let s = emitter.session("s-ws");
     s.emit("tool.called", json!({})).unwrap();
-    s.emit_with("error.raised", json!({"message": "x"}), aep_async::EmitOptions::new().severity(Severity::Error))
-        .unwrap();
-    s.emit_with("tool.failed", json!({}), aep_async::EmitOptions::new().severity(Severity::Critical))
-        .unwrap();
+    s.emit_with(
+        "error.raised",
+        json!({"message": "x"}),
+        aep_async::EmitOptions::new().severity(Severity::Error),
+    )
+    .unwrap();
+    s.emit_with(
+        "tool.failed",
+        json!({}),
+        aep_async::EmitOptions::new().severity(Severity::Critical),
+    )
+    .unwrap();
     emitter.close().await;
     assert_eq!(emitter.stats().delivered, 3);
     let t = take(&mut tools, 2).await;
-    assert_eq!(t.iter().map(|e| e.event_type()).collect::<Vec<_>>(), vec!["tool.called", "tool.failed"]);
+    assert_eq!(
+        t.iter().map(|e| e.event_type()).collect::<Vec<_>>(),
+        vec!["tool.called", "tool.failed"]
+    );
     let l = take(&mut loud, 2).await;
-    assert_eq!(l.iter().map(|e| e.event_type()).collect::<Vec<_>>(), vec!["error.raised", "tool.failed"]);
+    assert_eq!(
+        l.iter().map(|e| e.event_type()).collect::<Vec<_>>(),
+        vec!["error.raised", "tool.failed"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -401,7 +513,10 @@ async fn history_only_over_ws_is_refused_with_a_notice() {
     let notices = Notices::default();
     let mut sub = subscribe(
         "http://127.0.0.1:9",
-        fast().transport(Transport::WebSocket).history_only().on_notice(notices.handler()),
+        fast()
+            .transport(Transport::WebSocket)
+            .history_only()
+            .on_notice(notices.handler()),
     );
     assert!(sub.next().await.is_none());
     assert!(notices.any("SSE"));

@@ -121,9 +121,8 @@ impl HttpSinkBuilder {
     /// Fails with [`TransportError`] (kind `Network`) when called outside a runtime
     /// or when the HTTP client cannot be built (TLS backend initialisation).
     pub fn build(self) -> Result<HttpSink, TransportError> {
-        let runtime = tokio::runtime::Handle::try_current().map_err(|e| {
-            TransportError::network("HttpSink::build needs a tokio runtime", e)
-        })?;
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|e| TransportError::network("HttpSink::build needs a tokio runtime", e))?;
         let client = match self.client.clone() {
             Some(c) => c,
             None => reqwest::Client::builder()
@@ -285,7 +284,10 @@ impl Worker {
                 self.outbox.settle(0, events as u64);
                 return;
             }
-            if cfg.give_up_after.is_some_and(|limit| started.elapsed() + delay > limit) {
+            if cfg
+                .give_up_after
+                .is_some_and(|limit| started.elapsed() + delay > limit)
+            {
                 tracing::warn!(%error, events, attempt, "giving up on batch");
                 (self.outbox.report)(DeliveryReport::GaveUp { error, events });
                 self.outbox.settle(0, events as u64);
@@ -302,7 +304,11 @@ impl Worker {
         }
     }
 
-    async fn post(&self, body: bytes::Bytes, content_type: &'static str) -> Result<(), TransportError> {
+    async fn post(
+        &self,
+        body: bytes::Bytes,
+        content_type: &'static str,
+    ) -> Result<(), TransportError> {
         let mut req = self
             .client
             .post(&self.endpoint)
@@ -314,14 +320,20 @@ impl Worker {
         }
         let timeout = self.config.request_timeout;
         let send = async {
-            let res = req.send().await.map_err(|e| TransportError::from_reqwest("ingest", e))?;
+            let res = req
+                .send()
+                .await
+                .map_err(|e| TransportError::from_reqwest("ingest", e))?;
             let status = res.status();
             // Read the body so the connection can be reused.
             let _ = res.bytes().await;
             if status.is_success() {
                 Ok(())
             } else {
-                Err(TransportError::http(status.as_u16(), format!("ingest refused: {status}")))
+                Err(TransportError::http(
+                    status.as_u16(),
+                    format!("ingest refused: {status}"),
+                ))
             }
         };
         match tokio::time::timeout(timeout, send).await {

@@ -202,7 +202,12 @@ impl Worker {
     async fn run(mut self) {
         let _abandon = AbandonGuard(self.outbox.clone());
         let accepts = self.cfg.hook.as_ref().map(|h| h.accepts());
-        let hello = frame::hello("emitter", &self.cfg.agent, &self.cfg.instance, accepts.as_deref());
+        let hello = frame::hello(
+            "emitter",
+            &self.cfg.agent,
+            &self.cfg.instance,
+            accepts.as_deref(),
+        );
         let mut backoff = Backoff::new(self.cfg.backoff_initial, self.cfg.backoff_max);
         loop {
             let (live, _, closed, _) = self.outbox.level();

@@ -452,6 +452,7 @@ impl Subscription {
         )
     }
 
+    #[cfg(feature = "ws")]
     pub(crate) fn set_on_close(&mut self, f: impl FnOnce() + Send + Sync + 'static) {
         self.on_close = Some(Box::new(f));
     }
@@ -573,6 +574,7 @@ fn subscribe_ws(_url: &str, options: SubscribeOptions) -> Subscription {
 }
 
 /// Exponential backoff between `initial` and `max`.
+#[cfg(any(feature = "sse", feature = "ws"))]
 #[derive(Debug)]
 pub(crate) struct Backoff {
     initial: Duration,
@@ -580,6 +582,7 @@ pub(crate) struct Backoff {
     next: Duration,
 }
 
+#[cfg(any(feature = "sse", feature = "ws"))]
 impl Backoff {
     pub(crate) fn new(initial: Duration, max: Duration) -> Self {
         Backoff {

@@ -62,8 +62,10 @@ impl SseTask {
             match reqwest::Client::builder().build() {
                 Ok(c) => self.client = Some(c),
                 Err(e) => {
-                    self.shared
-                        .notify(Notice::Error(TransportError::network("building the HTTP client", e)));
+                    self.shared.notify(Notice::Error(TransportError::network(
+                        "building the HTTP client",
+                        e,
+                    )));
                     return;
                 }
             }
@@ -106,14 +108,20 @@ impl SseTask {
                 let (chunk, older) = split_from(&rest, None, budget);
                 rest = older;
                 tracing::debug!(positions = chunk.len(), "draining resume chunk");
-                if let Err(e) = self.stream_once(FromArg::Positions(&chunk), false, false).await {
+                if let Err(e) = self
+                    .stream_once(FromArg::Positions(&chunk), false, false)
+                    .await
+                {
                     self.shared.notify(Notice::Error(e));
                     break;
                 }
                 chunks += 1;
             }
             if !rest.is_empty() {
-                tracing::warn!(left = rest.len(), "resume set larger than max_replay_chunks allows; older sessions not replayed");
+                tracing::warn!(
+                    left = rest.len(),
+                    "resume set larger than max_replay_chunks allows; older sessions not replayed"
+                );
             }
             let from = if use_all {
                 FromArg::All
@@ -296,7 +304,11 @@ impl SseTask {
                 return Ok(Ended::Complete);
             }
         }
-        Ok(if complete { Ended::Complete } else { Ended::Eof })
+        Ok(if complete {
+            Ended::Complete
+        } else {
+            Ended::Eof
+        })
     }
 }
 

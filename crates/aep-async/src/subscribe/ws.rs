@@ -55,9 +55,10 @@ pub(crate) async fn open(
             let value = format!("Bearer {t}")
                 .parse()
                 .map_err(|e| TransportError::network("token is not a valid header value", e))?;
-            request
-                .headers_mut()
-                .insert(tokio_tungstenite::tungstenite::http::header::AUTHORIZATION, value);
+            request.headers_mut().insert(
+                tokio_tungstenite::tungstenite::http::header::AUTHORIZATION,
+                value,
+            );
         }
         let (mut ws, _) = tokio_tungstenite::connect_async(request)
             .await
@@ -101,7 +102,10 @@ pub(crate) fn ws_error(e: tokio_tungstenite::tungstenite::Error) -> TransportErr
     match e {
         E::Http(res) => {
             let status = res.status();
-            TransportError::http(status.as_u16(), format!("WebSocket upgrade refused: {status}"))
+            TransportError::http(
+                status.as_u16(),
+                format!("WebSocket upgrade refused: {status}"),
+            )
         }
         other => TransportError::network(format!("WebSocket: {other}"), other),
     }
@@ -227,7 +231,10 @@ impl WsConnection {
             return unavailable(&options, "WsConnection needs a tokio runtime");
         };
         if !options.live {
-            return unavailable(&options, "history-only (live=false) subscriptions need the SSE transport");
+            return unavailable(
+                &options,
+                "history-only (live=false) subscriptions need the SSE transport",
+            );
         }
         let id = format!("sub-{}", self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
         let (mut sub, shared, tx) = Subscription::new(&options);
@@ -459,7 +466,10 @@ impl ConnTask {
                 .collect();
             if let Some((last, rest)) = matching.split_last() {
                 for id in rest {
-                    batches.entry((*id).clone()).or_default().push(event.clone());
+                    batches
+                        .entry((*id).clone())
+                        .or_default()
+                        .push(event.clone());
                 }
                 batches.entry((*last).clone()).or_default().push(event);
             }
@@ -475,7 +485,10 @@ impl ConnTask {
                 return;
             }
         };
-        let ty = frame.get("type").and_then(Value::as_str).unwrap_or_default();
+        let ty = frame
+            .get("type")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
         if frame::is_event_type(ty) {
             for sub in self.subs.values() {
                 sub.shared.notify(Notice::Error(TransportError::parse(
@@ -533,14 +546,21 @@ impl ConnTask {
                 }
             }
             "replay-exhausted" => {
-                let Some(sub) = self.subs.get(&id) else { return };
+                let Some(sub) = self.subs.get(&id) else {
+                    return;
+                };
                 let session = frame
                     .get("session")
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned();
                 let earliest = frame.get("earliest");
-                let num = |k: &str| earliest.and_then(|e| e.get(k)).and_then(Value::as_u64).unwrap_or(0);
+                let num = |k: &str| {
+                    earliest
+                        .and_then(|e| e.get(k))
+                        .and_then(Value::as_u64)
+                        .unwrap_or(0)
+                };
                 sub.shared.notify(Notice::ReplayExhausted {
                     earliest: crate::Position {
                         session: session.clone(),

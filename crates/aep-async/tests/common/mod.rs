@@ -50,10 +50,8 @@ pub struct ReferenceRelay {
 }
 
 fn script() -> PathBuf {
-    PathBuf::from(
-        std::env::var("AEP_SHARED").unwrap_or_else(|_| "/work/shared".into()),
-    )
-    .join("tools/reference-relay.sh")
+    PathBuf::from(std::env::var("AEP_SHARED").unwrap_or_else(|_| "/work/shared".into()))
+        .join("tools/reference-relay.sh")
 }
 
 impl ReferenceRelay {
