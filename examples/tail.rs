@@ -14,7 +14,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use aep_async::{subscribe, From, Notice, Position, SubscribeOptions, Transport};
+use aep_async::{subscribe, From, Notice, ResumePosition, SubscribeOptions, Transport};
 use futures::StreamExt;
 
 struct Args {
@@ -54,7 +54,7 @@ fn parse() -> Result<Args, String> {
             "--from-file" => {
                 let path = value()?;
                 if let Ok(text) = std::fs::read_to_string(&path) {
-                    let positions: Vec<Position> =
+                    let positions: Vec<ResumePosition> =
                         serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
                     opts = opts.from(From::Positions(positions));
                 }

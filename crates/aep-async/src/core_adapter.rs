@@ -76,144 +76,31 @@ pub(crate) mod capture {
     }
 }
 
-// TODO(core): use aep_core::dedupe when merged.
-pub(crate) mod dedupe {
-    use std::collections::{HashSet, VecDeque};
+// TODO(core): use the aep-core reader of SSE marker comments once one exists (the
+// `resume` module has positions and the SSE `id:` form, not the comment syntax).
+#[cfg(feature = "sse")]
+pub(crate) mod sse_marker {
+    use aep_core::resume::Position;
 
-    /// Bounded `(source, id)` memory (AEP-0001 §7.4), oldest forgotten first.
-    #[derive(Debug)]
-    pub(crate) struct Dedupe {
-        seen: HashSet<(Box<str>, Box<str>)>,
-        order: VecDeque<(Box<str>, Box<str>)>,
-        capacity: usize,
-    }
-
-    impl Dedupe {
-        pub(crate) fn new(capacity: usize) -> Self {
-            Dedupe {
-                seen: HashSet::with_capacity(capacity.min(65_536)),
-                order: VecDeque::with_capacity(capacity.min(65_536)),
-                capacity: capacity.max(1),
-            }
-        }
-
-        /// True the first time `(source, id)` is offered.
-        pub(crate) fn first_sight(&mut self, source: &str, id: &str) -> bool {
-            let key: (Box<str>, Box<str>) = (source.into(), id.into());
-            if self.seen.contains(&key) {
-                return false;
-            }
-            if self.order.len() >= self.capacity {
-                if let Some(old) = self.order.pop_front() {
-                    self.seen.remove(&old);
-                }
-            }
-            self.order.push_back(key.clone());
-            self.seen.insert(key);
-            true
-        }
-    }
-}
-
-// TODO(core): use aep_core::resume when merged.
-pub(crate) mod resume {
-    use serde::{Deserialize, Serialize};
-
-    /// A resume position (AEP-0003 §7).
-    #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-    pub struct Position {
-        /// The session.
-        pub session: String,
-        /// The emitter epoch.
-        pub epoch: u64,
-        /// The last delivered sequence number.
-        pub seq: u64,
-    }
-
-    #[cfg(feature = "sse")]
-    /// Encoded characters one position costs inside the URL-encoded `from` array,
-    /// its separating comma included.
-    fn encoded_size(p: &Position) -> usize {
-        let json = serde_json::to_string(p).unwrap_or_default();
-        let escaped: usize = json
-            .bytes()
-            .map(|b| {
-                if b.is_ascii_alphanumeric() || b"_.-~/".contains(&b) {
-                    1
-                } else {
-                    3
-                }
-            })
-            .sum();
-        escaped + 3
-    }
-
-    #[cfg(feature = "sse")]
-    /// The newest positions (at the end of `all`) that fit `budget` encoded characters,
-    /// at most `cap` of them, and the older rest. At least one position always rides,
-    /// so a single oversized entry cannot stall resume.
-    pub(crate) fn split_from(
-        all: &[Position],
-        cap: Option<usize>,
-        budget: usize,
-    ) -> (Vec<Position>, Vec<Position>) {
-        let mut size = 2;
-        let mut i = all.len();
-        let mut taken = 0;
-        while i > 0 && cap.is_none_or(|c| taken < c) {
-            let s = encoded_size(&all[i - 1]);
-            if taken > 0 && size + s > budget {
-                break;
-            }
-            size += s;
-            taken += 1;
-            i -= 1;
-        }
-        (all[i..].to_vec(), all[..i].to_vec())
-    }
-
-    #[cfg(feature = "sse")]
-    /// Parses `: replay-exhausted {session} {epoch}:{seq}` after the colon and space.
-    pub(crate) fn parse_exhausted(comment: &str) -> Option<(String, u64, u64)> {
+    /// Reads `replay-exhausted {session} {epoch}:{seq}` (AEP-0003 §3.3.3), the comment
+    /// text after the colon.
+    pub(crate) fn parse_exhausted(comment: &str) -> Option<(String, Position)> {
         let rest = comment.strip_prefix("replay-exhausted ")?;
         let (session, pos) = rest.trim_end().rsplit_once(' ')?;
         let (e, s) = pos.split_once(':')?;
-        Some((session.to_owned(), e.parse().ok()?, s.parse().ok()?))
+        Some((
+            session.to_owned(),
+            Position::new(e.parse().ok()?, s.parse().ok()?),
+        ))
     }
 
-    #[cfg(all(test, feature = "sse"))]
+    #[cfg(test)]
     mod tests {
-        use super::*;
-
-        fn p(i: u64) -> Position {
-            Position {
-                session: format!("s{i}"),
-                epoch: 0,
-                seq: i,
-            }
-        }
-
-        #[test]
-        fn split_keeps_newest_within_budget() {
-            let all: Vec<_> = (0..100).map(p).collect();
-            let (head, rest) = split_from(&all, None, 600);
-            assert!(!head.is_empty() && !rest.is_empty());
-            assert_eq!(head.len() + rest.len(), 100);
-            assert_eq!(head.last(), all.last());
-            let (head, rest) = split_from(&all, Some(3), 6000);
-            assert_eq!(head.len(), 3);
-            assert_eq!(rest.len(), 97);
-            let (head, _) = split_from(&all[..1], None, 1);
-            assert_eq!(head.len(), 1, "one position always rides");
-        }
-
         #[test]
         fn exhausted_comment() {
-            assert_eq!(
-                parse_exhausted("replay-exhausted s:1 2:30"),
-                Some(("s:1".into(), 2, 30))
-            );
-            assert_eq!(parse_exhausted("replay-complete"), None);
+            let (s, p) = super::parse_exhausted("replay-exhausted s:1 2:30").unwrap();
+            assert_eq!((s.as_str(), p.epoch(), p.seq()), ("s:1", 2, 30));
+            assert_eq!(super::parse_exhausted("replay-complete"), None);
         }
     }
 }
@@ -293,78 +180,5 @@ pub(crate) mod filter {
             Value::Array(items) => items.iter().any(one),
             p => one(p),
         }
-    }
-}
-
-// TODO(core): use aep_core::frame when merged.
-#[cfg(feature = "ws")]
-pub(crate) mod frame {
-    use serde_json::{json, Value};
-
-    use super::resume::Position;
-
-    /// The `hello` frame (AEP-0003 §4).
-    pub(crate) fn hello(
-        role: &str,
-        agent: &str,
-        instance: &str,
-        accepts: Option<&[String]>,
-    ) -> Value {
-        let mut caps = json!({
-            "capture": ["none", "metadata", "redacted", "full"],
-            "filters": ["attr-match"],
-            "experimental": {},
-        });
-        if let (Some(accepts), Some(map)) = (accepts, caps.as_object_mut()) {
-            map.insert(
-                "control".into(),
-                json!({"accepts": accepts, "ack_window_ms": 10_000}),
-            );
-        }
-        json!({
-            "type": "hello",
-            "versions": [aep_core::AEP_VERSION],
-            "role": role,
-            "identity": {"agent": agent, "instance": instance},
-            "capabilities": caps,
-        })
-    }
-
-    /// The `from` member of a `subscribe` frame (AEP-0003 §6.5).
-    pub(crate) enum SubscribeFrom<'a> {
-        None,
-        All,
-        Positions(&'a [Position]),
-    }
-
-    /// The `subscribe` frame (AEP-0003 §6.5).
-    pub(crate) fn subscribe(
-        id: &str,
-        filter: &Value,
-        from: SubscribeFrom<'_>,
-        capture: Option<aep_core::Capture>,
-    ) -> Value {
-        let mut f = json!({"type": "subscribe", "id": id, "filter": filter});
-        if let Some(map) = f.as_object_mut() {
-            match from {
-                SubscribeFrom::None => {}
-                SubscribeFrom::All => {
-                    map.insert("from".into(), Value::from("all"));
-                }
-                SubscribeFrom::Positions(ps) => {
-                    map.insert("from".into(), serde_json::to_value(ps).unwrap_or_default());
-                }
-            }
-            if let Some(c) = capture {
-                map.insert("capture".into(), Value::from(c.as_str()));
-            }
-        }
-        f
-    }
-
-    /// Whether a WS text payload is an event (its `type` has a dot) rather than a
-    /// frame (AEP-0003 §2).
-    pub(crate) fn is_event_type(ty: &str) -> bool {
-        ty.contains('.')
     }
 }

@@ -46,7 +46,7 @@ pub mod error;
 pub mod sink;
 pub mod subscribe;
 
-pub use core_adapter::resume::Position;
+pub use aep_core::resume::ResumePosition;
 pub use emit::{EmitOptions, Emitter, EmitterBuilder, SessionEmitter};
 pub use error::{EmitError, TransportError, TransportErrorKind};
 #[cfg(feature = "http")]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use aep_async::subscribe::ws::WsConnection;
 use aep_async::{
-    subscribe, DeliveryReport, Emitter, HttpSink, Position, SubscribeOptions, Subscription,
+    subscribe, DeliveryReport, Emitter, HttpSink, ResumePosition, SubscribeOptions, Subscription,
     Transport, WsSink,
 };
 use aep_core::{Event, Severity};
@@ -96,11 +96,7 @@ async fn http_emit_then_sse_history_pass() {
     assert!(notices.any("ReplayComplete"), "{:?}", notices.all());
     assert_eq!(
         sub.positions(),
-        vec![Position {
-            session: "s-history".into(),
-            epoch: 0,
-            seq: 49
-        }]
+        vec![ResumePosition::new("s-history", 0, 49)]
     );
 }
 
@@ -183,7 +179,7 @@ async fn killed_mid_stream_and_restarted_resumes_without_loss_or_duplicate() {
         emitter.flush().await;
         let rest = take(&mut sub, 10).await;
         assert_eq!(seqs(&rest), (10..20).collect::<Vec<_>>(), "{transport:?}");
-        assert_eq!(sub.positions()[0].seq, 19);
+        assert_eq!(sub.positions()[0].seq(), 19);
         // Nothing else arrives (no duplicate of the redelivered event).
         let extra = tokio::time::timeout(Duration::from_millis(300), sub.next()).await;
         assert!(extra.is_err(), "unexpected extra event {extra:?}");
@@ -206,16 +202,8 @@ async fn resume_from_persisted_positions_is_exact() {
     }
     emitter.flush().await;
     let saved = vec![
-        Position {
-            session: "s-a".into(),
-            epoch: 0,
-            seq: 2,
-        },
-        Position {
-            session: "s-b".into(),
-            epoch: 0,
-            seq: 4,
-        },
+        ResumePosition::new("s-a", 0, 2),
+        ResumePosition::new("s-b", 0, 4),
     ];
     let mut sub = subscribe(&relay.url(), fast().from_positions(saved).history_only());
     let got = drain_to_end(&mut sub).await;
@@ -329,7 +317,7 @@ async fn unauthorized_is_http_401_everywhere() {
     assert_eq!(drain_to_end(&mut sub).await.len(), 1);
 }
 
-async fn seed_sessions(url: &str, sessions: usize, per: usize) -> Vec<Position> {
+async fn seed_sessions(url: &str, sessions: usize, per: usize) -> Vec<ResumePosition> {
     let reports = Arc::default();
     let emitter = Emitter::new("coder", "host-a", http_sink(url, &reports));
     let mut first = Vec::new();
@@ -338,11 +326,7 @@ async fn seed_sessions(url: &str, sessions: usize, per: usize) -> Vec<Position> 
         for _ in 0..per {
             se.emit("tool.called", json!({})).unwrap();
         }
-        first.push(Position {
-            session: se.session().to_owned(),
-            epoch: 0,
-            seq: 0,
-        });
+        first.push(ResumePosition::new(se.session(), 0, 0));
     }
     emitter.flush().await;
     assert_eq!(
@@ -404,7 +388,7 @@ async fn resume_set_too_large_for_one_request_drains_in_chunks() {
     keys.dedup();
     assert_eq!(keys.len(), 80);
     assert_eq!(sub.positions().len(), 40);
-    assert!(sub.positions().iter().all(|p| p.seq == 2));
+    assert!(sub.positions().iter().all(|p| p.seq() == 2));
 }
 
 const VALID: &str = r#"{"aep":"0.1","id":"01A","type":"tool.called","time":"2026-01-01T00:00:00.000Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","seq":0}"#;

@@ -5,9 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use aep_core::frame::{self, Frame, Message as AepMessage, Role};
 use aep_core::{Event, EventType};
 use futures::{SinkExt, StreamExt};
-use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 use tracing::Instrument;
 
@@ -15,9 +15,8 @@ use super::{
     default_handler, AbandonGuard, DeliveryReport, DeliveryStats, Line, Outbox, ReportHandler,
     Sink, SinkFuture,
 };
-use crate::core_adapter::frame;
 use crate::error::{EmitError, TransportError};
-use crate::subscribe::ws::{open, ws_error, WsStream};
+use crate::subscribe::ws::{hello, open, ws_error, WsStream};
 use crate::subscribe::Backoff;
 
 /// Receives control commands (AEP-0004) that arrive on an emitter's socket.
@@ -202,12 +201,7 @@ impl Worker {
     async fn run(mut self) {
         let _abandon = AbandonGuard(self.outbox.clone());
         let accepts = self.cfg.hook.as_ref().map(|h| h.accepts());
-        let hello = frame::hello(
-            "emitter",
-            &self.cfg.agent,
-            &self.cfg.instance,
-            accepts.as_deref(),
-        );
+        let hello = hello(Role::Emitter, &self.cfg.agent, &self.cfg.instance, accepts);
         let mut backoff = Backoff::new(self.cfg.backoff_initial, self.cfg.backoff_max);
         loop {
             let (live, _, closed, _) = self.outbox.level();
@@ -273,7 +267,7 @@ impl Worker {
                     Some(Err(e)) => return Err(ws_error(e)),
                     Some(Ok(Message::Text(text))) => {
                         if let Some(reply) = self.inbound(text.as_bytes()) {
-                            write.send(Message::text(reply.to_string())).await.map_err(ws_error)?;
+                            write.send(Message::text(reply)).await.map_err(ws_error)?;
                         }
                     }
                     Some(Ok(_)) => {}
@@ -282,36 +276,34 @@ impl Worker {
         }
     }
 
-    fn inbound(&self, text: &[u8]) -> Option<Value> {
-        if let Ok(event) = Event::from_slice(text) {
-            let is_command = EventType::parse(event.event_type()).is_ok_and(|t| t.is_command());
-            match (&self.cfg.hook, is_command) {
-                (Some(hook), true) => hook.command(event),
-                _ => tracing::debug!(event_type = event.event_type(), "ignoring inbound event"),
+    /// Handles one inbound message; returns the reply to send, if any.
+    fn inbound(&self, text: &[u8]) -> Option<String> {
+        match frame::decode_slice(text) {
+            Ok(AepMessage::Event(event)) => {
+                let is_command = EventType::parse(event.event_type()).is_ok_and(|t| t.is_command());
+                match (&self.cfg.hook, is_command) {
+                    (Some(hook), true) => hook.command(event),
+                    _ => tracing::debug!(event_type = event.event_type(), "ignoring inbound event"),
+                }
+                None
             }
-            return None;
-        }
-        let frame: Value = match serde_json::from_slice(text) {
-            Ok(v) => v,
-            Err(e) => {
+            Ok(AepMessage::Frame(Frame::Error(e))) => {
                 (self.outbox.report)(DeliveryReport::Endpoint {
-                    error: TransportError::parse("undecodable frame from the endpoint", e),
-                });
-                return None;
-            }
-        };
-        match frame.get("type").and_then(Value::as_str) {
-            Some("ping") => Some(serde_json::json!({
-                "type": "pong",
-                "t": frame.get("t").cloned().unwrap_or(Value::Null),
-            })),
-            Some("error") => {
-                (self.outbox.report)(DeliveryReport::Endpoint {
-                    error: TransportError::network_msg(format!("endpoint error frame: {frame}")),
+                    error: TransportError::network_msg(format!(
+                        "endpoint error frame: {} {}",
+                        e.code.as_str(),
+                        e.detail.unwrap_or_default()
+                    )),
                 });
                 None
             }
-            _ => None,
+            Ok(AepMessage::Frame(f)) => f.pong().map(|p| p.to_json()),
+            Err(e) => {
+                (self.outbox.report)(DeliveryReport::Endpoint {
+                    error: TransportError::parse("undecodable message from the endpoint", e),
+                });
+                None
+            }
         }
     }
 }

@@ -12,21 +12,21 @@
 //!   refused falls back to live-only;
 //! - markers and errors go to the [`Notice`] handler, never into the stream.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use aep_core::dedupe::Dedupe;
+use aep_core::resume::{Position, Positions, ResumePosition};
 use aep_core::{Capture, Event};
 use futures::Stream;
 use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::core_adapter::dedupe::Dedupe;
-use crate::core_adapter::resume::Position;
 use crate::error::TransportError;
 
 #[cfg(feature = "sse")]
@@ -37,8 +37,9 @@ pub mod ws;
 /// Where a subscription starts.
 ///
 /// ```
-/// use aep_async::{From, Position};
-/// let from = From::Positions(vec![Position { session: "s1".into(), epoch: 0, seq: 41 }]);
+/// use aep_async::From;
+/// use aep_core::resume::ResumePosition;
+/// let from = From::Positions(vec![ResumePosition::new("s1", 0, 41)]);
 /// assert_ne!(from, From::All);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -47,7 +48,7 @@ pub enum From {
     #[default]
     Live,
     /// Replay strictly after each position, then live (AEP-0003 §7).
-    Positions(Vec<Position>),
+    Positions(Vec<ResumePosition>),
     /// Replay every session the endpoint holds from its earliest held event, then live
     /// (AEP-0003 §5). An endpoint that refuses it (4xx, or `invalid-filter` on WS)
     /// gets a live-only subscription; the refusal is reported as a [`Notice`].
@@ -90,7 +91,7 @@ pub enum Notice {
     ReplayExhausted {
         /// The session.
         session: String,
-        /// The earliest position the endpoint still holds (delivery resumes there).
+        /// The earliest `(epoch, seq)` the endpoint still holds (delivery resumes there).
         earliest: Position,
     },
     /// The history pass of a `live=false` subscription finished; the stream ends.
@@ -234,7 +235,7 @@ impl SubscribeOptions {
         self
     }
     /// Resume from persisted positions.
-    pub fn from_positions(self, positions: Vec<Position>) -> Self {
+    pub fn from_positions(self, positions: Vec<ResumePosition>) -> Self {
         self.from(From::Positions(positions))
     }
     /// Replay everything the endpoint holds first (AEP-0003 §5).
@@ -298,9 +299,7 @@ impl SubscribeOptions {
 #[derive(Debug)]
 struct SubState {
     dedupe: Dedupe,
-    // session -> (position, recency stamp); the stamp orders the resume set newest-last.
-    positions: HashMap<String, (Position, u64)>,
-    stamp: u64,
+    positions: Positions,
 }
 
 /// State shared between a [`Subscription`] and the task feeding it.
@@ -320,19 +319,14 @@ impl fmt::Debug for Shared {
 
 impl Shared {
     fn new(opts: &SubscribeOptions) -> Self {
-        let mut positions = HashMap::new();
-        let mut stamp = 0;
-        if let From::Positions(ps) = &opts.from {
-            for p in ps {
-                stamp += 1;
-                positions.insert(p.session.clone(), (p.clone(), stamp));
-            }
-        }
+        let positions = match &opts.from {
+            From::Positions(ps) => ps.iter().cloned().collect(),
+            _ => Positions::new(),
+        };
         Shared {
             state: Mutex::new(SubState {
-                dedupe: Dedupe::new(opts.dedupe_capacity),
+                dedupe: Dedupe::with_capacity(opts.dedupe_capacity),
                 positions,
-                stamp,
             }),
             cancel: CancellationToken::new(),
             notice: opts.on_notice.clone(),
@@ -343,44 +337,27 @@ impl Shared {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Dedupe and position tracking at the moment an event reaches the caller.
+    /// Dedupe (AEP-0001 §7.4) and position tracking at the moment an event reaches
+    /// the caller.
     fn admit(&self, event: &Event) -> bool {
         let mut st = self.lock();
-        if !st.dedupe.first_sight(event.source(), event.id()) {
+        if !st.dedupe.insert_event(event) {
             return false;
         }
-        if let (Some(session), Some(seq)) = (event.session(), event.seq()) {
-            st.stamp += 1;
-            let stamp = st.stamp;
-            let pos = Position {
-                session: session.to_owned(),
-                epoch: event.epoch(),
-                seq,
-            };
-            match st.positions.get_mut(session) {
-                Some(slot) => *slot = (pos, stamp),
-                None => {
-                    st.positions.insert(session.to_owned(), (pos, stamp));
-                }
-            }
-        }
+        st.positions.observe(event);
         true
     }
 
-    /// Positions, oldest-touched first (the newest ride a request first).
-    pub(crate) fn positions(&self) -> Vec<Position> {
-        let st = self.lock();
-        let mut all: Vec<_> = st.positions.values().cloned().collect();
-        drop(st);
-        all.sort_by_key(|(_, stamp)| *stamp);
-        all.into_iter().map(|(p, _)| p).collect()
+    /// Positions, least recently advanced first (the newest ride a request first).
+    pub(crate) fn positions(&self) -> Vec<ResumePosition> {
+        self.lock().positions.to_vec()
     }
 
     pub(crate) fn notify(&self, notice: Notice) {
         match &notice {
             Notice::Error(e) => tracing::warn!(error = %e, "aep subscription"),
             Notice::ReplayExhausted { session, earliest } => {
-                tracing::info!(%session, epoch = earliest.epoch, seq = earliest.seq, "replay exhausted")
+                tracing::info!(%session, epoch = earliest.epoch(), seq = earliest.seq(), "replay exhausted")
             }
             other => tracing::debug!(notice = ?other, "aep subscription"),
         }
@@ -460,7 +437,7 @@ impl Subscription {
     /// The latest `(session, epoch, seq)` per session among the events taken from the
     /// stream, least recently advanced first. Persist it; resume with
     /// [`From::Positions`].
-    pub fn positions(&self) -> Vec<Position> {
+    pub fn positions(&self) -> Vec<ResumePosition> {
         self.shared.positions()
     }
 
@@ -516,7 +493,7 @@ impl Stream for Subscription {
 /// use aep_async::{subscribe, From, SubscribeOptions};
 /// use futures::StreamExt;
 ///
-/// # async fn run(saved: Vec<aep_async::Position>) {
+/// # async fn run(saved: Vec<aep_core::resume::ResumePosition>) {
 /// let mut sub = subscribe(
 ///     "http://127.0.0.1:8787",
 ///     SubscribeOptions::new().from(From::Positions(saved)).token("secret"),

@@ -7,12 +7,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use aep_core::resume::{encode_from, FromBudget, ResumePosition};
 use aep_core::Event;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::{Backoff, From, Notice, Shared, SubscribeOptions};
-use crate::core_adapter::resume::{parse_exhausted, split_from, Position};
+use crate::core_adapter::sse_marker::parse_exhausted;
 use crate::error::TransportError;
 
 /// How one stream request ended, when it did not fail.
@@ -29,7 +30,7 @@ enum Ended {
 enum FromArg<'a> {
     None,
     All,
-    Positions(&'a [Position]),
+    Positions(&'a [ResumePosition]),
 }
 
 pub(super) struct SseTask {
@@ -82,7 +83,7 @@ impl SseTask {
 
     async fn main_loop(&mut self) {
         let live = self.opts.live;
-        let budget = self.opts.from_budget;
+        let budget = FromBudget::new(self.opts.from_budget, self.opts.max_replay_chunks);
         let mut backoff = Backoff::new(self.opts.backoff_initial, self.opts.backoff_max);
         let mut pending_all = self.opts.from == From::All;
         let mut from_cap: Option<usize> = None;
@@ -91,36 +92,32 @@ impl SseTask {
             let positions = self.shared.positions();
             // `from=all` rides the first request only; once positions exist they govern.
             let use_all = pending_all && positions.is_empty();
-            let (head, rest) = if use_all {
-                (Vec::new(), Vec::new())
-            } else {
-                split_from(&positions, from_cap, budget)
-            };
+            let none: &[ResumePosition] = &[];
+            let plan = budget.plan(if use_all { none } else { &positions }, from_cap);
+            let head = plan.live();
             let sent_from = head.len();
             if attempt > 0 {
                 tracing::info!(attempt, resume = sent_from, "reconnecting");
             }
             // Older positions that did not fit drain through bounded replay-only
             // requests first; a failed chunk costs that history, never the live pipe.
-            let mut rest = rest;
-            let mut chunks = 0;
-            while !rest.is_empty() && chunks < self.opts.max_replay_chunks && !self.cancelled() {
-                let (chunk, older) = split_from(&rest, None, budget);
-                rest = older;
+            for chunk in plan.chunks() {
+                if self.cancelled() {
+                    break;
+                }
                 tracing::debug!(positions = chunk.len(), "draining resume chunk");
                 if let Err(e) = self
-                    .stream_once(FromArg::Positions(&chunk), false, false)
+                    .stream_once(FromArg::Positions(chunk), false, false)
                     .await
                 {
                     self.shared.notify(Notice::Error(e));
                     break;
                 }
-                chunks += 1;
             }
-            if !rest.is_empty() {
+            if !plan.unsent().is_empty() {
                 tracing::warn!(
-                    left = rest.len(),
-                    "resume set larger than max_replay_chunks allows; older sessions not replayed"
+                    left = plan.unsent().len(),
+                    "resume set larger than max_replay_chunks allows; oldest sessions not replayed"
                 );
             }
             let from = if use_all {
@@ -128,7 +125,7 @@ impl SseTask {
             } else if head.is_empty() {
                 FromArg::None
             } else {
-                FromArg::Positions(&head)
+                FromArg::Positions(head)
             };
             let result = self.stream_once(from, live, !live).await;
             attempt += 1;
@@ -195,18 +192,23 @@ impl SseTask {
             if let Some(c) = self.opts.capture {
                 q.append_pair("capture", c.as_str());
             }
-            match from {
-                FromArg::None => {}
-                FromArg::All => {
-                    q.append_pair("from", "all");
-                }
-                FromArg::Positions(ps) => {
-                    let json = serde_json::to_string(ps).unwrap_or_else(|_| "[]".into());
-                    q.append_pair("from", &json);
-                }
-            }
             if !live {
                 q.append_pair("live", "0");
+            }
+        }
+        match from {
+            FromArg::None => {}
+            FromArg::All => {
+                url.query_pairs_mut().append_pair("from", "all");
+            }
+            FromArg::Positions(ps) => {
+                // The encoding the from-budget measures (AEP-0003 §3.3).
+                let query = format!(
+                    "{}&from={}",
+                    url.query().unwrap_or_default(),
+                    encode_from(ps)
+                );
+                url.set_query(Some(&query));
             }
         }
         Ok(url)
@@ -283,15 +285,9 @@ impl SseTask {
                         // Only the subscriber-facing history pass ends the
                         // subscription; drain chunks end at their own marker.
                         complete = true;
-                    } else if let Some((session, epoch, seq)) = parse_exhausted(c) {
-                        self.shared.notify(Notice::ReplayExhausted {
-                            earliest: Position {
-                                session: session.clone(),
-                                epoch,
-                                seq,
-                            },
-                            session,
-                        });
+                    } else if let Some((session, earliest)) = parse_exhausted(c) {
+                        self.shared
+                            .notify(Notice::ReplayExhausted { session, earliest });
                     } else if c != "ping" && !c.is_empty() {
                         self.shared.notify(Notice::Comment(c.to_owned()));
                     }

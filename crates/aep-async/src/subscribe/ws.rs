@@ -7,9 +7,12 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aep_core::Event;
+use aep_core::frame::{
+    self, Capabilities, Frame, Hello, IdFrame, Identity, Message as AepMessage, ReplayFrom, Role,
+};
+use aep_core::resume::Position;
+use aep_core::{Capture, Event};
 use futures::{FutureExt, SinkExt, StreamExt};
-use serde_json::Value;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
@@ -19,7 +22,6 @@ use tracing::Instrument;
 
 use super::{unavailable, Backoff, From, Notice, Shared, SubscribeOptions, Subscription};
 use crate::core_adapter::filter;
-use crate::core_adapter::frame::{self, SubscribeFrom};
 use crate::error::TransportError;
 
 pub(crate) type WsStream = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -43,8 +45,9 @@ pub(crate) async fn open(
     base: &str,
     token: Option<&str>,
     timeout: Duration,
-    hello: &Value,
-) -> Result<(WsStream, Value), TransportError> {
+    hello: &Hello,
+) -> Result<(WsStream, Hello), TransportError> {
+    let hello_text = Frame::Hello(Box::new(hello.clone())).to_json();
     let establish = async {
         let url = socket_url(base);
         let mut request = url
@@ -63,25 +66,20 @@ pub(crate) async fn open(
         let (mut ws, _) = tokio_tungstenite::connect_async(request)
             .await
             .map_err(ws_error)?;
-        ws.send(Message::text(hello.to_string()))
-            .await
-            .map_err(ws_error)?;
+        ws.send(Message::text(hello_text)).await.map_err(ws_error)?;
         loop {
             match ws.next().await {
-                Some(Ok(Message::Text(text))) => {
-                    let v: Value = serde_json::from_str(text.as_str())
-                        .map_err(|e| TransportError::parse("undecodable hello", e))?;
-                    match v.get("type").and_then(Value::as_str) {
-                        Some("hello") => return Ok((ws, v)),
-                        Some("error") => {
-                            return Err(TransportError::network_msg(format!(
-                                "hello refused: {}",
-                                v.get("code").and_then(Value::as_str).unwrap_or("error")
-                            )))
-                        }
-                        _ => continue,
+                Some(Ok(Message::Text(text))) => match frame::decode(text.as_str()) {
+                    Ok(AepMessage::Frame(Frame::Hello(h))) => return Ok((ws, *h)),
+                    Ok(AepMessage::Frame(Frame::Error(e))) => {
+                        return Err(TransportError::network_msg(format!(
+                            "hello refused: {}",
+                            e.code.as_str()
+                        )))
                     }
-                }
+                    Ok(_) => continue,
+                    Err(e) => return Err(TransportError::parse("undecodable hello", e)),
+                },
                 Some(Ok(_)) => continue,
                 Some(Err(e)) => return Err(ws_error(e)),
                 None => return Err(TransportError::network_msg("socket closed before hello")),
@@ -95,6 +93,23 @@ pub(crate) async fn open(
             timeout.as_millis()
         ))),
     }
+}
+
+/// The `hello` this crate sends (AEP-0003 §4): `accepts` is the control declaration of
+/// an emitter with a command hook.
+pub(crate) fn hello(
+    role: Role,
+    agent: &str,
+    instance: &str,
+    accepts: Option<Vec<String>>,
+) -> Hello {
+    let mut caps = Capabilities::default();
+    caps.capture = Some(Capture::ALL.to_vec());
+    caps.filters = Some(vec!["attr-match".to_owned()]);
+    caps.control = accepts.map(frame::ControlCapability::accepting);
+    Hello::new(role)
+        .with_identity(Identity::new(agent).with_instance(instance))
+        .with_capabilities(caps)
 }
 
 pub(crate) fn ws_error(e: tokio_tungstenite::tungstenite::Error) -> TransportError {
@@ -282,23 +297,29 @@ impl fmt::Debug for SubEntry {
 }
 
 impl SubEntry {
-    fn frame(&mut self) -> Value {
+    fn frame(&mut self) -> String {
         let positions = self.shared.positions();
         let use_all = self.pending_all && positions.is_empty();
         let start = self
             .from_cap
             .map_or(0, |cap| positions.len().saturating_sub(cap));
-        let head = &positions[start..];
+        let head = positions.get(start..).unwrap_or_default();
         self.sent_all = use_all;
         self.sent_from = if use_all { 0 } else { head.len() };
-        let from = if use_all {
-            SubscribeFrom::All
-        } else if head.is_empty() {
-            SubscribeFrom::None
-        } else {
-            SubscribeFrom::Positions(head)
-        };
-        frame::subscribe(&self.id, &self.options.filter, from, self.options.capture)
+        let mut sub = frame::Subscribe::new(self.id.clone(), self.options.filter.clone());
+        if use_all {
+            sub = sub.with_from(ReplayFrom::All);
+        } else if !head.is_empty() {
+            let from = head
+                .iter()
+                .map(|p| frame::Position::new(p.session(), p.epoch(), p.seq()))
+                .collect();
+            sub = sub.with_from(ReplayFrom::Positions(from));
+        }
+        if let Some(c) = self.options.capture {
+            sub = sub.with_capture(c);
+        }
+        Frame::Subscribe(sub).to_json()
     }
 }
 
@@ -324,7 +345,7 @@ impl ConnTask {
 
     async fn run(mut self) {
         let mut backoff = Backoff::new(self.cfg.backoff_initial, self.cfg.backoff_max);
-        let hello = frame::hello("consumer", &self.cfg.agent, "aep-async", None);
+        let hello = hello(Role::Consumer, &self.cfg.agent, "aep-async", None);
         let (base, token, timeout) = (
             self.cfg.base.clone(),
             self.cfg.token.clone(),
@@ -391,12 +412,12 @@ impl ConnTask {
         let (mut write, mut read) = ws.split();
         for sub in self.subs.values_mut() {
             let f = sub.frame();
-            if let Err(e) = write.send(Message::text(f.to_string())).await {
+            if let Err(e) = write.send(Message::text(f)).await {
                 return Flow::Reconnect(ws_error(e));
             }
         }
         loop {
-            let mut outgoing: Vec<Value> = Vec::new();
+            let mut outgoing: Vec<String> = Vec::new();
             tokio::select! {
                 cmd = self.rx.recv() => match cmd {
                     None => {
@@ -409,7 +430,7 @@ impl ConnTask {
                     }
                     Some(Command::Unsubscribe(id)) => {
                         if self.subs.remove(&id).is_some() {
-                            outgoing.push(serde_json::json!({"type": "unsubscribe", "id": id}));
+                            outgoing.push(Frame::Unsubscribe(IdFrame::new(id)).to_json());
                         }
                     }
                 },
@@ -437,13 +458,13 @@ impl ConnTask {
                         let Some(sub) = self.subs.get(&id) else { continue };
                         if sub.tx.send(batch).await.is_err() {
                             self.subs.remove(&id);
-                            outgoing.push(serde_json::json!({"type": "unsubscribe", "id": id}));
+                            outgoing.push(Frame::Unsubscribe(IdFrame::new(id)).to_json());
                         }
                     }
                 }
             }
             for f in outgoing {
-                if let Err(e) = write.send(Message::text(f.to_string())).await {
+                if let Err(e) = write.send(Message::text(f)).await {
                     return Flow::Reconnect(ws_error(e));
                 }
             }
@@ -454,84 +475,49 @@ impl ConnTask {
         &mut self,
         text: &[u8],
         batches: &mut HashMap<String, Vec<Event>>,
-        outgoing: &mut Vec<Value>,
+        outgoing: &mut Vec<String>,
         backoff: &mut Backoff,
     ) {
-        if let Ok(event) = Event::from_slice(text) {
-            let matching: Vec<&String> = self
-                .subs
-                .iter()
-                .filter(|(_, s)| filter::matches(&s.options.filter, &event))
-                .map(|(id, _)| id)
-                .collect();
-            if let Some((last, rest)) = matching.split_last() {
-                for id in rest {
-                    batches
-                        .entry((*id).clone())
-                        .or_default()
-                        .push(event.clone());
-                }
-                batches.entry((*last).clone()).or_default().push(event);
+        let frame = match frame::decode_slice(text) {
+            Ok(AepMessage::Event(event)) => {
+                self.route(event, batches);
+                return;
             }
-            return;
-        }
-        let frame: Value = match serde_json::from_slice(text) {
-            Ok(v) => v,
+            Ok(AepMessage::Frame(f)) => f,
             Err(e) => {
-                let err = TransportError::parse("undecodable WebSocket frame; dropped", e);
+                let err = TransportError::parse("undecodable WebSocket message; dropped", e);
                 for sub in self.subs.values() {
                     sub.shared.notify(Notice::Error(copy_parse(&err)));
                 }
                 return;
             }
         };
-        let ty = frame
-            .get("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if frame::is_event_type(ty) {
-            for sub in self.subs.values() {
-                sub.shared.notify(Notice::Error(TransportError::parse(
-                    "WebSocket event is not a valid envelope; dropped",
-                    std::io::Error::other(format!("type {ty}")),
-                )));
-            }
-            return;
-        }
-        let id = frame
-            .get("id")
-            .or_else(|| frame.get("sub"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned();
-        match ty {
-            "subscribed" => {
-                if let Some(sub) = self.subs.get_mut(&id) {
+        match frame {
+            Frame::Subscribed(ack) => {
+                if let Some(sub) = self.subs.get_mut(&ack.id) {
                     sub.pending_all = false;
                     backoff.reset();
-                    tracing::info!(sub = %id, resume = sub.sent_from, all = sub.sent_all, "subscribed");
+                    tracing::info!(sub = %ack.id, resume = sub.sent_from, all = sub.sent_all, "subscribed");
                     sub.shared.notify(Notice::Connected {
                         resume: sub.sent_from,
                         all: sub.sent_all,
                     });
                 }
             }
-            "error" => {
-                let Some(sub) = self.subs.get_mut(&id) else {
-                    tracing::warn!(frame = %frame, "error frame from the endpoint");
+            Frame::Error(e) => {
+                let Some(id) = e.id.clone() else {
+                    tracing::warn!(code = e.code.as_str(), "error frame from the endpoint");
                     return;
                 };
-                let code = frame
-                    .get("code")
-                    .and_then(Value::as_str)
-                    .unwrap_or("error")
-                    .to_owned();
-                let detail = frame
-                    .get("detail")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned);
-                sub.shared.notify(Notice::Refused { code, detail });
+                let Some(sub) = self.subs.get_mut(&id) else {
+                    return;
+                };
+                sub.shared.notify(Notice::Refused {
+                    code: e.code.as_str().to_owned(),
+                    detail: e.detail.clone(),
+                });
                 if sub.sent_all {
+                    // `from=all` refused (AEP-0003 §5): live-only from here.
                     sub.pending_all = false;
                     sub.shared.notify(Notice::AllRefused);
                     outgoing.push(sub.frame());
@@ -541,53 +527,54 @@ impl ConnTask {
                     sub.shared.notify(Notice::ResumeShrunk { cap });
                     outgoing.push(sub.frame());
                 } else {
-                    // Refused without anything to shrink: the subscription is over.
+                    // Refused with nothing to shrink: the subscription is over.
                     self.subs.remove(&id);
                 }
             }
-            "replay-exhausted" => {
-                let Some(sub) = self.subs.get(&id) else {
-                    return;
-                };
-                let session = frame
-                    .get("session")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                let earliest = frame.get("earliest");
-                let num = |k: &str| {
-                    earliest
-                        .and_then(|e| e.get(k))
-                        .and_then(Value::as_u64)
-                        .unwrap_or(0)
-                };
-                sub.shared.notify(Notice::ReplayExhausted {
-                    earliest: crate::Position {
-                        session: session.clone(),
-                        epoch: num("epoch"),
-                        seq: num("seq"),
-                    },
-                    session,
-                });
+            Frame::ReplayExhausted(x) => {
+                if let Some(sub) = self.subs.get(&x.sub) {
+                    sub.shared.notify(Notice::ReplayExhausted {
+                        session: x.session,
+                        earliest: Position::new(x.earliest.epoch, x.earliest.seq),
+                    });
+                }
             }
-            "closing" => {
-                let reason = frame
-                    .get("reason")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
+            Frame::Closing(c) => {
+                let reason = c.reason.unwrap_or_default();
                 for sub in self.subs.values() {
                     sub.shared.notify(Notice::Closing {
                         reason: reason.clone(),
                     });
                 }
             }
-            "ping" => {
-                let t = frame.get("t").cloned().unwrap_or(Value::Null);
-                outgoing.push(serde_json::json!({"type": "pong", "t": t}));
+            ping @ Frame::Ping(_) => {
+                if let Some(pong) = ping.pong() {
+                    outgoing.push(pong.to_json());
+                }
             }
             // `unsubscribed`, `pong`, and unknown frames are ignored (AEP-0003 §2).
             _ => {}
+        }
+    }
+
+    /// Hands an event to every subscription whose filter it matches: the endpoint sends
+    /// it once per matching subscription without naming it, and each subscription's
+    /// dedupe collapses the copies.
+    fn route(&self, event: Event, batches: &mut HashMap<String, Vec<Event>>) {
+        let matching: Vec<&String> = self
+            .subs
+            .iter()
+            .filter(|(_, s)| filter::matches(&s.options.filter, &event))
+            .map(|(id, _)| id)
+            .collect();
+        if let Some((last, rest)) = matching.split_last() {
+            for id in rest {
+                batches
+                    .entry((*id).clone())
+                    .or_default()
+                    .push(event.clone());
+            }
+            batches.entry((*last).clone()).or_default().push(event);
         }
     }
 }
