@@ -25,6 +25,8 @@
 //!
 //! ## Layout
 //!
+//! - [`hub`]: [`Hub`], an in-process producer of the subscription model
+//!   ([`aep_core::subscription`]), each subscriber a `Stream` of deliveries.
 //! - [`error`]: [`TransportError`] (network, HTTP status, parse) and [`EmitError`].
 //! - [`emit`]: [`Emitter`], [`SessionEmitter`], [`EmitOptions`].
 //! - [`sink`]: the [`Sink`] trait; [`JsonlSink`], `HttpSink` (feature `http`), `WsSink`
@@ -43,12 +45,14 @@
 mod core_adapter;
 pub mod emit;
 pub mod error;
+pub mod hub;
 pub mod sink;
 pub mod subscribe;
 
 pub use aep_core::resume::ResumePosition;
 pub use emit::{EmitOptions, Emitter, EmitterBuilder, SessionEmitter};
 pub use error::{EmitError, TransportError, TransportErrorKind};
+pub use hub::{Hub, HubSession, Subscriber};
 #[cfg(feature = "http")]
 pub use sink::http::{HttpSink, HttpSinkBuilder};
 #[cfg(feature = "ws")]
