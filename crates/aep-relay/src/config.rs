@@ -85,6 +85,7 @@ pub struct RelayConfig {
     pub(crate) lag_grace: Duration,
     pub(crate) drain_timeout: Duration,
     pub(crate) data_dir: Option<PathBuf>,
+    pub(crate) subscription_ttl: Option<Duration>,
 }
 
 /// A value of a `AEP_*` variable or flag that is not what it should be.
@@ -123,6 +124,7 @@ impl Default for RelayConfig {
             lag_grace: Duration::from_secs(1),
             drain_timeout: Duration::from_secs(5),
             data_dir: None,
+            subscription_ttl: None,
         }
     }
 }
@@ -215,6 +217,9 @@ impl RelayConfig {
             "lag-grace-ms" => self.lag_grace = Duration::from_millis(parse_num(name, value)?),
             "drain-timeout-ms" => {
                 self.drain_timeout = Duration::from_millis(parse_num(name, value)?)
+            }
+            "subscription-ttl-ms" => {
+                self.subscription_ttl = Some(Duration::from_millis(parse_num(name, value)?))
             }
             "data-dir" => self.data_dir = (!value.is_empty()).then(|| PathBuf::from(value)),
             _ => return Err(ConfigError::new(name, value, "a known setting")),
@@ -345,5 +350,23 @@ impl RelayConfig {
     pub fn with_drain_timeout(mut self, timeout: Duration) -> Self {
         self.drain_timeout = timeout;
         self
+    }
+
+    /// How long a subscription of the subscription model lives before the relay sends
+    /// `subscription.expired` (default: no expiry). See the crate docs on the lifecycle.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let config = aep_relay::RelayConfig::default().with_subscription_ttl(Duration::from_secs(60));
+    /// assert_eq!(config.subscription_ttl(), Some(Duration::from_secs(60)));
+    /// ```
+    pub fn with_subscription_ttl(mut self, ttl: Duration) -> Self {
+        self.subscription_ttl = Some(ttl);
+        self
+    }
+
+    /// The subscription expiry, when set.
+    pub fn subscription_ttl(&self) -> Option<Duration> {
+        self.subscription_ttl
     }
 }

@@ -33,7 +33,37 @@
 //! - `hub`: shared state, admission, routing, fan-out; `store`: the per-session replay
 //!   buffers; `outbox`: per-reader queues and backpressure.
 //! - `journal`: durable replay, an append-only JSONL log per session (`--data-dir`).
+//! - `subscriptions`: the subscription model's lifecycle on `/socket` (below).
 //! - `proto`: the one seam to `aep-core` (validation, attr-match, down-leveling, frames).
+//!
+//! ## The subscription model on `/socket`
+//!
+//! Beside the AEP-0003 frames (`hello`, `subscribe`/`subscribed`, `unsubscribe`,
+//! `roster`, `ping`, `error`, …) and events, a connection that has said `hello` may use
+//! the lifecycle of [`aep_core::subscription`]. Its messages are `{"type", "payload"}`
+//! objects whose dotted types look like event types; the relay recognizes the five
+//! names before anything else and never ingests or fans them out.
+//!
+//! | consumer sends | relay answers |
+//! |---|---|
+//! | `subscription.requested` (payload: the filter) | `subscription.created`, then deliveries; or `subscription.rejected`, its message naming the field at fault |
+//! | `subscription.cancelled` (`subscription_id`) | `subscription.cancelled`, after which nothing more is delivered for it (nothing for an id the connection does not hold) |
+//! | | `subscription.expired` when [`RelayConfig::with_subscription_ttl`] passes |
+//! | a malformed `subscription.cancelled` | an `error` frame, code `invalid-message` |
+//!
+//! A delivery is `{"subscription_id":"sub_0001","delivery":{"mode":"at_least_once"},
+//! "event":{…}}` ([`aep_core::subscription::Delivery`]), the envelope forwarded byte for
+//! byte; it is the only message on the socket without a `type`. A `from_cursor`
+//! (`{session}:{epoch}:{seq}`, the SSE id) older than the replay buffer is preceded by
+//! the AEP-0003 `replay-exhausted` frame with `sub` set to the subscription id.
+//!
+//! The connection is the session: ids are unique on it and closing it cancels all its
+//! subscriptions. The relay honors every mode up to `replayable` (requests are never
+//! upgraded). Under backpressure (AEP-0003 §8.4) `best_effort` deliveries of `debug` and
+//! `info` events may be dropped; `at_least_once` and `replayable` ones are never
+//! dropped: past the hard bound the reader is disconnected (`closing`, close 1013) and
+//! resumes from its own positions. `replayable` with `from_cursor` serves the buffered
+//! events after the cursor, then goes live, each event once.
 #![warn(missing_docs)]
 
 pub mod config;
@@ -44,6 +74,7 @@ mod outbox;
 mod proto;
 mod server;
 mod store;
+mod subscriptions;
 mod ws;
 
 pub use config::{ConfigError, RelayConfig, Token};

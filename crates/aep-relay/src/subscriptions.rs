@@ -1,0 +1,265 @@
+//! The subscription model's lifecycle on `/socket`, beside the AEP-0003 frames (the
+//! wire surface is described in the crate docs).
+//!
+//! Validation, ids, the downgrade of the requested mode, expiry and matching are
+//! [`aep_core::subscription::Registry`]'s and [`SubscriptionFilter`]'s: one registry per
+//! connection, the connection being the session. Each created subscription becomes a
+//! relay hub subscription on its lowered attr-match filter (so replay and live delivery
+//! keep the hub's exactly-once handover) with a private, never-dropping queue; a
+//! forwarding task checks the whole filter, wraps each event in a [`Delivery`] and
+//! offers it to the connection's queue with the effective mode's drop policy.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, SystemTime};
+
+use aep_core::subscription::{
+    Delivery, DeliveryMode, LifecycleMessage, Registry, RegistryConfig, SubscriptionFilter,
+};
+use aep_core::{Event, Severity};
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::task::JoinHandle;
+
+use crate::hub::{Hub, ReplayAsk};
+use crate::outbox::{Binding, Delivery as Offer, Drain, Outbox, Piece};
+use crate::proto::{self, FromPosition};
+
+/// The registry's session key: one registry per connection, so one session.
+const SESSION: &str = "ws";
+
+/// The lifecycle state of one WebSocket connection; dropping it (the connection ended)
+/// cancels every subscription it holds.
+#[derive(Default)]
+pub(crate) struct Lifecycle {
+    conn: Option<Arc<Conn>>,
+}
+
+impl fmt::Debug for Lifecycle {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let live = self.conn.as_ref().map_or(0, |c| c.lock().registry.len());
+        f.debug_struct("Lifecycle").field("live", &live).finish()
+    }
+}
+
+struct Conn {
+    hub: Arc<Hub>,
+    outbox: Arc<Outbox>,
+    state: Mutex<State>,
+}
+
+struct State {
+    registry: Registry,
+    running: HashMap<String, Running>,
+}
+
+/// A subscription's hub registration and the task forwarding its deliveries.
+struct Running {
+    hub_id: u64,
+    task: JoinHandle<()>,
+}
+
+impl Conn {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn send(&self, message: &LifecycleMessage) {
+        self.outbox.push_frame(Bytes::from(message.to_json()));
+    }
+
+    fn stop(&self, running: Running) {
+        self.hub.unsubscribe(running.hub_id);
+        running.task.abort();
+    }
+
+    /// Expires what is due, each with `subscription.expired`.
+    fn expire_due(&self) {
+        let mut st = self.lock();
+        for (_, expired) in st.registry.handle_timeout(SystemTime::now()) {
+            if let Some(running) = st.running.remove(expired.subscription_id()) {
+                self.stop(running);
+            }
+            self.send(&expired.into());
+        }
+    }
+}
+
+impl Lifecycle {
+    /// Answers one lifecycle message (its `type` already checked).
+    pub(crate) fn on_message(&mut self, hub: &Arc<Hub>, outbox: &Arc<Outbox>, message: &Value) {
+        let conn = self
+            .conn
+            .get_or_insert_with(|| {
+                let config = RegistryConfig::new().with_max_delivery(DeliveryMode::Replayable);
+                let config = match hub.config.subscription_ttl() {
+                    Some(ttl) => config.with_ttl(ttl),
+                    None => config,
+                };
+                Arc::new(Conn {
+                    hub: hub.clone(),
+                    outbox: outbox.clone(),
+                    state: Mutex::new(State {
+                        registry: Registry::new(config),
+                        running: HashMap::new(),
+                    }),
+                })
+            })
+            .clone();
+        conn.expire_due();
+        let message = match LifecycleMessage::from_value(message) {
+            Ok(m) => m,
+            Err(e) => {
+                // a malformed cancel (requests always parse: their payload is checked
+                // by the registry and rejected by field)
+                let frame = proto::error_frame(
+                    aep_core::frame::ErrorCode::from("invalid-message"),
+                    None,
+                    None,
+                    Some(&e.to_string()),
+                );
+                outbox.push_frame(Bytes::from(frame));
+                return;
+            }
+        };
+        let mut st = conn.lock();
+        let Some(answer) = st
+            .registry
+            .handle_message(SESSION, &message, SystemTime::now())
+        else {
+            return;
+        };
+        match &answer {
+            LifecycleMessage::Created(created) => {
+                let id = created.subscription_id().to_owned();
+                // confirmed before anything is delivered for it
+                conn.send(&answer);
+                if let Some(running) = start(&conn, &st.registry, &id) {
+                    st.running.insert(id, running);
+                }
+            }
+            LifecycleMessage::Cancelled(c) => {
+                if let Some(running) = st.running.remove(c.subscription_id()) {
+                    conn.stop(running);
+                }
+                conn.send(&answer);
+            }
+            _ => conn.send(&answer),
+        }
+    }
+}
+
+impl Drop for Lifecycle {
+    fn drop(&mut self) {
+        let Some(conn) = self.conn.take() else {
+            return;
+        };
+        let mut st = conn.lock();
+        st.registry.close_session(SESSION);
+        for (_, running) in st.running.drain() {
+            conn.stop(running);
+        }
+    }
+}
+
+/// Registers a created subscription with the relay's hub (its lowered attr-match filter,
+/// its replay from the cursor) and starts forwarding.
+fn start(conn: &Arc<Conn>, registry: &Registry, id: &str) -> Option<Running> {
+    let sub = registry.get(SESSION, id)?;
+    let filter = sub.filter().clone();
+    let mode = sub.mode();
+    let expires_at = sub.expires_at();
+    let mut ask = ReplayAsk::default();
+    if let Some(from) = sub.from_cursor() {
+        ask.positions.push(FromPosition {
+            session: from.session().to_owned(),
+            epoch: from.epoch(),
+            seq: i64::try_from(from.seq()).unwrap_or(i64::MAX),
+        });
+    }
+    // This queue never lags or drops: the forwarder empties it at once and applies
+    // the subscription's own mode toward the connection.
+    let (private, rx) = Outbox::new(usize::MAX / 2, usize::MAX, Duration::ZERO);
+    let hub_id = conn.hub.subscribe(
+        &private,
+        Binding::Ws,
+        None,
+        filter.lower().wire().clone(),
+        None,
+        ask,
+        None,
+        Some(id.to_owned()),
+        true,
+    );
+    // The heartbeat of this internal queue is never written anywhere.
+    let drain = Drain::new(rx, private, Binding::Ws, Duration::from_secs(3600));
+    let task = tokio::spawn(forward(
+        Arc::downgrade(conn),
+        drain,
+        Forward {
+            id: id.to_owned(),
+            filter,
+            mode,
+            expires_at,
+        },
+    ));
+    Some(Running { hub_id, task })
+}
+
+struct Forward {
+    id: String,
+    filter: SubscriptionFilter,
+    mode: DeliveryMode,
+    expires_at: Option<SystemTime>,
+}
+
+async fn forward(conn: Weak<Conn>, mut drain: Drain, sub: Forward) {
+    let expiry = async {
+        match sub.expires_at {
+            Some(at) => {
+                let wait = at.duration_since(SystemTime::now()).unwrap_or_default();
+                tokio::time::sleep(wait).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    tokio::pin!(expiry);
+    loop {
+        let piece = tokio::select! {
+            piece = drain.next() => piece,
+            () = &mut expiry => {
+                if let Some(conn) = conn.upgrade() {
+                    conn.expire_due();
+                }
+                return;
+            }
+        };
+        let Some(conn) = conn.upgrade() else { return };
+        let bytes = match piece {
+            Some(Piece::Data(bytes)) => bytes,
+            Some(Piece::Heartbeat) => continue,
+            Some(Piece::End(_)) | None => return,
+        };
+        let Ok(event) = Event::from_slice(&bytes) else {
+            // not an event: the replay-exhausted frame of this subscription
+            conn.outbox.push_frame(bytes);
+            continue;
+        };
+        // the wire half let a superset through; the whole filter decides
+        if !sub.filter.matches(&event) {
+            continue;
+        }
+        let severity = match sub.mode {
+            DeliveryMode::BestEffort => event.severity(),
+            // a severity the outbox never drops: deliver, or disconnect past the bound
+            DeliveryMode::AtLeastOnce | DeliveryMode::Replayable => {
+                event.severity().max(Severity::Notice)
+            }
+        };
+        let wrapped = Delivery::new(sub.id.as_str(), sub.mode, event).to_json();
+        if conn.outbox.deliver(Bytes::from(wrapped), severity).await == Offer::Closed {
+            return;
+        }
+    }
+}
