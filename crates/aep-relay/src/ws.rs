@@ -20,6 +20,8 @@ use serde_json::Value;
 use crate::hub::{parse_event, Hello, Hub, LineError, ReplayAsk};
 use crate::outbox::{Binding, Drain, End, Outbox, Piece};
 use crate::proto::{self, Filter, FromPosition};
+use crate::subscriptions::Lifecycle;
+use aep_core::subscription::LifecycleMessage;
 
 /// Accepts the upgrade; incoming messages are capped like an ingest body.
 pub(crate) fn upgrade(hub: Arc<Hub>, ws: WebSocketUpgrade) -> Response {
@@ -129,6 +131,7 @@ async fn close(sink: &mut SplitSink<WebSocket, Message>, how: End) {
 #[derive(Debug, Default)]
 struct Session {
     hello: Option<Hello>,
+    subscriptions: Lifecycle,
 }
 
 async fn read_loop(
@@ -203,6 +206,11 @@ async fn on_text(
         send(outbox, proto::hello_reply(&hub.config, version));
         return;
     };
+
+    if ty.is_some_and(LifecycleMessage::is_lifecycle_type) {
+        session.subscriptions.on_message(hub, outbox, &message);
+        return;
+    }
 
     if is_event {
         match parse_event(text.as_bytes()) {
