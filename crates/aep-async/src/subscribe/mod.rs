@@ -275,6 +275,10 @@ impl SubscribeOptions {
     }
     /// Bound on connection establishment (request start to response headers, or the
     /// WS handshake and `hello`). Expiry is a `Network` error and is retried.
+    ///
+    /// Keep it above the endpoint's heartbeat interval: a relay may hold back the SSE
+    /// response headers until its first write (the reference relay does, with a 25 s
+    /// `: ping`), so a shorter bound turns an idle stream into reconnects.
     pub fn connect_timeout(mut self, d: Duration) -> Self {
         self.connect_timeout = d;
         self
