@@ -21,12 +21,28 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 
+/// CPU seconds this process has used (user + system), from /proc/self/stat: robust to
+/// the machine's load, unlike wall time.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    // utime and stime are fields 14 and 15 (1-based), 12 and 13 after the `)`; 100 Hz.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn rate(n: usize, d: Duration) -> f64 {
     n as f64 / d.as_secs_f64()
 }
 
-fn report(name: &str, n: usize, d: Duration) {
-    println!("{name:<48} {:>10.0} events/s  ({n} in {:.3} s)", rate(n, d), d.as_secs_f64());
+fn report(name: &str, n: usize, d: Duration, cpu: f64) {
+    println!(
+        "{name:<48} {:>10.0} events/s  ({n} in {:.3} s; this process {:.2} us CPU/event)",
+        rate(n, d),
+        d.as_secs_f64(),
+        cpu * 1e6 / n as f64
+    );
 }
 
 /// A keep-alive HTTP/1.1 server answering every request with `respond(head)`.
@@ -77,7 +93,7 @@ fn event_line(agent: &str, session: &str, seq: usize) -> String {
 
 async fn emit_sdk(url: &str, n: usize, sessions: usize) -> Duration {
     let sink = HttpSink::builder(url)
-        .max_batch(5000)
+        .max_batch(10_000)
         .queue_capacity(n + 1)
         .build()
         .unwrap();
@@ -117,6 +133,24 @@ async fn consume(url: &str, n: usize, transport: Transport) -> Duration {
     d
 }
 
+#[derive(Debug, Default)]
+struct NullSink(std::sync::Mutex<Vec<u8>>);
+
+impl aep_async::Sink for NullSink {
+    fn accept(&self, event: &aep_core::Event) -> Result<(), aep_async::EmitError> {
+        let mut buf = self.0.lock().unwrap();
+        buf.clear();
+        event.write_json(&mut buf);
+        Ok(())
+    }
+    fn flush(&self) -> aep_async::SinkFuture<'_> {
+        Box::pin(async {})
+    }
+    fn close(&self) -> aep_async::SinkFuture<'_> {
+        Box::pin(async {})
+    }
+}
+
 struct Relay(std::process::Child);
 impl Drop for Relay {
     fn drop(&mut self) {
@@ -130,12 +164,47 @@ async fn main() {
     let n: usize = std::env::var("AEP_BENCH_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let sessions = 10;
 
+    // No IO: building envelopes into a sink that only serializes (what HttpSink's
+    // accept does before queueing).
+    {
+        let sink = NullSink::default();
+        let emitter = Emitter::new("a", "bench", sink);
+        let s = emitter.session("s0");
+        let data = json!({"tool": "bash", "args": {"cmd": "ls -la"}});
+        let c = cpu_seconds();
+        let t = Instant::now();
+        for _ in 0..n {
+            s.emit("tool.called", &data).unwrap();
+        }
+        report("emit: build + serialize, no IO", n, t.elapsed(), cpu_seconds() - c);
+    }
+    // No IO: what a subscription does per event once the bytes are in: envelope parse,
+    // (source, id) dedupe, position tracking.
+    {
+        let lines: Vec<String> = (0..n).map(|i| event_line("a", &format!("s{}", i % sessions), i)).collect();
+        let mut dedupe = aep_core::dedupe::Dedupe::new();
+        let mut positions = aep_core::resume::Positions::new();
+        let c = cpu_seconds();
+        let t = Instant::now();
+        let mut admitted = 0;
+        for line in &lines {
+            let ev = aep_core::Event::from_slice(line.as_bytes()).unwrap();
+            if dedupe.insert_event(&ev) {
+                positions.observe(&ev);
+                admitted += 1;
+            }
+        }
+        report("consume: parse + dedupe + positions, no IO", n, t.elapsed(), cpu_seconds() - c);
+        assert_eq!(admitted, n);
+    }
+
     // SDK-bound emit.
     let accept: Arc<dyn Fn(&str) -> Vec<u8> + Send + Sync> =
         Arc::new(|_| b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_vec());
     let sink_url = serve(accept).await;
+    let c = cpu_seconds();
     let d = emit_sdk(&sink_url, n, sessions).await;
-    report("emit: HttpSink -> in-process 202 server", n, d);
+    report("emit: HttpSink -> in-process 202 server", n, d, cpu_seconds() - c);
 
     // SDK-bound consume: a pre-built SSE body.
     let mut body = String::with_capacity(n * 330);
@@ -152,9 +221,9 @@ async fn main() {
         out
     });
     let sse_url = serve(sse).await;
+    let c = cpu_seconds();
     let d = consume(&sse_url, n, Transport::Sse).await;
-    report("consume: SSE subscription <- in-process body", n, d);
-    println!("{:<48} {:>10.3} us/event", "  SDK per-event cost (SSE parse+envelope+dedupe+positions)", d.as_secs_f64() * 1e6 / n as f64);
+    report("consume: SSE subscription <- in-process body", n, d, cpu_seconds() - c);
 
     // The reference relay, if node is here.
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -188,6 +257,7 @@ async fn main() {
 
     // Raw ingest anchor: pre-built 10 000-line NDJSON POSTs, other sessions.
     let mut raw_n = 0;
+    let c = cpu_seconds();
     let t = Instant::now();
     for chunk in 0..(n / 10_000).max(1) {
         let mut nd = String::new();
@@ -206,13 +276,15 @@ async fn main() {
         assert!(res.status().is_success(), "{}", res.status());
         raw_n += 10_000;
     }
-    report("reference relay: raw NDJSON ingest (10k/POST)", raw_n, t.elapsed());
+    report("reference relay: raw NDJSON ingest (10k/POST)", raw_n, t.elapsed(), cpu_seconds() - c);
 
+    let c = cpu_seconds();
     let d = emit_sdk(&url, n, sessions).await;
-    report("reference relay: emit with HttpSink", n, d);
+    report("reference relay: emit with HttpSink", n, d, cpu_seconds() - c);
 
     // Raw replay anchor: the bytes of a from=all live=0 pass, unparsed.
     let total = n;
+    let c = cpu_seconds();
     let t = Instant::now();
     let mut res = client
         .get(format!("{url}/stream?from=all&live=0&filter=%7B%22agent%22%3A%22a%22%7D"))
@@ -224,12 +296,14 @@ async fn main() {
     while let Some(c) = res.chunk().await.unwrap() {
         lines += c.iter().filter(|&&b| b == b'\n').count();
     }
-    report("reference relay: raw replay (bytes only)", total, t.elapsed());
+    report("reference relay: raw replay (bytes only)", total, t.elapsed(), cpu_seconds() - c);
     // Four lines per event (event, data, id, blank), plus the marker.
     assert!(lines >= total * 4, "the relay cut the replay short: {lines} lines");
 
+    let c = cpu_seconds();
     let d = consume(&url, total, Transport::Sse).await;
-    report("reference relay: SSE subscription history pass", total, d);
+    report("reference relay: SSE subscription history pass", total, d, cpu_seconds() - c);
+    let c = cpu_seconds();
     let d = consume(&url, total, Transport::WebSocket).await;
-    report("reference relay: WS subscription from=all", total, d);
+    report("reference relay: WS subscription from=all", total, d, cpu_seconds() - c);
 }
