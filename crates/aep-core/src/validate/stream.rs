@@ -409,20 +409,20 @@ pub fn validate_stream<'a>(
 /// can overflow the call stack.
 fn fingerprint(event: &Event) -> Fingerprint {
     let value = event.to_value();
-    let mut hasher = Sha256::new();
+    let mut sink = HashSink(Sha256::new());
     let mut stack: Vec<Step<'_>> = vec![Step::Value(&value)];
     while let Some(step) = stack.pop() {
         match step {
-            Step::Text(t) => hasher.update(t.as_bytes()),
+            Step::Text(t) => sink.0.update(t.as_bytes()),
             Step::Key(k) => {
-                hasher.update(Value::from(k.as_str()).to_string().as_bytes());
-                hasher.update(b":");
+                sink.json(k);
+                sink.0.update(b":");
             }
             Step::Value(v) => match v {
                 Value::Object(map) => {
                     let mut members: Vec<(&String, &Value)> = map.iter().collect();
-                    members.sort_by(|a, b| a.0.cmp(b.0));
-                    hasher.update(b"{");
+                    members.sort_unstable_by(|a, b| a.0.cmp(b.0));
+                    sink.0.update(b"{");
                     stack.push(Step::Text("}"));
                     for (i, (k, v)) in members.into_iter().enumerate().rev() {
                         stack.push(Step::Value(v));
@@ -433,7 +433,7 @@ fn fingerprint(event: &Event) -> Fingerprint {
                     }
                 }
                 Value::Array(items) => {
-                    hasher.update(b"[");
+                    sink.0.update(b"[");
                     stack.push(Step::Text("]"));
                     for (i, v) in items.iter().enumerate().rev() {
                         stack.push(Step::Value(v));
@@ -442,14 +442,34 @@ fn fingerprint(event: &Event) -> Fingerprint {
                         }
                     }
                 }
-                scalar => hasher.update(scalar.to_string().as_bytes()),
+                scalar => sink.json(scalar),
             },
         }
     }
-    let digest = hasher.finalize();
+    let digest = sink.0.finalize();
     let mut out = [0u8; 16];
     out.copy_from_slice(&digest[..16]);
     out
+}
+
+/// Feeds JSON text straight into the digest, without building strings.
+struct HashSink(Sha256);
+
+impl HashSink {
+    fn json<T: serde::Serialize + ?Sized>(&mut self, v: &T) {
+        // Writing into a hasher cannot fail, and scalars and strings always serialize.
+        let _ = serde_json::to_writer(&mut *self, v);
+    }
+}
+
+impl std::io::Write for HashSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.update(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 enum Step<'a> {
