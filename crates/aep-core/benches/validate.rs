@@ -7,7 +7,7 @@
 
 use std::hint::black_box;
 
-use aep_core::validate::{validate_event, validate_value, StreamValidator};
+use aep_core::validate::{validate_event, validate_payload, validate_value, StreamValidator};
 use aep_core::Event;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use serde_json::Value;
@@ -33,6 +33,10 @@ fn bench(c: &mut Criterion) {
     });
     g.bench_function("value golden[3] tool.completed", |b| {
         b.iter(|| validate_value(black_box(&value)))
+    });
+    let data = value["data"].clone();
+    g.bench_function("payload golden[3] tool.completed", |b| {
+        b.iter(|| validate_payload(black_box("tool.completed"), black_box(&data)))
     });
     let minimal: Event = lines[25].parse().unwrap();
     g.bench_function("event golden[25] progress.status (no data)", |b| {

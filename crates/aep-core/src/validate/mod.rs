@@ -319,7 +319,7 @@ impl fmt::Display for Issue {
 /// ```
 pub fn validate_value(value: &Value) -> Vec<Issue> {
     match value {
-        Value::Object(map) => envelope::validate(&envelope::JsonEnvelope(map)),
+        Value::Object(map) => envelope::validate(&envelope::JsonEnvelope::new(map)),
         _ => vec![Issue::new(
             Rule::NotAnObject,
             None,

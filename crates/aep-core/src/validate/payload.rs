@@ -446,8 +446,10 @@ impl Schema {
     }
 
     fn check_object(&self, map: &Map<String, Value>, path: &Loc<'_>, out: &mut Vec<Issue>) {
+        // Linear scans: payloads and schemas have a handful of members, and comparing
+        // short names beats hashing them.
         for name in &self.required {
-            if !map.contains_key(name) {
+            if !map.keys().any(|k| k == name) {
                 out.push(Issue::new(
                     Rule::PayloadRequired,
                     Some(format!("{path}.{name}")),
@@ -456,8 +458,11 @@ impl Schema {
                 ));
             }
         }
-        for (name, sub) in &self.properties {
-            if let Some(member) = map.get(name) {
+        if self.properties.is_empty() {
+            return;
+        }
+        for (name, member) in map {
+            if let Some((_, sub)) = self.properties.iter().find(|(p, _)| p == name) {
                 sub.check(member, &Loc::Member(path, name), out);
             }
         }
