@@ -27,7 +27,7 @@ pub fn read_json(fixtures: &Path, rel: &str) -> Result<Value, Check> {
 
 /// The golden corpus, one JSON value per non-blank line.
 pub fn golden(fixtures: &Path) -> Result<Vec<Value>, Check> {
-    const REL: &str = "golden/golden.jsonl";
+    const REL: &str = "conformance/golden/golden.jsonl";
     let text = read_text(fixtures, REL)?;
     text.lines()
         .filter(|l| !l.trim().is_empty())

@@ -12,7 +12,7 @@ use crate::fixtures;
 
 /// Runs the class.
 pub fn run(fixtures: &Path) -> Vec<Check> {
-    let doc = match fixtures::read_json(fixtures, "invalid/cases.json") {
+    let doc = match fixtures::read_json(fixtures, "conformance/invalid/cases.json") {
         Ok(doc) => doc,
         Err(check) => return vec![check],
     };

@@ -8,9 +8,8 @@
 //! runner (`spec/conformance/run.py`), and exits 1 when any check fails (2 on a usage
 //! error). `--json PATH` also writes the `aep-conformance-report` (`tool` = `run-rs`);
 //! `--json -` puts the report alone on stdout and the human lines on stderr.
-//! `--fixtures` defaults to the workspace's `fixtures/`; it takes either that directory
-//! (the corpus is its `conformance/`) or a conformance fixture directory itself, such as
-//! the spec's `conformance/fixtures`. `--class` runs only the named classes.
+//! `--fixtures` defaults to the workspace's `fixtures/` (the corpus is its
+//! `conformance/`); `--class` runs only the named classes.
 
 mod check;
 mod fixtures;
@@ -23,9 +22,9 @@ use std::process::ExitCode;
 use check::Check;
 
 /// Declares the fixture classes in report order. Each is a module exposing
-/// `pub fn run(fixtures: &Path) -> Vec<Check>`, where `fixtures` is the conformance
-/// fixture directory (holding `golden/`, `invalid/`, `attr-match/`, ...); adding a class
-/// is one line here.
+/// `pub fn run(fixtures: &Path) -> Vec<Check>`, where `fixtures` is the workspace's
+/// fixture root (holding `conformance/`, `schemas/`, `projection/`); adding a class is
+/// one line here.
 macro_rules! classes {
     ($($module:ident => $name:literal,)*) => {
         $(mod $module;)*
@@ -38,21 +37,12 @@ classes! {
     golden => "golden",
     invalid => "invalid",
     stream => "golden-stream",
+    attr_match => "attr-match",
+    downlevel => "downlevel",
 }
 
 /// The workspace's fixture directory, found from this crate's manifest at compile time.
 const DEFAULT_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures");
-
-/// The conformance corpus under a `--fixtures` directory: its `conformance/` when it has
-/// one (the workspace layout), else the directory itself (the spec's layout).
-fn corpus_dir(fixtures: &Path) -> PathBuf {
-    let nested = fixtures.join("conformance");
-    if nested.is_dir() {
-        nested
-    } else {
-        fixtures.to_path_buf()
-    }
-}
 
 const USAGE: &str = "usage: aep-conformance [--fixtures DIR] [--json PATH|-] [--class NAME]...";
 
@@ -111,19 +101,18 @@ fn main() -> ExitCode {
     };
 
     let started_at = report::now();
-    let corpus = corpus_dir(&opts.fixtures);
     let _ = writeln!(
         human,
         "aep-conformance ({}), fixtures {}",
         report::TOOL,
-        corpus.display()
+        opts.fixtures.display()
     );
     let mut checks = Vec::new();
     for (name, run) in CLASSES {
         if !opts.classes.is_empty() && !opts.classes.iter().any(|c| c == name) {
             continue;
         }
-        for check in run(&corpus) {
+        for check in run(&opts.fixtures) {
             let _ = match (&check.detail, check.pass) {
                 (Some(detail), false) => writeln!(human, "FAIL  {} — {detail}", check.name),
                 (_, pass) => writeln!(
@@ -191,10 +180,9 @@ mod tests {
 
     #[test]
     fn the_corpus_passes_every_class() {
-        let fixtures = corpus_dir(Path::new(DEFAULT_FIXTURES));
-        assert!(fixtures.ends_with("conformance"));
+        let fixtures = Path::new(DEFAULT_FIXTURES);
         for (name, run) in CLASSES {
-            let checks = run(&fixtures);
+            let checks = run(fixtures);
             assert!(!checks.is_empty(), "{name} ran no checks");
             let failed: Vec<&Check> = checks.iter().filter(|c| !c.pass).collect();
             assert!(failed.is_empty(), "{name}: {failed:#?}");
