@@ -48,3 +48,4 @@ pub use level::{Capture, Severity};
 pub use payload::{Payload, PayloadError, PayloadType};
 pub use subscription::{DeliveryMode, Registry, SubscriptionFilter};
 pub use types::EventType;
+pub use validate::{validate_event, validate_value, Issue, Rule, StreamValidator};
