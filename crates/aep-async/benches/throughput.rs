@@ -27,10 +27,17 @@ fn cpu_seconds() -> f64 {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
     let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
     let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<f64>().ok()).unwrap_or(0.0);
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     // utime and stime are fields 14 and 15 (1-based), 12 and 13 after the `)`; 100 Hz.
     (ticks(11) + ticks(12)) / 100.0
 }
+
+type Responder = Arc<dyn Fn(&str) -> Vec<u8> + Send + Sync>;
 
 fn rate(n: usize, d: Duration) -> f64 {
     n as f64 / d.as_secs_f64()
@@ -46,7 +53,7 @@ fn report(name: &str, n: usize, d: Duration, cpu: f64) {
 }
 
 /// A keep-alive HTTP/1.1 server answering every request with `respond(head)`.
-async fn serve(respond: Arc<dyn Fn(&str) -> Vec<u8> + Send + Sync>) -> String {
+async fn serve(respond: Responder) -> String {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
@@ -98,14 +105,18 @@ async fn emit_sdk(url: &str, n: usize, sessions: usize) -> Duration {
         .build()
         .unwrap();
     let emitter = Emitter::new("a", "bench", sink);
-    let ses: Vec<_> = (0..sessions).map(|i| emitter.session(format!("s{i}"))).collect();
+    let ses: Vec<_> = (0..sessions)
+        .map(|i| emitter.session(format!("s{i}")))
+        .collect();
     let data = json!({"tool": "bash", "args": {"cmd": "ls -la"}});
     let t = Instant::now();
     for i in 0..n {
         // `notice`: the reference relay drops debug/info toward a reader more than
         // 1 MiB behind (AEP-0003 §8.4), which a replay burst is.
         let opts = EmitOptions::new().severity(Severity::Notice);
-        ses[i % sessions].emit_with("tool.called", &data, opts).unwrap();
+        ses[i % sessions]
+            .emit_with("tool.called", &data, opts)
+            .unwrap();
     }
     emitter.close().await;
     let d = t.elapsed();
@@ -118,7 +129,11 @@ async fn consume(url: &str, n: usize, transport: Transport) -> Duration {
         .from_all()
         .filter(json!({"agent": "a"}))
         .transport(transport);
-    let opts = if transport == Transport::Sse { opts.history_only() } else { opts };
+    let opts = if transport == Transport::Sse {
+        opts.history_only()
+    } else {
+        opts
+    };
     let t = Instant::now();
     let mut sub = subscribe(url, opts);
     let mut got = 0;
@@ -161,7 +176,10 @@ impl Drop for Relay {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let n: usize = std::env::var("AEP_BENCH_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let n: usize = std::env::var("AEP_BENCH_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
     let sessions = 10;
 
     // No IO: building envelopes into a sink that only serializes (what HttpSink's
@@ -176,12 +194,19 @@ async fn main() {
         for _ in 0..n {
             s.emit("tool.called", &data).unwrap();
         }
-        report("emit: build + serialize, no IO", n, t.elapsed(), cpu_seconds() - c);
+        report(
+            "emit: build + serialize, no IO",
+            n,
+            t.elapsed(),
+            cpu_seconds() - c,
+        );
     }
     // No IO: what a subscription does per event once the bytes are in: envelope parse,
     // (source, id) dedupe, position tracking.
     {
-        let lines: Vec<String> = (0..n).map(|i| event_line("a", &format!("s{}", i % sessions), i)).collect();
+        let lines: Vec<String> = (0..n)
+            .map(|i| event_line("a", &format!("s{}", i % sessions), i))
+            .collect();
         let mut dedupe = aep_core::dedupe::Dedupe::new();
         let mut positions = aep_core::resume::Positions::new();
         let c = cpu_seconds();
@@ -194,39 +219,65 @@ async fn main() {
                 admitted += 1;
             }
         }
-        report("consume: parse + dedupe + positions, no IO", n, t.elapsed(), cpu_seconds() - c);
+        report(
+            "consume: parse + dedupe + positions, no IO",
+            n,
+            t.elapsed(),
+            cpu_seconds() - c,
+        );
         assert_eq!(admitted, n);
     }
 
     // SDK-bound emit.
-    let accept: Arc<dyn Fn(&str) -> Vec<u8> + Send + Sync> =
+    let accept: Responder =
         Arc::new(|_| b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_vec());
     let sink_url = serve(accept).await;
     let c = cpu_seconds();
     let d = emit_sdk(&sink_url, n, sessions).await;
-    report("emit: HttpSink -> in-process 202 server", n, d, cpu_seconds() - c);
+    report(
+        "emit: HttpSink -> in-process 202 server",
+        n,
+        d,
+        cpu_seconds() - c,
+    );
 
     // SDK-bound consume: a pre-built SSE body.
     let mut body = String::with_capacity(n * 330);
     for i in 0..n {
         let s = format!("s{}", i % sessions);
-        body.push_str(&format!("event: tool.called\ndata: {}\nid: {s}:0:{i}\n\n", event_line("a", &s, i)));
+        body.push_str(&format!(
+            "event: tool.called\ndata: {}\nid: {s}:0:{i}\n\n",
+            event_line("a", &s, i)
+        ));
     }
     body.push_str(": replay-complete\n\n");
     let body = Arc::new(body);
     let b = body.clone();
-    let sse: Arc<dyn Fn(&str) -> Vec<u8> + Send + Sync> = Arc::new(move |_| {
-        let mut out = format!("HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n", b.len()).into_bytes();
+    let sse: Responder = Arc::new(move |_| {
+        let mut out = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+            b.len()
+        )
+        .into_bytes();
         out.extend_from_slice(b.as_bytes());
         out
     });
     let sse_url = serve(sse).await;
     let c = cpu_seconds();
     let d = consume(&sse_url, n, Transport::Sse).await;
-    report("consume: SSE subscription <- in-process body", n, d, cpu_seconds() - c);
+    report(
+        "consume: SSE subscription <- in-process body",
+        n,
+        d,
+        cpu_seconds() - c,
+    );
 
     // The reference relay, if node is here.
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let script = std::path::Path::new("/work/shared/tools/reference-relay.sh");
     if !script.exists() {
         println!("reference relay not available; skipped");
@@ -246,9 +297,15 @@ async fn main() {
     let url = format!("http://127.0.0.1:{port}");
     // One replay pass of the reference relay holds at most 8 MiB in flight before it
     // disconnects the reader (its backpressure rule), about 25 000 of these events.
-    let n: usize = std::env::var("AEP_BENCH_RELAY_EVENTS").ok().and_then(|v| v.parse().ok()).unwrap_or(20_000);
+    let n: usize = std::env::var("AEP_BENCH_RELAY_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
     for _ in 0..400 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_ok() {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -276,18 +333,30 @@ async fn main() {
         assert!(res.status().is_success(), "{}", res.status());
         raw_n += 10_000;
     }
-    report("reference relay: raw NDJSON ingest (10k/POST)", raw_n, t.elapsed(), cpu_seconds() - c);
+    report(
+        "reference relay: raw NDJSON ingest (10k/POST)",
+        raw_n,
+        t.elapsed(),
+        cpu_seconds() - c,
+    );
 
     let c = cpu_seconds();
     let d = emit_sdk(&url, n, sessions).await;
-    report("reference relay: emit with HttpSink", n, d, cpu_seconds() - c);
+    report(
+        "reference relay: emit with HttpSink",
+        n,
+        d,
+        cpu_seconds() - c,
+    );
 
     // Raw replay anchor: the bytes of a from=all live=0 pass, unparsed.
     let total = n;
     let c = cpu_seconds();
     let t = Instant::now();
     let mut res = client
-        .get(format!("{url}/stream?from=all&live=0&filter=%7B%22agent%22%3A%22a%22%7D"))
+        .get(format!(
+            "{url}/stream?from=all&live=0&filter=%7B%22agent%22%3A%22a%22%7D"
+        ))
         .header("accept", "text/event-stream")
         .send()
         .await
@@ -296,14 +365,32 @@ async fn main() {
     while let Some(c) = res.chunk().await.unwrap() {
         lines += c.iter().filter(|&&b| b == b'\n').count();
     }
-    report("reference relay: raw replay (bytes only)", total, t.elapsed(), cpu_seconds() - c);
+    report(
+        "reference relay: raw replay (bytes only)",
+        total,
+        t.elapsed(),
+        cpu_seconds() - c,
+    );
     // Four lines per event (event, data, id, blank), plus the marker.
-    assert!(lines >= total * 4, "the relay cut the replay short: {lines} lines");
+    assert!(
+        lines >= total * 4,
+        "the relay cut the replay short: {lines} lines"
+    );
 
     let c = cpu_seconds();
     let d = consume(&url, total, Transport::Sse).await;
-    report("reference relay: SSE subscription history pass", total, d, cpu_seconds() - c);
+    report(
+        "reference relay: SSE subscription history pass",
+        total,
+        d,
+        cpu_seconds() - c,
+    );
     let c = cpu_seconds();
     let d = consume(&url, total, Transport::WebSocket).await;
-    report("reference relay: WS subscription from=all", total, d, cpu_seconds() - c);
+    report(
+        "reference relay: WS subscription from=all",
+        total,
+        d,
+        cpu_seconds() - c,
+    );
 }

@@ -407,7 +407,11 @@ async fn malformed_sse_data_is_dropped_and_reported() {
         fast().history_only().on_notice(notices.handler()),
     );
     let got = drain_to_end(&mut sub).await;
-    assert_eq!(got.len(), 2, "the good event once (duplicate deduped), then the unknown type");
+    assert_eq!(
+        got.len(),
+        2,
+        "the good event once (duplicate deduped), then the unknown type"
+    );
     assert_eq!(got[1].event_type(), "x.acme.future");
     assert_eq!(got[1].extension_str("acmewidget"), Some("blue"));
     assert_eq!(sub.positions(), vec![ResumePosition::new("s", 0, 1)]);
@@ -509,4 +513,25 @@ async fn history_only_over_ws_is_refused_with_a_notice() {
     );
     assert!(sub.next().await.is_none());
     assert!(notices.any("SSE"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_subscription_filter_lowers_to_wire_plus_residual() {
+    let progress = VALID
+        .replace("tool.called", "tool.call.progress")
+        .replace("\"01A\"", "\"01C\"");
+    let body = format!("data: {VALID}\n\ndata: {progress}\n\n: replay-complete\n\n");
+    let server = Scripted::start(move |_| sse_response(&body)).await;
+    let f = aep_core::subscription::SubscriptionFilter::new()
+        .with_types(["tool.*.progress"])
+        .unwrap();
+    let mut sub = subscribe(&server.url, fast().subscription_filter(&f).history_only());
+    let got = drain_to_end(&mut sub).await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].event_type(), "tool.call.progress");
+    let head = server.requests.lock().unwrap()[0].clone();
+    assert!(
+        head.contains("filter=%7B%22type%22%3A%5B%22tool.*%22%5D%7D"),
+        "{head}"
+    );
 }
