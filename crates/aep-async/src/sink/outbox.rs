@@ -120,6 +120,7 @@ impl Outbox {
 
     fn settle_report(&self, dropped: Option<(Severity, u64)>) {
         if let Some((severity, total)) = dropped {
+            tracing::debug!(%severity, total, "outbox full: dropped an event (AEP-0003 §8.4)");
             (self.report)(DeliveryReport::Dropped { severity, total });
             self.settled.send_modify(|n| *n += 1);
         }
