@@ -101,6 +101,12 @@ fn event_line(agent: &str, session: &str, seq: usize) -> String {
 async fn emit_sdk(url: &str, n: usize, sessions: usize) -> Duration {
     let sink = HttpSink::builder(url)
         .max_batch(10_000)
+        .linger(Duration::from_millis(
+            std::env::var("AEP_BENCH_LINGER_MS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(5),
+        ))
         .queue_capacity(n + 1)
         .build()
         .unwrap();
