@@ -55,9 +55,9 @@ impl Selector {
         if let Some(prefix) = pattern.strip_suffix(".*") {
             if let Some(vendor) = prefix.strip_prefix("x.") {
                 let ok = !vendor.is_empty()
-                    && vendor
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-');
+                    && vendor.bytes().all(|b| {
+                        b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-'
+                    });
                 return if ok {
                     Ok(Selector::Vendor(vendor.to_owned()))
                 } else {
@@ -193,7 +193,11 @@ impl CaptureCeiling {
     /// assert!(CaptureCeiling::default().with_override("tools.*", Capture::Full).is_err());
     /// # Ok::<(), aep_core::ceiling::CeilingError>(())
     /// ```
-    pub fn with_override(self, pattern: &str, level: Capture) -> Result<CaptureCeiling, CeilingError> {
+    pub fn with_override(
+        self,
+        pattern: &str,
+        level: Capture,
+    ) -> Result<CaptureCeiling, CeilingError> {
         Ok(self.with(Selector::parse(pattern)?, level))
     }
 
@@ -327,19 +331,40 @@ mod tests {
 
     #[test]
     fn text_form_round_trips_and_refuses_garbage() {
-        for text in ["metadata", "full,attention.*=redacted", "none,x.a-b.*=full,tool.completed=none"] {
+        for text in [
+            "metadata",
+            "full,attention.*=redacted",
+            "none,x.a-b.*=full,tool.completed=none",
+        ] {
             assert_eq!(text.parse::<CaptureCeiling>().unwrap().to_string(), text);
         }
-        assert_eq!("".parse::<CaptureCeiling>().unwrap(), CaptureCeiling::new(Capture::Metadata));
-        assert!(matches!("metadata,full".parse::<CaptureCeiling>(), Err(CeilingError::Clause(_))));
-        assert!(matches!("metadata,tool.*=most".parse::<CaptureCeiling>(), Err(CeilingError::Level(_))));
-        assert!(matches!("metadata,tool=full".parse::<CaptureCeiling>(), Err(CeilingError::Pattern(_))));
-        assert!(matches!("metadata,,".parse::<CaptureCeiling>(), Err(CeilingError::Clause(_))));
+        assert_eq!(
+            "".parse::<CaptureCeiling>().unwrap(),
+            CaptureCeiling::new(Capture::Metadata)
+        );
+        assert!(matches!(
+            "metadata,full".parse::<CaptureCeiling>(),
+            Err(CeilingError::Clause(_))
+        ));
+        assert!(matches!(
+            "metadata,tool.*=most".parse::<CaptureCeiling>(),
+            Err(CeilingError::Level(_))
+        ));
+        assert!(matches!(
+            "metadata,tool=full".parse::<CaptureCeiling>(),
+            Err(CeilingError::Pattern(_))
+        ));
+        assert!(matches!(
+            "metadata,,".parse::<CaptureCeiling>(),
+            Err(CeilingError::Clause(_))
+        ));
     }
 
     #[test]
     fn replacing_an_override_keeps_one() {
-        let c = CaptureCeiling::default().with_override("attention.*", Capture::Full).unwrap();
+        let c = CaptureCeiling::default()
+            .with_override("attention.*", Capture::Full)
+            .unwrap();
         assert_eq!(c.overrides().len(), 1);
         assert_eq!(c.for_type_str("attention.requested"), Capture::Full);
     }

@@ -210,7 +210,10 @@ mod tests {
     fn duplicate_field_ids_gate_conservatively() {
         let fields = json!([{"id": "x", "type": "number"}, {"id": "x", "type": "string"}]);
         assert!(gate_form_values(&fields, &json!({"x": 1}), Capture::Metadata).is_empty());
-        assert_eq!(gate_form_values(&fields, &json!({"x": 1}), Capture::Redacted).len(), 1);
+        assert_eq!(
+            gate_form_values(&fields, &json!({"x": 1}), Capture::Redacted).len(),
+            1
+        );
     }
 
     #[test]

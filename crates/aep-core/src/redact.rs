@@ -56,7 +56,9 @@ pub const MIN_SECRET_VALUE_LEN: usize = 4;
 #[non_exhaustive]
 pub enum RedactError {
     /// A built-in pattern failed to compile: a bug in this crate, please report it.
-    #[error("built-in redaction pattern failed to compile (a bug in aep-core, please report it): {0}")]
+    #[error(
+        "built-in redaction pattern failed to compile (a bug in aep-core, please report it): {0}"
+    )]
     Builtin(#[source] regex::Error),
     /// The operator's secret values or names are too many or too long to compile into
     /// one matcher; split them across fewer, shorter entries.
@@ -102,7 +104,10 @@ impl fmt::Debug for RedactOptions {
     // The secret values themselves never reach a log.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedactOptions")
-            .field("secret_values", &format_args!("[{} hidden]", self.secret_values.len()))
+            .field(
+                "secret_values",
+                &format_args!("[{} hidden]", self.secret_values.len()),
+            )
             .field("secret_names", &self.secret_names)
             .field("home", &self.home)
             .field("any_user_home", &self.any_user_home)
@@ -157,7 +162,8 @@ impl RedactOptions {
         I: IntoIterator<Item = S>,
         S: Into<String>,
     {
-        self.secret_values.extend(values.into_iter().map(Into::into));
+        self.secret_values
+            .extend(values.into_iter().map(Into::into));
         self
     }
 
@@ -316,8 +322,10 @@ struct Builtin {
     url_credentials: Regex,
     /// Rule (a), JSON side: credential-named object keys.
     secret_key: Regex,
-    /// Rule (c): any user's home directory.
+    /// Rule (c): any user's home directory, POSIX and macOS.
     home: Regex,
+    /// Rule (c): any user's home directory, Windows.
+    windows_home: Regex,
     /// Rule (d): e-mail addresses.
     email: Regex,
     /// Rule (d): phone number candidates, validated by [`phone_spans`].
@@ -328,6 +336,11 @@ struct Builtin {
 /// quote, the separator, and the value (a quoted string, an optional auth scheme plus a
 /// token, or a bare token). Groups: `q` quote, `sep` separator, `val` value.
 const ASSIGNMENT_TAIL: &str = r#"(?P<q>\\*["']?)(?P<sep>\s*(?::=|=>|[=:])\s*)(?P<val>"(?:[^"\\\r\n]|\\.)*"?|'[^'\r\n]*'?|(?i:AUTH_SCHEMES)?[^\s:]\S*)"#;
+
+/// The user segment after a home root: the separator and the user name, which ends at
+/// the next separator, space, quote or punctuation (and never contains the `~` of an
+/// earlier replacement).
+const HOME_USER: &str = r#"(?:\\+|/)[^/\\\s"'`:;,()\[\]{}<>|~]+"#;
 
 fn builtin_patterns() -> Result<Builtin, regex::Error> {
     let tail = ASSIGNMENT_TAIL.replace("AUTH_SCHEMES", AUTH_SCHEMES);
@@ -366,13 +379,14 @@ fn builtin_patterns() -> Result<Builtin, regex::Error> {
         secret_key: Regex::new(&format!(
             r"(?i)^(?:[a-z0-9]+[_.-])*(?:{CREDENTIAL_WORDS})(?:[_.-][a-z0-9]+)*$"
         ))?,
-        home: Regex::new(
-            r#"(?:/home|/Users|[A-Za-z]:(?:\\+|/)Users)(?:\\+|/)[^/\\\s"'`:;,()\[\]{}<>|~]+"#,
-        )?,
+        // Two automata rather than one alternation: each keeps its literal prefilter.
+        home: Regex::new(&format!("/(?:home|Users){HOME_USER}"))?,
+        windows_home: Regex::new(&format!(r"[A-Za-z]:(?:\\+|/)Users{HOME_USER}"))?,
         email: Regex::new(
             r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}(?-u:\b)",
         )?,
-        phone: Regex::new(r"[+(]?[0-9](?:[0-9() .-]*[0-9])?")?,
+        // At least PHONE_MIN_DIGITS digits, separators no longer than PHONE_MAX_SEPARATOR.
+        phone: Regex::new(r"[+(]?[0-9](?:[() .-]{0,3}[0-9]){6,}")?,
     })
 }
 
@@ -536,14 +550,16 @@ impl Redactor {
     /// # Ok::<(), aep_core::redact::RedactError>(())
     /// ```
     pub fn redact_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        // A replacement may rewrite a match to itself (an already-redacted assignment),
+        // so "changed" means a different text, not an owned one.
         let mut current = match self.pass(text) {
-            Cow::Borrowed(_) => return Cow::Borrowed(text),
-            Cow::Owned(o) => o,
+            Cow::Owned(o) if o != text => o,
+            _ => return Cow::Borrowed(text),
         };
         for _ in 1..MAX_PASSES {
             match self.pass(&current) {
-                Cow::Borrowed(_) => break,
-                Cow::Owned(o) => current = o,
+                Cow::Owned(o) if o != current => current = o,
+                _ => break,
             }
         }
         Cow::Owned(current)
@@ -563,9 +579,7 @@ impl Redactor {
             })
         });
         out = then(out, |t| b.assignment.replace_all(t, assignment_replacement));
-        out = then(out, |t| {
-            b.flag.replace_all(t, "${key}[REDACTED:secret]")
-        });
+        out = then(out, |t| b.flag.replace_all(t, "${key}[REDACTED:secret]"));
         out = then(out, |t| {
             b.url_credentials
                 .replace_all(t, "${pre}[REDACTED:secret]${at}")
@@ -583,6 +597,7 @@ impl Redactor {
         }
         if self.options.any_user_home {
             out = then(out, |t| b.home.replace_all(t, HOME_MARKER));
+            out = then(out, |t| b.windows_home.replace_all(t, HOME_MARKER));
         }
         // (d) PII.
         if self.options.pii {
@@ -850,11 +865,45 @@ fn phone_spans(text: &str, start: usize, end: usize) -> Vec<(usize, usize)> {
 }
 
 /// Whether `text[start..end]`, with digit `groups`, is a phone number in its context.
+/// Allocation-free: hostile digit soup calls this often.
 fn is_phone(text: &str, start: usize, end: usize, groups: &[(usize, usize)]) -> bool {
+    let len = |g: &(usize, usize)| g.1 - g.0;
+    let lens = || groups.iter().map(len);
+    let digits: usize = lens().sum();
+    let (Some(first), Some(last)) = (groups.first().map(len), groups.last().map(len)) else {
+        return false;
+    };
+    let Some(span) = text.get(start..end) else {
+        return false;
+    };
+    let plus = span.starts_with('+');
+    if plus {
+        if !(8..=PHONE_MAX_DIGITS).contains(&digits) {
+            return false;
+        }
+    } else if !(PHONE_MIN_DIGITS..=12).contains(&digits)
+        || lens().any(|l| l > 4)
+        || lens().skip(1).any(|l| l < 2)
+        || !(3..=4).contains(&last)
+    {
+        return false;
+    }
+    // Separators between groups, each short and made of phone punctuation only.
+    let separators = || {
+        groups.windows(2).filter_map(|w| match w {
+            [(_, prev_end), (next_start, _)] => text.get(*prev_end..*next_start),
+            _ => None,
+        })
+    };
+    if separators()
+        .any(|s| s.len() > PHONE_MAX_SEPARATOR || !s.chars().all(|c| " ().-".contains(c)))
+    {
+        return false;
+    }
+    // Glued to a word or a longer number: part of an identifier, a version, a path.
     let before = text[..start].chars().next_back();
     let mut after_chars = text[end..].chars();
     let after = after_chars.next();
-    // Glued to a word or a longer number: part of an identifier, a version, a path.
     if before.is_some_and(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '-' | '/')) {
         return false;
     }
@@ -866,8 +915,6 @@ fn is_phone(text: &str, start: usize, end: usize, groups: &[(usize, usize)]) -> 
     {
         return false;
     }
-    let span = &text[start..end];
-    let plus = span.starts_with('+');
     if span[usize::from(plus)..].contains('+') {
         return false;
     }
@@ -875,35 +922,18 @@ fn is_phone(text: &str, start: usize, end: usize, groups: &[(usize, usize)]) -> 
     if open != close || open > 1 {
         return false;
     }
-    let lens: Vec<usize> = groups.iter().map(|(a, b)| b - a).collect();
-    let digits: usize = lens.iter().sum();
-    // Separators between groups, each short and made of phone punctuation only.
-    let mut separators: Vec<&str> = Vec::new();
-    for pair in groups.windows(2) {
-        if let [(_, prev_end), (next_start, _)] = pair {
-            separators.push(&text[*prev_end..*next_start]);
+    if plus {
+        return true;
+    }
+    let mut shape = [0usize; 4];
+    let shaped_len = groups.len();
+    if shaped_len <= shape.len() {
+        for (slot, l) in shape.iter_mut().zip(lens()) {
+            *slot = l;
         }
     }
-    if separators
-        .iter()
-        .any(|s| s.len() > PHONE_MAX_SEPARATOR || !s.chars().all(|c| " ().-".contains(c)))
-    {
-        return false;
-    }
-    if plus {
-        return (8..=PHONE_MAX_DIGITS).contains(&digits);
-    }
-    let (Some(&last), Some(&first)) = (lens.last(), lens.first()) else {
-        return false;
-    };
-    if !(PHONE_MIN_DIGITS..=12).contains(&digits)
-        || lens.iter().any(|&l| l > 4)
-        || lens.iter().skip(1).any(|&l| l < 2)
-        || !(3..=4).contains(&last)
-    {
-        return false;
-    }
-    if let [a, b, 4] = lens.as_slice() {
+    let shape = shape.get(..shaped_len).unwrap_or_default();
+    if let [a, b, 4] = shape {
         if *a <= 2 && *b <= 2 {
             return false; // 03-07-2026: a date.
         }
@@ -911,11 +941,11 @@ fn is_phone(text: &str, start: usize, end: usize, groups: &[(usize, usize)]) -> 
     if open == 1 {
         return true;
     }
-    let dashed = separators.iter().all(|s| s.trim() == "-");
-    let shaped = matches!(lens.as_slice(), [3, 3, 4] | [1, 3, 3, 4] | [3, 4]);
-    let uniform = separators.windows(2).all(|w| w.first() == w.last());
+    let dashed = separators().all(|s| s.trim() == "-");
+    let shaped = matches!(shape, [3, 3, 4] | [1, 3, 3, 4] | [3, 4]);
+    let uniform = separators().zip(separators().skip(1)).all(|(a, b)| a == b);
     if dashed {
-        return first <= 4 && (lens.len() > 2 || shaped);
+        return first <= 4 && (groups.len() > 2 || shaped);
     }
     shaped && uniform
 }
@@ -1259,7 +1289,10 @@ mod tests {
             write_es_double(x, &mut out);
             assert_eq!(out, want, "{x}");
         }
-        assert_eq!(canonical_json(&json!(9007199254740993u64)), "9007199254740992");
+        assert_eq!(
+            canonical_json(&json!(9007199254740993u64)),
+            "9007199254740992"
+        );
         assert_eq!(canonical_json(&json!(-42)), "-42");
     }
 
@@ -1274,7 +1307,10 @@ mod tests {
     #[test]
     fn home_prefix_is_a_whole_directory() {
         let r = Redactor::new(RedactOptions::new().home("/opt/op/").any_user_home(false)).unwrap();
-        assert_eq!(r.redact_text("/opt/op/x /opt/operator /opt/op"), "~/x /opt/operator ~");
+        assert_eq!(
+            r.redact_text("/opt/op/x /opt/operator /opt/op"),
+            "~/x /opt/operator ~"
+        );
     }
 
     #[test]
@@ -1289,7 +1325,11 @@ mod tests {
             "555-1234",
             "+4915123456789",
         ] {
-            assert_eq!(r.redact_text(&format!("tel {phone} ok")), "tel [REDACTED:pii] ok", "{phone}");
+            assert_eq!(
+                r.redact_text(&format!("tel {phone} ok")),
+                "tel [REDACTED:pii] ok",
+                "{phone}"
+            );
         }
         for not_phone in [
             "2026-07-03",
@@ -1310,15 +1350,24 @@ mod tests {
     #[test]
     fn assignments_keep_shape() {
         let r = r();
-        assert_eq!(r.redact_text(r#"{"token": "a b"}"#), r#"{"token": "[REDACTED:secret]"}"#);
+        assert_eq!(
+            r.redact_text(r#"{"token": "a b"}"#),
+            r#"{"token": "[REDACTED:secret]"}"#
+        );
         assert_eq!(
             r.redact_text(r#"{\"token\": \"tok_x\"}"#),
             r#"{\"token\": [REDACTED:secret]"#
         );
         assert_eq!(r.redact_text("max_tokens: 5"), "max_tokens: 5");
-        assert_eq!(r.redact_text("GITHUB_TOKEN=abc"), "GITHUB_TOKEN=[REDACTED:secret]");
+        assert_eq!(
+            r.redact_text("GITHUB_TOKEN=abc"),
+            "GITHUB_TOKEN=[REDACTED:secret]"
+        );
         assert_eq!(r.redact_text("use secret::Vault;"), "use secret::Vault;");
-        assert_eq!(r.redact_text("run --api-token abc --v"), "run --api-token [REDACTED:secret] --v");
+        assert_eq!(
+            r.redact_text("run --api-token abc --v"),
+            "run --api-token [REDACTED:secret] --v"
+        );
         assert_eq!(
             r.redact_text("git clone https://bob:pw123@git.test/x"),
             "git clone https://bob:[REDACTED:secret]@git.test/x"
@@ -1333,8 +1382,16 @@ mod tests {
 
     #[test]
     fn configured_values_never_eat_markers() {
-        let r = Redactor::new(RedactOptions::new().extend_secret_values(["REDACTED", "abc", "longer-value"])).unwrap();
-        assert_eq!(r.redact_text("abc longer-value REDACTED"), "abc [REDACTED:secret] REDACTED");
+        let r = Redactor::new(RedactOptions::new().extend_secret_values([
+            "REDACTED",
+            "abc",
+            "longer-value",
+        ]))
+        .unwrap();
+        assert_eq!(
+            r.redact_text("abc longer-value REDACTED"),
+            "abc [REDACTED:secret] REDACTED"
+        );
         assert!(!format!("{r:?}").contains("longer-value"));
         assert!(!format!("{:?}", r.options()).contains("longer-value"));
     }

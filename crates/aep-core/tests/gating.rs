@@ -16,7 +16,10 @@ fn corpus() -> Value {
 }
 
 fn cases(corpus: &Value) -> &[Value] {
-    corpus["cases"].as_array().map(Vec::as_slice).unwrap_or_default()
+    corpus["cases"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
 }
 
 #[test]
@@ -42,7 +45,11 @@ fn every_case_of_the_corpus_through_the_pipeline() {
         let name = case["name"].as_str().unwrap();
         let ceiling: Capture = serde_json::from_value(case["ceiling"].clone()).unwrap();
         let out = gate_form_values_redacting(&case["fields"], &case["values"], ceiling, &redactor);
-        assert_eq!(Value::Object(out), case["expect"], "capture-gating (redacting): {name}");
+        assert_eq!(
+            Value::Object(out),
+            case["expect"],
+            "capture-gating (redacting): {name}"
+        );
     }
 }
 
@@ -71,6 +78,12 @@ fn values_of_the_wrong_json_type_are_free_text() {
         {"id": "staged", "type": "boolean", "label": "Staged"},
     ]);
     let values = json!({"replicas": "three, and my password is hunter2", "staged": "yes"});
-    assert_eq!(Value::Object(gate_form_values(&fields, &values, Capture::Metadata)), json!({}));
-    assert_eq!(Value::Object(gate_form_values(&fields, &values, Capture::Redacted)), values);
+    assert_eq!(
+        Value::Object(gate_form_values(&fields, &values, Capture::Metadata)),
+        json!({})
+    );
+    assert_eq!(
+        Value::Object(gate_form_values(&fields, &values, Capture::Redacted)),
+        values
+    );
 }

@@ -33,7 +33,12 @@ fn violations(case: &Value, out: &str) -> Vec<String> {
     let list = |key: &str| -> Vec<String> {
         case.get(key)
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
             .unwrap_or_default()
     };
     let mut why = Vec::new();
@@ -51,7 +56,10 @@ fn violations(case: &Value, out: &str) -> Vec<String> {
 }
 
 fn cases<'c>(corpus: &'c Value, class: &str) -> &'c [Value] {
-    corpus[class].as_array().map(Vec::as_slice).unwrap_or_default()
+    corpus[class]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default()
 }
 
 #[test]
@@ -85,7 +93,8 @@ fn every_value_case_of_the_corpus() {
 #[test]
 fn value_redaction_keeps_keys_and_structure() {
     let r = Redactor::new(RedactOptions::default()).unwrap();
-    let input = json!({"config": {"API_KEY": "zz00zz11", "Password": null, "n": [1, {"token": {"a": 1}}]}});
+    let input =
+        json!({"config": {"API_KEY": "zz00zz11", "Password": null, "n": [1, {"token": {"a": 1}}]}});
     assert_eq!(
         r.redact_value(&input),
         json!({"config": {"API_KEY": "[REDACTED:secret]", "Password": null, "n": [1, {"token": "[REDACTED:secret]"}]}})
@@ -106,21 +115,39 @@ fn configured_names_reach_text_and_keys() {
 #[test]
 fn digests_pinned_by_the_mapping_fixtures() {
     let pins: [(Value, &str); 8] = [
-        (json!({"command": "npm test"}), "9178ac939ad908d8fd89e97596cdc0e5"),
+        (
+            json!({"command": "npm test"}),
+            "9178ac939ad908d8fd89e97596cdc0e5",
+        ),
         (json!("ok 42 tests"), "9623cdc86ee0e1f01e338bc35845417f"),
-        (json!({"output": "ok 42 tests"}), "7811f89e5155f3d9b75fba7dc9ca3048"),
+        (
+            json!({"output": "ok 42 tests"}),
+            "7811f89e5155f3d9b75fba7dc9ca3048",
+        ),
         // Sorted keys: the native order is output, exit_code.
-        (json!({"output": "total 0", "exit_code": 0}), "23b8f930346a70ec5e43f5c98cc78c5e"),
+        (
+            json!({"output": "total 0", "exit_code": 0}),
+            "23b8f930346a70ec5e43f5c98cc78c5e",
+        ),
         // Non-ASCII written as itself, not \u-escaped.
-        (json!("Done — the suite is green."), "221343a0569de713ac436fff133d8f58"),
+        (
+            json!("Done — the suite is green."),
+            "221343a0569de713ac436fff133d8f58",
+        ),
         (json!("oracle-test\n"), "0e6ed1271cd74959ce2d21fed82aa351"),
-        (json!([{"type": "text", "text": "fix the failing build"}]), "fbc514e9fc7d86fd1ebd3442af65801d"),
+        (
+            json!([{"type": "text", "text": "fix the failing build"}]),
+            "fbc514e9fc7d86fd1ebd3442af65801d",
+        ),
         (json!({}), "44136fa355b3678a1146ad16f7e8649e"),
     ];
     for (content, want) in pins {
         assert_eq!(ContentDigest::of(&content).to_hex(), want, "{content}");
     }
-    assert_eq!(ContentDigest::of_text("oracle-test\n").to_hex(), "0e6ed1271cd74959ce2d21fed82aa351");
+    assert_eq!(
+        ContentDigest::of_text("oracle-test\n").to_hex(),
+        "0e6ed1271cd74959ce2d21fed82aa351"
+    );
 }
 
 #[test]
@@ -135,17 +162,70 @@ fn digest_precedes_redaction() {
 /// than uniformly random characters would.
 fn spicy() -> impl Strategy<Value = String> {
     let fragments = prop::sample::select(vec![
-        "password", "token", "API_KEY", "x-api-key", "authorization", "Bearer ", "bearer ",
-        "Basic ", "=", ":", " : ", "\"", "'", "\\", "\\\"", "\n", " ", "\t", "--", "-",
-        "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----",
-        "-----BEGIN ", "PRIVATE KEY-----", "AKIA", "IOSFODNN7EXAMPLE", "eyJ", ".", "ghp_",
-        "github_pat_", "glpat-", "xoxb-", "sk-", "sk_live_", "AIza", "https://", "u:p@",
-        "/home/", "/Users/", "C:\\Users\\", "~", "alice", "@", "example.com", "+1", "(",
-        ")", "555", "123", "4567", "0", "9", "[REDACTED:secret]", "[REDACTED:pii]", "é",
-        "日本", "\u{0}", "abcdefghijklmnopqrstuvwxyz0123456789",
+        "password",
+        "token",
+        "API_KEY",
+        "x-api-key",
+        "authorization",
+        "Bearer ",
+        "bearer ",
+        "Basic ",
+        "=",
+        ":",
+        " : ",
+        "\"",
+        "'",
+        "\\",
+        "\\\"",
+        "\n",
+        " ",
+        "\t",
+        "--",
+        "-",
+        "-----BEGIN RSA PRIVATE KEY-----",
+        "-----END RSA PRIVATE KEY-----",
+        "-----BEGIN ",
+        "PRIVATE KEY-----",
+        "AKIA",
+        "IOSFODNN7EXAMPLE",
+        "eyJ",
+        ".",
+        "ghp_",
+        "github_pat_",
+        "glpat-",
+        "xoxb-",
+        "sk-",
+        "sk_live_",
+        "AIza",
+        "https://",
+        "u:p@",
+        "/home/",
+        "/Users/",
+        "C:\\Users\\",
+        "~",
+        "alice",
+        "@",
+        "example.com",
+        "+1",
+        "(",
+        ")",
+        "555",
+        "123",
+        "4567",
+        "0",
+        "9",
+        "[REDACTED:secret]",
+        "[REDACTED:pii]",
+        "é",
+        "日本",
+        "\u{0}",
+        "abcdefghijklmnopqrstuvwxyz0123456789",
     ]);
-    prop::collection::vec(prop_oneof![fragments.prop_map(str::to_owned), any::<String>()], 0..24)
-        .prop_map(|parts| parts.concat())
+    prop::collection::vec(
+        prop_oneof![fragments.prop_map(str::to_owned), any::<String>()],
+        0..24,
+    )
+    .prop_map(|parts| parts.concat())
 }
 
 fn json_values() -> impl Strategy<Value = Value> {
@@ -159,8 +239,11 @@ fn json_values() -> impl Strategy<Value = Value> {
     leaf.prop_recursive(4, 64, 8, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
-            prop::collection::vec((prop_oneof![spicy(), Just("token".to_owned())], inner), 0..8)
-                .prop_map(|members| Value::Object(members.into_iter().collect())),
+            prop::collection::vec(
+                (prop_oneof![spicy(), Just("token".to_owned())], inner),
+                0..8
+            )
+            .prop_map(|members| Value::Object(members.into_iter().collect())),
         ]
     })
 }
