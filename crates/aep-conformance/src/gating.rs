@@ -37,7 +37,11 @@ pub fn run(fixtures: &Path) -> Vec<Check> {
             let out = Value::Object(gate_form_values(field("fields"), field("values"), ceiling));
             let pass = out == *field("expect");
             let detail = (!pass).then(|| {
-                format!("got {} want {}", snippet(&out.to_string()), snippet(&field("expect").to_string()))
+                format!(
+                    "got {} want {}",
+                    snippet(&out.to_string()),
+                    snippet(&field("expect").to_string())
+                )
             });
             Check::new(name, pass, detail)
         })

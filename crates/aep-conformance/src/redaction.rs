@@ -22,13 +22,25 @@ pub fn run(fixtures: &Path) -> Vec<Check> {
         Err(why) => return vec![Check::new("redaction: corpus readable", false, why)],
     };
     let mut checks = Vec::new();
-    for (class, label) in [("text_cases", "redact text"), ("value_cases", "redact value")] {
-        for case in corpus.get(class).and_then(Value::as_array).into_iter().flatten() {
-            let name = format!("{label}: {}", case.get("name").and_then(Value::as_str).unwrap_or("?"));
+    for (class, label) in [
+        ("text_cases", "redact text"),
+        ("value_cases", "redact value"),
+    ] {
+        for case in corpus
+            .get(class)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let name = format!(
+                "{label}: {}",
+                case.get("name").and_then(Value::as_str).unwrap_or("?")
+            );
             checks.push(match redact_case(case, class == "text_cases") {
                 Ok(out) => {
                     let why = violations(case, &out);
-                    let detail = (!why.is_empty()).then(|| format!("{} in {}", why.join(", "), snippet(&out)));
+                    let detail = (!why.is_empty())
+                        .then(|| format!("{} in {}", why.join(", "), snippet(&out)));
                     Check::new(name, why.is_empty(), detail)
                 }
                 Err(why) => Check::new(name, false, why),
@@ -41,7 +53,11 @@ pub fn run(fixtures: &Path) -> Vec<Check> {
 /// Reads `relative` under `fixtures`, or under `fixtures/conformance`.
 pub(crate) fn load(fixtures: &Path, relative: &str) -> Result<Value, String> {
     let direct = fixtures.join(relative);
-    let path = if direct.exists() { direct } else { fixtures.join("conformance").join(relative) };
+    let path = if direct.exists() {
+        direct
+    } else {
+        fixtures.join("conformance").join(relative)
+    };
     let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }

@@ -622,7 +622,7 @@ impl Redactor {
         self.builtin.secret_key.is_match(key)
             || (!self.names_lower.is_empty() && {
                 let lower = key.to_lowercase();
-                self.names_lower.iter().any(|n| *n == lower)
+                self.names_lower.contains(&lower)
             })
     }
 
@@ -1249,7 +1249,7 @@ fn write_es_double(x: f64, out: &mut String) {
             out.push_str(rest);
         }
         out.push('e');
-        out.push(if n - 1 >= 0 { '+' } else { '-' });
+        out.push(if n > 0 { '+' } else { '-' });
         out.push_str(&(n - 1).abs().to_string());
     }
 }
