@@ -742,34 +742,33 @@ fn compile_alternation<W: Into<String>>(
 
 /// Replaces the operator's home prefix by `~` where it is a whole directory name.
 fn replace_home<'t>(text: &'t str, home: &str) -> Cow<'t, str> {
-    let mut out = String::new();
-    let mut last = 0;
-    for (at, _) in text.match_indices(home) {
-        let end = at + home.len();
-        if at < last || text[end..].chars().next().is_some_and(is_name_char) {
-            continue;
-        }
-        out.push_str(&text[last..at]);
-        out.push_str(HOME_MARKER);
-        last = end;
-    }
-    if last == 0 {
-        return Cow::Borrowed(text);
-    }
-    out.push_str(&text[last..]);
-    Cow::Owned(out)
+    let spans = text
+        .match_indices(home)
+        .map(|(at, _)| (at, at + home.len()))
+        .filter(|&(_, end)| !text[end..].chars().next().is_some_and(is_name_char));
+    replace_spans(text, spans, HOME_MARKER)
 }
 
 /// Replaces the phone numbers among the candidates of `candidates` by [`PII_MARKER`].
 fn replace_phones<'t>(candidates: &Regex, text: &'t str) -> Cow<'t, str> {
+    let spans = candidates
+        .find_iter(text)
+        .flat_map(|m| phone_spans(text, m.start(), m.end()));
+    replace_spans(text, spans, PII_MARKER)
+}
+
+/// Replaces the byte `spans` of `text` (ascending, disjoint, non-empty) by `marker`.
+fn replace_spans<'t>(
+    text: &'t str,
+    spans: impl Iterator<Item = (usize, usize)>,
+    marker: &str,
+) -> Cow<'t, str> {
     let mut out = String::new();
     let mut last = 0;
-    for m in candidates.find_iter(text) {
-        for (start, end) in phone_spans(text, m.start(), m.end()) {
-            out.push_str(&text[last..start]);
-            out.push_str(PII_MARKER);
-            last = end;
-        }
+    for (start, end) in spans {
+        out.push_str(&text[last..start]);
+        out.push_str(marker);
+        last = end;
     }
     if last == 0 {
         return Cow::Borrowed(text);
@@ -1372,6 +1371,19 @@ mod tests {
             r.redact_text("git clone https://bob:pw123@git.test/x"),
             "git clone https://bob:[REDACTED:secret]@git.test/x"
         );
+    }
+
+    #[test]
+    fn deep_nesting_does_not_exhaust_the_stack() {
+        let mut deep = json!("mail a@b.io");
+        for _ in 0..100_000 {
+            deep = Value::Array(vec![deep]);
+        }
+        r().redact_value_in_place(&mut deep);
+        let canonical = canonical_json(&deep);
+        assert!(canonical.contains("[REDACTED:pii]") && canonical.len() > 200_000);
+        // serde_json drops values recursively; this one would overflow the test thread.
+        std::mem::forget(deep);
     }
 
     #[test]
