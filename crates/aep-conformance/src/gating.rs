@@ -9,20 +9,18 @@ use aep_core::Capture;
 use serde_json::Value;
 
 use crate::check::Check;
-use crate::redaction::{load, snippet};
+use crate::fixtures::{cases, read_json};
+use crate::redaction::snippet;
 
-/// Runs the corpus found under `fixtures` (the conformance fixture directory, or a
-/// directory holding it as `conformance/`).
+/// Runs every case of `{fixtures}/conformance/capture-gating/cases.json`, where `fixtures`
+/// is the workspace's fixture root. A missing or malformed corpus is one failing check.
 pub fn run(fixtures: &Path) -> Vec<Check> {
-    let corpus = match load(fixtures, "capture-gating/cases.json") {
+    let corpus = match read_json(fixtures, "conformance/capture-gating/cases.json") {
         Ok(corpus) => corpus,
-        Err(why) => return vec![Check::new("capture-gating: corpus readable", false, why)],
+        Err(check) => return vec![check],
     };
-    corpus
-        .get("cases")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    cases(&corpus, "cases")
+        .iter()
         .map(|case| {
             let name = format!(
                 "capture-gating: {}",

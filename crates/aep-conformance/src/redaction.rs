@@ -9,29 +9,25 @@ use aep_core::redact::{RedactOptions, Redactor};
 use serde_json::{json, Value};
 
 use crate::check::Check;
+use crate::fixtures::{cases, read_json};
 
 /// The operator home the protocol's runner pins when a case sets none, so results do
 /// not depend on the machine.
 const PINNED_HOME: &str = "/nonexistent-home";
 
-/// Runs the corpus found under `fixtures` (the conformance fixture directory, or a
-/// directory holding it as `conformance/`).
+/// Runs every case of `{fixtures}/conformance/redaction/cases.json`, where `fixtures` is
+/// the workspace's fixture root. A missing or malformed corpus is one failing check.
 pub fn run(fixtures: &Path) -> Vec<Check> {
-    let corpus = match load(fixtures, "redaction/cases.json") {
+    let corpus = match read_json(fixtures, "conformance/redaction/cases.json") {
         Ok(corpus) => corpus,
-        Err(why) => return vec![Check::new("redaction: corpus readable", false, why)],
+        Err(check) => return vec![check],
     };
     let mut checks = Vec::new();
     for (class, label) in [
         ("text_cases", "redact text"),
         ("value_cases", "redact value"),
     ] {
-        for case in corpus
-            .get(class)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
+        for case in cases(&corpus, class) {
             let name = format!(
                 "{label}: {}",
                 case.get("name").and_then(Value::as_str).unwrap_or("?")
@@ -39,27 +35,17 @@ pub fn run(fixtures: &Path) -> Vec<Check> {
             checks.push(match redact_case(case, class == "text_cases") {
                 Ok(out) => {
                     let why = violations(case, &out);
-                    let detail = (!why.is_empty())
-                        .then(|| format!("{} in {}", why.join(", "), snippet(&out)));
-                    Check::new(name, why.is_empty(), detail)
+                    if why.is_empty() {
+                        Check::pass(name)
+                    } else {
+                        Check::fail(name, format!("{} in {}", why.join(", "), snippet(&out)))
+                    }
                 }
-                Err(why) => Check::new(name, false, why),
+                Err(why) => Check::fail(name, why),
             });
         }
     }
     checks
-}
-
-/// Reads `relative` under `fixtures`, or under `fixtures/conformance`.
-pub(crate) fn load(fixtures: &Path, relative: &str) -> Result<Value, String> {
-    let direct = fixtures.join(relative);
-    let path = if direct.exists() {
-        direct
-    } else {
-        fixtures.join("conformance").join(relative)
-    };
-    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// The redacted output of one case, as text (a value case as its JSON).

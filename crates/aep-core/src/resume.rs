@@ -1,1 +1,629 @@
-//! Resume positions and the from-budget split (AEP-0001 §7.6, AEP-0003 §5).
+//! Resume positions and the `from` budget split (AEP-0001 §7, AEP-0003 §3.3, §5, §7).
+//!
+//! A consumer resumes a session by naming the last `(epoch, seq)` it processed
+//! ([`ResumePosition`]). This module holds:
+//!
+//! - [`Position`]: one `(epoch, seq)` point, ordered epoch first (AEP-0001 §7);
+//! - [`ResumePosition`]: `(session, epoch, seq)`, its SSE `id:` form
+//!   `{session}:{epoch}:{seq}` parsed and written (AEP-0003 §3.3), and its size on the
+//!   wire;
+//! - [`Positions`]: the latest position per session, as a subscriber tracks it,
+//!   mergeable and persistable as JSON;
+//! - [`FromBudget`]: the split of a position set between the live request and bounded
+//!   replay-only drain requests, so that a large resume set never grows the `from`
+//!   query parameter past what a server accepts.
+//!
+//! ```
+//! use aep_core::resume::{FromBudget, Positions, ResumePosition};
+//!
+//! let mut positions = Positions::new();
+//! positions.insert(ResumePosition::new("s-1", 0, 41));
+//! positions.insert("s-2:1:7".parse::<ResumePosition>()?);
+//! let all = positions.to_vec();
+//! let plan = FromBudget::default().plan(&all, None);
+//! assert_eq!(plan.live().len(), 2);
+//! assert!(plan.chunks().is_empty());
+//! # Ok::<(), aep_core::resume::SseIdError>(())
+//! ```
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use crate::Event;
+
+/// One point of a session's stream: `(epoch, seq)`, ordered epoch first, then seq
+/// (AEP-0001 §7). An absent `epoch` attribute is epoch 0.
+///
+/// ```
+/// use aep_core::resume::Position;
+///
+/// assert!(Position::new(1, 0) > Position::new(0, 99));
+/// assert_eq!(serde_json::to_string(&Position::new(0, 4))?, r#"{"epoch":0,"seq":4}"#);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Position {
+    epoch: u64,
+    seq: u64,
+}
+
+impl Position {
+    /// The point `(epoch, seq)`.
+    pub const fn new(epoch: u64, seq: u64) -> Position {
+        Position { epoch, seq }
+    }
+
+    /// The epoch.
+    pub const fn epoch(self) -> u64 {
+        self.epoch
+    }
+
+    /// The sequence number within the epoch.
+    pub const fn seq(self) -> u64 {
+        self.seq
+    }
+
+    /// The position of a sequenced event (`seq` present), its `epoch` defaulting to 0.
+    ///
+    /// ```
+    /// use aep_core::{resume::Position, Event};
+    ///
+    /// let e = Event::new("1", "tool.completed", "t", "aep://h", "a").with_session("s").with_seq(3);
+    /// assert_eq!(Position::of(&e), Some(Position::new(0, 3)));
+    /// ```
+    pub fn of(event: &Event) -> Option<Position> {
+        event.seq().map(|seq| Position::new(event.epoch(), seq))
+    }
+}
+
+/// A resume token: the last `(epoch, seq)` processed in one session (AEP-0003 §7).
+///
+/// Serializes as the `{session, epoch, seq}` object of the `from` parameter
+/// (AEP-0003 §3.3); [`Display`](fmt::Display) and [`FromStr`] use the SSE `id:` form
+/// `{session}:{epoch}:{seq}`.
+///
+/// ```
+/// use aep_core::resume::ResumePosition;
+///
+/// let p: ResumePosition = "urn:s:1:2:30".parse()?;
+/// assert_eq!((p.session(), p.epoch(), p.seq()), ("urn:s:1", 2, 30));
+/// assert_eq!(p.to_string(), "urn:s:1:2:30");
+/// assert_eq!(serde_json::to_string(&p).unwrap(), r#"{"session":"urn:s:1","epoch":2,"seq":30}"#);
+/// # Ok::<(), aep_core::resume::SseIdError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct ResumePosition {
+    session: String,
+    epoch: u64,
+    seq: u64,
+}
+
+/// Why a string is not an SSE `id:` of the form `{session}:{epoch}:{seq}`
+/// (AEP-0003 §3.3), or why a position cannot be written as one.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SseIdError {
+    /// Fewer than two `:` separators.
+    #[error("SSE id `{0}` is not `{{session}}:{{epoch}}:{{seq}}`: it needs two `:` separators")]
+    MissingSeparator(String),
+    /// Nothing before the epoch.
+    #[error("SSE id `{0}` names no session: expected `{{session}}:{{epoch}}:{{seq}}` with a non-empty session")]
+    EmptySession(String),
+    /// The epoch is not a decimal integer that fits in 64 bits.
+    #[error("SSE id `{0}` has an epoch that is not a decimal integer (0 to 2^64-1)")]
+    BadEpoch(String),
+    /// The seq is not a decimal integer that fits in 64 bits.
+    #[error("SSE id `{0}` has a seq that is not a decimal integer (0 to 2^64-1)")]
+    BadSeq(String),
+    /// The session is empty or holds CR, LF or NUL, which an SSE `id:` line cannot
+    /// carry (WHATWG SSE); resume such a session with the `from` parameter instead.
+    #[error("session `{0:?}` cannot be written as an SSE id (empty, or holds CR, LF or NUL); resume it through `from`")]
+    Unwritable(String),
+}
+
+fn decimal(s: &str) -> Option<u64> {
+    // `u64::from_str` would also take a leading `+`; the relay's grammar is digits only.
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+impl ResumePosition {
+    /// The position `(epoch, seq)` in `session`.
+    pub fn new(session: impl Into<String>, epoch: u64, seq: u64) -> ResumePosition {
+        ResumePosition {
+            session: session.into(),
+            epoch,
+            seq,
+        }
+    }
+
+    /// The position of a session-scoped, sequenced event (`session` and `seq` present).
+    ///
+    /// ```
+    /// use aep_core::{resume::ResumePosition, Event};
+    ///
+    /// let e = Event::new("1", "run.started", "t", "aep://h", "a").with_session("s").with_seq(1);
+    /// assert_eq!(ResumePosition::of(&e), Some(ResumePosition::new("s", 0, 1)));
+    /// assert_eq!(ResumePosition::of(&Event::new("2", "agent.idle", "t", "aep://h", "a")), None);
+    /// ```
+    pub fn of(event: &Event) -> Option<ResumePosition> {
+        let session = event.session()?;
+        let seq = event.seq()?;
+        Some(ResumePosition::new(session, event.epoch(), seq))
+    }
+
+    /// The session.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// The epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The seq.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// `(epoch, seq)` without the session.
+    pub fn position(&self) -> Position {
+        Position::new(self.epoch, self.seq)
+    }
+
+    /// Parses an SSE `id:` (or `Last-Event-ID`) value `{session}:{epoch}:{seq}`.
+    ///
+    /// Sessions may contain `:`, epochs and seqs cannot, so the value splits at its
+    /// last two `:`: `a:b:1:2` is session `a:b`, epoch 1, seq 2 (the same reading as
+    /// the reference relay's `^(.+):(\d+):(\d+)$`).
+    ///
+    /// ```
+    /// use aep_core::resume::{ResumePosition, SseIdError};
+    ///
+    /// assert_eq!(ResumePosition::parse_sse_id("a:b:1:2")?.session(), "a:b");
+    /// assert!(matches!(ResumePosition::parse_sse_id("s:1"), Err(SseIdError::MissingSeparator(_))));
+    /// assert!(matches!(ResumePosition::parse_sse_id("s:+1:2"), Err(SseIdError::BadEpoch(_))));
+    /// # Ok::<(), SseIdError>(())
+    /// ```
+    pub fn parse_sse_id(id: &str) -> Result<ResumePosition, SseIdError> {
+        let mut parts = id.rsplitn(3, ':');
+        let (Some(seq), Some(epoch), Some(session)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(SseIdError::MissingSeparator(id.to_owned()));
+        };
+        if session.is_empty() {
+            return Err(SseIdError::EmptySession(id.to_owned()));
+        }
+        let epoch = decimal(epoch).ok_or_else(|| SseIdError::BadEpoch(id.to_owned()))?;
+        let seq = decimal(seq).ok_or_else(|| SseIdError::BadSeq(id.to_owned()))?;
+        Ok(ResumePosition::new(session, epoch, seq))
+    }
+
+    /// The SSE `id:` value `{session}:{epoch}:{seq}` (AEP-0003 §3.3), refused for a
+    /// session an `id:` line cannot carry or [`parse_sse_id`](Self::parse_sse_id)
+    /// could not read back (empty, CR, LF, NUL).
+    ///
+    /// ```
+    /// use aep_core::resume::ResumePosition;
+    ///
+    /// assert_eq!(ResumePosition::new("s", 1, 9).sse_id()?, "s:1:9");
+    /// assert!(ResumePosition::new("a\nb", 0, 0).sse_id().is_err());
+    /// # Ok::<(), aep_core::resume::SseIdError>(())
+    /// ```
+    pub fn sse_id(&self) -> Result<String, SseIdError> {
+        if self.session.is_empty() || self.session.contains(['\r', '\n', '\0']) {
+            return Err(SseIdError::Unwritable(self.session.clone()));
+        }
+        Ok(self.to_string())
+    }
+
+    /// The characters this position costs in the `from` parameter: its compact JSON
+    /// object, percent-encoded as [`encode_from`] writes it.
+    ///
+    /// ```
+    /// use aep_core::resume::ResumePosition;
+    ///
+    /// // {"session":"s","epoch":0,"seq":1}: 33 characters, 15 of them percent-encoded (+2 each)
+    /// assert_eq!(ResumePosition::new("s", 0, 1).encoded_len(), 63);
+    /// ```
+    pub fn encoded_len(&self) -> usize {
+        let mut counter = EncodedLen(0);
+        // Writing to a counter cannot fail, and a struct of a string and two integers
+        // always serializes.
+        let _ = serde_json::to_writer(&mut counter, self);
+        counter.0
+    }
+}
+
+impl fmt::Display for ResumePosition {
+    /// The SSE `id:` form `{session}:{epoch}:{seq}`, unchecked (see
+    /// [`ResumePosition::sse_id`]).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.session, self.epoch, self.seq)
+    }
+}
+
+impl FromStr for ResumePosition {
+    type Err = SseIdError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        ResumePosition::parse_sse_id(s)
+    }
+}
+
+/// Bytes kept as-is in a `from` value: RFC 3986 unreserved. Every other byte is
+/// `%XX`, so the value survives any query parser.
+fn is_unreserved(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
+}
+
+/// Counts the percent-encoded length of what is written to it.
+struct EncodedLen(usize);
+
+impl io::Write for EncodedLen {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0 += buf
+            .iter()
+            .map(|&b| if is_unreserved(b) { 1 } else { 3 })
+            .sum::<usize>();
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The `from` query value for `positions` (AEP-0003 §3.3): their JSON array,
+/// percent-encoded (every byte outside RFC 3986 unreserved as `%XX`). Append it to the
+/// query as is: `?from=` followed by this string.
+///
+/// For sessions of unreserved characters (ULIDs, `s-1`, ...) each entry measures what
+/// [`ResumePosition::encoded_len`] says, as in the Python and TypeScript SDKs.
+///
+/// ```
+/// use aep_core::resume::{encode_from, ResumePosition};
+///
+/// assert_eq!(
+///     encode_from(&[ResumePosition::new("s", 0, 1)]),
+///     "%5B%7B%22session%22%3A%22s%22%2C%22epoch%22%3A0%2C%22seq%22%3A1%7D%5D"
+/// );
+/// ```
+pub fn encode_from(positions: &[ResumePosition]) -> String {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    // Serializing plain strings and integers into a Vec cannot fail.
+    let json = serde_json::to_vec(positions).unwrap_or_default();
+    let mut out = String::with_capacity(json.len() * 2);
+    for b in json {
+        if is_unreserved(b) {
+            out.push(char::from(b));
+        } else {
+            out.push('%');
+            out.push(char::from(HEX[usize::from(b >> 4)]));
+            out.push(char::from(HEX[usize::from(b & 0xf)]));
+        }
+    }
+    out
+}
+
+/// The latest position per session, as a subscriber tracks it while events arrive;
+/// persist it ([`to_json`](Self::to_json)) and hand it back on restart to resume.
+///
+/// Positions are keyed by session alone, as the `from` parameter names them
+/// (AEP-0003 §3.3). A session's position never moves backwards: a late backfill or a
+/// redelivery below the high-water mark (AEP-0003 §7) leaves it where it is. The
+/// order of [`to_vec`](Self::to_vec) is by last advance, oldest first, so the tail is
+/// the sessions that moved most recently: the ones [`FromBudget`] keeps on the live
+/// request.
+///
+/// ```
+/// use aep_core::{resume::{Position, Positions}, Event};
+///
+/// let mut p = Positions::new();
+/// let e = |seq| Event::new(format!("{seq}"), "log.emitted", "t", "aep://h", "a").with_session("s").with_seq(seq);
+/// assert!(p.observe(&e(5)));
+/// assert!(!p.observe(&e(3))); // backfill: the position stays at 5
+/// assert_eq!(p.get("s"), Some(Position::new(0, 5)));
+///
+/// let saved = p.to_json();
+/// assert_eq!(saved, r#"[{"session":"s","epoch":0,"seq":5}]"#);
+/// assert_eq!(Positions::from_json(&saved)?, p);
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct Positions {
+    /// session -> (position, stamp of its last advance)
+    map: HashMap<String, (Position, u64)>,
+    clock: u64,
+}
+
+impl PartialEq for Positions {
+    /// Same sessions at the same positions, in the same order.
+    fn eq(&self, other: &Self) -> bool {
+        self.to_vec() == other.to_vec()
+    }
+}
+
+impl Eq for Positions {}
+
+impl Positions {
+    /// No positions.
+    pub fn new() -> Positions {
+        Positions::default()
+    }
+
+    /// Records `position` for `session` when it is ahead of the one held (or none is);
+    /// returns whether it advanced.
+    ///
+    /// ```
+    /// use aep_core::resume::{Position, Positions};
+    ///
+    /// let mut p = Positions::new();
+    /// assert!(p.advance("s", Position::new(0, 9)));
+    /// assert!(p.advance("s", Position::new(1, 0))); // a new epoch is ahead
+    /// assert!(!p.advance("s", Position::new(0, 10)));
+    /// ```
+    pub fn advance(&mut self, session: &str, position: Position) -> bool {
+        self.clock += 1;
+        let stamp = self.clock;
+        match self.map.get_mut(session) {
+            Some((held, _)) if *held >= position => false,
+            Some(entry) => {
+                *entry = (position, stamp);
+                true
+            }
+            None => {
+                self.map.insert(session.to_owned(), (position, stamp));
+                true
+            }
+        }
+    }
+
+    /// Records the position of a session-scoped, sequenced event; returns whether it
+    /// advanced (agent-scoped events and commands carry none).
+    pub fn observe(&mut self, event: &Event) -> bool {
+        match (event.session(), Position::of(event)) {
+            (Some(session), Some(position)) => self.advance(session, position),
+            _ => false,
+        }
+    }
+
+    /// Records a resume position (see [`advance`](Self::advance)).
+    pub fn insert(&mut self, position: ResumePosition) -> bool {
+        self.advance(&position.session, position.position())
+    }
+
+    /// Takes every position of `other` that is ahead of the one held.
+    ///
+    /// ```
+    /// use aep_core::resume::{Position, Positions, ResumePosition};
+    ///
+    /// let mut a: Positions = [ResumePosition::new("s", 0, 4), ResumePosition::new("t", 0, 1)].into_iter().collect();
+    /// let b: Positions = [ResumePosition::new("s", 0, 2), ResumePosition::new("t", 0, 8)].into_iter().collect();
+    /// a.merge(&b);
+    /// assert_eq!(a.get("s"), Some(Position::new(0, 4)));
+    /// assert_eq!(a.get("t"), Some(Position::new(0, 8)));
+    /// ```
+    pub fn merge(&mut self, other: &Positions) {
+        for p in other.to_vec() {
+            self.insert(p);
+        }
+    }
+
+    /// The position held for `session`.
+    pub fn get(&self, session: &str) -> Option<Position> {
+        self.map.get(session).map(|(p, _)| *p)
+    }
+
+    /// Forgets `session`; returns its position.
+    pub fn remove(&mut self, session: &str) -> Option<Position> {
+        self.map.remove(session).map(|(p, _)| p)
+    }
+
+    /// How many sessions have a position.
+    pub fn len(&self) -> usize {
+        self.map.len()
+    }
+
+    /// Whether no session has a position.
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Every position, by last advance, oldest first.
+    pub fn to_vec(&self) -> Vec<ResumePosition> {
+        let mut all: Vec<(&String, &(Position, u64))> = self.map.iter().collect();
+        all.sort_unstable_by_key(|(_, (_, stamp))| *stamp);
+        all.into_iter()
+            .map(|(s, (p, _))| ResumePosition::new(s.clone(), p.epoch, p.seq))
+            .collect()
+    }
+
+    /// The positions as a JSON array of `{session, epoch, seq}`, oldest first: the
+    /// persisted form, and the shape of the `from` parameter.
+    pub fn to_json(&self) -> String {
+        // A Vec of strings and integers always serializes.
+        serde_json::to_string(&self.to_vec()).unwrap_or_else(|_| String::from("[]"))
+    }
+
+    /// Reads positions persisted by [`to_json`](Self::to_json) (or any JSON array of
+    /// `{session, epoch, seq}`); a later entry for a session already read wins when
+    /// it is ahead.
+    pub fn from_json(json: &str) -> Result<Positions, serde_json::Error> {
+        let all: Vec<ResumePosition> = serde_json::from_str(json)?;
+        Ok(all.into_iter().collect())
+    }
+}
+
+impl FromIterator<ResumePosition> for Positions {
+    fn from_iter<I: IntoIterator<Item = ResumePosition>>(iter: I) -> Self {
+        let mut p = Positions::new();
+        p.extend(iter);
+        p
+    }
+}
+
+impl Extend<ResumePosition> for Positions {
+    fn extend<I: IntoIterator<Item = ResumePosition>>(&mut self, iter: I) {
+        for position in iter {
+            self.insert(position);
+        }
+    }
+}
+
+impl Serialize for Positions {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.to_vec().serialize(serializer)
+    }
+}
+
+impl<'de> Deserialize<'de> for Positions {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Vec::<ResumePosition>::deserialize(deserializer)?
+            .into_iter()
+            .collect())
+    }
+}
+
+/// How a resume set is spread over requests: the newest positions within `budget`
+/// encoded characters ride the live request, older ones drain through at most
+/// `max_chunks` replay-only (`live=0`) requests of the same budget, newest chunk
+/// first; whatever is left is not requested.
+///
+/// The size of a list is counted as the Python and TypeScript SDKs count it: 2 for
+/// the brackets, then each position's [`encoded_len`](ResumePosition::encoded_len)
+/// plus 3 for its encoded comma. A position is taken while the total stays within the
+/// budget; the first one is always taken, however large, so every request makes
+/// progress. Defaults: budget 6000 characters, 20 chunks (the reference SDKs'), which
+/// keeps the request line well under common 8 to 16 KiB header limits.
+///
+/// ```
+/// use aep_core::resume::{FromBudget, ResumePosition};
+///
+/// let all: Vec<_> = (0..10).map(|i| ResumePosition::new(format!("s{i}"), 0, 1)).collect();
+/// // each position costs 69 + 3 characters; 2 + 3 * 72 = 218
+/// let plan = FromBudget::new(218, 2).plan(&all, None);
+/// assert_eq!(plan.live(), &all[7..]);
+/// assert_eq!(plan.chunks(), &[&all[4..7], &all[1..4]]);
+/// assert_eq!(plan.unsent(), &all[..1]);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FromBudget {
+    budget: usize,
+    max_chunks: usize,
+}
+
+impl Default for FromBudget {
+    fn default() -> Self {
+        FromBudget {
+            budget: FromBudget::DEFAULT_BUDGET,
+            max_chunks: FromBudget::DEFAULT_MAX_CHUNKS,
+        }
+    }
+}
+
+/// A resume set spread over requests by [`FromBudget::plan`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FromPlan<'a> {
+    live: &'a [ResumePosition],
+    chunks: Vec<&'a [ResumePosition]>,
+    unsent: &'a [ResumePosition],
+}
+
+impl<'a> FromPlan<'a> {
+    /// The positions for the live request's `from`.
+    pub fn live(&self) -> &'a [ResumePosition] {
+        self.live
+    }
+
+    /// The replay-only requests to make before the live one, newest first.
+    pub fn chunks(&self) -> &[&'a [ResumePosition]] {
+        &self.chunks
+    }
+
+    /// The oldest positions no request carries (beyond `max_chunks`).
+    pub fn unsent(&self) -> &'a [ResumePosition] {
+        self.unsent
+    }
+}
+
+impl FromBudget {
+    /// The reference SDKs' budget, in encoded characters.
+    pub const DEFAULT_BUDGET: usize = 6000;
+    /// The reference SDKs' bound on replay-only drain requests per reconnect.
+    pub const DEFAULT_MAX_CHUNKS: usize = 20;
+
+    /// A budget of `budget` encoded characters per request and at most `max_chunks`
+    /// drain requests.
+    pub fn new(budget: usize, max_chunks: usize) -> FromBudget {
+        FromBudget { budget, max_chunks }
+    }
+
+    /// Encoded characters per request.
+    pub fn budget(&self) -> usize {
+        self.budget
+    }
+
+    /// Drain requests per reconnect, at most.
+    pub fn max_chunks(&self) -> usize {
+        self.max_chunks
+    }
+
+    /// Splits `positions` (oldest first) into the newest tail that fits the budget,
+    /// holding at most `cap` positions, and the older rest: `(head, rest)` with
+    /// `rest ++ head == positions`.
+    ///
+    /// `cap` is for a relay that refused a request carrying `n` positions with a 4xx
+    /// (it may cap `from`): retry with `Some(n / 2)`.
+    ///
+    /// ```
+    /// use aep_core::resume::{FromBudget, ResumePosition};
+    ///
+    /// let all: Vec<_> = (0..4).map(|i| ResumePosition::new(format!("s{i}"), 0, 1)).collect();
+    /// let (head, rest) = FromBudget::default().split(&all, Some(1));
+    /// assert_eq!((head, rest), (&all[3..], &all[..3]));
+    /// ```
+    pub fn split<'a>(
+        &self,
+        positions: &'a [ResumePosition],
+        cap: Option<usize>,
+    ) -> (&'a [ResumePosition], &'a [ResumePosition]) {
+        let mut size = 2usize;
+        let mut start = positions.len();
+        let cap = cap.unwrap_or(usize::MAX);
+        while start > 0 && positions.len() - start < cap {
+            let Some(p) = positions.get(start - 1) else {
+                break;
+            };
+            let entry = p.encoded_len() + 3;
+            if start < positions.len() && size + entry > self.budget {
+                break;
+            }
+            size += entry;
+            start -= 1;
+        }
+        let (rest, head) = positions.split_at(start);
+        (head, rest)
+    }
+
+    /// The whole plan: the live request's positions (at most `cap`), then drain
+    /// chunks of the rest, newest first, at most [`max_chunks`](Self::max_chunks).
+    pub fn plan<'a>(&self, positions: &'a [ResumePosition], cap: Option<usize>) -> FromPlan<'a> {
+        let (live, mut rest) = self.split(positions, cap);
+        let mut chunks = Vec::new();
+        while !rest.is_empty() && chunks.len() < self.max_chunks {
+            let (chunk, older) = self.split(rest, None);
+            chunks.push(chunk);
+            rest = older;
+        }
+        FromPlan {
+            live,
+            chunks,
+            unsent: rest,
+        }
+    }
+}
