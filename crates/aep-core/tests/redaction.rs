@@ -163,6 +163,33 @@ fn digest_precedes_redaction() {
     assert_ne!(ContentDigest::of_text(a), ContentDigest::of_text(b));
 }
 
+/// The emitter path of AEP-0003 §9.1: the ceiling policy picks the level, the
+/// down-leveler prunes, and the pipeline redacts what a `redacted` landing keeps.
+#[test]
+fn ceiling_downlevel_and_pipeline_compose() {
+    use aep_core::capture::downlevel_redacting;
+    use aep_core::ceiling::CaptureCeiling;
+    use aep_core::{Capture, Event};
+
+    let redactor = Redactor::new(RedactOptions::default()).unwrap();
+    let ceiling = CaptureCeiling::default()
+        .with_override("tool.*", Capture::Redacted)
+        .unwrap();
+    let mut event = Event::new("1", "tool.completed", "t", "aep://h/agent/a/session/s", "a")
+        .with_capture(Capture::Full)
+        .with_data(json!({"tool": {"name": "Bash"}, "result": "token=abc", "result_redacted": "token=abc in /home/bob"}));
+    let level = ceiling.for_event(&event);
+    let honored = downlevel_redacting(&mut event, level, |v: &mut Value| {
+        redactor.redact_value_in_place(v)
+    });
+    assert_eq!(honored, Capture::Redacted);
+    assert_eq!(event.capture(), Capture::Redacted);
+    assert_eq!(
+        event.data(),
+        Some(json!({"tool": {"name": "Bash"}, "result_redacted": "token=[REDACTED:secret] in ~"}))
+    );
+}
+
 /// Fragments that wake the patterns up, so generated text exercises them far more often
 /// than uniformly random characters would.
 fn spicy() -> impl Strategy<Value = String> {
