@@ -21,6 +21,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod capture;
+pub mod ceiling;
 pub mod control;
 pub mod dedupe;
 pub mod envelope;
