@@ -10,7 +10,6 @@ use std::time::Duration;
 use aep_core::frame::{
     self, Capabilities, Frame, Hello, IdFrame, Identity, Message as AepMessage, ReplayFrom, Role,
 };
-use aep_core::resume::Position;
 use aep_core::{Capture, Event};
 use futures::{FutureExt, SinkExt, StreamExt};
 use tokio::net::TcpStream;
@@ -21,8 +20,8 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tracing::Instrument;
 
 use super::{unavailable, Backoff, From, Notice, Shared, SubscribeOptions, Subscription};
-use crate::core_adapter::filter;
 use crate::error::TransportError;
+use aep_core::Filter;
 
 pub(crate) type WsStream = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -255,6 +254,7 @@ impl WsConnection {
         let (mut sub, shared, tx) = Subscription::new(&options);
         let entry = SubEntry {
             id: id.clone(),
+            route: Filter::from_value(&options.filter).ok(),
             pending_all: options.from == From::All,
             options,
             shared,
@@ -281,6 +281,9 @@ enum Command {
 
 struct SubEntry {
     id: String,
+    // The filter parsed for routing; `None` when it does not parse, which the endpoint
+    // refuses too (`invalid-filter`), so nothing is routed to it meanwhile.
+    route: Option<Filter>,
     options: SubscribeOptions,
     shared: Arc<Shared>,
     tx: mpsc::Sender<Vec<Event>>,
@@ -310,11 +313,7 @@ impl SubEntry {
         if use_all {
             sub = sub.with_from(ReplayFrom::All);
         } else if !head.is_empty() {
-            let from = head
-                .iter()
-                .map(|p| frame::Position::new(p.session(), p.epoch(), p.seq()))
-                .collect();
-            sub = sub.with_from(ReplayFrom::Positions(from));
+            sub = sub.with_from(ReplayFrom::Positions(head.to_vec()));
         }
         if let Some(c) = self.options.capture {
             sub = sub.with_capture(c);
@@ -535,7 +534,7 @@ impl ConnTask {
                 if let Some(sub) = self.subs.get(&x.sub) {
                     sub.shared.notify(Notice::ReplayExhausted {
                         session: x.session,
-                        earliest: Position::new(x.earliest.epoch, x.earliest.seq),
+                        earliest: x.earliest,
                     });
                 }
             }
@@ -564,7 +563,7 @@ impl ConnTask {
         let matching: Vec<&String> = self
             .subs
             .iter()
-            .filter(|(_, s)| filter::matches(&s.options.filter, &event))
+            .filter(|(_, s)| s.route.as_ref().is_some_and(|f| f.matches(&event)))
             .map(|(id, _)| id)
             .collect();
         if let Some((last, rest)) = matching.split_last() {
