@@ -1,0 +1,149 @@
+//! Subscribing with a subscription-model filter (`SubscribeOptions::subscription_filter`)
+//! against real relays, over SSE and WebSocket: the lowered attr-match half goes on the
+//! wire, the residual is applied locally, and the stream holds exactly what the filter
+//! matches. Runs against the reference relay (Node, started on a free port and killed
+//! after) and against the Rust relay.
+#![cfg(all(feature = "sse", feature = "ws"))]
+#![allow(clippy::unwrap_used)]
+
+mod common;
+
+use std::time::Duration;
+
+use aep_async::{subscribe, Notice, SubscribeOptions, Transport};
+use aep_core::subscription::{Field, SubscriptionFilter, TOPIC_ATTR};
+use common::{ReferenceRelay, Relay, RelayConfig};
+use futures::StreamExt;
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+const TOKEN: &str = "t";
+const PATIENCE: Duration = Duration::from_secs(30);
+
+fn event(id: &str, ty: &str, session: &str, seq: u64, topic: Option<&str>) -> Value {
+    let mut e = json!({
+        "aep": "0.1", "id": id, "type": ty, "time": "2026-07-09T10:00:00.000Z",
+        "source": "aep://test/agent/a", "agent": "a", "session": session, "seq": seq,
+    });
+    if let Some(topic) = topic {
+        e[TOPIC_ATTR] = json!(topic);
+    }
+    e
+}
+
+/// `tool.*.progress` or `run.*`, on topic `tasks.t1`: an inner `*` the wire cannot say,
+/// a trailing `.*` it can, and an extension-mapped field.
+fn filter() -> SubscriptionFilter {
+    SubscriptionFilter::new()
+        .with_types(["tool.*.progress", "run.*"])
+        .unwrap()
+        .with(Field::Topic, "tasks.t1")
+        .unwrap()
+}
+
+fn events(session: &str) -> Vec<Value> {
+    let t1 = Some("tasks.t1");
+    vec![
+        event("e1", "tool.call.progress", session, 1, t1),
+        event("e2", "tool.call.started", session, 2, t1),
+        event("e3", "tool.any.progress", session, 3, Some("tasks.t2")),
+        event("e4", "run.started", session, 4, t1),
+        event("e5", "tool.progress", session, 5, t1),
+        event("e6", "run.step.completed", session, 6, t1),
+        event("e7", "tool.call.progress", session, 7, None),
+        event("e8", "tool.x.y.progress", session, 8, t1),
+        event("e9", "run.completed", session, 9, t1),
+    ]
+}
+
+const EXPECTED: [&str; 4] = ["e1", "e4", "e6", "e9"];
+
+async fn post(url: &str, events: &[Value]) {
+    let body: String = events.iter().map(|e| format!("{e}\n")).collect();
+    let status = reqwest::Client::new()
+        .post(format!("{url}/events"))
+        .bearer_auth(TOKEN)
+        .header("aep-version", "0.1")
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .await
+        .unwrap()
+        .status();
+    assert!(status.is_success(), "ingest refused: {status}");
+}
+
+/// Subscribes, waits until the subscription is established, emits the mix, and returns
+/// the ids the stream yields up to the last expected one.
+async fn run(url: &str, transport: Transport, session: &str) -> Vec<String> {
+    let (tx, mut connected) = mpsc::unbounded_channel();
+    let options = SubscribeOptions::new()
+        .token(TOKEN)
+        .transport(transport)
+        .subscription_filter(&filter())
+        .on_notice(move |n| {
+            if matches!(n, Notice::Connected { .. }) {
+                let _ = tx.send(());
+            }
+        });
+    let mut sub = subscribe(url, options);
+    tokio::time::timeout(PATIENCE, connected.recv())
+        .await
+        .expect("subscription established")
+        .unwrap();
+    post(url, &events(session)).await;
+    let mut got = Vec::new();
+    while got.last().map(String::as_str) != EXPECTED.last().copied() {
+        let e = tokio::time::timeout(PATIENCE, sub.next())
+            .await
+            .expect("the next matching event")
+            .expect("stream open");
+        got.push(e.id().to_owned());
+    }
+    sub.close();
+    got
+}
+
+#[test]
+fn the_expected_set_is_the_filters_own_verdict() {
+    let matched: Vec<String> = events("s")
+        .iter()
+        .map(|v| aep_core::Event::from_value(v).unwrap())
+        .filter(|e| filter().matches(e))
+        .map(|e| e.id().to_owned())
+        .collect();
+    assert_eq!(matched, EXPECTED);
+    // and the residual is really needed: the wire half alone lets more through
+    let lowered = filter().lower();
+    assert!(!lowered.residual().is_trivial());
+    assert_eq!(
+        lowered.wire().to_value(),
+        json!({ "type": ["tool.*", "run.*"], TOPIC_ATTR: "tasks.t1" })
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn against_the_reference_relay_over_sse_and_websocket() {
+    let relay = ReferenceRelay::start(RelayConfig {
+        token: Some(TOKEN.into()),
+        ..RelayConfig::default()
+    })
+    .await;
+    let url = relay.url();
+    assert_eq!(run(&url, Transport::Sse, "s-ref-sse").await, EXPECTED);
+    assert_eq!(run(&url, Transport::WebSocket, "s-ref-ws").await, EXPECTED);
+    drop(relay);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn against_the_rust_relay_over_sse_and_websocket() {
+    let relay = aep_relay::Relay::builder()
+        .token(TOKEN)
+        .start()
+        .await
+        .unwrap();
+    let url = relay.url().to_owned();
+    assert_eq!(run(&url, Transport::Sse, "s-rust-sse").await, EXPECTED);
+    assert_eq!(run(&url, Transport::WebSocket, "s-rust-ws").await, EXPECTED);
+    relay.shutdown().await.unwrap();
+}
