@@ -123,7 +123,10 @@ async fn every_malformed_request_is_rejected_naming_the_field_and_the_rest_carry
     for (payload, names) in cases {
         ws.send(&request(payload.clone())).await;
         let answer = ws.recv().await.unwrap();
-        assert_eq!(answer["type"], "subscription.rejected", "{payload}: {answer}");
+        assert_eq!(
+            answer["type"], "subscription.rejected",
+            "{payload}: {answer}"
+        );
         let error = &answer["payload"]["error"];
         assert_eq!(error["code"], "subscription_rejected");
         assert_eq!(error["retryable"], false);
