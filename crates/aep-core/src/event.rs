@@ -137,7 +137,9 @@ pub enum ExtensionError {
     #[error("extension attribute name `{0}` must be 1 to 20 lowercase ASCII letters or digits (AEP-0001 §5.4)")]
     BadName(String),
     /// The value is not a JSON string, integer or boolean.
-    #[error("extension attribute `{0}` must carry a string, integer or boolean value (AEP-0001 §5.4)")]
+    #[error(
+        "extension attribute `{0}` must carry a string, integer or boolean value (AEP-0001 §5.4)"
+    )]
     NonScalar(String),
 }
 

@@ -201,6 +201,9 @@ mod tests {
         let err = "fatal".parse::<Severity>().unwrap_err();
         assert_eq!(err.value(), "fatal");
         assert!(err.to_string().contains("critical"));
-        assert!("Full".parse::<Capture>().is_err(), "levels are case-sensitive");
+        assert!(
+            "Full".parse::<Capture>().is_err(),
+            "levels are case-sensitive"
+        );
     }
 }

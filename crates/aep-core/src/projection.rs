@@ -507,11 +507,25 @@ impl Fold {
     }
 }
 
+/// Where the first occurrence of an id is recorded in `Witnesses`, and the batch
+/// group it was folded in (see [`project_state`]).
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    start: usize,
+    end: u32,
+    group: u32,
+}
+
+/// A batch folding in arrival order met an id first folded in another group: the fold
+/// order matters, so the batch folds group by group instead.
+#[derive(Debug)]
+struct CrossGroup;
+
 #[derive(Debug)]
 struct SourceAcc {
     name: Box<str>,
-    /// id -> where the first occurrence is recorded in `Witnesses` (AEP-0001 §7.4)
-    seen: FastMap<CompactId, (usize, usize)>,
+    /// id -> the first occurrence (AEP-0001 §7.4)
+    seen: FastMap<CompactId, Seen>,
     /// session -> index into `StateProjection::sessions`
     sessions: FastMap<Box<str>, u32>,
 }
@@ -599,7 +613,11 @@ impl StateProjection {
 
     fn source_index(&mut self, source: &str) -> u32 {
         if let Some((at, _)) = self.last {
-            if self.sources.get(at as usize).is_some_and(|s| &*s.name == source) {
+            if self
+                .sources
+                .get(at as usize)
+                .is_some_and(|s| &*s.name == source)
+            {
                 return at;
             }
         }
@@ -661,22 +679,38 @@ impl StateProjection {
     /// [`Violation::IdCollision`] and is dropped. Commands and `agent.*` events are
     /// deduplicated but fold nothing, and so are events without `session`.
     pub fn apply(&mut self, event: &Event) {
+        // Group 0 throughout: there is no cross-group case to report.
+        let _ = self.apply_in(event, 0);
+    }
+
+    /// [`apply`](Self::apply), for an event of batch group `group`: an id first folded
+    /// in another group stops it before any change.
+    fn apply_in(&mut self, event: &Event, group: u32) -> Result<(), CrossGroup> {
         let src = self.source_index(event.source());
         let Some(source) = self.sources.get_mut(src as usize) else {
-            return;
+            return Ok(());
         };
         match source.seen.entry(CompactId::new(event.id())) {
             Entry::Occupied(first) => {
-                if !self.witnesses.same(*first.get(), event) {
+                let first = *first.get();
+                if first.group != group {
+                    return Err(CrossGroup);
+                }
+                if !self.witnesses.same(first, event) {
                     self.violations.push(Violation::IdCollision {
                         source: event.source().to_owned(),
                         id: event.id().to_owned(),
                     });
                 }
-                return;
+                return Ok(());
             }
             Entry::Vacant(slot) => {
-                slot.insert(self.witnesses.record(event));
+                let (start, end) = self.witnesses.record(event);
+                slot.insert(Seen {
+                    start,
+                    end: (end - start) as u32,
+                    group,
+                });
             }
         }
 
@@ -693,14 +727,14 @@ impl StateProjection {
             }
         };
         if fold == Fold::Skip {
-            return;
+            return Ok(());
         }
         let Some(session) = event.session() else {
-            return;
+            return Ok(());
         };
         let at = self.session_index(src, session, event.agent());
         let Some(acc) = self.sessions.get_mut(at) else {
-            return;
+            return Ok(());
         };
         let violation = |v: &mut Vec<Violation>, make: fn(String, String, String) -> Violation| {
             v.push(make(
@@ -755,11 +789,10 @@ impl StateProjection {
                     }
                 } else {
                     // A second distinct ended: an identical repeat collapsed at dedupe.
-                    self.violations
-                        .push(Violation::SessionTerminalExclusivity {
-                            source: event.source().to_owned(),
-                            session: session.to_owned(),
-                        });
+                    self.violations.push(Violation::SessionTerminalExclusivity {
+                        source: event.source().to_owned(),
+                        session: session.to_owned(),
+                    });
                 }
             }
             Fold::RunStarted => {
@@ -778,7 +811,7 @@ impl StateProjection {
             }
             Fold::RunTerminal(status) => {
                 let Some(run) = event.run() else {
-                    return;
+                    return Ok(());
                 };
                 match acc.runs.find(run).and_then(|at| acc.runs.get_mut(at)) {
                     // A terminal without run.started still records the run.
@@ -813,6 +846,7 @@ impl StateProjection {
             }
             Fold::Skip | Fold::Other => {}
         }
+        Ok(())
     }
 
     /// Folds every event of `events`, in order.
@@ -868,65 +902,128 @@ impl StateProjection {
 /// ```
 pub fn project_state<'a, I: IntoIterator<Item = &'a Event>>(events: I) -> ProjectedState {
     let events: Vec<&Event> = events.into_iter().collect();
-    // Group ids in first-seen order, one per (source, session).
-    let mut group_ids: FastMap<(&str, &str), u32> = FastMap::default();
-    let mut keys: Vec<(&str, &str)> = Vec::new();
-    let mut group_of: Vec<u32> = Vec::with_capacity(events.len());
-    let mut last: Option<((&str, &str), u32)> = None;
-    for event in &events {
-        let key = (event.source(), event.session().unwrap_or(""));
-        let id = match last {
-            Some((k, id)) if k == key => id,
-            _ => *group_ids.entry(key).or_insert_with(|| {
+    let groups = Groups::of(&events);
+    if groups.sorted {
+        if let Some(state) = fold_in_arrival_order(&events, &groups) {
+            return state;
+        }
+    }
+    fold_group_by_group(&events, &groups)
+}
+
+/// The batch groups: one per `(source, session)`, ranked by that key.
+struct Groups {
+    /// per event, the rank of its group
+    rank_of: Vec<u32>,
+    /// how many events each rank holds
+    sizes: Vec<usize>,
+    /// whether every group arrived in `(epoch, seq)` order already
+    sorted: bool,
+}
+
+impl Groups {
+    fn of(events: &[&Event]) -> Groups {
+        let mut ids: FastMap<(&str, &str), u32> = FastMap::default();
+        let mut keys: Vec<(&str, &str)> = Vec::new();
+        let mut last_position: Vec<(u64, u64)> = Vec::new();
+        let mut group_of: Vec<u32> = Vec::with_capacity(events.len());
+        let mut sorted = true;
+        for event in events {
+            let key = (event.source(), event.session().unwrap_or(""));
+            let id = *ids.entry(key).or_insert_with(|| {
                 keys.push(key);
+                last_position.push((0, 0));
                 keys.len() as u32 - 1
-            }),
-        };
-        last = Some((key, id));
-        group_of.push(id);
-    }
-    // Rank the groups by key, then lay the events out group by group (a counting
-    // sort, stable), and sort each group by position (stable, so ties keep arrival
-    // order; a group that arrived in order is one linear pass).
-    let mut by_key: Vec<u32> = (0..keys.len() as u32).collect();
-    by_key.sort_unstable_by_key(|&g| keys.get(g as usize).copied());
-    let mut start = vec![0usize; keys.len() + 1];
-    let mut rank = vec![0usize; keys.len()];
-    for (r, &g) in by_key.iter().enumerate() {
-        if let Some(slot) = rank.get_mut(g as usize) {
-            *slot = r;
+            });
+            let position = (event.epoch(), event.seq().unwrap_or(0));
+            if let Some(last) = last_position.get_mut(id as usize) {
+                sorted &= *last <= position;
+                *last = position;
+            }
+            group_of.push(id);
+        }
+        let mut by_key: Vec<u32> = (0..keys.len() as u32).collect();
+        by_key.sort_unstable_by_key(|&g| keys.get(g as usize).copied());
+        let mut rank = vec![0u32; keys.len()];
+        for (r, &g) in by_key.iter().enumerate() {
+            if let Some(slot) = rank.get_mut(g as usize) {
+                *slot = r as u32;
+            }
+        }
+        let mut sizes = vec![0usize; keys.len()];
+        let rank_of: Vec<u32> = group_of
+            .iter()
+            .map(|&g| {
+                let r = rank.get(g as usize).copied().unwrap_or(0);
+                if let Some(n) = sizes.get_mut(r as usize) {
+                    *n += 1;
+                }
+                r
+            })
+            .collect();
+        Groups {
+            rank_of,
+            sizes,
+            sorted,
         }
     }
-    for &g in &group_of {
-        if let Some(n) = rank.get(g as usize).and_then(|&r| start.get_mut(r + 1)) {
-            *n += 1;
-        }
-    }
-    for r in 1..start.len() {
-        start[r] += start[r - 1];
-    }
-    let mut fill = start.clone();
-    let mut ordered: Vec<&Event> = events.clone();
-    for (event, &g) in events.iter().zip(&group_of) {
-        if let Some(at) = rank.get(g as usize).and_then(|&r| fill.get_mut(r)) {
+}
+
+/// The batch fold as specified: groups in key order, each sorted by `(epoch, seq)`
+/// (stable, so ties keep arrival order; a group that arrived in order is one pass).
+fn fold_group_by_group(events: &[&Event], groups: &Groups) -> ProjectedState {
+    let mut fill: Vec<usize> = groups
+        .sizes
+        .iter()
+        .scan(0, |at, &n| {
+            let start = *at;
+            *at += n;
+            Some(start)
+        })
+        .collect();
+    let mut ordered: Vec<Option<(u64, u64, &Event)>> = vec![None; events.len()];
+    for (&event, &r) in events.iter().zip(&groups.rank_of) {
+        if let Some(at) = fill.get_mut(r as usize) {
             if let Some(slot) = ordered.get_mut(*at) {
-                *slot = event;
+                *slot = Some((event.epoch(), event.seq().unwrap_or(0), event));
             }
             *at += 1;
         }
     }
     let mut projection = StateProjection::new();
-    for bounds in start.windows(2) {
-        if let [from, to] = *bounds {
-            if let Some(group) = ordered.get_mut(from..to) {
-                group.sort_by_key(|e| (e.epoch(), e.seq().unwrap_or(0)));
-                for event in group.iter() {
-                    projection.apply(event);
-                }
+    let mut from = 0;
+    for &n in &groups.sizes {
+        if let Some(group) = ordered.get_mut(from..from + n) {
+            group.sort_by_key(|slot| slot.map(|(epoch, seq, _)| (epoch, seq)));
+            for &(_, _, event) in group.iter().flatten() {
+                projection.apply(event);
             }
         }
+        from += n;
     }
     projection.state()
+}
+
+/// The same fold when every group arrived sorted, done in arrival order, which reads
+/// the events where they lie instead of jumping between groups. Sessions fold
+/// independently, so only two things depend on the order between groups: the order
+/// of the violations, restored by sorting them stably by group, and which of two
+/// events sharing a `(source, id)` across groups comes first; that case gives up
+/// (`None`) for the group-by-group fold.
+fn fold_in_arrival_order(events: &[&Event], groups: &Groups) -> Option<ProjectedState> {
+    let mut projection = StateProjection::new();
+    let mut ranks: Vec<u32> = Vec::new();
+    for (&event, &r) in events.iter().zip(&groups.rank_of) {
+        projection.apply_in(event, r).ok()?;
+        ranks.resize(projection.violations.len(), r);
+    }
+    let mut tagged: Vec<(u32, Violation)> = ranks
+        .into_iter()
+        .zip(projection.violations.drain(..))
+        .collect();
+    tagged.sort_by_key(|&(r, _)| r);
+    projection.violations = tagged.into_iter().map(|(_, v)| v).collect();
+    Some(projection.state())
 }
 
 /// `data.kind` of an `attention.requested`, when `data` is an object holding a string
@@ -959,40 +1056,30 @@ struct Witnesses {
     scratch: Vec<u8>,
 }
 
-fn put_len(out: &mut Vec<u8>, mut n: usize) {
-    while n >= 0x80 {
-        out.push((n as u8) | 0x80);
-        n >>= 7;
+/// A length, or absence: `0` absent, `n + 1` for length `n`, in one byte below 255,
+/// else `255` and four bytes.
+fn put_len(out: &mut Vec<u8>, n: Option<usize>) {
+    let n = n.map_or(0, |n| n + 1);
+    match u8::try_from(n) {
+        Ok(b) if b < 0xff => out.push(b),
+        _ => {
+            out.push(0xff);
+            out.extend_from_slice(&(n as u32).to_le_bytes());
+        }
     }
-    out.push(n as u8);
 }
 
 fn put_str(out: &mut Vec<u8>, s: Option<&str>) {
-    match s {
-        None => out.push(0),
-        Some(s) => {
-            put_len(out, s.len() + 1);
-            out.extend_from_slice(s.as_bytes());
-        }
-    }
-}
-
-fn put_u64(out: &mut Vec<u8>, v: Option<u64>) {
-    match v {
-        None => out.push(0),
-        Some(v) => {
-            out.push(1);
-            out.extend_from_slice(&v.to_le_bytes());
-        }
+    put_len(out, s.map(str::len));
+    if let Some(s) = s {
+        out.extend_from_slice(s.as_bytes());
     }
 }
 
 /// Writes `event` (less `source` and `id`, the key) as a record: the fixed part with
 /// its length first, then `data`, then the extensions.
 fn put_record(out: &mut Vec<u8>, event: &Event) {
-    let mark = out.len();
-    out.extend_from_slice(&[0; 4]);
-    for s in [
+    let strings = [
         Some(event.aep()),
         Some(event.event_type()),
         event.subject(),
@@ -1003,19 +1090,36 @@ fn put_record(out: &mut Vec<u8>, event: &Event) {
         event.step(),
         event.cause(),
         event.traceparent(),
-    ] {
+    ];
+    let data = event.data_raw().map(|r| r.get());
+    let size: usize = strings
+        .iter()
+        .chain([&data])
+        .map(|s| s.map_or(1, |s| s.len() + 5))
+        .sum();
+    out.reserve(size + 32);
+    let mark = out.len();
+    out.extend_from_slice(&[0; 4]);
+    for s in strings {
         put_str(out, s);
     }
-    put_u64(out, event.seq());
-    put_u64(out, event.epoch_attr());
+    for v in [event.seq(), event.epoch_attr()] {
+        match v {
+            None => out.push(0),
+            Some(v) => {
+                out.push(1);
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        }
+    }
     out.push(event.severity_attr().map_or(0xff, |s| s as u8));
     out.push(event.capture_attr().map_or(0xff, |c| c as u8));
     let fixed = (out.len() - mark - 4) as u32;
     if let Some(len) = out.get_mut(mark..mark + 4) {
         len.copy_from_slice(&fixed.to_le_bytes());
     }
-    put_str(out, event.data_raw().map(|r| r.get()));
-    put_len(out, event.extensions().len());
+    put_str(out, data);
+    put_len(out, Some(event.extensions().len()));
     for (name, value) in event.extensions() {
         put_str(out, Some(name));
         put_str(out, Some(value.get()));
@@ -1029,24 +1133,25 @@ struct Record<'a> {
     extensions: Vec<(&'a [u8], &'a [u8])>,
 }
 
-fn take_len(bytes: &mut &[u8]) -> Option<usize> {
-    let mut n = 0usize;
-    for shift in (0..64).step_by(7) {
-        let (&b, rest) = bytes.split_first()?;
+/// Reads what [`put_len`] wrote: `Some(None)` for absence.
+fn take_len(bytes: &mut &[u8]) -> Option<Option<usize>> {
+    let (&b, rest) = bytes.split_first()?;
+    *bytes = rest;
+    let n = if b < 0xff {
+        usize::from(b)
+    } else {
+        let (n, rest) = bytes.split_first_chunk::<4>()?;
         *bytes = rest;
-        n |= usize::from(b & 0x7f) << shift;
-        if b & 0x80 == 0 {
-            return Some(n);
-        }
-    }
-    None
+        u32::from_le_bytes(*n) as usize
+    };
+    Some(n.checked_sub(1))
 }
 
 fn take_str<'a>(bytes: &mut &'a [u8]) -> Option<Option<&'a [u8]>> {
     match take_len(bytes)? {
-        0 => Some(None),
-        n => {
-            let (s, rest) = bytes.split_at_checked(n - 1)?;
+        None => Some(None),
+        Some(n) => {
+            let (s, rest) = bytes.split_at_checked(n)?;
             *bytes = rest;
             Some(Some(s))
         }
@@ -1059,7 +1164,7 @@ impl<'a> Record<'a> {
         let (fixed, rest) = rest.split_at_checked(u32::from_le_bytes(*len) as usize)?;
         bytes = rest;
         let data = take_str(&mut bytes)?;
-        let count = take_len(&mut bytes)?;
+        let count = take_len(&mut bytes)??;
         let mut extensions = Vec::with_capacity(count.min(64));
         for _ in 0..count {
             extensions.push((take_str(&mut bytes)??, take_str(&mut bytes)??));
@@ -1093,10 +1198,10 @@ impl Witnesses {
     }
 
     /// Whether `event` is the one recorded at `at`.
-    fn same(&mut self, at: (usize, usize), event: &Event) -> bool {
+    fn same(&mut self, at: Seen, event: &Event) -> bool {
         self.scratch.clear();
         put_record(&mut self.scratch, event);
-        let Some(first) = self.records.get(at.0..at.1) else {
+        let Some(first) = self.records.get(at.start..at.start + at.end as usize) else {
             return false;
         };
         if first == self.scratch.as_slice() {
@@ -1127,7 +1232,10 @@ mod tests {
     #[test]
     fn same_json_ignores_member_order_whitespace_and_escapes() {
         let same = |a: &str, b: &str| same_json(a.as_bytes(), b.as_bytes());
-        assert!(same(r#"{"a":1,"b":[1,"x"]}"#, r#"{ "b" : [1, "\u0078"], "a":1 }"#));
+        assert!(same(
+            r#"{"a":1,"b":[1,"x"]}"#,
+            r#"{ "b" : [1, "\u0078"], "a":1 }"#
+        ));
         assert!(!same(r#"{"a":1}"#, r#"{"a":1.0}"#));
         assert!(!same(r#"[1,2]"#, r#"[2,1]"#));
         assert!(!same(r#"{"a":"b"}"#, r#"{"b":"a"}"#));
@@ -1142,11 +1250,125 @@ mod tests {
         put_record(&mut out, &e);
         let r = Record::read(&out).unwrap();
         assert_eq!(r.data, Some(&br#"{"z":1}"#[..]));
-        assert_eq!(r.extensions, [(&b"xa"[..], &br#"{"k":[1]}"#[..]), (&b"xb"[..], &br#""v""#[..])]);
-        let mut long = Vec::new();
-        put_len(&mut long, 300);
-        assert_eq!(take_len(&mut &long[..]), Some(300));
+        assert_eq!(
+            r.extensions,
+            [
+                (&b"xa"[..], &br#"{"k":[1]}"#[..]),
+                (&b"xb"[..], &br#""v""#[..])
+            ]
+        );
+        for n in [None, Some(0), Some(253), Some(254), Some(300)] {
+            let mut buf = Vec::new();
+            put_len(&mut buf, n);
+            assert_eq!(take_len(&mut &buf[..]), Some(n));
+        }
         assert!(Record::read(&out[..out.len() - 1]).is_none());
+    }
+
+    const TYPES: [&str; 12] = [
+        "session.started",
+        "session.ended",
+        "run.started",
+        "run.finished",
+        "run.failed",
+        "attention.requested",
+        "attention.resolved",
+        "attention.answered",
+        "control.pause",
+        "agent.presence",
+        "tool.completed",
+        "log.emitted",
+    ];
+
+    /// Events from small alphabets, so ids repeat within and across sessions; seqs
+    /// climb per session unless `shuffle` reorders them.
+    fn stream(picks: &[(u8, u8, u8, u8, u8, bool)], climb: bool) -> Vec<Event> {
+        let mut next_seq = [0u64; 8];
+        picks
+            .iter()
+            .map(|&(src, sess, id, ty, data, no_session)| {
+                let key = usize::from(src % 2) * 4 + usize::from(sess % 4);
+                let seq = if climb {
+                    next_seq[key]
+                } else {
+                    u64::from(id % 5)
+                };
+                next_seq[key] += u64::from(id % 2);
+                let mut e = Event::new(
+                    format!("e{id}"),
+                    TYPES[usize::from(ty) % TYPES.len()],
+                    format!("t{data}"),
+                    format!("aep://src{}", src % 2),
+                    "agent",
+                )
+                .with_run(format!("r{}", data % 2))
+                .with_subject(format!("e{}", data % 12))
+                .with_seq(seq)
+                .with_data(serde_json::json!({"kind": format!("k{}", data % 3)}));
+                if !no_session {
+                    e = e.with_session(format!("s{}", sess % 4));
+                }
+                e
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+        #[test]
+        fn arrival_order_fold_equals_the_group_by_group_fold(
+            picks in proptest::collection::vec(
+                (0u8..4, 0u8..8, 0u8..40, 0u8..24, 0u8..6, proptest::bool::weighted(0.05)),
+                0..60,
+            ),
+            climb in proptest::bool::weighted(0.8),
+        ) {
+            let events = stream(&picks, climb);
+            let refs: Vec<&Event> = events.iter().collect();
+            let groups = Groups::of(&refs);
+            let slow = fold_group_by_group(&refs, &groups);
+            proptest::prop_assert_eq!(project_state(&events), slow.clone());
+            if let Some(fast) = fold_in_arrival_order(&refs, &groups).filter(|_| groups.sorted) {
+                proptest::prop_assert_eq!(fast, slow);
+            }
+        }
+    }
+
+    #[test]
+    fn arrival_order_fold_orders_violations_by_group() {
+        let ev = |id: &str, source: &str, seq| {
+            Event::new(id, "log.emitted", "t", source, "a")
+                .with_session("s")
+                .with_seq(seq)
+        };
+        let events = [
+            ev("1", "aep://b", 0),
+            ev("2", "aep://b", 0),
+            ev("1", "aep://a", 0),
+            ev("2", "aep://a", 0),
+            ev("3", "aep://b", 0),
+        ];
+        let refs: Vec<&Event> = events.iter().collect();
+        let groups = Groups::of(&refs);
+        assert!(groups.sorted);
+        let fast = fold_in_arrival_order(&refs, &groups).unwrap();
+        assert_eq!(fast, fold_group_by_group(&refs, &groups));
+        let sources: Vec<&str> = fast
+            .violations()
+            .iter()
+            .map(|v| match v {
+                Violation::SeqRegression { source, .. } => source.as_str(),
+                _ => "",
+            })
+            .collect();
+        assert_eq!(sources, ["aep://a", "aep://b", "aep://b"]);
+        // A (source, id) shared across sessions needs the group-by-group order.
+        let shared = [
+            ev("1", "aep://a", 0),
+            ev("1", "aep://a", 1).with_session("r"),
+        ];
+        let refs: Vec<&Event> = shared.iter().collect();
+        assert!(fold_in_arrival_order(&refs, &Groups::of(&refs)).is_none());
     }
 
     #[test]
@@ -1165,9 +1387,20 @@ mod tests {
         }
         o.remove("absent");
         let ids: Vec<&str> = o.iter().map(|p| p.id.as_str()).collect();
-        let want: Vec<String> = (0..100).filter(|i| i % 3 == 0).map(|i| format!("q{i}")).collect();
+        let want: Vec<String> = (0..100)
+            .filter(|i| i % 3 == 0)
+            .map(|i| format!("q{i}"))
+            .collect();
         assert_eq!(ids, want);
         assert_eq!(o.len(), 34);
-        assert_eq!(o.find("q99"), Some(o.slots.iter().position(|s| s.as_ref().is_some_and(|p| p.id == "q99")).unwrap()));
+        assert_eq!(
+            o.find("q99"),
+            Some(
+                o.slots
+                    .iter()
+                    .position(|s| s.as_ref().is_some_and(|p| p.id == "q99"))
+                    .unwrap()
+            )
+        );
     }
 }

@@ -623,8 +623,18 @@ mod tests {
     fn command_scope_agrees_with_registry() {
         for t in REGISTRY {
             let parsed = EventType::parse(t.name).unwrap();
-            assert_eq!(parsed.is_command(), t.scope == TypeScope::Command, "{}", t.name);
-            assert_eq!(parsed.is_agent_scoped(), t.scope == TypeScope::Agent, "{}", t.name);
+            assert_eq!(
+                parsed.is_command(),
+                t.scope == TypeScope::Command,
+                "{}",
+                t.name
+            );
+            assert_eq!(
+                parsed.is_agent_scoped(),
+                t.scope == TypeScope::Agent,
+                "{}",
+                t.name
+            );
             assert_eq!(parsed.registered(), Some(t));
         }
     }
@@ -662,7 +672,10 @@ mod tests {
         assert!(v.is_command() && v.is_foreign_emitter() && !v.is_sequenced());
         assert_eq!(v.bare(), "control.reboot");
         let agent = EventType::parse("x.acme.agent.ping").unwrap();
-        assert!(!agent.is_agent_scoped(), "only core agent.* is agent-scoped");
+        assert!(
+            !agent.is_agent_scoped(),
+            "only core agent.* is agent-scoped"
+        );
         assert!(EventType::parse("control.accepted").unwrap().is_ack());
         assert!(EventType::parse("control.accepted").unwrap().is_sequenced());
     }
