@@ -46,6 +46,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fmt;
 
+use serde::de;
 use serde::{Deserialize, Serialize};
 
 use crate::dedupe::CompactId;
@@ -1027,18 +1028,36 @@ fn fold_in_arrival_order(events: &[&Event], groups: &Groups) -> Option<Projected
 }
 
 /// `data.kind` of an `attention.requested`, when `data` is an object holding a string
-/// `kind`.
+/// `kind`. Reading stops at `kind`, which producers write first, rather than parsing
+/// the prompt and options behind it.
 fn attention_kind(event: &Event) -> Option<String> {
-    #[derive(Deserialize)]
-    struct Kind<'a> {
-        #[serde(borrow)]
-        kind: Option<Cow<'a, str>>,
+    struct KindOf<'k>(&'k mut Option<String>);
+    impl<'de> de::Visitor<'de> for KindOf<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("an object")
+        }
+        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+                if key == "kind" {
+                    if let serde_json::Value::String(s) = map.next_value()? {
+                        *self.0 = Some(s);
+                    }
+                    // Found: stop here; the unread rest makes the caller's parse end
+                    // in an error that is ignored. A later duplicate `kind` would
+                    // win in the reference SDKs; producers do not write one.
+                    return Err(de::Error::custom("kind found"));
+                }
+                map.next_value::<de::IgnoredAny>()?;
+            }
+            Ok(())
+        }
     }
     let raw = event.data_raw()?;
-    serde_json::from_str::<Kind<'_>>(raw.get())
-        .ok()
-        .and_then(|k| k.kind)
-        .map(Cow::into_owned)
+    let mut kind = None;
+    let mut de = serde_json::Deserializer::from_str(raw.get());
+    let _ = de::Deserializer::deserialize_map(&mut de, KindOf(&mut kind));
+    kind
 }
 
 /// The first occurrence of every `(source, id)`, kept exactly so that a later event
@@ -1092,25 +1111,86 @@ fn put_record(out: &mut Vec<u8>, event: &Event) {
         event.traceparent(),
     ];
     let data = event.data_raw().map(|r| r.get());
-    let size: usize = strings
+    let mark = out.len();
+    let short = strings
         .iter()
         .chain([&data])
-        .map(|s| s.map_or(1, |s| s.len() + 5))
-        .sum();
-    out.reserve(size + 32);
+        .all(|s| s.is_none_or(|s| s.len() < 0xfe));
+    if short && event.extensions().len() == 0 {
+        // The common case in one pass over a buffer sized once: every length fits a
+        // byte, no extension attributes.
+        let fixed: usize = strings
+            .iter()
+            .map(|s| s.map_or(1, |s| s.len() + 1))
+            .sum::<usize>()
+            + 20;
+        let total = 4 + fixed + data.map_or(1, |d| d.len() + 1) + 1;
+        out.resize(mark + total, 0);
+        let Some(buf) = out.get_mut(mark..) else {
+            return;
+        };
+        let mut at = 0;
+        let mut put = |bytes: &[u8]| {
+            if let Some(dst) = buf.get_mut(at..at + bytes.len()) {
+                dst.copy_from_slice(bytes);
+            }
+            at += bytes.len();
+        };
+        put(&(fixed as u32).to_le_bytes());
+        for s in strings {
+            match s {
+                None => put(&[0]),
+                Some(s) => {
+                    put(&[s.len() as u8 + 1]);
+                    put(s.as_bytes());
+                }
+            }
+        }
+        for v in [event.seq(), event.epoch_attr()] {
+            put(&[u8::from(v.is_some())]);
+            put(&v.unwrap_or(0).to_le_bytes());
+        }
+        put(&[
+            event.severity_attr().map_or(0xff, |s| s as u8),
+            event.capture_attr().map_or(0xff, |c| c as u8),
+        ]);
+        match data {
+            None => put(&[0]),
+            Some(d) => {
+                put(&[d.len() as u8 + 1]);
+                put(d.as_bytes());
+            }
+        }
+        put(&[1]); // no extensions
+        debug_assert_eq!(at, total);
+        return;
+    }
+    put_record_any(out, event);
+}
+
+/// [`put_record`] for any event: long attributes, extension attributes.
+fn put_record_any(out: &mut Vec<u8>, event: &Event) {
+    let strings = [
+        Some(event.aep()),
+        Some(event.event_type()),
+        event.subject(),
+        Some(event.time()),
+        Some(event.agent()),
+        event.session(),
+        event.run(),
+        event.step(),
+        event.cause(),
+        event.traceparent(),
+    ];
+    let data = event.data_raw().map(|r| r.get());
     let mark = out.len();
     out.extend_from_slice(&[0; 4]);
     for s in strings {
         put_str(out, s);
     }
     for v in [event.seq(), event.epoch_attr()] {
-        match v {
-            None => out.push(0),
-            Some(v) => {
-                out.push(1);
-                out.extend_from_slice(&v.to_le_bytes());
-            }
-        }
+        out.push(u8::from(v.is_some()));
+        out.extend_from_slice(&v.unwrap_or(0).to_le_bytes());
     }
     out.push(event.severity_attr().map_or(0xff, |s| s as u8));
     out.push(event.capture_attr().map_or(0xff, |c| c as u8));
@@ -1241,6 +1321,19 @@ mod tests {
         assert!(!same(r#"{"a":"b"}"#, r#"{"b":"a"}"#));
         assert!(!same(r#"{"a":{}}"#, r#"{"a":[]}"#));
         assert!(!same("null", "false"));
+    }
+
+    #[test]
+    fn the_one_pass_record_is_the_general_record() {
+        let e: Event = r#"{"aep":"0.1","id":"1","type":"a.b","time":"t","source":"s","agent":"a","session":"x","seq":3,"severity":"notice","data":{"kind":"form"}}"#.parse().unwrap();
+        let (mut fast, mut general) = (vec![7u8], vec![7u8]);
+        put_record(&mut fast, &e);
+        put_record_any(&mut general, &e);
+        assert_eq!(fast, general);
+        let r = Record::read(&fast[1..]).unwrap();
+        assert_eq!(r.data, Some(&br#"{"kind":"form"}"#[..]));
+        assert!(r.extensions.is_empty());
+        assert_eq!(attention_kind(&e).as_deref(), Some("form"));
     }
 
     #[test]
