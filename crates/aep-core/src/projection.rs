@@ -517,18 +517,31 @@ struct Seen {
     group: u32,
 }
 
-/// A batch folding in arrival order met an id first folded in another group: the fold
-/// order matters, so the batch folds group by group instead.
+/// A batch folding in arrival order met an event it cannot fold there: one out of
+/// `(epoch, seq)` order in its group, or an id first folded in another group. The
+/// batch folds group by group instead.
 #[derive(Debug)]
-struct CrossGroup;
+struct Abort;
+
+/// The events of one `(source, session)`; events without `session` form the group of
+/// the empty session, as in the reference SDKs' batch grouping.
+#[derive(Debug)]
+struct Group {
+    src: u32,
+    session: Box<str>,
+    /// The session's state, once a foldable event arrived.
+    acc: Option<u32>,
+    /// The last `(epoch, seq)` seen in a batch.
+    last: (u64, u64),
+}
 
 #[derive(Debug)]
 struct SourceAcc {
     name: Box<str>,
     /// id -> the first occurrence (AEP-0001 §7.4)
     seen: FastMap<CompactId, Seen>,
-    /// session -> index into `StateProjection::sessions`
-    sessions: FastMap<Box<str>, u32>,
+    /// session -> index into `StateProjection::groups`
+    groups: FastMap<Box<str>, u32>,
 }
 
 /// Incremental state projection: [`apply`](Self::apply) folds one event at a time in
@@ -566,7 +579,8 @@ pub struct StateProjection {
     source_ids: FastMap<Box<str>, u32>,
     sources: Vec<SourceAcc>,
     sessions: Vec<SessionAcc>,
-    /// The source and session of the last event, since consecutive events mostly
+    groups: Vec<Group>,
+    /// The source and group of the last event, since consecutive events mostly
     /// share them.
     last: Option<(u32, Option<u32>)>,
     violations: Vec<Violation>,
@@ -597,6 +611,7 @@ impl StateProjection {
             source_ids: FastMap::default(),
             sources: Vec::new(),
             sessions: Vec::new(),
+            groups: Vec::new(),
             last: None,
             violations: Vec::new(),
         }
@@ -630,49 +645,59 @@ impl StateProjection {
         self.sources.push(SourceAcc {
             name: source.into(),
             seen: FastMap::default(),
-            sessions: FastMap::default(),
+            groups: FastMap::default(),
         });
         self.source_ids.insert(source.into(), at);
         self.last = Some((at, None));
         at
     }
 
-    fn session_index(&mut self, src: u32, session: &str, agent: &str) -> usize {
+    fn group_index(&mut self, src: u32, session: &str) -> u32 {
         if let Some((s, Some(at))) = self.last {
             if s == src
                 && self
-                    .sessions
+                    .groups
                     .get(at as usize)
-                    .is_some_and(|acc| &*acc.session == session)
+                    .is_some_and(|g| &*g.session == session)
             {
-                return at as usize;
+                return at;
             }
         }
-        let next = self.sessions.len() as u32;
+        let next = self.groups.len() as u32;
         let at = match self.sources.get_mut(src as usize) {
-            Some(source) => match source.sessions.get(session) {
-                Some(&at) => at,
-                None => {
-                    source.sessions.insert(session.into(), next);
-                    next
-                }
-            },
+            Some(source) => *source.groups.entry(session.into()).or_insert(next),
             None => next,
         };
         if at == next {
-            self.sessions.push(SessionAcc {
-                source: src,
+            self.groups.push(Group {
+                src,
                 session: session.into(),
-                agent: agent.into(),
-                started: None,
-                ended: None,
-                position: None,
-                runs: Ordered::default(),
-                pending: Ordered::default(),
+                acc: None,
+                last: (0, 0),
             });
         }
         self.last = Some((src, Some(at)));
-        at as usize
+        at
+    }
+
+    fn session_index(&mut self, group: u32, session: &str, agent: &str) -> Option<usize> {
+        let g = self.groups.get_mut(group as usize)?;
+        if let Some(at) = g.acc {
+            return Some(at as usize);
+        }
+        let at = self.sessions.len();
+        g.acc = Some(at as u32);
+        self.sessions.push(SessionAcc {
+            source: g.src,
+            session: session.into(),
+            agent: agent.into(),
+            started: None,
+            ended: None,
+            position: None,
+            runs: Ordered::default(),
+            pending: Ordered::default(),
+        });
+        Some(at)
     }
 
     /// Folds one event: dedupe first, then state. A redelivery collapses silently; a
@@ -680,22 +705,33 @@ impl StateProjection {
     /// [`Violation::IdCollision`] and is dropped. Commands and `agent.*` events are
     /// deduplicated but fold nothing, and so are events without `session`.
     pub fn apply(&mut self, event: &Event) {
-        // Group 0 throughout: there is no cross-group case to report.
-        let _ = self.apply_in(event, 0);
+        // Outside a batch nothing aborts.
+        let _ = self.apply_in(event, false);
     }
 
-    /// [`apply`](Self::apply), for an event of batch group `group`: an id first folded
-    /// in another group stops it before any change.
-    fn apply_in(&mut self, event: &Event, group: u32) -> Result<(), CrossGroup> {
+    /// [`apply`](Self::apply), returning the event's group. In a `batch`, an event out
+    /// of order in its group, or under an id first folded in another group, stops it
+    /// before any change.
+    fn apply_in(&mut self, event: &Event, batch: bool) -> Result<u32, Abort> {
         let src = self.source_index(event.source());
+        let group = self.group_index(src, event.session().unwrap_or(""));
+        if batch {
+            let position = (event.epoch(), event.seq().unwrap_or(0));
+            if let Some(g) = self.groups.get_mut(group as usize) {
+                if position < g.last {
+                    return Err(Abort);
+                }
+                g.last = position;
+            }
+        }
         let Some(source) = self.sources.get_mut(src as usize) else {
-            return Ok(());
+            return Ok(group);
         };
         match source.seen.entry(CompactId::new(event.id())) {
             Entry::Occupied(first) => {
                 let first = *first.get();
-                if first.group != group {
-                    return Err(CrossGroup);
+                if batch && first.group != group {
+                    return Err(Abort);
                 }
                 if !self.witnesses.same(first, event) {
                     self.violations.push(Violation::IdCollision {
@@ -703,7 +739,7 @@ impl StateProjection {
                         id: event.id().to_owned(),
                     });
                 }
-                return Ok(());
+                return Ok(group);
             }
             Entry::Vacant(slot) => {
                 let (start, end) = self.witnesses.record(event);
@@ -728,14 +764,16 @@ impl StateProjection {
             }
         };
         if fold == Fold::Skip {
-            return Ok(());
+            return Ok(group);
         }
         let Some(session) = event.session() else {
-            return Ok(());
+            return Ok(group);
         };
-        let at = self.session_index(src, session, event.agent());
-        let Some(acc) = self.sessions.get_mut(at) else {
-            return Ok(());
+        let Some(acc) = self
+            .session_index(group, session, event.agent())
+            .and_then(|at| self.sessions.get_mut(at))
+        else {
+            return Ok(group);
         };
         let violation = |v: &mut Vec<Violation>, make: fn(String, String, String) -> Violation| {
             v.push(make(
@@ -812,7 +850,7 @@ impl StateProjection {
             }
             Fold::RunTerminal(status) => {
                 let Some(run) = event.run() else {
-                    return Ok(());
+                    return Ok(group);
                 };
                 match acc.runs.find(run).and_then(|at| acc.runs.get_mut(at)) {
                     // A terminal without run.started still records the run.
@@ -847,7 +885,7 @@ impl StateProjection {
             }
             Fold::Skip | Fold::Other => {}
         }
-        Ok(())
+        Ok(group)
     }
 
     /// Folds every event of `events`, in order.
@@ -903,13 +941,10 @@ impl StateProjection {
 /// ```
 pub fn project_state<'a, I: IntoIterator<Item = &'a Event>>(events: I) -> ProjectedState {
     let events: Vec<&Event> = events.into_iter().collect();
-    let groups = Groups::of(&events);
-    if groups.sorted {
-        if let Some(state) = fold_in_arrival_order(&events, &groups) {
-            return state;
-        }
+    match fold_in_arrival_order(&events) {
+        Some(state) => state,
+        None => fold_group_by_group(&events, &Groups::of(&events)),
     }
-    fold_group_by_group(&events, &groups)
 }
 
 /// The batch groups: one per `(source, session)`, ranked by that key.
@@ -1009,21 +1044,41 @@ fn fold_group_by_group(events: &[&Event], groups: &Groups) -> ProjectedState {
 /// the events where they lie instead of jumping between groups. Sessions fold
 /// independently, so only two things depend on the order between groups: the order
 /// of the violations, restored by sorting them stably by group, and which of two
-/// events sharing a `(source, id)` across groups comes first; that case gives up
-/// (`None`) for the group-by-group fold.
-fn fold_in_arrival_order(events: &[&Event], groups: &Groups) -> Option<ProjectedState> {
+/// events sharing a `(source, id)` across groups comes first. That case, or a group
+/// out of order, gives up (`None`) for the group-by-group fold.
+fn fold_in_arrival_order(events: &[&Event]) -> Option<ProjectedState> {
     let mut projection = StateProjection::new();
-    let mut ranks: Vec<u32> = Vec::new();
-    for (&event, &r) in events.iter().zip(&groups.rank_of) {
-        projection.apply_in(event, r).ok()?;
-        ranks.resize(projection.violations.len(), r);
+    let mut groups: Vec<u32> = Vec::new();
+    for &event in events {
+        let group = projection.apply_in(event, true).ok()?;
+        groups.resize(projection.violations.len(), group);
     }
-    let mut tagged: Vec<(u32, Violation)> = ranks
-        .into_iter()
-        .zip(projection.violations.drain(..))
-        .collect();
-    tagged.sort_by_key(|&(r, _)| r);
-    projection.violations = tagged.into_iter().map(|(_, v)| v).collect();
+    if !groups.is_empty() {
+        let key = |g: u32| {
+            projection.groups.get(g as usize).map(|g| {
+                let source = projection
+                    .sources
+                    .get(g.src as usize)
+                    .map_or("", |s| &*s.name);
+                (source, &*g.session)
+            })
+        };
+        let mut by_key: Vec<u32> = (0..projection.groups.len() as u32).collect();
+        by_key.sort_unstable_by_key(|&g| key(g));
+        let mut rank = vec![0usize; by_key.len()];
+        for (r, &g) in by_key.iter().enumerate() {
+            if let Some(slot) = rank.get_mut(g as usize) {
+                *slot = r;
+            }
+        }
+        let mut tagged: Vec<(usize, Violation)> = groups
+            .iter()
+            .map(|&g| rank.get(g as usize).copied().unwrap_or(0))
+            .zip(projection.violations.drain(..))
+            .collect();
+        tagged.sort_by_key(|&(r, _)| r);
+        projection.violations = tagged.into_iter().map(|(_, v)| v).collect();
+    }
     Some(projection.state())
 }
 
@@ -1421,7 +1476,9 @@ mod tests {
             let groups = Groups::of(&refs);
             let slow = fold_group_by_group(&refs, &groups);
             proptest::prop_assert_eq!(project_state(&events), slow.clone());
-            if let Some(fast) = fold_in_arrival_order(&refs, &groups).filter(|_| groups.sorted) {
+            let fast = fold_in_arrival_order(&refs);
+            proptest::prop_assert!(fast.is_none() || groups.sorted);
+            if let Some(fast) = fast {
                 proptest::prop_assert_eq!(fast, slow);
             }
         }
@@ -1444,7 +1501,7 @@ mod tests {
         let refs: Vec<&Event> = events.iter().collect();
         let groups = Groups::of(&refs);
         assert!(groups.sorted);
-        let fast = fold_in_arrival_order(&refs, &groups).unwrap();
+        let fast = fold_in_arrival_order(&refs).unwrap();
         assert_eq!(fast, fold_group_by_group(&refs, &groups));
         let sources: Vec<&str> = fast
             .violations()
@@ -1461,7 +1518,11 @@ mod tests {
             ev("1", "aep://a", 1).with_session("r"),
         ];
         let refs: Vec<&Event> = shared.iter().collect();
-        assert!(fold_in_arrival_order(&refs, &Groups::of(&refs)).is_none());
+        assert!(fold_in_arrival_order(&refs).is_none());
+        // So does a session out of order.
+        let late = [ev("1", "aep://a", 1), ev("2", "aep://a", 0)];
+        let refs: Vec<&Event> = late.iter().collect();
+        assert!(fold_in_arrival_order(&refs).is_none());
     }
 
     #[test]
