@@ -45,9 +45,12 @@ use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::fmt;
+use std::hash::BuildHasher;
 
 use serde::de;
 use serde::{Deserialize, Serialize};
+
+use hashbrown::HashTable;
 
 use crate::dedupe::CompactId;
 use crate::resume::Position;
@@ -535,15 +538,6 @@ struct Group {
     last: (u64, u64),
 }
 
-#[derive(Debug)]
-struct SourceAcc {
-    name: Box<str>,
-    /// id -> the first occurrence (AEP-0001 §7.4)
-    seen: FastMap<CompactId, Seen>,
-    /// session -> index into `StateProjection::groups`
-    groups: FastMap<Box<str>, u32>,
-}
-
 /// Incremental state projection: [`apply`](Self::apply) folds one event at a time in
 /// arrival order, [`state`](Self::state) snapshots the result at any point.
 ///
@@ -576,13 +570,18 @@ pub struct StateProjection {
     witnesses: Witnesses,
     /// The fold decision per type string: a stream uses few types.
     folds: FastMap<Box<str>, Fold>,
+    /// source -> index into `sources`, consulted when a group is created
     source_ids: FastMap<Box<str>, u32>,
-    sources: Vec<SourceAcc>,
+    sources: Vec<Box<str>>,
+    /// (source, id) -> the first occurrence (AEP-0001 §7.4)
+    seen: FastMap<(u32, CompactId), Seen>,
+    /// (source, session) -> index into `groups`, hashed by `hasher`
+    group_index: HashTable<u32>,
+    hasher: foldhash::fast::RandomState,
     sessions: Vec<SessionAcc>,
     groups: Vec<Group>,
-    /// The source and group of the last event, since consecutive events mostly
-    /// share them.
-    last: Option<(u32, Option<u32>)>,
+    /// The group of the last event, since consecutive events often share it.
+    last: Option<u32>,
     violations: Vec<Violation>,
 }
 
@@ -609,6 +608,9 @@ impl StateProjection {
             witnesses: Witnesses::default(),
             folds: FastMap::default(),
             source_ids: FastMap::default(),
+            seen: FastMap::default(),
+            group_index: HashTable::new(),
+            hasher: foldhash::fast::RandomState::default(),
             sources: Vec::new(),
             sessions: Vec::new(),
             groups: Vec::new(),
@@ -628,56 +630,49 @@ impl StateProjection {
     }
 
     fn source_index(&mut self, source: &str) -> u32 {
-        if let Some((at, _)) = self.last {
-            if self
-                .sources
-                .get(at as usize)
-                .is_some_and(|s| &*s.name == source)
-            {
-                return at;
-            }
-        }
         if let Some(&at) = self.source_ids.get(source) {
-            self.last = Some((at, None));
             return at;
         }
         let at = self.sources.len() as u32;
-        self.sources.push(SourceAcc {
-            name: source.into(),
-            seen: FastMap::default(),
-            groups: FastMap::default(),
-        });
+        self.sources.push(source.into());
         self.source_ids.insert(source.into(), at);
-        self.last = Some((at, None));
         at
     }
 
-    fn group_index(&mut self, src: u32, session: &str) -> u32 {
-        if let Some((s, Some(at))) = self.last {
-            if s == src
-                && self
-                    .groups
-                    .get(at as usize)
-                    .is_some_and(|g| &*g.session == session)
-            {
-                return at;
-            }
-        }
-        let next = self.groups.len() as u32;
-        let at = match self.sources.get_mut(src as usize) {
-            Some(source) => *source.groups.entry(session.into()).or_insert(next),
-            None => next,
+    /// The group of `(source, session)`, created on first sight.
+    fn group_of(&mut self, source: &str, session: &str) -> u32 {
+        let (groups, sources) = (&self.groups, &self.sources);
+        let is = |g: u32| {
+            groups.get(g as usize).is_some_and(|g| {
+                &*g.session == session
+                    && sources.get(g.src as usize).is_some_and(|s| &**s == source)
+            })
         };
-        if at == next {
-            self.groups.push(Group {
-                src,
-                session: session.into(),
-                acc: None,
-                last: (0, 0),
-            });
+        if let Some(g) = self.last.filter(|&g| is(g)) {
+            return g;
         }
-        self.last = Some((src, Some(at)));
-        at
+        let hash = self.hasher.hash_one((source, session));
+        if let Some(&g) = self.group_index.find(hash, |&g| is(g)) {
+            self.last = Some(g);
+            return g;
+        }
+        let src = self.source_index(source);
+        let g = self.groups.len() as u32;
+        self.groups.push(Group {
+            src,
+            session: session.into(),
+            acc: None,
+            last: (0, 0),
+        });
+        let (groups, sources, hasher) = (&self.groups, &self.sources, &self.hasher);
+        self.group_index.insert_unique(hash, g, |&g| {
+            groups.get(g as usize).map_or(0, |g| {
+                let source = sources.get(g.src as usize).map_or("", |s| &**s);
+                hasher.hash_one((source, &*g.session))
+            })
+        });
+        self.last = Some(g);
+        g
     }
 
     fn session_index(&mut self, group: u32, session: &str, agent: &str) -> Option<usize> {
@@ -713,8 +708,8 @@ impl StateProjection {
     /// of order in its group, or under an id first folded in another group, stops it
     /// before any change.
     fn apply_in(&mut self, event: &Event, batch: bool) -> Result<u32, Abort> {
-        let src = self.source_index(event.source());
-        let group = self.group_index(src, event.session().unwrap_or(""));
+        let group = self.group_of(event.source(), event.session().unwrap_or(""));
+        let src = self.groups.get(group as usize).map_or(0, |g| g.src);
         if batch {
             let position = (event.epoch(), event.seq().unwrap_or(0));
             if let Some(g) = self.groups.get_mut(group as usize) {
@@ -724,10 +719,7 @@ impl StateProjection {
                 g.last = position;
             }
         }
-        let Some(source) = self.sources.get_mut(src as usize) else {
-            return Ok(group);
-        };
-        match source.seen.entry(CompactId::new(event.id())) {
+        match self.seen.entry((src, CompactId::new(event.id()))) {
             Entry::Occupied(first) => {
                 let first = *first.get();
                 if batch && first.group != group {
@@ -905,7 +897,7 @@ impl StateProjection {
                 source: self
                     .sources
                     .get(acc.source as usize)
-                    .map(|s| s.name.to_string())
+                    .map(|s| s.to_string())
                     .unwrap_or_default(),
                 session: acc.session.to_string(),
                 agent: acc.agent.to_string(),
@@ -953,29 +945,19 @@ struct Groups {
     rank_of: Vec<u32>,
     /// how many events each rank holds
     sizes: Vec<usize>,
-    /// whether every group arrived in `(epoch, seq)` order already
-    sorted: bool,
 }
 
 impl Groups {
     fn of(events: &[&Event]) -> Groups {
         let mut ids: FastMap<(&str, &str), u32> = FastMap::default();
         let mut keys: Vec<(&str, &str)> = Vec::new();
-        let mut last_position: Vec<(u64, u64)> = Vec::new();
         let mut group_of: Vec<u32> = Vec::with_capacity(events.len());
-        let mut sorted = true;
         for event in events {
             let key = (event.source(), event.session().unwrap_or(""));
             let id = *ids.entry(key).or_insert_with(|| {
                 keys.push(key);
-                last_position.push((0, 0));
                 keys.len() as u32 - 1
             });
-            let position = (event.epoch(), event.seq().unwrap_or(0));
-            if let Some(last) = last_position.get_mut(id as usize) {
-                sorted &= *last <= position;
-                *last = position;
-            }
             group_of.push(id);
         }
         let mut by_key: Vec<u32> = (0..keys.len() as u32).collect();
@@ -997,11 +979,7 @@ impl Groups {
                 r
             })
             .collect();
-        Groups {
-            rank_of,
-            sizes,
-            sorted,
-        }
+        Groups { rank_of, sizes }
     }
 }
 
@@ -1048,6 +1026,7 @@ fn fold_group_by_group(events: &[&Event], groups: &Groups) -> ProjectedState {
 /// out of order, gives up (`None`) for the group-by-group fold.
 fn fold_in_arrival_order(events: &[&Event]) -> Option<ProjectedState> {
     let mut projection = StateProjection::new();
+    projection.seen.reserve(events.len());
     let mut groups: Vec<u32> = Vec::new();
     for &event in events {
         let group = projection.apply_in(event, true).ok()?;
@@ -1056,10 +1035,7 @@ fn fold_in_arrival_order(events: &[&Event]) -> Option<ProjectedState> {
     if !groups.is_empty() {
         let key = |g: u32| {
             projection.groups.get(g as usize).map(|g| {
-                let source = projection
-                    .sources
-                    .get(g.src as usize)
-                    .map_or("", |s| &*s.name);
+                let source = projection.sources.get(g.src as usize).map_or("", |s| &**s);
                 (source, &*g.session)
             })
         };
@@ -1476,9 +1452,7 @@ mod tests {
             let groups = Groups::of(&refs);
             let slow = fold_group_by_group(&refs, &groups);
             proptest::prop_assert_eq!(project_state(&events), slow.clone());
-            let fast = fold_in_arrival_order(&refs);
-            proptest::prop_assert!(fast.is_none() || groups.sorted);
-            if let Some(fast) = fast {
+            if let Some(fast) = fold_in_arrival_order(&refs) {
                 proptest::prop_assert_eq!(fast, slow);
             }
         }
@@ -1500,7 +1474,6 @@ mod tests {
         ];
         let refs: Vec<&Event> = events.iter().collect();
         let groups = Groups::of(&refs);
-        assert!(groups.sorted);
         let fast = fold_in_arrival_order(&refs).unwrap();
         assert_eq!(fast, fold_group_by_group(&refs, &groups));
         let sources: Vec<&str> = fast
