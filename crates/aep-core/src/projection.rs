@@ -1026,7 +1026,7 @@ fn fold_group_by_group(events: &[&Event], groups: &Groups) -> ProjectedState {
 /// out of order, gives up (`None`) for the group-by-group fold.
 fn fold_in_arrival_order(events: &[&Event]) -> Option<ProjectedState> {
     let mut projection = StateProjection::new();
-    projection.seen.reserve(events.len());
+
     let mut groups: Vec<u32> = Vec::new();
     for &event in events {
         let group = projection.apply_in(event, true).ok()?;
