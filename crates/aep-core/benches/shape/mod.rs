@@ -73,6 +73,7 @@ pub mod oncpu {
     }
 
     /// Criterion measurement of on-CPU nanoseconds.
+    #[derive(Debug)]
     pub struct OnCpu;
 
     struct Nanos;
