@@ -22,6 +22,13 @@
 //! [`StateProjection`] folds in arrival order; [`project_state`] repairs the order of a
 //! complete capture first.
 //!
+//! Where the two reference SDKs differ, this follows the Python one: an event's
+//! position is checked before its type folds (a regressing `session.ended` reports the
+//! regression first), and a second distinct `session.ended` reports
+//! `session-terminal-exclusivity` only, not the pending requests again. A request's
+//! `kind` that is not a string reads as `None`, as in the TypeScript SDK. A `type`
+//! outside the AEP-0001 §6 grammar is neither a command nor agent-scoped, so it folds.
+//!
 //! ```
 //! use aep_core::{projection::{project_state, RunStatus}, Event};
 //!
@@ -1126,9 +1133,9 @@ fn put_str(out: &mut Vec<u8>, s: Option<&str>) {
     }
 }
 
-/// Writes `event` (less `source` and `id`, the key) as a record: the fixed part with
-/// its length first, then `data`, then the extensions.
-fn put_record(out: &mut Vec<u8>, event: &Event) {
+/// The string attributes a record holds, in record order (`source` and `id` are the
+/// key), and `data`.
+fn record_parts(event: &Event) -> ([Option<&str>; 10], Option<&str>) {
     let strings = [
         Some(event.aep()),
         Some(event.event_type()),
@@ -1141,7 +1148,13 @@ fn put_record(out: &mut Vec<u8>, event: &Event) {
         event.cause(),
         event.traceparent(),
     ];
-    let data = event.data_raw().map(|r| r.get());
+    (strings, event.data_raw().map(|r| r.get()))
+}
+
+/// Writes `event` (less `source` and `id`, the key) as a record: the fixed part with
+/// its length first, then `data`, then the extensions.
+fn put_record(out: &mut Vec<u8>, event: &Event) {
+    let (strings, data) = record_parts(event);
     let mark = out.len();
     let short = strings
         .iter()
@@ -1201,19 +1214,7 @@ fn put_record(out: &mut Vec<u8>, event: &Event) {
 
 /// [`put_record`] for any event: long attributes, extension attributes.
 fn put_record_any(out: &mut Vec<u8>, event: &Event) {
-    let strings = [
-        Some(event.aep()),
-        Some(event.event_type()),
-        event.subject(),
-        Some(event.time()),
-        Some(event.agent()),
-        event.session(),
-        event.run(),
-        event.step(),
-        event.cause(),
-        event.traceparent(),
-    ];
-    let data = event.data_raw().map(|r| r.get());
+    let (strings, data) = record_parts(event);
     let mark = out.len();
     out.extend_from_slice(&[0; 4]);
     for s in strings {
