@@ -518,8 +518,9 @@ impl Fold {
     }
 }
 
-/// Where the first occurrence of an id is recorded in `Witnesses`, and the batch
-/// group it was folded in (see [`project_state`]).
+/// The first occurrence of an id: where `Witnesses` recorded it (`start` and the
+/// length `end`), or in a batch its index among the events (`start`), and the group it
+/// was folded in (see [`project_state`]).
 #[derive(Debug, Clone, Copy)]
 struct Seen {
     start: usize,
@@ -708,16 +709,17 @@ impl StateProjection {
     /// deduplicated but fold nothing, and so are events without `session`.
     pub fn apply(&mut self, event: &Event) {
         // Outside a batch nothing aborts.
-        let _ = self.apply_in(event, false);
+        let _ = self.apply_in(event, None);
     }
 
-    /// [`apply`](Self::apply), returning the event's group. In a `batch`, an event out
-    /// of order in its group, or under an id first folded in another group, stops it
-    /// before any change.
-    fn apply_in(&mut self, event: &Event, batch: bool) -> Result<u32, Abort> {
+    /// [`apply`](Self::apply), returning the event's group. In a batch (the events
+    /// and this one's index among them), an event out of order in its group, or under
+    /// an id first folded in another group, stops it before any change; and the first
+    /// occurrence of an id is kept as its index, the batch holding the event itself.
+    fn apply_in(&mut self, event: &Event, batch: Option<(&[&Event], usize)>) -> Result<u32, Abort> {
         let group = self.group_of(event.source(), event.session().unwrap_or(""));
         let src = self.groups.get(group as usize).map_or(0, |g| g.src);
-        if batch {
+        if batch.is_some() {
             let position = (event.epoch(), event.seq().unwrap_or(0));
             if let Some(g) = self.groups.get_mut(group as usize) {
                 if position < g.last {
@@ -729,10 +731,14 @@ impl StateProjection {
         match self.seen.entry((src, CompactId::new(event.id()))) {
             Entry::Occupied(first) => {
                 let first = *first.get();
-                if batch && first.group != group {
-                    return Err(Abort);
-                }
-                if !self.witnesses.same(first, event) {
+                let same = match batch {
+                    Some(_) if first.group != group => return Err(Abort),
+                    Some((events, _)) => events
+                        .get(first.start)
+                        .is_some_and(|&e| self.witnesses.same_events(e, event)),
+                    None => self.witnesses.same(first, event),
+                };
+                if !same {
                     self.violations.push(Violation::IdCollision {
                         source: event.source().to_owned(),
                         id: event.id().to_owned(),
@@ -741,7 +747,10 @@ impl StateProjection {
                 return Ok(group);
             }
             Entry::Vacant(slot) => {
-                let (start, end) = self.witnesses.record(event);
+                let (start, end) = match batch {
+                    Some((_, at)) => (at, at),
+                    None => self.witnesses.record(event),
+                };
                 slot.insert(Seen {
                     start,
                     end: (end - start) as u32,
@@ -1035,8 +1044,8 @@ fn fold_in_arrival_order(events: &[&Event]) -> Option<ProjectedState> {
     let mut projection = StateProjection::new();
 
     let mut groups: Vec<u32> = Vec::new();
-    for &event in events {
-        let group = projection.apply_in(event, true).ok()?;
+    for (at, &event) in events.iter().enumerate() {
+        let group = projection.apply_in(event, Some((events, at))).ok()?;
         groups.resize(projection.violations.len(), group);
     }
     if !groups.is_empty() {
@@ -1301,6 +1310,28 @@ fn same_json(a: &[u8], b: &[u8]) -> bool {
         )
 }
 
+/// Whether two records hold the same event.
+fn same_record(first: &[u8], second: &[u8]) -> bool {
+    if first == second {
+        return true;
+    }
+    let (Some(a), Some(b)) = (Record::read(first), Record::read(second)) else {
+        return false;
+    };
+    a.fixed == b.fixed
+        && match (a.data, b.data) {
+            (Some(x), Some(y)) => same_json(x, y),
+            (None, None) => true,
+            _ => false,
+        }
+        && a.extensions.len() == b.extensions.len()
+        && a.extensions.iter().all(|(name, x)| {
+            b.extensions
+                .iter()
+                .any(|(other, y)| name == other && same_json(x, y))
+        })
+}
+
 impl Witnesses {
     /// Records `event`; returns where its record lies.
     fn record(&mut self, event: &Event) -> (usize, usize) {
@@ -1313,27 +1344,18 @@ impl Witnesses {
     fn same(&mut self, at: Seen, event: &Event) -> bool {
         self.scratch.clear();
         put_record(&mut self.scratch, event);
-        let Some(first) = self.records.get(at.start..at.start + at.end as usize) else {
-            return false;
-        };
-        if first == self.scratch.as_slice() {
-            return true;
-        }
-        let (Some(a), Some(b)) = (Record::read(first), Record::read(&self.scratch)) else {
-            return false;
-        };
-        a.fixed == b.fixed
-            && match (a.data, b.data) {
-                (Some(x), Some(y)) => same_json(x, y),
-                (None, None) => true,
-                _ => false,
-            }
-            && a.extensions.len() == b.extensions.len()
-            && a.extensions.iter().all(|(name, x)| {
-                b.extensions
-                    .iter()
-                    .any(|(other, y)| name == other && same_json(x, y))
-            })
+        let first = self.records.get(at.start..at.start + at.end as usize);
+        first.is_some_and(|first| same_record(first, &self.scratch))
+    }
+
+    /// Whether two events are the same, by their records.
+    fn same_events(&mut self, first: &Event, event: &Event) -> bool {
+        self.scratch.clear();
+        put_record(&mut self.scratch, first);
+        let mark = self.scratch.len();
+        put_record(&mut self.scratch, event);
+        let (a, b) = self.scratch.split_at(mark);
+        same_record(a, b)
     }
 }
 
@@ -1486,6 +1508,17 @@ mod tests {
             })
             .collect();
         assert_eq!(sources, ["aep://a", "aep://b", "aep://b"]);
+        // Redelivery and collision inside one session stay on the arrival-order fold.
+        let again = [
+            ev("1", "aep://a", 0),
+            ev("1", "aep://a", 0),
+            ev("1", "aep://a", 1),
+        ];
+        let refs: Vec<&Event> = again.iter().collect();
+        let fast = fold_in_arrival_order(&refs).unwrap();
+        assert_eq!(fast, fold_group_by_group(&refs, &Groups::of(&refs)));
+        let rules: Vec<&str> = fast.violations().iter().map(Violation::rule).collect();
+        assert_eq!(rules, ["id-collision"]);
         // A (source, id) shared across sessions needs the group-by-group order.
         let shared = [
             ev("1", "aep://a", 0),
