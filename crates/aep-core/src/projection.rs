@@ -523,10 +523,13 @@ impl Fold {
 /// was folded in (see [`project_state`]).
 #[derive(Debug, Clone, Copy)]
 struct Seen {
-    start: usize,
+    start: u64,
     end: u32,
     group: u32,
 }
+
+/// The size of a record chunk, in bytes.
+const CHUNK: usize = 32 * 1024;
 
 /// A batch folding in arrival order met an event it cannot fold there: one out of
 /// `(epoch, seq)` order in its group, or an id first folded in another group. The
@@ -734,7 +737,7 @@ impl StateProjection {
                 let same = match batch {
                     Some(_) if first.group != group => return Err(Abort),
                     Some((events, _)) => events
-                        .get(first.start)
+                        .get(first.start as usize)
                         .is_some_and(|&e| self.witnesses.same_events(e, event)),
                     None => self.witnesses.same(first, event),
                 };
@@ -748,14 +751,10 @@ impl StateProjection {
             }
             Entry::Vacant(slot) => {
                 let (start, end) = match batch {
-                    Some((_, at)) => (at, at),
+                    Some((_, at)) => (at as u64, 0),
                     None => self.witnesses.record(event),
                 };
-                slot.insert(Seen {
-                    start,
-                    end: (end - start) as u32,
-                    group,
-                });
+                slot.insert(Seen { start, end, group });
             }
         }
 
@@ -1110,7 +1109,7 @@ fn attention_kind(event: &Event) -> Option<String> {
 /// The first occurrence of every `(source, id)`, kept exactly so that a later event
 /// under the same key is told apart as a redelivery or a collision (AEP-0001 §7.4).
 ///
-/// Each record is the event minus its key, appended to one buffer (no allocation per
+/// Each record is the event minus its key, appended to a chunk (no allocation per
 /// event): the attributes with length prefixes, then `data` and the extension
 /// attributes as their raw JSON text. Equal bytes are equal events. Bytes that differ
 /// may still be one event written twice (members reordered, whitespace, escapes), so
@@ -1118,7 +1117,9 @@ fn attention_kind(event: &Event) -> Option<String> {
 /// reference SDKs' sorted-keys JSON: member order ignored, `1` and `1.0` distinct.
 #[derive(Debug, Default)]
 struct Witnesses {
-    records: Vec<u8>,
+    /// Records in chunks of about [`CHUNK`] bytes: no reallocation copies a growing
+    /// buffer, and freed chunks are reused by the allocator.
+    chunks: Vec<Vec<u8>>,
     scratch: Vec<u8>,
 }
 
@@ -1333,18 +1334,34 @@ fn same_record(first: &[u8], second: &[u8]) -> bool {
 }
 
 impl Witnesses {
-    /// Records `event`; returns where its record lies.
-    fn record(&mut self, event: &Event) -> (usize, usize) {
-        let start = self.records.len();
-        put_record(&mut self.records, event);
-        (start, self.records.len())
+    /// Records `event`; returns where its record lies: chunk and offset packed as
+    /// `chunk << 32 | offset`, and the length.
+    fn record(&mut self, event: &Event) -> (u64, u32) {
+        let full = self.chunks.last().is_none_or(|c| c.len() >= CHUNK);
+        if full {
+            self.chunks.push(Vec::with_capacity(CHUNK + 1024));
+        }
+        let at = self.chunks.len() - 1;
+        let Some(chunk) = self.chunks.last_mut() else {
+            return (0, 0);
+        };
+        let start = chunk.len();
+        put_record(chunk, event);
+        (
+            ((at as u64) << 32) | start as u64,
+            (chunk.len() - start) as u32,
+        )
     }
 
     /// Whether `event` is the one recorded at `at`.
     fn same(&mut self, at: Seen, event: &Event) -> bool {
         self.scratch.clear();
         put_record(&mut self.scratch, event);
-        let first = self.records.get(at.start..at.start + at.end as usize);
+        let offset = (at.start & 0xffff_ffff) as usize;
+        let first = self
+            .chunks
+            .get((at.start >> 32) as usize)
+            .and_then(|c| c.get(offset..offset + at.end as usize));
         first.is_some_and(|first| same_record(first, &self.scratch))
     }
 
