@@ -160,7 +160,7 @@ impl Sources {
 /// A bounded set of `(source, id)` keys, oldest evicted first.
 ///
 /// Memory is proportional to the capacity: a ring of at most `capacity` slots (ids up
-/// to 32 bytes inline, so inserting allocates nothing once the ring is full) plus a
+/// to 30 bytes inline, so inserting allocates nothing once the ring is full) plus a
 /// hash index over them, and one copy of each distinct source in the window. Keys
 /// compare exactly; hashing uses a per-set random key.
 ///
