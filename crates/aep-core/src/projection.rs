@@ -1183,43 +1183,69 @@ fn put_record(out: &mut Vec<u8>, event: &Event) {
         let Some(buf) = out.get_mut(mark..) else {
             return;
         };
-        let mut at = 0;
-        let mut put = |bytes: &[u8]| {
-            if let Some(dst) = buf.get_mut(at..at + bytes.len()) {
-                dst.copy_from_slice(bytes);
-            }
-            at += bytes.len();
-        };
-        put(&(fixed as u32).to_le_bytes());
+        // The buffer is zeroed: an absent attribute (0) needs no write.
+        let mut w = Writer { buf, at: 0 };
+        w.word32(fixed as u32);
         for s in strings {
-            match s {
-                None => put(&[0]),
-                Some(s) => {
-                    put(&[s.len() as u8 + 1]);
-                    put(s.as_bytes());
-                }
-            }
+            w.short_str(s);
         }
         for v in [event.seq(), event.epoch_attr()] {
-            put(&[u8::from(v.is_some())]);
-            put(&v.unwrap_or(0).to_le_bytes());
+            w.byte(u8::from(v.is_some()));
+            w.word64(v.unwrap_or(0));
         }
-        put(&[
-            event.severity_attr().map_or(0xff, |s| s as u8),
-            event.capture_attr().map_or(0xff, |c| c as u8),
-        ]);
-        match data {
-            None => put(&[0]),
-            Some(d) => {
-                put(&[d.len() as u8 + 1]);
-                put(d.as_bytes());
-            }
-        }
-        put(&[1]); // no extensions
+        w.byte(event.severity_attr().map_or(0xff, |s| s as u8));
+        w.byte(event.capture_attr().map_or(0xff, |c| c as u8));
+        w.short_str(data);
+        w.byte(1); // no extension attributes
+        let at = w.at;
         debug_assert_eq!(at, total);
         return;
     }
     put_record_any(out, event);
+}
+
+/// Writes into a zeroed buffer of the right size (out-of-range writes are dropped,
+/// never a panic).
+struct Writer<'b> {
+    buf: &'b mut [u8],
+    at: usize,
+}
+
+impl Writer<'_> {
+    fn byte(&mut self, b: u8) {
+        if let Some(slot) = self.buf.get_mut(self.at) {
+            *slot = b;
+        }
+        self.at += 1;
+    }
+
+    fn word32(&mut self, v: u32) {
+        if let Some(slot) = self.buf.get_mut(self.at..self.at + 4) {
+            slot.copy_from_slice(&v.to_le_bytes());
+        }
+        self.at += 4;
+    }
+
+    fn word64(&mut self, v: u64) {
+        if let Some(slot) = self.buf.get_mut(self.at..self.at + 8) {
+            slot.copy_from_slice(&v.to_le_bytes());
+        }
+        self.at += 8;
+    }
+
+    /// A string shorter than 254 bytes as [`put_str`] writes it.
+    fn short_str(&mut self, s: Option<&str>) {
+        match s {
+            None => self.at += 1,
+            Some(s) => {
+                self.byte(s.len() as u8 + 1);
+                if let Some(slot) = self.buf.get_mut(self.at..self.at + s.len()) {
+                    slot.copy_from_slice(s.as_bytes());
+                }
+                self.at += s.len();
+            }
+        }
+    }
 }
 
 /// [`put_record`] for any event: long attributes, extension attributes.
