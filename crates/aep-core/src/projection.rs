@@ -54,7 +54,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::hash::BuildHasher;
 
-use serde::de;
 use serde::{Deserialize, Serialize};
 
 use hashbrown::HashTable;
@@ -1074,36 +1073,31 @@ fn fold_in_arrival_order(events: &[&Event]) -> Option<ProjectedState> {
 }
 
 /// `data.kind` of an `attention.requested`, when `data` is an object holding a string
-/// `kind`. Reading stops at `kind`, which producers write first, rather than parsing
-/// the prompt and options behind it.
+/// `kind`. Producers write `kind` first; that layout is read without parsing the
+/// prompt and options behind it.
 fn attention_kind(event: &Event) -> Option<String> {
-    struct KindOf<'k>(&'k mut Option<String>);
-    impl<'de> de::Visitor<'de> for KindOf<'_> {
-        type Value = ();
-        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            f.write_str("an object")
-        }
-        fn visit_map<A: de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-            while let Some(key) = map.next_key::<Cow<'de, str>>()? {
-                if key == "kind" {
-                    if let serde_json::Value::String(s) = map.next_value()? {
-                        *self.0 = Some(s);
-                    }
-                    // Found: stop here; the unread rest makes the caller's parse end
-                    // in an error that is ignored. A later duplicate `kind` would
-                    // win in the reference SDKs; producers do not write one.
-                    return Err(de::Error::custom("kind found"));
-                }
-                map.next_value::<de::IgnoredAny>()?;
+    #[derive(Deserialize)]
+    struct Kind<'a> {
+        #[serde(borrow)]
+        kind: Option<Cow<'a, str>>,
+    }
+    let raw = event.data_raw()?.get();
+    if let Some(rest) = raw.strip_prefix(r#"{"kind":""#) {
+        // A string without escapes ends at the next quote.
+        if let Some(end) = rest.find(['"', '\\']) {
+            if rest.get(end..end + 1) == Some("\"") {
+                return rest.get(..end).map(str::to_owned);
             }
-            Ok(())
         }
     }
-    let raw = event.data_raw()?;
-    let mut kind = None;
-    let mut de = serde_json::Deserializer::from_str(raw.get());
-    let _ = de::Deserializer::deserialize_map(&mut de, KindOf(&mut kind));
-    kind
+    // Only an object: a derived struct would also read an array positionally.
+    if !raw.trim_start().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<Kind<'_>>(raw)
+        .ok()
+        .and_then(|k| k.kind)
+        .map(Cow::into_owned)
 }
 
 /// The first occurrence of every `(source, id)`, kept exactly so that a later event
@@ -1431,6 +1425,30 @@ mod tests {
         assert_eq!(r.data, Some(&br#"{"kind":"form"}"#[..]));
         assert!(r.extensions.is_empty());
         assert_eq!(attention_kind(&e).as_deref(), Some("form"));
+    }
+
+    #[test]
+    fn attention_kind_reads_every_layout() {
+        let kind = |data: &str| {
+            let line = format!(
+                r#"{{"aep":"0.1","id":"1","type":"attention.requested","time":"t","source":"s","agent":"a","data":{data}}}"#
+            );
+            attention_kind(&line.parse::<Event>().unwrap())
+        };
+        assert_eq!(
+            kind(r#"{"kind":"form","prompt":"p"}"#).as_deref(),
+            Some("form")
+        );
+        assert_eq!(
+            kind(r#"{"prompt":"p","kind":"input"}"#).as_deref(),
+            Some("input")
+        );
+        assert_eq!(kind(r#"{"kind":"a\"b"}"#).as_deref(), Some("a\"b"));
+        assert_eq!(kind(r#"{ "kind" : "x" }"#).as_deref(), Some("x"));
+        assert_eq!(kind(r#"{"kind":5}"#), None);
+        assert_eq!(kind(r#"{"prompt":"p"}"#), None);
+        assert_eq!(kind(r#"["kind"]"#), None);
+        assert_eq!(kind(r#""{\"kind\":\"x\"}""#), None);
     }
 
     #[test]
