@@ -1,24 +1,35 @@
 //! One named check of the conformance report.
 
 /// The outcome of one check, named like the checks of the protocol's own runner
-/// (`spec/conformance/run.py`), e.g. `golden:envelope-valid:3`.
+/// (`spec/conformance/run.py`), e.g. `golden[3] tool.completed envelope-valid`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Check {
-    /// Stable check name: `{class}:{what}:{case}`.
+    /// Stable check name, as `run.py` spells it where `run.py` has the check.
     pub name: String,
     /// Whether it passed.
     pub pass: bool,
-    /// Why it failed (or a note when it passed).
+    /// Why it failed; `None` when there is nothing to say.
     pub detail: Option<String>,
 }
 
 impl Check {
-    /// A check from a condition and a failure detail.
+    /// A check from a condition and the detail to report when it fails (dropped when it
+    /// passes, as the report format asks).
     pub fn new(name: impl Into<String>, pass: bool, detail: impl Into<Option<String>>) -> Check {
         Check {
             name: name.into(),
             pass,
-            detail: detail.into(),
+            detail: if pass { None } else { detail.into() },
         }
+    }
+
+    /// A passing check.
+    pub fn pass(name: impl Into<String>) -> Check {
+        Check::new(name, true, None)
+    }
+
+    /// A failing check.
+    pub fn fail(name: impl Into<String>, detail: impl Into<String>) -> Check {
+        Check::new(name, false, Some(detail.into()))
     }
 }

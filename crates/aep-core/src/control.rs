@@ -1,1 +1,1292 @@
 //! Control state machines: sender correlation and target dedupe (AEP-0004).
+//!
+//! Both sides are sans-IO state machines in the style of `quinn-proto`: they read no
+//! clock and touch no socket. Time comes in as a `now: Instant` argument; input is fed
+//! with `handle_*` methods; output is taken with `poll_*` methods; the next deadline is
+//! [`ControlSender::poll_timeout`] / [`ControlTarget::poll_timeout`]. After feeding any
+//! input, drain every `poll_*` method, then sleep until `poll_timeout()` (or the next
+//! input) and call `handle_timeout(now)`.
+//!
+//! - [`ControlSender`] builds commands (no `seq`, `session` addressing, the sender's
+//!   `source`, AEP-0004 §2), correlates acks by `cause` (§6), resends the identical
+//!   envelope when the ack window closes (§2.3), and settles every command exactly once:
+//!   accepted, rejected (§3), refused by the relay (§4.2), or the locally synthesized
+//!   `timeout` (§3).
+//! - [`ControlTarget`] dedupes commands on `(source, id)`, nacks types outside `accepts`
+//!   as `unsupported` (§4.2), asks the application for exactly one decision per
+//!   command, and answers a redelivery with the recorded ack, byte-identical (§3).
+//!
+//! ```
+//! use std::time::Instant;
+//! use aep_core::control::{ControlSender, ControlTarget, Decision, TargetOutput};
+//! use aep_core::Event;
+//!
+//! let t0 = Instant::now();
+//! let mut sender = ControlSender::new("console", "ops-host");
+//! let cmd = sender.command("control.pause", "s1").build("01JCMD", "2026-07-03T10:00:00.000Z");
+//! sender.send(t0, cmd)?;
+//! let wire = sender.poll_transmit().unwrap();
+//!
+//! let mut target = ControlTarget::new(["control.pause"]);
+//! target.handle_command(t0, wire)?;
+//! let Some(TargetOutput::Decide(incoming)) = target.poll_output() else { panic!() };
+//! target.decide(incoming.key(), Decision::Accept)?;
+//! let Some(TargetOutput::EmitAck(ack)) = target.poll_output() else { panic!() };
+//! // The session's emitter mints the ack as an ordinary sequenced event:
+//! let ack_event = Event::new("01JACK", ack.ack_type(), "2026-07-03T10:00:00.100Z", "aep://h/agent/a/session/s1", "a")
+//!     .with_session("s1").with_seq(7).with_cause(ack.cause()).with_data(ack.data());
+//! target.record(ack.key(), ack_event.clone())?;
+//!
+//! assert!(sender.handle_event(&ack_event));
+//! let settled = sender.poll_settled().unwrap();
+//! assert_eq!(settled.command_id, "01JCMD");
+//! assert!(settled.result.is_ok());
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::str::FromStr;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::event::Event;
+use crate::frame::{ErrorFrame, Frame};
+use crate::level::Capture;
+use crate::types::EventType;
+
+pub use crate::frame::DEFAULT_ACK_WINDOW;
+
+/// How many times a sender resends a command after the ack window closes, by default
+/// (as the Python and TypeScript SDKs): three transmissions in all.
+pub const DEFAULT_RETRIES: u32 = 2;
+
+/// How many commands a target remembers for dedupe and re-acknowledgement, by default
+/// (as the Python and TypeScript SDKs).
+pub const DEFAULT_DEDUPE_CAPACITY: usize = 10_000;
+
+/// The ack types (AEP-0004 §3).
+pub const ACCEPTED: &str = "control.accepted";
+/// The ack types (AEP-0004 §3).
+pub const REJECTED: &str = "control.rejected";
+
+/// Whether `ty` is a command type: `control.{verb}` other than the two acks, or a vendor
+/// `x.{vendor}.control.{verb}` (AEP-0004 §2 rule 1, §5).
+///
+/// Unregistered core verbs count: a target answers them `unsupported` rather than
+/// ignoring them, since every `control.{verb}` is a command.
+///
+/// ```
+/// use aep_core::control::is_command_type;
+/// assert!(is_command_type("control.cancel"));
+/// assert!(is_command_type("control.frobnicate"));
+/// assert!(is_command_type("x.acme.control.reboot"));
+/// assert!(!is_command_type("control.accepted"));
+/// assert!(!is_command_type("run.started"));
+/// ```
+pub fn is_command_type(ty: &str) -> bool {
+    match EventType::parse(ty) {
+        Ok(t) => t.is_command() || (t.category() == "control" && !t.is_ack()),
+        Err(_) => false,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Reasons and nacks
+// ---------------------------------------------------------------------------
+
+/// The `reason` of a `control.rejected` ack: the closed wire set of AEP-0004 §3
+/// (`schemas/registry/nack-reasons.json`).
+///
+/// ```
+/// use aep_core::control::RejectReason;
+/// assert_eq!("busy".parse::<RejectReason>().unwrap(), RejectReason::Busy);
+/// assert!("timeout".parse::<RejectReason>().is_err()); // sender-synthesized only
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RejectReason {
+    /// The type is not in the target's `accepts` (AEP-0004 §4.2).
+    Unsupported,
+    /// Deployment policy denies this sender (AEP-0004 §4.3).
+    Unauthorized,
+    /// The target cannot take it now.
+    Busy,
+    /// The agent declines: a first-class, non-error outcome (AEP-0004 §2.4).
+    Refused,
+    /// The command is malformed.
+    Invalid,
+}
+
+impl RejectReason {
+    /// Every wire reason.
+    pub const ALL: [RejectReason; 5] = [
+        RejectReason::Unsupported,
+        RejectReason::Unauthorized,
+        RejectReason::Busy,
+        RejectReason::Refused,
+        RejectReason::Invalid,
+    ];
+
+    /// The wire spelling.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            RejectReason::Unsupported => "unsupported",
+            RejectReason::Unauthorized => "unauthorized",
+            RejectReason::Busy => "busy",
+            RejectReason::Refused => "refused",
+            RejectReason::Invalid => "invalid",
+        }
+    }
+}
+
+/// A string outside the closed reject-reason set.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown reject reason `{0}`: expected one of unsupported, unauthorized, busy, refused, invalid (AEP-0004 §3)")]
+pub struct UnknownReason(String);
+
+impl FromStr for RejectReason {
+    type Err = UnknownReason;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        RejectReason::ALL
+            .into_iter()
+            .find(|r| r.as_str() == s)
+            .ok_or_else(|| UnknownReason(s.to_owned()))
+    }
+}
+
+impl fmt::Display for RejectReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a command was not accepted, as the sender sees it: a wire reason, or `timeout`,
+/// which the sender synthesizes itself when the ack window closes on the last attempt
+/// (AEP-0004 §3) and which never appears on the wire.
+///
+/// ```
+/// use aep_core::control::{NackReason, RejectReason};
+/// assert_eq!(NackReason::from(RejectReason::Refused), NackReason::Refused);
+/// assert_eq!(NackReason::Timeout.as_str(), "timeout");
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NackReason {
+    /// See [`RejectReason::Unsupported`].
+    Unsupported,
+    /// See [`RejectReason::Unauthorized`].
+    Unauthorized,
+    /// See [`RejectReason::Busy`].
+    Busy,
+    /// See [`RejectReason::Refused`].
+    Refused,
+    /// See [`RejectReason::Invalid`]; also every unrecognized wire reason or relay code.
+    Invalid,
+    /// No ack within the window on any attempt; synthesized locally.
+    Timeout,
+}
+
+impl NackReason {
+    /// The spelling the other SDKs use.
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            NackReason::Unsupported => "unsupported",
+            NackReason::Unauthorized => "unauthorized",
+            NackReason::Busy => "busy",
+            NackReason::Refused => "refused",
+            NackReason::Invalid => "invalid",
+            NackReason::Timeout => "timeout",
+        }
+    }
+}
+
+impl From<RejectReason> for NackReason {
+    fn from(r: RejectReason) -> NackReason {
+        match r {
+            RejectReason::Unsupported => NackReason::Unsupported,
+            RejectReason::Unauthorized => NackReason::Unauthorized,
+            RejectReason::Busy => NackReason::Busy,
+            RejectReason::Refused => NackReason::Refused,
+            RejectReason::Invalid => NackReason::Invalid,
+        }
+    }
+}
+
+impl fmt::Display for NackReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where a nack came from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum NackOrigin {
+    /// The target's `control.rejected` ack event.
+    Target(Box<Event>),
+    /// A relay's `cause`-correlated `error` frame (AEP-0004 §4.2).
+    Relay(Box<ErrorFrame>),
+    /// The sender itself: the ack window closed on the last attempt, or the connection
+    /// was closed with the command pending.
+    Synthesized,
+}
+
+/// A command that was not accepted (AEP-0004 §3, §4.2).
+///
+/// Unrecognized wire reasons and relay codes normalize to [`NackReason::Invalid`], with
+/// the original spelling kept at the front of the detail (`"no-route: ..."`), as the
+/// Python and TypeScript SDKs do.
+///
+/// ```
+/// use aep_core::control::{Nack, NackReason};
+/// use aep_core::frame::{ErrorCode, ErrorFrame};
+/// let nack = Nack::from_error_frame(&ErrorFrame::new(ErrorCode::NoRoute).with_detail("no emitter owns s1"));
+/// assert_eq!(nack.reason(), NackReason::Invalid);
+/// assert_eq!(nack.detail(), Some("no-route: no emitter owns s1"));
+/// assert_eq!(nack.to_string(), "command nacked: invalid (no-route: no emitter owns s1)");
+/// ```
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("command nacked: {reason}{}", detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+pub struct Nack {
+    reason: NackReason,
+    detail: Option<String>,
+    origin: NackOrigin,
+}
+
+impl Nack {
+    /// The reason.
+    pub fn reason(&self) -> NackReason {
+        self.reason
+    }
+
+    /// The detail, when one was given.
+    pub fn detail(&self) -> Option<&str> {
+        self.detail.as_deref()
+    }
+
+    /// Where the nack came from.
+    pub fn origin(&self) -> &NackOrigin {
+        &self.origin
+    }
+
+    /// Whether the sender synthesized this nack (never on the wire).
+    pub fn is_synthesized(&self) -> bool {
+        matches!(self.origin, NackOrigin::Synthesized)
+    }
+
+    /// A synthesized `timeout` nack.
+    pub fn timeout(detail: impl Into<String>) -> Nack {
+        Nack {
+            reason: NackReason::Timeout,
+            detail: Some(detail.into()),
+            origin: NackOrigin::Synthesized,
+        }
+    }
+
+    /// The nack a `control.rejected` event states. A missing or unknown `reason` reads
+    /// as `invalid`.
+    ///
+    /// ```
+    /// use aep_core::control::{Nack, NackReason};
+    /// use aep_core::Event;
+    /// let ack = Event::new("a", "control.rejected", "t", "s", "a")
+    ///     .with_data(serde_json::json!({"reason": "refused", "detail": "not now"}));
+    /// let nack = Nack::from_rejected(&ack);
+    /// assert_eq!((nack.reason(), nack.detail()), (NackReason::Refused, Some("not now")));
+    /// ```
+    pub fn from_rejected(ack: &Event) -> Nack {
+        #[derive(Deserialize)]
+        struct Rejected {
+            reason: Option<Value>,
+            detail: Option<Value>,
+        }
+        let body: Option<Rejected> = ack.payload().ok();
+        let (raw_reason, detail) = match body {
+            Some(b) => (b.reason, b.detail.map(text_of)),
+            None => (None, None),
+        };
+        let raw_reason = raw_reason.map(text_of);
+        let (reason, detail) = normalize(raw_reason.as_deref(), detail);
+        Nack {
+            reason,
+            detail,
+            origin: NackOrigin::Target(Box::new(ack.clone())),
+        }
+    }
+
+    /// The nack a relay's `error` frame states (AEP-0004 §4.2): its `code` when that is a
+    /// reason, else `invalid` with the code kept in the detail.
+    pub fn from_error_frame(frame: &ErrorFrame) -> Nack {
+        let (reason, detail) = normalize(Some(frame.code.as_str()), frame.detail.clone());
+        Nack {
+            reason,
+            detail,
+            origin: NackOrigin::Relay(Box::new(frame.clone())),
+        }
+    }
+}
+
+fn text_of(v: Value) -> String {
+    match v {
+        Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+/// A wire reason or relay code to a [`NackReason`]: the five wire reasons map to
+/// themselves; anything else (including a wire `timeout`, which is sender-only) is
+/// `invalid`, with the original spelling prefixed to the detail.
+fn normalize(raw: Option<&str>, detail: Option<String>) -> (NackReason, Option<String>) {
+    match raw.map(RejectReason::from_str) {
+        Some(Ok(r)) => (r.into(), detail),
+        None => (NackReason::Invalid, detail),
+        Some(Err(UnknownReason(code))) => {
+            let detail = match detail {
+                Some(d) if !d.is_empty() => format!("{code}: {d}"),
+                _ => code,
+            };
+            (NackReason::Invalid, Some(detail))
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Sender
+// ---------------------------------------------------------------------------
+
+/// Timing of one command: how long to wait for an ack, and how often to resend.
+///
+/// ```
+/// use aep_core::control::SendPolicy;
+/// let p = SendPolicy::default();
+/// assert_eq!((p.ack_window.as_millis(), p.retries), (10_000, 2));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SendPolicy {
+    /// How long each transmission waits for an ack (default 10 s, AEP-0004 §3; use the
+    /// target's declared `ack_window_ms` when known).
+    pub ack_window: Duration,
+    /// Resends after the first transmission (default 2).
+    pub retries: u32,
+}
+
+impl SendPolicy {
+    /// A policy with this window and retry count.
+    pub fn new(ack_window: Duration, retries: u32) -> SendPolicy {
+        SendPolicy {
+            ack_window,
+            retries,
+        }
+    }
+}
+
+impl Default for SendPolicy {
+    fn default() -> SendPolicy {
+        SendPolicy::new(DEFAULT_ACK_WINDOW, DEFAULT_RETRIES)
+    }
+}
+
+/// Why a command could not be sent.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum SendError {
+    /// The `type` is not a command type (AEP-0004 §2 rule 1).
+    #[error("`{0}` is not a command type: commands are `control.{{verb}}` or `x.{{vendor}}.control.{{verb}}` (AEP-0004 §2)")]
+    NotACommand(String),
+    /// Commands address the target by `session` (AEP-0004 §2 rule 2).
+    #[error(
+        "command `{0}` has no `session`: commands address their target by session (AEP-0004 §2)"
+    )]
+    MissingSession(String),
+    /// Commands must omit `seq` (AEP-0004 §2 rule 2).
+    #[error("command `{0}` carries `seq`: the sender does not own the target session's order (AEP-0004 §2)")]
+    HasSeq(String),
+    /// A command with this `id` is already pending; retries are the sender's job.
+    #[error(
+        "command `{0}` is already pending: retries reuse the pending command, never a second send"
+    )]
+    AlreadyPending(String),
+}
+
+/// Builds a command envelope; see [`ControlSender::command`].
+///
+/// ```
+/// use aep_core::control::ControlSender;
+/// let sender = ControlSender::new("telegram-sink", "bot-1");
+/// let cmd = sender.command("control.cancel", "s1")
+///     .run("r2")
+///     .data(serde_json::json!({"scope": "run"}))
+///     .build("01JCMD", "2026-07-03T10:00:00.000Z");
+/// assert_eq!(cmd.to_json(), r#"{"aep":"0.1","id":"01JCMD","type":"control.cancel","time":"2026-07-03T10:00:00.000Z","source":"aep://bot-1/agent/telegram-sink","agent":"telegram-sink","session":"s1","run":"r2","capture":"metadata","data":{"scope":"run"}}"#);
+/// assert_eq!(cmd.seq(), None);
+/// ```
+#[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until build()"]
+pub struct CommandBuilder {
+    source: String,
+    agent: String,
+    ty: String,
+    session: String,
+    run: Option<String>,
+    subject: Option<String>,
+    cause: Option<String>,
+    data: Option<Value>,
+    capture: Capture,
+}
+
+impl CommandBuilder {
+    /// Narrows the target to a run.
+    pub fn run(mut self, run: impl Into<String>) -> Self {
+        self.run = Some(run.into());
+        self
+    }
+
+    /// Sets `subject` (for `control.attention.respond`: the `attention.requested` id,
+    /// AEP-0004 §6).
+    pub fn subject(mut self, subject: impl Into<String>) -> Self {
+        self.subject = Some(subject.into());
+        self
+    }
+
+    /// Sets `cause`: the event that prompted the command (AEP-0004 §6).
+    pub fn cause(mut self, cause: impl Into<String>) -> Self {
+        self.cause = Some(cause.into());
+        self
+    }
+
+    /// Sets the payload.
+    pub fn data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    /// Sets `capture` (default `metadata`, as the other SDKs write it).
+    pub fn capture(mut self, capture: Capture) -> Self {
+        self.capture = capture;
+        self
+    }
+
+    /// The envelope, with the caller's fresh `id` (the idempotency key, AEP-0004 §2.3:
+    /// a ULID, say) and RFC 3339 `time`. No `seq`, ever.
+    pub fn build(self, id: impl Into<String>, time: impl Into<String>) -> Event {
+        let mut e =
+            Event::new(id, self.ty, time, self.source, self.agent).with_session(self.session);
+        if let Some(r) = self.run {
+            e = e.with_run(r);
+        }
+        if let Some(s) = self.subject {
+            e = e.with_subject(s);
+        }
+        if let Some(c) = self.cause {
+            e = e.with_cause(c);
+        }
+        e = e.with_capture(self.capture);
+        if let Some(d) = self.data {
+            e = e.with_data(d);
+        }
+        e
+    }
+}
+
+/// A settled command: accepted (the `control.accepted` event) or nacked.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct Settled {
+    /// The command's `id`.
+    pub command_id: String,
+    /// The ack event, or why the command was not accepted.
+    pub result: Result<Event, Nack>,
+}
+
+#[derive(Debug)]
+struct Pending {
+    command: Event,
+    policy: SendPolicy,
+    deadline: Instant,
+    transmissions: u32,
+    order: u64,
+}
+
+/// The sending side of control (AEP-0004 §2, §3, §7): correlation, retries, timeouts.
+///
+/// Feed every inbound event to [`handle_event`](Self::handle_event) and every inbound
+/// frame to [`handle_frame`](Self::handle_frame); write every command from
+/// [`poll_transmit`](Self::poll_transmit) to the duplex; collect outcomes from
+/// [`poll_settled`](Self::poll_settled); call [`handle_timeout`](Self::handle_timeout)
+/// at [`poll_timeout`](Self::poll_timeout).
+///
+/// Every transmission of a command is the identical envelope (same `id`, same `source`),
+/// so the target's `(source, id)` dedupe makes retries safe and elicits the recorded ack
+/// (AEP-0004 §2.3, §3). Each command settles exactly once; acks that arrive later are
+/// ignored.
+///
+/// ```
+/// use std::time::{Duration, Instant};
+/// use aep_core::control::{ControlSender, NackReason};
+///
+/// let t0 = Instant::now();
+/// let mut s = ControlSender::new("console", "ops-host");
+/// s.send(t0, s.command("control.pause", "s1").build("c1", "2026-07-03T10:00:00.000Z"))?;
+/// assert_eq!(s.poll_timeout(), Some(t0 + Duration::from_secs(10)));
+/// // Silence: two resends of the identical envelope, then the synthesized timeout.
+/// let first = s.poll_transmit().unwrap();
+/// for k in 1..=2 {
+///     s.handle_timeout(t0 + Duration::from_secs(10 * k));
+///     assert_eq!(s.poll_transmit().unwrap().to_json(), first.to_json());
+/// }
+/// s.handle_timeout(t0 + Duration::from_secs(30));
+/// let nack = s.poll_settled().unwrap().result.unwrap_err();
+/// assert_eq!(nack.reason(), NackReason::Timeout);
+/// assert!(nack.is_synthesized());
+/// # Ok::<(), aep_core::control::SendError>(())
+/// ```
+#[derive(Debug)]
+pub struct ControlSender {
+    source: String,
+    agent: String,
+    policy: SendPolicy,
+    pending: HashMap<String, Pending>,
+    next_order: u64,
+    transmit: VecDeque<Event>,
+    settled: VecDeque<Settled>,
+}
+
+impl ControlSender {
+    /// A sender speaking as `agent` on `host`: commands carry `agent` and the source
+    /// `aep://{host}/agent/{agent}` (AEP-0004 §2 rule 2: `agent` names the sender).
+    pub fn new(agent: impl Into<String>, host: impl AsRef<str>) -> ControlSender {
+        let agent = agent.into();
+        let source = format!("aep://{}/agent/{agent}", host.as_ref());
+        ControlSender::with_source(agent, source)
+    }
+
+    /// A sender with an explicit `source` URI.
+    ///
+    /// ```
+    /// let s = aep_core::control::ControlSender::with_source("console", "aep://h/agent/console");
+    /// assert_eq!(s.source(), "aep://h/agent/console");
+    /// ```
+    pub fn with_source(agent: impl Into<String>, source: impl Into<String>) -> ControlSender {
+        ControlSender {
+            source: source.into(),
+            agent: agent.into(),
+            policy: SendPolicy::default(),
+            pending: HashMap::new(),
+            next_order: 0,
+            transmit: VecDeque::new(),
+            settled: VecDeque::new(),
+        }
+    }
+
+    /// Sets the default [`SendPolicy`] for [`send`](Self::send).
+    pub fn with_policy(mut self, policy: SendPolicy) -> ControlSender {
+        self.policy = policy;
+        self
+    }
+
+    /// The sender's `source`.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The sender's `agent`.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    /// The default policy.
+    pub fn policy(&self) -> SendPolicy {
+        self.policy
+    }
+
+    /// Starts a command of `command_type` addressed to `session`, from this sender.
+    pub fn command(
+        &self,
+        command_type: impl Into<String>,
+        session: impl Into<String>,
+    ) -> CommandBuilder {
+        CommandBuilder {
+            source: self.source.clone(),
+            agent: self.agent.clone(),
+            ty: command_type.into(),
+            session: session.into(),
+            run: None,
+            subject: None,
+            cause: None,
+            data: None,
+            capture: Capture::Metadata,
+        }
+    }
+
+    /// Sends `command` under the default policy: queues its first transmission and
+    /// starts the ack window at `now`.
+    pub fn send(&mut self, now: Instant, command: Event) -> Result<(), SendError> {
+        self.send_with(now, command, self.policy)
+    }
+
+    /// Sends `command` under `policy`.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use aep_core::control::{ControlSender, SendError, SendPolicy};
+    /// let mut s = ControlSender::new("c", "h");
+    /// let t0 = Instant::now();
+    /// let cmd = s.command("control.pause", "s1").build("c1", "t");
+    /// s.send_with(t0, cmd.clone(), SendPolicy::new(Duration::from_secs(1), 0))?;
+    /// assert_eq!(s.send(t0, cmd), Err(SendError::AlreadyPending("c1".into())));
+    /// # Ok::<(), SendError>(())
+    /// ```
+    pub fn send_with(
+        &mut self,
+        now: Instant,
+        command: Event,
+        policy: SendPolicy,
+    ) -> Result<(), SendError> {
+        let id = command.id().to_owned();
+        if !is_command_type(command.event_type()) {
+            return Err(SendError::NotACommand(command.event_type().to_owned()));
+        }
+        if command.session().is_none() {
+            return Err(SendError::MissingSession(id));
+        }
+        if command.seq().is_some() {
+            return Err(SendError::HasSeq(id));
+        }
+        if self.pending.contains_key(&id) {
+            return Err(SendError::AlreadyPending(id));
+        }
+        self.transmit.push_back(command.clone());
+        let order = self.next_order;
+        self.next_order += 1;
+        self.pending.insert(
+            id,
+            Pending {
+                command,
+                policy,
+                deadline: now + policy.ack_window,
+                transmissions: 1,
+                order,
+            },
+        );
+        Ok(())
+    }
+
+    /// Feeds an inbound event. Returns whether it settled a pending command: a
+    /// `control.accepted` or `control.rejected` whose `cause` is a pending command's
+    /// `id` (AEP-0004 §6). Everything else is ignored.
+    pub fn handle_event(&mut self, event: &Event) -> bool {
+        let ty = event.event_type();
+        if ty != ACCEPTED && ty != REJECTED {
+            return false;
+        }
+        let Some(cause) = event.cause() else {
+            return false;
+        };
+        if !self.pending.contains_key(cause) {
+            return false;
+        }
+        let result = if ty == ACCEPTED {
+            Ok(event.clone())
+        } else {
+            Err(Nack::from_rejected(event))
+        };
+        self.settle(cause.to_owned(), result);
+        true
+    }
+
+    /// Feeds an inbound frame. Returns whether it settled a pending command: an `error`
+    /// frame whose `cause` is a pending command's `id` refuses that command, whatever
+    /// its code (AEP-0004 §4.2). Other frames are ignored.
+    pub fn handle_frame(&mut self, frame: &Frame) -> bool {
+        match frame {
+            Frame::Error(e) => self.handle_error_frame(e),
+            _ => false,
+        }
+    }
+
+    /// Feeds an inbound `error` frame; see [`handle_frame`](Self::handle_frame).
+    pub fn handle_error_frame(&mut self, frame: &ErrorFrame) -> bool {
+        let Some(cause) = frame.cause.as_deref() else {
+            return false;
+        };
+        if !self.pending.contains_key(cause) {
+            return false;
+        }
+        self.settle(cause.to_owned(), Err(Nack::from_error_frame(frame)));
+        true
+    }
+
+    /// Advances time: every command whose window has closed is resent (identical
+    /// envelope) while retries remain, else settled as a synthesized `timeout`.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let mut due: Vec<(Instant, u64, String)> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.deadline <= now)
+            .map(|(id, p)| (p.deadline, p.order, id.clone()))
+            .collect();
+        due.sort();
+        for (_, _, id) in due {
+            let Some(p) = self.pending.get_mut(&id) else {
+                continue;
+            };
+            if p.transmissions <= p.policy.retries {
+                p.transmissions += 1;
+                p.deadline = now + p.policy.ack_window;
+                self.transmit.push_back(p.command.clone());
+            } else {
+                let detail = format!(
+                    "no ack within {} ms x {}",
+                    p.policy.ack_window.as_millis(),
+                    p.transmissions
+                );
+                self.settle(id, Err(Nack::timeout(detail)));
+            }
+        }
+    }
+
+    /// The connection is gone: settles every pending command as a synthesized
+    /// `timeout` carrying `detail`, as the Python SDK does when its duplex closes.
+    pub fn handle_close(&mut self, detail: &str) {
+        let mut ids: Vec<(u64, String)> = self
+            .pending
+            .iter()
+            .map(|(id, p)| (p.order, id.clone()))
+            .collect();
+        ids.sort();
+        self.transmit.clear();
+        for (_, id) in ids {
+            self.settle(id, Err(Nack::timeout(detail)));
+        }
+    }
+
+    /// The next command transmission to write to the duplex, first sends and retries
+    /// alike.
+    pub fn poll_transmit(&mut self) -> Option<Event> {
+        self.transmit.pop_front()
+    }
+
+    /// The next settled command.
+    pub fn poll_settled(&mut self) -> Option<Settled> {
+        self.settled.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must next be called: the earliest
+    /// ack-window deadline, or `None` with nothing pending.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.pending.values().map(|p| p.deadline).min()
+    }
+
+    /// Whether the command with this `id` is still awaiting its ack.
+    pub fn is_pending(&self, command_id: &str) -> bool {
+        self.pending.contains_key(command_id)
+    }
+
+    /// How many commands await their ack.
+    pub fn pending_len(&self) -> usize {
+        self.pending.len()
+    }
+
+    fn settle(&mut self, id: String, result: Result<Event, Nack>) {
+        self.pending.remove(&id);
+        self.settled.push_back(Settled {
+            command_id: id,
+            result,
+        });
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Target
+// ---------------------------------------------------------------------------
+
+/// The dedupe key of a command: `(source, id)` (AEP-0001 §7.4, AEP-0004 §2.3).
+///
+/// ```
+/// let k = aep_core::control::CommandKey::new("aep://h/agent/console", "c1");
+/// assert_eq!((k.source(), k.id()), ("aep://h/agent/console", "c1"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct CommandKey {
+    source: String,
+    id: String,
+}
+
+impl CommandKey {
+    /// A key.
+    pub fn new(source: impl Into<String>, id: impl Into<String>) -> CommandKey {
+        CommandKey {
+            source: source.into(),
+            id: id.into(),
+        }
+    }
+
+    /// The key of `command`.
+    pub fn of(command: &Event) -> CommandKey {
+        CommandKey::new(command.source(), command.id())
+    }
+
+    /// The command's `source`.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The command's `id`: the `cause` of its ack.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+/// A target's one decision about a command (AEP-0004 §3).
+///
+/// ```
+/// use aep_core::control::{Decision, RejectReason};
+/// let d = Decision::reject(RejectReason::Refused, "operator is away");
+/// assert_eq!(d.ack_type(), "control.rejected");
+/// assert_eq!(d.data(), serde_json::json!({"reason": "refused", "detail": "operator is away"}));
+/// assert_eq!(Decision::Accept.data(), serde_json::json!({}));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// The target will attempt the command.
+    Accept,
+    /// The target will not.
+    Reject {
+        /// Why.
+        reason: RejectReason,
+        /// Optional human-readable detail (`[redacted]` capture class, AEP-0004 §3).
+        detail: Option<String>,
+    },
+}
+
+impl Decision {
+    /// A rejection with a detail.
+    pub fn reject(reason: RejectReason, detail: impl Into<String>) -> Decision {
+        Decision::Reject {
+            reason,
+            detail: Some(detail.into()),
+        }
+    }
+
+    /// The ack event type embodying this decision.
+    pub fn ack_type(&self) -> &'static str {
+        match self {
+            Decision::Accept => ACCEPTED,
+            Decision::Reject { .. } => REJECTED,
+        }
+    }
+
+    /// The ack payload: `{}` or `{"reason", "detail"?}` (AEP-0004 §3).
+    pub fn data(&self) -> Value {
+        let mut m = Map::new();
+        if let Decision::Reject { reason, detail } = self {
+            m.insert("reason".to_owned(), Value::from(reason.as_str()));
+            if let Some(d) = detail {
+                m.insert("detail".to_owned(), Value::from(d.as_str()));
+            }
+        }
+        Value::Object(m)
+    }
+}
+
+/// A new command the application must decide on, exactly once, with
+/// [`ControlTarget::decide`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct IncomingCommand {
+    key: CommandKey,
+    command: Event,
+}
+
+impl IncomingCommand {
+    /// The dedupe key to decide under.
+    pub fn key(&self) -> &CommandKey {
+        &self.key
+    }
+
+    /// The command as received.
+    pub fn command(&self) -> &Event {
+        &self.command
+    }
+
+    /// Takes the command.
+    pub fn into_command(self) -> Event {
+        self.command
+    }
+}
+
+/// An ack decision to mint: the session's emitter turns it into an ordinary sequenced
+/// session event of type [`ack_type`](Self::ack_type), payload [`data`](Self::data) and
+/// `cause` [`cause`](Self::cause) (AEP-0004 §2 rule 2, §3), sends it, and hands the
+/// emitted event back with [`ControlTarget::record`] so redeliveries re-send it
+/// byte-identically.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AckToEmit {
+    key: CommandKey,
+    session: Option<String>,
+    decision: Decision,
+}
+
+impl AckToEmit {
+    /// The command's key, to [`record`](ControlTarget::record) the emitted ack under.
+    pub fn key(&self) -> &CommandKey {
+        &self.key
+    }
+
+    /// The ack's `cause`: the command's `id` (AEP-0004 §6).
+    pub fn cause(&self) -> &str {
+        &self.key.id
+    }
+
+    /// The session the command addressed, where the ack belongs.
+    pub fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
+    /// The decision.
+    pub fn decision(&self) -> &Decision {
+        &self.decision
+    }
+
+    /// `control.accepted` or `control.rejected`.
+    pub fn ack_type(&self) -> &'static str {
+        self.decision.ack_type()
+    }
+
+    /// The ack payload.
+    pub fn data(&self) -> Value {
+        self.decision.data()
+    }
+}
+
+/// What a [`ControlTarget`] asks its driver to do.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TargetOutput {
+    /// A new command of an accepted type: decide on it ([`ControlTarget::decide`]).
+    Decide(IncomingCommand),
+    /// Mint, send and [`record`](ControlTarget::record) this ack.
+    EmitAck(AckToEmit),
+    /// Re-send this recorded ack exactly as it was first sent (AEP-0004 §3).
+    Redeliver(Event),
+}
+
+/// What [`ControlTarget::handle_command`] made of a delivery.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// A new command of an accepted type; a [`TargetOutput::Decide`] is queued.
+    New,
+    /// A new command outside `accepts`; an `unsupported` [`TargetOutput::EmitAck`] is
+    /// queued (AEP-0004 §4.2).
+    Unsupported,
+    /// A redelivery of an acknowledged command; a [`TargetOutput::Redeliver`] of the
+    /// recorded ack is queued.
+    Redelivered,
+    /// A redelivery while the decision is pending: the one forthcoming ack answers it.
+    DuplicatePending,
+}
+
+/// Why the target refused an input.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TargetError {
+    /// [`ControlTarget::handle_command`] was fed an event that is not a command.
+    #[error("`{0}` is not a command type; only `control.{{verb}}` and `x.{{vendor}}.control.{{verb}}` events are commands (AEP-0004 §2)")]
+    NotACommand(String),
+    /// [`ControlTarget::decide`] for a command not awaiting a decision: never
+    /// delivered, forgotten, or already decided (one decision per command, AEP-0004 §3).
+    #[error("command `{0}` is not awaiting a decision (unknown, forgotten, or already decided: AEP-0004 §3 allows one decision per command)")]
+    NotAwaitingDecision(String),
+    /// [`ControlTarget::record`] for a command with no ack being minted.
+    #[error("command `{0}` has no ack awaiting its record")]
+    NotAwaitingRecord(String),
+    /// The recorded ack's `cause` is not the command's `id`.
+    #[error("ack for command `{id}` has cause {cause:?}; an ack's cause is its command's id (AEP-0004 §6)")]
+    CauseMismatch {
+        /// The command id.
+        id: String,
+        /// The ack's cause.
+        cause: Option<String>,
+    },
+}
+
+/// Configuration of a [`ControlTarget`].
+///
+/// ```
+/// use aep_core::control::TargetConfig;
+/// let c = TargetConfig::new(["control.pause", "control.resume"]).with_dedupe_capacity(100);
+/// assert_eq!(c.dedupe_capacity, 100);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TargetConfig {
+    /// The command types the target declares in `hello.capabilities.control.accepts`;
+    /// authoritative (AEP-0004 §4.2).
+    pub accepts: Vec<String>,
+    /// How many acknowledged commands are remembered for dedupe and re-ack, oldest
+    /// forgotten first (default 10 000). A forgotten command's redelivery reads as new
+    /// (AEP-0004 §3). Commands awaiting a decision or a record are never forgotten.
+    pub dedupe_capacity: usize,
+    /// How long the application may take to decide before the target rejects the
+    /// command `busy` itself, so that every command is acked within the window
+    /// (AEP-0004 §7). Default: the 10 s ack window. `None` waits forever.
+    pub decision_window: Option<Duration>,
+}
+
+impl TargetConfig {
+    /// A configuration accepting `accepts`, with the defaults.
+    pub fn new<I, S>(accepts: I) -> TargetConfig
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        TargetConfig {
+            accepts: accepts.into_iter().map(Into::into).collect(),
+            dedupe_capacity: DEFAULT_DEDUPE_CAPACITY,
+            decision_window: Some(DEFAULT_ACK_WINDOW),
+        }
+    }
+
+    /// Sets the dedupe capacity.
+    pub fn with_dedupe_capacity(mut self, capacity: usize) -> TargetConfig {
+        self.dedupe_capacity = capacity;
+        self
+    }
+
+    /// Sets the decision window.
+    pub fn with_decision_window(mut self, window: Option<Duration>) -> TargetConfig {
+        self.decision_window = window;
+        self
+    }
+}
+
+#[derive(Debug)]
+enum Slot {
+    /// Awaiting the application's decision.
+    Deciding {
+        deadline: Option<Instant>,
+        session: Option<String>,
+    },
+    /// Decided; the ack is being minted.
+    Minting,
+    /// The ack as emitted.
+    Recorded(Box<Event>),
+}
+
+/// The receiving side of control (AEP-0004 §2.3, §3, §4.2, §7).
+///
+/// Feed each inbound command to [`handle_command`](Self::handle_command), then drain
+/// [`poll_output`](Self::poll_output):
+/// - [`TargetOutput::Decide`]: call [`decide`](Self::decide) (now or later; within the
+///   decision window) and carry the command out if you accept it;
+/// - [`TargetOutput::EmitAck`]: mint the ack through the session's emitter, send it, and
+///   [`record`](Self::record) the emitted event;
+/// - [`TargetOutput::Redeliver`]: send the event as is.
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::{ControlSender, ControlTarget, Delivery, TargetOutput};
+///
+/// let cmd = ControlSender::new("console", "h").command("control.cancel", "s1").build("c1", "t");
+/// let mut target = ControlTarget::new(["control.pause"]);
+/// assert_eq!(target.handle_command(Instant::now(), cmd.clone())?, Delivery::Unsupported);
+/// let Some(TargetOutput::EmitAck(ack)) = target.poll_output() else { panic!() };
+/// assert_eq!(ack.data(), serde_json::json!({"reason": "unsupported"}));
+/// // Until the ack is recorded, a redelivery waits for it.
+/// assert_eq!(target.handle_command(Instant::now(), cmd)?, Delivery::DuplicatePending);
+/// # Ok::<(), aep_core::control::TargetError>(())
+/// ```
+#[derive(Debug)]
+pub struct ControlTarget {
+    config: TargetConfig,
+    /// Dedupe state and the recorded ack live in one entry because AEP-0004 §3 retains
+    /// the ack exactly as long as the dedupe state; `dedupe::Dedupe` is a set and could
+    /// not carry the ack or tell which key it evicted.
+    slots: HashMap<CommandKey, Slot>,
+    /// Recorded keys, oldest first: the eviction order.
+    recorded: VecDeque<CommandKey>,
+    /// Decision deadlines in arrival order, which is deadline order since the window is
+    /// fixed; entries whose command was decided meanwhile are skipped lazily.
+    deadlines: VecDeque<(Instant, CommandKey)>,
+    output: VecDeque<TargetOutput>,
+}
+
+impl ControlTarget {
+    /// A target accepting `accepts`, with the default configuration.
+    pub fn new<I, S>(accepts: I) -> ControlTarget
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ControlTarget::with_config(TargetConfig::new(accepts))
+    }
+
+    /// A target with `config`.
+    pub fn with_config(config: TargetConfig) -> ControlTarget {
+        ControlTarget {
+            config,
+            slots: HashMap::new(),
+            recorded: VecDeque::new(),
+            deadlines: VecDeque::new(),
+            output: VecDeque::new(),
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &TargetConfig {
+        &self.config
+    }
+
+    /// Whether `command_type` is in `accepts`.
+    pub fn accepts(&self, command_type: &str) -> bool {
+        self.config.accepts.iter().any(|t| t == command_type)
+    }
+
+    /// Feeds one delivery of a command, at `now`.
+    pub fn handle_command(
+        &mut self,
+        now: Instant,
+        command: Event,
+    ) -> Result<Delivery, TargetError> {
+        if !is_command_type(command.event_type()) {
+            return Err(TargetError::NotACommand(command.event_type().to_owned()));
+        }
+        let key = CommandKey::of(&command);
+        // Dedupe comes first: a redelivered unsupported command gets its recorded nack,
+        // not a second decision (AEP-0004 §3).
+        match self.slots.get(&key) {
+            Some(Slot::Recorded(ack)) => {
+                self.output
+                    .push_back(TargetOutput::Redeliver((**ack).clone()));
+                return Ok(Delivery::Redelivered);
+            }
+            Some(Slot::Deciding { .. } | Slot::Minting) => return Ok(Delivery::DuplicatePending),
+            None => {}
+        }
+        if !self.accepts(command.event_type()) {
+            self.slots.insert(key.clone(), Slot::Minting);
+            self.output.push_back(TargetOutput::EmitAck(AckToEmit {
+                key,
+                session: command.session().map(str::to_owned),
+                decision: Decision::Reject {
+                    reason: RejectReason::Unsupported,
+                    detail: None,
+                },
+            }));
+            return Ok(Delivery::Unsupported);
+        }
+        let deadline = self.config.decision_window.map(|w| now + w);
+        if let Some(d) = deadline {
+            self.deadlines.push_back((d, key.clone()));
+        }
+        self.slots.insert(
+            key.clone(),
+            Slot::Deciding {
+                deadline,
+                session: command.session().map(str::to_owned),
+            },
+        );
+        self.output
+            .push_back(TargetOutput::Decide(IncomingCommand { key, command }));
+        Ok(Delivery::New)
+    }
+
+    /// Records the application's one decision about a command it was asked to decide;
+    /// queues the [`TargetOutput::EmitAck`].
+    pub fn decide(&mut self, key: &CommandKey, decision: Decision) -> Result<(), TargetError> {
+        let session = match self.slots.get_mut(key) {
+            Some(slot @ Slot::Deciding { .. }) => {
+                let Slot::Deciding { session, .. } = std::mem::replace(slot, Slot::Minting) else {
+                    return Err(TargetError::NotAwaitingDecision(key.id.clone()));
+                };
+                session
+            }
+            _ => return Err(TargetError::NotAwaitingDecision(key.id.clone())),
+        };
+        self.output.push_back(TargetOutput::EmitAck(AckToEmit {
+            key: key.clone(),
+            session,
+            decision,
+        }));
+        self.prune_deadlines();
+        Ok(())
+    }
+
+    /// Drops decided commands from the front of the deadline queue.
+    fn prune_deadlines(&mut self) {
+        while let Some((d, k)) = self.deadlines.front() {
+            match self.slots.get(k) {
+                Some(Slot::Deciding {
+                    deadline: Some(dd), ..
+                }) if dd == d => break,
+                _ => {
+                    self.deadlines.pop_front();
+                }
+            }
+        }
+    }
+
+    /// Records the ack event as emitted, so a redelivery of the command re-sends it
+    /// byte-identically (AEP-0004 §3). Forgets the oldest records beyond the capacity.
+    pub fn record(&mut self, key: &CommandKey, ack: Event) -> Result<(), TargetError> {
+        if ack.cause() != Some(key.id.as_str()) {
+            return Err(TargetError::CauseMismatch {
+                id: key.id.clone(),
+                cause: ack.cause().map(str::to_owned),
+            });
+        }
+        match self.slots.get_mut(key) {
+            Some(slot @ Slot::Minting) => *slot = Slot::Recorded(Box::new(ack)),
+            _ => return Err(TargetError::NotAwaitingRecord(key.id.clone())),
+        }
+        self.recorded.push_back(key.clone());
+        while self.recorded.len() > self.config.dedupe_capacity {
+            if let Some(old) = self.recorded.pop_front() {
+                self.slots.remove(&old);
+            }
+        }
+        Ok(())
+    }
+
+    /// Advances time: commands still undecided past the decision window are rejected
+    /// `busy` by the target itself, so every command is acked (AEP-0004 §7).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        while let Some((d, _)) = self.deadlines.front() {
+            if *d > now {
+                break;
+            }
+            let Some((due, key)) = self.deadlines.pop_front() else {
+                break;
+            };
+            // Only a command still deciding under this very deadline is due; a stale
+            // entry (decided, or forgotten and delivered anew) is skipped.
+            let still_due = matches!(
+                self.slots.get(&key),
+                Some(Slot::Deciding { deadline: Some(d), .. }) if *d == due
+            );
+            if !still_due {
+                continue;
+            }
+            let _ = self.decide(
+                &key,
+                Decision::reject(RejectReason::Busy, "no decision within the ack window"),
+            );
+        }
+        self.prune_deadlines();
+    }
+
+    /// The next thing to do.
+    pub fn poll_output(&mut self) -> Option<TargetOutput> {
+        self.output.pop_front()
+    }
+
+    /// When [`handle_timeout`](Self::handle_timeout) must next be called.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.deadlines.front().map(|(d, _)| *d)
+    }
+
+    /// How many commands the target remembers (recorded, deciding or minting).
+    pub fn remembered(&self) -> usize {
+        self.slots.len()
+    }
+}

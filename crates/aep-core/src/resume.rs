@@ -229,7 +229,7 @@ impl ResumePosition {
     /// ```
     /// use aep_core::resume::ResumePosition;
     ///
-    /// // {"session":"s","epoch":0,"seq":1}: 33 characters, 15 of them { " : , } at 3 each
+    /// // {"session":"s","epoch":0,"seq":1}: 33 characters, 15 of them percent-encoded (+2 each)
     /// assert_eq!(ResumePosition::new("s", 0, 1).encoded_len(), 63);
     /// ```
     pub fn encoded_len(&self) -> usize {

@@ -1,0 +1,56 @@
+//! Reading the fixture corpus. A file that cannot be read or parsed becomes a failing
+//! check, never a crash.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::check::Check;
+
+/// Reads a fixture file as text; on failure, the failing check to report.
+pub fn read_text(fixtures: &Path, rel: &str) -> Result<String, Check> {
+    let path = fixtures.join(rel);
+    std::fs::read_to_string(&path).map_err(|e| {
+        Check::fail(
+            format!("fixture readable: {rel}"),
+            format!("{}: {e}", path.display()),
+        )
+    })
+}
+
+/// Reads a fixture file as one JSON document.
+pub fn read_json(fixtures: &Path, rel: &str) -> Result<Value, Check> {
+    let text = read_text(fixtures, rel)?;
+    serde_json::from_str(&text)
+        .map_err(|e| Check::fail(format!("fixture readable: {rel}"), e.to_string()))
+}
+
+/// The golden corpus, one JSON value per non-blank line.
+pub fn golden(fixtures: &Path) -> Result<Vec<Value>, Check> {
+    const REL: &str = "conformance/golden/golden.jsonl";
+    let text = read_text(fixtures, REL)?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, line)| {
+            serde_json::from_str(line).map_err(|e| {
+                Check::fail(
+                    format!("fixture readable: {REL}"),
+                    format!("line {}: {e}", i + 1),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The `type` of an event value, for check names.
+pub fn type_of(event: &Value) -> &str {
+    event.get("type").and_then(Value::as_str).unwrap_or("?")
+}
+
+/// The `cases` array of a fixture file.
+pub fn cases<'a>(doc: &'a Value, key: &str) -> &'a [Value] {
+    doc.get(key)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}

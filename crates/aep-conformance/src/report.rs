@@ -1,0 +1,116 @@
+//! The machine-readable report shared by the protocol's conformance tools
+//! (`spec/conformance/README.md`, "The report format"), and its timestamps.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde_json::{json, Value};
+
+use crate::check::Check;
+
+/// The report's `tool` for this runner.
+pub const TOOL: &str = "run-rs";
+
+/// Builds the `aep-conformance-report` object, `formatVersion` 1.
+pub fn report(checks: &[Check], started_at: &str, finished_at: &str) -> Value {
+    let pass = checks.iter().filter(|c| c.pass).count();
+    let fail = checks.len() - pass;
+    let rows: Vec<Value> = checks
+        .iter()
+        .map(|c| {
+            let mut row = json!({
+                "name": c.name,
+                "status": if c.pass { "pass" } else { "fail" },
+            });
+            if let (Some(detail), Some(map)) = (&c.detail, row.as_object_mut()) {
+                map.insert("detail".to_owned(), Value::from(detail.as_str()));
+            }
+            row
+        })
+        .collect();
+    json!({
+        "format": "aep-conformance-report",
+        "formatVersion": 1,
+        "aep": aep_core::AEP_VERSION,
+        "tool": TOOL,
+        "target": null,
+        "startedAt": started_at,
+        "finishedAt": finished_at,
+        "checks": rows,
+        "summary": { "pass": pass, "fail": fail, "skip": 0, "total": checks.len() },
+        "ok": fail == 0,
+    })
+}
+
+/// Now, as an ISO 8601 UTC timestamp with milliseconds (`2026-07-22T12:00:00.000Z`).
+pub fn now() -> String {
+    let since = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    timestamp(since.as_millis())
+}
+
+/// Formats milliseconds since the Unix epoch (proleptic Gregorian calendar).
+pub fn timestamp(millis: u128) -> String {
+    let secs = millis / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);
+    let rem = secs % 86_400;
+    // Days to civil date: Howard Hinnant's algorithm, eras of 400 years.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        millis % 1000
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps() {
+        assert_eq!(timestamp(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(timestamp(951_782_400_000), "2000-02-29T00:00:00.000Z");
+        assert_eq!(timestamp(1_784_721_600_500), "2026-07-22T12:00:00.500Z");
+        assert!(aep_core::validate::is_date_time(&now()));
+    }
+
+    #[test]
+    fn report_shape() {
+        let checks = [Check::pass("a"), Check::fail("b", "why")];
+        let r = report(&checks, "s", "f");
+        assert_eq!(
+            r["summary"],
+            json!({"pass": 1, "fail": 1, "skip": 0, "total": 2})
+        );
+        assert_eq!(r["ok"], false);
+        assert_eq!(r["checks"][0], json!({"name": "a", "status": "pass"}));
+        assert_eq!(r["checks"][1]["detail"], "why");
+        let keys: Vec<&String> = r.as_object().unwrap().keys().collect();
+        assert_eq!(
+            keys,
+            [
+                "format",
+                "formatVersion",
+                "aep",
+                "tool",
+                "target",
+                "startedAt",
+                "finishedAt",
+                "checks",
+                "summary",
+                "ok"
+            ]
+        );
+    }
+}

@@ -1,0 +1,388 @@
+//! The single-event rules, written once over a view that both a JSON object and a parsed
+//! [`Event`] provide.
+
+use std::borrow::Cow;
+
+use serde_json::{Map, Value};
+
+use super::{format, payload, Issue, Rule};
+use crate::event::{check_extension_name, is_extension_value, Event, ExtensionError};
+use crate::level::{Capture, Severity};
+use crate::types::{EventType, CATEGORIES};
+
+/// One core attribute as the rules see it.
+pub(super) enum Seen<'a> {
+    Absent,
+    Str(&'a str),
+    Count,
+    /// Any other JSON value (only a JSON object input can hold one).
+    Other,
+}
+
+/// What the rules need to read from an envelope.
+pub(super) trait Envelope {
+    /// A core context attribute other than `data`.
+    fn attr(&self, name: &str) -> Seen<'_>;
+    /// `data`, when present.
+    fn data(&self) -> Option<Cow<'_, Value>>;
+    /// Calls `f` with every extension attribute (every non-core member) and its value.
+    fn each_extension(&self, f: &mut dyn FnMut(&str, Cow<'_, Value>));
+}
+
+/// A JSON object seen as an envelope: the core attributes found in one pass over the
+/// members, so no rule pays for a hash lookup.
+pub(super) struct JsonEnvelope<'a> {
+    members: &'a Map<String, Value>,
+    core: [Option<&'a Value>; 17],
+}
+
+impl<'a> JsonEnvelope<'a> {
+    pub(super) fn new(members: &'a Map<String, Value>) -> JsonEnvelope<'a> {
+        let mut core = [None; 17];
+        for (name, value) in members {
+            if let Some(cell) = core_slot(name).and_then(|i| core.get_mut(i)) {
+                *cell = Some(value);
+            }
+        }
+        JsonEnvelope { members, core }
+    }
+
+    fn core(&self, name: &str) -> Option<&'a Value> {
+        core_slot(name).and_then(|i| self.core.get(i).copied().flatten())
+    }
+}
+
+/// The index of a core attribute in [`crate::event::CORE_ATTRIBUTES`].
+fn core_slot(name: &str) -> Option<usize> {
+    Some(match name {
+        "aep" => 0,
+        "id" => 1,
+        "type" => 2,
+        "subject" => 3,
+        "time" => 4,
+        "source" => 5,
+        "agent" => 6,
+        "session" => 7,
+        "run" => 8,
+        "step" => 9,
+        "seq" => 10,
+        "epoch" => 11,
+        "cause" => 12,
+        "traceparent" => 13,
+        "severity" => 14,
+        "capture" => 15,
+        "data" => 16,
+        _ => return None,
+    })
+}
+
+impl Envelope for JsonEnvelope<'_> {
+    fn attr(&self, name: &str) -> Seen<'_> {
+        match self.core(name) {
+            None => Seen::Absent,
+            Some(Value::String(s)) => Seen::Str(s),
+            Some(Value::Number(n)) if n.is_u64() => Seen::Count,
+            Some(_) => Seen::Other,
+        }
+    }
+
+    fn data(&self) -> Option<Cow<'_, Value>> {
+        self.core("data").map(Cow::Borrowed)
+    }
+
+    fn each_extension(&self, f: &mut dyn FnMut(&str, Cow<'_, Value>)) {
+        for (name, value) in self.members {
+            if core_slot(name).is_none() {
+                f(name, Cow::Borrowed(value));
+            }
+        }
+    }
+}
+
+impl Envelope for Event {
+    fn attr(&self, name: &str) -> Seen<'_> {
+        fn text(v: Option<&str>) -> Seen<'_> {
+            v.map_or(Seen::Absent, Seen::Str)
+        }
+        fn count<'a>(v: Option<u64>) -> Seen<'a> {
+            v.map_or(Seen::Absent, |_| Seen::Count)
+        }
+        match name {
+            "aep" => Seen::Str(self.aep()),
+            "id" => Seen::Str(self.id()),
+            "type" => Seen::Str(self.event_type()),
+            "time" => Seen::Str(self.time()),
+            "source" => Seen::Str(self.source()),
+            "agent" => Seen::Str(self.agent()),
+            "subject" => text(self.subject()),
+            "session" => text(self.session()),
+            "run" => text(self.run()),
+            "step" => text(self.step()),
+            "cause" => text(self.cause()),
+            "traceparent" => text(self.traceparent()),
+            "seq" => count(self.seq()),
+            "epoch" => count(self.epoch_attr()),
+            "severity" => text(self.severity_attr().map(Severity::as_str)),
+            "capture" => text(self.capture_attr().map(Capture::as_str)),
+            _ => Seen::Absent,
+        }
+    }
+
+    fn data(&self) -> Option<Cow<'_, Value>> {
+        // A raw value that does not re-read (it always does: it was read as JSON) counts
+        // as `null`, which the `data` rule refuses, rather than as absent.
+        self.data_raw()
+            .map(|raw| Cow::Owned(serde_json::from_str(raw.get()).unwrap_or(Value::Null)))
+    }
+
+    fn each_extension(&self, f: &mut dyn FnMut(&str, Cow<'_, Value>)) {
+        for (name, raw) in self.extensions() {
+            let value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+            f(name, Cow::Owned(value));
+        }
+    }
+}
+
+const REQUIRED: [&str; 5] = ["id", "type", "time", "source", "agent"];
+const OPTIONAL_TEXT: [&str; 5] = ["subject", "session", "run", "step", "cause"];
+
+fn issue(rule: Rule, attr: &str, message: String, section: &'static str) -> Issue {
+    Issue::new(rule, Some(attr.to_owned()), message, section)
+}
+
+/// Runs every single-event rule over `e`.
+pub(super) fn validate<E: Envelope + ?Sized>(e: &E) -> Vec<Issue> {
+    let mut out = Vec::new();
+
+    // AEP-0001 §5.1 #1: consumers dispatch on the version every event carries.
+    if !matches!(e.attr("aep"), Seen::Str(crate::event::AEP_VERSION)) {
+        out.push(issue(
+            Rule::Version,
+            "aep",
+            "aep must be the literal \"0.1\"".to_owned(),
+            "AEP-0001 §5.1",
+        ));
+    }
+
+    for name in REQUIRED {
+        match e.attr(name) {
+            Seen::Absent => out.push(issue(
+                Rule::Required,
+                name,
+                format!("{name} is required"),
+                "AEP-0001 §5.1",
+            )),
+            Seen::Str(s) if !s.is_empty() => {}
+            _ => out.push(issue(
+                Rule::AttrType,
+                name,
+                format!("{name} must be a non-empty string"),
+                "AEP-0001 §5.1",
+            )),
+        }
+    }
+
+    let type_str = match e.attr("type") {
+        Seen::Str(s) if !s.is_empty() => Some(s),
+        _ => None,
+    };
+    let event_type = type_str.and_then(|s| match EventType::parse(s) {
+        Ok(t) => Some(t),
+        Err(err) => {
+            // An unknown first segment breaks the closed category set of AEP-0002 §3;
+            // everything else is the §6 grammar itself.
+            let first = s.split('.').next().unwrap_or_default();
+            let section = if first != "x" && !CATEGORIES.contains(&first) {
+                "AEP-0002 §3"
+            } else {
+                "AEP-0001 §6"
+            };
+            out.push(issue(Rule::TypeSyntax, "type", err.to_string(), section));
+            None
+        }
+    });
+
+    if let Seen::Str(time) = e.attr("time") {
+        if !time.is_empty() && !format::is_date_time(time) {
+            out.push(issue(
+                Rule::Format,
+                "time",
+                format!("time `{time}` is not an RFC 3339 date-time with offset"),
+                "AEP-0001 §5.1",
+            ));
+        }
+    }
+    if let Seen::Str(source) = e.attr("source") {
+        if !source.is_empty() && !format::is_uri(source) {
+            out.push(issue(
+                Rule::Format,
+                "source",
+                format!("source `{source}` is not a URI: use a schemed identifier such as aep://host/agent/name"),
+                "AEP-0001 §5.1",
+            ));
+        }
+    }
+
+    for name in OPTIONAL_TEXT {
+        match e.attr(name) {
+            Seen::Absent => {}
+            Seen::Str(s) if !s.is_empty() => {}
+            _ => out.push(issue(
+                Rule::AttrType,
+                name,
+                format!("{name} must be a non-empty string when present"),
+                "AEP-0001 §5.1",
+            )),
+        }
+    }
+
+    for name in ["seq", "epoch"] {
+        if matches!(e.attr(name), Seen::Str(_) | Seen::Other) {
+            out.push(issue(
+                Rule::AttrType,
+                name,
+                format!("{name} must be an integer from 0 to 2^64-1"),
+                "AEP-0001 §5.1",
+            ));
+        }
+    }
+
+    match e.attr("traceparent") {
+        Seen::Absent => {}
+        Seen::Str(s) if format::is_traceparent(s) => {}
+        _ => out.push(issue(
+            Rule::Format,
+            "traceparent",
+            "traceparent must be a W3C Trace Context header value (vv-<32 hex>-<16 hex>-ff)"
+                .to_owned(),
+            "AEP-0001 §5.1",
+        )),
+    }
+
+    match e.attr("severity") {
+        Seen::Absent => {}
+        Seen::Str(s) if s.parse::<Severity>().is_ok() => {}
+        _ => out.push(issue(
+            Rule::Enum,
+            "severity",
+            "severity must be one of debug, info, notice, warning, error, critical".to_owned(),
+            "AEP-0001 §8.1",
+        )),
+    }
+    match e.attr("capture") {
+        Seen::Absent => {}
+        Seen::Str(s) if s.parse::<Capture>().is_ok() => {}
+        _ => out.push(issue(
+            Rule::Enum,
+            "capture",
+            "capture must be one of none, metadata, redacted, full".to_owned(),
+            "AEP-0001 §8.2",
+        )),
+    }
+
+    let data = e.data();
+    let data_object = match data.as_deref() {
+        None => None,
+        Some(Value::Object(_)) => data.as_deref(),
+        Some(_) => {
+            out.push(issue(
+                Rule::AttrType,
+                "data",
+                "data must be a JSON object".to_owned(),
+                "AEP-0001 §5",
+            ));
+            None
+        }
+    };
+
+    e.each_extension(&mut |name, value| {
+        if let Err(err) = check_extension_name(name) {
+            let message = match err {
+                ExtensionError::CoreName(_) => {
+                    format!("`{name}` collides with a core attribute name")
+                }
+                _ => format!("extension attribute name `{name}` must match [a-z0-9]{{1,20}}"),
+            };
+            out.push(issue(Rule::ExtensionName, name, message, "AEP-0001 §5.4"));
+        }
+        if !is_extension_value(&value) {
+            out.push(issue(
+                Rule::ExtensionValue,
+                name,
+                format!("extension attribute `{name}` must carry a string, integer or boolean"),
+                "AEP-0001 §5.4",
+            ));
+        }
+    });
+
+    if let Some(t) = event_type {
+        scoping(e, t, &mut out);
+    }
+
+    if let (Some(t), Some(data)) = (type_str, data_object) {
+        payload::check(t, data, &mut out);
+    }
+
+    out
+}
+
+/// AEP-0001 §5.2 with the AEP-0004 §2.2 foreign-emitter carve-out. Judged only for a
+/// well-formed type: a malformed one has already failed, and its scope is unknowable.
+fn scoping<E: Envelope + ?Sized>(e: &E, t: EventType<'_>, out: &mut Vec<Issue>) {
+    let has = |name| !matches!(e.attr(name), Seen::Absent);
+    if t.is_agent_scoped() {
+        let found: Vec<&str> = ["session", "run", "step", "seq"]
+            .into_iter()
+            .filter(|&n| has(n))
+            .collect();
+        if !found.is_empty() {
+            out.push(Issue::new(
+                Rule::Scoping,
+                found.first().map(|s| (*s).to_owned()),
+                format!(
+                    "agent-scoped events omit session, run, step and seq; found {}",
+                    found.join(", ")
+                ),
+                "AEP-0001 §5.2",
+            ));
+        }
+    } else if t.is_foreign_emitter() {
+        let (section, what) = if t.is_command() {
+            ("AEP-0004 §2.2", "commands")
+        } else {
+            ("AEP-0001 §5.2", "attention.routed")
+        };
+        let named = if !has("session") { "session" } else { "seq" };
+        if !has("session") || has("seq") {
+            out.push(Issue::new(
+                Rule::Scoping,
+                Some(named.to_owned()),
+                format!("{what} carry session (addressing) and never seq: they do not enter the session's ordering"),
+                section,
+            ));
+        }
+    } else {
+        let missing = ["session", "seq"].into_iter().find(|&n| !has(n));
+        if let Some(missing) = missing {
+            out.push(Issue::new(
+                Rule::Scoping,
+                Some(missing.to_owned()),
+                format!("session-scoped events carry session and seq; {missing} is absent"),
+                "AEP-0001 §5.2",
+            ));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_slots_follow_the_core_attribute_table() {
+        for (i, name) in crate::event::CORE_ATTRIBUTES.iter().enumerate() {
+            assert_eq!(core_slot(name), Some(i));
+        }
+        assert_eq!(core_slot("acmeregion"), None);
+    }
+}

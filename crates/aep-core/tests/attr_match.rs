@@ -1,0 +1,171 @@
+//! The attr-match corpus (`fixtures/conformance/attr-match/cases.json`, AEP-0003 §6):
+//! every match case gives its verdict, on parsed events and on raw JSON, and every
+//! invalid filter is refused.
+#![allow(clippy::unwrap_used)] // test code: a broken fixture should fail loudly
+
+use aep_core::filter::Filter;
+use aep_core::Event;
+use serde_json::{Map, Value};
+
+const CASES: &str = include_str!("../../../fixtures/conformance/attr-match/cases.json");
+
+fn corpus(class: &str) -> Vec<Value> {
+    let all: Value = serde_json::from_str(CASES).unwrap();
+    all[class].as_array().unwrap().clone()
+}
+
+/// The corpus events carry only the attributes the case is about; an `Event` needs the
+/// required ones too, so placeholders fill the gaps (never on a key the filter names).
+fn as_event(case: &Value) -> Event {
+    let mut obj: Map<String, Value> = case["event"].as_object().unwrap().clone();
+    for (key, placeholder) in [
+        ("aep", "0.1"),
+        ("id", "01J0000000000000000000000"),
+        ("time", "2026-07-03T10:00:00.000Z"),
+        ("source", "aep://h/agent/a"),
+        ("agent", "placeholder"),
+    ] {
+        if !obj.contains_key(key) {
+            assert!(
+                case["filter"].get(key).is_none(),
+                "{}: placeholder on a filtered key",
+                case["name"]
+            );
+            obj.insert(key.into(), placeholder.into());
+        }
+    }
+    Event::from_value(&Value::Object(obj)).unwrap()
+}
+
+#[test]
+fn every_match_case_gives_its_verdict() {
+    let cases = corpus("match");
+    assert_eq!(cases.len(), 14);
+    for case in &cases {
+        let name = case["name"].as_str().unwrap();
+        let want = case["match"].as_bool().unwrap();
+        let filter = Filter::from_value(&case["filter"])
+            .unwrap_or_else(|e| panic!("attr-match: {name}: valid filter refused: {e}"));
+        assert_eq!(
+            filter.matches_value(&case["event"]),
+            want,
+            "attr-match: {name} (raw JSON)"
+        );
+        assert_eq!(
+            filter.matches(&as_event(case)),
+            want,
+            "attr-match: {name} (Event)"
+        );
+        assert_eq!(
+            &filter.to_value(),
+            &case["filter"],
+            "attr-match: {name}: write-back"
+        );
+    }
+}
+
+#[test]
+fn every_invalid_filter_is_refused_naming_its_key() {
+    let cases = corpus("invalid");
+    assert_eq!(cases.len(), 10);
+    for case in &cases {
+        let name = case["name"].as_str().unwrap();
+        let err = Filter::from_value(&case["filter"])
+            .map(|f| f.to_json())
+            .expect_err(&format!("attr-match rejects: {name}: accepted"));
+        let key = case["filter"].as_object().unwrap().keys().next().unwrap();
+        assert_eq!(
+            err.key(),
+            Some(key.as_str()),
+            "attr-match rejects: {name}: {err}"
+        );
+        assert_eq!(err.code(), "invalid-filter");
+        // The text form is refused the same way.
+        assert_eq!(
+            Filter::from_json(&case["filter"].to_string()).unwrap_err(),
+            err,
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn spec_examples_parse_and_round_trip() {
+    for text in [
+        r#"{"type":["attention.*","error.*"],"severity":{"gte":"notice"}}"#,
+        r#"{"session":"s_8f2c"}"#,
+        r#"{"agent":["claude-code","codex"],"type":"tool.denied"}"#,
+    ] {
+        assert_eq!(Filter::from_json(text).unwrap().to_json(), text);
+    }
+}
+
+mod bad_input {
+    use aep_core::filter::Filter;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            prop_oneof![
+                Just("*".to_owned()),
+                Just("tool.*".to_owned()),
+                Just("notice".to_owned()),
+                Just("gte".to_owned()),
+                "[a-z.*]{0,8}",
+            ]
+            .prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(
+                    (
+                        prop_oneof![
+                            Just("type".to_owned()),
+                            Just("severity".to_owned()),
+                            Just("capture".to_owned()),
+                            Just("epoch".to_owned()),
+                            Just("gte".to_owned()),
+                            Just("lte".to_owned()),
+                            "[a-zA-Z0-9_]{0,22}",
+                        ],
+                        inner
+                    ),
+                    0..5
+                )
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Arbitrary JSON never panics the parser; whatever is accepted writes back
+        /// unchanged and can be evaluated.
+        #[test]
+        fn arbitrary_json(value in json_value()) {
+            if let Ok(filter) = Filter::from_value(&value) {
+                prop_assert_eq!(filter.to_value(), value.clone());
+                let _ = filter.matches_value(&value);
+            }
+        }
+
+        /// Arbitrary text, invalid UTF-8 included, never panics.
+        #[test]
+        fn arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            let text = String::from_utf8_lossy(&bytes);
+            let _ = Filter::from_json(&text);
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_overflowed() {
+        let deep = format!("{{\"acme\":{}1{}}}", "[".repeat(10_000), "]".repeat(10_000));
+        assert!(Filter::from_json(&deep).is_err());
+    }
+}

@@ -1,0 +1,269 @@
+//! The down-leveling corpus (`fixtures/conformance/downlevel/cases.json`, AEP-0001 §8.2):
+//! every case passes, and nothing but `capture` and `data` changes.
+
+use std::path::PathBuf;
+
+use aep_core::capture::downlevel;
+use aep_core::{Capture, Event};
+use serde_json::Value;
+
+fn cases() -> Vec<Value> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/conformance/downlevel/cases.json");
+    let text = std::fs::read_to_string(&path).expect("downlevel corpus");
+    let doc: Value = serde_json::from_str(&text).expect("corpus is JSON");
+    doc["cases"].as_array().expect("cases array").clone()
+}
+
+fn envelope_without_content(event: &Event) -> Value {
+    let mut v = event.to_value();
+    let map = v.as_object_mut().expect("event object");
+    map.remove("data");
+    map.remove("capture");
+    v
+}
+
+#[test]
+fn all_eighteen_cases_pass() {
+    let cases = cases();
+    assert_eq!(cases.len(), 18, "the corpus holds 18 cases");
+    for case in &cases {
+        let name = case["name"].as_str().expect("case name");
+        let ceiling: Capture = case["ceiling"]
+            .as_str()
+            .expect("ceiling")
+            .parse()
+            .expect("level");
+        let event = Event::from_value(&case["event"]).expect("case event parses");
+        let out = downlevel(&event, ceiling);
+        let expect_capture: Capture = case["expect_capture"]
+            .as_str()
+            .expect("expect_capture")
+            .parse()
+            .expect("level");
+        let expect_data = match &case["expect_data"] {
+            Value::Null => None,
+            v => Some(v.clone()),
+        };
+        assert_eq!(
+            (out.capture(), out.data()),
+            (expect_capture, expect_data),
+            "downlevel case failed: {name}"
+        );
+        assert_eq!(
+            envelope_without_content(&out),
+            envelope_without_content(&event),
+            "downlevel changed more than capture and data: {name}"
+        );
+    }
+}
+
+#[test]
+fn pass_through_cases_keep_bytes() {
+    for case in cases() {
+        let ceiling: Capture = case["ceiling"]
+            .as_str()
+            .expect("ceiling")
+            .parse()
+            .expect("level");
+        let event = Event::from_value(&case["event"]).expect("case event parses");
+        if ceiling >= event.capture() {
+            assert_eq!(
+                downlevel(&event, ceiling).to_json(),
+                event.to_json(),
+                "{}",
+                case["name"]
+            );
+        }
+    }
+}
+
+#[test]
+fn downleveling_is_idempotent_on_the_corpus() {
+    for case in cases() {
+        let ceiling: Capture = case["ceiling"]
+            .as_str()
+            .expect("ceiling")
+            .parse()
+            .expect("level");
+        let event = Event::from_value(&case["event"]).expect("case event parses");
+        let once = downlevel(&event, ceiling);
+        assert_eq!(downlevel(&once, ceiling), once, "{}", case["name"]);
+    }
+}
+
+mod property {
+    use aep_core::capture::{downlevel, downlevel_in_place, downlevel_redacting};
+    use aep_core::{Capture, Event};
+    use proptest::prelude::*;
+    use serde_json::{Map, Value};
+
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            "[a-z]{0,6}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(5, 64, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+                prop::collection::vec((key(), inner), 0..6)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
+            ]
+        })
+    }
+
+    /// Member names the annotated schemas use, so the pruning and degrading paths run.
+    fn key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "answer",
+                "text",
+                "values",
+                "option",
+                "prompt",
+                "kind",
+                "options",
+                "fields",
+                "choices",
+                "label",
+                "id",
+                "error",
+                "message",
+                "type",
+                "tool",
+                "result",
+                "result_redacted",
+                "documents",
+                "content",
+                "content_redacted",
+                "citations",
+                "source",
+                "uri",
+                "cited_text",
+                "guardrail",
+                "explanation",
+                "args",
+                "context",
+            ])
+            .prop_map(str::to_owned),
+            "[a-z_]{1,8}",
+        ]
+    }
+
+    fn event_type() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(
+                aep_core::types::REGISTRY
+                    .iter()
+                    .map(|t| t.name)
+                    .collect::<Vec<_>>()
+            )
+            .prop_map(str::to_owned),
+            Just("x.acme.tool.synced".to_owned()),
+            "[a-z.]{0,12}",
+        ]
+    }
+
+    fn capture() -> impl Strategy<Value = Capture> {
+        prop::sample::select(Capture::ALL.to_vec())
+    }
+
+    fn event() -> impl Strategy<Value = Event> {
+        (
+            event_type(),
+            proptest::option::of(capture()),
+            proptest::option::of(json()),
+            proptest::option::of("[A-Za-z ]{0,8}"),
+        )
+            .prop_map(|(ty, cap, data, subject)| {
+                let mut e = Event::new("01J", ty, "2026-07-03T10:00:00Z", "aep://h/agent/a", "a");
+                e.set_capture(cap);
+                e.set_subject(subject);
+                if let Some(data) = data {
+                    e.set_data(data);
+                }
+                e
+            })
+    }
+
+    fn has_redacted_or_full_field(v: &Value) -> bool {
+        // Canary strings planted below are never copied into a lower level.
+        v.to_string().contains("CANARY")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn never_panics_never_raises(e in event(), ceiling in capture()) {
+            let out = downlevel(&e, ceiling);
+            prop_assert!(out.capture() <= e.capture(), "capture rose");
+            if out.capture() != e.capture() {
+                prop_assert!(out.capture() <= ceiling);
+                prop_assert_ne!(out.capture(), Capture::Redacted, "redacted minted");
+            } else {
+                prop_assert_eq!(out.to_json(), e.to_json(), "an untouched event changed");
+            }
+            if out.capture() == Capture::None && e.capture() != Capture::None {
+                prop_assert!(out.data_raw().is_none());
+            }
+            // Idempotent, and in-place agrees with the copying form.
+            prop_assert_eq!(downlevel(&out, ceiling), out.clone());
+            let mut again = e.clone();
+            prop_assert_eq!(downlevel_in_place(&mut again, ceiling), out.capture());
+            prop_assert_eq!(again, out);
+        }
+
+        #[test]
+        fn a_redacting_hop_lands_on_the_ceiling_and_never_raises(e in event(), ceiling in capture()) {
+            let mut out = e.clone();
+            let level = downlevel_redacting(&mut out, ceiling, |v: &mut Value| *v = Value::from("[R]"));
+            prop_assert_eq!(level, e.capture().min(ceiling));
+            prop_assert_eq!(out.capture(), level);
+            if level < Capture::Redacted {
+                prop_assert_eq!(out, downlevel(&e, ceiling), "below redacted it is mechanical");
+            }
+        }
+
+        #[test]
+        fn content_fields_never_survive_metadata(answer in json(), ceiling in prop::sample::select(vec![Capture::None, Capture::Metadata, Capture::Redacted])) {
+            // A full tool.completed with content planted in every content-gated slot.
+            let data = serde_json::json!({
+                "tool": {"name": "Bash"},
+                "result": {"CANARY": answer.clone()},
+                "result_redacted": "CANARY",
+                "status": "success",
+            });
+            let e = Event::new("1", "tool.completed", "t", "s", "a")
+                .with_capture(Capture::Full)
+                .with_data(data);
+            let out = downlevel(&e, ceiling);
+            prop_assert!(out.capture() <= Capture::Metadata);
+            prop_assert!(!out.data().as_ref().is_some_and(has_redacted_or_full_field));
+        }
+    }
+}
+
+/// What a hop writes still decodes into the payload type of its event: down-leveling
+/// never removes a required member (required members are all `metadata`-gated).
+#[test]
+fn downleveled_golden_events_keep_their_payload_shape() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/conformance/golden/golden.jsonl");
+    let text = std::fs::read_to_string(path).expect("golden corpus");
+    for (i, line) in text.lines().enumerate() {
+        let mut event: Event = line.parse().expect("golden event");
+        event.set_capture(Some(Capture::Full));
+        for ceiling in [Capture::Metadata, Capture::Redacted] {
+            let out = downlevel(&event, ceiling);
+            assert_eq!(out.capture(), Capture::Metadata, "golden line {i}");
+            if let Err(e) = aep_core::payload::Payload::from_event(&out) {
+                panic!("golden line {i} down-leveled to {ceiling} no longer decodes: {e}");
+            }
+        }
+    }
+}
