@@ -50,6 +50,7 @@
 //! | `subscription.cancelled` (`subscription_id`) | `subscription.cancelled`, after which nothing more is delivered for it (nothing for an id the connection does not hold) |
 //! | | `subscription.expired` when [`RelayConfig::with_subscription_ttl`] passes |
 //! | a malformed `subscription.cancelled` | an `error` frame, code `invalid-message` |
+//! | `created`, `rejected` or `expired` (a producer's messages) | nothing: ignored like an unknown frame |
 //!
 //! A delivery is `{"subscription_id":"sub_0001","delivery":{"mode":"at_least_once"},
 //! "event":{…}}` ([`aep_core::subscription::Delivery`]), the envelope forwarded byte for

@@ -29,6 +29,9 @@ use crate::proto::{self, FromPosition};
 /// The registry's session key: one registry per connection, so one session.
 const SESSION: &str = "ws";
 
+/// The one consumer message besides the request that can be malformed.
+const CANCELLED: &str = "subscription.cancelled";
+
 /// The lifecycle state of one WebSocket connection; dropping it (the connection ended)
 /// cancels every subscription it holds.
 #[derive(Default)]
@@ -110,9 +113,9 @@ impl Lifecycle {
         conn.expire_due();
         let message = match LifecycleMessage::from_value(message) {
             Ok(m) => m,
-            Err(e) => {
-                // a malformed cancel (requests always parse: their payload is checked
-                // by the registry and rejected by field)
+            // requests always parse (their payload is checked by the registry and
+            // rejected by field); a malformed cancel is answered, not fatal
+            Err(e) if message.get("type").and_then(Value::as_str) == Some(CANCELLED) => {
                 let frame = proto::error_frame(
                     aep_core::frame::ErrorCode::from("invalid-message"),
                     None,
@@ -122,6 +125,8 @@ impl Lifecycle {
                 outbox.push_frame(Bytes::from(frame));
                 return;
             }
+            // what only a producer sends is ignored, like an unknown frame (AEP-0003 §2)
+            Err(_) => return,
         };
         let mut st = conn.lock();
         let Some(answer) = st

@@ -144,6 +144,17 @@ async fn every_malformed_request_is_rejected_naming_the_field_and_the_rest_carry
         .unwrap()
         .contains("subscription_id"));
 
+    // what only a producer sends is ignored, well-formed or not
+    for ty in [
+        "subscription.created",
+        "subscription.expired",
+        "subscription.rejected",
+    ] {
+        ws.send(&json!({ "type": ty, "payload": { "subscription_id": "sub_0001" } }))
+            .await;
+        ws.send(&json!({ "type": ty })).await;
+    }
+
     let event = ev("run.started", &s, 1);
     post_json(&relay, &event).await;
     let m = ws.recv().await.unwrap();
