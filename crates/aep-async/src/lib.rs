@@ -27,6 +27,8 @@
 //!
 //! - [`hub`]: [`Hub`], an in-process producer of the subscription model
 //!   ([`aep_core::subscription`]), each subscriber a `Stream` of deliveries.
+//! - `remote` (feature `ws`): `LifecycleConnection`, the subscription lifecycle
+//!   against a relay's WebSocket (the Rust relay's), each subscription a `Stream`.
 //! - [`error`]: [`TransportError`] (network, HTTP status, parse) and [`EmitError`].
 //! - [`emit`]: [`Emitter`], [`SessionEmitter`], [`EmitOptions`].
 //! - [`sink`]: the [`Sink`] trait; [`JsonlSink`], `HttpSink` (feature `http`), `WsSink`
@@ -46,6 +48,8 @@ mod core_adapter;
 pub mod emit;
 pub mod error;
 pub mod hub;
+#[cfg(feature = "ws")]
+pub mod remote;
 pub mod sink;
 pub mod subscribe;
 

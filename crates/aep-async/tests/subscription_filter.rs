@@ -147,3 +147,85 @@ async fn against_the_rust_relay_over_sse_and_websocket() {
     assert_eq!(run(&url, Transport::WebSocket, "s-rust-ws").await, EXPECTED);
     relay.shutdown().await.unwrap();
 }
+
+/// The Rust relay's lifecycle surface from the consumer side: the same filter, answered
+/// with `subscription.created`, deliveries with the effective mode, a rejection naming
+/// the field, `from_cursor` replay, and a confirmed cancel.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn against_the_rust_relays_lifecycle_surface() {
+    use aep_async::hub::Ended;
+    use aep_async::remote::{LifecycleConnection, SubscribeError};
+    use aep_core::subscription::DeliveryMode;
+
+    let relay = aep_relay::Relay::builder()
+        .token(TOKEN)
+        .start()
+        .await
+        .unwrap();
+    let url = relay.url().to_owned();
+    let conn = LifecycleConnection::connect(&url, Some(TOKEN))
+        .await
+        .unwrap();
+
+    let rejected = conn
+        .subscribe(
+            &SubscriptionFilter::new()
+                .with(Field::SessionId, "s")
+                .unwrap(),
+        )
+        .await
+        .unwrap_err();
+    let SubscribeError::Rejected(rejected) = rejected else {
+        panic!("{rejected}")
+    };
+    assert!(
+        rejected.message().contains("types"),
+        "{}",
+        rejected.message()
+    );
+
+    let mut sub = conn
+        .subscribe(&filter().with_delivery_mode(DeliveryMode::AtLeastOnce))
+        .await
+        .unwrap();
+    assert_eq!(sub.id(), "sub_0002");
+    post(&url, &events("s-life")).await;
+    let mut got = Vec::new();
+    while got.len() < EXPECTED.len() {
+        let d = tokio::time::timeout(PATIENCE, sub.next())
+            .await
+            .expect("a delivery")
+            .expect("stream open");
+        assert_eq!(d.mode(), DeliveryMode::AtLeastOnce);
+        assert_eq!(d.subscription_id(), "sub_0002");
+        got.push(d.event().id().to_owned());
+    }
+    assert_eq!(got, EXPECTED);
+
+    // replay from the cursor of e4: the rest of the matching history, then live
+    let mut replay = conn
+        .subscribe(
+            &filter()
+                .with_from_cursor("s-life:0:4")
+                .with_delivery_mode(DeliveryMode::Replayable),
+        )
+        .await
+        .unwrap();
+    for want in ["e6", "e9"] {
+        let d = tokio::time::timeout(PATIENCE, replay.next())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((d.event().id(), d.mode()), (want, DeliveryMode::Replayable));
+    }
+
+    let confirmed = sub.cancel().await.unwrap();
+    assert_eq!(confirmed.subscription_id(), "sub_0002");
+    assert!(sub.next().await.is_none());
+    assert_eq!(sub.ended(), Some(Ended::Cancelled));
+    // closing the connection (the session) ends the rest
+    drop(conn);
+    assert!(replay.next().await.is_none());
+    assert_eq!(replay.ended(), Some(Ended::SessionClosed));
+    relay.shutdown().await.unwrap();
+}

@@ -1,0 +1,319 @@
+//! The consumer side of the subscription model's lifecycle on a relay's WebSocket (the
+//! Rust relay's `/socket`; see the `aep-relay` crate docs): `subscription.requested` ->
+//! `subscription.created` | `subscription.rejected`, deliveries with their effective
+//! mode, `subscription.cancelled`, `subscription.expired`.
+//!
+//! Against a relay without this surface (the reference relay), subscribe with
+//! [`SubscribeOptions::subscription_filter`](crate::SubscribeOptions::subscription_filter)
+//! instead: the lowered filter on the wire, the residual applied locally.
+//!
+//! One connection carries any number of subscriptions; it is the session, so closing it
+//! (dropping the [`LifecycleConnection`]) cancels them all. A slow reader holds the
+//! socket back, and the relay applies each subscription's mode to that backpressure.
+//! The connection does not reconnect: its subscriptions end with
+//! [`Ended::SessionClosed`], and a `replayable` one can be requested again from the
+//! cursor of the last event taken.
+
+use std::collections::{HashMap, VecDeque};
+use std::fmt;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use aep_core::frame::Role;
+use aep_core::subscription::{
+    Delivery, LifecycleMessage, SubscriptionCancelled, SubscriptionCreated, SubscriptionFilter,
+    SubscriptionRequested,
+};
+use futures::{SinkExt, Stream, StreamExt};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::TransportError;
+use crate::hub::{Ended, Rejected};
+use crate::subscribe::ws::{hello, open, WsStream};
+
+/// Why a remote subscription was not created.
+///
+/// ```
+/// use aep_async::remote::SubscribeError;
+/// let err = SubscribeError::Closed;
+/// assert_eq!(err.to_string(), "the connection to the relay is closed");
+/// ```
+#[derive(Debug, thiserror::Error)]
+pub enum SubscribeError {
+    /// The relay answered `subscription.rejected`.
+    #[error(transparent)]
+    Rejected(#[from] Rejected),
+    /// The connection ended before the answer.
+    #[error("the connection to the relay is closed")]
+    Closed,
+}
+
+type Created = (
+    SubscriptionCreated,
+    mpsc::Receiver<Delivery>,
+    Arc<Mutex<Option<Ended>>>,
+);
+
+enum Command {
+    Request(
+        SubscriptionFilter,
+        oneshot::Sender<Result<Created, SubscribeError>>,
+    ),
+    Cancel(String, Option<oneshot::Sender<SubscriptionCancelled>>),
+}
+
+/// A WebSocket connection to a relay speaking the subscription lifecycle.
+///
+/// ```no_run
+/// use aep_async::remote::LifecycleConnection;
+/// use aep_core::subscription::{DeliveryMode, SubscriptionFilter};
+/// use futures::StreamExt;
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let conn = LifecycleConnection::connect("http://127.0.0.1:8787", Some("token")).await?;
+/// let filter = SubscriptionFilter::new()
+///     .with_types("tool.*.progress")?
+///     .with_delivery_mode(DeliveryMode::AtLeastOnce);
+/// let mut sub = conn.subscribe(&filter).await?;
+/// while let Some(delivery) = sub.next().await {
+///     println!("{} at {}", delivery.event().id(), delivery.mode());
+/// }
+/// # Ok(()) }
+/// ```
+pub struct LifecycleConnection {
+    commands: mpsc::UnboundedSender<Command>,
+    close: CancellationToken,
+}
+
+impl fmt::Debug for LifecycleConnection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LifecycleConnection")
+            .field("open", &!self.commands.is_closed())
+            .finish()
+    }
+}
+
+impl Drop for LifecycleConnection {
+    fn drop(&mut self) {
+        self.close.cancel();
+    }
+}
+
+impl LifecycleConnection {
+    /// Opens `{base}/socket` as a consumer (`hello` exchanged) within 30 s.
+    pub async fn connect(base: &str, token: Option<&str>) -> Result<Self, TransportError> {
+        let hello = hello(Role::Consumer, "aep-async", "lifecycle", None);
+        let (ws, _) = open(base, token, Duration::from_secs(30), &hello).await?;
+        let (commands, rx) = mpsc::unbounded_channel();
+        let close = CancellationToken::new();
+        tokio::spawn(run(ws, rx, close.clone()));
+        Ok(LifecycleConnection { commands, close })
+    }
+
+    /// Sends `subscription.requested` with `filter` and waits for the answer.
+    pub async fn subscribe(
+        &self,
+        filter: &SubscriptionFilter,
+    ) -> Result<RemoteSubscriber, SubscribeError> {
+        let (tx, rx) = oneshot::channel();
+        self.commands
+            .send(Command::Request(filter.clone(), tx))
+            .map_err(|_| SubscribeError::Closed)?;
+        let (created, deliveries, ended) = rx.await.map_err(|_| SubscribeError::Closed)??;
+        Ok(RemoteSubscriber {
+            commands: self.commands.clone(),
+            created,
+            deliveries,
+            ended,
+            cancelled: false,
+        })
+    }
+}
+
+/// One subscription created by the relay: a [`Stream`] of [`Delivery`]s, ending after
+/// a cancel, an expiry or the connection's close ([`RemoteSubscriber::ended`]).
+/// Dropping it cancels the subscription.
+///
+/// ```no_run
+/// # async fn run(mut sub: aep_async::remote::RemoteSubscriber) {
+/// let confirmed = sub.cancel().await;
+/// assert!(confirmed.is_some() || sub.ended().is_some());
+/// # }
+/// ```
+pub struct RemoteSubscriber {
+    commands: mpsc::UnboundedSender<Command>,
+    created: SubscriptionCreated,
+    deliveries: mpsc::Receiver<Delivery>,
+    ended: Arc<Mutex<Option<Ended>>>,
+    cancelled: bool,
+}
+
+impl fmt::Debug for RemoteSubscriber {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RemoteSubscriber")
+            .field("id", &self.id())
+            .field("ended", &self.ended())
+            .finish()
+    }
+}
+
+impl RemoteSubscriber {
+    /// The relay-assigned id.
+    pub fn id(&self) -> &str {
+        self.created.subscription_id()
+    }
+
+    /// The `subscription.created` answer.
+    pub fn created(&self) -> &SubscriptionCreated {
+        &self.created
+    }
+
+    /// Why the subscription ended, once it has.
+    pub fn ended(&self) -> Option<Ended> {
+        *self.ended.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends `subscription.cancelled` and waits for the relay's confirmation (`None`
+    /// when the subscription had already ended). Deliveries already received are still
+    /// yielded.
+    pub async fn cancel(&mut self) -> Option<SubscriptionCancelled> {
+        if self.ended().is_some() {
+            return None;
+        }
+        let (tx, rx) = oneshot::channel();
+        self.cancelled = true;
+        self.commands
+            .send(Command::Cancel(self.id().to_owned(), Some(tx)))
+            .ok()?;
+        rx.await.ok()
+    }
+}
+
+impl Drop for RemoteSubscriber {
+    fn drop(&mut self) {
+        if !self.cancelled && self.ended().is_none() {
+            let _ = self
+                .commands
+                .send(Command::Cancel(self.id().to_owned(), None));
+        }
+    }
+}
+
+impl Stream for RemoteSubscriber {
+    type Item = Delivery;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Delivery>> {
+        self.get_mut().deliveries.poll_recv(cx)
+    }
+}
+
+struct Live {
+    tx: mpsc::Sender<Delivery>,
+    ended: Arc<Mutex<Option<Ended>>>,
+}
+
+impl Live {
+    fn end(self, how: Ended) {
+        self.ended
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_or_insert(how);
+    }
+}
+
+/// The connection task: writes requests, reads answers and deliveries.
+async fn run(
+    mut ws: WsStream,
+    mut commands: mpsc::UnboundedReceiver<Command>,
+    close: CancellationToken,
+) {
+    // The relay answers requests in the order it reads them.
+    let mut pending: VecDeque<oneshot::Sender<Result<Created, SubscribeError>>> = VecDeque::new();
+    let mut cancels: HashMap<String, oneshot::Sender<SubscriptionCancelled>> = HashMap::new();
+    let mut live: HashMap<String, Live> = HashMap::new();
+    loop {
+        tokio::select! {
+            () = close.cancelled() => break,
+            command = commands.recv() => {
+                let Some(command) = command else { break };
+                let message: LifecycleMessage = match command {
+                    Command::Request(filter, reply) => {
+                        pending.push_back(reply);
+                        SubscriptionRequested::new(&filter).into()
+                    }
+                    Command::Cancel(id, reply) => {
+                        if let Some(reply) = reply {
+                            cancels.insert(id.clone(), reply);
+                        }
+                        SubscriptionCancelled::new(id).into()
+                    }
+                };
+                if ws.send(Message::text(message.to_json())).await.is_err() {
+                    break;
+                }
+            }
+            incoming = ws.next() => {
+                let text = match incoming {
+                    Some(Ok(Message::Text(text))) => text,
+                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
+                    Some(Ok(_)) => continue,
+                };
+                let Ok(value) = serde_json::from_str::<Value>(text.as_str()) else { continue };
+                if value.get("delivery").is_some() {
+                    let Ok(delivery) = Delivery::from_json(text.as_str()) else { continue };
+                    if let Some(sub) = live.get(delivery.subscription_id()) {
+                        // waiting here is the backpressure the relay sees
+                        let _ = sub.tx.send(delivery).await;
+                    }
+                    continue;
+                }
+                let Ok(message) = LifecycleMessage::from_value(&value) else {
+                    // AEP-0003 frames (ping, replay-exhausted, closing): nothing to do
+                    continue;
+                };
+                match message {
+                    LifecycleMessage::Created(created) => {
+                        let (tx, rx) = mpsc::channel(256);
+                        let ended = Arc::new(Mutex::new(None));
+                        live.insert(
+                            created.subscription_id().to_owned(),
+                            Live { tx, ended: ended.clone() },
+                        );
+                        if let Some(reply) = pending.pop_front() {
+                            let _ = reply.send(Ok((created, rx, ended)));
+                        }
+                    }
+                    LifecycleMessage::Rejected(rejected) => {
+                        if let Some(reply) = pending.pop_front() {
+                            let _ = reply.send(Err(Rejected(rejected).into()));
+                        }
+                    }
+                    LifecycleMessage::Cancelled(c) => {
+                        if let Some(sub) = live.remove(c.subscription_id()) {
+                            sub.end(Ended::Cancelled);
+                        }
+                        if let Some(reply) = cancels.remove(c.subscription_id()) {
+                            let _ = reply.send(c);
+                        }
+                    }
+                    LifecycleMessage::Expired(e) => {
+                        if let Some(sub) = live.remove(e.subscription_id()) {
+                            sub.end(Ended::Expired);
+                        }
+                        cancels.remove(e.subscription_id());
+                    }
+                    LifecycleMessage::Requested(_) => {}
+                }
+            }
+        }
+    }
+    for (_, sub) in live.drain() {
+        sub.end(Ended::SessionClosed);
+    }
+    let _ = ws.close(None).await;
+}
