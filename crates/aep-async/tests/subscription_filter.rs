@@ -132,6 +132,36 @@ async fn against_the_reference_relay_over_sse_and_websocket() {
     let url = relay.url();
     assert_eq!(run(&url, Transport::Sse, "s-ref-sse").await, EXPECTED);
     assert_eq!(run(&url, Transport::WebSocket, "s-ref-ws").await, EXPECTED);
+    // a from_cursor becomes the resume position: the rest of the history after e4
+    for transport in [Transport::Sse, Transport::WebSocket] {
+        let f = filter().with_from_cursor("s-ref-sse:0:4");
+        let opts = SubscribeOptions::new()
+            .token(TOKEN)
+            .transport(transport)
+            .subscription_filter(&f);
+        let mut sub = subscribe(&url, opts);
+        for want in ["e6", "e9"] {
+            let e = tokio::time::timeout(PATIENCE, sub.next())
+                .await
+                .expect("a replayed event")
+                .unwrap();
+            assert_eq!(e.id(), want);
+        }
+    }
+    // an attr-match filter set afterwards drops the residual
+    let opts = SubscribeOptions::new()
+        .token(TOKEN)
+        .subscription_filter(&filter())
+        .filter(json!({ "session": "s-ref-sse" }))
+        .from_positions(vec![aep_async::ResumePosition::new("s-ref-sse", 0, 0)]);
+    let mut sub = subscribe(&url, opts);
+    for want in ["e1", "e2", "e3"] {
+        let e = tokio::time::timeout(PATIENCE, sub.next())
+            .await
+            .expect("a replayed event")
+            .unwrap();
+        assert_eq!(e.id(), want);
+    }
     drop(relay);
 }
 

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use aep_core::dedupe::Dedupe;
 use aep_core::resume::{Position, Positions, ResumePosition};
-use aep_core::subscription::{Residual, SubscriptionFilter};
+use aep_core::subscription::{Cursor, Residual, SubscriptionFilter};
 use aep_core::{Capture, Event};
 use futures::Stream;
 use serde_json::Value;
@@ -217,15 +217,21 @@ impl SubscribeOptions {
     pub fn new() -> Self {
         Self::default()
     }
-    /// An attr-match filter (AEP-0003 §6), sent to the endpoint as is.
+    /// An attr-match filter (AEP-0003 §6), sent to the endpoint as is. Replaces
+    /// [`SubscribeOptions::subscription_filter`].
     pub fn filter(mut self, filter: Value) -> Self {
         self.filter = filter;
+        self.residual = None;
         self
     }
     /// The seed's subscription filter (type patterns with `*` anywhere, `topic`,
     /// `target`, ...): lowered to an attr-match wire filter any AEP-0003 relay serves,
     /// plus a residual predicate applied here to what the relay delivers. Replaces
-    /// [`SubscribeOptions::filter`].
+    /// [`SubscribeOptions::filter`]. A well-formed `from_cursor`
+    /// (`{session}:{epoch}:{seq}`, [`aep_core::subscription::Cursor`]) becomes the resume
+    /// position ([`From::Positions`]); check a cursor from outside with `Cursor::parse`
+    /// first, a malformed one is not sent. The effective delivery mode is the
+    /// endpoint's (AEP-0003 §8.4), whatever `delivery_mode` asks.
     ///
     /// ```
     /// use aep_async::SubscribeOptions;
@@ -240,6 +246,10 @@ impl SubscribeOptions {
         let lowered = filter.lower();
         self.filter = lowered.wire().to_value();
         self.residual = (!lowered.residual().is_trivial()).then(|| lowered.residual().clone());
+        if let Some(Ok(cursor)) = filter.from_cursor().map(Cursor::parse) {
+            let at = ResumePosition::new(cursor.session(), cursor.epoch(), cursor.seq());
+            self.from = From::Positions(vec![at]);
+        }
         self
     }
     /// The capture ceiling (AEP-0003 §6.4): the endpoint down-levels before delivery.
