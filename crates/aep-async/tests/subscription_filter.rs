@@ -10,12 +10,11 @@ mod common;
 
 use std::time::Duration;
 
-use aep_async::{subscribe, Notice, SubscribeOptions, Transport};
+use aep_async::{subscribe, SubscribeOptions, Transport};
 use aep_core::subscription::{Field, SubscriptionFilter, TOPIC_ATTR};
 use common::{ReferenceRelay, Relay, RelayConfig};
 use futures::StreamExt;
 use serde_json::{json, Value};
-use tokio::sync::mpsc;
 
 const TOKEN: &str = "t";
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -73,31 +72,28 @@ async fn post(url: &str, events: &[Value]) {
     assert!(status.is_success(), "ingest refused: {status}");
 }
 
-/// Subscribes, waits until the subscription is established, emits the mix, and returns
-/// the ids the stream yields up to the last expected one.
+/// Emits the first half of the mix, subscribes from the start of the session (a
+/// `from_cursor`, so nothing is lost to the race with the subscription's start), and once
+/// the first match has arrived emits the rest live. Returns the ids the stream yields up
+/// to the last expected one.
 async fn run(url: &str, transport: Transport, session: &str) -> Vec<String> {
-    let (tx, mut connected) = mpsc::unbounded_channel();
+    let all = events(session);
+    let (history, live) = all.split_at(4);
+    post(url, history).await;
     let options = SubscribeOptions::new()
         .token(TOKEN)
         .transport(transport)
-        .subscription_filter(&filter())
-        .on_notice(move |n| {
-            if matches!(n, Notice::Connected { .. }) {
-                let _ = tx.send(());
-            }
-        });
+        .subscription_filter(&filter().with_from_cursor(format!("{session}:0:0")));
     let mut sub = subscribe(url, options);
-    tokio::time::timeout(PATIENCE, connected.recv())
-        .await
-        .expect("subscription established")
-        .unwrap();
-    post(url, &events(session)).await;
     let mut got = Vec::new();
     while got.last().map(String::as_str) != EXPECTED.last().copied() {
         let e = tokio::time::timeout(PATIENCE, sub.next())
             .await
             .expect("the next matching event")
             .expect("stream open");
+        if got.is_empty() {
+            post(url, live).await;
+        }
         got.push(e.id().to_owned());
     }
     sub.close();
