@@ -246,6 +246,8 @@ async fn run(
                         pending.push_back(reply);
                         SubscriptionRequested::new(&filter).into()
                     }
+                    // already ended (say, expired meanwhile): the relay would not answer
+                    Command::Cancel(id, _) if !live.contains_key(&id) => continue,
                     Command::Cancel(id, reply) => {
                         if let Some(reply) = reply {
                             cancels.insert(id.clone(), reply);
