@@ -255,3 +255,31 @@ async fn against_the_rust_relays_lifecycle_surface() {
     assert_eq!(replay.ended(), Some(Ended::SessionClosed));
     relay.shutdown().await.unwrap();
 }
+
+/// An expiry on the relay ends the remote subscriber with `Ended::Expired`, and a
+/// cancel after it has nothing to confirm.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_relay_expiry_ends_the_remote_subscriber() {
+    use aep_async::hub::Ended;
+    use aep_async::remote::LifecycleConnection;
+
+    let config = aep_relay::RelayConfig::default()
+        .with_token(TOKEN)
+        .with_subscription_ttl(Duration::from_millis(200));
+    let relay = aep_relay::Relay::builder()
+        .config(config)
+        .start()
+        .await
+        .unwrap();
+    let conn = LifecycleConnection::connect(relay.url(), Some(TOKEN))
+        .await
+        .unwrap();
+    let mut sub = conn.subscribe(&filter()).await.unwrap();
+    assert!(sub.created().expires_at().is_some());
+    let end = tokio::time::timeout(PATIENCE, sub.next()).await.unwrap();
+    assert!(end.is_none());
+    assert_eq!(sub.ended(), Some(Ended::Expired));
+    assert!(sub.cancel().await.is_none());
+    drop(conn);
+    relay.shutdown().await.unwrap();
+}
