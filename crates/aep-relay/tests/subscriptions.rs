@@ -378,3 +378,50 @@ async fn under_backpressure_at_least_once_never_drops_silently() {
     }
     relay.shutdown().await.unwrap();
 }
+
+/// Subscribing with a cursor while events keep arriving: every event after the cursor
+/// arrives exactly once, in order, whether it was replayed or delivered live.
+#[tokio::test]
+async fn replay_hands_over_to_live_without_gap_or_duplicate() {
+    let relay = builder().buffer(1000).start().await.unwrap();
+    let s = session();
+    let n: u64 = 300;
+    let emitter = {
+        let url = relay.url().to_owned();
+        let s = s.clone();
+        tokio::spawn(async move {
+            for i in 1..=n {
+                let e = ev("memory.fact.added", &s, i);
+                client()
+                    .post(format!("{url}/events"))
+                    .bearer_auth(TOKEN)
+                    .header("aep-version", "0.1")
+                    .header("content-type", "application/json")
+                    .body(e.to_string())
+                    .send()
+                    .await
+                    .unwrap();
+            }
+        })
+    };
+    // wait until some history exists, then subscribe mid-stream
+    let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
+    loop {
+        let held = replay(&relay, &format!("filter={}", q(&json!({"session": s})))).await;
+        if held.iter().filter(|m| m.data.is_some()).count() >= 20 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    subscribe(
+        &mut ws,
+        json!({ "types": "memory.*", "from_cursor": format!("{s}:0:0"), "delivery_mode": "replayable" }),
+    )
+    .await;
+    for seq in 1..=n {
+        let m = ws.recv().await.unwrap();
+        assert_eq!(m["event"]["seq"], seq, "{m}");
+    }
+    emitter.await.unwrap();
+    relay.shutdown().await.unwrap();
+}
