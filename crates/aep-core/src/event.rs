@@ -368,6 +368,24 @@ impl Event {
         }
     }
 
+    /// `data` decoded by `type` (AEP-0002 §4-5): the generated payload type of a
+    /// registered type, or [`Payload::Other`](crate::payload::Payload::Other) holding
+    /// the JSON as it is for unregistered and vendor types.
+    ///
+    /// ```
+    /// use aep_core::payload::Payload;
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"1","type":"run.started","time":"t","source":"s","agent":"a","session":"s1","seq":0,"data":{"trigger":"user"}}"#.parse()?;
+    /// let Payload::RunStarted(p) = e.typed_payload()? else { panic!("run.started is registered") };
+    /// assert_eq!(p.trigger.map(|t| t.as_str()), Some("user"));
+    ///
+    /// let vendor: aep_core::Event = r#"{"aep":"0.1","id":"2","type":"x.acme.tool.synced","time":"t","source":"s","agent":"a","data":{"n":1}}"#.parse()?;
+    /// assert_eq!(vendor.typed_payload()?, Payload::Other(serde_json::json!({"n": 1})));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn typed_payload(&self) -> Result<crate::payload::Payload, crate::payload::PayloadError> {
+        crate::payload::Payload::from_event(self)
+    }
+
     /// The extension attributes (AEP-0001 §5.4) in wire order, values as raw JSON.
     pub fn extensions(&self) -> impl ExactSizeIterator<Item = (&str, &RawValue)> + '_ {
         self.extensions.iter().map(|(k, v)| (k.as_str(), &**v))
