@@ -39,6 +39,8 @@ classes! {
     stream => "golden-stream",
     attr_match => "attr-match",
     downlevel => "downlevel",
+    gating => "capture-gating",
+    redaction => "redaction",
 }
 
 /// The workspace's fixture directory, found from this crate's manifest at compile time.
