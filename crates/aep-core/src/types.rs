@@ -13,6 +13,12 @@ mod registry;
 pub use registry::{CATEGORIES, REGISTRY};
 
 /// The core command types a relay routes to a session's owner (AEP-0004 §2).
+///
+/// ```
+/// use aep_core::types::CORE_COMMANDS;
+/// assert!(CORE_COMMANDS.contains(&"control.cancel"));
+/// assert!(!CORE_COMMANDS.contains(&"control.accepted")); // an ack, not a command
+/// ```
 pub const CORE_COMMANDS: [&str; 4] = [
     "control.attention.respond",
     "control.cancel",
@@ -21,12 +27,22 @@ pub const CORE_COMMANDS: [&str; 4] = [
 ];
 
 /// Why a `type` string is outside the AEP-0001 §6 grammar.
+///
+/// ```
+/// let err = aep_core::types::EventType::parse("widget.spun").unwrap_err();
+/// assert_eq!(err.type_str(), "widget.spun");
+/// assert!(err.to_string().contains("AEP-0001 §6"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("type `{0}` is outside the AEP-0001 §6 grammar: a registered category followed by one or more dot-separated [a-z0-9_] segments, or x.{{vendor}}.{{category}}.{{rest}}")]
 pub struct TypeSyntaxError(String);
 
 impl TypeSyntaxError {
     /// The refused type string.
+    ///
+    /// ```
+    /// assert_eq!(aep_core::types::EventType::parse("Tool.x").unwrap_err().type_str(), "Tool.x");
+    /// ```
     pub fn type_str(&self) -> &str {
         &self.0
     }
@@ -70,6 +86,12 @@ fn is_segment(s: &str, allow_dash: bool) -> bool {
 impl<'a> EventType<'a> {
     /// Parses a `type` string against the AEP-0001 §6 grammar (the envelope schema's
     /// `type` pattern).
+    ///
+    /// ```
+    /// use aep_core::types::EventType;
+    /// assert!(EventType::parse("run.step.started").is_ok());
+    /// assert!(EventType::parse("x.acme.tool").is_err()); // a vendor type needs a rest
+    /// ```
     pub fn parse(raw: &'a str) -> Result<EventType<'a>, TypeSyntaxError> {
         let err = || TypeSyntaxError(raw.to_owned());
         let mut segments = raw.split('.');
@@ -118,21 +140,47 @@ impl<'a> EventType<'a> {
     }
 
     /// The whole type string.
+    ///
+    /// ```
+    /// use aep_core::types::EventType;
+    /// assert_eq!(EventType::parse("tool.failed")?.as_str(), "tool.failed");
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
     pub fn as_str(&self) -> &'a str {
         self.raw
     }
 
     /// The vendor token of an `x.{vendor}.…` type.
+    ///
+    /// ```
+    /// use aep_core::types::EventType;
+    /// assert_eq!(EventType::parse("x.acme.tool.synced")?.vendor(), Some("acme"));
+    /// assert_eq!(EventType::parse("tool.failed")?.vendor(), None);
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
     pub fn vendor(&self) -> Option<&'a str> {
         self.vendor.and_then(|(a, b)| self.raw.get(a..b))
     }
 
     /// Whether this is a vendor extension type.
+    ///
+    /// ```
+    /// use aep_core::types::EventType;
+    /// assert!(EventType::parse("x.acme.tool.synced")?.is_vendor());
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
     pub fn is_vendor(&self) -> bool {
         self.vendor.is_some()
     }
 
     /// The category token (for vendor types, the one after the vendor).
+    ///
+    /// ```
+    /// use aep_core::types::EventType;
+    /// assert_eq!(EventType::parse("run.step.started")?.category(), "run");
+    /// assert_eq!(EventType::parse("x.acme.tool.synced")?.category(), "tool");
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
     pub fn category(&self) -> &'a str {
         self.raw
             .get(self.category_at..self.rest_at.saturating_sub(1))
@@ -140,17 +188,37 @@ impl<'a> EventType<'a> {
     }
 
     /// Everything after the category's dot.
+    ///
+    /// ```
+    /// use aep_core::types::EventType;
+    /// assert_eq!(EventType::parse("run.step.started")?.rest(), "step.started");
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
     pub fn rest(&self) -> &'a str {
         self.raw.get(self.rest_at..).unwrap_or_default()
     }
 
     /// The type with any `x.{vendor}.` prefix removed: `{category}.{rest}`.
+    ///
+    /// ```
+    /// use aep_core::types::EventType;
+    /// assert_eq!(EventType::parse("x.acme.tool.synced")?.bare(), "tool.synced");
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
     pub fn bare(&self) -> &'a str {
         self.raw.get(self.category_at..).unwrap_or_default()
     }
 
     /// Whether this is a command delivered to a session's owner: a core command
     /// (AEP-0004 §2) or any vendor `x.{vendor}.control.*` type.
+    ///
+    /// ```
+    /// use aep_core::types::EventType;
+    /// assert!(EventType::parse("control.pause")?.is_command());
+    /// assert!(EventType::parse("x.acme.control.reboot")?.is_command());
+    /// assert!(!EventType::parse("control.rejected")?.is_command());
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
     pub fn is_command(&self) -> bool {
         match self.vendor {
             Some(_) => self.category() == "control",
@@ -160,12 +228,26 @@ impl<'a> EventType<'a> {
 
     /// Whether this is a command acknowledgement: `control.accepted` or
     /// `control.rejected` (AEP-0004 §3).
+    ///
+    /// ```
+    /// use aep_core::types::EventType;
+    /// assert!(EventType::parse("control.rejected")?.is_ack());
+    /// assert!(!EventType::parse("control.cancel")?.is_ack());
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
     pub fn is_ack(&self) -> bool {
         matches!(self.raw, "control.accepted" | "control.rejected")
     }
 
     /// Whether this is agent-scoped (`agent.*`): no `session`, `run`, `step` or `seq`
     /// (AEP-0001 §5.2).
+    ///
+    /// ```
+    /// use aep_core::types::EventType;
+    /// assert!(EventType::parse("agent.idle")?.is_agent_scoped());
+    /// assert!(!EventType::parse("x.acme.agent.ping")?.is_agent_scoped()); // core agent.* only
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
     pub fn is_agent_scoped(&self) -> bool {
         self.vendor.is_none() && self.category() == "agent"
     }
@@ -173,16 +255,40 @@ impl<'a> EventType<'a> {
     /// Whether this is a foreign-emitter session event: carries `session` but never
     /// `seq`, because its emitter does not own the session's counter (AEP-0001 §5.2):
     /// commands and `attention.routed`.
+    ///
+    /// ```
+    /// use aep_core::types::EventType;
+    /// assert!(EventType::parse("attention.routed")?.is_foreign_emitter());
+    /// assert!(EventType::parse("control.cancel")?.is_foreign_emitter());
+    /// assert!(!EventType::parse("attention.requested")?.is_foreign_emitter());
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
     pub fn is_foreign_emitter(&self) -> bool {
         self.is_command() || self.raw == "attention.routed"
     }
 
     /// Whether events of this type must carry `session` and `seq`.
+    ///
+    /// ```
+    /// use aep_core::types::EventType;
+    /// assert!(EventType::parse("tool.completed")?.is_sequenced());
+    /// assert!(!EventType::parse("agent.heartbeat")?.is_sequenced());
+    /// assert!(!EventType::parse("control.pause")?.is_sequenced());
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
     pub fn is_sequenced(&self) -> bool {
         !self.is_agent_scoped() && !self.is_foreign_emitter()
     }
 
     /// The registry entry, for registered core types.
+    ///
+    /// ```
+    /// use aep_core::types::{EventType, TypeStatus};
+    /// let t = EventType::parse("session.started")?;
+    /// assert_eq!(t.registered().map(|r| r.status), Some(TypeStatus::Mandatory));
+    /// assert!(EventType::parse("progress.some_future_member")?.registered().is_none());
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
     pub fn registered(&self) -> Option<&'static RegisteredType> {
         lookup(self.raw)
     }
@@ -195,6 +301,11 @@ impl fmt::Display for EventType<'_> {
 }
 
 /// Registration status of a core type (AEP-0002 §4).
+///
+/// ```
+/// use aep_core::types::{lookup, TypeStatus};
+/// assert_eq!(lookup("message.user.submitted").map(|t| t.status), Some(TypeStatus::Reserved));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TypeStatus {
     /// Every conformant emitter of the category emits it.
@@ -206,6 +317,12 @@ pub enum TypeStatus {
 }
 
 /// Who emits a type, and so which scoping rules apply (AEP-0002 §4).
+///
+/// ```
+/// use aep_core::types::{lookup, TypeScope};
+/// assert_eq!(lookup("agent.presence").map(|t| t.scope), Some(TypeScope::Agent));
+/// assert_eq!(lookup("control.accepted").map(|t| t.scope), Some(TypeScope::Session)); // acks are sequenced
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TypeScope {
     /// Emitted by the session's owner, sequenced.
@@ -217,6 +334,12 @@ pub enum TypeScope {
 }
 
 /// One row of the type registry (`fixtures/schemas/registry/types.json`).
+///
+/// ```
+/// let t = aep_core::types::lookup("tool.denied").unwrap();
+/// assert_eq!(t.schema, Some("tool.denied.schema.json"));
+/// assert!(!t.summary.is_empty());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RegisteredType {
     /// The type string.
