@@ -582,7 +582,7 @@ impl Attrs for Event {
     fn ext(&self, name: &str) -> Option<ExtValue<'_>> {
         let raw = self.extension_raw(name)?.get();
         Some(match raw.as_bytes().first() {
-            Some(b'"') => extension_string(self, name).map_or(ExtValue::Other, ExtValue::Str),
+            Some(b'"') => json_string(raw).map_or(ExtValue::Other, ExtValue::Str),
             _ if raw == "true" => ExtValue::Bool(true),
             _ if raw == "false" => ExtValue::Bool(false),
             _ => raw.parse::<i128>().map_or(ExtValue::Other, ExtValue::Int),
@@ -593,7 +593,11 @@ impl Attrs for Event {
 /// An extension attribute's value when it is a JSON string, borrowed from the event
 /// unless it has escapes to decode.
 pub(crate) fn extension_string<'e>(event: &'e Event, name: &str) -> Option<Cow<'e, str>> {
-    let raw = event.extension_raw(name)?.get();
+    json_string(event.extension_raw(name)?.get())
+}
+
+/// A raw JSON string literal's text, borrowed unless it has escapes to decode.
+fn json_string(raw: &str) -> Option<Cow<'_, str>> {
     let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
     if !inner.contains('\\') {
         return Some(Cow::Borrowed(inner));
