@@ -651,6 +651,7 @@ impl Event {
     /// assert_eq!(e.extension_raw("acmeregion").map(|r| r.get()), Some(r#""eu-1""#));
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
+    #[inline]
     pub fn extension_raw(&self, name: &str) -> Option<&RawValue> {
         self.extensions
             .iter()

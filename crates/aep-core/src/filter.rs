@@ -579,6 +579,7 @@ impl Attrs for Event {
     fn capture_rank(&self) -> Option<u8> {
         Some(self.capture() as u8)
     }
+    #[inline]
     fn ext(&self, name: &str) -> Option<ExtValue<'_>> {
         let raw = self.extension_raw(name)?.get();
         Some(match raw.as_bytes().first() {
@@ -597,6 +598,7 @@ pub(crate) fn extension_string<'e>(event: &'e Event, name: &str) -> Option<Cow<'
 }
 
 /// A raw JSON string literal's text, borrowed unless it has escapes to decode.
+#[inline]
 fn json_string(raw: &str) -> Option<Cow<'_, str>> {
     let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
     if !inner.contains('\\') {
