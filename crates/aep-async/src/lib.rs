@@ -1,1 +1,57 @@
-//! aep-async: see the crate README.
+//! # aep-async: the Agent Event Protocol on tokio
+//!
+//! Emit events to a relay and consume them, with the protocol's delivery rules built
+//! in: an [`Emitter`] that owns `(epoch, seq)` and never blocks or fails its host because
+//! a relay is down, and a [`Subscription`] that is a [`futures::Stream`] of events with
+//! `(source, id)` dedupe, resume positions and exact reconnects.
+//!
+//! ```no_run
+//! use aep_async::{subscribe, Emitter, HttpSink, SubscribeOptions};
+//! use futures::StreamExt;
+//! use serde_json::json;
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let emitter = Emitter::new("coder", "host-a", HttpSink::builder("http://127.0.0.1:8787").build()?);
+//! let session = emitter.session("s1");
+//! session.emit("session.started", json!({"cwd": "/work"}))?;
+//! emitter.flush().await;
+//!
+//! let mut sub = subscribe("http://127.0.0.1:8787", SubscribeOptions::new().from_all().history_only());
+//! while let Some(event) = sub.next().await {
+//!     println!("{}", event.to_json());
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! ## Layout
+//!
+//! - [`error`]: [`TransportError`] (network, HTTP status, parse) and [`EmitError`].
+//! - [`emit`]: [`Emitter`], [`SessionEmitter`], [`EmitOptions`].
+//! - [`sink`]: the [`Sink`] trait; [`JsonlSink`], `HttpSink` (feature `http`), `WsSink`
+//!   (feature `ws`); the bounded outbox that drops `debug`/`info` first.
+//! - [`subscribe`](mod@subscribe): [`subscribe()`], [`SubscribeOptions`], [`Subscription`],
+//!   [`Notice`]; SSE (feature `sse`) and WebSocket (feature `ws`) transports.
+//!
+//! ## Features
+//!
+//! `http` (HTTP emit), `sse` (SSE subscriptions), `ws` (WebSocket sink and
+//! subscriptions), `rustls` (default TLS) or `native-tls`. All but `native-tls` are on
+//! by default; each builds alone.
+#![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod core_adapter;
+pub mod emit;
+pub mod error;
+pub mod sink;
+pub mod subscribe;
+
+pub use aep_core::resume::ResumePosition;
+pub use emit::{EmitOptions, Emitter, EmitterBuilder, SessionEmitter};
+pub use error::{EmitError, TransportError, TransportErrorKind};
+#[cfg(feature = "http")]
+pub use sink::http::{HttpSink, HttpSinkBuilder};
+#[cfg(feature = "ws")]
+pub use sink::ws::{CommandHook, WsSink, WsSinkBuilder};
+pub use sink::{DeliveryReport, DeliveryStats, JsonlSink, ReportHandler, Sink, SinkFuture};
+pub use subscribe::{subscribe, From, Notice, SubscribeOptions, Subscription, Transport};

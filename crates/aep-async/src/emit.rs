@@ -1,0 +1,474 @@
+//! Building envelopes for one producer: [`Emitter`] (agent-scoped events) and
+//! [`SessionEmitter`] (one per session, owning `(epoch, seq)`, AEP-0001 §7).
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use aep_core::capture::{downlevel_in_place, downlevel_redacting};
+use aep_core::envelope::{set_extensions, EnvelopeFactory};
+use aep_core::redact::Redactor;
+use aep_core::{Capture, Event, EventType, Severity};
+use serde::Serialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+use crate::error::EmitError;
+use crate::sink::{DeliveryStats, Sink};
+
+/// Optional envelope attributes for one emitted event.
+///
+/// ```
+/// use aep_async::EmitOptions;
+/// use aep_core::Severity;
+///
+/// let opts = EmitOptions::new().run("r1").severity(Severity::Notice).extension("acmeregion", "eu");
+/// # let _ = opts;
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct EmitOptions {
+    subject: Option<String>,
+    run: Option<String>,
+    step: Option<String>,
+    cause: Option<String>,
+    traceparent: Option<String>,
+    severity: Option<Severity>,
+    capture: Option<Capture>,
+    extensions: Vec<(String, Value)>,
+}
+
+impl EmitOptions {
+    /// No optional attributes.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The `subject` attribute.
+    pub fn subject(mut self, v: impl Into<String>) -> Self {
+        self.subject = Some(v.into());
+        self
+    }
+    /// The `run` attribute (session-scoped events only).
+    pub fn run(mut self, v: impl Into<String>) -> Self {
+        self.run = Some(v.into());
+        self
+    }
+    /// The `step` attribute (session-scoped events only).
+    pub fn step(mut self, v: impl Into<String>) -> Self {
+        self.step = Some(v.into());
+        self
+    }
+    /// The `cause` attribute: the id of the event this one answers.
+    pub fn cause(mut self, v: impl Into<String>) -> Self {
+        self.cause = Some(v.into());
+        self
+    }
+    /// The `traceparent` attribute (W3C trace context).
+    pub fn traceparent(mut self, v: impl Into<String>) -> Self {
+        self.traceparent = Some(v.into());
+        self
+    }
+    /// The `severity` attribute (default `info` when absent).
+    pub fn severity(mut self, v: Severity) -> Self {
+        self.severity = Some(v);
+        self
+    }
+    /// The `capture` level this event asks for; the emitter's ceiling still applies.
+    pub fn capture(mut self, v: Capture) -> Self {
+        self.capture = Some(v);
+        self
+    }
+    /// An extension attribute (AEP-0001 §5.4), checked when the event is built.
+    pub fn extension(mut self, name: impl Into<String>, value: impl Into<Value>) -> Self {
+        self.extensions.push((name.into(), value.into()));
+        self
+    }
+}
+
+struct Inner {
+    agent: String,
+    host: String,
+    epoch: u64,
+    ceiling: Capture,
+    sink: Arc<dyn Sink>,
+    envelope: EnvelopeFactory,
+    redactor: Option<Arc<Redactor>>,
+}
+
+/// `aep://{host}/agent/{agent}[/session/{session}]` (AEP-0001 §5.2).
+fn source(host: &str, agent: &str, session: Option<&str>) -> String {
+    match session {
+        Some(s) => format!("aep://{host}/agent/{agent}/session/{s}"),
+        None => format!("aep://{host}/agent/{agent}"),
+    }
+}
+
+/// Builds valid envelopes for one producer and hands them to a [`Sink`].
+///
+/// Cheap to clone (one `Arc`). Emitting never waits for the network and never fails
+/// because a relay is down: delivery trouble goes to the sink's error handler. Call
+/// [`Emitter::flush`] or [`Emitter::close`] to wait for delivery.
+///
+/// `epoch` (AEP-0001 §7.2) must increase each time the producer restarts without
+/// durable `seq` state; the caller owns persisting it (default 0).
+///
+/// ```
+/// use aep_async::{Emitter, JsonlSink};
+/// use serde_json::json;
+///
+/// # tokio_test_block(async {
+/// let path = std::env::temp_dir().join(format!("aep-emitter-doc-{}.jsonl", std::process::id()));
+/// let emitter = Emitter::new("coder", "host-a", JsonlSink::open(&path)?);
+/// let session = emitter.session("s1");
+/// let started = session.emit("session.started", json!({"cwd": "/tmp"}))?;
+/// assert_eq!(started.seq(), Some(0));
+/// assert_eq!(started.source(), "aep://host-a/agent/coder/session/s1");
+/// let hb = emitter.emit("agent.heartbeat", None::<()>)?;
+/// assert_eq!(hb.session(), None);
+/// emitter.close().await;
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(()) });
+/// # fn tokio_test_block<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[derive(Clone)]
+pub struct Emitter {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for Emitter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Emitter")
+            .field("agent", &self.inner.agent)
+            .field("host", &self.inner.host)
+            .field("epoch", &self.inner.epoch)
+            .field("capture", &self.inner.ceiling)
+            .field("sink", &self.inner.sink)
+            .finish()
+    }
+}
+
+impl Emitter {
+    /// An emitter for `agent` on `host` with epoch 0 and capture ceiling `metadata`.
+    pub fn new(agent: impl Into<String>, host: impl Into<String>, sink: impl Sink) -> Self {
+        Self::builder(agent, host).build(sink)
+    }
+
+    /// Configure epoch and capture ceiling before choosing the sink.
+    ///
+    /// ```
+    /// use aep_async::{Emitter, JsonlSink};
+    /// use aep_core::Capture;
+    /// # let path = std::env::temp_dir().join(format!("aep-builder-doc-{}.jsonl", std::process::id()));
+    /// let emitter = Emitter::builder("coder", "host-a")
+    ///     .epoch(3)
+    ///     .capture(Capture::Redacted)
+    ///     .build(JsonlSink::open(&path)?);
+    /// assert_eq!(emitter.epoch(), 3);
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), std::io::Error>(())
+    /// ```
+    pub fn builder(agent: impl Into<String>, host: impl Into<String>) -> EmitterBuilder {
+        EmitterBuilder {
+            agent: agent.into(),
+            host: host.into(),
+            epoch: 0,
+            ceiling: Capture::Metadata,
+            redactor: None,
+        }
+    }
+
+    /// The producer identity (envelope `agent`).
+    pub fn agent(&self) -> &str {
+        &self.inner.agent
+    }
+    /// The host segment of `source`.
+    pub fn host(&self) -> &str {
+        &self.inner.host
+    }
+    /// The emitter epoch stamped on session-scoped events.
+    pub fn epoch(&self) -> u64 {
+        self.inner.epoch
+    }
+    /// The capture ceiling (AEP-0001 §8.2).
+    pub fn capture_ceiling(&self) -> Capture {
+        self.inner.ceiling
+    }
+
+    /// A session emitter: `seq` starts at 0 and increases by one per event.
+    pub fn session(&self, session: impl Into<String>) -> SessionEmitter {
+        let session = session.into();
+        let envelope = EnvelopeFactory::new(
+            source(&self.inner.host, &self.inner.agent, Some(&session)),
+            self.inner.agent.as_str(),
+        );
+        SessionEmitter {
+            emitter: self.clone(),
+            session,
+            seq: Mutex::new(0),
+            envelope,
+        }
+    }
+
+    /// Emits an agent-scoped event (`agent.*`): no session, run, step or seq.
+    ///
+    /// `data` is any `Serialize` value: a generated payload type or raw
+    /// `serde_json::Value`; `None::<()>`, `null` and `{}` emit no `data`.
+    pub fn emit(&self, event_type: &str, data: impl Serialize) -> Result<Event, EmitError> {
+        self.emit_with(event_type, data, EmitOptions::default())
+    }
+
+    /// [`Emitter::emit`] with optional attributes.
+    pub fn emit_with(
+        &self,
+        event_type: &str,
+        data: impl Serialize,
+        opts: EmitOptions,
+    ) -> Result<Event, EmitError> {
+        let ty = parse_type(event_type)?;
+        if !ty.is_agent_scoped() {
+            return Err(EmitError::Scope {
+                event_type: event_type.to_owned(),
+                reason: "is session-scoped: emit it through Emitter::session(..)",
+            });
+        }
+        if opts.run.is_some() || opts.step.is_some() {
+            return Err(EmitError::Scope {
+                event_type: event_type.to_owned(),
+                reason: "is agent-scoped and carries no run or step (AEP-0002 §4)",
+            });
+        }
+        let event = self.build(&self.inner.envelope, event_type, &data, opts)?;
+        self.inner.sink.accept(&event)?;
+        Ok(event)
+    }
+
+    fn build(
+        &self,
+        envelope: &EnvelopeFactory,
+        event_type: &str,
+        data: &impl Serialize,
+        opts: EmitOptions,
+    ) -> Result<Event, EmitError> {
+        let inner = &*self.inner;
+        let mut event = envelope.event(event_type);
+        set_extensions(
+            &mut event,
+            opts.extensions.iter().map(|(n, v)| (n.as_str(), v.clone())),
+        )?;
+        event.set_subject(opts.subject);
+        event.set_run(opts.run);
+        event.set_step(opts.step);
+        event.set_cause(opts.cause);
+        event.set_traceparent(opts.traceparent);
+        event.set_severity(opts.severity);
+        let raw = serde_json::value::to_raw_value(data).map_err(|source| EmitError::Payload {
+            event_type: event_type.to_owned(),
+            source,
+        })?;
+        if !is_empty_payload(&raw) {
+            event.set_data_raw(Some(raw));
+        }
+        let asked = opts.capture.unwrap_or(inner.ceiling);
+        event.set_capture(Some(asked));
+        if let Some(redactor) = &inner.redactor {
+            // An emitter enforcing its ceiling runs the §9.4 pipeline itself (AEP-0003
+            // §9.1), so `redacted` content is really redacted and may claim it.
+            downlevel_redacting(&mut event, inner.ceiling, |v| *v = redactor.redact_value(v));
+        } else if asked > inner.ceiling {
+            // The ceiling is enforced at the source (AEP-0001 §8.2): content above it
+            // is dropped by the down-leveler, never sent.
+            downlevel_in_place(&mut event, inner.ceiling);
+        }
+        Ok(event)
+    }
+
+    /// Waits until every event accepted so far is delivered or finally reported.
+    pub async fn flush(&self) {
+        self.inner.sink.flush().await;
+    }
+
+    /// Stops accepting, then waits for delivery of everything accepted (see the
+    /// sink's documentation for what a permanently failing relay does).
+    pub async fn close(&self) {
+        self.inner.sink.close().await;
+    }
+
+    /// Counters of the sink: accepted, delivered, rejected, dropped.
+    pub fn stats(&self) -> DeliveryStats {
+        self.inner.sink.stats()
+    }
+}
+
+fn parse_type(event_type: &str) -> Result<EventType<'_>, EmitError> {
+    EventType::parse(event_type).map_err(|_| EmitError::Type(event_type.to_owned()))
+}
+
+fn is_empty_payload(raw: &RawValue) -> bool {
+    matches!(raw.get(), "null" | "{}")
+}
+
+/// Configuration of an [`Emitter`].
+///
+/// ```
+/// # use aep_async::{Emitter, JsonlSink};
+/// # let path = std::env::temp_dir().join(format!("aep-eb-doc-{}.jsonl", std::process::id()));
+/// let emitter = Emitter::builder("a", "h").epoch(1).build(JsonlSink::open(&path)?);
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), std::io::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct EmitterBuilder {
+    agent: String,
+    host: String,
+    epoch: u64,
+    ceiling: Capture,
+    redactor: Option<Arc<Redactor>>,
+}
+
+impl EmitterBuilder {
+    /// The emitter epoch (AEP-0001 §7.2).
+    pub fn epoch(mut self, epoch: u64) -> Self {
+        self.epoch = epoch;
+        self
+    }
+    /// The capture ceiling (AEP-0001 §8.2): stamped on events that ask for nothing,
+    /// enforced on events that ask for more.
+    pub fn capture(mut self, ceiling: Capture) -> Self {
+        self.ceiling = ceiling;
+        self
+    }
+    /// Runs the redaction pipeline (AEP-0003 §9.4) on every event's `redacted`-gated
+    /// content, so events may carry `capture: redacted` truthfully; without it, content
+    /// above the ceiling is dropped mechanically and never claims `redacted`.
+    ///
+    /// ```
+    /// use aep_async::{Emitter, EmitOptions, JsonlSink};
+    /// use aep_core::redact::{RedactOptions, Redactor};
+    /// use aep_core::Capture;
+    /// # let path = std::env::temp_dir().join(format!("aep-redactor-doc-{}.jsonl", std::process::id()));
+    /// let emitter = Emitter::builder("a", "h")
+    ///     .capture(Capture::Redacted)
+    ///     .redactor(Redactor::new(RedactOptions::new())?)
+    ///     .build(JsonlSink::open(&path)?);
+    /// let e = emitter.session("s").emit_with(
+    ///     "tool.failed",
+    ///     serde_json::json!({"tool": {"name": "Bash"}, "error": {"type": "E", "message": "export API_KEY=abc123"}}),
+    ///     EmitOptions::new().capture(Capture::Full),
+    /// )?;
+    /// assert_eq!(e.capture(), Capture::Redacted);
+    /// assert!(!e.to_json().contains("abc123"));
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = Some(Arc::new(redactor));
+        self
+    }
+    /// Finishes with the sink events go to.
+    pub fn build(self, sink: impl Sink) -> Emitter {
+        let envelope =
+            EnvelopeFactory::new(source(&self.host, &self.agent, None), self.agent.as_str());
+        Emitter {
+            inner: Arc::new(Inner {
+                agent: self.agent,
+                host: self.host,
+                epoch: self.epoch,
+                ceiling: self.ceiling,
+                sink: Arc::new(sink),
+                envelope,
+                redactor: self.redactor,
+            }),
+        }
+    }
+}
+
+/// Session-scoped emission: stamps `session`, `epoch` and a monotonic `seq` from 0.
+///
+/// `emit` takes `&self`; the sequence counter and the hand-off to the sink happen under
+/// one lock, so events reach the sink in `seq` order even from several tasks.
+///
+/// ```
+/// # use aep_async::{Emitter, JsonlSink};
+/// # use serde_json::json;
+/// # let path = std::env::temp_dir().join(format!("aep-se-doc-{}.jsonl", std::process::id()));
+/// let session = Emitter::new("a", "h", JsonlSink::open(&path)?).session("s");
+/// let first = session.emit("run.started", json!({"trigger": "user"}))?;
+/// let second = session.emit("run.completed", None::<()>)?;
+/// assert_eq!((first.seq(), second.seq()), (Some(0), Some(1)));
+/// session.redeliver(&first)?; // same id, same position: consumers dedupe it
+/// assert_eq!(session.next_seq(), 2);
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SessionEmitter {
+    emitter: Emitter,
+    session: String,
+    seq: Mutex<u64>,
+    envelope: EnvelopeFactory,
+}
+
+impl fmt::Debug for SessionEmitter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SessionEmitter")
+            .field("session", &self.session)
+            .field("epoch", &self.emitter.epoch())
+            .field("next_seq", &self.next_seq())
+            .finish()
+    }
+}
+
+impl SessionEmitter {
+    /// The session id.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// The emitter this session belongs to.
+    pub fn emitter(&self) -> &Emitter {
+        &self.emitter
+    }
+
+    /// The `seq` the next event will carry.
+    pub fn next_seq(&self) -> u64 {
+        *self.seq.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Emits a session-scoped event; `data` as in [`Emitter::emit`].
+    pub fn emit(&self, event_type: &str, data: impl Serialize) -> Result<Event, EmitError> {
+        self.emit_with(event_type, data, EmitOptions::default())
+    }
+
+    /// [`SessionEmitter::emit`] with optional attributes.
+    pub fn emit_with(
+        &self,
+        event_type: &str,
+        data: impl Serialize,
+        opts: EmitOptions,
+    ) -> Result<Event, EmitError> {
+        if parse_type(event_type)?.is_agent_scoped() {
+            return Err(EmitError::Scope {
+                event_type: event_type.to_owned(),
+                reason: "is agent-scoped and carries no session or seq: use Emitter::emit",
+            });
+        }
+        let mut event = self
+            .emitter
+            .build(&self.envelope, event_type, &data, opts)?;
+        event.set_session(Some(self.session.clone()));
+        event.set_epoch(Some(self.emitter.epoch()));
+        let mut seq = self.seq.lock().unwrap_or_else(|p| p.into_inner());
+        event.set_seq(Some(*seq));
+        self.emitter.inner.sink.accept(&event)?;
+        // A refused event leaves no hole: the counter only moves once the sink took it.
+        *seq += 1;
+        Ok(event)
+    }
+
+    /// Hands an already emitted event to the sink again, unchanged: same `id`, same
+    /// `(epoch, seq)`. Legal at-least-once redelivery that consumers collapse by
+    /// dedupe (AEP-0001 §7.4); the counter is not touched. This is how a target
+    /// re-acknowledges a retransmitted command (AEP-0004 §3).
+    pub fn redeliver(&self, event: &Event) -> Result<(), EmitError> {
+        self.emitter.inner.sink.accept(event)
+    }
+}

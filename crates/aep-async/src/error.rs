@@ -1,0 +1,241 @@
+//! Errors: the transport taxonomy shared by every sink and subscription, and the
+//! refusals of the emitting boundary.
+
+use std::error::Error as StdError;
+use std::fmt;
+
+/// What went wrong below the protocol: the exchange with the relay did not complete.
+///
+/// The three kinds are the Python and TypeScript SDKs' taxonomy. A timeout is always
+/// [`TransportErrorKind::Network`], never a bare elapsed error, because to a caller an
+/// endpoint that never answers is the same trouble as one that cannot be reached.
+///
+/// ```
+/// use aep_async::{TransportError, TransportErrorKind};
+///
+/// let e = TransportError::http(401, "SSE request refused");
+/// assert_eq!(e.kind(), TransportErrorKind::Http { status: 401 });
+/// assert_eq!(e.status(), Some(401));
+/// assert!(!e.is_network());
+/// ```
+#[derive(Debug)]
+pub struct TransportError {
+    kind: TransportErrorKind,
+    message: String,
+    source: Option<Box<dyn StdError + Send + Sync + 'static>>,
+}
+
+/// The class of a [`TransportError`].
+///
+/// ```
+/// use aep_async::TransportErrorKind;
+/// assert_ne!(TransportErrorKind::Network, TransportErrorKind::Parse);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransportErrorKind {
+    /// Connect, TLS, read or write failed, the connection dropped, a WebSocket
+    /// handshake misbehaved, or a deadline passed (connect or per-request timeout).
+    Network,
+    /// The endpoint answered with a refusing HTTP status (non-2xx ingest or stream,
+    /// non-101 upgrade).
+    Http {
+        /// The status code the endpoint sent.
+        status: u16,
+    },
+    /// A payload arrived but is not a decodable event or frame. The payload is dropped
+    /// and reported; the stream goes on.
+    Parse,
+}
+
+impl TransportError {
+    /// A network failure with the underlying cause kept as the source.
+    ///
+    /// ```
+    /// let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+    /// let e = aep_async::TransportError::network("connect to relay", io);
+    /// assert!(e.is_network());
+    /// assert!(std::error::Error::source(&e).is_some());
+    /// ```
+    pub fn network(
+        message: impl Into<String>,
+        source: impl StdError + Send + Sync + 'static,
+    ) -> Self {
+        TransportError {
+            kind: TransportErrorKind::Network,
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// A network failure without an underlying error value (a deadline, a stream
+    /// that ended early).
+    ///
+    /// ```
+    /// let e = aep_async::TransportError::network_msg("connect timeout after 30000 ms");
+    /// assert!(e.is_timeout_or_network());
+    /// ```
+    pub fn network_msg(message: impl Into<String>) -> Self {
+        TransportError {
+            kind: TransportErrorKind::Network,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// A refusing HTTP status.
+    ///
+    /// ```
+    /// assert_eq!(aep_async::TransportError::http(503, "ingest").status(), Some(503));
+    /// ```
+    pub fn http(status: u16, message: impl Into<String>) -> Self {
+        TransportError {
+            kind: TransportErrorKind::Http { status },
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An undecodable payload, with the decoder's error kept as the source.
+    ///
+    /// ```
+    /// let bad = serde_json::from_str::<serde_json::Value>("{").unwrap_err();
+    /// let e = aep_async::TransportError::parse("undecodable SSE payload", bad);
+    /// assert_eq!(e.kind(), aep_async::TransportErrorKind::Parse);
+    /// ```
+    pub fn parse(
+        message: impl Into<String>,
+        source: impl StdError + Send + Sync + 'static,
+    ) -> Self {
+        TransportError {
+            kind: TransportErrorKind::Parse,
+            message: message.into(),
+            source: Some(Box::new(source)),
+        }
+    }
+
+    /// The class of failure.
+    pub fn kind(&self) -> TransportErrorKind {
+        self.kind
+    }
+
+    /// The HTTP status, for [`TransportErrorKind::Http`].
+    pub fn status(&self) -> Option<u16> {
+        match self.kind {
+            TransportErrorKind::Http { status } => Some(status),
+            _ => None,
+        }
+    }
+
+    /// Whether this is a network failure (timeouts included).
+    pub fn is_network(&self) -> bool {
+        self.kind == TransportErrorKind::Network
+    }
+
+    /// Alias of [`TransportError::is_network`], named for readers looking for timeouts.
+    pub fn is_timeout_or_network(&self) -> bool {
+        self.is_network()
+    }
+
+    /// Whether the endpoint answered with a 4xx: the request itself was refused, and
+    /// sending it again unchanged will be refused again.
+    ///
+    /// ```
+    /// assert!(aep_async::TransportError::http(413, "ingest").is_client_refusal());
+    /// assert!(!aep_async::TransportError::http(502, "ingest").is_client_refusal());
+    /// ```
+    pub fn is_client_refusal(&self) -> bool {
+        matches!(self.status(), Some(400..=499))
+    }
+
+    /// Whether sending the same request again may succeed (network failures and 5xx).
+    pub fn is_retryable(&self) -> bool {
+        match self.kind {
+            TransportErrorKind::Network => true,
+            TransportErrorKind::Http { status } => status >= 500,
+            TransportErrorKind::Parse => false,
+        }
+    }
+
+    #[cfg(any(feature = "http", feature = "sse"))]
+    pub(crate) fn from_reqwest(context: &str, e: reqwest::Error) -> Self {
+        match e.status() {
+            Some(status) => {
+                TransportError::http(status.as_u16(), format!("{context}: HTTP {status}"))
+            }
+            None if e.is_timeout() => TransportError::network(format!("{context}: timed out"), e),
+            None => TransportError::network(format!("{context}: {e}"), e),
+        }
+    }
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.kind {
+            TransportErrorKind::Network => write!(f, "network: {}", self.message),
+            TransportErrorKind::Http { status } => write!(f, "HTTP {status}: {}", self.message),
+            TransportErrorKind::Parse => write!(f, "parse: {}", self.message),
+        }
+    }
+}
+
+impl StdError for TransportError {
+    fn source(&self) -> Option<&(dyn StdError + 'static)> {
+        self.source
+            .as_deref()
+            .map(|e| e as &(dyn StdError + 'static))
+    }
+}
+
+/// A refusal at the emitting boundary: the event was never built or never accepted.
+///
+/// Delivery failures are never an `EmitError`: they go to the sink's error handler
+/// (see [`DeliveryReport`](crate::DeliveryReport)), so a relay being down never fails
+/// the emitting call.
+///
+/// ```
+/// use aep_async::{EmitError, EmitOptions, Emitter, JsonlSink};
+///
+/// let dir = std::env::temp_dir().join(format!("aep-emit-error-{}", std::process::id()));
+/// let emitter = Emitter::new("a", "h", JsonlSink::open(&dir.with_extension("jsonl"))?);
+/// let err = emitter
+///     .emit_with("agent.heartbeat", None::<()>, EmitOptions::new().extension("session", "x"))
+///     .unwrap_err();
+/// assert!(matches!(err, EmitError::Extension(_)));
+/// # std::fs::remove_file(dir.with_extension("jsonl")).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum EmitError {
+    /// An extension attribute breaks AEP-0001 §5.4.
+    #[error(transparent)]
+    Extension(#[from] aep_core::ExtensionError),
+    /// The `type` is not a well-formed event type (AEP-0002 §2).
+    #[error("event type `{0}` is malformed (AEP-0002 §2); use `category.verb` or `x.vendor.name`")]
+    Type(String),
+    /// The type's scope does not fit the emitter: agent-scoped types (`agent.*`) go
+    /// through [`Emitter::emit`](crate::Emitter::emit) and carry no session, run, step
+    /// or seq; session-scoped types go through a [`SessionEmitter`](crate::SessionEmitter).
+    #[error("`{event_type}` {reason}")]
+    Scope {
+        /// The type that was refused.
+        event_type: String,
+        /// What to do instead.
+        reason: &'static str,
+    },
+    /// The payload could not be serialized to JSON.
+    #[error("payload for `{event_type}` does not serialize to JSON: {source}")]
+    Payload {
+        /// The type whose payload failed.
+        event_type: String,
+        /// The serializer's error.
+        source: serde_json::Error,
+    },
+    /// A local sink (JSONL) could not write: a capture file that cannot be written is
+    /// broken at the producing boundary, so this one is loud.
+    #[error("writing the event failed: {0}")]
+    Io(#[from] std::io::Error),
+    /// The sink was closed; the event was not accepted.
+    #[error("the sink is closed; build a new one to emit again")]
+    Closed,
+}

@@ -1,0 +1,362 @@
+//! The HTTP ingest sink (AEP-0003 §3.2): batched NDJSON `POST {base}/events`.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aep_core::Event;
+use tokio::time::Instant;
+use tracing::Instrument;
+
+use super::{
+    default_handler, AbandonGuard, DeliveryReport, DeliveryStats, Line, Outbox, ReportHandler,
+    Sink, SinkFuture,
+};
+use crate::error::{EmitError, TransportError};
+
+/// Configuration of an [`HttpSink`]; every value has a default.
+///
+/// ```
+/// use aep_async::HttpSink;
+/// use std::time::Duration;
+///
+/// let builder = HttpSink::builder("http://127.0.0.1:8787")
+///     .token("secret")
+///     .max_batch(500)
+///     .linger(Duration::from_millis(2))
+///     .request_timeout(Duration::from_secs(5))
+///     .on_report(|report| eprintln!("{report}"));
+/// # let _ = builder;
+/// ```
+#[derive(Clone)]
+pub struct HttpSinkBuilder {
+    base: String,
+    token: Option<String>,
+    max_batch: usize,
+    max_batch_bytes: usize,
+    linger: Duration,
+    queue_capacity: usize,
+    request_timeout: Duration,
+    retry_initial: Duration,
+    retry_max: Duration,
+    give_up_after: Option<Duration>,
+    report: ReportHandler,
+    client: Option<reqwest::Client>,
+}
+
+impl std::fmt::Debug for HttpSinkBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpSinkBuilder")
+            .field("base", &self.base)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("max_batch", &self.max_batch)
+            .field("max_batch_bytes", &self.max_batch_bytes)
+            .field("linger", &self.linger)
+            .field("queue_capacity", &self.queue_capacity)
+            .field("request_timeout", &self.request_timeout)
+            .field("give_up_after", &self.give_up_after)
+            .finish()
+    }
+}
+
+impl HttpSinkBuilder {
+    /// Bearer token sent as `Authorization: Bearer` (AEP-0003 §8.1).
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+    /// Most events per request (default 1000).
+    pub fn max_batch(mut self, n: usize) -> Self {
+        self.max_batch = n.max(1);
+        self
+    }
+    /// Most bytes per request body (default 1 MiB; a single larger event still goes).
+    pub fn max_batch_bytes(mut self, n: usize) -> Self {
+        self.max_batch_bytes = n.max(1);
+        self
+    }
+    /// How long a partial batch waits for company before it is sent (default 5 ms).
+    pub fn linger(mut self, d: Duration) -> Self {
+        self.linger = d;
+        self
+    }
+    /// Bound of the queue in events (default 10 000); beyond it `debug`/`info` are
+    /// dropped first (AEP-0003 §8.4).
+    pub fn queue_capacity(mut self, n: usize) -> Self {
+        self.queue_capacity = n.max(1);
+        self
+    }
+    /// Deadline of each request, connect to response (default 10 s); expiry is a
+    /// network failure and is retried.
+    pub fn request_timeout(mut self, d: Duration) -> Self {
+        self.request_timeout = d;
+        self
+    }
+    /// Retry delays: first and ceiling (defaults 100 ms and 5 s, doubling).
+    pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.retry_initial = initial;
+        self.retry_max = max.max(initial);
+        self
+    }
+    /// How long one batch keeps being retried before it is given up and reported
+    /// (default 60 s; `None` retries until it succeeds). This also bounds how long
+    /// `close()` can wait on a relay that never comes back.
+    pub fn give_up_after(mut self, d: Option<Duration>) -> Self {
+        self.give_up_after = d;
+        self
+    }
+    /// Where [`DeliveryReport`]s go (default: `tracing` at `warn`).
+    pub fn on_report(mut self, f: impl Fn(DeliveryReport) + Send + Sync + 'static) -> Self {
+        self.report = Arc::new(f);
+        self
+    }
+    /// A preconfigured `reqwest::Client` (proxies, TLS roots); the per-request timeout
+    /// is still applied.
+    pub fn client(mut self, client: reqwest::Client) -> Self {
+        self.client = Some(client);
+        self
+    }
+
+    /// Starts the delivery task on the current tokio runtime.
+    ///
+    /// Fails with [`TransportError`] (kind `Network`) when called outside a runtime
+    /// or when the HTTP client cannot be built (TLS backend initialisation).
+    pub fn build(self) -> Result<HttpSink, TransportError> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|e| TransportError::network("HttpSink::build needs a tokio runtime", e))?;
+        let client = match self.client.clone() {
+            Some(c) => c,
+            None => reqwest::Client::builder()
+                .build()
+                .map_err(|e| TransportError::network("building the HTTP client", e))?,
+        };
+        let outbox = Arc::new(
+            Outbox::new(self.queue_capacity, self.report.clone())
+                .wake_at(self.max_batch, self.max_batch_bytes),
+        );
+        let endpoint = format!("{}/events", self.base.trim_end_matches('/'));
+        let worker = Worker {
+            outbox: outbox.clone(),
+            client,
+            endpoint: endpoint.clone(),
+            config: self,
+        };
+        let span = tracing::info_span!("aep_http_sink", %endpoint);
+        runtime.spawn(worker.run().instrument(span));
+        Ok(HttpSink { outbox, endpoint })
+    }
+}
+
+/// Delivers events to `POST {base}/events` in NDJSON batches (AEP-0003 §3.2).
+///
+/// - `accept` serializes the event into a bounded queue and returns; a background task
+///   sends batches of up to `max_batch` events (or `max_batch_bytes`), after at most
+///   `linger`, one request at a time, so order is preserved.
+/// - Network failures (timeouts included) and 5xx are retried with the same bytes, so
+///   the same ids, with exponential backoff; a 4xx is final. Both are reported to the
+///   handler ([`DeliveryReport`]); the emitting call never fails because of them.
+/// - When the queue is full, `debug`/`info` events are dropped first, every drop counted
+///   ([`DeliveryStats::dropped`]) and reported (AEP-0003 §8.4).
+///
+/// **Drop:** dropping the last handle closes the sink; the background task keeps
+/// delivering what was accepted (with retries, up to `give_up_after`) for as long as the
+/// runtime runs. If the runtime shuts down first, the undelivered events are reported
+/// as [`DeliveryReport::Abandoned`]. Call [`Sink::close`] (or
+/// [`Emitter::close`](crate::Emitter::close)) to wait for delivery instead.
+///
+/// ```no_run
+/// use aep_async::{Emitter, HttpSink};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let sink = HttpSink::builder("http://127.0.0.1:8787").token("secret").build()?;
+/// let emitter = Emitter::new("coder", "host-a", sink);
+/// emitter.session("s1").emit("session.started", serde_json::json!({}))?;
+/// emitter.close().await; // delivered, or reported through the handler
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct HttpSink {
+    outbox: Arc<Outbox>,
+    endpoint: String,
+}
+
+impl HttpSink {
+    /// Defaults for the relay at `base` (e.g. `http://127.0.0.1:8787`).
+    pub fn builder(base: impl Into<String>) -> HttpSinkBuilder {
+        HttpSinkBuilder {
+            base: base.into(),
+            token: None,
+            max_batch: 1000,
+            max_batch_bytes: 1 << 20,
+            linger: Duration::from_millis(5),
+            queue_capacity: 10_000,
+            request_timeout: Duration::from_secs(10),
+            retry_initial: Duration::from_millis(100),
+            retry_max: Duration::from_secs(5),
+            give_up_after: Some(Duration::from_secs(60)),
+            report: default_handler(),
+            client: None,
+        }
+    }
+
+    /// The ingest URL requests go to.
+    pub fn endpoint(&self) -> &str {
+        &self.endpoint
+    }
+}
+
+impl Drop for HttpSink {
+    fn drop(&mut self) {
+        self.outbox.mark_closed();
+    }
+}
+
+impl Sink for HttpSink {
+    fn accept(&self, event: &Event) -> Result<(), EmitError> {
+        self.outbox.push(event)
+    }
+    fn flush(&self) -> SinkFuture<'_> {
+        Box::pin(self.outbox.flush())
+    }
+    fn close(&self) -> SinkFuture<'_> {
+        Box::pin(self.outbox.close())
+    }
+    fn stats(&self) -> DeliveryStats {
+        self.outbox.stats()
+    }
+}
+
+struct Worker {
+    outbox: Arc<Outbox>,
+    client: reqwest::Client,
+    endpoint: String,
+    config: HttpSinkBuilder,
+}
+
+impl Worker {
+    async fn run(self) {
+        let _abandon = AbandonGuard(self.outbox.clone());
+        let cfg = &self.config;
+        loop {
+            self.outbox.wait_for_work().await;
+            let (live, bytes, closed, urgent) = self.outbox.level();
+            if live == 0 && closed {
+                break;
+            }
+            if !closed && !urgent && live < cfg.max_batch && bytes < cfg.max_batch_bytes {
+                // Linger for company; wake early when more arrives and the batch is full.
+                let deadline = Instant::now() + cfg.linger;
+                loop {
+                    let notified = self.outbox.notified();
+                    let (live, bytes, closed, urgent) = self.outbox.level();
+                    if closed || urgent || live >= cfg.max_batch || bytes >= cfg.max_batch_bytes {
+                        break;
+                    }
+                    if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                        break;
+                    }
+                }
+            }
+            let batch = self.outbox.take(cfg.max_batch, cfg.max_batch_bytes);
+            if !batch.is_empty() {
+                self.deliver(batch).await;
+            }
+        }
+        tracing::debug!("http sink closed");
+    }
+
+    async fn deliver(&self, batch: Vec<Line>) {
+        let cfg = &self.config;
+        let events = batch.len();
+        let (body, content_type) = encode(batch);
+        let started = Instant::now();
+        let mut delay = cfg.retry_initial;
+        let mut attempt = 0u32;
+        loop {
+            attempt += 1;
+            let error = match self.post(body.clone(), content_type).await {
+                Ok(()) => {
+                    self.outbox.settle(events as u64, 0);
+                    return;
+                }
+                Err(e) => e,
+            };
+            if !error.is_retryable() {
+                tracing::warn!(%error, events, "batch rejected");
+                // Report before settling, so a flush that returns has seen the report.
+                (self.outbox.report)(DeliveryReport::Rejected { error, events });
+                self.outbox.settle(0, events as u64);
+                return;
+            }
+            if cfg
+                .give_up_after
+                .is_some_and(|limit| started.elapsed() + delay > limit)
+            {
+                tracing::warn!(%error, events, attempt, "giving up on batch");
+                (self.outbox.report)(DeliveryReport::GaveUp { error, events });
+                self.outbox.settle(0, events as u64);
+                return;
+            }
+            tracing::info!(%error, events, attempt, ?delay, "batch failed; retrying with the same ids");
+            (self.outbox.report)(DeliveryReport::Retrying {
+                error,
+                events,
+                attempt,
+            });
+            tokio::time::sleep(delay).await;
+            delay = (delay * 2).min(cfg.retry_max);
+        }
+    }
+
+    async fn post(
+        &self,
+        body: bytes::Bytes,
+        content_type: &'static str,
+    ) -> Result<(), TransportError> {
+        let mut req = self
+            .client
+            .post(&self.endpoint)
+            .header("AEP-Version", aep_core::AEP_VERSION)
+            .header(reqwest::header::CONTENT_TYPE, content_type)
+            .body(body);
+        if let Some(token) = &self.config.token {
+            req = req.bearer_auth(token);
+        }
+        let timeout = self.config.request_timeout;
+        let send = async {
+            let res = req
+                .send()
+                .await
+                .map_err(|e| TransportError::from_reqwest("ingest", e))?;
+            let status = res.status();
+            // Read the body so the connection can be reused.
+            let _ = res.bytes().await;
+            if status.is_success() {
+                Ok(())
+            } else {
+                Err(TransportError::http(
+                    status.as_u16(),
+                    format!("ingest refused: {status}"),
+                ))
+            }
+        };
+        match tokio::time::timeout(timeout, send).await {
+            Ok(r) => r,
+            Err(_) => Err(TransportError::network_msg(format!(
+                "ingest timeout after {} ms",
+                timeout.as_millis()
+            ))),
+        }
+    }
+}
+
+fn encode(batch: Vec<Line>) -> (bytes::Bytes, &'static str) {
+    if let [one] = batch.as_slice() {
+        return (bytes::Bytes::copy_from_slice(&one.json), "application/json");
+    }
+    let mut body = Vec::with_capacity(batch.iter().map(|l| l.json.len() + 1).sum());
+    for line in batch {
+        body.extend_from_slice(&line.json);
+        body.push(b'\n');
+    }
+    (body.into(), "application/x-ndjson")
+}

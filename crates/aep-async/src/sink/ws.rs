@@ -1,0 +1,309 @@
+//! The WebSocket binding for emitters (AEP-0003 §3.5): `hello` as emitter, events as
+//! text frames, inbound control commands handed to a [`CommandHook`].
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aep_core::frame::{self, Frame, Message as AepMessage, Role};
+use aep_core::{Event, EventType};
+use futures::{SinkExt, StreamExt};
+use tokio_tungstenite::tungstenite::Message;
+use tracing::Instrument;
+
+use super::{
+    default_handler, AbandonGuard, DeliveryReport, DeliveryStats, Line, Outbox, ReportHandler,
+    Sink, SinkFuture,
+};
+use crate::error::{EmitError, TransportError};
+use crate::subscribe::ws::{hello, open, ws_error, WsStream};
+use crate::subscribe::Backoff;
+
+/// Receives control commands (AEP-0004) that arrive on an emitter's socket.
+///
+/// The control layer's `ControlTarget` implements it; anything else may too.
+///
+/// ```
+/// use aep_async::CommandHook;
+/// use aep_core::Event;
+///
+/// #[derive(Debug)]
+/// struct Log;
+/// impl CommandHook for Log {
+///     fn accepts(&self) -> Vec<String> { vec!["control.attention.respond".into()] }
+///     fn command(&self, command: Event) { eprintln!("command {}", command.id()); }
+/// }
+/// ```
+pub trait CommandHook: Send + Sync + fmt::Debug + 'static {
+    /// The command types declared at `hello` (`capabilities.control.accepts`); the
+    /// declaration is authoritative: the endpoint nacks anything else (AEP-0004 §4.2).
+    fn accepts(&self) -> Vec<String>;
+    /// One inbound command addressed to this emitter. Called on the connection task:
+    /// hand long work off.
+    fn command(&self, command: Event);
+}
+
+/// Configuration of a [`WsSink`].
+///
+/// ```
+/// let builder = aep_async::WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1").token("secret");
+/// # let _ = builder;
+/// ```
+#[derive(Clone)]
+pub struct WsSinkBuilder {
+    base: String,
+    agent: String,
+    instance: String,
+    token: Option<String>,
+    queue_capacity: usize,
+    connect_timeout: Duration,
+    backoff_initial: Duration,
+    backoff_max: Duration,
+    hook: Option<Arc<dyn CommandHook>>,
+    report: ReportHandler,
+}
+
+impl fmt::Debug for WsSinkBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WsSinkBuilder")
+            .field("base", &self.base)
+            .field("agent", &self.agent)
+            .field("instance", &self.instance)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("hook", &self.hook)
+            .finish()
+    }
+}
+
+impl WsSinkBuilder {
+    /// Bearer token sent with the upgrade request.
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+    /// Bound of the outbox (default 10 000; `debug`/`info` dropped first).
+    pub fn queue_capacity(mut self, n: usize) -> Self {
+        self.queue_capacity = n.max(1);
+        self
+    }
+    /// Bound on the handshake and `hello` exchange (default 10 s).
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+    /// Reconnect delays (default 500 ms doubling to 10 s).
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.backoff_initial = initial;
+        self.backoff_max = max.max(initial);
+        self
+    }
+    /// Where inbound commands go; its `accepts` are declared at `hello`.
+    pub fn command_hook(mut self, hook: impl CommandHook) -> Self {
+        self.hook = Some(Arc::new(hook));
+        self
+    }
+    /// Where [`DeliveryReport`]s go (default: `tracing` at `warn`).
+    pub fn on_report(mut self, f: impl Fn(DeliveryReport) + Send + Sync + 'static) -> Self {
+        self.report = Arc::new(f);
+        self
+    }
+    /// Starts the connection task on the current runtime.
+    pub fn build(self) -> Result<WsSink, TransportError> {
+        let runtime = tokio::runtime::Handle::try_current()
+            .map_err(|e| TransportError::network("WsSink::build needs a tokio runtime", e))?;
+        let outbox = Arc::new(Outbox::new(self.queue_capacity, self.report.clone()));
+        let span = tracing::info_span!("aep_ws_sink", base = %self.base, agent = %self.agent);
+        let worker = Worker {
+            outbox: outbox.clone(),
+            cfg: self,
+            unsent: Vec::new(),
+        };
+        runtime.spawn(worker.run().instrument(span));
+        Ok(WsSink { outbox })
+    }
+}
+
+/// Emits over the WebSocket binding: connects to `{base}/socket`, says `hello` as an
+/// emitter (declaring the hook's `accepts`), then sends each event as a text frame, in
+/// order. Reconnects with backoff; events not yet written are sent after the new
+/// `hello` (at-least-once: an event whose write raced the disconnect may arrive twice,
+/// which consumers dedupe). "Delivered" means written to the socket: the WS binding has
+/// no per-event acknowledgement; `error` frames the endpoint sends back are reported.
+///
+/// **Drop:** as for `HttpSink`, dropping the last handle closes the sink and the task
+/// keeps sending what was accepted while the runtime runs (and while the endpoint is
+/// reachable); leftovers at runtime shutdown are reported as
+/// [`DeliveryReport::Abandoned`].
+///
+/// ```no_run
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let sink = aep_async::WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1").build()?;
+/// let emitter = aep_async::Emitter::new("coder", "host-a", sink);
+/// emitter.session("s").emit("session.started", serde_json::json!({}))?;
+/// emitter.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+pub struct WsSink {
+    outbox: Arc<Outbox>,
+}
+
+impl WsSink {
+    /// Defaults for the relay at `base`, declaring `identity.agent` and `instance`.
+    pub fn builder(
+        base: impl Into<String>,
+        agent: impl Into<String>,
+        instance: impl Into<String>,
+    ) -> WsSinkBuilder {
+        WsSinkBuilder {
+            base: base.into(),
+            agent: agent.into(),
+            instance: instance.into(),
+            token: None,
+            queue_capacity: 10_000,
+            connect_timeout: Duration::from_secs(10),
+            backoff_initial: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(10),
+            hook: None,
+            report: default_handler(),
+        }
+    }
+}
+
+impl Drop for WsSink {
+    fn drop(&mut self) {
+        self.outbox.mark_closed();
+    }
+}
+
+impl Sink for WsSink {
+    fn accept(&self, event: &Event) -> Result<(), EmitError> {
+        self.outbox.push(event)
+    }
+    fn flush(&self) -> SinkFuture<'_> {
+        Box::pin(self.outbox.flush())
+    }
+    fn close(&self) -> SinkFuture<'_> {
+        Box::pin(self.outbox.close())
+    }
+    fn stats(&self) -> DeliveryStats {
+        self.outbox.stats()
+    }
+}
+
+struct Worker {
+    outbox: Arc<Outbox>,
+    cfg: WsSinkBuilder,
+    unsent: Vec<Line>,
+}
+
+impl Worker {
+    async fn run(mut self) {
+        let _abandon = AbandonGuard(self.outbox.clone());
+        let accepts = self.cfg.hook.as_ref().map(|h| h.accepts());
+        let hello = hello(Role::Emitter, &self.cfg.agent, &self.cfg.instance, accepts);
+        let mut backoff = Backoff::new(self.cfg.backoff_initial, self.cfg.backoff_max);
+        loop {
+            let (live, _, closed, _) = self.outbox.level();
+            if closed && live == 0 && self.unsent.is_empty() {
+                break;
+            }
+            let opened = open(
+                &self.cfg.base,
+                self.cfg.token.as_deref(),
+                self.cfg.connect_timeout,
+                &hello,
+            )
+            .await;
+            let error = match opened {
+                Ok((ws, _)) => {
+                    tracing::info!("connected as emitter");
+                    backoff.reset();
+                    match self.serve(ws).await {
+                        Ok(()) => break,
+                        Err(e) => e,
+                    }
+                }
+                Err(e) => e,
+            };
+            let pending = self.unsent.len() + self.outbox.level().0;
+            (self.outbox.report)(DeliveryReport::Retrying {
+                error,
+                events: pending,
+                attempt: 0,
+            });
+            tokio::time::sleep(backoff.next_delay()).await;
+        }
+        tracing::debug!("ws sink closed");
+    }
+
+    /// Sends until closed and drained (`Ok`) or the socket fails (`Err`).
+    async fn serve(&mut self, ws: WsStream) -> Result<(), TransportError> {
+        let (mut write, mut read) = ws.split();
+        loop {
+            if !self.unsent.is_empty() {
+                let n = self.unsent.len();
+                for line in &self.unsent {
+                    let text = String::from_utf8_lossy(&line.json).into_owned();
+                    write.feed(Message::text(text)).await.map_err(ws_error)?;
+                }
+                write.flush().await.map_err(ws_error)?;
+                self.unsent.clear();
+                self.outbox.settle(n as u64, 0);
+            }
+            let (live, _, closed, _) = self.outbox.level();
+            if closed && live == 0 {
+                let _ = write.close().await;
+                return Ok(());
+            }
+            tokio::select! {
+                () = self.outbox.wait_for_work() => {
+                    self.unsent = self.outbox.take(1024, usize::MAX);
+                }
+                msg = read.next() => match msg {
+                    None | Some(Ok(Message::Close(_))) => {
+                        return Err(TransportError::network_msg("socket closed by the endpoint"))
+                    }
+                    Some(Err(e)) => return Err(ws_error(e)),
+                    Some(Ok(Message::Text(text))) => {
+                        if let Some(reply) = self.inbound(text.as_bytes()) {
+                            write.send(Message::text(reply)).await.map_err(ws_error)?;
+                        }
+                    }
+                    Some(Ok(_)) => {}
+                },
+            }
+        }
+    }
+
+    /// Handles one inbound message; returns the reply to send, if any.
+    fn inbound(&self, text: &[u8]) -> Option<String> {
+        match frame::decode_slice(text) {
+            Ok(AepMessage::Event(event)) => {
+                let is_command = EventType::parse(event.event_type()).is_ok_and(|t| t.is_command());
+                match (&self.cfg.hook, is_command) {
+                    (Some(hook), true) => hook.command(event),
+                    _ => tracing::debug!(event_type = event.event_type(), "ignoring inbound event"),
+                }
+                None
+            }
+            Ok(AepMessage::Frame(Frame::Error(e))) => {
+                (self.outbox.report)(DeliveryReport::Endpoint {
+                    error: TransportError::network_msg(format!(
+                        "endpoint error frame: {} {}",
+                        e.code.as_str(),
+                        e.detail.unwrap_or_default()
+                    )),
+                });
+                None
+            }
+            Ok(AepMessage::Frame(f)) => f.pong().map(|p| p.to_json()),
+            Err(e) => {
+                (self.outbox.report)(DeliveryReport::Endpoint {
+                    error: TransportError::parse("undecodable message from the endpoint", e),
+                });
+                None
+            }
+        }
+    }
+}

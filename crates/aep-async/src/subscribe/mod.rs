@@ -1,0 +1,610 @@
+//! Consuming: [`subscribe()`] returns a [`Subscription`], a `Stream` of events with the
+//! consumer duties of AEP-0001 §7 and AEP-0003 §5–7 built in.
+//!
+//! - `(source, id)` dedupe, bounded (AEP-0001 §7.4);
+//! - [`Subscription::positions`]: the latest `(session, epoch, seq)` per session, to
+//!   persist and pass back as [`From::Positions`];
+//! - reconnect with exponential backoff, resuming exactly from the positions of what the
+//!   caller has taken from the stream (no gap; duplicates collapsed before the caller);
+//! - a resume set larger than `from_budget` encoded characters: the newest positions
+//!   ride the live request, older ones drain first through bounded `live=0` requests;
+//! - a 4xx on a resume-carrying request shrinks the set and retries; `from=all`
+//!   refused falls back to live-only;
+//! - markers and errors go to the [`Notice`] handler, never into the stream.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use aep_core::dedupe::Dedupe;
+use aep_core::resume::{Position, Positions, ResumePosition};
+use aep_core::subscription::{Residual, SubscriptionFilter};
+use aep_core::{Capture, Event};
+use futures::Stream;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::TransportError;
+
+#[cfg(feature = "sse")]
+mod sse;
+#[cfg(feature = "ws")]
+pub mod ws;
+
+/// Where a subscription starts.
+///
+/// ```
+/// use aep_async::From;
+/// use aep_core::resume::ResumePosition;
+/// let from = From::Positions(vec![ResumePosition::new("s1", 0, 41)]);
+/// assert_ne!(from, From::All);
+/// ```
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum From {
+    /// Live delivery only (the default).
+    #[default]
+    Live,
+    /// Replay strictly after each position, then live (AEP-0003 §7).
+    Positions(Vec<ResumePosition>),
+    /// Replay every session the endpoint holds from its earliest held event, then live
+    /// (AEP-0003 §5). An endpoint that refuses it (4xx, or `invalid-filter` on WS)
+    /// gets a live-only subscription; the refusal is reported as a [`Notice`].
+    All,
+}
+
+/// The consuming binding.
+///
+/// ```
+/// assert_eq!(aep_async::Transport::default(), aep_async::Transport::Sse);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Transport {
+    /// Server-Sent Events, `GET {base}/stream` (AEP-0003 §3.3).
+    #[default]
+    Sse,
+    /// WebSocket, `{base}/socket` with `subscribe` frames (AEP-0003 §6.5).
+    WebSocket,
+}
+
+/// Something the caller may want to know that is not an event.
+///
+/// ```
+/// use aep_async::Notice;
+/// let n = Notice::Comment("hello".into());
+/// assert!(matches!(n, Notice::Comment(_)));
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Notice {
+    /// A connection (or WS subscription) is established; `resume` positions rode it.
+    Connected {
+        /// Resume positions sent with the request.
+        resume: usize,
+        /// Whether it asked for `from=all`.
+        all: bool,
+    },
+    /// A requested position predates the endpoint's buffer: events between it and
+    /// `earliest` are gone from this endpoint; consult a history store (AEP-0003 §5).
+    ReplayExhausted {
+        /// The session.
+        session: String,
+        /// The earliest `(epoch, seq)` the endpoint still holds (delivery resumes there).
+        earliest: Position,
+    },
+    /// The history pass of a `live=false` subscription finished; the stream ends.
+    ReplayComplete,
+    /// The endpoint is closing the connection deliberately (WS `closing` frame).
+    Closing {
+        /// The endpoint's reason.
+        reason: String,
+    },
+    /// A WS subscription was refused in-band (`error` frame, AEP-0003 §6.5).
+    Refused {
+        /// The closed-set code (`invalid-filter`, `limit-exceeded`, ...).
+        code: String,
+        /// The endpoint's detail, if any.
+        detail: Option<String>,
+    },
+    /// The resume set was refused and is now capped at `cap` positions.
+    ResumeShrunk {
+        /// The new cap.
+        cap: usize,
+    },
+    /// `from=all` was refused; the subscription continues live-only.
+    AllRefused,
+    /// Any other SSE comment line (heartbeats excepted).
+    Comment(String),
+    /// A transport failure: the subscription retries (or, for a failed history pass,
+    /// ends); a `Parse` error only dropped one payload.
+    Error(TransportError),
+}
+
+/// The handler that receives [`Notice`]s.
+pub type NoticeHandler = Arc<dyn Fn(Notice) + Send + Sync>;
+
+/// Options of a subscription; defaults are the Python SDK's.
+///
+/// | option | default |
+/// |---|---|
+/// | filter | `{}` (everything) |
+/// | capture ceiling | none (the endpoint's) |
+/// | from | live only |
+/// | live | `true` (`history_only()` sets `false`) |
+/// | backoff | 500 ms doubling to 10 s |
+/// | from_budget | 6000 encoded characters |
+/// | max_replay_chunks | 20 |
+/// | connect_timeout | 30 s (body reads unbounded) |
+/// | dedupe memory | 50 000 `(source, id)` keys |
+///
+/// ```
+/// use aep_async::{SubscribeOptions, Transport};
+/// use aep_core::Capture;
+/// use serde_json::json;
+///
+/// let opts = SubscribeOptions::new()
+///     .filter(json!({"type": ["attention.*"], "severity": {"gte": "notice"}}))
+///     .capture(Capture::Metadata)
+///     .token("secret")
+///     .transport(Transport::WebSocket)
+///     .on_notice(|n| eprintln!("{n:?}"));
+/// assert_eq!(opts.get_from_budget(), 6000);
+/// ```
+#[derive(Clone)]
+pub struct SubscribeOptions {
+    pub(crate) filter: Value,
+    pub(crate) capture: Option<Capture>,
+    pub(crate) token: Option<String>,
+    pub(crate) from: From,
+    pub(crate) live: bool,
+    pub(crate) backoff_initial: Duration,
+    pub(crate) backoff_max: Duration,
+    pub(crate) from_budget: usize,
+    pub(crate) max_replay_chunks: usize,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) dedupe_capacity: usize,
+    pub(crate) buffer: usize,
+    pub(crate) transport: Transport,
+    pub(crate) on_notice: Option<NoticeHandler>,
+    pub(crate) residual: Option<Residual>,
+}
+
+impl fmt::Debug for SubscribeOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubscribeOptions")
+            .field("filter", &self.filter)
+            .field("capture", &self.capture)
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("from", &self.from)
+            .field("live", &self.live)
+            .field("backoff_initial", &self.backoff_initial)
+            .field("backoff_max", &self.backoff_max)
+            .field("from_budget", &self.from_budget)
+            .field("max_replay_chunks", &self.max_replay_chunks)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("transport", &self.transport)
+            .finish()
+    }
+}
+
+impl Default for SubscribeOptions {
+    fn default() -> Self {
+        SubscribeOptions {
+            filter: Value::Object(Default::default()),
+            capture: None,
+            token: None,
+            from: From::Live,
+            live: true,
+            backoff_initial: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(10),
+            from_budget: 6000,
+            max_replay_chunks: 20,
+            connect_timeout: Duration::from_secs(30),
+            dedupe_capacity: 50_000,
+            buffer: 256,
+            transport: Transport::Sse,
+            on_notice: None,
+            residual: None,
+        }
+    }
+}
+
+impl SubscribeOptions {
+    /// The defaults listed above.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// An attr-match filter (AEP-0003 §6), sent to the endpoint as is.
+    pub fn filter(mut self, filter: Value) -> Self {
+        self.filter = filter;
+        self
+    }
+    /// The seed's subscription filter (type patterns with `*` anywhere, `topic`,
+    /// `target`, ...): lowered to an attr-match wire filter any AEP-0003 relay serves,
+    /// plus a residual predicate applied here to what the relay delivers. Replaces
+    /// [`SubscribeOptions::filter`].
+    ///
+    /// ```
+    /// use aep_async::SubscribeOptions;
+    /// use aep_core::subscription::SubscriptionFilter;
+    ///
+    /// let f = SubscriptionFilter::new().with_types(["tool.*.progress"])?;
+    /// let opts = SubscribeOptions::new().subscription_filter(&f);
+    /// # let _ = opts;
+    /// # Ok::<(), aep_core::subscription::SubscriptionError>(())
+    /// ```
+    pub fn subscription_filter(mut self, filter: &SubscriptionFilter) -> Self {
+        let lowered = filter.lower();
+        self.filter = lowered.wire().to_value();
+        self.residual = (!lowered.residual().is_trivial()).then(|| lowered.residual().clone());
+        self
+    }
+    /// The capture ceiling (AEP-0003 §6.4): the endpoint down-levels before delivery.
+    pub fn capture(mut self, ceiling: Capture) -> Self {
+        self.capture = Some(ceiling);
+        self
+    }
+    /// Bearer token, sent as `Authorization: Bearer` (never in the URL).
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+    /// Where to start.
+    pub fn from(mut self, from: From) -> Self {
+        self.from = from;
+        self
+    }
+    /// Resume from persisted positions.
+    pub fn from_positions(self, positions: Vec<ResumePosition>) -> Self {
+        self.from(From::Positions(positions))
+    }
+    /// Replay everything the endpoint holds first (AEP-0003 §5).
+    pub fn from_all(self) -> Self {
+        self.from(From::All)
+    }
+    /// `live=false`: one history pass (SSE `live=0`) that ends at `replay-complete`.
+    /// Only the SSE transport offers it.
+    pub fn history_only(mut self) -> Self {
+        self.live = false;
+        self
+    }
+    /// Whether to stay live after the replay (default `true`).
+    pub fn live(mut self, live: bool) -> Self {
+        self.live = live;
+        self
+    }
+    /// Reconnect delays: first and ceiling, doubling in between.
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.backoff_initial = initial;
+        self.backoff_max = max.max(initial);
+        self
+    }
+    /// Budget in encoded characters for the positions riding the live request.
+    pub fn from_budget(mut self, chars: usize) -> Self {
+        self.from_budget = chars;
+        self
+    }
+    /// The budget set by [`SubscribeOptions::from_budget`].
+    pub fn get_from_budget(&self) -> usize {
+        self.from_budget
+    }
+    /// Most `live=0` drain requests per (re)connect.
+    pub fn max_replay_chunks(mut self, n: usize) -> Self {
+        self.max_replay_chunks = n;
+        self
+    }
+    /// Bound on connection establishment (request start to response headers, or the
+    /// WS handshake and `hello`). Expiry is a `Network` error and is retried.
+    ///
+    /// Keep it above the endpoint's heartbeat interval: a relay may hold back the SSE
+    /// response headers until its first write (the reference relay does, with a 25 s
+    /// `: ping`), so a shorter bound turns an idle stream into reconnects.
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+    /// How many `(source, id)` keys dedupe remembers.
+    pub fn dedupe_capacity(mut self, n: usize) -> Self {
+        self.dedupe_capacity = n;
+        self
+    }
+    /// The binding.
+    pub fn transport(mut self, t: Transport) -> Self {
+        self.transport = t;
+        self
+    }
+    /// Where [`Notice`]s go (default: `tracing`, errors at `warn`).
+    pub fn on_notice(mut self, f: impl Fn(Notice) + Send + Sync + 'static) -> Self {
+        self.on_notice = Some(Arc::new(f));
+        self
+    }
+}
+
+#[derive(Debug)]
+struct SubState {
+    dedupe: Dedupe,
+    positions: Positions,
+}
+
+/// State shared between a [`Subscription`] and the task feeding it.
+pub(crate) struct Shared {
+    state: Mutex<SubState>,
+    pub(crate) cancel: CancellationToken,
+    notice: Option<NoticeHandler>,
+    residual: Option<Residual>,
+}
+
+impl fmt::Debug for Shared {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Shared")
+            .field("cancelled", &self.cancel.is_cancelled())
+            .finish()
+    }
+}
+
+impl Shared {
+    fn new(opts: &SubscribeOptions) -> Self {
+        let positions = match &opts.from {
+            From::Positions(ps) => ps.iter().cloned().collect(),
+            _ => Positions::new(),
+        };
+        Shared {
+            state: Mutex::new(SubState {
+                dedupe: Dedupe::with_capacity(opts.dedupe_capacity),
+                positions,
+            }),
+            cancel: CancellationToken::new(),
+            notice: opts.on_notice.clone(),
+            residual: opts.residual.clone(),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, SubState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Dedupe (AEP-0001 §7.4) and position tracking at the moment an event reaches
+    /// the caller. An event the residual filter refuses still advances its session's
+    /// position: it was delivered and deliberately skipped.
+    fn admit(&self, event: &Event) -> bool {
+        let mut st = self.lock();
+        if !st.dedupe.insert_event(event) {
+            return false;
+        }
+        st.positions.observe(event);
+        drop(st);
+        self.residual.as_ref().is_none_or(|r| r.matches(event))
+    }
+
+    /// Positions, least recently advanced first (the newest ride a request first).
+    pub(crate) fn positions(&self) -> Vec<ResumePosition> {
+        self.lock().positions.to_vec()
+    }
+
+    pub(crate) fn notify(&self, notice: Notice) {
+        match &notice {
+            Notice::Error(e) => tracing::warn!(error = %e, "aep subscription"),
+            Notice::ReplayExhausted { session, earliest } => {
+                tracing::info!(%session, epoch = earliest.epoch(), seq = earliest.seq(), "replay exhausted")
+            }
+            other => tracing::debug!(notice = ?other, "aep subscription"),
+        }
+        if let Some(handler) = &self.notice {
+            handler(notice);
+        }
+    }
+}
+
+/// A live or history subscription: a `Stream` of events, deduplicated, in delivery
+/// order.
+///
+/// **Why `Item = Event` and not `Result`:** nothing that goes wrong ends the stream
+/// early. Network failures and refusals are retried (resuming exactly), a parse failure
+/// drops one payload; all of them are reported as [`Notice`]s to the handler given in
+/// [`SubscribeOptions::on_notice`]. The stream ends only on [`Subscription::close`], at
+/// the end of a `live=false` history pass, or when a history pass or a WS subscription
+/// fails for good.
+///
+/// [`Subscription::positions`] reflects the events the caller has taken from the stream,
+/// so persisting it and resuming later loses nothing that was not seen. Dropping the
+/// subscription closes it (no runtime needed).
+///
+/// ```no_run
+/// use aep_async::{subscribe, SubscribeOptions};
+/// use futures::StreamExt;
+///
+/// # async fn run() {
+/// let mut sub = subscribe("http://127.0.0.1:8787", SubscribeOptions::new());
+/// if let Some(event) = sub.next().await {
+///     println!("{} {}", event.event_type(), event.id());
+/// }
+/// let resume_from = sub.positions();
+/// sub.close();
+/// sub.close(); // idempotent
+/// # let _ = resume_from; }
+/// ```
+pub struct Subscription {
+    rx: mpsc::Receiver<Vec<Event>>,
+    buf: VecDeque<Event>,
+    shared: Arc<Shared>,
+    on_close: Option<Box<dyn FnOnce() + Send + Sync>>,
+}
+
+impl fmt::Debug for Subscription {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Subscription")
+            .field("buffered", &self.buf.len())
+            .field("closed", &self.shared.cancel.is_cancelled())
+            .finish()
+    }
+}
+
+impl Subscription {
+    pub(crate) fn new(
+        opts: &SubscribeOptions,
+    ) -> (Subscription, Arc<Shared>, mpsc::Sender<Vec<Event>>) {
+        let (tx, rx) = mpsc::channel(opts.buffer.max(1));
+        let shared = Arc::new(Shared::new(opts));
+        (
+            Subscription {
+                rx,
+                buf: VecDeque::new(),
+                shared: shared.clone(),
+                on_close: None,
+            },
+            shared,
+            tx,
+        )
+    }
+
+    #[cfg(feature = "ws")]
+    pub(crate) fn set_on_close(&mut self, f: impl FnOnce() + Send + Sync + 'static) {
+        self.on_close = Some(Box::new(f));
+    }
+
+    /// The latest `(session, epoch, seq)` per session among the events taken from the
+    /// stream, least recently advanced first. Persist it; resume with
+    /// [`From::Positions`].
+    pub fn positions(&self) -> Vec<ResumePosition> {
+        self.shared.positions()
+    }
+
+    /// Stops the subscription; the stream ends after the events already buffered.
+    /// Idempotent, and needs no runtime.
+    pub fn close(&mut self) {
+        self.shared.cancel.cancel();
+        if let Some(f) = self.on_close.take() {
+            f();
+        }
+    }
+
+    /// Whether [`Subscription::close`] was called (or the subscription was dropped).
+    pub fn is_closed(&self) -> bool {
+        self.shared.cancel.is_cancelled()
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl Stream for Subscription {
+    type Item = Event;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Event>> {
+        let this = self.get_mut();
+        loop {
+            while let Some(event) = this.buf.pop_front() {
+                if this.shared.admit(&event) {
+                    return Poll::Ready(Some(event));
+                }
+            }
+            match this.rx.poll_recv(cx) {
+                Poll::Ready(Some(batch)) => this.buf.extend(batch),
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}
+
+/// Subscribes to the relay at `url` (its base, e.g. `http://127.0.0.1:8787`).
+///
+/// Returns at once; connecting, resuming and reconnecting happen in a background task
+/// on the current tokio runtime. Called outside a runtime, the subscription ends at once
+/// with a `Network` [`Notice::Error`]. With [`Transport::WebSocket`] the subscription
+/// opens its own connection; use [`ws::WsConnection`] to multiplex several on one.
+///
+/// ```no_run
+/// use aep_async::{subscribe, From, SubscribeOptions};
+/// use futures::StreamExt;
+///
+/// # async fn run(saved: Vec<aep_core::resume::ResumePosition>) {
+/// let mut sub = subscribe(
+///     "http://127.0.0.1:8787",
+///     SubscribeOptions::new().from(From::Positions(saved)).token("secret"),
+/// );
+/// while let Some(event) = sub.next().await {
+///     // handle it; `sub.positions()` is what to persist
+/// #   let _ = event;
+/// }
+/// # }
+/// ```
+pub fn subscribe(url: &str, options: SubscribeOptions) -> Subscription {
+    match options.transport {
+        Transport::Sse => subscribe_sse(url, options),
+        Transport::WebSocket => subscribe_ws(url, options),
+    }
+}
+
+fn unavailable(options: &SubscribeOptions, why: &str) -> Subscription {
+    let (sub, shared, tx) = Subscription::new(options);
+    shared.notify(Notice::Error(TransportError::network_msg(why.to_owned())));
+    drop(tx);
+    sub
+}
+
+#[cfg(feature = "sse")]
+fn subscribe_sse(url: &str, options: SubscribeOptions) -> Subscription {
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return unavailable(&options, "subscribe() needs a tokio runtime");
+    };
+    let (sub, shared, tx) = Subscription::new(&options);
+    let task = sse::SseTask::new(url, options, shared, tx);
+    runtime.spawn(task.run());
+    sub
+}
+
+#[cfg(not(feature = "sse"))]
+fn subscribe_sse(_url: &str, options: SubscribeOptions) -> Subscription {
+    unavailable(&options, "the `sse` feature of aep-async is off")
+}
+
+#[cfg(feature = "ws")]
+fn subscribe_ws(url: &str, options: SubscribeOptions) -> Subscription {
+    let conn = ws::WsConnection::builder(url)
+        .token_opt(options.token.clone())
+        .connect_timeout(options.connect_timeout)
+        .backoff(options.backoff_initial, options.backoff_max)
+        .connect();
+    // The subscription holds the only handle: the connection ends with it.
+    conn.subscribe(options)
+}
+
+#[cfg(not(feature = "ws"))]
+fn subscribe_ws(_url: &str, options: SubscribeOptions) -> Subscription {
+    unavailable(&options, "the `ws` feature of aep-async is off")
+}
+
+/// Exponential backoff between `initial` and `max`.
+#[cfg(any(feature = "sse", feature = "ws"))]
+#[derive(Debug)]
+pub(crate) struct Backoff {
+    initial: Duration,
+    max: Duration,
+    next: Duration,
+}
+
+#[cfg(any(feature = "sse", feature = "ws"))]
+impl Backoff {
+    pub(crate) fn new(initial: Duration, max: Duration) -> Self {
+        Backoff {
+            initial,
+            max,
+            next: initial,
+        }
+    }
+    pub(crate) fn reset(&mut self) {
+        self.next = self.initial;
+    }
+    pub(crate) fn next_delay(&mut self) -> Duration {
+        let d = self.next;
+        self.next = (self.next * 2).min(self.max);
+        d
+    }
+}

@@ -1,0 +1,593 @@
+//! The WebSocket binding for consumers (AEP-0003 §3.5, §6.5): several subscriptions
+//! multiplexed on one connection, re-subscribed with their positions after a reconnect.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aep_core::frame::{
+    self, Capabilities, Frame, Hello, IdFrame, Identity, Message as AepMessage, ReplayFrom, Role,
+};
+use aep_core::{Capture, Event};
+use futures::{FutureExt, SinkExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tracing::Instrument;
+
+use super::{unavailable, Backoff, From, Notice, Shared, SubscribeOptions, Subscription};
+use crate::error::TransportError;
+use aep_core::Filter;
+
+pub(crate) type WsStream = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// `http(s)://host/base` to `ws(s)://host/base/socket`.
+pub(crate) fn socket_url(base: &str) -> String {
+    let base = base.trim_end_matches('/');
+    let base = if let Some(rest) = base.strip_prefix("https://") {
+        format!("wss://{rest}")
+    } else if let Some(rest) = base.strip_prefix("http://") {
+        format!("ws://{rest}")
+    } else {
+        base.to_owned()
+    };
+    format!("{base}/socket")
+}
+
+/// Opens `{base}/socket`, sends `hello` and waits for the endpoint's, all within
+/// `timeout`. Returns the socket and the endpoint's `hello`.
+pub(crate) async fn open(
+    base: &str,
+    token: Option<&str>,
+    timeout: Duration,
+    hello: &Hello,
+) -> Result<(WsStream, Hello), TransportError> {
+    let hello_text = Frame::Hello(Box::new(hello.clone())).to_json();
+    let establish = async {
+        let url = socket_url(base);
+        let mut request = url
+            .as_str()
+            .into_client_request()
+            .map_err(|e| TransportError::network(format!("bad socket URL `{url}`"), e))?;
+        if let Some(t) = token {
+            let value = format!("Bearer {t}")
+                .parse()
+                .map_err(|e| TransportError::network("token is not a valid header value", e))?;
+            request.headers_mut().insert(
+                tokio_tungstenite::tungstenite::http::header::AUTHORIZATION,
+                value,
+            );
+        }
+        let (mut ws, _) = tokio_tungstenite::connect_async(request)
+            .await
+            .map_err(ws_error)?;
+        ws.send(Message::text(hello_text)).await.map_err(ws_error)?;
+        loop {
+            match ws.next().await {
+                Some(Ok(Message::Text(text))) => match frame::decode(text.as_str()) {
+                    Ok(AepMessage::Frame(Frame::Hello(h))) => return Ok((ws, *h)),
+                    Ok(AepMessage::Frame(Frame::Error(e))) => {
+                        return Err(TransportError::network_msg(format!(
+                            "hello refused: {}",
+                            e.code.as_str()
+                        )))
+                    }
+                    Ok(_) => continue,
+                    Err(e) => return Err(TransportError::parse("undecodable hello", e)),
+                },
+                Some(Ok(_)) => continue,
+                Some(Err(e)) => return Err(ws_error(e)),
+                None => return Err(TransportError::network_msg("socket closed before hello")),
+            }
+        }
+    };
+    match tokio::time::timeout(timeout, establish).await {
+        Ok(r) => r,
+        Err(_) => Err(TransportError::network_msg(format!(
+            "WebSocket connect timeout after {} ms",
+            timeout.as_millis()
+        ))),
+    }
+}
+
+/// The `hello` this crate sends (AEP-0003 §4): `accepts` is the control declaration of
+/// an emitter with a command hook.
+pub(crate) fn hello(
+    role: Role,
+    agent: &str,
+    instance: &str,
+    accepts: Option<Vec<String>>,
+) -> Hello {
+    let mut caps = Capabilities::default();
+    caps.capture = Some(Capture::ALL.to_vec());
+    caps.filters = Some(vec!["attr-match".to_owned()]);
+    caps.control = accepts.map(frame::ControlCapability::accepting);
+    Hello::new(role)
+        .with_identity(Identity::new(agent).with_instance(instance))
+        .with_capabilities(caps)
+}
+
+pub(crate) fn ws_error(e: tokio_tungstenite::tungstenite::Error) -> TransportError {
+    use tokio_tungstenite::tungstenite::Error as E;
+    match e {
+        E::Http(res) => {
+            let status = res.status();
+            TransportError::http(
+                status.as_u16(),
+                format!("WebSocket upgrade refused: {status}"),
+            )
+        }
+        other => TransportError::network(format!("WebSocket: {other}"), other),
+    }
+}
+
+/// A copy of a transport error for fan-out to several subscriptions (the source is kept
+/// only in its message).
+pub(crate) fn copy_error(e: &TransportError) -> TransportError {
+    match e.status() {
+        Some(s) => TransportError::http(s, e.to_string()),
+        None => TransportError::network_msg(e.to_string()),
+    }
+}
+
+/// Configuration of a [`WsConnection`].
+///
+/// ```no_run
+/// # async fn run() {
+/// use aep_async::subscribe::ws::WsConnection;
+/// let conn = WsConnection::builder("http://127.0.0.1:8787").token("secret").connect();
+/// # let _ = conn; }
+/// ```
+#[derive(Debug, Clone)]
+pub struct WsConnectionBuilder {
+    base: String,
+    token: Option<String>,
+    connect_timeout: Duration,
+    backoff_initial: Duration,
+    backoff_max: Duration,
+    agent: String,
+}
+
+impl WsConnectionBuilder {
+    /// Bearer token sent with the upgrade request.
+    pub fn token(self, token: impl Into<String>) -> Self {
+        self.token_opt(Some(token.into()))
+    }
+    pub(crate) fn token_opt(mut self, token: Option<String>) -> Self {
+        self.token = token;
+        self
+    }
+    /// Bound on the handshake and `hello` exchange (default 30 s).
+    pub fn connect_timeout(mut self, d: Duration) -> Self {
+        self.connect_timeout = d;
+        self
+    }
+    /// Reconnect delays (default 500 ms doubling to 10 s).
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.backoff_initial = initial;
+        self.backoff_max = max.max(initial);
+        self
+    }
+    /// The `identity.agent` declared at `hello` (default `aep-rust-consumer`).
+    pub fn agent(mut self, agent: impl Into<String>) -> Self {
+        self.agent = agent.into();
+        self
+    }
+    /// Starts the connection task on the current runtime and returns its handle. The
+    /// connection opens in the background and reconnects until every handle and every
+    /// subscription on it is gone.
+    pub fn connect(self) -> WsConnection {
+        let (cmd, rx) = mpsc::unbounded_channel();
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return WsConnection {
+                cmd: None,
+                next_id: Arc::new(AtomicU64::new(0)),
+            };
+        };
+        let span = tracing::info_span!("aep_ws_connection", base = %self.base);
+        runtime.spawn(ConnTask::new(self, rx).run().instrument(span));
+        WsConnection {
+            cmd: Some(cmd),
+            next_id: Arc::new(AtomicU64::new(0)),
+        }
+    }
+}
+
+/// One WebSocket connection carrying any number of subscriptions (AEP-0003 §6.5).
+///
+/// Each [`WsConnection::subscribe`] sends a `subscribe` frame; events are routed to
+/// every subscription whose filter they match (an endpoint sends an event once per
+/// matching subscription, and each subscription's dedupe collapses the copies). After a
+/// reconnect every subscription is sent again with its own positions. A slow reader of
+/// one subscription slows the connection for all of them.
+///
+/// `live=false` (history-only) is an SSE feature: such a subscription ends at once
+/// with a notice.
+///
+/// ```no_run
+/// use aep_async::subscribe::ws::WsConnection;
+/// use aep_async::SubscribeOptions;
+/// use serde_json::json;
+///
+/// # async fn run() {
+/// let conn = WsConnection::builder("http://127.0.0.1:8787").connect();
+/// let attention = conn.subscribe(SubscribeOptions::new().filter(json!({"type": "attention.*"})));
+/// let errors = conn.subscribe(SubscribeOptions::new().filter(json!({"type": "error.*"})));
+/// # let _ = (attention, errors); }
+/// ```
+#[derive(Debug, Clone)]
+pub struct WsConnection {
+    cmd: Option<mpsc::UnboundedSender<Command>>,
+    next_id: Arc<AtomicU64>,
+}
+
+impl WsConnection {
+    /// Defaults for the relay at `base`.
+    pub fn builder(base: impl Into<String>) -> WsConnectionBuilder {
+        WsConnectionBuilder {
+            base: base.into(),
+            token: None,
+            connect_timeout: Duration::from_secs(30),
+            backoff_initial: Duration::from_millis(500),
+            backoff_max: Duration::from_secs(10),
+            agent: "aep-rust-consumer".into(),
+        }
+    }
+
+    /// Adds a subscription on this connection. `transport`, `token`, `backoff` and
+    /// `connect_timeout` of `options` are the connection's, not the subscription's.
+    pub fn subscribe(&self, options: SubscribeOptions) -> Subscription {
+        let Some(cmd) = &self.cmd else {
+            return unavailable(&options, "WsConnection needs a tokio runtime");
+        };
+        if !options.live {
+            return unavailable(
+                &options,
+                "history-only (live=false) subscriptions need the SSE transport",
+            );
+        }
+        let id = format!("sub-{}", self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
+        let (mut sub, shared, tx) = Subscription::new(&options);
+        let entry = SubEntry {
+            id: id.clone(),
+            route: Filter::from_value(&options.filter).ok(),
+            pending_all: options.from == From::All,
+            options,
+            shared,
+            tx,
+            from_cap: None,
+            sent_from: 0,
+            sent_all: false,
+        };
+        // A failed send means the task is gone: the entry (and its sender) is dropped
+        // with the error, so the stream simply ends.
+        let _ = cmd.send(Command::Subscribe(Box::new(entry)));
+        let cmd = cmd.clone();
+        sub.set_on_close(move || {
+            let _ = cmd.send(Command::Unsubscribe(id));
+        });
+        sub
+    }
+}
+
+enum Command {
+    Subscribe(Box<SubEntry>),
+    Unsubscribe(String),
+}
+
+struct SubEntry {
+    id: String,
+    // The filter parsed for routing; `None` when it does not parse, which the endpoint
+    // refuses too (`invalid-filter`), so nothing is routed to it meanwhile.
+    route: Option<Filter>,
+    options: SubscribeOptions,
+    shared: Arc<Shared>,
+    tx: mpsc::Sender<Vec<Event>>,
+    pending_all: bool,
+    from_cap: Option<usize>,
+    sent_from: usize,
+    sent_all: bool,
+}
+
+impl fmt::Debug for SubEntry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SubEntry").field("id", &self.id).finish()
+    }
+}
+
+impl SubEntry {
+    fn frame(&mut self) -> String {
+        let positions = self.shared.positions();
+        let use_all = self.pending_all && positions.is_empty();
+        let start = self
+            .from_cap
+            .map_or(0, |cap| positions.len().saturating_sub(cap));
+        let head = positions.get(start..).unwrap_or_default();
+        self.sent_all = use_all;
+        self.sent_from = if use_all { 0 } else { head.len() };
+        let mut sub = frame::Subscribe::new(self.id.clone(), self.options.filter.clone());
+        if use_all {
+            sub = sub.with_from(ReplayFrom::All);
+        } else if !head.is_empty() {
+            sub = sub.with_from(ReplayFrom::Positions(head.to_vec()));
+        }
+        if let Some(c) = self.options.capture {
+            sub = sub.with_capture(c);
+        }
+        Frame::Subscribe(sub).to_json()
+    }
+}
+
+struct ConnTask {
+    cfg: WsConnectionBuilder,
+    rx: mpsc::UnboundedReceiver<Command>,
+    subs: HashMap<String, SubEntry>,
+}
+
+enum Flow {
+    Reconnect(TransportError),
+    Stop,
+}
+
+impl ConnTask {
+    fn new(cfg: WsConnectionBuilder, rx: mpsc::UnboundedReceiver<Command>) -> Self {
+        ConnTask {
+            cfg,
+            rx,
+            subs: HashMap::new(),
+        }
+    }
+
+    async fn run(mut self) {
+        let mut backoff = Backoff::new(self.cfg.backoff_initial, self.cfg.backoff_max);
+        let hello = hello(Role::Consumer, &self.cfg.agent, "aep-async", None);
+        let (base, token, timeout) = (
+            self.cfg.base.clone(),
+            self.cfg.token.clone(),
+            self.cfg.connect_timeout,
+        );
+        let mut attempt = 0u32;
+        loop {
+            if attempt > 0 {
+                tracing::info!(attempt, subscriptions = self.subs.len(), "reconnecting");
+            }
+            attempt += 1;
+            let opened = tokio::select! {
+                r = open(&base, token.as_deref(), timeout, &hello) => Some(r),
+                () = self.wait_commands_forever() => None,
+            };
+            let error = match opened {
+                None => return,
+                Some(Ok((ws, _hello))) => {
+                    tracing::info!("connected");
+                    match self.serve(ws, &mut backoff).await {
+                        Flow::Stop => return,
+                        Flow::Reconnect(e) => e,
+                    }
+                }
+                Some(Err(e)) => e,
+            };
+            for sub in self.subs.values() {
+                sub.shared.notify(Notice::Error(copy_error(&error)));
+            }
+            let delay = backoff.next_delay();
+            let sleep = tokio::time::sleep(delay);
+            tokio::pin!(sleep);
+            loop {
+                tokio::select! {
+                    _ = &mut sleep => break,
+                    cmd = self.rx.recv() => match cmd {
+                        Some(cmd) => self.apply_offline(cmd),
+                        None => return,
+                    },
+                }
+            }
+        }
+    }
+
+    /// Applies commands while connecting; returns once every handle is gone.
+    async fn wait_commands_forever(&mut self) {
+        while let Some(cmd) = self.rx.recv().await {
+            self.apply_offline(cmd);
+        }
+    }
+
+    fn apply_offline(&mut self, cmd: Command) {
+        match cmd {
+            Command::Subscribe(entry) => {
+                self.subs.insert(entry.id.clone(), *entry);
+            }
+            Command::Unsubscribe(id) => {
+                self.subs.remove(&id);
+            }
+        }
+    }
+
+    async fn serve(&mut self, ws: WsStream, backoff: &mut Backoff) -> Flow {
+        let (mut write, mut read) = ws.split();
+        for sub in self.subs.values_mut() {
+            let f = sub.frame();
+            if let Err(e) = write.send(Message::text(f)).await {
+                return Flow::Reconnect(ws_error(e));
+            }
+        }
+        loop {
+            let mut outgoing: Vec<String> = Vec::new();
+            tokio::select! {
+                cmd = self.rx.recv() => match cmd {
+                    None => {
+                        let _ = write.close().await;
+                        return Flow::Stop;
+                    }
+                    Some(Command::Subscribe(mut entry)) => {
+                        outgoing.push(entry.frame());
+                        self.subs.insert(entry.id.clone(), *entry);
+                    }
+                    Some(Command::Unsubscribe(id)) => {
+                        if self.subs.remove(&id).is_some() {
+                            outgoing.push(Frame::Unsubscribe(IdFrame::new(id)).to_json());
+                        }
+                    }
+                },
+                msg = read.next() => {
+                    let mut batches: HashMap<String, Vec<Event>> = HashMap::new();
+                    let mut next = Some(msg);
+                    let mut taken = 0;
+                    // Take what is already buffered before handing batches over.
+                    while let Some(msg) = next.take() {
+                        match msg {
+                            None => return Flow::Reconnect(TransportError::network_msg("socket closed by the endpoint")),
+                            Some(Err(e)) => return Flow::Reconnect(ws_error(e)),
+                            Some(Ok(Message::Text(text))) => {
+                                self.handle_text(text.as_bytes(), &mut batches, &mut outgoing, backoff);
+                            }
+                            Some(Ok(Message::Close(_))) => return Flow::Reconnect(TransportError::network_msg("socket closed by the endpoint")),
+                            Some(Ok(_)) => {}
+                        }
+                        taken += 1;
+                        if taken < 512 {
+                            next = read.next().now_or_never();
+                        }
+                    }
+                    for (id, batch) in batches {
+                        let Some(sub) = self.subs.get(&id) else { continue };
+                        if sub.tx.send(batch).await.is_err() {
+                            self.subs.remove(&id);
+                            outgoing.push(Frame::Unsubscribe(IdFrame::new(id)).to_json());
+                        }
+                    }
+                }
+            }
+            for f in outgoing {
+                if let Err(e) = write.send(Message::text(f)).await {
+                    return Flow::Reconnect(ws_error(e));
+                }
+            }
+        }
+    }
+
+    fn handle_text(
+        &mut self,
+        text: &[u8],
+        batches: &mut HashMap<String, Vec<Event>>,
+        outgoing: &mut Vec<String>,
+        backoff: &mut Backoff,
+    ) {
+        let frame = match frame::decode_slice(text) {
+            Ok(AepMessage::Event(event)) => {
+                self.route(event, batches);
+                return;
+            }
+            Ok(AepMessage::Frame(f)) => f,
+            Err(e) => {
+                let err = TransportError::parse("undecodable WebSocket message; dropped", e);
+                for sub in self.subs.values() {
+                    sub.shared.notify(Notice::Error(copy_parse(&err)));
+                }
+                return;
+            }
+        };
+        match frame {
+            Frame::Subscribed(ack) => {
+                if let Some(sub) = self.subs.get_mut(&ack.id) {
+                    sub.pending_all = false;
+                    backoff.reset();
+                    tracing::info!(sub = %ack.id, resume = sub.sent_from, all = sub.sent_all, "subscribed");
+                    sub.shared.notify(Notice::Connected {
+                        resume: sub.sent_from,
+                        all: sub.sent_all,
+                    });
+                }
+            }
+            Frame::Error(e) => {
+                let Some(id) = e.id.clone() else {
+                    tracing::warn!(code = e.code.as_str(), "error frame from the endpoint");
+                    return;
+                };
+                let Some(sub) = self.subs.get_mut(&id) else {
+                    return;
+                };
+                sub.shared.notify(Notice::Refused {
+                    code: e.code.as_str().to_owned(),
+                    detail: e.detail.clone(),
+                });
+                if sub.sent_all {
+                    // `from=all` refused (AEP-0003 §5): live-only from here.
+                    sub.pending_all = false;
+                    sub.shared.notify(Notice::AllRefused);
+                    outgoing.push(sub.frame());
+                } else if sub.sent_from > 0 {
+                    let cap = sub.sent_from / 2;
+                    sub.from_cap = Some(cap);
+                    sub.shared.notify(Notice::ResumeShrunk { cap });
+                    outgoing.push(sub.frame());
+                } else {
+                    // Refused with nothing to shrink: the subscription is over.
+                    self.subs.remove(&id);
+                }
+            }
+            Frame::ReplayExhausted(x) => {
+                if let Some(sub) = self.subs.get(&x.sub) {
+                    sub.shared.notify(Notice::ReplayExhausted {
+                        session: x.session,
+                        earliest: x.earliest,
+                    });
+                }
+            }
+            Frame::Closing(c) => {
+                let reason = c.reason.unwrap_or_default();
+                for sub in self.subs.values() {
+                    sub.shared.notify(Notice::Closing {
+                        reason: reason.clone(),
+                    });
+                }
+            }
+            ping @ Frame::Ping(_) => {
+                if let Some(pong) = ping.pong() {
+                    outgoing.push(pong.to_json());
+                }
+            }
+            // `unsubscribed`, `pong`, and unknown frames are ignored (AEP-0003 §2).
+            _ => {}
+        }
+    }
+
+    /// Hands an event to every subscription whose filter it matches: the endpoint sends
+    /// it once per matching subscription without naming it, and each subscription's
+    /// dedupe collapses the copies.
+    fn route(&self, event: Event, batches: &mut HashMap<String, Vec<Event>>) {
+        let matching: Vec<&String> = self
+            .subs
+            .iter()
+            .filter(|(_, s)| s.route.as_ref().is_some_and(|f| f.matches(&event)))
+            .map(|(id, _)| id)
+            .collect();
+        if let Some((last, rest)) = matching.split_last() {
+            for id in rest {
+                batches
+                    .entry((*id).clone())
+                    .or_default()
+                    .push(event.clone());
+            }
+            batches.entry((*last).clone()).or_default().push(event);
+        }
+    }
+}
+
+fn copy_parse(e: &TransportError) -> TransportError {
+    TransportError::parse(e.to_string(), std::io::Error::other("see message"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn socket_url_maps_schemes() {
+        assert_eq!(super::socket_url("http://h:1/"), "ws://h:1/socket");
+        assert_eq!(super::socket_url("https://h/x"), "wss://h/x/socket");
+        assert_eq!(super::socket_url("ws://h"), "ws://h/socket");
+    }
+}
