@@ -92,7 +92,9 @@ impl HubConfig {
     }
 
     /// Events kept for `from_cursor` replay (sequenced events only: they have a
-    /// position).
+    /// position), oldest dropped first. A cursor older than what is kept replays what
+    /// is left; the hub does not signal the gap (the relay does, with
+    /// `replay-exhausted`).
     pub fn with_replay_buffer(mut self, events: usize) -> Self {
         self.replay = events;
         self
