@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use aep_core::gating::gate_form_values;
 use aep_core::types::EventType;
 use aep_core::validate::{Issue, Rule, StreamValidator};
 use aep_core::Event;
@@ -101,6 +102,39 @@ pub fn run(fixtures: &Path) -> Vec<Check> {
     checks
 }
 
+/// AEP-0006: every declared answer of a golden form answer survives gating at the
+/// answer's own `capture`, so the corpus never carries free text below `redacted`.
+fn capture_honest(request: &Event, answer: &Event) -> Check {
+    const NAME: &str = "golden form answer capture-honest (free text only at redacted+)";
+    let fields = request
+        .data()
+        .and_then(|d| d.get("fields").cloned())
+        .unwrap_or(Value::Null);
+    let values = answer
+        .data()
+        .and_then(|d| d.pointer("/answer/values").cloned())
+        .unwrap_or_else(|| Value::Object(serde_json::Map::new()));
+    let kept = gate_form_values(&fields, &values, answer.capture());
+    let declared: BTreeSet<&str> = values
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.keys())
+        .filter(|k| {
+            fields.as_array().is_some_and(|fs| {
+                fs.iter()
+                    .any(|f| f.get("id").and_then(Value::as_str) == Some(k.as_str()))
+            })
+        })
+        .map(String::as_str)
+        .collect();
+    let gated_out: Vec<&str> = declared
+        .iter()
+        .filter(|k| !kept.contains_key(**k))
+        .copied()
+        .collect();
+    Check::new(NAME, gated_out.is_empty(), format!("gated out: {gated_out:?}"))
+}
+
 /// The AEP-0006 round trip: the golden corpus carries a `kind: "form"` request, and each
 /// answer to it keeps the `values` rules.
 fn form_checks(golden: &[Value], events: &[Event]) -> Vec<Check> {
@@ -128,6 +162,7 @@ fn form_checks(golden: &[Value], events: &[Event]) -> Vec<Check> {
                 issues.is_empty(),
                 crate::golden::summary(&issues),
             ));
+            checks.push(capture_honest(request, answer));
         }
     }
     checks
