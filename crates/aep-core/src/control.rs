@@ -61,15 +61,36 @@ pub use crate::frame::DEFAULT_ACK_WINDOW;
 
 /// How many times a sender resends a command after the ack window closes, by default
 /// (as the Python and TypeScript SDKs): three transmissions in all.
+///
+/// ```
+/// use aep_core::control::{SendPolicy, DEFAULT_ACK_WINDOW, DEFAULT_RETRIES};
+/// assert_eq!(SendPolicy::default(), SendPolicy::new(DEFAULT_ACK_WINDOW, DEFAULT_RETRIES));
+/// ```
 pub const DEFAULT_RETRIES: u32 = 2;
 
 /// How many commands a target remembers for dedupe and re-acknowledgement, by default
 /// (as the Python and TypeScript SDKs).
+///
+/// ```
+/// use aep_core::control::{TargetConfig, DEFAULT_DEDUPE_CAPACITY};
+/// let config = TargetConfig::new(["control.pause"]).with_dedupe_capacity(DEFAULT_DEDUPE_CAPACITY / 10);
+/// assert!(format!("{config:?}").contains("1000"));
+/// ```
 pub const DEFAULT_DEDUPE_CAPACITY: usize = 10_000;
 
 /// The ack types (AEP-0004 §3).
+///
+/// ```
+/// use aep_core::control::{Decision, ACCEPTED};
+/// assert_eq!(Decision::Accept.ack_type(), ACCEPTED);
+/// ```
 pub const ACCEPTED: &str = "control.accepted";
 /// The ack types (AEP-0004 §3).
+///
+/// ```
+/// use aep_core::control::{Decision, RejectReason, REJECTED};
+/// assert_eq!(Decision::reject(RejectReason::Busy, "later").ack_type(), REJECTED);
+/// ```
 pub const REJECTED: &str = "control.rejected";
 
 /// Whether `ty` is a command type: `control.{verb}` other than the two acks, or a vendor
@@ -143,6 +164,12 @@ impl RejectReason {
 }
 
 /// A string outside the closed reject-reason set.
+///
+/// ```
+/// use aep_core::control::RejectReason;
+/// let err = "timeout".parse::<RejectReason>().unwrap_err();
+/// assert!(err.to_string().contains("unknown reject reason `timeout`"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown reject reason `{0}`: expected one of unsupported, unauthorized, busy, refused, invalid (AEP-0004 §3)")]
 pub struct UnknownReason(String);
@@ -221,6 +248,11 @@ impl fmt::Display for NackReason {
 }
 
 /// Where a nack came from.
+///
+/// ```
+/// use aep_core::control::{Nack, NackOrigin};
+/// assert_eq!(Nack::timeout("no ack").origin(), &NackOrigin::Synthesized);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum NackOrigin {
     /// The target's `control.rejected` ack event.
@@ -389,6 +421,16 @@ impl Default for SendPolicy {
 }
 
 /// Why a command could not be sent.
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::{ControlSender, SendError};
+/// let mut s = ControlSender::new("console", "h");
+/// let cmd = s.command("control.pause", "s1").build("c1", "t");
+/// s.send(Instant::now(), cmd.clone())?;
+/// assert_eq!(s.send(Instant::now(), cmd), Err(SendError::AlreadyPending("c1".into())));
+/// # Ok::<(), SendError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SendError {
@@ -491,6 +533,18 @@ impl CommandBuilder {
 }
 
 /// A settled command: accepted (the `control.accepted` event) or nacked.
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::ControlSender;
+/// let mut s = ControlSender::new("console", "h");
+/// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+/// s.handle_close("connection lost");
+/// let settled = s.poll_settled().unwrap();
+/// assert_eq!(settled.command_id, "c1");
+/// assert!(settled.result.unwrap_err().is_synthesized());
+/// # Ok::<(), aep_core::control::SendError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Settled {
@@ -622,6 +676,16 @@ impl ControlSender {
 
     /// Sends `command` under the default policy: queues its first transmission and
     /// starts the ack window at `now`.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::ControlSender;
+    /// let mut s = ControlSender::new("console", "h");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+    /// assert!(s.is_pending("c1"));
+    /// assert_eq!(s.poll_transmit().map(|e| e.id().to_owned()), Some("c1".into()));
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
     pub fn send(&mut self, now: Instant, command: Event) -> Result<(), SendError> {
         self.send_with(now, command, self.policy)
     }
@@ -676,6 +740,19 @@ impl ControlSender {
     /// Feeds an inbound event. Returns whether it settled a pending command: a
     /// `control.accepted` or `control.rejected` whose `cause` is a pending command's
     /// `id` (AEP-0004 §6). Everything else is ignored.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::{control::ControlSender, Event};
+    /// let mut s = ControlSender::new("console", "h");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+    /// let ack = Event::new("a1", "control.accepted", "t", "aep://t/agent/a", "a")
+    ///     .with_session("s1").with_seq(3).with_cause("c1");
+    /// assert!(s.handle_event(&ack));
+    /// assert!(s.poll_settled().unwrap().result.is_ok());
+    /// assert!(!s.handle_event(&ack)); // settled once; later acks are ignored
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
     pub fn handle_event(&mut self, event: &Event) -> bool {
         let ty = event.event_type();
         if ty != ACCEPTED && ty != REJECTED {
@@ -749,6 +826,18 @@ impl ControlSender {
 
     /// The connection is gone: settles every pending command as a synthesized
     /// `timeout` carrying `detail`, as the Python SDK does when its duplex closes.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::{ControlSender, NackReason};
+    /// let mut s = ControlSender::new("console", "h");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+    /// s.handle_close("socket closed");
+    /// let nack = s.poll_settled().unwrap().result.unwrap_err();
+    /// assert_eq!((nack.reason(), nack.is_synthesized()), (NackReason::Timeout, true));
+    /// assert_eq!(s.pending_len(), 0);
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
     pub fn handle_close(&mut self, detail: &str) {
         let mut ids: Vec<(u64, String)> = self
             .pending
@@ -893,6 +982,18 @@ impl Decision {
 
 /// A new command the application must decide on, exactly once, with
 /// [`ControlTarget::decide`].
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::{ControlSender, ControlTarget, Decision, TargetOutput};
+/// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
+/// let mut target = ControlTarget::new(["control.pause"]);
+/// target.handle_command(Instant::now(), cmd)?;
+/// let Some(TargetOutput::Decide(incoming)) = target.poll_output() else { panic!() };
+/// assert_eq!(incoming.command().id(), "c1");
+/// target.decide(incoming.key(), Decision::Accept)?;
+/// # Ok::<(), aep_core::control::TargetError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct IncomingCommand {
     key: CommandKey,
@@ -921,6 +1022,26 @@ impl IncomingCommand {
 /// `cause` [`cause`](Self::cause) (AEP-0004 §2 rule 2, §3), sends it, and hands the
 /// emitted event back with [`ControlTarget::record`] so redeliveries re-send it
 /// byte-identically.
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::{ControlSender, ControlTarget, Decision, TargetOutput};
+/// use aep_core::Event;
+/// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
+/// let mut target = ControlTarget::new(["control.pause"]);
+/// target.handle_command(Instant::now(), cmd.clone())?;
+/// let Some(TargetOutput::Decide(incoming)) = target.poll_output() else { panic!() };
+/// target.decide(incoming.key(), Decision::Accept)?;
+/// let Some(TargetOutput::EmitAck(ack)) = target.poll_output() else { panic!() };
+/// assert_eq!((ack.ack_type(), ack.cause(), ack.session()), ("control.accepted", "c1", Some("s1")));
+/// let event = Event::new("a1", ack.ack_type(), "t", "aep://agent-host/agent/a", "a")
+///     .with_session("s1").with_seq(7).with_cause(ack.cause()).with_data(ack.data());
+/// target.record(ack.key(), event.clone())?;
+/// // A redelivery now gets the recorded ack back, byte for byte (AEP-0004 §3).
+/// target.handle_command(Instant::now(), cmd)?;
+/// assert_eq!(target.poll_output(), Some(TargetOutput::Redeliver(event)));
+/// # Ok::<(), aep_core::control::TargetError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct AckToEmit {
     key: CommandKey,
@@ -961,6 +1082,17 @@ impl AckToEmit {
 }
 
 /// What a [`ControlTarget`] asks its driver to do.
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::{ControlSender, ControlTarget, TargetOutput};
+/// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
+/// let mut target = ControlTarget::new(["control.pause"]);
+/// target.handle_command(Instant::now(), cmd)?;
+/// assert!(matches!(target.poll_output(), Some(TargetOutput::Decide(_))));
+/// assert_eq!(target.poll_output(), None);
+/// # Ok::<(), aep_core::control::TargetError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum TargetOutput {
     /// A new command of an accepted type: decide on it ([`ControlTarget::decide`]).
@@ -972,6 +1104,17 @@ pub enum TargetOutput {
 }
 
 /// What [`ControlTarget::handle_command`] made of a delivery.
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::{ControlSender, ControlTarget, Delivery};
+/// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
+/// let mut target = ControlTarget::new(["control.pause"]);
+/// assert_eq!(target.handle_command(Instant::now(), cmd.clone())?, Delivery::New);
+/// // Not decided yet: the duplicate is answered by the one ack still to come.
+/// assert_eq!(target.handle_command(Instant::now(), cmd)?, Delivery::DuplicatePending);
+/// # Ok::<(), aep_core::control::TargetError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
     /// A new command of an accepted type; a [`TargetOutput::Decide`] is queued.
@@ -987,6 +1130,16 @@ pub enum Delivery {
 }
 
 /// Why the target refused an input.
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::{CommandKey, ControlTarget, Decision, TargetError};
+/// use aep_core::Event;
+/// let mut target = ControlTarget::new(["control.pause"]);
+/// let event = Event::new("e1", "tool.completed", "t", "aep://h/agent/a", "a");
+/// assert_eq!(target.handle_command(Instant::now(), event), Err(TargetError::NotACommand("tool.completed".into())));
+/// assert!(target.decide(&CommandKey::new("aep://h", "nope"), Decision::Accept).is_err());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TargetError {
@@ -1143,6 +1296,18 @@ impl ControlTarget {
     }
 
     /// Feeds one delivery of a command, at `now`.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::{ControlSender, ControlTarget, Delivery};
+    /// let sender = ControlSender::new("console", "h");
+    /// let mut target = ControlTarget::new(["control.pause"]);
+    /// let pause = sender.command("control.pause", "s1").build("c1", "t");
+    /// let stop = sender.command("control.cancel", "s1").build("c2", "t");
+    /// assert_eq!(target.handle_command(Instant::now(), pause)?, Delivery::New);
+    /// assert_eq!(target.handle_command(Instant::now(), stop)?, Delivery::Unsupported);
+    /// # Ok::<(), aep_core::control::TargetError>(())
+    /// ```
     pub fn handle_command(
         &mut self,
         now: Instant,

@@ -58,6 +58,13 @@ use crate::resume::{Position, ResumePosition};
 
 /// The default ack window a target declares when it states none
 /// (`hello.capabilities.control.ack_window_ms`, AEP-0004 §3).
+///
+/// ```
+/// use std::time::Duration;
+/// use aep_core::frame::{ControlCapability, DEFAULT_ACK_WINDOW};
+/// assert_eq!(DEFAULT_ACK_WINDOW, Duration::from_secs(10));
+/// assert_eq!(ControlCapability::accepting(["control.pause"]).ack_window(), DEFAULT_ACK_WINDOW);
+/// ```
 pub const DEFAULT_ACK_WINDOW: Duration = Duration::from_millis(10_000);
 
 // ---------------------------------------------------------------------------

@@ -104,6 +104,11 @@ pub struct ResumePosition {
 
 /// Why a string is not an SSE `id:` of the form `{session}:{epoch}:{seq}`
 /// (AEP-0003 §3.3), or why a position cannot be written as one.
+///
+/// ```
+/// use aep_core::resume::{ResumePosition, SseIdError};
+/// assert_eq!(ResumePosition::parse_sse_id("s1:x:3"), Err(SseIdError::BadEpoch("s1:x:3".into())));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SseIdError {
     /// Fewer than two `:` separators.
@@ -385,6 +390,14 @@ impl Positions {
 
     /// Records the position of a session-scoped, sequenced event; returns whether it
     /// advanced (agent-scoped events and commands carry none).
+    ///
+    /// ```
+    /// use aep_core::{resume::{Position, Positions}, Event};
+    /// let mut p = Positions::new();
+    /// let e = Event::new("1", "tool.requested", "t", "aep://h", "a").with_session("s").with_seq(4);
+    /// assert!(p.observe(&e));
+    /// assert_eq!(p.get("s"), Some(Position::new(0, 4)));
+    /// ```
     pub fn observe(&mut self, event: &Event) -> bool {
         match (event.session(), Position::of(event)) {
             (Some(session), Some(position)) => self.advance(session, position),
@@ -445,6 +458,15 @@ impl Positions {
 
     /// The positions as a JSON array of `{session, epoch, seq}`, oldest first: the
     /// persisted form, and the shape of the `from` parameter.
+    ///
+    /// ```
+    /// use aep_core::resume::{Position, Positions};
+    /// let mut p = Positions::new();
+    /// p.advance("s", Position::new(1, 2));
+    /// let back = Positions::from_json(&p.to_json())?;
+    /// assert_eq!(back.get("s"), Some(Position::new(1, 2)));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn to_json(&self) -> String {
         // A Vec of strings and integers always serializes.
         serde_json::to_string(&self.to_vec()).unwrap_or_else(|_| String::from("[]"))
@@ -527,6 +549,16 @@ impl Default for FromBudget {
 }
 
 /// A resume set spread over requests by [`FromBudget::plan`].
+///
+/// ```
+/// use aep_core::resume::{FromBudget, ResumePosition};
+/// let positions: Vec<ResumePosition> = (0..3).map(|i| ResumePosition::new(format!("s{i}"), 0, 9)).collect();
+/// let one = positions[0].encoded_len();
+/// let plan = FromBudget::new(one + 2, 1).plan(&positions, None);
+/// assert_eq!(plan.live().len(), 1);
+/// assert_eq!(plan.chunks().len(), 1);
+/// assert_eq!(plan.unsent().len(), 1);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FromPlan<'a> {
     live: &'a [ResumePosition],
@@ -559,6 +591,12 @@ impl FromBudget {
 
     /// A budget of `budget` encoded characters per request and at most `max_chunks`
     /// drain requests.
+    ///
+    /// ```
+    /// use aep_core::resume::FromBudget;
+    /// let b = FromBudget::new(2000, 5);
+    /// assert_eq!((b.budget(), b.max_chunks()), (2000, 5));
+    /// ```
     pub fn new(budget: usize, max_chunks: usize) -> FromBudget {
         FromBudget { budget, max_chunks }
     }
@@ -612,6 +650,14 @@ impl FromBudget {
 
     /// The whole plan: the live request's positions (at most `cap`), then drain
     /// chunks of the rest, newest first, at most [`max_chunks`](Self::max_chunks).
+    ///
+    /// ```
+    /// use aep_core::resume::{FromBudget, ResumePosition};
+    /// let positions = vec![ResumePosition::new("s1", 0, 3), ResumePosition::new("s2", 0, 8)];
+    /// let plan = FromBudget::default().plan(&positions, None);
+    /// assert_eq!(plan.live(), &positions[..]); // small sets ride the live request whole
+    /// assert!(plan.chunks().is_empty() && plan.unsent().is_empty());
+    /// ```
     pub fn plan<'a>(&self, positions: &'a [ResumePosition], cap: Option<usize>) -> FromPlan<'a> {
         let (live, mut rest) = self.split(positions, cap);
         let mut chunks = Vec::new();
