@@ -143,6 +143,12 @@ pub enum RejectReason {
 
 impl RejectReason {
     /// Every wire reason.
+    ///
+    /// ```
+    /// use aep_core::control::RejectReason;
+    /// let wire: Vec<&str> = RejectReason::ALL.iter().map(|r| r.as_str()).collect();
+    /// assert_eq!(wire, ["unsupported", "unauthorized", "busy", "refused", "invalid"]);
+    /// ```
     pub const ALL: [RejectReason; 5] = [
         RejectReason::Unsupported,
         RejectReason::Unauthorized,
@@ -349,6 +355,15 @@ impl Nack {
 
     /// The nack a relay's `error` frame states (AEP-0004 §4.2): its `code` when that is a
     /// reason, else `invalid` with the code kept in the detail.
+    ///
+    /// ```
+    /// use aep_core::control::{Nack, NackReason};
+    /// use aep_core::frame::{ErrorCode, ErrorFrame};
+    /// let nack = Nack::from_error_frame(&ErrorFrame::new(ErrorCode::NoRoute).with_cause("c1"));
+    /// assert_eq!(nack.reason(), NackReason::Invalid);
+    /// assert!(nack.detail().is_some_and(|d| d.starts_with("no-route")));
+    /// assert!(!nack.is_synthesized());
+    /// ```
     pub fn from_error_frame(frame: &ErrorFrame) -> Nack {
         let (reason, detail) = normalize(Some(frame.code.as_str()), frame.detail.clone());
         Nack {
@@ -776,6 +791,17 @@ impl ControlSender {
     /// Feeds an inbound frame. Returns whether it settled a pending command: an `error`
     /// frame whose `cause` is a pending command's `id` refuses that command, whatever
     /// its code (AEP-0004 §4.2). Other frames are ignored.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::{ControlSender, NackReason};
+    /// use aep_core::frame::{ErrorCode, ErrorFrame, Frame};
+    /// let mut s = ControlSender::new("console", "h");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+    /// assert!(s.handle_frame(&Frame::Error(ErrorFrame::new(ErrorCode::Unauthorized).with_cause("c1"))));
+    /// assert_eq!(s.poll_settled().unwrap().result.unwrap_err().reason(), NackReason::Unauthorized);
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
     pub fn handle_frame(&mut self, frame: &Frame) -> bool {
         match frame {
             Frame::Error(e) => self.handle_error_frame(e),
@@ -784,6 +810,18 @@ impl ControlSender {
     }
 
     /// Feeds an inbound `error` frame; see [`handle_frame`](Self::handle_frame).
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::ControlSender;
+    /// use aep_core::frame::{ErrorCode, ErrorFrame};
+    /// let mut s = ControlSender::new("console", "h");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+    /// // An error frame about another command settles nothing.
+    /// assert!(!s.handle_error_frame(&ErrorFrame::new(ErrorCode::NoRoute).with_cause("c9")));
+    /// assert!(s.is_pending("c1"));
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
     pub fn handle_error_frame(&mut self, frame: &ErrorFrame) -> bool {
         let Some(cause) = frame.cause.as_deref() else {
             return false;
@@ -797,6 +835,19 @@ impl ControlSender {
 
     /// Advances time: every command whose window has closed is resent (identical
     /// envelope) while retries remain, else settled as a synthesized `timeout`.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use aep_core::control::{ControlSender, SendPolicy};
+    /// let t0 = Instant::now();
+    /// let mut s = ControlSender::new("console", "h").with_policy(SendPolicy::new(Duration::from_secs(1), 0));
+    /// s.send(t0, s.command("control.pause", "s1").build("c1", "t"))?;
+    /// s.handle_timeout(t0 + Duration::from_millis(999));
+    /// assert!(s.is_pending("c1")); // the window is still open
+    /// s.handle_timeout(t0 + Duration::from_secs(1));
+    /// assert!(s.poll_settled().unwrap().result.unwrap_err().is_synthesized());
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
     pub fn handle_timeout(&mut self, now: Instant) {
         let mut due: Vec<(Instant, u64, String)> = self
             .pending
@@ -913,6 +964,14 @@ impl CommandKey {
     }
 
     /// The key of `command`.
+    ///
+    /// ```
+    /// use aep_core::control::{CommandKey, ControlSender};
+    /// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
+    /// let key = CommandKey::of(&cmd);
+    /// assert_eq!((key.source(), key.id()), ("aep://h/agent/console", "c1"));
+    /// assert_eq!(key, CommandKey::new("aep://h/agent/console", "c1"));
+    /// ```
     pub fn of(command: &Event) -> CommandKey {
         CommandKey::new(command.source(), command.id())
     }
@@ -1207,6 +1266,13 @@ impl TargetConfig {
     }
 
     /// Sets the decision window.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use aep_core::control::{ControlTarget, TargetConfig};
+    /// let target = ControlTarget::with_config(TargetConfig::new(["control.pause"]).with_decision_window(Some(Duration::from_secs(5))));
+    /// assert!(target.accepts("control.pause") && !target.accepts("control.cancel"));
+    /// ```
     pub fn with_decision_window(mut self, window: Option<Duration>) -> TargetConfig {
         self.decision_window = window;
         self
@@ -1358,6 +1424,18 @@ impl ControlTarget {
 
     /// Records the application's one decision about a command it was asked to decide;
     /// queues the [`TargetOutput::EmitAck`].
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::{ControlSender, ControlTarget, Decision, RejectReason, TargetOutput};
+    /// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
+    /// let mut target = ControlTarget::new(["control.pause"]);
+    /// target.handle_command(Instant::now(), cmd)?;
+    /// let Some(TargetOutput::Decide(incoming)) = target.poll_output() else { panic!() };
+    /// target.decide(incoming.key(), Decision::reject(RejectReason::Busy, "mid-run"))?;
+    /// assert!(target.decide(incoming.key(), Decision::Accept).is_err()); // one decision per command
+    /// # Ok::<(), aep_core::control::TargetError>(())
+    /// ```
     pub fn decide(&mut self, key: &CommandKey, decision: Decision) -> Result<(), TargetError> {
         let session = match self.slots.get_mut(key) {
             Some(slot @ Slot::Deciding { .. }) => {
@@ -1393,6 +1471,16 @@ impl ControlTarget {
 
     /// Records the ack event as emitted, so a redelivery of the command re-sends it
     /// byte-identically (AEP-0004 §3). Forgets the oldest records beyond the capacity.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::{CommandKey, ControlTarget};
+    /// use aep_core::Event;
+    /// let mut target = ControlTarget::new(["control.pause"]);
+    /// let ack = Event::new("a1", "control.accepted", "t", "aep://h", "a").with_cause("c1");
+    /// // Nothing is being minted for this command, so there is nothing to record.
+    /// assert!(target.record(&CommandKey::new("aep://c", "c1"), ack).is_err());
+    /// ```
     pub fn record(&mut self, key: &CommandKey, ack: Event) -> Result<(), TargetError> {
         if ack.cause() != Some(key.id.as_str()) {
             return Err(TargetError::CauseMismatch {
