@@ -364,6 +364,14 @@ impl ProjectedState {
     }
 
     /// The session `(source, session)`.
+    ///
+    /// ```
+    /// use aep_core::{projection::project_state, Event};
+    /// let e = Event::new("1", "session.started", "t", "aep://h", "a").with_session("s").with_seq(0);
+    /// let state = project_state([&e]);
+    /// assert!(state.session("aep://h", "s").is_some());
+    /// assert!(state.session("aep://other", "s").is_none()); // sessions are emitter-scoped
+    /// ```
     pub fn session(&self, source: &str, session: &str) -> Option<&ProjectedSession> {
         self.sessions
             .binary_search_by(|s| (s.source.as_str(), s.session.as_str()).cmp(&(source, session)))

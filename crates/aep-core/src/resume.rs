@@ -406,6 +406,14 @@ impl Positions {
     }
 
     /// Records a resume position (see [`advance`](Self::advance)).
+    ///
+    /// ```
+    /// use aep_core::resume::{Position, Positions, ResumePosition};
+    /// let mut p = Positions::new();
+    /// assert!(p.insert(ResumePosition::new("s", 0, 9)));
+    /// assert!(!p.insert(ResumePosition::new("s", 0, 3))); // never moves backwards
+    /// assert_eq!(p.get("s"), Some(Position::new(0, 9)));
+    /// ```
     pub fn insert(&mut self, position: ResumePosition) -> bool {
         self.advance(&position.session, position.position())
     }
@@ -433,6 +441,14 @@ impl Positions {
     }
 
     /// Forgets `session`; returns its position.
+    ///
+    /// ```
+    /// use aep_core::resume::{Position, Positions};
+    /// let mut p = Positions::new();
+    /// p.advance("s", Position::new(0, 1));
+    /// assert_eq!(p.remove("s"), Some(Position::new(0, 1)));
+    /// assert!(p.is_empty());
+    /// ```
     pub fn remove(&mut self, session: &str) -> Option<Position> {
         self.map.remove(session).map(|(p, _)| p)
     }
@@ -448,6 +464,15 @@ impl Positions {
     }
 
     /// Every position, by last advance, oldest first.
+    ///
+    /// ```
+    /// use aep_core::resume::{Position, Positions};
+    /// let mut p = Positions::new();
+    /// p.advance("a", Position::new(0, 1));
+    /// p.advance("b", Position::new(0, 2));
+    /// let sessions: Vec<String> = p.to_vec().iter().map(|r| r.session().to_owned()).collect();
+    /// assert_eq!(sessions.len(), 2);
+    /// ```
     pub fn to_vec(&self) -> Vec<ResumePosition> {
         let mut all: Vec<(&String, &(Position, u64))> = self.map.iter().collect();
         all.sort_unstable_by_key(|(_, (_, stamp))| *stamp);
@@ -475,6 +500,11 @@ impl Positions {
     /// Reads positions persisted by [`to_json`](Self::to_json) (or any JSON array of
     /// `{session, epoch, seq}`); a later entry for a session already read wins when
     /// it is ahead.
+    ///
+    /// ```
+    /// use aep_core::resume::Positions;
+    /// assert!(Positions::from_json("not json").is_err());
+    /// ```
     pub fn from_json(json: &str) -> Result<Positions, serde_json::Error> {
         let all: Vec<ResumePosition> = serde_json::from_str(json)?;
         Ok(all.into_iter().collect())
