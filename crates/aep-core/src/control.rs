@@ -421,6 +421,16 @@ pub struct SendPolicy {
 
 impl SendPolicy {
     /// A policy with this window and retry count.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use aep_core::control::{ControlSender, SendPolicy};
+    /// let t0 = Instant::now();
+    /// let mut s = ControlSender::new("console", "h").with_policy(SendPolicy::new(Duration::from_secs(2), 1));
+    /// s.send(t0, s.command("control.pause", "s1").build("c1", "t"))?;
+    /// assert_eq!(s.poll_timeout(), Some(t0 + Duration::from_secs(2)));
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
     pub fn new(ack_window: Duration, retries: u32) -> SendPolicy {
         SendPolicy {
             ack_window,
@@ -1539,6 +1549,18 @@ impl ControlTarget {
     }
 
     /// How many commands the target remembers (recorded, deciding or minting).
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::{ControlSender, ControlTarget};
+    /// let sender = ControlSender::new("console", "h");
+    /// let mut target = ControlTarget::new(["control.pause"]);
+    /// for id in ["c1", "c2", "c1"] {
+    ///     target.handle_command(Instant::now(), sender.command("control.pause", "s1").build(id, "t"))?;
+    /// }
+    /// assert_eq!(target.remembered(), 2); // deduplicated on (source, id)
+    /// # Ok::<(), aep_core::control::TargetError>(())
+    /// ```
     pub fn remembered(&self) -> usize {
         self.slots.len()
     }
