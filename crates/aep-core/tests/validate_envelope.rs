@@ -11,7 +11,10 @@ const GOLDEN: &str = include_str!("../../../fixtures/conformance/golden/golden.j
 const INVALID: &str = include_str!("../../../fixtures/conformance/invalid/cases.json");
 
 fn without_payload(issues: Vec<Issue>) -> Vec<Issue> {
-    issues.into_iter().filter(|i| !i.rule().is_payload()).collect()
+    issues
+        .into_iter()
+        .filter(|i| !i.rule().is_payload())
+        .collect()
 }
 
 fn corpus_events() -> Vec<Event> {
@@ -47,7 +50,10 @@ fn envelope_findings_are_the_full_findings_minus_the_payload_ones() {
         payload_findings += full.iter().filter(|i| i.rule().is_payload()).count();
         assert_eq!(validate_envelope(event), without_payload(full), "{event:?}");
     }
-    assert!(payload_findings > 0, "the corpus exercises the payload rules");
+    assert!(
+        payload_findings > 0,
+        "the corpus exercises the payload rules"
+    );
 }
 
 #[test]
