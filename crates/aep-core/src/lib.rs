@@ -38,6 +38,13 @@ pub mod subscription;
 pub mod types;
 pub mod validate;
 
+pub use control::{ControlSender, ControlTarget, Nack, NackReason, RejectReason};
+pub use envelope::{Clock, EnvelopeFactory};
+pub use capture::{downlevel, downlevel_in_place, downlevel_redacting};
 pub use event::{Event, EventParseError, ExtensionError, AEP_VERSION};
+pub use filter::{Filter, FilterError};
+pub use frame::{DecodeError, Frame, Message};
 pub use level::{Capture, Severity};
+pub use payload::{Payload, PayloadError, PayloadType};
+pub use subscription::{DeliveryMode, Registry, SubscriptionFilter};
 pub use types::EventType;
