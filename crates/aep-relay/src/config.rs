@@ -6,6 +6,7 @@
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The bearer token of a relay (AEP-0003 §8.1).
@@ -83,6 +84,7 @@ pub struct RelayConfig {
     pub(crate) heartbeat: Duration,
     pub(crate) lag_grace: Duration,
     pub(crate) drain_timeout: Duration,
+    pub(crate) data_dir: Option<PathBuf>,
 }
 
 /// A value of a `AEP_*` variable or flag that is not what it should be.
@@ -120,6 +122,7 @@ impl Default for RelayConfig {
             heartbeat: Duration::from_secs(25),
             lag_grace: Duration::from_secs(1),
             drain_timeout: Duration::from_secs(5),
+            data_dir: None,
         }
     }
 }
@@ -134,7 +137,8 @@ fn parse_num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigE
 impl RelayConfig {
     /// The defaults overridden by the reference relay's environment variables that are
     /// set: `AEP_PORT`, `AEP_HOST`, `AEP_TOKEN` (empty means no token), `AEP_BUFFER`,
-    /// `AEP_MAX_SESSIONS`, `AEP_MAX_BODY`, `AEP_MAX_BATCH`, `AEP_MAX_FROM`.
+    /// `AEP_MAX_SESSIONS`, `AEP_MAX_BODY`, `AEP_MAX_BATCH`, `AEP_MAX_FROM`, and this
+    /// relay's own `AEP_DATA_DIR`.
     ///
     /// ```
     /// let config = aep_relay::RelayConfig::from_env()?;
@@ -166,6 +170,7 @@ impl RelayConfig {
             "AEP_MAX_BODY",
             "AEP_MAX_BATCH",
             "AEP_MAX_FROM",
+            "AEP_DATA_DIR",
         ] {
             if let Some(value) = get(name) {
                 config.set(name, &value)?;
@@ -211,6 +216,7 @@ impl RelayConfig {
             "drain-timeout-ms" => {
                 self.drain_timeout = Duration::from_millis(parse_num(name, value)?)
             }
+            "data-dir" => self.data_dir = (!value.is_empty()).then(|| PathBuf::from(value)),
             _ => return Err(ConfigError::new(name, value, "a known setting")),
         }
         Ok(())
@@ -321,6 +327,18 @@ impl RelayConfig {
     pub fn with_lag_grace(mut self, grace: Duration) -> Self {
         self.lag_grace = grace;
         self
+    }
+
+    /// Keeps every session's replay buffer in an append-only JSONL log per session under
+    /// `dir`, so a restarted relay resumes what it held (default: memory only).
+    pub fn with_data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
+    /// The data directory of durable replay, when set.
+    pub fn data_dir(&self) -> Option<&std::path::Path> {
+        self.data_dir.as_deref()
     }
 
     /// How long a graceful shutdown waits for connections to close (default 5 s).

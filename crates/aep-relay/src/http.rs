@@ -275,7 +275,8 @@ fn stream_request(
     let filter = match query.get("filter").filter(|f| !f.is_empty()) {
         None => Filter::default(),
         Some(text) => {
-            let value: Value = serde_json::from_str(text).map_err(|_| "bad filter JSON".to_owned())?;
+            let value: Value =
+                serde_json::from_str(text).map_err(|_| "bad filter JSON".to_owned())?;
             proto::parse_filter(&value)?
         }
     };
@@ -298,7 +299,8 @@ fn stream_request(
     {
         Some("all") => ask.all = true,
         Some(text) => {
-            let value: Value = serde_json::from_str(text).map_err(|_| "bad from JSON".to_owned())?;
+            let value: Value =
+                serde_json::from_str(text).map_err(|_| "bad from JSON".to_owned())?;
             let Some(items) = value.as_array() else {
                 return Err("bad from JSON".to_owned());
             };

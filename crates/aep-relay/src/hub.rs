@@ -17,6 +17,7 @@ use bytes::Bytes;
 use serde_json::{json, Value};
 
 use crate::config::RelayConfig;
+use crate::journal::Journal;
 use crate::outbox::{self, Binding, End, Outbox, ReplayJob};
 use crate::proto::{self, Disposition, Filter, FromPosition};
 use crate::store::{Encoded, Store};
@@ -168,12 +169,18 @@ pub(crate) struct Hub {
     started: Instant,
     next_id: AtomicU64,
     shutting_down: AtomicBool,
+    journal: Option<Journal>,
 }
 
 impl Hub {
-    pub(crate) fn new(config: RelayConfig) -> Hub {
-        let store = Store::new(config.buffer, config.max_sessions);
-        Hub {
+    /// The shared state; with a data directory, the buffers it holds are restored.
+    pub(crate) fn new(config: RelayConfig) -> std::io::Result<Hub> {
+        let mut store = Store::new(config.buffer, config.max_sessions);
+        let journal = match &config.data_dir {
+            Some(dir) => Some(Journal::open(dir, &mut store, config.buffer)?),
+            None => None,
+        };
+        Ok(Hub {
             config,
             state: Mutex::new(State {
                 store,
@@ -183,6 +190,14 @@ impl Hub {
             started: Instant::now(),
             next_id: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
+            journal,
+        })
+    }
+
+    /// Writes out every buffered event still queued for the data directory.
+    pub(crate) fn flush_journal(&self) {
+        if let Some(journal) = &self.journal {
+            journal.flush();
         }
     }
 
@@ -233,7 +248,15 @@ impl Hub {
                             }
                             // live fan-out forwards even a duplicate (AEP-0003 §5): the
                             // relay is not a terminal consumer
-                            st.store.admit(session, incoming.encoded.clone());
+                            let admission = st.store.admit(session, incoming.encoded.clone());
+                            if let Some(journal) = &self.journal {
+                                if let Some(gone) = admission.evicted {
+                                    journal.remove(&gone);
+                                }
+                                if admission.admitted {
+                                    journal.append(session, incoming.encoded.json());
+                                }
+                            }
                         }
                         true
                     }

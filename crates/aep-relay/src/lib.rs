@@ -32,12 +32,14 @@
 //!   the auth wall); `ws`: the WebSocket binding.
 //! - `hub`: shared state, admission, routing, fan-out; `store`: the per-session replay
 //!   buffers; `outbox`: per-reader queues and backpressure.
+//! - `journal`: durable replay, an append-only JSONL log per session (`--data-dir`).
 //! - `proto`: the one seam to `aep-core` (validation, attr-match, down-leveling, frames).
 #![warn(missing_docs)]
 
 pub mod config;
 mod http;
 mod hub;
+mod journal;
 mod outbox;
 mod proto;
 mod server;

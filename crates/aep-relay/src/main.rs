@@ -20,6 +20,7 @@ Every flag falls back to the reference relay's environment variable, then its de
   --max-body BYTES       AEP_MAX_BODY      16777216 (413 beyond)
   --max-batch N          AEP_MAX_BATCH     10000 events per NDJSON batch (413 beyond)
   --max-from N           AEP_MAX_FROM      max-sessions resume positions per request
+  --data-dir DIR         AEP_DATA_DIR      none: buffers survive restarts as JSONL logs in DIR
   --soft-backpressure B                    1048576 bytes queued: lagging readers lose debug/info
   --hard-backpressure B                    8388608 bytes queued: the reader is disconnected
   --heartbeat-ms MS                        25000 between `: ping` / ping frames

@@ -33,7 +33,7 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
     let drain_timeout = config.drain_timeout;
-    let hub = Arc::new(Hub::new(config));
+    let hub = Arc::new(Hub::new(config)?);
     tracing::info!(
         addr = ?listener.local_addr().ok(),
         buffer = hub.config.buffer,
@@ -65,6 +65,7 @@ pub async fn run(
         result = &mut serve => result?,
         () = async { started.notified().await; tokio::time::sleep(drain_timeout).await } => {
             tracing::warn!("connections still open after the drain timeout; closing anyway");
+            hub.flush_journal();
             return Ok(());
         }
     }
@@ -74,6 +75,7 @@ pub async fn run(
     while hub.open_connections() > 0 && tokio::time::Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    hub.flush_journal();
     tracing::debug!("relay stopped");
     Ok(())
 }
@@ -155,6 +157,12 @@ impl RelayBuilder {
     /// See [`RelayConfig::with_max_from`].
     pub fn max_from(mut self, positions: usize) -> Self {
         self.config = self.config.with_max_from(positions);
+        self
+    }
+
+    /// See [`RelayConfig::with_data_dir`].
+    pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.config = self.config.with_data_dir(dir);
         self
     }
 

@@ -112,6 +112,15 @@ pub(crate) struct ReplayPart {
     pub(crate) events: Vec<Arc<Encoded>>,
 }
 
+/// What [`Store::admit`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Admission {
+    /// The event was new and is now held.
+    pub(crate) admitted: bool,
+    /// The session evicted to make room for a new one.
+    pub(crate) evicted: Option<Arc<str>>,
+}
+
 /// All session buffers, least recently written evicted first.
 #[derive(Debug)]
 pub(crate) struct Store {
@@ -138,8 +147,9 @@ impl Store {
         self.sessions.len()
     }
 
-    /// Buffers one event of `session`; `false` when `(source, id)` is already held.
-    pub(crate) fn admit(&mut self, session: &str, event: Arc<Encoded>) -> bool {
+    /// Buffers one event of `session`; not admitted when `(source, id)` is already held.
+    pub(crate) fn admit(&mut self, session: &str, event: Arc<Encoded>) -> Admission {
+        let mut evicted = None;
         self.tick += 1;
         let tick = self.tick;
         let name: Arc<str> = match self.sessions.get_key_value(session) {
@@ -148,6 +158,7 @@ impl Store {
                 if self.sessions.len() >= self.max_sessions.max(1) {
                     if let Some((_, oldest)) = self.recency.pop_first() {
                         self.sessions.remove(&oldest);
+                        evicted = Some(oldest);
                     }
                 }
                 let name: Arc<str> = Arc::from(session);
@@ -156,7 +167,10 @@ impl Store {
             }
         };
         let Some(s) = self.sessions.get_mut(&name) else {
-            return false;
+            return Admission {
+                admitted: false,
+                evicted,
+            };
         };
         // refreshed on every write, duplicates included: eviction drops the session
         // written least recently, never an active one
@@ -164,7 +178,10 @@ impl Store {
         s.touched = tick;
         self.recency.insert(tick, name);
         if !s.ids.insert(event.key) {
-            return false;
+            return Admission {
+                admitted: false,
+                evicted,
+            };
         }
         // events almost always arrive in order: insert from the tail
         let at = event.position();
@@ -178,7 +195,10 @@ impl Store {
                 s.ids.remove(&dropped.key);
             }
         }
-        true
+        Admission {
+            admitted: true,
+            evicted,
+        }
     }
 
     /// The events of `session` strictly after `(epoch, seq)`; `seq` -1 asks from the
@@ -247,9 +267,9 @@ mod tests {
     fn admission_dedupes_and_evicts_oldest_position() {
         let mut store = Store::new(3, 10);
         for i in 0..5 {
-            assert!(store.admit("s", ev(&format!("e{i}"), 0, i)));
+            assert!(store.admit("s", ev(&format!("e{i}"), 0, i)).admitted);
         }
-        assert!(!store.admit("s", ev("e4", 0, 4)));
+        assert!(!store.admit("s", ev("e4", 0, 4)).admitted);
         let part = store.replay("s", 0, 0);
         let seqs: Vec<u64> = part.events.iter().map(|e| e.seq).collect();
         assert_eq!(seqs, vec![2, 3, 4]);
@@ -280,7 +300,8 @@ mod tests {
         store.admit("a", ev("1", 0, 0));
         store.admit("b", ev("2", 0, 0));
         store.admit("a", ev("3", 0, 1));
-        store.admit("c", ev("4", 0, 0));
+        let admission = store.admit("c", ev("4", 0, 0));
+        assert_eq!(admission.evicted.as_deref(), Some("b"));
         assert_eq!(store.len(), 2);
         assert!(store.replay("b", 0, -1).events.is_empty());
         let order: Vec<String> = store
