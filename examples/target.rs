@@ -136,7 +136,7 @@ async fn main() -> ExitCode {
             }
             let run = cmd.event().run().map(str::to_owned);
             let subject = cmd.event().subject().map(str::to_owned);
-            let answer = cmd.event().data().cloned();
+            let answer = cmd.event().data();
             let accepted = match cmd.accept() {
                 Ok(a) => a,
                 Err(e) => {
