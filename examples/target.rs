@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --example target -- [--url URL] [--token T] --session S
 //!     [--accepts pause,resume,cancel,attention.respond] [--reject TYPE=REASON]...
+//!     [--ignore TYPE]... [--raise-attention]
 //! ```
 //!
 //! Declares the accepted command types at `hello` (short names get the `control.`
@@ -15,6 +16,9 @@
 //! one for an unknown request is acked without side effects. With `--raise-attention`
 //! the agent raises one request at start and prints its id.
 //!
+//! `--ignore TYPE` declares `TYPE` but never answers it (a hung agent), so senders see
+//! their synthesized `timeout`.
+//!
 //! Without `--url` an embedded Rust relay is started (token `dev` unless given) and its
 //! URL printed first.
 
@@ -23,7 +27,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use aep_async::control::{ControlTarget, RejectReason};
-use aep_async::{EmitOptions, Emitter, WsSink};
+use aep_async::{CommandHook, EmitOptions, Emitter, WsSink};
 use serde_json::json;
 
 struct Args {
@@ -32,10 +36,37 @@ struct Args {
     session: String,
     accepts: Vec<String>,
     reject: HashMap<String, RejectReason>,
+    ignore: HashSet<String>,
     raise_attention: bool,
 }
 
-const USAGE: &str = "usage: target [--url URL] [--token T] --session S [--accepts TYPES] [--reject TYPE=REASON]... [--raise-attention]";
+/// Hands commands to the target, except the `--ignore`d types, which it declares and
+/// drops: the sender's window closes on silence.
+#[derive(Debug)]
+struct Ignoring {
+    target: ControlTarget,
+    ignore: HashSet<String>,
+}
+
+impl CommandHook for Ignoring {
+    fn accepts(&self) -> Vec<String> {
+        let mut a = self.target.accepts().to_vec();
+        a.extend(self.ignore.iter().cloned());
+        a
+    }
+    fn ack_window(&self) -> Option<std::time::Duration> {
+        self.target.ack_window()
+    }
+    fn command(&self, command: aep_core::Event) {
+        if self.ignore.contains(command.event_type()) {
+            eprintln!("target: ignoring {} {}", command.event_type(), command.id());
+        } else {
+            self.target.command(command);
+        }
+    }
+}
+
+const USAGE: &str = "usage: target [--url URL] [--token T] --session S [--accepts TYPES] [--reject TYPE=REASON]... [--ignore TYPE]... [--raise-attention]";
 
 fn full_type(t: &str) -> String {
     if t.contains(".control.") || t.starts_with("control.") {
@@ -55,6 +86,7 @@ fn parse() -> Result<Args, String> {
             .map(|t| full_type(t))
             .collect(),
         reject: HashMap::new(),
+        ignore: HashSet::new(),
         raise_attention: false,
     };
     let mut it = std::env::args().skip(1);
@@ -74,6 +106,9 @@ fn parse() -> Result<Args, String> {
                     .filter(|t| !t.is_empty())
                     .map(full_type)
                     .collect()
+            }
+            "--ignore" => {
+                args.ignore.insert(full_type(&value));
             }
             "--reject" => {
                 let (ty, reason) = value
@@ -186,7 +221,10 @@ async fn main() -> ExitCode {
     });
 
     let mut sink = WsSink::builder(&url, "aep-example-target", format!("localhost/{}", std::process::id()))
-        .command_hook(target.clone())
+        .command_hook(Ignoring {
+            target: target.clone(),
+            ignore: args.ignore.clone(),
+        })
         .on_report(|r| eprintln!("target: {r}"));
     if let Some(t) = &token {
         sink = sink.token(t);
