@@ -822,3 +822,38 @@ async fn an_undecided_command_is_rejected_busy_within_the_window() {
     client.close().await;
     agent.emitter.close().await;
 }
+
+#[tokio::test]
+async fn dropping_every_handle_closes_the_connection_in_order() {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    let ack = acking(Vec::new());
+    let endpoint = Scripted::start(Some(endpoint_hello(false)), move |text| {
+        log.lock().unwrap().push(text.to_owned());
+        ack(text)
+    })
+    .await;
+    let client = ControlClient::connect(&endpoint.url, ClientOptions::new())
+        .await
+        .unwrap();
+    client
+        .send("control.pause", "s", SendOptions::new())
+        .await
+        .unwrap();
+    drop(client);
+    for _ in 0..500 {
+        if seen
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|t| t.contains(r#""type":"closing""#))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!(
+        "no closing frame after the last handle was dropped: {:?}",
+        seen.lock().unwrap()
+    );
+}
