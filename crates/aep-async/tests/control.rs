@@ -160,7 +160,7 @@ async fn undeclared_types_are_nacked_unsupported_by_the_target_itself() {
     });
     let dir = std::env::temp_dir().join(format!("aep-control-{}.jsonl", std::process::id()));
     let emitter = Emitter::new("a", "h", aep_async::JsonlSink::open(&dir).unwrap());
-    target.attach(emitter.session("s1"));
+    let _session = target.attach(emitter.session("s1"));
     let sender = aep_core::control::ControlSender::new("console", "ops");
     let cmd = sender
         .command("control.cancel", "s1")
