@@ -217,7 +217,7 @@ impl ControlTarget {
     /// handler in a task of their own (so this needs a tokio runtime); undeclared types
     /// are nacked `unsupported` and redeliveries re-acked, before this returns.
     pub fn handle(&self, command: Event) -> Result<Delivery, ControlError> {
-        let now = Instant::now();
+        let now = timer::now();
         let (delivery, decide, start_timer, wake) = {
             let mut st = self.inner.lock();
             let delivery = st.core.handle_command(now, command)?;
