@@ -14,7 +14,7 @@ use crate::check::Check;
 /// One check per case: `attr-match: {name}` and `attr-match rejects: {name}`; a corpus
 /// that cannot be read is one failing `attr-match: corpus` check.
 pub fn run(fixtures: &Path) -> Vec<Check> {
-    let path = fixtures.join("attr-match").join("cases.json");
+    let path = fixtures.join("conformance").join("attr-match").join("cases.json");
     let corpus = match std::fs::read_to_string(&path)
         .map_err(|e| e.to_string())
         .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()))

@@ -14,7 +14,7 @@ use crate::check::Check;
 /// conformance fixture directory (`fixtures/conformance`). A missing or malformed corpus
 /// is one failing check, never a panic.
 pub fn run(fixtures: &Path) -> Vec<Check> {
-    let path = fixtures.join("downlevel").join("cases.json");
+    let path = fixtures.join("conformance").join("downlevel").join("cases.json");
     let doc: Value = match std::fs::read_to_string(&path)
         .map_err(|e| e.to_string())
         .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))

@@ -35,6 +35,8 @@ classes! {
     golden => "golden",
     invalid => "invalid",
     stream => "golden-stream",
+    attr_match => "attr-match",
+    downlevel => "downlevel",
 }
 
 /// The workspace's fixture corpus, found from this crate's manifest at compile time.

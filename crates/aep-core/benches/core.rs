@@ -1,4 +1,5 @@
-//! Criterion benchmarks of the envelope and attr-match hot paths (issue 2, "Performance").
+//! Criterion benchmarks of the envelope and attr-match hot paths (issue 2, "Performance"):
+//! parse, validate, write back, evaluate filters.
 //!
 //! Goals: parsing a line into `Event` costs at most 1.5x `serde_json::Value` on the same
 //! bytes (both measured here, same run); attr-match evaluation on a parsed event under
@@ -65,6 +66,21 @@ fn parse(c: &mut Criterion) {
             }
         })
     });
+    g.finish();
+}
+
+fn validate(c: &mut Criterion) {
+    let mut g = c.benchmark_group("validate");
+    for (name, line) in sample_lines() {
+        let event = Event::from_slice(line.as_bytes()).unwrap();
+        assert!(
+            aep_core::validate::validate_event(&event).is_empty(),
+            "{name}"
+        );
+        g.bench_function(format!("event/{name}"), |b| {
+            b.iter(|| aep_core::validate::validate_event(black_box(&event)))
+        });
+    }
     g.finish();
 }
 
@@ -143,5 +159,5 @@ fn attr_match(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, parse, write, attr_match);
+criterion_group!(benches, parse, validate, write, attr_match);
 criterion_main!(benches);

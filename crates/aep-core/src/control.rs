@@ -1099,6 +1099,9 @@ enum Slot {
 #[derive(Debug)]
 pub struct ControlTarget {
     config: TargetConfig,
+    /// Dedupe state and the recorded ack live in one entry because AEP-0004 §3 retains
+    /// the ack exactly as long as the dedupe state; `dedupe::Dedupe` is a set and could
+    /// not carry the ack or tell which key it evicted.
     slots: HashMap<CommandKey, Slot>,
     /// Recorded keys, oldest first: the eviction order.
     recorded: VecDeque<CommandKey>,

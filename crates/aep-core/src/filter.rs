@@ -283,17 +283,23 @@ fn json_kind(v: &Value) -> &'static str {
 }
 
 /// `[a-z0-9_-]+(\.[a-z0-9_-]+)*` followed by `.*`: the one pattern form of §6.1.
+/// Returns the prefix with its dot.
 fn pattern_prefix(p: &str) -> Option<&str> {
     let prefix = p.strip_suffix('*')?;
     let body = prefix.strip_suffix('.')?;
-    let ok = !body.is_empty()
+    is_pattern_body(body).then_some(prefix)
+}
+
+/// Whether `body` may stand before `.*` in an attr-match type pattern (AEP-0003 §6.1):
+/// dot-separated non-empty `[a-z0-9_-]` segments.
+pub(crate) fn is_pattern_body(body: &str) -> bool {
+    !body.is_empty()
         && body.split('.').all(|seg| {
             !seg.is_empty()
                 && seg
                     .bytes()
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
-        });
-    ok.then_some(prefix)
+        })
 }
 
 /// The elements of a scalar-or-array predicate, refusing `[]`.
@@ -544,17 +550,24 @@ impl Attrs for Event {
     fn ext(&self, name: &str) -> Option<ExtValue<'_>> {
         let raw = self.extension_raw(name)?.get();
         Some(match raw.as_bytes().first() {
-            Some(b'"') => match raw.strip_prefix('"').and_then(|r| r.strip_suffix('"')) {
-                Some(inner) if !inner.contains('\\') => ExtValue::Str(Cow::Borrowed(inner)),
-                // Escapes are rare in extension values; decoding them may allocate.
-                _ => serde_json::from_str::<String>(raw)
-                    .map_or(ExtValue::Other, |s| ExtValue::Str(Cow::Owned(s))),
-            },
+            Some(b'"') => extension_string(self, name).map_or(ExtValue::Other, ExtValue::Str),
             _ if raw == "true" => ExtValue::Bool(true),
             _ if raw == "false" => ExtValue::Bool(false),
             _ => raw.parse::<i128>().map_or(ExtValue::Other, ExtValue::Int),
         })
     }
+}
+
+/// An extension attribute's value when it is a JSON string, borrowed from the event
+/// unless it has escapes to decode.
+pub(crate) fn extension_string<'e>(event: &'e Event, name: &str) -> Option<Cow<'e, str>> {
+    let raw = event.extension_raw(name)?.get();
+    let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+    if !inner.contains('\\') {
+        return Some(Cow::Borrowed(inner));
+    }
+    // Escapes are rare in extension values; decoding them allocates.
+    serde_json::from_str::<String>(raw).ok().map(Cow::Owned)
 }
 
 impl Attrs for Map<String, Value> {

@@ -54,6 +54,7 @@ use serde_json::{Map, Value};
 
 use crate::event::{Event, EventParseError};
 use crate::level::Capture;
+use crate::resume::{Position, ResumePosition};
 
 /// The default ack window a target declares when it states none
 /// (`hello.capabilities.control.ack_window_ms`, AEP-0004 §3).
@@ -176,13 +177,31 @@ impl FrameError {
 /// # Ok::<(), aep_core::frame::DecodeError>(())
 /// ```
 pub fn decode(text: &str) -> Result<Message, DecodeError> {
-    match peek_type(text)? {
-        Peeked::Event => Ok(Message::Event(text.parse::<Event>()?)),
-        Peeked::Frame => {
-            let map: Map<String, Value> = serde_json::from_str(text).map_err(DecodeError::Json)?;
-            Ok(Message::Frame(Frame::from_map(map)?))
+    // Events are the hot path (every fanned-out event crosses here), so the envelope
+    // reader goes first and an event costs one parse. The substring test only spares
+    // frames a doomed envelope parse: every envelope has an `aep` member, and one
+    // spelled with escapes still reads as an event through the classification below.
+    if text.contains(r#""aep""#) {
+        match text.parse::<Event>() {
+            Ok(event) if is_event_type(event.event_type()) => return Ok(Message::Event(event)),
+            Ok(_) => return decode_frame(text),
+            Err(err) => {
+                if let Peeked::Event = peek_type(text)? {
+                    return Err(DecodeError::Event(err));
+                }
+                return decode_frame(text);
+            }
         }
     }
+    match peek_type(text)? {
+        Peeked::Event => Ok(Message::Event(text.parse::<Event>()?)),
+        Peeked::Frame => decode_frame(text),
+    }
+}
+
+fn decode_frame(text: &str) -> Result<Message, DecodeError> {
+    let map: Map<String, Value> = serde_json::from_str(text).map_err(DecodeError::Json)?;
+    Ok(Message::Frame(Frame::from_map(map)?))
 }
 
 /// [`decode`] over bytes (a WebSocket text payload is UTF-8).
@@ -215,8 +234,8 @@ enum Peeked {
     Frame,
 }
 
-/// One pass over the message that reads only `type`, so an event is parsed once by the
-/// byte-preserving envelope reader rather than through an intermediate `Value`.
+/// One pass over the message that reads only `type`, allocating nothing: tells a frame
+/// from an event whose envelope did not parse, and non-messages from both.
 fn peek_type(text: &str) -> Result<Peeked, DecodeError> {
     enum Found {
         NotObject,
@@ -1296,12 +1315,13 @@ impl IdFrame {
 /// filter is the empty filter, which matches every event (§6.1).
 ///
 /// ```
-/// use aep_core::frame::{Frame, Position, ReplayFrom, Subscribe};
+/// use aep_core::frame::{Frame, ReplayFrom, Subscribe};
+/// use aep_core::resume::ResumePosition;
 /// use aep_core::Capture;
 /// use serde_json::json;
 ///
 /// let s = Subscribe::new("sub-1", json!({"session": "s_8f2c"}))
-///     .with_from(ReplayFrom::Positions(vec![Position::new("s_8f2c", 3, 187)]))
+///     .with_from(ReplayFrom::Positions(vec![ResumePosition::new("s_8f2c", 3, 187)]))
 ///     .with_capture(Capture::Metadata);
 /// assert_eq!(
 ///     Frame::Subscribe(s).to_json(),
@@ -1363,7 +1383,7 @@ impl Subscribe {
                         ));
                     };
                     let mut n = m.nested(format!("from[{i}]"), map);
-                    positions.push(Position::read(&mut n)?);
+                    positions.push(read_position(&mut n)?);
                 }
                 Some(ReplayFrom::Positions(positions))
             }
@@ -1411,47 +1431,19 @@ impl Subscribe {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ReplayFrom {
-    /// After each of these positions, per session.
-    Positions(Vec<Position>),
+    /// After each of these positions, per session (the resume module's tokens).
+    Positions(Vec<ResumePosition>),
     /// Every held session from its earliest held position (`"all"`).
     All,
 }
 
-/// A resume position `{session, epoch, seq}` (AEP-0003 §7): delivery resumes strictly
-/// after it.
-///
-/// ```
-/// let p = aep_core::frame::Position::new("s", 0, 4);
-/// assert_eq!(serde_json::to_string(&p).unwrap(), r#"{"session":"s","epoch":0,"seq":4}"#);
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
-#[non_exhaustive]
-pub struct Position {
-    /// The session.
-    pub session: String,
-    /// The epoch (absent on the wire reads as 0).
-    pub epoch: u64,
-    /// The last processed `seq`.
-    pub seq: u64,
-}
-
-impl Position {
-    /// A position.
-    pub fn new(session: impl Into<String>, epoch: u64, seq: u64) -> Position {
-        Position {
-            session: session.into(),
-            epoch,
-            seq,
-        }
-    }
-
-    fn read(m: &mut Members<'_>) -> Result<Position, FrameError> {
-        Ok(Position {
-            session: m.req_str("session")?,
-            epoch: m.opt_u64("epoch")?.unwrap_or(0),
-            seq: m.req_u64("seq")?,
-        })
-    }
+/// Reads one `from` entry `{session, epoch, seq}` (AEP-0003 §6.5); an absent `epoch`
+/// reads as 0.
+fn read_position(m: &mut Members<'_>) -> Result<ResumePosition, FrameError> {
+    let session = m.req_str("session")?;
+    let epoch = m.opt_u64("epoch")?.unwrap_or(0);
+    let seq = m.req_u64("seq")?;
+    Ok(ResumePosition::new(session, epoch, seq))
 }
 
 /// The `roster` reply (AEP-0003 §4.1).
@@ -1650,24 +1642,121 @@ impl ErrorCode {
 
     /// Whether the code is in the closed subscribe-refusal set of AEP-0003 §6.5.
     pub fn is_subscribe_code(&self) -> bool {
-        matches!(
-            self,
-            ErrorCode::InvalidFilter
-                | ErrorCode::UnknownDialect
-                | ErrorCode::Unauthorized
-                | ErrorCode::LimitExceeded
-        )
+        self.subscribe_refusal().is_some()
     }
 
     /// Whether the code is one of the command-path codes of AEP-0004 §4.2.
     pub fn is_command_code(&self) -> bool {
-        matches!(
-            self,
-            ErrorCode::Unauthorized
-                | ErrorCode::Unsupported
-                | ErrorCode::Ambiguous
-                | ErrorCode::NoRoute
-        )
+        self.command_refusal().is_some()
+    }
+
+    /// The code as a member of the closed subscribe-refusal set, if it is one.
+    ///
+    /// ```
+    /// use aep_core::frame::{ErrorCode, SubscribeRefusal};
+    /// assert_eq!(ErrorCode::LimitExceeded.subscribe_refusal(), Some(SubscribeRefusal::LimitExceeded));
+    /// assert_eq!(ErrorCode::NoRoute.subscribe_refusal(), None);
+    /// ```
+    pub fn subscribe_refusal(&self) -> Option<SubscribeRefusal> {
+        SubscribeRefusal::ALL
+            .into_iter()
+            .find(|r| ErrorCode::from(*r) == *self)
+    }
+
+    /// The code as a member of the command-path set, if it is one.
+    ///
+    /// ```
+    /// use aep_core::frame::{CommandRefusal, ErrorCode};
+    /// assert_eq!(ErrorCode::Ambiguous.command_refusal(), Some(CommandRefusal::Ambiguous));
+    /// ```
+    pub fn command_refusal(&self) -> Option<CommandRefusal> {
+        CommandRefusal::ALL
+            .into_iter()
+            .find(|r| ErrorCode::from(*r) == *self)
+    }
+}
+
+/// The closed set of codes refusing a `subscribe` (AEP-0003 §6.5); a `roster` request
+/// from an emitter is refused with its `unauthorized` too (§4.1 rule 2). An endpoint
+/// that builds refusals from this type cannot step outside the set.
+///
+/// ```
+/// use aep_core::frame::{ErrorFrame, Frame, SubscribeRefusal};
+/// let f = ErrorFrame::subscribe_refusal("sub-1", SubscribeRefusal::InvalidFilter);
+/// assert_eq!(Frame::from(f.with_detail("filter must be a JSON object")).to_json(),
+///     r#"{"type":"error","id":"sub-1","code":"invalid-filter","detail":"filter must be a JSON object"}"#);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SubscribeRefusal {
+    /// `invalid-filter`: a malformed `filter` or `from`, or an illegal filter key.
+    InvalidFilter,
+    /// `unknown-dialect`: a filter dialect the endpoint did not advertise.
+    UnknownDialect,
+    /// `unauthorized`: this connection may not subscribe (or ask for a roster).
+    Unauthorized,
+    /// `limit-exceeded`: an endpoint resource limit; `detail` should name it.
+    LimitExceeded,
+}
+
+impl SubscribeRefusal {
+    /// The whole set.
+    pub const ALL: [SubscribeRefusal; 4] = [
+        SubscribeRefusal::InvalidFilter,
+        SubscribeRefusal::UnknownDialect,
+        SubscribeRefusal::Unauthorized,
+        SubscribeRefusal::LimitExceeded,
+    ];
+}
+
+impl From<SubscribeRefusal> for ErrorCode {
+    fn from(r: SubscribeRefusal) -> ErrorCode {
+        match r {
+            SubscribeRefusal::InvalidFilter => ErrorCode::InvalidFilter,
+            SubscribeRefusal::UnknownDialect => ErrorCode::UnknownDialect,
+            SubscribeRefusal::Unauthorized => ErrorCode::Unauthorized,
+            SubscribeRefusal::LimitExceeded => ErrorCode::LimitExceeded,
+        }
+    }
+}
+
+/// The command-path codes a relay refuses a command with, toward the sender
+/// (AEP-0004 §4.2, §4.5).
+///
+/// ```
+/// use aep_core::frame::{CommandRefusal, ErrorFrame, Frame};
+/// let f = ErrorFrame::command_refusal("01JCMD", CommandRefusal::NoRoute);
+/// assert_eq!(Frame::from(f).to_json(), r#"{"type":"error","code":"no-route","cause":"01JCMD"}"#);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CommandRefusal {
+    /// `unauthorized`: unauthenticated binding, or a policy denial.
+    Unauthorized,
+    /// `unsupported`: outside the target's declared `accepts`.
+    Unsupported,
+    /// `ambiguous`: more than one live claimant of the session.
+    Ambiguous,
+    /// `no-route`: no connected emitter owns the session.
+    NoRoute,
+}
+
+impl CommandRefusal {
+    /// The whole set.
+    pub const ALL: [CommandRefusal; 4] = [
+        CommandRefusal::Unauthorized,
+        CommandRefusal::Unsupported,
+        CommandRefusal::Ambiguous,
+        CommandRefusal::NoRoute,
+    ];
+}
+
+impl From<CommandRefusal> for ErrorCode {
+    fn from(r: CommandRefusal) -> ErrorCode {
+        match r {
+            CommandRefusal::Unauthorized => ErrorCode::Unauthorized,
+            CommandRefusal::Unsupported => ErrorCode::Unsupported,
+            CommandRefusal::Ambiguous => ErrorCode::Ambiguous,
+            CommandRefusal::NoRoute => ErrorCode::NoRoute,
+        }
     }
 }
 
@@ -1757,6 +1846,18 @@ impl ErrorFrame {
         }
     }
 
+    /// The in-band refusal of the `subscribe` (or `roster`) request `id`
+    /// (AEP-0003 §6.5): the connection survives it.
+    pub fn subscribe_refusal(id: impl Into<String>, code: SubscribeRefusal) -> ErrorFrame {
+        ErrorFrame::new(code.into()).with_id(id)
+    }
+
+    /// A relay's refusal of the command `cause`, sent to the sender's connection
+    /// (AEP-0004 §4.2); never an event, never in the session's history.
+    pub fn command_refusal(cause: impl Into<String>, code: CommandRefusal) -> ErrorFrame {
+        ErrorFrame::new(code.into()).with_cause(cause)
+    }
+
     /// Sets `id`.
     pub fn with_id(mut self, id: impl Into<String>) -> ErrorFrame {
         self.id = Some(id.into());
@@ -1831,23 +1932,9 @@ pub struct ReplayExhausted {
     /// The session whose position predates the buffer.
     pub session: String,
     /// The earliest held `(epoch, seq)`.
-    pub earliest: Earliest,
+    pub earliest: Position,
     /// Members outside the 0.1 vocabulary.
     pub extra: Map<String, Value>,
-}
-
-/// `replay-exhausted.earliest`: the earliest held position of the session.
-///
-/// ```
-/// let e = aep_core::frame::Earliest { epoch: 1, seq: 0 };
-/// assert_eq!(serde_json::to_string(&e).unwrap(), r#"{"epoch":1,"seq":0}"#);
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-pub struct Earliest {
-    /// Epoch.
-    pub epoch: u64,
-    /// Sequence number.
-    pub seq: u64,
 }
 
 impl ReplayExhausted {
@@ -1861,7 +1948,7 @@ impl ReplayExhausted {
         ReplayExhausted {
             sub: sub.into(),
             session: session.into(),
-            earliest: Earliest { epoch, seq },
+            earliest: Position::new(epoch, seq),
             extra: Map::new(),
         }
     }
@@ -1876,10 +1963,8 @@ impl ReplayExhausted {
             ));
         };
         let mut n = m.nested("earliest".to_owned(), map);
-        let earliest = Earliest {
-            epoch: n.opt_u64("epoch")?.unwrap_or(0),
-            seq: n.req_u64("seq")?,
-        };
+        let epoch = n.opt_u64("epoch")?.unwrap_or(0);
+        let earliest = Position::new(epoch, n.req_u64("seq")?);
         Ok(ReplayExhausted {
             sub,
             session,

@@ -99,3 +99,73 @@ fn spec_examples_parse_and_round_trip() {
         assert_eq!(Filter::from_json(text).unwrap().to_json(), text);
     }
 }
+
+mod bad_input {
+    use aep_core::filter::Filter;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<u64>().prop_map(Value::from),
+            any::<f64>().prop_map(Value::from),
+            prop_oneof![
+                Just("*".to_owned()),
+                Just("tool.*".to_owned()),
+                Just("notice".to_owned()),
+                Just("gte".to_owned()),
+                "[a-z.*]{0,8}",
+            ]
+            .prop_map(Value::String),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec(
+                    (
+                        prop_oneof![
+                            Just("type".to_owned()),
+                            Just("severity".to_owned()),
+                            Just("capture".to_owned()),
+                            Just("epoch".to_owned()),
+                            Just("gte".to_owned()),
+                            Just("lte".to_owned()),
+                            "[a-zA-Z0-9_]{0,22}",
+                        ],
+                        inner
+                    ),
+                    0..5
+                )
+                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        /// Arbitrary JSON never panics the parser; whatever is accepted writes back
+        /// unchanged and can be evaluated.
+        #[test]
+        fn arbitrary_json(value in json_value()) {
+            if let Ok(filter) = Filter::from_value(&value) {
+                prop_assert_eq!(filter.to_value(), value.clone());
+                let _ = filter.matches_value(&value);
+            }
+        }
+
+        /// Arbitrary text, invalid UTF-8 included, never panics.
+        #[test]
+        fn arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            let text = String::from_utf8_lossy(&bytes);
+            let _ = Filter::from_json(&text);
+        }
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_not_overflowed() {
+        let deep = format!("{{\"acme\":{}1{}}}", "[".repeat(10_000), "]".repeat(10_000));
+        assert!(Filter::from_json(&deep).is_err());
+    }
+}

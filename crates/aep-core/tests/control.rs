@@ -15,8 +15,9 @@ use aep_core::control::{
     RejectReason, SendError, SendPolicy, Settled, TargetConfig, TargetError, TargetOutput,
     DEFAULT_RETRIES,
 };
-use aep_core::frame::{self, ErrorCode, ErrorFrame, Frame, Message};
+use aep_core::frame::{self, CommandRefusal, ErrorCode, ErrorFrame, Frame, Message};
 use aep_core::Event;
+use proptest::prelude::*;
 use serde_json::json;
 
 const SESSION: &str = "s_8f2c";
@@ -38,6 +39,10 @@ struct Sim {
     drop_commands: usize,
     drop_acks: usize,
     duplicate_commands: bool,
+    /// Per-message fates when set (true = drop / duplicate), consumed in order; the
+    /// counters above apply once a schedule runs out.
+    command_fates: VecDeque<(bool, bool)>,
+    ack_fates: VecDeque<bool>,
     /// In flight, as wire text.
     to_target: VecDeque<String>,
     to_sender: VecDeque<String>,
@@ -70,6 +75,8 @@ impl Sim {
             drop_commands: 0,
             drop_acks: 0,
             duplicate_commands: false,
+            command_fates: VecDeque::new(),
+            ack_fates: VecDeque::new(),
             to_target: VecDeque::new(),
             to_sender: VecDeque::new(),
             sent_commands: Vec::new(),
@@ -176,17 +183,12 @@ impl Sim {
         let Ok(Message::Event(cmd)) = frame::decode(&text) else {
             panic!("sender wrote a non-event: {text}")
         };
-        let refuse = |code: ErrorCode, detail: &str| {
-            Frame::Error(
-                ErrorFrame::new(code)
-                    .with_cause(cmd.id())
-                    .with_detail(detail),
-            )
-            .to_json()
+        let refuse = |code: CommandRefusal, detail: &str| {
+            Frame::from(ErrorFrame::command_refusal(cmd.id(), code).with_detail(detail)).to_json()
         };
         if !self.target_connected {
             let f = refuse(
-                ErrorCode::NoRoute,
+                CommandRefusal::NoRoute,
                 "no connected emitter owns session s_8f2c",
             );
             self.to_sender.push_back(f);
@@ -194,25 +196,39 @@ impl Sim {
         }
         if let Some(accepts) = &self.relay_knows_accepts {
             if !accepts.iter().any(|t| t == cmd.event_type()) {
-                let f = refuse(ErrorCode::Unsupported, "target does not accept it");
+                let f = refuse(CommandRefusal::Unsupported, "target does not accept it");
                 self.to_sender.push_back(f);
                 return;
             }
         }
-        if self.drop_commands > 0 {
-            self.drop_commands -= 1;
+        let (drop, duplicate) = match self.command_fates.pop_front() {
+            Some(fate) => fate,
+            None if self.drop_commands > 0 => {
+                self.drop_commands -= 1;
+                (true, false)
+            }
+            None => (false, self.duplicate_commands),
+        };
+        if drop {
             return;
         }
         self.to_target.push_back(text.clone());
-        if self.duplicate_commands {
+        if duplicate {
             self.to_target.push_back(text);
         }
     }
 
     fn relay_ack(&mut self, text: String) {
         self.acks_on_wire.push(text.clone());
-        if self.drop_acks > 0 {
-            self.drop_acks -= 1;
+        let drop = match self.ack_fates.pop_front() {
+            Some(fate) => fate,
+            None if self.drop_acks > 0 => {
+                self.drop_acks -= 1;
+                true
+            }
+            None => false,
+        };
+        if drop {
             return;
         }
         self.to_sender.push_back(text);
@@ -842,4 +858,65 @@ fn golden_stream_commands() {
         }
     }
     assert_eq!(decisions, 2);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Whatever the relay loses or duplicates, and whatever the target decides: every
+    /// command settles exactly once, is decided at most once, every transmission is the
+    /// identical envelope, and an accepted command's ack is the one the target recorded.
+    #[test]
+    fn any_fault_schedule_keeps_the_invariants(
+        commands in 1usize..5,
+        command_fates in proptest::collection::vec((any::<bool>(), any::<bool>()), 0..16),
+        ack_fates in proptest::collection::vec(any::<bool>(), 0..16),
+        reject in any::<bool>(),
+        accepts_pause in any::<bool>(),
+    ) {
+        let accepts: &[&str] = if accepts_pause { &["control.pause"] } else { &["control.cancel"] };
+        let mut sim = Sim::new(accepts).policy(move |_| {
+            Some(if reject { Decision::reject(RejectReason::Busy, "later") } else { Decision::Accept })
+        });
+        sim.command_fates = command_fates.into();
+        sim.ack_fates = ack_fates.into();
+        let ids: Vec<String> = (0..commands).map(|i| format!("c{i}")).collect();
+        for id in &ids {
+            sim.send("control.pause", id);
+        }
+        sim.drive();
+
+        let mut settled: Vec<&str> = sim.settled.iter().map(|(_, s)| s.command_id.as_str()).collect();
+        settled.sort_unstable();
+        prop_assert_eq!(settled, ids.iter().map(String::as_str).collect::<Vec<_>>());
+        prop_assert_eq!(sim.sender.pending_len(), 0);
+        for id in &ids {
+            let sends: Vec<&String> = sim.sent_commands.iter().filter(|c| c.contains(&format!("\"id\":\"{id}\""))).collect();
+            prop_assert!(!sends.is_empty() && sends.len() <= 1 + DEFAULT_RETRIES as usize);
+            prop_assert!(sends.iter().all(|c| *c == sends[0]));
+            // One distinct ack per command, however often it crossed the wire.
+            let mut acks: Vec<&String> = sim.acks_on_wire.iter().filter(|a| a.contains(&format!("\"cause\":\"{id}\""))).collect();
+            acks.dedup();
+            prop_assert!(acks.len() <= 1, "{:?}", acks);
+        }
+        prop_assert!(sim.executed.len() <= commands);
+        let mut executed = sim.executed.clone();
+        executed.sort_unstable();
+        executed.dedup();
+        prop_assert_eq!(executed.len(), sim.executed.len(), "executed twice");
+        for (_, s) in &sim.settled {
+            match &s.result {
+                Ok(ack) => {
+                    prop_assert!(accepts_pause && !reject);
+                    prop_assert_eq!(ack.cause(), Some(s.command_id.as_str()));
+                    prop_assert!(sim.acks_on_wire.contains(&ack.to_json()));
+                }
+                Err(nack) if nack.is_synthesized() => prop_assert_eq!(nack.reason(), NackReason::Timeout),
+                Err(nack) => {
+                    let want = if !accepts_pause { NackReason::Unsupported } else { NackReason::Busy };
+                    prop_assert_eq!(nack.reason(), want);
+                }
+            }
+        }
+    }
 }

@@ -6,11 +6,12 @@
 #![allow(clippy::unwrap_used)]
 
 use aep_core::frame::{
-    decode, decode_slice, Capabilities, Closing, ControlCapability, DecodeError, Delivered,
-    Discovery, Endpoints, ErrorCode, ErrorFrame, Frame, Heartbeat, Hello, IdFrame, Identity,
-    Message, Position, ReplayCapability, ReplayExhausted, ReplayFrom, Role, RosterEntry,
-    RosterReply, Subscribe,
+    decode, decode_slice, Capabilities, Closing, CommandRefusal, ControlCapability, DecodeError,
+    Delivered, Discovery, Endpoints, ErrorCode, ErrorFrame, Frame, Heartbeat, Hello, IdFrame,
+    Identity, Message, ReplayCapability, ReplayExhausted, ReplayFrom, Role, RosterEntry,
+    RosterReply, Subscribe, SubscribeRefusal,
 };
+use aep_core::resume::{Position, ResumePosition};
 use aep_core::Capture;
 use proptest::prelude::*;
 use serde_json::{json, Value};
@@ -178,7 +179,7 @@ fn relay_subscription_frames() {
         panic!()
     };
     assert_eq!((r.sub.as_str(), r.session.as_str()), ("sub-1", "s_8f2c"));
-    assert_eq!((r.earliest.epoch, r.earliest.seq), (0, 12));
+    assert_eq!(r.earliest, Position::new(0, 12));
 }
 
 #[test]
@@ -329,7 +330,9 @@ fn client_subscribes() {
     };
     assert_eq!(
         s.from,
-        Some(ReplayFrom::Positions(vec![Position::new("s_8f2c", 3, 187)]))
+        Some(ReplayFrom::Positions(vec![ResumePosition::new(
+            "s_8f2c", 3, 187
+        )]))
     );
     assert_eq!(s.capture, Some(Capture::Metadata));
     // Replay-all.
@@ -396,7 +399,7 @@ fn malformed_from_is_a_frame_error_with_the_id() {
     };
     assert_eq!(
         s.from,
-        Some(ReplayFrom::Positions(vec![Position::new("s", 0, 4)]))
+        Some(ReplayFrom::Positions(vec![ResumePosition::new("s", 0, 4)]))
     );
 }
 
@@ -701,6 +704,20 @@ fn error_codes_parse_to_their_variant() {
         .map(ErrorCode::from)
         .into();
     assert!(command.iter().all(ErrorCode::is_command_code));
+    for r in SubscribeRefusal::ALL {
+        assert_eq!(ErrorCode::from(r).subscribe_refusal(), Some(r));
+        let f = ErrorFrame::subscribe_refusal("s", r);
+        assert_eq!(f.id.as_deref(), Some("s"));
+    }
+    for r in CommandRefusal::ALL {
+        assert_eq!(ErrorCode::from(r).command_refusal(), Some(r));
+        assert_eq!(
+            ErrorFrame::command_refusal("c", r).cause.as_deref(),
+            Some("c")
+        );
+    }
+    assert_eq!(ErrorCode::from("bad-json").subscribe_refusal(), None);
+    assert_eq!(ErrorCode::InvalidFilter.command_refusal(), None);
 }
 
 // ---------------------------------------------------------------------------
@@ -967,4 +984,32 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
         panic!()
     };
     assert!(p.t.is_some());
+}
+
+#[test]
+fn classification_does_not_depend_on_member_spelling() {
+    // An escaped `aep` member name is still an event.
+    let line =
+        r#"{"\u0061ep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a"}"#;
+    assert!(matches!(decode(line), Ok(Message::Event(_))));
+    // An envelope-shaped object with a dotless type is a frame (AEP-0003 §2).
+    let hello = r#"{"aep":"0.1","id":"1","type":"hello","time":"t","source":"s","agent":"a"}"#;
+    let Ok(Message::Frame(Frame::Hello(h))) = decode(hello) else {
+        panic!()
+    };
+    assert!(h.extra.contains_key("aep"));
+    // A frame mentioning "aep" anywhere is still a frame.
+    assert!(matches!(
+        decode(r#"{"type":"subscribe","id":"aep","filter":{"aep":"x"}}"#),
+        Ok(Message::Frame(Frame::Subscribe(_)))
+    ));
+    assert!(matches!(decode(r#"{"aep":1}"#), Err(DecodeError::NoType)));
+    assert!(matches!(
+        decode(r#"["aep"]"#),
+        Err(DecodeError::NotAnObject)
+    ));
+    assert!(matches!(
+        decode(r#"{"aep":"0.1","type":"run.started"}"#),
+        Err(DecodeError::Event(_))
+    ));
 }

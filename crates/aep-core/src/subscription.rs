@@ -1,1 +1,0 @@
-//! The subscription model: type patterns, lifecycle, delivery modes, cursors.

@@ -1,0 +1,159 @@
+//! Replay cursors.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// A replay position: the SSE `id` form of AEP-0003 §3.3, `{session}:{epoch}:{seq}`.
+///
+/// `from_cursor` asks for replay of the events *after* this position in that session.
+/// The session part may itself contain `:`; the last two parts are the epoch and seq.
+///
+/// ```
+/// use aep_core::subscription::Cursor;
+/// let c: Cursor = "s_8f2c:3:187".parse()?;
+/// assert_eq!((c.session(), c.epoch(), c.seq()), ("s_8f2c", 3, 187));
+/// assert_eq!(c.to_string(), "s_8f2c:3:187");
+/// let err = "stream_01:42".parse::<Cursor>().unwrap_err();
+/// assert!(err.to_string().contains("{session}:{epoch}:{seq}"));
+/// # Ok::<(), aep_core::subscription::CursorError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Cursor {
+    session: String,
+    epoch: u64,
+    seq: u64,
+}
+
+/// Why a cursor was refused; the message says what the form is.
+///
+/// ```
+/// use aep_core::subscription::Cursor;
+/// let err = Cursor::parse("s1:0:-1").unwrap_err();
+/// assert_eq!(err.to_string(), "`from_cursor` `s1:0:-1` is malformed: seq `-1` is not a non-negative integer");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CursorError {
+    /// Not three `:`-separated parts.
+    #[error("`from_cursor` `{0}` is malformed: expected {{session}}:{{epoch}}:{{seq}}, e.g. `s_8f2c:0:42`")]
+    Shape(String),
+    /// The session part is empty.
+    #[error("`from_cursor` `{0}` is malformed: the session before {{epoch}}:{{seq}} is empty")]
+    EmptySession(String),
+    /// The epoch is not a non-negative integer.
+    #[error("`from_cursor` `{cursor}` is malformed: epoch `{part}` is not a non-negative integer")]
+    Epoch {
+        /// The whole cursor.
+        cursor: String,
+        /// The offending part.
+        part: String,
+    },
+    /// The seq is not a non-negative integer.
+    #[error("`from_cursor` `{cursor}` is malformed: seq `{part}` is not a non-negative integer")]
+    Seq {
+        /// The whole cursor.
+        cursor: String,
+        /// The offending part.
+        part: String,
+    },
+}
+
+fn number(part: &str) -> Option<u64> {
+    // `u64::from_str` accepts a leading `+`; a cursor spells digits only.
+    (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| part.parse().ok())
+        .flatten()
+}
+
+impl Cursor {
+    /// A cursor at `(epoch, seq)` of `session`.
+    pub fn new(session: impl Into<String>, epoch: u64, seq: u64) -> Cursor {
+        Cursor {
+            session: session.into(),
+            epoch,
+            seq,
+        }
+    }
+
+    /// Parses `{session}:{epoch}:{seq}`.
+    pub fn parse(text: &str) -> Result<Cursor, CursorError> {
+        let mut parts = text.rsplitn(3, ':');
+        let (Some(seq), Some(epoch), Some(session)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(CursorError::Shape(text.to_owned()));
+        };
+        if session.is_empty() {
+            return Err(CursorError::EmptySession(text.to_owned()));
+        }
+        let epoch = number(epoch).ok_or_else(|| CursorError::Epoch {
+            cursor: text.to_owned(),
+            part: epoch.to_owned(),
+        })?;
+        let seq = number(seq).ok_or_else(|| CursorError::Seq {
+            cursor: text.to_owned(),
+            part: seq.to_owned(),
+        })?;
+        Ok(Cursor::new(session, epoch, seq))
+    }
+
+    /// The session.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+    /// The epoch.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+    /// The seq.
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+}
+
+impl fmt::Display for Cursor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.session, self.epoch, self.seq)
+    }
+}
+
+impl FromStr for Cursor {
+    type Err = CursorError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Cursor::parse(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms() {
+        assert_eq!(Cursor::parse("a:b:0:7").unwrap(), Cursor::new("a:b", 0, 7));
+        assert!(matches!(Cursor::parse(""), Err(CursorError::Shape(_))));
+        assert!(matches!(Cursor::parse("s:1"), Err(CursorError::Shape(_))));
+        assert!(matches!(
+            Cursor::parse(":1:2"),
+            Err(CursorError::EmptySession(_))
+        ));
+        assert!(matches!(
+            Cursor::parse("s:x:2"),
+            Err(CursorError::Epoch { .. })
+        ));
+        assert!(matches!(
+            Cursor::parse("s:1:-2"),
+            Err(CursorError::Seq { .. })
+        ));
+        assert!(matches!(
+            Cursor::parse("s:+1:2"),
+            Err(CursorError::Epoch { .. })
+        ));
+        assert!(matches!(
+            Cursor::parse("s:1:18446744073709551616"),
+            Err(CursorError::Seq { .. })
+        ));
+        assert!(matches!(
+            Cursor::parse("s:1:"),
+            Err(CursorError::Seq { .. })
+        ));
+    }
+}

@@ -1,0 +1,75 @@
+//! The subscription model: filters with dotted type patterns, the lifecycle, delivery
+//! modes, cursors, and a producer-side registry.
+//!
+//! This is the model of the SDK's subscription document, offered as a typed layer that
+//! runs over any AEP relay. It is richer than AEP-0003 §6 attr-match in its type patterns
+//! ([`TypePattern`]: `*` as one segment anywhere, `*` alone) and stricter in what it
+//! accepts (an empty filter matches nothing; a request needs one of `types`, `source`,
+//! `target`, `topic`).
+//!
+//! - [`SubscriptionFilter`]: the filter's fields, JSON shape, validation and matching.
+//!   A filter [lowers](SubscriptionFilter::lower) to an attr-match wire filter plus a
+//!   local residual, so the reference relay can serve it too.
+//! - Envelope mapping: `types` -> `type`, `source` -> `source`, `session_id` ->
+//!   `session`; `target` -> [`TARGET_ATTR`], `topic` -> [`TOPIC_ATTR`],
+//!   `conversation_id` -> [`CONVERSATION_ATTR`], `task_id` -> [`TASK_ATTR`] (extension
+//!   attributes, AEP-0001 §5.4).
+//! - [`LifecycleMessage`]: `subscription.requested` / `created` / `rejected` /
+//!   `cancelled` / `expired` with the document's JSON.
+//! - [`Registry`]: the producer side as a sans-IO state machine; time is an argument.
+//! - [`DeliveryMode`] and the [`Delivery`] wrapper carrying `delivery.mode`.
+//! - [`Cursor`]: `from_cursor` as `{session}:{epoch}:{seq}`, the SSE `id` of AEP-0003
+//!   §3.3.
+//!
+//! ```
+//! use aep_core::subscription::{Field, SubscriptionFilter, TARGET_ATTR};
+//! use aep_core::Event;
+//!
+//! let filter = SubscriptionFilter::new()
+//!     .with_types(["memory.*", "context.*"])?
+//!     .with(Field::Target, "agent:researcher")?;
+//! let mut event = Event::new("01J", "memory.fact.added", "2026-07-09T10:00:00.000Z", "memory:main", "memory");
+//! event.set_extension(TARGET_ATTR, "agent:researcher".into())?;
+//! assert!(filter.matches(&event));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod cursor;
+mod delivery;
+mod filter;
+mod message;
+mod pattern;
+mod registry;
+
+pub use cursor::{Cursor, CursorError};
+pub use delivery::{Delivery, DeliveryMode, DeliveryParseError, UnknownDeliveryMode};
+pub use filter::{Field, Lowered, Residual, SubscriptionError, SubscriptionFilter, Values};
+pub use message::{
+    LifecycleMessage, MessageError, SubscriptionCancelled, SubscriptionCreated,
+    SubscriptionExpired, SubscriptionRejected, SubscriptionRequested, REJECTED_CODE,
+};
+pub use pattern::{PatternError, TypePattern};
+pub use registry::{Registry, RegistryConfig, Route, Subscription};
+
+/// The extension attribute carrying a subscription's `target` (the event's target
+/// identity), e.g. `"agent:researcher"`.
+pub const TARGET_ATTR: &str = "aeptarget";
+/// The extension attribute carrying a subscription's `topic` (routing topic).
+pub const TOPIC_ATTR: &str = "aeptopic";
+/// The extension attribute carrying a subscription's `conversation_id`.
+pub const CONVERSATION_ATTR: &str = "aepconversationid";
+/// The extension attribute carrying a subscription's `task_id`.
+pub const TASK_ATTR: &str = "aeptaskid";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::event::check_extension_name;
+
+    #[test]
+    fn mapped_names_are_legal_extension_names() {
+        for name in [TARGET_ATTR, TOPIC_ATTR, CONVERSATION_ATTR, TASK_ATTR] {
+            check_extension_name(name).unwrap();
+        }
+    }
+}
