@@ -1,0 +1,444 @@
+//! End-to-end relay benchmark: the Rust relay against the reference relay, same machine,
+//! same run.
+//!
+//! For each relay and scenario a fresh relay process is started (buffer 20 000 so the
+//! whole flood is held), then:
+//!
+//! - `live-notice` / `live-info`: one SSE and one WebSocket subscriber attach, N events
+//!   are posted in NDJSON batches, and the clock stops when both subscribers have every
+//!   event (or stalled for 3 s). Reported: events/s end to end, what each subscriber got.
+//! - `replay-notice` / `replay-info`: N events are posted with nobody listening, then one
+//!   `live=0` SSE replay reads the session back. Reported: events delivered, time, and
+//!   whether the relay process survived.
+//!
+//! Peak RSS is the relay process's `VmHWM`; buffered memory is the RSS growth while the
+//! replay flood was posted, per event, against the events' serialized size.
+//!
+//! ```text
+//! cargo build --release -p aep-relay --bin aep-relay --example relay_bench
+//! target/release/examples/relay_bench [--events 20000] [--batch 10000] [--runs 3]
+//!     [--relay-bin target/release/aep-relay] [--reference ../shared/tools/reference-relay.sh]
+//! ```
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use futures::{SinkExt, StreamExt};
+use tokio_tungstenite::tungstenite::Message;
+
+const TOKEN: &str = "bench";
+const STALL: Duration = Duration::from_secs(3);
+
+#[derive(Debug, Clone)]
+struct Options {
+    events: usize,
+    batch: usize,
+    runs: usize,
+    relay_bin: String,
+    reference: Option<String>,
+}
+
+fn options() -> Options {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let default_bin = exe
+        .parent()
+        .and_then(|p| p.parent())
+        .map(|p| p.join("aep-relay").display().to_string())
+        .unwrap_or_else(|| "aep-relay".into());
+    let mut o = Options {
+        events: 20_000,
+        batch: 10_000,
+        runs: 3,
+        relay_bin: default_bin,
+        reference: Some("../shared/tools/reference-relay.sh".into()),
+    };
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut i = 0;
+    while i < args.len() {
+        let value = args.get(i + 1).cloned().unwrap_or_default();
+        match args[i].as_str() {
+            "--events" => o.events = value.parse().unwrap_or(o.events),
+            "--batch" => o.batch = value.parse().unwrap_or(o.batch),
+            "--runs" => o.runs = value.parse().unwrap_or(o.runs),
+            "--relay-bin" => o.relay_bin = value,
+            "--reference" => o.reference = Some(value),
+            "--no-reference" => {
+                o.reference = None;
+                i -= 1;
+            }
+            other => {
+                eprintln!("unknown argument {other}");
+                std::process::exit(2);
+            }
+        }
+        i += 2;
+    }
+    o
+}
+
+/// Starts a fresh relay process.
+type Starter = Box<dyn Fn() -> Relay>;
+
+/// A relay process under test.
+struct Relay {
+    child: Child,
+    url: String,
+}
+
+impl Relay {
+    fn rust(bin: &str) -> Relay {
+        let mut child = Command::new(bin)
+            .args([
+                "--port",
+                "0",
+                "--host",
+                "127.0.0.1",
+                "--token",
+                TOKEN,
+                "--buffer",
+                "20000",
+            ])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the Rust relay (build it: cargo build --release -p aep-relay)");
+        let stdout = child.stdout.take().expect("stdout");
+        let mut line = String::new();
+        BufReader::new(stdout)
+            .read_line(&mut line)
+            .expect("first line");
+        let url = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .expect("address on the first line")
+            .to_owned();
+        Relay { child, url }
+    }
+
+    fn reference(script: &str) -> Relay {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("free port");
+        let child = Command::new(script)
+            .args([port.to_string(), TOKEN.to_owned(), "20000".to_owned()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the reference relay");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < deadline, "reference relay did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        Relay {
+            child,
+            url: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    fn status(&self, key: &str) -> Option<u64> {
+        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let line = text.lines().find(|l| l.starts_with(key))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// Peak resident set, KiB.
+    fn peak_rss_kib(&self) -> Option<u64> {
+        self.status("VmHWM:")
+    }
+
+    fn rss_kib(&self) -> Option<u64> {
+        self.status("VmRSS:")
+    }
+
+    fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn event(session: &str, seq: usize, severity: &str) -> String {
+    let id = ulid::Ulid::new();
+    // about 470 bytes, the size of the anchors' 9.5 MB / 20 000 events
+    format!(
+        r#"{{"aep":"0.1","id":"{id}","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://bench/agent/bench/session/{session}","agent":"bench","session":"{session}","seq":{seq},"epoch":0,"severity":"{severity}","capture":"metadata","data":{{"phase":"benchmark","detail":"{}","step":{seq},"of":20000,"tags":["relay","bench","throughput","end-to-end"]}}}}"#,
+        "x".repeat(180)
+    )
+}
+
+async fn post_all(
+    client: &reqwest::Client,
+    url: &str,
+    lines: &[String],
+    batch: usize,
+) -> Result<(), String> {
+    for chunk in lines.chunks(batch) {
+        let mut body = chunk.join("\n");
+        body.push('\n');
+        let r = client
+            .post(format!("{url}/events"))
+            .bearer_auth(TOKEN)
+            .header("aep-version", "0.1")
+            .header("content-type", "application/x-ndjson")
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        if r.status() != 202 {
+            return Err(format!("POST answered {}", r.status()));
+        }
+    }
+    Ok(())
+}
+
+/// Counts SSE `data:` lines until `want` arrived, the stream ended, or it stalled.
+async fn count_sse(mut response: reqwest::Response, want: usize) -> (usize, Instant, bool) {
+    let mut n = 0;
+    let mut carry = Vec::new();
+    let mut last = Instant::now();
+    loop {
+        match tokio::time::timeout(STALL, response.chunk()).await {
+            Ok(Ok(Some(chunk))) => {
+                carry.extend_from_slice(&chunk);
+                let mut start = 0;
+                while let Some(at) = carry[start..].iter().position(|&b| b == b'\n') {
+                    if carry[start..start + at].starts_with(b"data:") {
+                        n += 1;
+                        last = Instant::now();
+                    }
+                    start += at + 1;
+                }
+                carry.drain(..start);
+                if n >= want {
+                    return (n, last, false);
+                }
+            }
+            Ok(Ok(None)) | Ok(Err(_)) => return (n, last, true),
+            Err(_) => return (n, last, false),
+        }
+    }
+}
+
+async fn open_sse(client: &reqwest::Client, url: &str, query: &str) -> reqwest::Response {
+    client
+        .get(format!("{url}/stream?{query}"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("SSE")
+}
+
+fn enc(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[derive(Debug, Default, Clone)]
+struct Outcome {
+    rate: f64,
+    sse: usize,
+    ws: usize,
+    sse_cut: bool,
+    ws_cut: bool,
+    error: Option<String>,
+}
+
+async fn live_run(url: &str, o: &Options, severity: &str) -> Outcome {
+    let client = reqwest::Client::new();
+    let session = format!("bench-{}", ulid::Ulid::new().to_string().to_lowercase());
+    let filter = enc(&format!(r#"{{"session":"{session}"}}"#));
+    let sse = open_sse(&client, url, &format!("filter={filter}")).await;
+    let ws_url = format!(
+        "ws{}/socket?access_token={TOKEN}",
+        url.trim_start_matches("http")
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(ws_url).await.expect("ws");
+    ws.send(Message::Text(
+        r#"{"type":"hello","versions":["0.1"],"role":"consumer"}"#.into(),
+    ))
+    .await
+    .expect("hello");
+    let sub = format!(r#"{{"type":"subscribe","id":"b","filter":{{"session":"{session}"}}}}"#);
+    ws.send(Message::Text(sub.into())).await.expect("subscribe");
+    while let Some(Ok(m)) = ws.next().await {
+        if m.to_text().unwrap_or("").contains("subscribed") {
+            break;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let lines: Vec<String> = (0..o.events)
+        .map(|i| event(&session, i, severity))
+        .collect();
+    let want = o.events;
+    let sse_task = tokio::spawn(count_sse(sse, want));
+    let ws_task = tokio::spawn(async move {
+        let mut n = 0;
+        let mut last = Instant::now();
+        loop {
+            match tokio::time::timeout(STALL, ws.next()).await {
+                Ok(Some(Ok(Message::Text(t)))) => {
+                    if t.as_str().starts_with(r#"{"aep""#) {
+                        n += 1;
+                        last = Instant::now();
+                        if n >= want {
+                            return (n, last, false);
+                        }
+                    }
+                }
+                Ok(Some(Ok(Message::Close(_)))) | Ok(None) | Ok(Some(Err(_))) => {
+                    return (n, last, true)
+                }
+                Ok(Some(Ok(_))) => {}
+                Err(_) => return (n, last, false),
+            }
+        }
+    });
+    let start = Instant::now();
+    let posted = post_all(&client, url, &lines, o.batch).await;
+    let (sse_n, sse_last, sse_cut) = sse_task.await.unwrap_or((0, start, true));
+    let (ws_n, ws_last, ws_cut) = ws_task.await.unwrap_or((0, start, true));
+    let end = sse_last.max(ws_last);
+    Outcome {
+        rate: o.events as f64 / end.duration_since(start).as_secs_f64(),
+        sse: sse_n,
+        ws: ws_n,
+        sse_cut,
+        ws_cut,
+        error: posted.err(),
+    }
+}
+
+#[derive(Debug, Default)]
+struct ReplayOutcome {
+    delivered: usize,
+    secs: f64,
+    bytes_per_event: f64,
+    rss_per_event: Option<f64>,
+    alive: bool,
+    error: Option<String>,
+}
+
+async fn replay_run(relay: &mut Relay, o: &Options, severity: &str) -> ReplayOutcome {
+    let client = reqwest::Client::new();
+    let session = format!("replay-{}", ulid::Ulid::new().to_string().to_lowercase());
+    let lines: Vec<String> = (0..o.events)
+        .map(|i| event(&session, i, severity))
+        .collect();
+    let bytes: usize = lines.iter().map(|l| l.len()).sum();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let before = relay.rss_kib();
+    let mut out = ReplayOutcome {
+        bytes_per_event: bytes as f64 / o.events as f64,
+        ..ReplayOutcome::default()
+    };
+    if let Err(e) = post_all(&client, &relay.url, &lines, o.batch).await {
+        out.error = Some(e);
+        return out;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    out.rss_per_event = match (before, relay.rss_kib()) {
+        (Some(b), Some(a)) => Some((a.saturating_sub(b) * 1024) as f64 / o.events as f64),
+        _ => None,
+    };
+    let filter = enc(&format!(r#"{{"session":"{session}"}}"#));
+    let start = Instant::now();
+    let response = open_sse(&client, &relay.url, &format!("live=0&filter={filter}")).await;
+    let (n, _, _) = count_sse(response, usize::MAX).await;
+    out.secs = start.elapsed().as_secs_f64();
+    out.delivered = n;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    out.alive = relay.alive();
+    out
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+fn mib(kib: Option<u64>) -> String {
+    kib.map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+#[tokio::main]
+async fn main() {
+    let o = options();
+    println!(
+        "relay_bench: {} events per run, NDJSON batches of {}, {} runs (median)",
+        o.events, o.batch, o.runs
+    );
+    let mut targets: Vec<(&str, Starter)> = Vec::new();
+    let bin = o.relay_bin.clone();
+    targets.push(("rust", Box::new(move || Relay::rust(&bin))));
+    if let Some(script) = o.reference.clone() {
+        targets.push(("reference", Box::new(move || Relay::reference(&script))));
+    }
+    let mut rates: Vec<(String, String, f64)> = Vec::new();
+    for (name, start) in &targets {
+        for severity in ["notice", "info"] {
+            let relay = start();
+            let mut runs = Vec::new();
+            for _ in 0..o.runs {
+                runs.push(live_run(&relay.url, &o, severity).await);
+            }
+            let rate = median(runs.iter().map(|r| r.rate).collect());
+            rates.push((name.to_string(), format!("live-{severity}"), rate));
+            println!(
+                "{name:9} live-{severity:6}: {:>9.0} events/s end to end (median); delivered SSE {:?} WS {:?} of {}; cut off SSE {} WS {}; peak RSS {}{}",
+                rate,
+                runs.iter().map(|r| r.sse).collect::<Vec<_>>(),
+                runs.iter().map(|r| r.ws).collect::<Vec<_>>(),
+                o.events,
+                runs.iter().filter(|r| r.sse_cut).count(),
+                runs.iter().filter(|r| r.ws_cut).count(),
+                mib(relay.peak_rss_kib()),
+                runs.iter()
+                    .find_map(|r| r.error.clone())
+                    .map(|e| format!("; error: {e}"))
+                    .unwrap_or_default(),
+            );
+        }
+        for severity in ["notice", "info"] {
+            let mut relay = start();
+            let r = replay_run(&mut relay, &o, severity).await;
+            let peak = relay.peak_rss_kib();
+            println!(
+                "{name:9} replay-{severity:6}: delivered {} of {} in {:.2} s; relay {}; peak RSS {}; buffered RSS {} per event for {:.0}-byte events{}",
+                r.delivered,
+                o.events,
+                r.secs,
+                if r.alive { "alive" } else { "DIED" },
+                mib(peak),
+                r.rss_per_event
+                    .map(|b| format!("{b:.0} B ({:.2}x)", b / r.bytes_per_event))
+                    .unwrap_or_else(|| "n/a".into()),
+                r.bytes_per_event,
+                r.error.map(|e| format!("; error: {e}")).unwrap_or_default(),
+            );
+        }
+    }
+    for scenario in ["live-notice", "live-info"] {
+        let get = |n: &str| {
+            rates
+                .iter()
+                .find(|(t, s, _)| t == n && s == scenario)
+                .map(|r| r.2)
+        };
+        if let (Some(r), Some(f)) = (get("rust"), get("reference")) {
+            println!("ratio {scenario}: rust/reference = {:.1}x", r / f);
+        }
+    }
+}

@@ -1,0 +1,349 @@
+//! Every limit of the relay, with the reference relay's defaults.
+//!
+//! The environment variables are the reference relay's (`AEP_PORT`, `AEP_HOST`,
+//! `AEP_TOKEN`, `AEP_BUFFER`, `AEP_MAX_SESSIONS`, `AEP_MAX_BODY`, `AEP_MAX_BATCH`,
+//! `AEP_MAX_FROM`), so a deployment script written for it works unchanged.
+
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The bearer token of a relay (AEP-0003 §8.1).
+///
+/// Its `Debug` output never shows the secret, so a config can be logged whole.
+///
+/// ```
+/// let token = aep_relay::Token::new("s3cret");
+/// assert_eq!(format!("{token:?}"), "Token(<redacted>)");
+/// assert!(token.matches(b"s3cret"));
+/// assert!(!token.matches(b"s3cres"));
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct Token(String);
+
+impl Token {
+    /// Wraps a secret.
+    pub fn new(secret: impl Into<String>) -> Token {
+        Token(secret.into())
+    }
+
+    /// Whether `presented` equals the secret, in time that depends only on the lengths
+    /// (a plain `==` would leak the secret through its early exit).
+    pub fn matches(&self, presented: &[u8]) -> bool {
+        let expected = self.0.as_bytes();
+        if presented.len() != expected.len() {
+            return false;
+        }
+        let diff = presented
+            .iter()
+            .zip(expected)
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b));
+        std::hint::black_box(diff) == 0
+    }
+
+    /// The secret itself, for a client that must present it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+/// The configuration of one relay: where it listens, who may talk to it, and every
+/// resource limit.
+///
+/// Defaults are the reference relay's. Build one with [`RelayConfig::default`] and the
+/// `with_*` methods, or read the reference relay's environment variables with
+/// [`RelayConfig::from_env`].
+///
+/// ```
+/// use aep_relay::RelayConfig;
+///
+/// let config = RelayConfig::default().with_buffer(8).with_token("t");
+/// assert_eq!(config.buffer(), 8);
+/// assert_eq!(config.max_from(), 500); // follows max_sessions unless set
+/// assert!(!format!("{config:?}").contains("\"t\""));
+/// ```
+#[derive(Debug, Clone)]
+pub struct RelayConfig {
+    pub(crate) host: IpAddr,
+    pub(crate) port: u16,
+    pub(crate) token: Option<Token>,
+    pub(crate) buffer: usize,
+    pub(crate) max_sessions: usize,
+    pub(crate) max_body: usize,
+    pub(crate) max_batch: usize,
+    pub(crate) max_from: Option<usize>,
+    pub(crate) soft_backpressure: usize,
+    pub(crate) hard_backpressure: usize,
+    pub(crate) heartbeat: Duration,
+    pub(crate) lag_grace: Duration,
+    pub(crate) drain_timeout: Duration,
+    pub(crate) data_dir: Option<PathBuf>,
+}
+
+/// A value of a `AEP_*` variable or flag that is not what it should be.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{name}: {value:?} is not {expected}")]
+pub struct ConfigError {
+    name: String,
+    value: String,
+    expected: &'static str,
+}
+
+impl ConfigError {
+    pub(crate) fn new(name: &str, value: &str, expected: &'static str) -> ConfigError {
+        ConfigError {
+            name: name.to_owned(),
+            value: value.to_owned(),
+            expected,
+        }
+    }
+}
+
+impl Default for RelayConfig {
+    fn default() -> Self {
+        RelayConfig {
+            host: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            port: 8787,
+            token: None,
+            buffer: 10_000,
+            max_sessions: 500,
+            max_body: 16 << 20,
+            max_batch: 10_000,
+            max_from: None,
+            soft_backpressure: 1 << 20,
+            hard_backpressure: 8 << 20,
+            heartbeat: Duration::from_secs(25),
+            lag_grace: Duration::from_secs(1),
+            drain_timeout: Duration::from_secs(5),
+            data_dir: None,
+        }
+    }
+}
+
+fn parse_num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> {
+    value
+        .trim()
+        .parse()
+        .map_err(|_| ConfigError::new(name, value, "a non-negative integer"))
+}
+
+impl RelayConfig {
+    /// The defaults overridden by the reference relay's environment variables that are
+    /// set: `AEP_PORT`, `AEP_HOST`, `AEP_TOKEN` (empty means no token), `AEP_BUFFER`,
+    /// `AEP_MAX_SESSIONS`, `AEP_MAX_BODY`, `AEP_MAX_BATCH`, `AEP_MAX_FROM`, and this
+    /// relay's own `AEP_DATA_DIR`.
+    ///
+    /// ```
+    /// let config = aep_relay::RelayConfig::from_env()?;
+    /// assert!(config.buffer() > 0);
+    /// # Ok::<(), aep_relay::ConfigError>(())
+    /// ```
+    pub fn from_env() -> Result<RelayConfig, ConfigError> {
+        RelayConfig::from_vars(|name| std::env::var(name).ok())
+    }
+
+    /// [`RelayConfig::from_env`] over any source of variables (tests, config files).
+    ///
+    /// ```
+    /// let config = aep_relay::RelayConfig::from_vars(|name| match name {
+    ///     "AEP_BUFFER" => Some("8".into()),
+    ///     _ => None,
+    /// })?;
+    /// assert_eq!(config.buffer(), 8);
+    /// # Ok::<(), aep_relay::ConfigError>(())
+    /// ```
+    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<RelayConfig, ConfigError> {
+        let mut config = RelayConfig::default();
+        for name in [
+            "AEP_PORT",
+            "AEP_HOST",
+            "AEP_TOKEN",
+            "AEP_BUFFER",
+            "AEP_MAX_SESSIONS",
+            "AEP_MAX_BODY",
+            "AEP_MAX_BATCH",
+            "AEP_MAX_FROM",
+            "AEP_DATA_DIR",
+        ] {
+            if let Some(value) = get(name) {
+                config.set(name, &value)?;
+            }
+        }
+        Ok(config)
+    }
+
+    /// Sets one setting by its environment-variable name (`AEP_BUFFER`) or flag name
+    /// (`buffer`, `max-body`); the one place that knows how each is spelled and parsed.
+    ///
+    /// ```
+    /// let mut config = aep_relay::RelayConfig::default();
+    /// config.set("max-batch", "50")?;
+    /// assert_eq!(config.max_batch(), 50);
+    /// assert!(config.set("buffer", "many").is_err());
+    /// # Ok::<(), aep_relay::ConfigError>(())
+    /// ```
+    pub fn set(&mut self, name: &str, value: &str) -> Result<(), ConfigError> {
+        let key = name
+            .trim_start_matches("AEP_")
+            .trim_start_matches("--")
+            .to_ascii_lowercase()
+            .replace('_', "-");
+        match key.as_str() {
+            "port" => self.port = parse_num(name, value)?,
+            "host" => {
+                self.host = value
+                    .trim()
+                    .parse()
+                    .map_err(|_| ConfigError::new(name, value, "an IP address"))?
+            }
+            "token" => self.token = (!value.is_empty()).then(|| Token::new(value)),
+            "buffer" => self.buffer = parse_num(name, value)?,
+            "max-sessions" => self.max_sessions = parse_num(name, value)?,
+            "max-body" => self.max_body = parse_num(name, value)?,
+            "max-batch" => self.max_batch = parse_num(name, value)?,
+            "max-from" => self.max_from = Some(parse_num(name, value)?),
+            "soft-backpressure" => self.soft_backpressure = parse_num(name, value)?,
+            "hard-backpressure" => self.hard_backpressure = parse_num(name, value)?,
+            "heartbeat-ms" => self.heartbeat = Duration::from_millis(parse_num(name, value)?),
+            "lag-grace-ms" => self.lag_grace = Duration::from_millis(parse_num(name, value)?),
+            "drain-timeout-ms" => {
+                self.drain_timeout = Duration::from_millis(parse_num(name, value)?)
+            }
+            "data-dir" => self.data_dir = (!value.is_empty()).then(|| PathBuf::from(value)),
+            _ => return Err(ConfigError::new(name, value, "a known setting")),
+        }
+        Ok(())
+    }
+
+    /// The address to bind: `host:port`.
+    pub fn addr(&self) -> SocketAddr {
+        SocketAddr::new(self.host, self.port)
+    }
+
+    /// Binds `addr` (default: all interfaces, port 8787, as the reference relay).
+    pub fn with_addr(mut self, addr: SocketAddr) -> Self {
+        self.host = addr.ip();
+        self.port = addr.port();
+        self
+    }
+
+    /// Requires this bearer token on every surface but `/healthz` and CORS preflight,
+    /// and enables control routing (AEP-0004 §4.1: control needs an authenticated binding).
+    pub fn with_token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(Token::new(token));
+        self
+    }
+
+    /// The bearer token, when one is required.
+    pub fn token(&self) -> Option<&Token> {
+        self.token.as_ref()
+    }
+
+    /// Replay depth per session, in events (default 10 000; AEP-0003 §5).
+    pub fn with_buffer(mut self, events: usize) -> Self {
+        self.buffer = events;
+        self
+    }
+
+    /// Replay depth per session, in events.
+    pub fn buffer(&self) -> usize {
+        self.buffer
+    }
+
+    /// Sessions held at once; the least recently written is evicted first (default 500).
+    pub fn with_max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions;
+        self
+    }
+
+    /// Sessions held at once.
+    pub fn max_sessions(&self) -> usize {
+        self.max_sessions
+    }
+
+    /// Largest `POST /events` body in bytes, answered 413 beyond (default 16 MiB).
+    pub fn with_max_body(mut self, bytes: usize) -> Self {
+        self.max_body = bytes;
+        self
+    }
+
+    /// Largest `POST /events` body in bytes.
+    pub fn max_body(&self) -> usize {
+        self.max_body
+    }
+
+    /// Most events in one NDJSON batch, which is refused whole beyond (default 10 000).
+    pub fn with_max_batch(mut self, events: usize) -> Self {
+        self.max_batch = events;
+        self
+    }
+
+    /// Most events in one NDJSON batch.
+    pub fn max_batch(&self) -> usize {
+        self.max_batch
+    }
+
+    /// Most resume positions in one `from` (default: `max_sessions`).
+    pub fn with_max_from(mut self, positions: usize) -> Self {
+        self.max_from = Some(positions);
+        self
+    }
+
+    /// Most resume positions in one `from`.
+    pub fn max_from(&self) -> usize {
+        self.max_from.unwrap_or(self.max_sessions)
+    }
+
+    /// Bytes queued toward one subscriber beyond which `debug`/`info` events are dropped
+    /// for it once it is lagging (default 1 MiB; AEP-0003 §8.4).
+    pub fn with_soft_backpressure(mut self, bytes: usize) -> Self {
+        self.soft_backpressure = bytes;
+        self
+    }
+
+    /// Bytes queued toward one subscriber beyond which it is disconnected (default 8 MiB):
+    /// `notice` and above are never dropped silently (AEP-0003 §8.4).
+    pub fn with_hard_backpressure(mut self, bytes: usize) -> Self {
+        self.hard_backpressure = bytes;
+        self
+    }
+
+    /// Interval of `: ping` comments and `ping` frames (default 25 s; AEP-0003 §3.3.4).
+    pub fn with_heartbeat(mut self, every: Duration) -> Self {
+        self.heartbeat = every;
+        self
+    }
+
+    /// How long ingest waits for a subscriber past the soft bound to drain before it is
+    /// called lagging (default 1 s). A subscriber that reads at full speed is waited for
+    /// and loses nothing; one that stays behind longer loses `debug`/`info`, counted.
+    pub fn with_lag_grace(mut self, grace: Duration) -> Self {
+        self.lag_grace = grace;
+        self
+    }
+
+    /// Keeps every session's replay buffer in an append-only JSONL log per session under
+    /// `dir`, so a restarted relay resumes what it held (default: memory only).
+    pub fn with_data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
+    /// The data directory of durable replay, when set.
+    pub fn data_dir(&self) -> Option<&std::path::Path> {
+        self.data_dir.as_deref()
+    }
+
+    /// How long a graceful shutdown waits for connections to close (default 5 s).
+    pub fn with_drain_timeout(mut self, timeout: Duration) -> Self {
+        self.drain_timeout = timeout;
+        self
+    }
+}

@@ -1,0 +1,426 @@
+//! The HTTP surface: ingest (AEP-0003 §3.2), discovery (§3.4), SSE (§3.3), health and
+//! introspection, the auth wall, and the hand-off of `/socket` upgrades.
+//!
+//! One handler dispatches in the reference relay's order: `/healthz` and CORS preflight
+//! before the auth wall, every other surface behind it.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use aep_core::Capture;
+use axum::body::Body;
+use axum::extract::ws::WebSocketUpgrade;
+use axum::extract::{FromRequestParts, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use bytes::{Bytes, BytesMut};
+use futures::StreamExt;
+use serde_json::{json, Value};
+
+use crate::hub::{parse_event, Hub, LineError, ReplayAsk};
+use crate::outbox::{Binding, Drain, End, Piece};
+use crate::proto::{self, Filter};
+
+const ALLOW_ORIGIN: (header::HeaderName, HeaderValue) = (
+    header::ACCESS_CONTROL_ALLOW_ORIGIN,
+    HeaderValue::from_static("*"),
+);
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// Whether the request carries the token: `Authorization: Bearer` or, for clients that
+/// cannot set headers, `?access_token=` (AEP-0003 §8.1). Never logged.
+fn authorized(hub: &Hub, headers: &HeaderMap, query: &HashMap<String, String>) -> bool {
+    let Some(token) = &hub.config.token else {
+        return true;
+    };
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|h| h.as_bytes().strip_prefix(b"Bearer "));
+    if bearer.is_some_and(|b| token.matches(b)) {
+        return true;
+    }
+    query
+        .get("access_token")
+        .is_some_and(|t| token.matches(t.as_bytes()))
+}
+
+/// The one entry point of every request.
+pub(crate) async fn handle(State(hub): State<Arc<Hub>>, request: Request) -> Response {
+    let (mut parts, body) = request.into_parts();
+    let query: HashMap<String, String> = Query::try_from_uri(&parts.uri)
+        .map(|Query(q)| q)
+        .unwrap_or_default();
+    let path = parts.uri.path().to_owned();
+    let method = parts.method.clone();
+
+    let upgrade = parts
+        .headers
+        .get(header::UPGRADE)
+        .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
+    if upgrade {
+        if path != "/socket" {
+            return StatusCode::NOT_FOUND.into_response();
+        }
+        if !authorized(&hub, &parts.headers, &query) {
+            return StatusCode::UNAUTHORIZED.into_response();
+        }
+        return match WebSocketUpgrade::from_request_parts(&mut parts, &hub).await {
+            Ok(ws) => crate::ws::upgrade(hub, ws),
+            Err(rejection) => rejection.into_response(),
+        };
+    }
+
+    // the one unauthenticated surface: probes cannot carry tokens; counts stay behind auth
+    if method == Method::GET && path == "/healthz" {
+        let mut body = json!({ "ok": true });
+        if authorized(&hub, &parts.headers, &query) {
+            if let (Some(b), Value::Object(counts)) = (body.as_object_mut(), hub.counts()) {
+                b.extend(counts);
+            }
+        }
+        return json_response(StatusCode::OK, &body);
+    }
+    // preflight carries no token by design; it grants only the right to ask
+    if method == Method::OPTIONS && (path == "/stream" || path == "/connections") {
+        return (
+            StatusCode::NO_CONTENT,
+            [
+                ALLOW_ORIGIN,
+                (
+                    header::ACCESS_CONTROL_ALLOW_METHODS,
+                    HeaderValue::from_static("GET, OPTIONS"),
+                ),
+                (
+                    header::ACCESS_CONTROL_ALLOW_HEADERS,
+                    HeaderValue::from_static("authorization, accept, content-type, last-event-id"),
+                ),
+                (
+                    header::ACCESS_CONTROL_MAX_AGE,
+                    HeaderValue::from_static("86400"),
+                ),
+            ],
+        )
+            .into_response();
+    }
+    // the refusal carries CORS so a browser consumer can read why it was refused
+    if !authorized(&hub, &parts.headers, &query) {
+        return (StatusCode::UNAUTHORIZED, [ALLOW_ORIGIN]).into_response();
+    }
+
+    match (method, path.as_str()) {
+        (Method::GET, "/connections") => {
+            let mut response = json_response(StatusCode::OK, &hub.connections());
+            response
+                .headers_mut()
+                .insert(ALLOW_ORIGIN.0, ALLOW_ORIGIN.1);
+            response
+        }
+        (Method::GET, "/events" | "/.well-known/aep") => {
+            let doc = proto::discovery(&hub.config);
+            let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
+            (
+                StatusCode::OK,
+                [(
+                    header::CONTENT_TYPE,
+                    HeaderValue::from_static("application/json"),
+                )],
+                text,
+            )
+                .into_response()
+        }
+        (Method::POST, "/events") => post_events(hub, &parts.headers, body).await,
+        (Method::GET, "/stream") => stream(hub, &parts.headers, &query),
+        _ => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+// ---- POST /events ----------------------------------------------------------------------
+
+/// Keeps reading an over-size upload for a while after the 413 went out, so the client
+/// reads the answer instead of a connection reset.
+fn drain_rest(mut stream: axum::body::BodyDataStream, limit: usize) {
+    tokio::spawn(async move {
+        let mut read = 0usize;
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        while let Ok(Some(Ok(chunk))) = tokio::time::timeout_at(deadline, stream.next()).await {
+            read += chunk.len();
+            if read > limit {
+                break;
+            }
+        }
+    });
+}
+
+async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response {
+    if headers.get("aep-version").map(HeaderValue::as_bytes) != Some(b"0.1") {
+        return json_response(
+            StatusCode::UPGRADE_REQUIRED,
+            &json!({ "versions": ["0.1"] }),
+        );
+    }
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    let ndjson = match content_type.as_str() {
+        "application/json" => false,
+        "application/x-ndjson" => true,
+        _ => return StatusCode::UNSUPPORTED_MEDIA_TYPE.into_response(),
+    };
+
+    // answered before the upload is cut: a reset with no status line tells the emitter
+    // nothing (AEP-0003 §3.2.3 lists 413)
+    let max = hub.config.max_body;
+    let too_large = || {
+        let mut r = json_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &json!({ "error": "payload-too-large", "max_bytes": max }),
+        );
+        r.headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        r
+    };
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    let mut stream = body.into_data_stream();
+    if declared.is_some_and(|n| n > max) {
+        drain_rest(stream, max);
+        return too_large();
+    }
+    let mut buf = BytesMut::with_capacity(declared.unwrap_or(8192).min(max));
+    while let Some(chunk) = stream.next().await {
+        let Ok(chunk) = chunk else {
+            return StatusCode::BAD_REQUEST.into_response();
+        };
+        if buf.len() + chunk.len() > max {
+            drain_rest(stream, max);
+            return too_large();
+        }
+        buf.extend_from_slice(&chunk);
+    }
+    let body = buf.freeze();
+
+    let lines: Vec<&[u8]> = if ndjson {
+        body.split(|&b| b == b'\n')
+            .filter(|l| !l.trim_ascii().is_empty())
+            .collect()
+    } else {
+        vec![&body[..]]
+    };
+    if lines.len() > hub.config.max_batch {
+        // work is per event, not per byte: refused whole, nothing ingested
+        return json_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &json!({ "error": "too-many-events", "max": hub.config.max_batch, "count": lines.len() }),
+        );
+    }
+    let parsed: Vec<_> = lines.iter().map(|l| parse_event(l)).collect();
+    if let Some(LineError::Json(detail)) = parsed.iter().find_map(|r| match r {
+        Err(e @ LineError::Json(_)) => Some(e),
+        _ => None,
+    }) {
+        return json_response(
+            StatusCode::BAD_REQUEST,
+            &json!({ "error": "invalid-json", "detail": detail }),
+        );
+    }
+    let mut batch = Vec::with_capacity(parsed.len());
+    for (line, result) in parsed.into_iter().enumerate() {
+        match result {
+            Ok(incoming) => batch.push(incoming),
+            Err(LineError::Invalid(detail) | LineError::Json(detail)) => {
+                // the batch is refused whole with the first failing line (AEP-0003 §3.2.3)
+                return json_response(
+                    StatusCode::BAD_REQUEST,
+                    &json!({ "error": "invalid-event", "line": line, "detail": detail }),
+                );
+            }
+        }
+    }
+    hub.ingest(&batch, None).await;
+    StatusCode::ACCEPTED.into_response()
+}
+
+// ---- GET /stream -----------------------------------------------------------------------
+
+fn refuse(message: impl Into<String>) -> Response {
+    (StatusCode::BAD_REQUEST, [ALLOW_ORIGIN], message.into()).into_response()
+}
+
+/// Parses the subscription parameters of an SSE request (AEP-0003 §3.3.1).
+fn stream_request(
+    hub: &Hub,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+) -> Result<(Filter, Option<Capture>, ReplayAsk, bool), String> {
+    let filter = match query.get("filter").filter(|f| !f.is_empty()) {
+        None => Filter::default(),
+        Some(text) => {
+            let value: Value =
+                serde_json::from_str(text).map_err(|_| "bad filter JSON".to_owned())?;
+            proto::parse_filter(&value)?
+        }
+    };
+    let capture = match query.get("capture").filter(|c| !c.is_empty()) {
+        None => None,
+        Some(c) => Some(
+            c.parse::<Capture>()
+                .map_err(|_| format!("unknown capture level: {c}"))?,
+        ),
+    };
+    let live = query.get("live").map(String::as_str) != Some("0");
+    let mut ask = ReplayAsk {
+        filter_session: !live,
+        ..ReplayAsk::default()
+    };
+    match query
+        .get("from")
+        .filter(|f| !f.is_empty())
+        .map(String::as_str)
+    {
+        Some("all") => ask.all = true,
+        Some(text) => {
+            let value: Value =
+                serde_json::from_str(text).map_err(|_| "bad from JSON".to_owned())?;
+            let Some(items) = value.as_array() else {
+                return Err("bad from JSON".to_owned());
+            };
+            if items.len() > hub.config.max_from() {
+                return Err("from too large".to_owned());
+            }
+            ask.positions = proto::parse_from(&value)?;
+        }
+        None => {}
+    }
+    if !ask.all && ask.positions.is_empty() {
+        if let Some(position) = headers
+            .get("last-event-id")
+            .and_then(|v| v.to_str().ok())
+            .and_then(proto::parse_last_event_id)
+        {
+            ask.positions.push(position);
+        }
+    }
+    Ok((filter, capture, ask, live))
+}
+
+/// Unregisters an SSE subscription when its stream is dropped (the client went away).
+struct SubGuard {
+    hub: Arc<Hub>,
+    id: Option<u64>,
+}
+
+impl Drop for SubGuard {
+    fn drop(&mut self) {
+        if let Some(id) = self.id {
+            self.hub.unsubscribe(id);
+        }
+    }
+}
+
+const CHUNK: usize = 64 * 1024;
+
+fn stream(hub: Arc<Hub>, headers: &HeaderMap, query: &HashMap<String, String>) -> Response {
+    let (filter, capture, ask, live) = match stream_request(&hub, headers, query) {
+        Ok(parsed) => parsed,
+        Err(why) => return refuse(why),
+    };
+    let (outbox, rx) = hub.outbox();
+    let id = hub.subscribe(
+        &outbox,
+        Binding::Sse,
+        None,
+        filter,
+        capture,
+        ask,
+        None,
+        None,
+        live,
+    );
+    if !live {
+        outbox.end(End::ReplayComplete);
+    } else if hub.is_shutting_down() {
+        outbox.end(End::Shutdown);
+    }
+    let guard = SubGuard {
+        hub: hub.clone(),
+        id: live.then_some(id),
+    };
+    let drain = Drain::new(rx, outbox, Binding::Sse, hub.config.heartbeat);
+    let body = futures::stream::unfold(
+        (drain, guard, false),
+        |(mut drain, guard, over)| async move {
+            if over {
+                return None;
+            }
+            let first = drain.next().await?;
+            let mut chunk = BytesMut::new();
+            let mut over = write_piece(&mut chunk, first);
+            while !over && chunk.len() < CHUNK {
+                match drain.try_next() {
+                    Some(piece) => over = write_piece(&mut chunk, piece),
+                    None => break,
+                }
+            }
+            Some((
+                Ok::<Bytes, Infallible>(chunk.freeze()),
+                (drain, guard, over),
+            ))
+        },
+    );
+    (
+        StatusCode::OK,
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            ),
+            (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
+            ALLOW_ORIGIN,
+        ],
+        Body::from_stream(body),
+    )
+        .into_response()
+}
+
+/// Appends one piece to an SSE chunk; `true` when the stream ends after it.
+fn write_piece(chunk: &mut BytesMut, piece: Piece) -> bool {
+    match piece {
+        Piece::Data(bytes) => {
+            chunk.extend_from_slice(&bytes);
+            false
+        }
+        Piece::Heartbeat => {
+            chunk.extend_from_slice(b": ping\n\n");
+            false
+        }
+        Piece::End(End::ReplayComplete) => {
+            chunk.extend_from_slice(b": replay-complete\n\n");
+            true
+        }
+        Piece::End(End::Shutdown) => {
+            chunk.extend_from_slice(b": shutting-down\n\n");
+            true
+        }
+        Piece::End(_) => true,
+    }
+}

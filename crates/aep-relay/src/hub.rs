@@ -1,0 +1,589 @@
+//! The shared state of one relay: session buffers, subscribers, WebSocket connections,
+//! and what happens to each accepted event (buffer admission, command routing, fan-out).
+//!
+//! One lock guards the state; it is held only for bookkeeping, never across a write to a
+//! socket. An event is admitted and the subscriber list is read under the same lock, and a
+//! subscription is registered and its replay snapshot taken under it too, so every event
+//! reaches a new subscriber exactly once: by replay or live, never both, never neither.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use aep_core::frame::ErrorCode;
+use aep_core::{Capture, Event};
+use bytes::Bytes;
+use serde_json::{json, Value};
+
+use crate::config::RelayConfig;
+use crate::journal::Journal;
+use crate::outbox::{self, Binding, End, Outbox, ReplayJob};
+use crate::proto::{self, Disposition, Filter, FromPosition};
+use crate::store::{Encoded, Store};
+
+/// Frames an event for both bindings.
+pub(crate) fn encode(event: &Event, json: &[u8]) -> Encoded {
+    let position = match (event.session(), event.seq()) {
+        (Some(session), Some(seq)) => Some((session, event.epoch(), seq)),
+        _ => None,
+    };
+    Encoded::new(
+        json,
+        event.event_type(),
+        position,
+        event.source(),
+        event.id(),
+    )
+}
+
+/// One accepted event, parsed once and framed once.
+#[derive(Debug)]
+pub(crate) struct Incoming {
+    pub(crate) event: Event,
+    pub(crate) encoded: Arc<Encoded>,
+    pub(crate) disposition: Disposition,
+}
+
+/// Why one line was refused.
+#[derive(Debug)]
+pub(crate) enum LineError {
+    /// Not JSON at all.
+    Json(String),
+    /// JSON, but not an acceptable envelope.
+    Invalid(String),
+}
+
+/// Parses and checks one event line or body. Raw line breaks (insignificant whitespace in
+/// JSON: strings cannot hold them) are removed so the event fits one SSE `data:` line;
+/// every other byte is forwarded as received.
+pub(crate) fn parse_event(raw: &[u8]) -> Result<Incoming, LineError> {
+    let owned;
+    let json: &[u8] = if raw.iter().any(|&b| b == b'\n' || b == b'\r') {
+        owned = raw
+            .iter()
+            .copied()
+            .filter(|&b| b != b'\n' && b != b'\r')
+            .collect::<Vec<u8>>();
+        &owned
+    } else {
+        raw
+    };
+    let json = json.trim_ascii();
+    let event = Event::from_slice(json).map_err(|e| {
+        if e.is_syntax() {
+            LineError::Json(e.to_string())
+        } else {
+            LineError::Invalid(e.to_string())
+        }
+    })?;
+    let disposition = proto::check_envelope(&event).map_err(LineError::Invalid)?;
+    let encoded = Arc::new(encode(&event, json));
+    Ok(Incoming {
+        event,
+        encoded,
+        disposition,
+    })
+}
+
+/// A live subscription: one SSE stream, or one `subscribe` on a WebSocket.
+#[derive(Debug)]
+pub(crate) struct Sub {
+    id: u64,
+    conn: Option<u64>,
+    filter: Arc<Filter>,
+    capture: Option<Capture>,
+    binding: Binding,
+    outbox: Arc<Outbox>,
+}
+
+/// What a WebSocket peer declared in its `hello` (AEP-0003 §4).
+#[derive(Debug, Clone)]
+pub(crate) struct Hello {
+    pub(crate) role: String,
+    pub(crate) identity: Value,
+    pub(crate) accepts: Option<Vec<String>>,
+    pub(crate) capabilities: Value,
+}
+
+impl Hello {
+    pub(crate) fn from_frame(frame: &Value) -> Hello {
+        let capabilities = frame.get("capabilities").cloned().unwrap_or(Value::Null);
+        let accepts = capabilities
+            .pointer("/control/accepts")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(String::from)
+                    .collect()
+            });
+        Hello {
+            role: frame
+                .get("role")
+                .and_then(Value::as_str)
+                .unwrap_or("both")
+                .to_owned(),
+            identity: frame.get("identity").cloned().unwrap_or(Value::Null),
+            accepts,
+            capabilities,
+        }
+    }
+
+    fn is_consumer(&self) -> bool {
+        self.role == "consumer"
+    }
+}
+
+#[derive(Debug)]
+struct Conn {
+    outbox: Arc<Outbox>,
+    hello: Option<Hello>,
+    /// Claimed sessions, in claim order.
+    sessions: Vec<String>,
+    /// Subscription id (as JSON text) -> hub subscription id.
+    subs: HashMap<String, u64>,
+}
+
+#[derive(Debug)]
+struct State {
+    store: Store,
+    subs: Arc<Vec<Arc<Sub>>>,
+    conns: BTreeMap<u64, Conn>,
+}
+
+/// What a new subscription replays before going live.
+#[derive(Debug, Default)]
+pub(crate) struct ReplayAsk {
+    pub(crate) positions: Vec<FromPosition>,
+    pub(crate) all: bool,
+    /// `live=0` also serves the history of the one session the filter names.
+    pub(crate) filter_session: bool,
+}
+
+/// The relay's shared state.
+#[derive(Debug)]
+pub(crate) struct Hub {
+    pub(crate) config: RelayConfig,
+    state: Mutex<State>,
+    started: Instant,
+    next_id: AtomicU64,
+    shutting_down: AtomicBool,
+    journal: Option<Journal>,
+}
+
+impl Hub {
+    /// The shared state; with a data directory, the buffers it holds are restored.
+    pub(crate) fn new(config: RelayConfig) -> std::io::Result<Hub> {
+        let mut store = Store::new(config.buffer, config.max_sessions);
+        let journal = match &config.data_dir {
+            Some(dir) => Some(Journal::open(dir, &mut store, config.buffer)?),
+            None => None,
+        };
+        Ok(Hub {
+            config,
+            state: Mutex::new(State {
+                store,
+                subs: Arc::new(Vec::new()),
+                conns: BTreeMap::new(),
+            }),
+            started: Instant::now(),
+            next_id: AtomicU64::new(1),
+            shutting_down: AtomicBool::new(false),
+            journal,
+        })
+    }
+
+    /// Writes out every buffered event still queued for the data directory.
+    pub(crate) fn flush_journal(&self) {
+        if let Some(journal) = &self.journal {
+            journal.flush();
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // a panic elsewhere must not take the relay down with it: the state stays usable
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// A fresh queue sized by the configured bounds.
+    pub(crate) fn outbox(
+        &self,
+    ) -> (
+        Arc<Outbox>,
+        tokio::sync::mpsc::UnboundedReceiver<outbox::Item>,
+    ) {
+        Outbox::new(
+            self.config.soft_backpressure,
+            self.config.hard_backpressure,
+            self.config.lag_grace,
+        )
+    }
+
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.shutting_down.load(Ordering::Acquire)
+    }
+
+    // ---- ingest -----------------------------------------------------------------------
+
+    /// Accepts a batch already checked whole: admission, routing, then fan-out in order.
+    pub(crate) async fn ingest(&self, batch: &[Incoming], from_conn: Option<u64>) {
+        let mut fan_out = Vec::with_capacity(batch.len());
+        let subs = {
+            let mut st = self.lock();
+            for incoming in batch {
+                let go = match incoming.disposition {
+                    Disposition::Command => self.route(&mut st, incoming, from_conn),
+                    Disposition::Live => true,
+                    Disposition::Buffered => {
+                        if let Some(session) = incoming.event.session() {
+                            if let Some(conn) = from_conn.and_then(|c| st.conns.get_mut(&c)) {
+                                if !conn.sessions.iter().any(|s| s == session) {
+                                    conn.sessions.push(session.to_owned());
+                                }
+                            }
+                            // live fan-out forwards even a duplicate (AEP-0003 §5): the
+                            // relay is not a terminal consumer
+                            let admission = st.store.admit(session, incoming.encoded.clone());
+                            if let Some(journal) = &self.journal {
+                                if let Some(gone) = admission.evicted {
+                                    journal.remove(&gone);
+                                }
+                                if admission.admitted {
+                                    journal.append(session, incoming.encoded.json());
+                                }
+                            }
+                        }
+                        true
+                    }
+                };
+                fan_out.push(go);
+            }
+            st.subs.clone()
+        };
+        if subs.is_empty() {
+            return;
+        }
+        for (incoming, go) in batch.iter().zip(fan_out) {
+            if go {
+                self.fan_out(&subs, incoming).await;
+            }
+        }
+    }
+
+    async fn fan_out(&self, subs: &[Arc<Sub>], incoming: &Incoming) {
+        let severity = incoming.event.severity();
+        for sub in subs {
+            if sub.outbox.is_closed() || !sub.filter.matches(&incoming.event) {
+                continue;
+            }
+            let bytes =
+                outbox::render(&incoming.encoded, &incoming.event, sub.capture, sub.binding);
+            sub.outbox.deliver(bytes, severity).await;
+        }
+    }
+
+    /// Routes a command to exactly one target (AEP-0004 §4); `true` when it is then fanned
+    /// out for audit. Refusals answer the sender with a cause-correlated `error` frame.
+    fn route(&self, st: &mut State, incoming: &Incoming, from_conn: Option<u64>) -> bool {
+        let event = &incoming.event;
+        let session = event.session().unwrap_or_default();
+        let refuse = |st: &State, code: ErrorCode, detail: String| {
+            tracing::debug!(code = code.as_str(), session, "command refused");
+            if let Some(conn) = from_conn.and_then(|c| st.conns.get(&c)) {
+                let frame = proto::error_frame(code, None, Some(event.id()), Some(&detail));
+                conn.outbox.push_frame(Bytes::from(frame));
+            }
+        };
+        if self.config.token.is_none() {
+            refuse(
+                st,
+                ErrorCode::Unauthorized,
+                "control requires an authenticated binding (AEP-0004 §4.1); this relay runs without a token".into(),
+            );
+            return false;
+        }
+        let targets: Vec<&Conn> = st
+            .conns
+            .values()
+            .filter(|c| {
+                c.hello.as_ref().is_some_and(|h| !h.is_consumer())
+                    && c.sessions.iter().any(|s| s == session)
+            })
+            .collect();
+        match targets.as_slice() {
+            [] => {
+                refuse(
+                    st,
+                    ErrorCode::NoRoute,
+                    format!("no connected emitter owns session {session}"),
+                );
+                false
+            }
+            [target] => {
+                let accepted = target
+                    .hello
+                    .as_ref()
+                    .and_then(|h| h.accepts.as_ref())
+                    .is_none_or(|a| a.iter().any(|t| t == event.event_type()));
+                if accepted {
+                    // forwarded as received, byte for byte (AEP-0004 §4.4)
+                    target.outbox.push_frame(incoming.encoded.json());
+                } else {
+                    refuse(
+                        st,
+                        ErrorCode::Unsupported,
+                        format!("target does not accept {}", event.event_type()),
+                    );
+                }
+                true
+            }
+            many => {
+                let n = many.len();
+                refuse(
+                    st,
+                    ErrorCode::Ambiguous,
+                    format!("{n} connected emitters claim session {session}"),
+                );
+                false
+            }
+        }
+    }
+
+    // ---- subscriptions ------------------------------------------------------------------
+
+    /// Registers a subscription (when `live`) and queues its replay, atomically with
+    /// respect to ingest. `first` is queued before the replay (the `subscribed` frame).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn subscribe(
+        &self,
+        outbox: &Arc<Outbox>,
+        binding: Binding,
+        conn: Option<(u64, String)>,
+        filter: Filter,
+        capture: Option<Capture>,
+        ask: ReplayAsk,
+        first: Option<Bytes>,
+        ws_sub: Option<String>,
+        live: bool,
+    ) -> u64 {
+        let filter = Arc::new(filter);
+        let id = self.id();
+        let mut st = self.lock();
+        if let Some(bytes) = first {
+            outbox.push_frame(bytes);
+        }
+        let mut parts = if ask.all {
+            st.store.replay_all()
+        } else {
+            ask.positions
+                .iter()
+                .map(|p| st.store.replay(&p.session, p.epoch, p.seq))
+                .collect()
+        };
+        if ask.filter_session {
+            if let Some(session) = proto::filter_session(&filter) {
+                if !ask.positions.iter().any(|p| p.session == session) {
+                    parts.push(st.store.replay(session, 0, -1));
+                }
+            }
+        }
+        if !parts.is_empty() {
+            outbox.push_replay(ReplayJob {
+                parts,
+                filter: filter.clone(),
+                capture,
+                sub: ws_sub,
+                declare_gaps: !ask.all,
+            });
+        }
+        if live {
+            let conn_id = conn.as_ref().map(|(c, _)| *c);
+            if let Some((c, key)) = conn {
+                if let Some(conn) = st.conns.get_mut(&c) {
+                    // re-using an id replaces that subscription
+                    if let Some(old) = conn.subs.insert(key, id) {
+                        remove_sub(&mut st, old);
+                    }
+                }
+            }
+            let mut subs = (*st.subs).clone();
+            subs.push(Arc::new(Sub {
+                id,
+                conn: conn_id,
+                filter,
+                capture,
+                binding,
+                outbox: outbox.clone(),
+            }));
+            st.subs = Arc::new(subs);
+        }
+        id
+    }
+
+    /// Removes one subscription by hub id (an SSE stream that ended).
+    pub(crate) fn unsubscribe(&self, id: u64) {
+        remove_sub(&mut self.lock(), id);
+    }
+
+    /// Removes a WebSocket subscription by its client id; `false` when there was none.
+    pub(crate) fn unsubscribe_ws(&self, conn: u64, key: &str) -> bool {
+        let mut st = self.lock();
+        let Some(id) = st.conns.get_mut(&conn).and_then(|c| c.subs.remove(key)) else {
+            return false;
+        };
+        remove_sub(&mut st, id);
+        true
+    }
+
+    // ---- connections --------------------------------------------------------------------
+
+    pub(crate) fn connect(&self, outbox: Arc<Outbox>) -> u64 {
+        let id = self.id();
+        self.lock().conns.insert(
+            id,
+            Conn {
+                outbox,
+                hello: None,
+                sessions: Vec::new(),
+                subs: HashMap::new(),
+            },
+        );
+        id
+    }
+
+    /// WebSocket connections still open.
+    pub(crate) fn open_connections(&self) -> usize {
+        self.lock().conns.len()
+    }
+
+    pub(crate) fn hello(&self, conn: u64, hello: Hello) {
+        if let Some(c) = self.lock().conns.get_mut(&conn) {
+            c.hello = Some(hello);
+        }
+    }
+
+    pub(crate) fn disconnect(&self, conn: u64) {
+        let mut st = self.lock();
+        if let Some(c) = st.conns.remove(&conn) {
+            let ids: Vec<u64> = c.subs.values().copied().collect();
+            for id in ids {
+                remove_sub(&mut st, id);
+            }
+        }
+    }
+
+    /// The live claim snapshot (AEP-0003 §4.1): one entry per (connection, session),
+    /// declarations relayed verbatim.
+    pub(crate) fn roster(&self) -> Vec<Value> {
+        let st = self.lock();
+        let mut entries = Vec::new();
+        for conn in st.conns.values() {
+            let Some(hello) = conn.hello.as_ref().filter(|h| !h.is_consumer()) else {
+                continue;
+            };
+            for session in &conn.sessions {
+                let mut entry = serde_json::Map::new();
+                entry.insert("session".into(), session.clone().into());
+                for (key, value) in [
+                    ("agent", hello.identity.get("agent")),
+                    ("instance", hello.identity.get("instance")),
+                    ("control", hello.capabilities.get("control")),
+                    ("emits", hello.capabilities.get("emits")),
+                ] {
+                    if let Some(v) = value.filter(|v| truthy(v)) {
+                        entry.insert(key.into(), v.clone());
+                    }
+                }
+                entries.push(Value::Object(entry));
+            }
+        }
+        entries
+    }
+
+    // ---- introspection ------------------------------------------------------------------
+
+    fn uptime(&self) -> u64 {
+        (self.started.elapsed().as_millis() as u64 + 500) / 1000
+    }
+
+    /// `/healthz` counts.
+    pub(crate) fn counts(&self) -> Value {
+        let st = self.lock();
+        json!({
+            "sessions": st.store.len(),
+            "subscribers": st.subs.len(),
+            "connections": st.conns.len(),
+            "uptime_s": self.uptime(),
+        })
+    }
+
+    /// The `/connections` document.
+    pub(crate) fn connections(&self) -> Value {
+        let st = self.lock();
+        let connections: Vec<Value> = st
+            .conns
+            .values()
+            .filter_map(|c| {
+                let hello = c.hello.as_ref()?;
+                Some(json!({
+                    "role": hello.role,
+                    "identity": hello.identity,
+                    "accepts": hello.accepts,
+                    "sessions": c.sessions,
+                    "subscriptions": c.subs.len(),
+                }))
+            })
+            .collect();
+        let sse = st.subs.iter().filter(|s| s.binding == Binding::Sse).count();
+        let dropped: u64 = st.subs.iter().map(|s| s.outbox.dropped()).sum();
+        json!({
+            "ok": true,
+            "relay": {
+                "sessions": st.store.len(),
+                "subscribers": st.subs.len(),
+                "connections": st.conns.len(),
+                "uptime_s": self.uptime(),
+                "control": self.config.token.is_some(),
+                "buffered_bytes": st.store.held_bytes(),
+                "dropped": dropped,
+            },
+            "connections": connections,
+            "sse_subscribers": sse,
+        })
+    }
+
+    /// Tells every reader the relay is going away (SSE `: shutting-down`, WS 1001).
+    pub(crate) fn shutdown(&self) {
+        self.shutting_down.store(true, Ordering::Release);
+        let st = self.lock();
+        for sub in st.subs.iter().filter(|s| s.conn.is_none()) {
+            sub.outbox.end(End::Shutdown);
+        }
+        for conn in st.conns.values() {
+            conn.outbox.end(End::Shutdown);
+        }
+    }
+}
+
+fn remove_sub(st: &mut State, id: u64) {
+    if st.subs.iter().any(|s| s.id == id) {
+        let subs: Vec<Arc<Sub>> = st.subs.iter().filter(|s| s.id != id).cloned().collect();
+        st.subs = Arc::new(subs);
+    }
+}
+
+/// JavaScript truthiness, which decides which roster members the reference relay copies.
+fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        _ => true,
+    }
+}

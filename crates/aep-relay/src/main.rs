@@ -1,0 +1,137 @@
+//! The `aep-relay` binary: the reference relay's flags and environment variables, the
+//! listening address printed as the first line of stdout (so `--port 0` is usable).
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use aep_relay::RelayConfig;
+
+const HELP: &str = "\
+aep-relay: an Agent Event Protocol (AEP 0.1) relay
+
+usage: aep-relay [--port P] [--host H] [--token T] [--buffer N] [...]
+
+Every flag falls back to the reference relay's environment variable, then its default:
+  --port N               AEP_PORT          8787 (0 picks a free port)
+  --host IP              AEP_HOST          0.0.0.0 (all interfaces)
+  --token T              AEP_TOKEN         none (control routing disabled without one)
+  --buffer N             AEP_BUFFER        10000 events replayed per session
+  --max-sessions N       AEP_MAX_SESSIONS  500 sessions held (least recently written evicted)
+  --max-body BYTES       AEP_MAX_BODY      16777216 (413 beyond)
+  --max-batch N          AEP_MAX_BATCH     10000 events per NDJSON batch (413 beyond)
+  --max-from N           AEP_MAX_FROM      max-sessions resume positions per request
+  --data-dir DIR         AEP_DATA_DIR      none: buffers survive restarts as JSONL logs in DIR
+  --soft-backpressure B                    1048576 bytes queued: lagging readers lose debug/info
+  --hard-backpressure B                    8388608 bytes queued: the reader is disconnected
+  --heartbeat-ms MS                        25000 between `: ping` / ping frames
+  --lag-grace-ms MS                        1000 a reader past the soft bound may take to catch up
+  --drain-timeout-ms MS                    5000 graceful-shutdown limit
+
+The first line of stdout is `aep-relay listening on http://ADDR ...`.
+Logs go to stderr through tracing (RUST_LOG, default info). The token is never logged.
+";
+
+fn parse_args() -> Result<Option<RelayConfig>, String> {
+    let mut config = RelayConfig::from_env().map_err(|e| e.to_string())?;
+    let mut args = std::env::args().skip(1);
+    while let Some(arg) = args.next() {
+        if arg == "--help" || arg == "-h" {
+            print!("{HELP}");
+            return Ok(None);
+        }
+        if arg == "--version" || arg == "-V" {
+            println!("aep-relay {}", env!("CARGO_PKG_VERSION"));
+            return Ok(None);
+        }
+        let Some(flag) = arg.strip_prefix("--") else {
+            return Err(format!("unexpected argument {arg:?} (see --help)"));
+        };
+        let (name, value) = match flag.split_once('=') {
+            Some((name, value)) => (name.to_owned(), value.to_owned()),
+            None => {
+                let value = args
+                    .next()
+                    .ok_or_else(|| format!("--{flag} needs a value (see --help)"))?;
+                (flag.to_owned(), value)
+            }
+        };
+        config.set(&name, &value).map_err(|e| format!("--{e}"))?;
+    }
+    Ok(Some(config))
+}
+
+async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn main() -> ExitCode {
+    let config = match parse_args() {
+        Ok(Some(config)) => config,
+        Ok(None) => return ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("aep-relay: {message}");
+            return ExitCode::from(2);
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("aep-relay: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind(config.addr()).await?;
+        let addr = listener.local_addr()?;
+        let host = addr.to_string();
+        let auth = if config.token().is_some() {
+            "on"
+        } else {
+            "OFF, control routing disabled (AEP-0004 §4.1); set AEP_TOKEN to enable"
+        };
+        let mut out = std::io::stdout().lock();
+        writeln!(
+            out,
+            "aep-relay listening on http://{host} (buffer {}/session, auth {auth})",
+            config.buffer()
+        )?;
+        out.flush()?;
+        drop(out);
+        aep_relay::run(listener, config, shutdown_signal()).await
+    });
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("aep-relay: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

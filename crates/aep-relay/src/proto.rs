@@ -1,0 +1,259 @@
+//! The narrow seam between the relay and the protocol rules of `aep-core`.
+//!
+//! Every protocol decision the relay makes goes through one function here: validating an
+//! envelope, matching an attr-match filter, down-leveling to a capture ceiling, and the
+//! shape of the WebSocket frames and of the discovery document. The relay itself only
+//! moves bytes.
+
+use aep_core::capture::honored_level;
+use aep_core::frame::{
+    Capabilities, ControlCapability, Discovery, Endpoints, ErrorCode, ErrorFrame, Frame, Hello,
+    Identity, ReplayCapability, ReplayExhausted, Role,
+};
+use aep_core::resume::ResumePosition;
+use aep_core::types::EventType;
+use aep_core::validate::{validate_event, Rule};
+use aep_core::{Capture, Event};
+use serde_json::Value;
+
+use crate::config::RelayConfig;
+
+// ---- envelope ----------------------------------------------------------------------
+
+/// What the relay does with an accepted event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Disposition {
+    /// A command (AEP-0004 §2): routed to one target, fanned out for audit, never buffered.
+    Command,
+    /// Agent-scoped or unsequenced: live fan-out only, no replay position.
+    Live,
+    /// A sequenced session event: buffered, then fanned out.
+    Buffered,
+}
+
+/// Checks an envelope the way a relay must before accepting it (AEP-0003 §3.2.3: envelope
+/// validation; payload schemas are the consumer's business) and says what to do with it.
+/// The error is the detail of the 400 / `invalid-event` answer.
+pub(crate) fn check_envelope(event: &Event) -> Result<Disposition, String> {
+    let tolerated = |rule: Rule| {
+        // a type outside the thirteen categories is forwarded, as the reference relay
+        // does: consumers MUST tolerate unknown types (AEP-0001 §6) and a relay is not a
+        // terminal consumer; only a type that is not dotted lowercase at all is refused
+        rule.is_payload() || (rule == Rule::TypeSyntax && is_dotted_lowercase(event.event_type()))
+    };
+    if let Some(issue) = validate_event(event)
+        .into_iter()
+        .find(|i| !tolerated(i.rule()))
+    {
+        return Err(issue.to_string());
+    }
+    let Ok(ty) = EventType::parse(event.event_type()) else {
+        return match (event.session(), event.seq()) {
+            (Some(_), Some(_)) => Ok(Disposition::Buffered),
+            _ => Ok(Disposition::Live),
+        };
+    };
+    if ty.is_agent_scoped() {
+        if event.session().is_some() || event.seq().is_some() {
+            return Err("agent-scoped events omit session/seq".into());
+        }
+        return Ok(Disposition::Live);
+    }
+    if event.session().is_none() {
+        return Err(if ty.is_command() {
+            "command events require session (target)".into()
+        } else {
+            "session required".into()
+        });
+    }
+    if ty.is_foreign_emitter() {
+        if event.seq().is_some() {
+            return Err(if ty.is_command() {
+                "command events omit seq".into()
+            } else {
+                format!("{} omits seq", event.event_type())
+            });
+        }
+        return Ok(if ty.is_command() {
+            Disposition::Command
+        } else {
+            Disposition::Live
+        });
+    }
+    if event.seq().is_none() {
+        return Err("seq required (integer >= 0)".into());
+    }
+    Ok(Disposition::Buffered)
+}
+
+/// `{token}.{token}...` of `[a-z0-9_]`, the reference relay's type grammar.
+fn is_dotted_lowercase(ty: &str) -> bool {
+    let mut segments = 0;
+    let ok = ty.split('.').all(|seg| {
+        segments += 1;
+        !seg.is_empty()
+            && seg
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+    });
+    ok && segments >= 2
+}
+
+// ---- attr-match ----------------------------------------------------------------------
+
+pub(crate) use aep_core::filter::Filter;
+
+/// Parses and validates a filter object (AEP-0003 §6), failing closed.
+pub(crate) fn parse_filter(value: &Value) -> Result<Filter, String> {
+    Filter::from_value(value).map_err(|e| e.to_string())
+}
+
+/// The one session a filter names by equality, which `live=0` also replays.
+pub(crate) fn filter_session(filter: &Filter) -> Option<&str> {
+    filter.as_map().get("session").and_then(Value::as_str)
+}
+
+// ---- capture ----------------------------------------------------------------------
+
+/// Down-levels `event` to a subscription's capture ceiling (AEP-0003 §6.4, AEP-0001
+/// §8.2); `None` when the event already sits at or below it and goes out unchanged.
+pub(crate) fn downlevel(event: &Event, ceiling: Capture) -> Option<Event> {
+    let held = event.capture();
+    if honored_level(held, ceiling) == held {
+        return None;
+    }
+    Some(aep_core::capture::downlevel(event, ceiling))
+}
+
+// ---- resume positions --------------------------------------------------------------
+
+/// One `from` resume position (AEP-0003 §7): replay strictly after `(epoch, seq)`;
+/// `seq` -1 asks for the session from its earliest held event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FromPosition {
+    pub(crate) session: String,
+    pub(crate) epoch: u64,
+    pub(crate) seq: i64,
+}
+
+/// Reads a `from` array; a malformed member refuses the whole request (fail closed).
+// TODO(core): use aep_core::resume when merged.
+pub(crate) fn parse_from(value: &Value) -> Result<Vec<FromPosition>, String> {
+    let Some(items) = value.as_array() else {
+        return Err("from must be an array of resume positions or the string \"all\"".into());
+    };
+    items
+        .iter()
+        .map(|item| {
+            let bad = || format!("bad resume position: {item}");
+            let object = item.as_object().ok_or_else(bad)?;
+            let session = object
+                .get("session")
+                .and_then(Value::as_str)
+                .ok_or_else(bad)?;
+            let epoch = match object.get("epoch") {
+                None => 0,
+                Some(v) => v.as_u64().ok_or_else(bad)?,
+            };
+            let seq = match object.get("seq") {
+                None => -1,
+                Some(v) => v.as_i64().filter(|s| *s >= -1).ok_or_else(bad)?,
+            };
+            Ok(FromPosition {
+                session: session.to_owned(),
+                epoch,
+                seq,
+            })
+        })
+        .collect()
+}
+
+/// Reads a `Last-Event-ID` header, `{session}:{epoch}:{seq}` (AEP-0003 §3.3.3).
+pub(crate) fn parse_last_event_id(value: &str) -> Option<FromPosition> {
+    let position = ResumePosition::parse_sse_id(value).ok()?;
+    Some(FromPosition {
+        session: position.session().to_owned(),
+        epoch: position.epoch(),
+        seq: i64::try_from(position.seq()).ok()?,
+    })
+}
+
+// ---- frames and discovery ------------------------------------------------------------
+
+/// The versions this relay speaks.
+pub(crate) const VERSIONS: [&str; 1] = [aep_core::AEP_VERSION];
+
+/// The capabilities this relay declares in `hello` and discovery (AEP-0003 §3.4, §4).
+pub(crate) fn capabilities(config: &RelayConfig) -> Capabilities {
+    let mut caps = Capabilities::default();
+    caps.filters = Some(vec!["attr-match".to_owned()]);
+    caps.replay = Some(ReplayCapability::new(config.buffer as u64, true));
+    caps.capture = Some(Capture::ALL.to_vec());
+    caps.control = Some(ControlCapability::accepting(Vec::<String>::new()));
+    caps.roster = Some(serde_json::Map::new());
+    caps.experimental = Some(serde_json::Map::new());
+    caps
+}
+
+/// The discovery document (AEP-0003 §3.4).
+pub(crate) fn discovery(config: &RelayConfig) -> Discovery {
+    let mut doc = Discovery::new(Endpoints::standard());
+    doc.role = Some(Role::Collector);
+    doc.capabilities = Some(capabilities(config));
+    doc
+}
+
+/// The relay's `hello` reply: exactly one selected version (AEP-0003 §4 rule 1).
+pub(crate) fn hello_reply(config: &RelayConfig, version: &str) -> String {
+    let hello = Hello::new(Role::Both)
+        .with_versions([version])
+        .with_identity(Identity::new("aep-relay"))
+        .with_capabilities(capabilities(config));
+    Frame::Hello(Box::new(hello)).to_json()
+}
+
+/// An `error` frame (AEP-0003 §2, §6.5; AEP-0004 §4.2). `id` echoes a request, `cause`
+/// names the command or event refused.
+pub(crate) fn error_frame(
+    code: ErrorCode,
+    id: Option<&str>,
+    cause: Option<&str>,
+    detail: Option<&str>,
+) -> String {
+    let mut frame = ErrorFrame::new(code);
+    if let Some(id) = id {
+        frame = frame.with_id(id);
+    }
+    if let Some(cause) = cause {
+        frame = frame.with_cause(cause);
+    }
+    if let Some(detail) = detail {
+        frame = frame.with_detail(detail);
+    }
+    Frame::Error(frame).to_json()
+}
+
+/// The `version-unsupported` refusal, listing the versions spoken (AEP-0003 §4 rule 1).
+pub(crate) fn version_unsupported_frame() -> String {
+    Frame::Error(ErrorFrame::new(ErrorCode::VersionUnsupported).with_versions(VERSIONS)).to_json()
+}
+
+/// A `replay-exhausted` frame (AEP-0003 §5).
+pub(crate) fn replay_exhausted_frame(sub: &str, session: &str, epoch: u64, seq: u64) -> String {
+    Frame::ReplayExhausted(ReplayExhausted::new(sub, session, epoch, seq)).to_json()
+}
+
+/// The SSE comment that declares the same gap (AEP-0003 §3.3.3).
+pub(crate) fn replay_exhausted_comment(session: &str, epoch: u64, seq: u64) -> String {
+    format!(": replay-exhausted {session} {epoch}:{seq}\n\n")
+}
+
+/// A `closing` frame (AEP-0003 §3.5.4).
+pub(crate) fn closing_frame(reason: &str) -> String {
+    Frame::Closing(aep_core::frame::Closing::new(reason)).to_json()
+}
+
+/// A `ping` frame carrying `t`.
+pub(crate) fn ping_frame(t: u64) -> String {
+    Frame::ping(t).to_json()
+}

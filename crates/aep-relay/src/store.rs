@@ -1,0 +1,324 @@
+//! Per-session bounded replay buffers (AEP-0003 §5).
+//!
+//! Each buffered event is held once, as the SSE message the relay writes for it; the
+//! WebSocket frame is a slice of the same allocation. Admission dedupes on
+//! `(source, id)` (AEP-0001 §7.4) through a 128-bit digest of the pair, so the index
+//! costs a few dozen bytes per event whatever the ids look like.
+
+use std::collections::hash_map::DefaultHasher;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::hash::{Hash, Hasher};
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+/// One event as the relay holds and sends it.
+#[derive(Debug)]
+pub(crate) struct Encoded {
+    /// `event: {type}\ndata: {json}\n[id: {s}:{e}:{q}\n]\n`.
+    sse: Bytes,
+    data_at: u32,
+    data_len: u32,
+    pub(crate) epoch: u64,
+    pub(crate) seq: u64,
+    key: u128,
+}
+
+/// Digest of `(source, id)`: two independent 64-bit SipHashes of the pair.
+fn dedupe_key(source: &str, id: &str) -> u128 {
+    let half = |salt: u8| {
+        let mut h = DefaultHasher::new();
+        salt.hash(&mut h);
+        source.hash(&mut h);
+        id.hash(&mut h);
+        h.finish()
+    };
+    (u128::from(half(1)) << 64) | u128::from(half(2))
+}
+
+impl Encoded {
+    /// Frames one event. `json` must be a single line (no `\n` or `\r`).
+    pub(crate) fn new(
+        json: &[u8],
+        event_type: &str,
+        position: Option<(&str, u64, u64)>,
+        source: &str,
+        id: &str,
+    ) -> Encoded {
+        let mut sse = Vec::with_capacity(json.len() + event_type.len() + 64);
+        sse.extend_from_slice(b"event: ");
+        sse.extend_from_slice(event_type.as_bytes());
+        sse.extend_from_slice(b"\ndata: ");
+        let data_at = sse.len();
+        sse.extend_from_slice(json);
+        sse.push(b'\n');
+        let (mut epoch, mut seq) = (0, 0);
+        if let Some((session, e, s)) = position {
+            use std::io::Write;
+            let _ = writeln!(sse, "id: {session}:{e}:{s}");
+            (epoch, seq) = (e, s);
+        }
+        sse.push(b'\n');
+        Encoded {
+            sse: Bytes::from(sse),
+            data_at: u32::try_from(data_at).unwrap_or(u32::MAX),
+            data_len: u32::try_from(json.len()).unwrap_or(u32::MAX),
+            epoch,
+            seq,
+            key: dedupe_key(source, id),
+        }
+    }
+
+    /// The SSE message.
+    pub(crate) fn sse(&self) -> Bytes {
+        self.sse.clone()
+    }
+
+    /// The event JSON, as received (the WebSocket frame text).
+    pub(crate) fn json(&self) -> Bytes {
+        let at = self.data_at as usize;
+        self.sse.slice(at..at + self.data_len as usize)
+    }
+
+    /// Bytes held for this event, for memory accounting.
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.sse.len() + std::mem::size_of::<Encoded>()
+    }
+
+    fn position(&self) -> i128 {
+        position(self.epoch, i128::from(self.seq))
+    }
+}
+
+/// The total order of positions: epoch-major, as the reference relay's
+/// `epoch * 2^40 + seq`.
+fn position(epoch: u64, seq: i128) -> i128 {
+    (i128::from(epoch) << 40) + seq
+}
+
+#[derive(Debug, Default)]
+struct Session {
+    events: VecDeque<Arc<Encoded>>,
+    ids: HashSet<u128>,
+    touched: u64,
+}
+
+/// What a resume position yields from one session (AEP-0003 §5).
+#[derive(Debug, Clone)]
+pub(crate) struct ReplayPart {
+    pub(crate) session: Arc<str>,
+    /// The earliest held position, when the request predates it (the gap to declare).
+    pub(crate) exhausted: Option<(u64, u64)>,
+    pub(crate) events: Vec<Arc<Encoded>>,
+}
+
+/// What [`Store::admit`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Admission {
+    /// The event was new and is now held.
+    pub(crate) admitted: bool,
+    /// The session evicted to make room for a new one.
+    pub(crate) evicted: Option<Arc<str>>,
+}
+
+/// All session buffers, least recently written evicted first.
+#[derive(Debug)]
+pub(crate) struct Store {
+    sessions: HashMap<Arc<str>, Session>,
+    recency: BTreeMap<u64, Arc<str>>,
+    tick: u64,
+    buffer: usize,
+    max_sessions: usize,
+}
+
+impl Store {
+    pub(crate) fn new(buffer: usize, max_sessions: usize) -> Store {
+        Store {
+            sessions: HashMap::new(),
+            recency: BTreeMap::new(),
+            tick: 0,
+            buffer,
+            max_sessions,
+        }
+    }
+
+    /// Sessions held.
+    pub(crate) fn len(&self) -> usize {
+        self.sessions.len()
+    }
+
+    /// Buffers one event of `session`; not admitted when `(source, id)` is already held.
+    pub(crate) fn admit(&mut self, session: &str, event: Arc<Encoded>) -> Admission {
+        let mut evicted = None;
+        self.tick += 1;
+        let tick = self.tick;
+        let name: Arc<str> = match self.sessions.get_key_value(session) {
+            Some((name, _)) => name.clone(),
+            None => {
+                if self.sessions.len() >= self.max_sessions.max(1) {
+                    if let Some((_, oldest)) = self.recency.pop_first() {
+                        self.sessions.remove(&oldest);
+                        evicted = Some(oldest);
+                    }
+                }
+                let name: Arc<str> = Arc::from(session);
+                self.sessions.insert(name.clone(), Session::default());
+                name
+            }
+        };
+        let Some(s) = self.sessions.get_mut(&name) else {
+            return Admission {
+                admitted: false,
+                evicted,
+            };
+        };
+        // refreshed on every write, duplicates included: eviction drops the session
+        // written least recently, never an active one
+        self.recency.remove(&s.touched);
+        s.touched = tick;
+        self.recency.insert(tick, name);
+        if !s.ids.insert(event.key) {
+            return Admission {
+                admitted: false,
+                evicted,
+            };
+        }
+        // events almost always arrive in order: insert from the tail
+        let at = event.position();
+        let mut i = s.events.len();
+        while i > 0 && s.events[i - 1].position() > at {
+            i -= 1;
+        }
+        s.events.insert(i, event);
+        if s.events.len() > self.buffer {
+            if let Some(dropped) = s.events.pop_front() {
+                s.ids.remove(&dropped.key);
+            }
+        }
+        Admission {
+            admitted: true,
+            evicted,
+        }
+    }
+
+    /// The events of `session` strictly after `(epoch, seq)`; `seq` -1 asks from the
+    /// start. The gap is declared when the earliest held event lies beyond the next
+    /// position asked for (AEP-0003 §5).
+    pub(crate) fn replay(&self, session: &str, epoch: u64, seq: i64) -> ReplayPart {
+        let Some((name, s)) = self.sessions.get_key_value(session) else {
+            return ReplayPart {
+                session: Arc::from(session),
+                exhausted: None,
+                events: Vec::new(),
+            };
+        };
+        let after = position(epoch, i128::from(seq));
+        let start = s.events.partition_point(|e| e.position() <= after);
+        let exhausted = s
+            .events
+            .front()
+            .filter(|first| seq >= 0 && first.position() > after + 1)
+            .map(|first| (first.epoch, first.seq));
+        ReplayPart {
+            session: name.clone(),
+            exhausted,
+            events: s.events.range(start..).cloned().collect(),
+        }
+    }
+
+    /// Every held session from its earliest position, least recently written first
+    /// (replay-all, AEP-0003 §5: never a replay-exhausted).
+    pub(crate) fn replay_all(&self) -> Vec<ReplayPart> {
+        self.recency
+            .values()
+            .map(|name| {
+                let mut part = self.replay(name, 0, -1);
+                part.exhausted = None;
+                part
+            })
+            .collect()
+    }
+
+    /// Total bytes held by buffered events (SSE messages and their index entries).
+    pub(crate) fn held_bytes(&self) -> usize {
+        self.sessions
+            .values()
+            .flat_map(|s| s.events.iter())
+            .map(|e| e.held_bytes())
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(id: &str, epoch: u64, seq: u64) -> Arc<Encoded> {
+        Arc::new(Encoded::new(
+            format!(r#"{{"id":"{id}"}}"#).as_bytes(),
+            "progress.status",
+            Some(("s", epoch, seq)),
+            "src",
+            id,
+        ))
+    }
+
+    #[test]
+    fn admission_dedupes_and_evicts_oldest_position() {
+        let mut store = Store::new(3, 10);
+        for i in 0..5 {
+            assert!(store.admit("s", ev(&format!("e{i}"), 0, i)).admitted);
+        }
+        assert!(!store.admit("s", ev("e4", 0, 4)).admitted);
+        let part = store.replay("s", 0, 0);
+        let seqs: Vec<u64> = part.events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, vec![2, 3, 4]);
+        assert_eq!(part.exhausted, Some((0, 2)));
+        assert_eq!(store.replay("s", 0, 1).exhausted, None);
+        assert_eq!(store.replay("s", 0, -1).exhausted, None);
+        assert_eq!(store.replay("s", 0, -1).events.len(), 3);
+    }
+
+    #[test]
+    fn late_event_is_sorted_in() {
+        let mut store = Store::new(10, 10);
+        store.admit("s", ev("a", 0, 2));
+        store.admit("s", ev("b", 0, 1));
+        store.admit("s", ev("c", 1, 0));
+        let seqs: Vec<(u64, u64)> = store
+            .replay("s", 0, -1)
+            .events
+            .iter()
+            .map(|e| (e.epoch, e.seq))
+            .collect();
+        assert_eq!(seqs, vec![(0, 1), (0, 2), (1, 0)]);
+    }
+
+    #[test]
+    fn least_recently_written_session_is_evicted() {
+        let mut store = Store::new(10, 2);
+        store.admit("a", ev("1", 0, 0));
+        store.admit("b", ev("2", 0, 0));
+        store.admit("a", ev("3", 0, 1));
+        let admission = store.admit("c", ev("4", 0, 0));
+        assert_eq!(admission.evicted.as_deref(), Some("b"));
+        assert_eq!(store.len(), 2);
+        assert!(store.replay("b", 0, -1).events.is_empty());
+        let order: Vec<String> = store
+            .replay_all()
+            .iter()
+            .map(|p| p.session.to_string())
+            .collect();
+        assert_eq!(order, vec!["a", "c"]);
+    }
+
+    #[test]
+    fn encoded_frames_share_one_allocation() {
+        let e = ev("x", 1, 7);
+        assert_eq!(&e.json()[..], br#"{"id":"x"}"#);
+        assert_eq!(
+            &e.sse()[..],
+            b"event: progress.status\ndata: {\"id\":\"x\"}\nid: s:1:7\n\n"
+        );
+    }
+}

@@ -1,0 +1,319 @@
+//! The WebSocket binding (AEP-0003 §3.5): `hello` first, subscriptions multiplexed on one
+//! connection, events in both directions, `roster`, `ping`/`pong`, and commands routed to
+//! the one connection that claims their session (AEP-0004 §4).
+//!
+//! Each connection has a reader (this module's loop) and a writer task that drains the
+//! connection's [`Outbox`]; everything sent toward the peer goes through that one queue,
+//! so replies, replays and live events keep their order.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aep_core::frame::{self, DecodeError, ErrorCode, Frame, IdFrame, ReplayFrom, Subscribe};
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
+use axum::response::Response;
+use bytes::Bytes;
+use futures::stream::{SplitSink, SplitStream};
+use futures::{SinkExt, StreamExt};
+use serde_json::Value;
+
+use crate::hub::{parse_event, Hello, Hub, LineError, ReplayAsk};
+use crate::outbox::{Binding, Drain, End, Outbox, Piece};
+use crate::proto::{self, Filter, FromPosition};
+
+/// Accepts the upgrade; incoming messages are capped like an ingest body.
+pub(crate) fn upgrade(hub: Arc<Hub>, ws: WebSocketUpgrade) -> Response {
+    let max = hub.config.max_body.max(1024);
+    ws.max_message_size(max)
+        .max_frame_size(max)
+        .on_upgrade(move |socket| serve(hub, socket))
+}
+
+async fn serve(hub: Arc<Hub>, socket: WebSocket) {
+    let (outbox, rx) = hub.outbox();
+    let conn = hub.connect(outbox.clone());
+    if hub.is_shutting_down() {
+        outbox.end(End::Shutdown);
+    }
+    let (sink, stream) = socket.split();
+    let drain = Drain::new(rx, outbox.clone(), Binding::Ws, hub.config.heartbeat);
+    let mut writer = tokio::spawn(write_loop(sink, drain, outbox.clone()));
+    let reader = read_loop(&hub, conn, &outbox, stream);
+    tokio::pin!(reader);
+    tokio::select! {
+        () = &mut reader => {
+            outbox.end(End::Quiet);
+            let _ = writer.await;
+        }
+        _ = &mut writer => {
+            // we closed: give the peer a moment to answer the close handshake
+            let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+        }
+    }
+    hub.disconnect(conn);
+}
+
+async fn write_loop(
+    mut sink: SplitSink<WebSocket, Message>,
+    mut drain: Drain,
+    outbox: Arc<Outbox>,
+) {
+    let text = |bytes: Bytes| Utf8Bytes::try_from(bytes).map(Message::Text);
+    'outer: while let Some(mut piece) = drain.next().await {
+        let mut fed = 0usize;
+        loop {
+            let message = match piece {
+                Piece::Data(bytes) => match text(bytes) {
+                    Ok(m) => m,
+                    Err(_) => continue 'outer,
+                },
+                Piece::Heartbeat => {
+                    let t = std::time::SystemTime::now()
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_millis() as u64)
+                        .unwrap_or_default();
+                    Message::Text(proto::ping_frame(t).into())
+                }
+                Piece::End(how) => {
+                    close(&mut sink, how).await;
+                    break 'outer;
+                }
+            };
+            if sink.feed(message).await.is_err() {
+                break 'outer;
+            }
+            fed += 1;
+            match drain.try_next() {
+                Some(next) if fed < 512 => piece = next,
+                Some(next) => {
+                    if sink.flush().await.is_err() {
+                        break 'outer;
+                    }
+                    fed = 0;
+                    piece = next;
+                }
+                None => break,
+            }
+        }
+        if sink.flush().await.is_err() {
+            break;
+        }
+    }
+    outbox.end(End::Quiet);
+}
+
+async fn close(sink: &mut SplitSink<WebSocket, Message>, how: End) {
+    let (code, reason) = match how {
+        End::Backpressure => {
+            // positions are the consumer's own to track (AEP-0003 §3.5.4)
+            let closing = proto::closing_frame("backpressure");
+            let _ = sink.feed(Message::Text(closing.into())).await;
+            (1013, "backpressure")
+        }
+        End::Shutdown => (1001, "shutting down"),
+        End::Close(code, reason) => (code, reason),
+        End::ReplayComplete | End::Quiet => {
+            let _ = sink.flush().await;
+            return;
+        }
+    };
+    let _ = sink
+        .send(Message::Close(Some(CloseFrame {
+            code,
+            reason: reason.into(),
+        })))
+        .await;
+}
+
+/// Per-connection state the reader keeps.
+#[derive(Debug, Default)]
+struct Session {
+    hello: Option<Hello>,
+}
+
+async fn read_loop(
+    hub: &Arc<Hub>,
+    conn: u64,
+    outbox: &Arc<Outbox>,
+    mut stream: SplitStream<WebSocket>,
+) {
+    let mut session = Session::default();
+    while let Some(Ok(message)) = stream.next().await {
+        if outbox.is_closed() {
+            continue;
+        }
+        let text = match message {
+            Message::Text(text) => text,
+            Message::Binary(_) => {
+                // reserved in 0.1 (AEP-0003 §3.5.2)
+                let frame =
+                    proto::error_frame(ErrorCode::from("binary-unsupported"), None, None, None);
+                send(outbox, frame);
+                outbox.end(End::Close(1003, "binary frames are not supported"));
+                continue;
+            }
+            Message::Close(_) => break,
+            Message::Ping(_) | Message::Pong(_) => continue,
+        };
+        on_text(hub, conn, outbox, &mut session, text.as_str()).await;
+    }
+}
+
+fn send(outbox: &Outbox, frame: String) {
+    outbox.push_frame(Bytes::from(frame));
+}
+
+async fn on_text(
+    hub: &Arc<Hub>,
+    conn: u64,
+    outbox: &Arc<Outbox>,
+    session: &mut Session,
+    text: &str,
+) {
+    let Ok(message) = serde_json::from_str::<Value>(text) else {
+        send(
+            outbox,
+            proto::error_frame(ErrorCode::from("bad-json"), None, None, None),
+        );
+        return;
+    };
+    let ty = message.get("type").and_then(Value::as_str);
+    let is_event = ty.is_some_and(frame::is_event_type);
+
+    let Some(hello) = &session.hello else {
+        let offered = match Frame::from_value(message.clone()) {
+            Ok(Frame::Hello(h)) if !is_event => h,
+            _ => {
+                send(
+                    outbox,
+                    proto::error_frame(ErrorCode::HelloRequired, None, None, None),
+                );
+                outbox.end(End::Close(1002, "hello required"));
+                return;
+            }
+        };
+        let Some(version) = offered.select_version(&proto::VERSIONS) else {
+            send(outbox, proto::version_unsupported_frame());
+            outbox.end(End::Close(1002, "version unsupported"));
+            return;
+        };
+        let declared = Hello::from_frame(&message);
+        hub.hello(conn, declared.clone());
+        session.hello = Some(declared);
+        send(outbox, proto::hello_reply(&hub.config, version));
+        return;
+    };
+
+    if is_event {
+        match parse_event(text.as_bytes()) {
+            Ok(incoming) => {
+                hub.ingest(std::slice::from_ref(&incoming), Some(conn))
+                    .await
+            }
+            Err(LineError::Invalid(detail) | LineError::Json(detail)) => {
+                let cause = message.get("id").and_then(Value::as_str);
+                let frame = proto::error_frame(
+                    ErrorCode::from("invalid-event"),
+                    None,
+                    cause,
+                    Some(&detail),
+                );
+                send(outbox, frame);
+            }
+        }
+        return;
+    }
+
+    let frame = match Frame::from_value(message) {
+        Ok(frame) => frame,
+        Err(DecodeError::Frame(e)) if e.frame_type() == "subscribe" => {
+            // a malformed subscribe is refused in-band (AEP-0003 §6.5)
+            let frame =
+                proto::error_frame(ErrorCode::InvalidFilter, e.id(), None, Some(&e.to_string()));
+            send(outbox, frame);
+            return;
+        }
+        // unknown or unreadable frames are ignored (AEP-0003 §2)
+        Err(_) => return,
+    };
+    match frame {
+        Frame::Subscribe(request) => subscribe(hub, conn, outbox, request),
+        Frame::Unsubscribe(IdFrame { id, .. }) => {
+            hub.unsubscribe_ws(conn, &id);
+            send(outbox, Frame::Unsubscribed(IdFrame::new(id)).to_json());
+        }
+        Frame::RosterRequest(IdFrame { id, .. }) => {
+            if hello.role == "emitter" {
+                // watch-class: answered on consumer/both connections (AEP-0003 §4.1)
+                let detail = "roster is answered on consumer/both connections";
+                send(
+                    outbox,
+                    proto::error_frame(ErrorCode::Unauthorized, Some(&id), None, Some(detail)),
+                );
+            } else {
+                // declarations relayed verbatim, as the claimants sent them (§4.1 rule 4)
+                let reply =
+                    serde_json::json!({ "type": "roster", "id": id, "entries": hub.roster() });
+                send(outbox, reply.to_string());
+            }
+        }
+        Frame::Ping(_) => {
+            if let Some(pong) = frame.pong() {
+                send(outbox, pong.to_json());
+            }
+        }
+        // `pong` and unknown frame types are ignored (AEP-0003 §2)
+        _ => {}
+    }
+}
+
+/// A `subscribe` frame (AEP-0003 §6.5): refused in-band from the closed code set, the
+/// connection surviving; otherwise `subscribed`, the replay, then live delivery.
+fn subscribe(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, request: Subscribe) {
+    let id = request.id;
+    let refuse = |code: ErrorCode, detail: String| {
+        send(
+            outbox,
+            proto::error_frame(code, Some(&id), None, Some(&detail)),
+        );
+    };
+    let filter = match request.filter.as_ref().filter(|f| !f.is_null()) {
+        None => Filter::default(),
+        Some(f) => match proto::parse_filter(f) {
+            Ok(filter) => filter,
+            Err(detail) => return refuse(ErrorCode::InvalidFilter, detail),
+        },
+    };
+    let mut ask = ReplayAsk::default();
+    match request.from {
+        None => {}
+        Some(ReplayFrom::All) => ask.all = true,
+        Some(ReplayFrom::Positions(positions)) => {
+            let max = hub.config.max_from();
+            if positions.len() > max {
+                let detail = format!("from exceeds AEP_MAX_FROM={max} resume positions");
+                return refuse(ErrorCode::LimitExceeded, detail);
+            }
+            ask.positions = positions
+                .into_iter()
+                .map(|p| FromPosition {
+                    seq: i64::try_from(p.seq).unwrap_or(i64::MAX),
+                    session: p.session,
+                    epoch: p.epoch,
+                })
+                .collect();
+        }
+    }
+    let subscribed = Frame::Subscribed(IdFrame::new(id.clone())).to_json();
+    hub.subscribe(
+        outbox,
+        Binding::Ws,
+        Some((conn, id.clone())),
+        filter,
+        request.capture,
+        ask,
+        Some(Bytes::from(subscribed)),
+        Some(id),
+        true,
+    );
+}

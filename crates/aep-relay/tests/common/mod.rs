@@ -1,0 +1,282 @@
+//! Helpers shared by the integration tests: a relay on 127.0.0.1:0, a plain HTTP client,
+//! an SSE reader, and a plain WebSocket client.
+#![allow(dead_code)]
+
+use std::time::Duration;
+
+use aep_relay::{Relay, RelayBuilder, RelayHandle};
+use futures::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message;
+
+pub const TOKEN: &str = "test-token";
+pub const WAIT: Duration = Duration::from_secs(5);
+
+pub fn builder() -> RelayBuilder {
+    Relay::builder().buffer(8).token(TOKEN)
+}
+
+pub async fn relay() -> RelayHandle {
+    builder().start().await.expect("relay starts")
+}
+
+pub fn client() -> reqwest::Client {
+    reqwest::Client::new()
+}
+
+pub fn id() -> String {
+    ulid::Ulid::new().to_string()
+}
+
+pub fn session() -> String {
+    format!("s-{}", id().to_lowercase())
+}
+
+/// A session-scoped event.
+pub fn ev(ty: &str, session: &str, seq: u64) -> Value {
+    json!({
+        "aep": "0.1", "id": id(), "type": ty, "time": "2026-07-03T10:15:04.221Z",
+        "source": format!("aep://test/agent/a/session/{session}"), "agent": "a",
+        "session": session, "seq": seq,
+    })
+}
+
+pub fn with(mut event: Value, key: &str, value: Value) -> Value {
+    event[key] = value;
+    event
+}
+
+pub fn command(ty: &str, session: &str) -> Value {
+    json!({
+        "aep": "0.1", "id": id(), "type": ty, "time": "2026-07-03T10:15:04.221Z",
+        "source": "aep://test/agent/console", "agent": "console", "session": session,
+        "capture": "metadata",
+    })
+}
+
+pub async fn post_ndjson(relay: &RelayHandle, events: &[Value]) -> reqwest::Response {
+    let body: String = events.iter().map(|e| format!("{e}\n")).collect();
+    client()
+        .post(format!("{}/events", relay.url()))
+        .bearer_auth(TOKEN)
+        .header("aep-version", "0.1")
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .await
+        .expect("post")
+}
+
+pub async fn post_json(relay: &RelayHandle, event: &Value) -> reqwest::Response {
+    client()
+        .post(format!("{}/events", relay.url()))
+        .bearer_auth(TOKEN)
+        .header("aep-version", "0.1")
+        .header("content-type", "application/json")
+        .body(event.to_string())
+        .send()
+        .await
+        .expect("post")
+}
+
+/// One SSE message as read off the wire.
+#[derive(Debug, Clone, Default)]
+pub struct SseMessage {
+    pub event: Option<String>,
+    pub data: Option<String>,
+    pub id: Option<String>,
+    pub comments: Vec<String>,
+}
+
+impl SseMessage {
+    pub fn json(&self) -> Value {
+        serde_json::from_str(self.data.as_deref().unwrap_or("null")).expect("data is JSON")
+    }
+}
+
+/// A streaming SSE reader over a plain HTTP response.
+pub struct Sse {
+    response: reqwest::Response,
+    buf: String,
+    pub ended: bool,
+}
+
+impl Sse {
+    pub async fn open(relay: &RelayHandle, query: &str) -> Sse {
+        Sse::open_with(relay, query, &[]).await
+    }
+
+    pub async fn open_with(relay: &RelayHandle, query: &str, headers: &[(&str, &str)]) -> Sse {
+        let mut request = client()
+            .get(format!("{}/stream?{query}", relay.url()))
+            .bearer_auth(TOKEN)
+            .header("accept", "text/event-stream");
+        for (k, v) in headers {
+            request = request.header(*k, *v);
+        }
+        let response = request.send().await.expect("stream");
+        assert_eq!(response.status(), 200, "stream status");
+        Sse {
+            response,
+            buf: String::new(),
+            ended: false,
+        }
+    }
+
+    /// The next message, or `None` at the end of the stream or after `WAIT`.
+    pub async fn next(&mut self) -> Option<SseMessage> {
+        loop {
+            if let Some(at) = self.buf.find("\n\n") {
+                let raw: String = self.buf.drain(..at + 2).collect();
+                let mut msg = SseMessage::default();
+                for line in raw.lines() {
+                    if let Some(c) = line.strip_prefix(':') {
+                        msg.comments.push(c.trim().to_owned());
+                    } else if let Some(v) = line.strip_prefix("event: ") {
+                        msg.event = Some(v.to_owned());
+                    } else if let Some(v) = line.strip_prefix("data: ") {
+                        msg.data = Some(v.to_owned());
+                    } else if let Some(v) = line.strip_prefix("id: ") {
+                        msg.id = Some(v.to_owned());
+                    }
+                }
+                return Some(msg);
+            }
+            if self.ended {
+                return None;
+            }
+            match tokio::time::timeout(WAIT, self.response.chunk()).await {
+                Ok(Ok(Some(chunk))) => self.buf.push_str(&String::from_utf8_lossy(&chunk)),
+                _ => {
+                    self.ended = true;
+                }
+            }
+        }
+    }
+
+    /// The next message carrying an event.
+    pub async fn next_event(&mut self) -> Option<SseMessage> {
+        loop {
+            let msg = self.next().await?;
+            if msg.data.is_some() {
+                return Some(msg);
+            }
+        }
+    }
+
+    /// Every message until the stream ends.
+    pub async fn read_to_end(&mut self) -> Vec<SseMessage> {
+        let mut all = Vec::new();
+        while let Some(m) = self.next().await {
+            all.push(m);
+        }
+        all
+    }
+}
+
+/// A live=0 replay, read whole.
+pub async fn replay(relay: &RelayHandle, query: &str) -> Vec<SseMessage> {
+    Sse::open(relay, &format!("live=0&{query}"))
+        .await
+        .read_to_end()
+        .await
+}
+
+pub fn q(value: &Value) -> String {
+    url_encode(&value.to_string())
+}
+
+pub fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+type WsStream =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// A plain WebSocket client.
+pub struct Ws {
+    pub stream: WsStream,
+}
+
+impl Ws {
+    pub async fn connect(relay: &RelayHandle) -> Ws {
+        let url = format!("{}?access_token={TOKEN}", relay.socket_url());
+        let (stream, _) = tokio_tungstenite::connect_async(url)
+            .await
+            .expect("ws connects");
+        Ws { stream }
+    }
+
+    /// Connects and completes the hello exchange with `role` and `capabilities`.
+    pub async fn hello(relay: &RelayHandle, role: &str, capabilities: Value) -> Ws {
+        let mut ws = Ws::connect(relay).await;
+        ws.send(&json!({
+            "type": "hello", "versions": ["0.1"], "role": role,
+            "identity": { "agent": format!("agent-{role}"), "instance": "i-1" },
+            "capabilities": capabilities,
+        }))
+        .await;
+        let reply = ws.recv().await.expect("hello reply");
+        assert_eq!(reply["type"], "hello");
+        ws
+    }
+
+    pub async fn send(&mut self, frame: &Value) {
+        self.stream
+            .send(Message::Text(frame.to_string().into()))
+            .await
+            .expect("ws send");
+    }
+
+    /// The next text frame's raw text; `None` on close or after `WAIT`.
+    pub async fn recv_text(&mut self) -> Option<String> {
+        loop {
+            match tokio::time::timeout(WAIT, self.stream.next()).await {
+                Ok(Some(Ok(Message::Text(t)))) => return Some(t.to_string()),
+                Ok(Some(Ok(Message::Ping(_) | Message::Pong(_)))) => continue,
+                _ => return None,
+            }
+        }
+    }
+
+    pub async fn recv(&mut self) -> Option<Value> {
+        let text = self.recv_text().await?;
+        Some(serde_json::from_str(&text).expect("frame is JSON"))
+    }
+
+    /// Frames until one satisfies `pred` (returned last).
+    pub async fn recv_until(&mut self, pred: impl Fn(&Value) -> bool) -> Vec<Value> {
+        let mut got = Vec::new();
+        while let Some(f) = self.recv().await {
+            let done = pred(&f);
+            got.push(f);
+            if done {
+                break;
+            }
+        }
+        got
+    }
+
+    /// The close frame's code, reading past anything else.
+    pub async fn close_code(&mut self) -> Option<u16> {
+        loop {
+            match tokio::time::timeout(WAIT, self.stream.next()).await {
+                Ok(Some(Ok(Message::Close(frame)))) => return frame.map(|f| u16::from(f.code)),
+                Ok(Some(Ok(_))) => continue,
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// The response body as JSON.
+pub async fn body(r: reqwest::Response) -> Value {
+    serde_json::from_str(&r.text().await.expect("body")).expect("JSON body")
+}

@@ -1,0 +1,181 @@
+//! Control routing (AEP-0004 §4): token required, `no-route`, `ambiguous`, `unsupported`
+//! refused toward the sender with `cause`; commands forwarded byte-identically to exactly
+//! one target, fanned out for audit, never buffered.
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+async fn claim(relay: &aep_relay::RelayHandle, session: &str, accepts: Value) -> Ws {
+    let mut target = Ws::hello(
+        relay,
+        "emitter",
+        json!({ "control": { "accepts": accepts } }),
+    )
+    .await;
+    target.send(&ev("session.started", session, 0)).await;
+    // the claim lands once the event is buffered: wait for it through the roster
+    let mut probe = Ws::hello(relay, "consumer", json!({})).await;
+    for _ in 0..100 {
+        probe
+            .send(&json!({ "type": "roster", "id": "probe" }))
+            .await;
+        let reply = probe.recv().await.unwrap();
+        if reply["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|e| e["session"] == session)
+        {
+            return target;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("claim never landed");
+}
+
+async fn sender(relay: &aep_relay::RelayHandle) -> Ws {
+    Ws::hello(relay, "consumer", json!({})).await
+}
+
+#[tokio::test]
+async fn command_is_forwarded_byte_identically_to_one_target_and_audited_not_buffered() {
+    let relay = relay().await;
+    let s = session();
+    let mut target = claim(&relay, &s, json!(["control.pause"])).await;
+    let mut audit = Sse::open(
+        &relay,
+        &format!(
+            "filter={}",
+            q(&json!({ "session": s, "type": "control.*" }))
+        ),
+    )
+    .await;
+    let mut console = sender(&relay).await;
+    // unusual spacing and key order: forwarding must not re-serialize
+    let cmd = command("control.pause", &s);
+    let text = format!("{{ \"data\" : {{}} ,{}", &cmd.to_string()[1..]);
+    use futures::SinkExt;
+    console
+        .stream
+        .send(tokio_tungstenite::tungstenite::Message::Text(
+            text.clone().into(),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(target.recv_text().await.unwrap(), text);
+    assert_eq!(
+        audit.next_event().await.unwrap().data.as_deref(),
+        Some(text.as_str())
+    );
+    let held = replay(&relay, &format!("from={}", q(&json!([{ "session": s }])))).await;
+    let types: Vec<Value> = held
+        .iter()
+        .filter(|m| m.data.is_some())
+        .map(|m| m.json()["type"].clone())
+        .collect();
+    assert_eq!(
+        types,
+        vec![json!("session.started")],
+        "commands are never buffered"
+    );
+    relay.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn command_without_a_live_claimant_is_refused_no_route() {
+    let relay = relay().await;
+    let s = session();
+    post_json(&relay, &ev("session.started", &s, 0)).await;
+    let mut console = sender(&relay).await;
+    let cmd = command("control.pause", &s);
+    console.send(&cmd).await;
+    let err = console.recv().await.unwrap();
+    assert_eq!(err["type"], "error");
+    assert_eq!(err["code"], "no-route");
+    assert_eq!(err["cause"], cmd["id"]);
+    relay.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn command_with_two_claimants_is_refused_ambiguous() {
+    let relay = relay().await;
+    let s = session();
+    let mut a = claim(&relay, &s, json!(["control.pause"])).await;
+    let mut b = Ws::hello(&relay, "both", json!({})).await;
+    b.send(&ev("session.started", &s, 0)).await;
+    let mut console = sender(&relay).await;
+    let mut err = Value::Null;
+    for _ in 0..50 {
+        let cmd = command("control.pause", &s);
+        console.send(&cmd).await;
+        err = console.recv().await.unwrap();
+        assert_eq!(err["cause"], cmd["id"]);
+        if err["code"] == "ambiguous" {
+            break;
+        }
+        // the second claim not landed yet: the command went to `a`
+        let _ = a.recv().await;
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(err["code"], "ambiguous");
+    let _ = b.recv().await;
+    relay.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn undeclared_command_type_is_refused_unsupported() {
+    let relay = relay().await;
+    let s = session();
+    let mut target = claim(&relay, &s, json!(["control.attention.respond"])).await;
+    let mut console = sender(&relay).await;
+    let cmd = command("control.pause", &s);
+    console.send(&cmd).await;
+    let err = console.recv().await.unwrap();
+    assert_eq!(err["code"], "unsupported");
+    assert_eq!(err["cause"], cmd["id"]);
+    target.send(&json!({ "type": "ping", "t": 9 })).await;
+    assert_eq!(
+        target.recv().await.unwrap()["type"],
+        "pong",
+        "nothing delivered to the target"
+    );
+    relay.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn control_needs_a_token_even_on_localhost() {
+    let relay = aep_relay::Relay::builder().start().await.unwrap();
+    let s = session();
+    let url = relay.socket_url();
+    let (stream, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    let mut target = Ws { stream };
+    target
+        .send(
+            &json!({ "type": "hello", "versions": ["0.1"], "role": "emitter",
+            "capabilities": { "control": { "accepts": ["control.pause"] } } }),
+        )
+        .await;
+    target.recv().await.unwrap();
+    target.send(&ev("session.started", &s, 0)).await;
+    let (stream, _) = tokio_tungstenite::connect_async(&url).await.unwrap();
+    let mut console = Ws { stream };
+    console
+        .send(&json!({ "type": "hello", "versions": ["0.1"], "role": "consumer" }))
+        .await;
+    console.recv().await.unwrap();
+    let cmd = command("control.pause", &s);
+    console.send(&cmd).await;
+    let err = console.recv().await.unwrap();
+    assert_eq!(err["code"], "unauthorized");
+    assert_eq!(err["cause"], cmd["id"]);
+    target.send(&json!({ "type": "ping", "t": 1 })).await;
+    assert_eq!(
+        target.recv().await.unwrap()["type"],
+        "pong",
+        "the command never flowed"
+    );
+    relay.shutdown().await.unwrap();
+}

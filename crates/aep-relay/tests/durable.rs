@@ -1,0 +1,95 @@
+//! Durable replay (`--data-dir`): a session's buffer survives a restart.
+
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+mod common;
+
+use common::*;
+use serde_json::{json, Value};
+
+struct TempDir(std::path::PathBuf);
+
+impl TempDir {
+    fn new() -> TempDir {
+        let dir = std::env::temp_dir().join(format!("aep-relay-test-{}", id()));
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[tokio::test]
+async fn resume_after_a_restart_loses_nothing_that_fit_in_the_buffer() {
+    let dir = TempDir::new();
+    let (a, b) = (session(), session());
+    let batch: Vec<Value> = (0..12).map(|i| ev("progress.status", &a, i)).collect();
+    {
+        let relay = builder().data_dir(&dir.0).start().await.unwrap();
+        post_ndjson(&relay, &batch).await;
+        post_json(&relay, &ev("session.started", &b, 0)).await;
+        post_json(&relay, &batch[11]).await; // a duplicate: admitted once
+        relay.shutdown().await.unwrap();
+    }
+    let relay = builder().data_dir(&dir.0).start().await.unwrap();
+    let got = replay(&relay, "from=all").await;
+    let lines: Vec<String> = got.iter().filter_map(|m| m.data.clone()).collect();
+    // held least recently written first: a's log was last appended before b's
+    let expected: Vec<String> = batch[4..].iter().map(Value::to_string).collect();
+    assert_eq!(lines.len(), 9, "{lines:?}");
+    assert_eq!(&lines[..8], &expected[..], "a's buffer, byte-identical");
+    assert_eq!(
+        serde_json::from_str::<Value>(&lines[8]).unwrap()["session"],
+        json!(b)
+    );
+    // exhaustion is declared against what survived
+    let from = q(&json!([{ "session": a, "epoch": 0, "seq": 0 }]));
+    let got = replay(&relay, &format!("from={from}")).await;
+    assert_eq!(got[0].comments, vec![format!("replay-exhausted {a} 0:4")]);
+    // and the log keeps growing after the restart
+    post_json(&relay, &ev("progress.status", &a, 12)).await;
+    relay.shutdown().await.unwrap();
+    let relay = builder().data_dir(&dir.0).start().await.unwrap();
+    let from = q(&json!([{ "session": a, "epoch": 0, "seq": 11 }]));
+    let got = replay(&relay, &format!("from={from}")).await;
+    let seqs: Vec<u64> = got
+        .iter()
+        .filter(|m| m.data.is_some())
+        .map(|m| m.json()["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, vec![12]);
+    relay.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_evicted_session_does_not_come_back() {
+    let dir = TempDir::new();
+    let (a, b) = (session(), session());
+    {
+        let relay = builder()
+            .max_sessions(1)
+            .data_dir(&dir.0)
+            .start()
+            .await
+            .unwrap();
+        post_json(&relay, &ev("session.started", &a, 0)).await;
+        post_json(&relay, &ev("session.started", &b, 0)).await; // evicts a
+        relay.shutdown().await.unwrap();
+    }
+    let relay = builder()
+        .max_sessions(1)
+        .data_dir(&dir.0)
+        .start()
+        .await
+        .unwrap();
+    let got = replay(&relay, "from=all").await;
+    let sessions: Vec<Value> = got
+        .iter()
+        .filter(|m| m.data.is_some())
+        .map(|m| m.json()["session"].clone())
+        .collect();
+    assert_eq!(sessions, vec![json!(b)]);
+    relay.shutdown().await.unwrap();
+}
