@@ -10,7 +10,6 @@ use std::time::Duration;
 use aep_core::frame::{
     self, Capabilities, Frame, Hello, IdFrame, Identity, Message as AepMessage, ReplayFrom, Role,
 };
-use aep_core::resume::Position;
 use aep_core::{Capture, Event};
 use futures::{FutureExt, SinkExt, StreamExt};
 use tokio::net::TcpStream;
@@ -310,11 +309,7 @@ impl SubEntry {
         if use_all {
             sub = sub.with_from(ReplayFrom::All);
         } else if !head.is_empty() {
-            let from = head
-                .iter()
-                .map(|p| frame::Position::new(p.session(), p.epoch(), p.seq()))
-                .collect();
-            sub = sub.with_from(ReplayFrom::Positions(from));
+            sub = sub.with_from(ReplayFrom::Positions(head.to_vec()));
         }
         if let Some(c) = self.options.capture {
             sub = sub.with_capture(c);
@@ -535,7 +530,7 @@ impl ConnTask {
                 if let Some(sub) = self.subs.get(&x.sub) {
                     sub.shared.notify(Notice::ReplayExhausted {
                         session: x.session,
-                        earliest: Position::new(x.earliest.epoch, x.earliest.seq),
+                        earliest: x.earliest,
                     });
                 }
             }
