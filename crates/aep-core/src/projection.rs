@@ -562,7 +562,11 @@ impl StateProjection {
 
     fn source_index(&mut self, source: &str) -> u32 {
         if let Some((at, _)) = self.last {
-            if self.sources.get(at as usize).is_some_and(|s| &*s.name == source) {
+            if self
+                .sources
+                .get(at as usize)
+                .is_some_and(|s| &*s.name == source)
+            {
                 return at;
             }
         }
@@ -710,11 +714,10 @@ impl StateProjection {
                     }
                 } else {
                     // A second distinct ended: an identical repeat collapsed at dedupe.
-                    self.violations
-                        .push(Violation::SessionTerminalExclusivity {
-                            source: event.source().to_owned(),
-                            session: session.to_owned(),
-                        });
+                    self.violations.push(Violation::SessionTerminalExclusivity {
+                        source: event.source().to_owned(),
+                        session: session.to_owned(),
+                    });
                 }
             }
             "run.started" => {
@@ -927,7 +930,8 @@ fn fingerprint<S: BuildHasher>(state: &S, event: &Event) -> u64 {
     // Extension attributes are a set: combine order-independently.
     let mut extensions = 0u64;
     for (name, value) in event.extensions() {
-        extensions = extensions.wrapping_add(hash_one(state, (name, canonical_hash(state, value.get()))));
+        extensions =
+            extensions.wrapping_add(hash_one(state, (name, canonical_hash(state, value.get()))));
     }
     h.write_u64(extensions);
     h.finish()
@@ -1032,7 +1036,10 @@ mod tests {
 
     #[test]
     fn canonical_hash_ignores_member_order_whitespace_and_escapes() {
-        assert_eq!(fp(r#"{"a":1,"b":[1,"x"]}"#), fp(r#"{ "b" : [1, "\u0078"], "a":1 }"#));
+        assert_eq!(
+            fp(r#"{"a":1,"b":[1,"x"]}"#),
+            fp(r#"{ "b" : [1, "\u0078"], "a":1 }"#)
+        );
         assert_ne!(fp(r#"{"a":1}"#), fp(r#"{"a":1.0}"#));
         assert_ne!(fp(r#"[1,2]"#), fp(r#"[2,1]"#));
         assert_ne!(fp(r#"{"a":"b"}"#), fp(r#"{"b":"a"}"#));
@@ -1056,9 +1063,20 @@ mod tests {
         }
         o.remove("absent");
         let ids: Vec<&str> = o.iter().map(|p| p.id.as_str()).collect();
-        let want: Vec<String> = (0..100).filter(|i| i % 3 == 0).map(|i| format!("q{i}")).collect();
+        let want: Vec<String> = (0..100)
+            .filter(|i| i % 3 == 0)
+            .map(|i| format!("q{i}"))
+            .collect();
         assert_eq!(ids, want);
         assert_eq!(o.len(), 34);
-        assert_eq!(o.find("q99"), Some(o.slots.iter().position(|s| s.as_ref().is_some_and(|p| p.id == "q99")).unwrap()));
+        assert_eq!(
+            o.find("q99"),
+            Some(
+                o.slots
+                    .iter()
+                    .position(|s| s.as_ref().is_some_and(|p| p.id == "q99"))
+                    .unwrap()
+            )
+        );
     }
 }

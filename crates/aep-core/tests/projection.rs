@@ -54,7 +54,10 @@ fn batch_sort_repairs_arrival_order() {
         .into_iter()
         .filter(|e| {
             e.session() == Some("s-alpha")
-                && matches!(e.source(), "aep://corpus/adapter-a" | "aep://corpus/adapter-b")
+                && matches!(
+                    e.source(),
+                    "aep://corpus/adapter-a" | "aep://corpus/adapter-b"
+                )
         })
         .collect();
     let forward = project_state(&alpha);
@@ -142,11 +145,16 @@ fn command_frames_and_agent_events_create_no_session() {
         assert!(p.state().sessions().is_empty());
     }
     let state = project_state(&all);
-    assert!(state.sessions().iter().all(|s| s.source() != "aep://corpus/mc"));
+    assert!(state
+        .sessions()
+        .iter()
+        .all(|s| s.source() != "aep://corpus/mc"));
     // Vendor commands are commands too; a vendor agent.* lookalike is not agent-scoped.
     let mut p = StateProjection::new();
     let vendor = |id: &str, ty: &str| {
-        Event::new(id, ty, "t", "aep://mc", "mc").with_session("s").with_seq(0)
+        Event::new(id, ty, "t", "aep://mc", "mc")
+            .with_session("s")
+            .with_seq(0)
     };
     p.apply(&vendor("1", "x.acme.control.reboot"));
     assert_eq!(p.session_count(), 0);
@@ -288,7 +296,12 @@ fn many_runs_and_requests_per_session_stay_in_fold_order() {
         .iter()
         .enumerate()
         .all(|(i, r)| r.run() == format!("run{i}")
-            && r.status() == if i % 2 == 1 { RunStatus::Failed } else { RunStatus::Running }));
+            && r.status()
+                == if i % 2 == 1 {
+                    RunStatus::Failed
+                } else {
+                    RunStatus::Running
+                }));
     let pending: Vec<&str> = s.pending().iter().map(|p| p.id()).collect();
     let want: Vec<String> = (0..200).step_by(2).map(|i| format!("q{i}")).collect();
     assert_eq!(pending, want);

@@ -297,9 +297,9 @@ fn subscribe(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, request: Subscribe
             ask.positions = positions
                 .into_iter()
                 .map(|p| FromPosition {
-                    seq: i64::try_from(p.seq).unwrap_or(i64::MAX),
-                    session: p.session,
-                    epoch: p.epoch,
+                    seq: i64::try_from(p.seq()).unwrap_or(i64::MAX),
+                    session: p.session().to_owned(),
+                    epoch: p.epoch(),
                 })
                 .collect();
         }
