@@ -1,0 +1,69 @@
+//! The errors of blocking calls.
+
+use std::time::Duration;
+
+use aep_async::{EmitError, TransportError};
+
+/// What a blocking call can fail with.
+///
+/// Protocol and transport errors are the async crate's own types, wrapped; the rest is
+/// about the blocking layer itself.
+///
+/// ```
+/// let e = aep_blocking::Error::InsideRuntime;
+/// assert!(e.to_string().contains("inside a tokio runtime"));
+/// ```
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A blocking call was made from a thread that drives a tokio runtime, where it would
+    /// stall every task on that runtime. Use `aep_async` there, or move the call into
+    /// `tokio::task::spawn_blocking`.
+    #[error(
+        "aep_blocking called from inside a tokio runtime, where blocking would stall it: \
+         use aep_async in async code, or wrap the call in tokio::task::spawn_blocking"
+    )]
+    InsideRuntime,
+    /// The background runtime could not be started.
+    #[error("starting the aep-blocking runtime thread: {0}")]
+    Runtime(#[source] std::io::Error),
+    /// The runtime shut down before the call finished (its last user dropped it, or the
+    /// caller-provided runtime stopped).
+    #[error("the runtime stopped before the call finished")]
+    RuntimeGone,
+    /// The call did not finish in the time it was given.
+    #[error("timed out after {0:?}")]
+    Timeout(Duration),
+    /// Building or emitting an event failed (see [`EmitError`]).
+    #[error(transparent)]
+    Emit(#[from] EmitError),
+    /// A transport failed (see [`TransportError`]).
+    #[error(transparent)]
+    Transport(#[from] TransportError),
+}
+
+impl Error {
+    /// Whether the call was refused because it ran inside an async runtime.
+    ///
+    /// ```
+    /// assert!(aep_blocking::Error::InsideRuntime.is_inside_runtime());
+    /// ```
+    pub fn is_inside_runtime(&self) -> bool {
+        matches!(self, Error::InsideRuntime)
+    }
+
+    /// Whether the call timed out.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// assert!(aep_blocking::Error::Timeout(Duration::from_secs(1)).is_timeout());
+    /// ```
+    pub fn is_timeout(&self) -> bool {
+        matches!(self, Error::Timeout(_))
+    }
+}
+
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync + 'static>() {}
+    assert_send_sync::<Error>();
+};
