@@ -156,7 +156,8 @@ impl Subscription {
     /// subscription goes on and the next call sees what arrives.
     pub fn recv_timeout(&mut self, timeout: Duration) -> Result<Event, RecvTimeoutError> {
         // Waiting on the stream is cancel-safe: an event not yet returned stays queued.
-        let next = tokio::time::timeout(timeout, self.inner.next());
+        // Built inside the poll, where the runtime's timer is in context.
+        let next = async { tokio::time::timeout(timeout, self.inner.next()).await };
         match self.runtime.poll_here(next) {
             Ok(Ok(Some(event))) => Ok(event),
             Ok(Ok(None)) => Err(RecvTimeoutError::Closed),
