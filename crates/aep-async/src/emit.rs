@@ -4,13 +4,13 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use aep_core::event::{check_extension_name, is_extension_value};
+use aep_core::capture::downlevel_in_place;
+use aep_core::envelope::{set_extensions, EnvelopeFactory};
 use aep_core::{Capture, Event, EventType, Severity};
 use serde::Serialize;
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-use crate::core_adapter::{capture, envelope};
 use crate::error::EmitError;
 use crate::sink::{DeliveryStats, Sink};
 
@@ -88,6 +88,15 @@ struct Inner {
     epoch: u64,
     ceiling: Capture,
     sink: Arc<dyn Sink>,
+    envelope: EnvelopeFactory,
+}
+
+/// `aep://{host}/agent/{agent}[/session/{session}]` (AEP-0001 §5.2).
+fn source(host: &str, agent: &str, session: Option<&str>) -> String {
+    match session {
+        Some(s) => format!("aep://{host}/agent/{agent}/session/{s}"),
+        None => format!("aep://{host}/agent/{agent}"),
+    }
 }
 
 /// Builds valid envelopes for one producer and hands them to a [`Sink`].
@@ -184,10 +193,16 @@ impl Emitter {
 
     /// A session emitter: `seq` starts at 0 and increases by one per event.
     pub fn session(&self, session: impl Into<String>) -> SessionEmitter {
+        let session = session.into();
+        let envelope = EnvelopeFactory::new(
+            source(&self.inner.host, &self.inner.agent, Some(&session)),
+            self.inner.agent.as_str(),
+        );
         SessionEmitter {
             emitter: self.clone(),
-            session: session.into(),
+            session,
             seq: Mutex::new(0),
+            envelope,
         }
     }
 
@@ -219,47 +234,43 @@ impl Emitter {
                 reason: "is agent-scoped and carries no run or step (AEP-0002 §4)",
             });
         }
-        let event = self.build(event_type, &data, opts, None)?;
+        let event = self.build(&self.inner.envelope, event_type, &data, opts)?;
         self.inner.sink.accept(&event)?;
         Ok(event)
     }
 
     fn build(
         &self,
+        envelope: &EnvelopeFactory,
         event_type: &str,
         data: &impl Serialize,
         opts: EmitOptions,
-        session: Option<&str>,
     ) -> Result<Event, EmitError> {
         let inner = &*self.inner;
-        let mut event = Event::new(
-            envelope::new_id(),
-            event_type,
-            envelope::now(),
-            envelope::source(&inner.host, &inner.agent, session),
-            inner.agent.as_str(),
-        );
-        for (name, value) in opts.extensions {
-            check_extension_name(&name)?;
-            if !is_extension_value(&value) {
-                return Err(aep_core::ExtensionError::NonScalar(name).into());
-            }
-            event.set_extension(&name, value)?;
-        }
+        let mut event = envelope.event(event_type);
+        set_extensions(
+            &mut event,
+            opts.extensions.iter().map(|(n, v)| (n.as_str(), v.clone())),
+        )?;
         event.set_subject(opts.subject);
         event.set_run(opts.run);
         event.set_step(opts.step);
         event.set_cause(opts.cause);
         event.set_traceparent(opts.traceparent);
         event.set_severity(opts.severity);
-        event.set_capture(Some(opts.capture.unwrap_or(inner.ceiling)));
-        capture::enforce_ceiling(&mut event, inner.ceiling);
         let raw = serde_json::value::to_raw_value(data).map_err(|source| EmitError::Payload {
             event_type: event_type.to_owned(),
             source,
         })?;
         if !is_empty_payload(&raw) {
             event.set_data_raw(Some(raw));
+        }
+        let asked = opts.capture.unwrap_or(inner.ceiling);
+        event.set_capture(Some(asked));
+        if asked > inner.ceiling {
+            // The ceiling is enforced at the source (AEP-0001 §8.2): content above it
+            // is dropped by the down-leveler, never sent.
+            downlevel_in_place(&mut event, inner.ceiling);
         }
         Ok(event)
     }
@@ -320,6 +331,8 @@ impl EmitterBuilder {
     }
     /// Finishes with the sink events go to.
     pub fn build(self, sink: impl Sink) -> Emitter {
+        let envelope =
+            EnvelopeFactory::new(source(&self.host, &self.agent, None), self.agent.as_str());
         Emitter {
             inner: Arc::new(Inner {
                 agent: self.agent,
@@ -327,6 +340,7 @@ impl EmitterBuilder {
                 epoch: self.epoch,
                 ceiling: self.ceiling,
                 sink: Arc::new(sink),
+                envelope,
             }),
         }
     }
@@ -354,6 +368,7 @@ pub struct SessionEmitter {
     emitter: Emitter,
     session: String,
     seq: Mutex<u64>,
+    envelope: EnvelopeFactory,
 }
 
 impl fmt::Debug for SessionEmitter {
@@ -402,7 +417,7 @@ impl SessionEmitter {
         }
         let mut event = self
             .emitter
-            .build(event_type, &data, opts, Some(&self.session))?;
+            .build(&self.envelope, event_type, &data, opts)?;
         event.set_session(Some(self.session.clone()));
         event.set_epoch(Some(self.emitter.epoch()));
         let mut seq = self.seq.lock().unwrap_or_else(|p| p.into_inner());

@@ -392,11 +392,13 @@ async fn resume_set_too_large_for_one_request_drains_in_chunks() {
 }
 
 const VALID: &str = r#"{"aep":"0.1","id":"01A","type":"tool.called","time":"2026-01-01T00:00:00.000Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","seq":0}"#;
+/// An unregistered vendor type with an unknown extension attribute: tolerated.
+const FUTURE: &str = r#"{"aep":"0.1","id":"01B","type":"x.acme.future","time":"2026-01-01T00:00:00.000Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","seq":1,"acmewidget":"blue","data":{"new":true}}"#;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn malformed_sse_data_is_dropped_and_reported() {
     let body = format!(
-        "data: {{not json\n\n: replay-exhausted s 0:0\n\ndata: {VALID}\nid: s:0:0\n\ndata: {VALID}\n\n: replay-complete\n\n"
+        "data: {{not json\n\n: replay-exhausted s 0:0\n\ndata: {VALID}\nid: s:0:0\n\ndata: {VALID}\n\ndata: {FUTURE}\n\n: replay-complete\n\n"
     );
     let server = Scripted::start(move |_| sse_response(&body)).await;
     let notices = Notices::default();
@@ -405,7 +407,14 @@ async fn malformed_sse_data_is_dropped_and_reported() {
         fast().history_only().on_notice(notices.handler()),
     );
     let got = drain_to_end(&mut sub).await;
-    assert_eq!(got.len(), 1, "the good event once, the duplicate deduped");
+    assert_eq!(
+        got.len(),
+        2,
+        "the good event once (duplicate deduped), then the unknown type"
+    );
+    assert_eq!(got[1].event_type(), "x.acme.future");
+    assert_eq!(got[1].extension_str("acmewidget"), Some("blue"));
+    assert_eq!(sub.positions(), vec![ResumePosition::new("s", 0, 1)]);
     assert!(notices.any("Parse"), "{:?}", notices.all());
     assert!(notices.any("ReplayExhausted"), "{:?}", notices.all());
     assert!(notices.any("ReplayComplete"));
@@ -504,4 +513,25 @@ async fn history_only_over_ws_is_refused_with_a_notice() {
     );
     assert!(sub.next().await.is_none());
     assert!(notices.any("SSE"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn seed_subscription_filter_lowers_to_wire_plus_residual() {
+    let progress = VALID
+        .replace("tool.called", "tool.call.progress")
+        .replace("\"01A\"", "\"01C\"");
+    let body = format!("data: {VALID}\n\ndata: {progress}\n\n: replay-complete\n\n");
+    let server = Scripted::start(move |_| sse_response(&body)).await;
+    let f = aep_core::subscription::SubscriptionFilter::new()
+        .with_types(["tool.*.progress"])
+        .unwrap();
+    let mut sub = subscribe(&server.url, fast().subscription_filter(&f).history_only());
+    let got = drain_to_end(&mut sub).await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].event_type(), "tool.call.progress");
+    let head = server.requests.lock().unwrap()[0].clone();
+    assert!(
+        head.contains("filter=%7B%22type%22%3A%5B%22tool.*%22%5D%7D"),
+        "{head}"
+    );
 }

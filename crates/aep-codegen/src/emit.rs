@@ -76,22 +76,33 @@ fn str_lit(s: &str) -> String {
 }
 
 /// Collects the items of `payload.rs`: one named Rust type per schema object and enum.
-struct Payloads {
+struct Payloads<'r> {
     out: String,
     names: BTreeSet<String>,
+    /// The registered type being emitted, for the docs of its nested types.
+    event_type: &'r str,
+    /// Naming clashes met; reported as an error after the walk.
+    clashes: Vec<String>,
 }
 
-impl Payloads {
+impl Payloads<'_> {
     fn claim(&mut self, name: &str) {
         // Two schema paths mapping to one Rust name would silently merge two types.
-        assert!(
-            self.names.insert(name.to_owned()),
-            "two schema objects map to the Rust name `{name}`; extend the naming rules of aep-codegen"
-        );
+        if !self.names.insert(name.to_owned()) {
+            self.clashes.push(name.to_owned());
+        }
     }
 
-    /// The Rust type for `ty`, emitting named types for objects and enums under `name`.
-    fn rust_type(&mut self, ty: &Ty, name: &str, item_name: &str, docs: &str) -> String {
+    /// The Rust type for the member at `path`, emitting named types for objects and
+    /// enums under `name` (array items under `item_name`).
+    fn rust_type(
+        &mut self,
+        ty: &Ty,
+        name: &str,
+        item_name: &str,
+        path: &str,
+        prop: &Prop,
+    ) -> String {
         match ty {
             Ty::String => "String".into(),
             Ty::Integer { unsigned: true } => "u64".into(),
@@ -102,18 +113,37 @@ impl Payloads {
             Ty::OpenObject => "Map<String, Value>".into(),
             Ty::TextOrObject => "TextOrObject".into(),
             Ty::Enum(values) => {
-                self.enumeration(name, values, docs);
+                let docs = self.member_docs(path, prop);
+                self.enumeration(name, values, &docs);
                 name.to_owned()
             }
             Ty::Object(obj) => {
-                self.structure(name, obj, docs);
+                let docs = self.member_docs(path, prop);
+                self.structure(name, obj, path, &docs);
                 name.to_owned()
             }
             Ty::Array(item) => {
-                let inner = self.rust_type(item, item_name, item_name, docs);
+                let inner = self.rust_type(item, item_name, item_name, &format!("{path}[]"), prop);
                 format!("Vec<{inner}>")
             }
         }
+    }
+
+    /// Docs of a named type standing for the member at `path`.
+    fn member_docs(&self, path: &str, prop: &Prop) -> String {
+        let (what, at) = match path.strip_suffix("[]") {
+            Some(array) => ("One item of the", array),
+            None => ("The", path),
+        };
+        let mut d = format!(
+            "{what} `{at}` member of the `{}` payload (capture `{}`).",
+            self.event_type,
+            prop.capture.wire()
+        );
+        if let Some(c) = &prop.comment {
+            let _ = write!(d, "\n\n{c}");
+        }
+        d
     }
 
     fn enumeration(&mut self, name: &str, values: &[String], docs: &str) {
@@ -123,11 +153,11 @@ impl Payloads {
         doc(
             &mut s,
             "",
-            "\nA closed set: a value outside it does not decode.",
+            "\nA closed set in AEP 0.1: a value outside it does not decode. Later protocol\nversions may add values, hence `#[non_exhaustive]`.",
         );
         let _ = writeln!(
             s,
-            "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]\npub enum {name} {{"
+            "#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]\n#[non_exhaustive]\npub enum {name} {{"
         );
         for v in values {
             let _ = writeln!(
@@ -149,7 +179,7 @@ impl Payloads {
         self.out.push_str(&s);
     }
 
-    fn field_docs(owner: &str, p: &Prop) -> String {
+    fn field_docs(p: &Prop) -> String {
         let mut d = format!("`{}`: capture `{}`", p.wire, p.capture.wire());
         if !p.annotated {
             d.push_str(" (unannotated, AEP-0002 §5.1 rule 4)");
@@ -158,22 +188,29 @@ impl Payloads {
         if p.exception.is_some() {
             d.push_str(" A `[metadata*]` field (AEP-0002 §5.3): real content only at `redacted`+.");
         }
+        if let Some(c) = &p.description {
+            let _ = write!(d, "\n\n{c}");
+        }
         if let Some(c) = &p.comment {
             let _ = write!(d, "\n\n{c}");
         }
-        let _ = owner;
         d
     }
 
-    fn structure(&mut self, name: &str, obj: &Object, docs: &str) {
+    /// Emits the struct `name` for the object at `base` (empty for the payload root).
+    fn structure(&mut self, name: &str, obj: &Object, base: &str, docs: &str) {
         self.claim(name);
         let mut fields = String::new();
         for p in &obj.props {
-            let fdoc = Self::field_docs(name, p);
+            let path = if base.is_empty() {
+                p.wire.clone()
+            } else {
+                format!("{base}.{}", p.wire)
+            };
             let member = pascal(&p.wire);
             let item = format!("{name}{}", pascal(&singular(&p.wire)));
-            let ty = self.rust_type(&p.ty, &format!("{name}{member}"), &item, &fdoc);
-            doc(&mut fields, "    ", &fdoc);
+            let ty = self.rust_type(&p.ty, &format!("{name}{member}"), &item, &path, p);
+            doc(&mut fields, "    ", &Self::field_docs(p));
             let id = ident(&p.wire);
             if id.trim_start_matches("r#") != p.wire {
                 let _ = writeln!(fields, "    #[serde(rename = {})]", str_lit(&p.wire));
@@ -187,10 +224,10 @@ impl Payloads {
                 );
             }
         }
-        assert!(
-            !obj.props.iter().any(|p| p.wire == "extra"),
-            "`{name}` has a member named `extra`, which the generator reserves"
-        );
+        if obj.props.iter().any(|p| ident(&p.wire) == "extra") {
+            // The catch-all member below takes this name.
+            self.clashes.push(format!("{name}.extra"));
+        }
         let mut s = String::new();
         doc(&mut s, "", docs);
         if let Some(c) = &obj.comment {
@@ -243,15 +280,65 @@ fn type_docs(t: &TypeDef) -> String {
             " The payload is deferred to a future AEP, so `data` is kept as free-form JSON.",
         ),
     }
+    let sample = match &t.root {
+        Some(root) => sample_object(root),
+        None => serde_json::json!({"text": "hello"}),
+    };
+    let name = pascal(&t.name);
+    let _ = write!(
+        d,
+        "\n\n```\n\
+         use aep_core::payload::{{{name}, PayloadType}};\n\
+         let data = serde_json::json!({sample});\n\
+         let payload: {name} = serde_json::from_value(data.clone())?;\n\
+         assert_eq!(serde_json::to_value(&payload)?, data);\n\
+         assert_eq!({name}::EVENT_TYPE, {});\n\
+         # Ok::<(), serde_json::Error>(())\n\
+         ```",
+        str_lit(&t.name)
+    );
     d
 }
 
-pub(crate) fn payload_rs(reg: &Registry) -> String {
+/// A small valid payload for a doc example: the required members, or the first member
+/// when none is required.
+fn sample_object(obj: &Object) -> serde_json::Value {
+    let mut map = serde_json::Map::new();
+    let required: Vec<&Prop> = obj.props.iter().filter(|p| p.required).collect();
+    let chosen = if required.is_empty() {
+        obj.props.first().into_iter().collect()
+    } else {
+        required
+    };
+    for p in chosen {
+        map.insert(p.wire.clone(), sample(&p.ty));
+    }
+    serde_json::Value::Object(map)
+}
+
+fn sample(ty: &Ty) -> serde_json::Value {
+    use serde_json::json;
+    match ty {
+        Ty::String | Ty::TextOrObject => json!("text"),
+        Ty::Integer { .. } => json!(1),
+        Ty::Number => json!(0.5),
+        Ty::Boolean => json!(true),
+        Ty::Enum(values) => values.first().map_or(json!(null), |v| json!(v)),
+        Ty::Object(o) => sample_object(o),
+        Ty::OpenObject => json!({"k": "v"}),
+        Ty::Array(item) => json!([sample(item)]),
+        Ty::Any => json!({"k": "v"}),
+    }
+}
+
+pub(crate) fn payload_rs(reg: &Registry) -> Result<String, Vec<String>> {
     let mut out = String::new();
     header(&mut out);
     out.push_str(PAYLOAD_PREAMBLE);
     let mut p = Payloads {
         out: String::new(),
+        event_type: "",
+        clashes: Vec::new(),
         names: ["TextOrObject", "Payload", "PayloadError", "PayloadType"]
             .into_iter()
             .map(str::to_owned)
@@ -261,8 +348,9 @@ pub(crate) fn payload_rs(reg: &Registry) -> String {
     for t in &reg.types {
         let name = pascal(&t.name);
         let docs = type_docs(t);
+        p.event_type = &t.name;
         match &t.root {
-            Some(root) => p.structure(&name, root, &docs),
+            Some(root) => p.structure(&name, root, "", &docs),
             None => {
                 p.claim(&name);
                 let mut s = String::new();
@@ -280,6 +368,9 @@ pub(crate) fn payload_rs(reg: &Registry) -> String {
             str_lit(&t.name)
         );
         variants.push((t.name.as_str(), name));
+    }
+    if !p.clashes.is_empty() {
+        return Err(p.clashes);
     }
     out.push_str(&p.out);
 
@@ -300,6 +391,7 @@ pub(crate) fn payload_rs(reg: &Registry) -> String {
          /// ```\n\
          #[derive(Debug, Clone, PartialEq)]\n\
          #[allow(clippy::large_enum_variant)]\n\
+         #[non_exhaustive]\n\
          pub enum Payload {\n",
     );
     for (wire, name) in &variants {
@@ -381,7 +473,7 @@ pub(crate) fn payload_rs(reg: &Registry) -> String {
         let _ = writeln!(out, "    {},", str_lit(wire));
     }
     out.push_str("];\n");
-    out
+    Ok(out)
 }
 
 const PAYLOAD_PREAMBLE: &str = r##"//! Payload types, one per registered type of AEP-0002 §4, generated from the schema
@@ -391,7 +483,9 @@ const PAYLOAD_PREAMBLE: &str = r##"//! Payload types, one per registered type of
 //! `gen_ai.usage.input_tokens` become `gen_ai_usage_input_tokens`); optional fields are
 //! `Option`s never written as `null`; members a schema does not name are kept in `extra`
 //! (the schemas are open, AEP-0002 §5.4), so decoding a payload and encoding it again
-//! gives the same JSON value. Each field's doc names its `x-aep-capture` level
+//! gives the same JSON value. JSON Schema `number`s are [`serde_json::Number`]s, so an
+//! integer stays an integer through a round trip; `integer`s are `u64` where the schema
+//! sets `minimum: 0`, `i64` otherwise. Each field's doc names its `x-aep-capture` level
 //! (AEP-0002 §5.1); the same annotations drive down-leveling through
 //! [`crate::schema`].
 //!

@@ -92,7 +92,12 @@ pub const SCHEMA_RS: &str = "crates/aep-core/src/schema.rs";
 /// ```
 pub fn generate(root: &Path) -> Result<Vec<GeneratedFile>, CodegenError> {
     let registry = model::load(&root.join(SCHEMAS_DIR))?;
-    let payload = emit::payload_rs(&registry);
+    let payload = emit::payload_rs(&registry).map_err(|names| CodegenError::Unsupported {
+        path: root.join(SCHEMAS_DIR),
+        what: format!(
+            "schema members map to clashing Rust names {names:?}; extend the naming rules of aep-codegen"
+        ),
+    })?;
     let schema = emit::schema_rs(&registry);
     let config = root.join("rustfmt.toml");
     Ok(vec![

@@ -116,6 +116,8 @@ pub(crate) struct Prop {
     pub annotated: bool,
     pub required: bool,
     pub comment: Option<String>,
+    /// A JSON Schema `description`, when a schema gives one.
+    pub description: Option<String>,
     pub exception: Option<Exception>,
     pub ty: Ty,
 }
@@ -277,6 +279,10 @@ impl Cx<'_> {
             annotated: annotation.is_some(),
             required,
             comment,
+            description: schema
+                .get("description")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
             exception,
             ty,
         })

@@ -14,10 +14,7 @@ fn committed_files_are_fresh() {
                 .lines()
                 .zip(file.contents.lines())
                 .position(|(a, b)| a != b)
-                .map_or_else(
-                    || committed.lines().count().min(file.contents.lines().count()),
-                    |i| i,
-                );
+                .unwrap_or_else(|| committed.lines().count().min(file.contents.lines().count()));
             panic!(
                 "{} is stale (first difference at line {}); regenerate with `{}` and commit the result",
                 file.path.display(),

@@ -10,9 +10,9 @@ use serde_json::Value;
 
 use crate::check::Check;
 
-/// Runs every case of `{fixtures}/downlevel/cases.json`, where `fixtures` is the
-/// conformance fixture directory (`fixtures/conformance`). A missing or malformed corpus
-/// is one failing check, never a panic.
+/// Runs every case of `{fixtures}/conformance/downlevel/cases.json`, where `fixtures` is
+/// the workspace's fixture root. A missing or malformed corpus is one failing check,
+/// never a panic.
 pub fn run(fixtures: &Path) -> Vec<Check> {
     let path = fixtures.join("conformance").join("downlevel").join("cases.json");
     let doc: Value = match std::fs::read_to_string(&path)

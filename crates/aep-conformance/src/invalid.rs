@@ -40,13 +40,6 @@ fn issues(case: &Value) -> Vec<Issue> {
     out
 }
 
-/// Whether a case citation (`AEP-0001 §5.1 #2 / §7.4`) names an issue's section
-/// (`AEP-0001 §7.4`): the same document and section number.
-fn cites(citation: &str, section: &str) -> bool {
-    let (doc, number) = section.split_once(' ').unwrap_or((section, ""));
-    citation.contains(doc) && citation.contains(number)
-}
-
 fn case(case: &Value) -> Check {
     let name = case.get("name").and_then(Value::as_str).unwrap_or("?");
     let citation = case.get("rule").and_then(Value::as_str).unwrap_or("");
@@ -55,7 +48,7 @@ fn case(case: &Value) -> Check {
     if issues.is_empty() {
         return Check::fail(check, format!("violates {citation} but validated"));
     }
-    if issues.iter().any(|i| cites(citation, i.section())) {
+    if issues.iter().any(|i| i.is_cited_by(citation)) {
         Check::pass(check)
     } else {
         Check::fail(

@@ -8,8 +8,8 @@
 //! runner (`spec/conformance/run.py`), and exits 1 when any check fails (2 on a usage
 //! error). `--json PATH` also writes the `aep-conformance-report` (`tool` = `run-rs`);
 //! `--json -` puts the report alone on stdout and the human lines on stderr.
-//! `--fixtures` defaults to the workspace's `fixtures/`; `--class` runs only the named
-//! classes.
+//! `--fixtures` defaults to the workspace's `fixtures/` (the corpus is its
+//! `conformance/`); `--class` runs only the named classes.
 
 mod check;
 mod fixtures;
@@ -22,7 +22,9 @@ use std::process::ExitCode;
 use check::Check;
 
 /// Declares the fixture classes in report order. Each is a module exposing
-/// `pub fn run(fixtures: &Path) -> Vec<Check>`; adding a class is one line here.
+/// `pub fn run(fixtures: &Path) -> Vec<Check>`, where `fixtures` is the workspace's
+/// fixture root (holding `conformance/`, `schemas/`, `projection/`); adding a class is
+/// one line here.
 macro_rules! classes {
     ($($module:ident => $name:literal,)*) => {
         $(mod $module;)*
@@ -37,9 +39,11 @@ classes! {
     stream => "golden-stream",
     attr_match => "attr-match",
     downlevel => "downlevel",
+    gating => "capture-gating",
+    redaction => "redaction",
 }
 
-/// The workspace's fixture corpus, found from this crate's manifest at compile time.
+/// The workspace's fixture directory, found from this crate's manifest at compile time.
 const DEFAULT_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures");
 
 const USAGE: &str = "usage: aep-conformance [--fixtures DIR] [--json PATH|-] [--class NAME]...";

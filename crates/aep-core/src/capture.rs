@@ -19,6 +19,10 @@
 //! Dropping more than required is always legal (AEP-0001 §8.2(b)); where the wire holds
 //! a shape the schema does not allow in a `[metadata*]` field, this module drops it.
 //!
+//! A hop that runs the AEP-0003 §9.4 pipeline itself (a *redacting re-emitter*, or an
+//! emitter enforcing its configured ceiling, AEP-0003 §9.1) uses [`downlevel_redacting`]
+//! instead, which may land a `full` event on `redacted`.
+//!
 //! ```
 //! use aep_core::{capture::downlevel, Capture, Event};
 //!
@@ -29,11 +33,16 @@
 //! # Ok::<(), aep_core::EventParseError>(())
 //! ```
 
-use serde_json::{Map, Value};
+use std::borrow::Cow;
+use std::fmt;
 
 use crate::event::Event;
 use crate::level::Capture;
 use crate::schema::{type_capture, Exception, FieldCapture};
+use serde::de::{Deserializer, MapAccess, Visitor};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 /// The capture level an event at `event` carries after a mechanical hop enforcing
 /// `ceiling`: unchanged when the ceiling is not lower (never up-leveled,
@@ -93,9 +102,51 @@ pub fn downlevel(event: &Event, ceiling: Capture) -> Event {
 /// assert_eq!(event.data(), None); // no annotations: data dropped wholesale
 /// ```
 pub fn downlevel_in_place(event: &mut Event, ceiling: Capture) -> Capture {
+    let target = honored_level(event.capture(), ceiling);
+    lower(event, target, None)
+}
+
+/// Down-levels `event` in place to `ceiling` as a **redacting re-emitter**
+/// (AEP-0001 §8.2(e)): a `full` event at a `redacted` ceiling lands on `redacted`,
+/// because this hop passes every `redacted`-gated and `[metadata*]` field it keeps
+/// through `redact`, which must apply the AEP-0003 §9.4 pipeline (e.g. the `redact`
+/// module's value redaction). Below `redacted` it is [`downlevel_in_place`]. Returns the
+/// capture level the event now honors.
+///
+/// Holding this hop to the pipeline is the caller's responsibility: it carries the same
+/// incident-grade duty as an emitting adapter.
+///
+/// ```
+/// use aep_core::{capture::downlevel_redacting, Capture, Event};
+/// use serde_json::{json, Value};
+///
+/// let mut event = Event::new("1", "tool.completed", "t", "s", "a")
+///     .with_capture(Capture::Full)
+///     .with_data(json!({"tool": {"name": "Bash"}, "result": "token=abc", "result_redacted": "token=abc"}));
+/// let level = downlevel_redacting(&mut event, Capture::Redacted, |v: &mut Value| {
+///     *v = json!("[REDACTED:secret]"); // stands in for the AEP-0003 §9.4 pipeline
+/// });
+/// assert_eq!(level, Capture::Redacted);
+/// assert_eq!(event.data(), Some(json!({"tool": {"name": "Bash"}, "result_redacted": "[REDACTED:secret]"})));
+/// ```
+pub fn downlevel_redacting<F: FnMut(&mut Value)>(
+    event: &mut Event,
+    ceiling: Capture,
+    mut redact: F,
+) -> Capture {
+    let target = event.capture().min(ceiling);
+    lower(event, target, Some(&mut redact))
+}
+
+/// Lowers `event` to `target` (at most its current level), passing the content it keeps
+/// at `redacted` through `redact` when given.
+fn lower(
+    event: &mut Event,
+    target: Capture,
+    redact: Option<&mut dyn FnMut(&mut Value)>,
+) -> Capture {
     let from = event.capture();
-    let target = honored_level(from, ceiling);
-    if target == from {
+    if target >= from {
         return from;
     }
     event.set_capture(Some(target));
@@ -109,128 +160,269 @@ pub fn downlevel_in_place(event: &mut Event, ceiling: Capture) -> Capture {
             return target;
         }
     };
-    let data = match serde_json::from_str::<Value>(raw.get()) {
-        Ok(Value::Object(map)) => map,
-        // A payload that is not an object has no annotated members to keep.
-        _ => {
-            event.set_data_raw(None);
-            return target;
-        }
-    };
-    let hop = Hop {
+    let mut hop = Hop {
         target,
         agent: event.agent(),
         subject: event.subject().filter(|s| !s.is_empty()),
+        redact: redact.filter(|_| target == Capture::Redacted),
     };
-    let pruned = hop.object(data, annotations.fields);
-    event.set_data(Value::Object(pruned));
+    let mut out = Vec::with_capacity(raw.get().len());
+    let pruned = match hop.object_raw(raw.get(), annotations.fields, &mut out) {
+        Ok(()) => String::from_utf8(out)
+            .ok()
+            .and_then(|text| RawValue::from_string(text).ok()),
+        // Not an object, so there are no annotated members to keep.
+        Err(_) => None,
+    };
+    event.set_data_raw(pruned);
     target
 }
 
 /// One down-leveling pass: the level it lands on and the envelope facts the prompt
 /// synthesis of AEP-0003 §9.2 may use.
-struct Hop<'e> {
+struct Hop<'e, 'r> {
     target: Capture,
     agent: &'e str,
     subject: Option<&'e str>,
+    /// Set only for a redacting re-emitter landing on `redacted`.
+    redact: Option<&'r mut dyn FnMut(&mut Value)>,
 }
 
-impl Hop<'_> {
-    fn object(&self, map: Map<String, Value>, fields: &[FieldCapture]) -> Map<String, Value> {
-        let mut out = Map::with_capacity(map.len());
-        for (name, value) in map {
-            match fields.iter().find(|f| f.name == name) {
-                // Unannotated members default to metadata (AEP-0002 §5.1 rule 4), and the
-                // target is at least metadata here, so they stay whole.
-                None => {
-                    out.insert(name, value);
+impl Hop<'_, '_> {
+    /// Writes the object `raw` pruned against `fields` to `out`. Members kept whole keep
+    /// their exact bytes (number spellings included, as a relay forwards them).
+    fn object_raw(
+        &mut self,
+        raw: &str,
+        fields: &[FieldCapture],
+        out: &mut Vec<u8>,
+    ) -> Result<(), serde_json::Error> {
+        let Members(members) = serde_json::from_str(raw)?;
+        let degrade = self.target < Capture::Redacted;
+        let mut first = true;
+        out.push(b'{');
+        for (name, value) in &members {
+            let field = fields.iter().find(|f| f.name == name);
+            if field.is_some_and(|f| f.capture > self.target) {
+                continue;
+            }
+            let exception = field.and_then(|f| f.exception).filter(|_| degrade);
+            let replacement = match exception {
+                None => None,
+                Some(e) => match self.degraded(e, value, &members)? {
+                    Some(text) => Some(text),
+                    // A [metadata*] field with nothing structural to keep is dropped.
+                    None => continue,
+                },
+            };
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            serde_json::to_writer(&mut *out, name)?;
+            out.push(b':');
+            let content =
+                field.is_some_and(|f| f.capture == Capture::Redacted || f.exception.is_some());
+            let at = out.len();
+            match (replacement, field) {
+                (Some(text), _) => out.extend_from_slice(text.as_bytes()),
+                (None, Some(f)) if !f.properties.is_empty() || !f.items.is_empty() => {
+                    self.value_raw(value, f, out)?;
                 }
-                Some(f) if f.capture > self.target => {}
-                Some(f) => {
-                    out.insert(name, self.value(value, f));
+                // Leaves, and members the schema does not name (metadata, AEP-0002 §5.1
+                // rule 4), stay whole.
+                _ => out.extend_from_slice(value.get().as_bytes()),
+            }
+            if content {
+                if let Some(redact) = self.redact.as_mut() {
+                    // AEP-0001 §8.2(e): a redacting re-emitter passes every redacted-gated
+                    // and [metadata*] field it keeps through the §9.4 pipeline.
+                    let mut kept: Value = serde_json::from_slice(&out[at..])?;
+                    redact(&mut kept);
+                    out.truncate(at);
+                    serde_json::to_writer(&mut *out, &kept)?;
                 }
             }
         }
-        if self.target < Capture::Redacted {
-            for f in fields.iter().filter(|f| f.exception.is_some()) {
-                self.degrade(&mut out, f);
+        if degrade {
+            // A label placeholder stands in even where the label itself was missing.
+            for f in fields
+                .iter()
+                .filter(|f| f.exception == Some(Exception::IdLabel))
+            {
+                if members.iter().any(|(k, _)| k == f.name) {
+                    continue;
+                }
+                if let Some((_, id)) = members.iter().find(|(k, _)| k == "id") {
+                    if !first {
+                        out.push(b',');
+                    }
+                    first = false;
+                    serde_json::to_writer(&mut *out, f.name)?;
+                    out.push(b':');
+                    serde_json::to_writer(&mut *out, &placeholder(id)?)?;
+                }
             }
         }
-        out
+        out.push(b'}');
+        Ok(())
     }
 
-    fn value(&self, value: Value, field: &FieldCapture) -> Value {
-        match value {
-            Value::Object(map) => Value::Object(self.object(map, field.properties)),
-            Value::Array(items) => {
-                let label_exception = field
-                    .items
-                    .iter()
-                    .any(|f| f.exception == Some(Exception::IdLabel));
-                let items = items.into_iter().filter_map(|item| match item {
-                    Value::Object(map) => Some(Value::Object(self.object(map, field.items))),
-                    // An item where an object with a [metadata*] label belongs carries
-                    // content of unknown shape below `redacted`.
-                    _ if label_exception && self.target < Capture::Redacted => None,
-                    other => Some(other),
-                });
-                Value::Array(items.collect())
+    fn value_raw(
+        &mut self,
+        raw: &RawValue,
+        field: &FieldCapture,
+        out: &mut Vec<u8>,
+    ) -> Result<(), serde_json::Error> {
+        let text = raw.get();
+        match text.as_bytes().first() {
+            Some(b'{') => self.object_raw(text, field.properties, out),
+            Some(b'[') if !field.items.is_empty() => {
+                // An item where an object with a [metadata*] label belongs carries content
+                // of unknown shape below `redacted`.
+                let drop_scalars = self.target < Capture::Redacted
+                    && field.items.iter().any(|f| f.exception.is_some());
+                let items: Vec<&RawValue> = serde_json::from_str(text)?;
+                let mut first = true;
+                out.push(b'[');
+                for item in items {
+                    let is_object = item.get().starts_with('{');
+                    if !is_object && drop_scalars {
+                        continue;
+                    }
+                    if !first {
+                        out.push(b',');
+                    }
+                    first = false;
+                    if is_object {
+                        self.object_raw(item.get(), field.items, out)?;
+                    } else {
+                        out.extend_from_slice(item.get().as_bytes());
+                    }
+                }
+                out.push(b']');
+                Ok(())
             }
-            other => other,
+            _ => {
+                out.extend_from_slice(text.as_bytes());
+                Ok(())
+            }
         }
     }
 
-    /// Applies the structural degradation of one `[metadata*]` field (AEP-0002 §5.3) to
-    /// the object holding it.
-    fn degrade(&self, holder: &mut Map<String, Value>, field: &FieldCapture) {
-        let Some(exception) = field.exception else {
-            return;
-        };
+    /// The structural stand-in of a `[metadata*]` field (AEP-0002 §5.3) below `redacted`
+    /// as JSON text, or `None` when nothing structural is left to keep.
+    fn degraded(
+        &self,
+        exception: Exception,
+        value: &RawValue,
+        siblings: &[(Cow<'_, str>, &RawValue)],
+    ) -> Result<Option<String>, serde_json::Error> {
+        let sibling = |name: &str| siblings.iter().find(|(k, _)| k == name).map(|(_, v)| *v);
         match exception {
             Exception::SynthesizedPrompt => {
-                if !holder.contains_key(field.name) {
-                    return;
+                if !value.get().starts_with('"') {
+                    return Ok(None);
                 }
-                let kind = match holder.get("kind") {
-                    Some(Value::String(kind)) => kind.as_str(),
-                    _ => "attention",
+                let kind = match sibling("kind").map(|k| serde_json::from_str::<String>(k.get())) {
+                    Some(Ok(kind)) => kind,
+                    _ => "attention".to_owned(),
                 };
+                // AEP-0003 §9.2: synthesized from envelope facts only.
                 let prompt = match self.subject {
                     Some(subject) => format!("{} requests {kind}: {subject}", self.agent),
                     None => format!("{} requests {kind}", self.agent),
                 };
-                holder.insert(field.name.to_owned(), Value::String(prompt));
+                serde_json::to_string(&prompt).map(Some)
             }
-            Exception::IdLabel => match holder.get("id").map(placeholder) {
-                Some(id) => {
-                    holder.insert(field.name.to_owned(), Value::String(id));
-                }
-                None => {
-                    holder.remove(field.name);
-                }
+            Exception::IdLabel => match sibling("id") {
+                Some(id) => serde_json::to_string(&placeholder(id)?).map(Some),
+                None => Ok(None),
             },
             Exception::StructuralValues => {
-                let Some(value) = holder.get_mut(field.name) else {
-                    return;
-                };
-                match value {
-                    Value::Object(values) => {
-                        values.retain(|_, v| matches!(v, Value::Number(_) | Value::Bool(_)));
-                    }
-                    _ => {
-                        holder.remove(field.name);
-                    }
+                if !value.get().starts_with('{') {
+                    return Ok(None);
                 }
+                let Members(values) = serde_json::from_str(value.get())?;
+                let mut out = Vec::with_capacity(value.get().len());
+                out.push(b'{');
+                let structural = values.iter().filter(|(_, v)| {
+                    // Numbers and booleans only: a string may be free text, and an array's
+                    // ids cannot be checked without the request's field_spec.
+                    matches!(
+                        v.get().as_bytes().first(),
+                        Some(b'-' | b'0'..=b'9' | b't' | b'f')
+                    )
+                });
+                for (i, (k, v)) in structural.enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    serde_json::to_writer(&mut out, k)?;
+                    out.push(b':');
+                    out.extend_from_slice(v.get().as_bytes());
+                }
+                out.push(b'}');
+                Ok(String::from_utf8(out).ok())
             }
         }
     }
 }
 
+/// An object's members in wire order, values as raw JSON borrowed from the input.
+struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MembersVisitor;
+        impl<'de> Visitor<'de> for MembersVisitor {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(8));
+                while let Some(Key(key)) = map.next_key()? {
+                    members.push((key, map.next_value::<&'de RawValue>()?));
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(MembersVisitor)
+    }
+}
+
+/// A member name, borrowed unless it holds escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v.to_owned())))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Self::Value, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
 /// A structural id as label text: a string as it is, any other JSON as its JSON text.
-fn placeholder(id: &Value) -> String {
-    match id {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
+fn placeholder(id: &RawValue) -> Result<String, serde_json::Error> {
+    if id.get().starts_with('"') {
+        serde_json::from_str(id.get())
+    } else {
+        Ok(id.get().to_owned())
     }
 }
 
@@ -309,6 +501,64 @@ mod tests {
             downlevel(&e, Capture::Metadata).data(),
             Some(json!({"answer": {}}))
         );
+    }
+
+    #[test]
+    fn kept_members_keep_their_bytes() {
+        let line = r#"{"aep":"0.1","id":"1","type":"resource.retrieval.returned","time":"t","source":"s","agent":"a","capture":"full","data":{"documents":[{"id":"d","score":0.5510,"content":"x","metadata":{"rank":1.0}}],"x_v\u0065ndor":1e3}}"#;
+        let e: Event = line.parse().expect("event");
+        let out = downlevel(&e, Capture::Metadata);
+        assert_eq!(
+            out.data_raw().map(|r| r.get()),
+            Some(
+                r#"{"documents":[{"id":"d","score":0.5510,"metadata":{"rank":1.0}}],"x_vendor":1e3}"#
+            )
+        );
+    }
+
+    #[test]
+    fn a_redacting_re_emitter_lands_on_redacted_and_redacts_what_it_keeps() {
+        let data = json!({
+            "kind": "permission", "prompt": "Run rm -rf?", "context": {"cwd": "/home/u"},
+            "options": [{"id": "allow", "label": "Allow it"}],
+            "x_vendor": "kept as metadata",
+        });
+        let mut e = event("attention.requested", Capture::Full, data);
+        let mut calls = Vec::new();
+        let level = downlevel_redacting(&mut e, Capture::Redacted, |v: &mut Value| {
+            calls.push(v.clone());
+            *v = json!("[R]");
+        });
+        assert_eq!(level, Capture::Redacted);
+        assert_eq!(
+            e.data(),
+            Some(
+                json!({"kind": "permission", "prompt": "[R]", "options": [{"id": "allow", "label": "[R]"}], "x_vendor": "kept as metadata"})
+            )
+        );
+        assert_eq!(calls, vec![json!("Run rm -rf?"), json!("Allow it")]);
+    }
+
+    #[test]
+    fn a_redacting_re_emitter_below_redacted_is_mechanical() {
+        let data = json!({"tool": {"name": "Bash"}, "error": {"type": "E", "message": "m"}});
+        let mut calls = 0;
+        let mut e = event("tool.failed", Capture::Full, data.clone());
+        let level = downlevel_redacting(&mut e, Capture::Metadata, |_: &mut Value| calls += 1);
+        assert_eq!(level, Capture::Metadata);
+        assert_eq!(
+            e.data(),
+            Some(json!({"tool": {"name": "Bash"}, "error": {"type": "E"}}))
+        );
+        // A redacted source keeps the claim minted at the source, untouched.
+        let mut e = event("tool.failed", Capture::Redacted, data.clone());
+        let before = e.to_json();
+        assert_eq!(
+            downlevel_redacting(&mut e, Capture::Redacted, |_: &mut Value| calls += 1),
+            Capture::Redacted
+        );
+        assert_eq!(e.to_json(), before);
+        assert_eq!(calls, 0);
     }
 
     #[test]

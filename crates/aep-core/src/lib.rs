@@ -21,6 +21,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod capture;
+pub mod ceiling;
 pub mod control;
 pub mod dedupe;
 pub mod envelope;
@@ -38,6 +39,17 @@ pub mod subscription;
 pub mod types;
 pub mod validate;
 
+pub use control::{ControlSender, ControlTarget, Nack, NackReason, RejectReason};
+pub use envelope::{Clock, EnvelopeFactory};
+pub use ceiling::CaptureCeiling;
+pub use capture::{downlevel, downlevel_in_place, downlevel_redacting};
 pub use event::{Event, EventParseError, ExtensionError, AEP_VERSION};
+pub use filter::{Filter, FilterError};
+pub use frame::{DecodeError, Frame, Message};
+pub use gating::gate_form_values;
 pub use level::{Capture, Severity};
+pub use payload::{Payload, PayloadError, PayloadType};
+pub use redact::{ContentDigest, RedactOptions, Redactor};
+pub use subscription::{DeliveryMode, Registry, SubscriptionFilter};
 pub use types::EventType;
+pub use validate::{validate_event, validate_value, Issue, Rule, StreamValidator};

@@ -9,7 +9,9 @@
 //! `gen_ai.usage.input_tokens` become `gen_ai_usage_input_tokens`); optional fields are
 //! `Option`s never written as `null`; members a schema does not name are kept in `extra`
 //! (the schemas are open, AEP-0002 §5.4), so decoding a payload and encoding it again
-//! gives the same JSON value. Each field's doc names its `x-aep-capture` level
+//! gives the same JSON value. JSON Schema `number`s are [`serde_json::Number`]s, so an
+//! integer stays an integer through a round trip; `integer`s are `u64` where the schema
+//! sets `minimum: 0`, `i64` otherwise. Each field's doc names its `x-aep-capture` level
 //! (AEP-0002 §5.1); the same annotations drive down-leveling through
 //! [`crate::schema`].
 //!
@@ -108,7 +110,7 @@ impl Payload {
     }
 }
 
-/// `parent`: capture `metadata`.
+/// The `parent` member of the `session.started` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionStartedParent {
     /// `session`: capture `metadata`, required.
@@ -124,7 +126,7 @@ pub struct SessionStartedParent {
     pub extra: Map<String, Value>,
 }
 
-/// `client`: capture `metadata`.
+/// The `client` member of the `session.started` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionStartedClient {
     /// `name`: capture `metadata`, required.
@@ -140,6 +142,15 @@ pub struct SessionStartedClient {
 /// Payload of `session.started` (AEP-0002 §5.3): a session began; carries lineage and client info.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/session.started.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{SessionStarted, PayloadType};
+/// let data = serde_json::json!({"label":"text"});
+/// let payload: SessionStarted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(SessionStarted::EVENT_TYPE, "session.started");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionStarted {
     /// `label`: capture `redacted`.
@@ -167,10 +178,12 @@ impl PayloadType for SessionStarted {
     const EVENT_TYPE: &'static str = "session.started";
 }
 
-/// `reason`: capture `metadata`.
+/// The `reason` member of the `session.ended` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum SessionEndedReason {
     /// `normal`
     #[serde(rename = "normal")]
@@ -205,6 +218,15 @@ impl SessionEndedReason {
 /// Payload of `session.ended` (AEP-0002 §5.3): terminal for a session.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/session.ended.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{SessionEnded, PayloadType};
+/// let data = serde_json::json!({"reason":"normal"});
+/// let payload: SessionEnded = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(SessionEnded::EVENT_TYPE, "session.ended");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionEnded {
     /// `reason`: capture `metadata`.
@@ -225,10 +247,12 @@ impl PayloadType for SessionEnded {
     const EVENT_TYPE: &'static str = "session.ended";
 }
 
-/// `trigger`: capture `metadata`.
+/// The `trigger` member of the `run.started` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum RunStartedTrigger {
     /// `user`
     #[serde(rename = "user")]
@@ -260,7 +284,7 @@ impl RunStartedTrigger {
     }
 }
 
-/// `cost`: capture `metadata`.
+/// The `cost` member of the `run.started` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunStartedCost {
     /// `currency`: capture `metadata`, required.
@@ -288,6 +312,15 @@ pub struct RunStartedCost {
 /// Payload of `run.started` (AEP-0002 §5.3): an activation began within the session.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/run.started.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{RunStarted, PayloadType};
+/// let data = serde_json::json!({"trigger":"user"});
+/// let payload: RunStarted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(RunStarted::EVENT_TYPE, "run.started");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunStarted {
     /// `trigger`: capture `metadata`.
@@ -316,7 +349,7 @@ impl PayloadType for RunStarted {
     const EVENT_TYPE: &'static str = "run.started";
 }
 
-/// `cost`: capture `metadata`.
+/// The `cost` member of the `run.finished` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunFinishedCost {
     /// `currency`: capture `metadata`, required.
@@ -344,6 +377,15 @@ pub struct RunFinishedCost {
 /// Payload of `run.finished` (AEP-0002 §5.3): run reached success.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/run.finished.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{RunFinished, PayloadType};
+/// let data = serde_json::json!({"duration_ms":1});
+/// let payload: RunFinished = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(RunFinished::EVENT_TYPE, "run.finished");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunFinished {
     /// `duration_ms`: capture `metadata`.
@@ -372,7 +414,7 @@ impl PayloadType for RunFinished {
     const EVENT_TYPE: &'static str = "run.finished";
 }
 
-/// `error`: capture `metadata`.
+/// The `error` member of the `run.failed` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunFailedError {
     /// `type`: capture `metadata`.
@@ -389,6 +431,15 @@ pub struct RunFailedError {
 /// Payload of `run.failed` (AEP-0002 §5.3): run reached failure (incl. rejection).
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/run.failed.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{RunFailed, PayloadType};
+/// let data = serde_json::json!({"reason":"text"});
+/// let payload: RunFailed = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(RunFailed::EVENT_TYPE, "run.failed");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunFailed {
     /// `reason`: capture `metadata`, required.
@@ -408,10 +459,12 @@ impl PayloadType for RunFailed {
     const EVENT_TYPE: &'static str = "run.failed";
 }
 
-/// `by`: capture `metadata`.
+/// The `by` member of the `run.cancelled` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum RunCancelledBy {
     /// `user`
     #[serde(rename = "user")]
@@ -442,6 +495,15 @@ impl RunCancelledBy {
 /// Payload of `run.cancelled` (AEP-0002 §5.3): run was cancelled — not a failure.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/run.cancelled.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{RunCancelled, PayloadType};
+/// let data = serde_json::json!({"by":"user"});
+/// let payload: RunCancelled = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(RunCancelled::EVENT_TYPE, "run.cancelled");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunCancelled {
     /// `by`: capture `metadata`.
@@ -462,7 +524,7 @@ impl PayloadType for RunCancelled {
     const EVENT_TYPE: &'static str = "run.cancelled";
 }
 
-/// `tool`: capture `metadata`, required.
+/// The `tool` member of the `tool.requested` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolRequestedTool {
     /// `name`: capture `metadata`, required.
@@ -478,6 +540,15 @@ pub struct ToolRequestedTool {
 /// Payload of `tool.requested` (AEP-0002 §5.3): tool invocation about to execute.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/tool.requested.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ToolRequested, PayloadType};
+/// let data = serde_json::json!({"tool":{"name":"text"}});
+/// let payload: ToolRequested = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ToolRequested::EVENT_TYPE, "tool.requested");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolRequested {
     /// `tool`: capture `metadata`, required.
@@ -500,7 +571,7 @@ impl PayloadType for ToolRequested {
     const EVENT_TYPE: &'static str = "tool.requested";
 }
 
-/// `tool`: capture `metadata`, required.
+/// The `tool` member of the `tool.completed` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolCompletedTool {
     /// `name`: capture `metadata`, required.
@@ -513,7 +584,7 @@ pub struct ToolCompletedTool {
     pub extra: Map<String, Value>,
 }
 
-/// `cost`: capture `metadata`.
+/// The `cost` member of the `tool.completed` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolCompletedCost {
     /// `currency`: capture `metadata`, required.
@@ -541,6 +612,15 @@ pub struct ToolCompletedCost {
 /// Payload of `tool.completed` (AEP-0002 §5.3): tool invocation succeeded.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/tool.completed.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ToolCompleted, PayloadType};
+/// let data = serde_json::json!({"tool":{"name":"text"}});
+/// let payload: ToolCompleted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ToolCompleted::EVENT_TYPE, "tool.completed");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolCompleted {
     /// `tool`: capture `metadata`, required.
@@ -580,7 +660,7 @@ impl PayloadType for ToolCompleted {
     const EVENT_TYPE: &'static str = "tool.completed";
 }
 
-/// `tool`: capture `metadata`, required.
+/// The `tool` member of the `tool.failed` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolFailedTool {
     /// `name`: capture `metadata`, required.
@@ -593,7 +673,7 @@ pub struct ToolFailedTool {
     pub extra: Map<String, Value>,
 }
 
-/// `error`: capture `metadata`, required.
+/// The `error` member of the `tool.failed` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolFailedError {
     /// `type`: capture `metadata`.
@@ -610,6 +690,15 @@ pub struct ToolFailedError {
 /// Payload of `tool.failed` (AEP-0002 §5.3): tool invocation errored.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/tool.failed.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ToolFailed, PayloadType};
+/// let data = serde_json::json!({"tool":{"name":"text"},"error":{"type":"text"}});
+/// let payload: ToolFailed = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ToolFailed::EVENT_TYPE, "tool.failed");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolFailed {
     /// `tool`: capture `metadata`, required.
@@ -628,7 +717,7 @@ impl PayloadType for ToolFailed {
     const EVENT_TYPE: &'static str = "tool.failed";
 }
 
-/// `tool`: capture `metadata`, required.
+/// The `tool` member of the `tool.denied` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ToolDeniedTool {
     /// `name`: capture `metadata`, required.
@@ -641,10 +730,12 @@ pub struct ToolDeniedTool {
     pub extra: Map<String, Value>,
 }
 
-/// `by`: capture `metadata`, required.
+/// The `by` member of the `tool.denied` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum ToolDeniedBy {
     /// `policy`
     #[serde(rename = "policy")]
@@ -671,6 +762,15 @@ impl ToolDeniedBy {
 /// Payload of `tool.denied` (AEP-0002 §5.3): tool invocation blocked pre-execution, no human loop.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/tool.denied.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ToolDenied, PayloadType};
+/// let data = serde_json::json!({"tool":{"name":"text"},"by":"policy"});
+/// let payload: ToolDenied = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ToolDenied::EVENT_TYPE, "tool.denied");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolDenied {
     /// `tool`: capture `metadata`, required.
@@ -689,10 +789,12 @@ impl PayloadType for ToolDenied {
     const EVENT_TYPE: &'static str = "tool.denied";
 }
 
-/// `kind`: capture `metadata`, required.
+/// The `kind` member of the `attention.requested` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AttentionRequestedKind {
     /// `permission`
     #[serde(rename = "permission")]
@@ -728,7 +830,7 @@ impl AttentionRequestedKind {
     }
 }
 
-/// `options`: capture `metadata`.
+/// One item of the `options` member of the `attention.requested` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AttentionRequestedOption {
     /// `id`: capture `metadata`, required.
@@ -742,10 +844,12 @@ pub struct AttentionRequestedOption {
     pub extra: Map<String, Value>,
 }
 
-/// `type`: capture `metadata`, required.
+/// The `fields[].type` member of the `attention.requested` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AttentionRequestedFieldType {
     /// `string`
     #[serde(rename = "string")]
@@ -773,7 +877,7 @@ impl AttentionRequestedFieldType {
     }
 }
 
-/// `choices`: capture `metadata`.
+/// One item of the `fields[].choices` member of the `attention.requested` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AttentionRequestedFieldChoice {
     /// `id`: capture `metadata`, required.
@@ -787,7 +891,7 @@ pub struct AttentionRequestedFieldChoice {
     pub extra: Map<String, Value>,
 }
 
-/// `fields`: capture `metadata`.
+/// One item of the `fields` member of the `attention.requested` payload (capture `metadata`).
 ///
 /// present only when kind=form (AEP-0006): flat, typed multi-field request; each item is a field_spec (AEP-0002 §5.2)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -827,10 +931,12 @@ pub struct AttentionRequestedField {
     pub extra: Map<String, Value>,
 }
 
-/// `respond_via`: capture `metadata`.
+/// One item of the `respond_via` member of the `attention.requested` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AttentionRequestedRespondVia {
     /// `control`
     #[serde(rename = "control")]
@@ -853,6 +959,15 @@ impl AttentionRequestedRespondVia {
 /// Payload of `attention.requested` (AEP-0002 §5.3): the agent needs a human or policy delegate.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/attention.requested.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AttentionRequested, PayloadType};
+/// let data = serde_json::json!({"kind":"permission","prompt":"text"});
+/// let payload: AttentionRequested = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AttentionRequested::EVENT_TYPE, "attention.requested");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttentionRequested {
     /// `kind`: capture `metadata`, required.
@@ -887,7 +1002,7 @@ impl PayloadType for AttentionRequested {
     const EVENT_TYPE: &'static str = "attention.requested";
 }
 
-/// `answer`: capture `metadata`, required.
+/// The `answer` member of the `attention.answered` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AttentionAnsweredAnswer {
     /// `option`: capture `metadata`.
@@ -906,10 +1021,12 @@ pub struct AttentionAnsweredAnswer {
     pub extra: Map<String, Value>,
 }
 
-/// `via`: capture `metadata`.
+/// The `via` member of the `attention.answered` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AttentionAnsweredVia {
     /// `control`
     #[serde(rename = "control")]
@@ -932,6 +1049,15 @@ impl AttentionAnsweredVia {
 /// Payload of `attention.answered` (AEP-0002 §5.3): a response to the request was produced.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/attention.answered.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AttentionAnswered, PayloadType};
+/// let data = serde_json::json!({"answer":{"option":"text"}});
+/// let payload: AttentionAnswered = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AttentionAnswered::EVENT_TYPE, "attention.answered");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AttentionAnswered {
     /// `answer`: capture `metadata`, required.
@@ -951,10 +1077,12 @@ impl PayloadType for AttentionAnswered {
     const EVENT_TYPE: &'static str = "attention.answered";
 }
 
-/// `resolution`: capture `metadata`, required.
+/// The `resolution` member of the `attention.resolved` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AttentionResolvedResolution {
     /// `answered`
     #[serde(rename = "answered")]
@@ -981,6 +1109,15 @@ impl AttentionResolvedResolution {
 /// Payload of `attention.resolved` (AEP-0002 §5.3): the request lifecycle closed.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/attention.resolved.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AttentionResolved, PayloadType};
+/// let data = serde_json::json!({"resolution":"answered"});
+/// let payload: AttentionResolved = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AttentionResolved::EVENT_TYPE, "attention.resolved");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AttentionResolved {
     /// `resolution`: capture `metadata`, required.
@@ -1000,6 +1137,15 @@ impl PayloadType for AttentionResolved {
 /// Payload of `attention.timeout` (AEP-0002 §5.3): the request expired unanswered — terminal.
 ///
 /// AEP-0002 §4 status `mandatory`. Schema: `schemas/types/attention.timeout.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AttentionTimeout, PayloadType};
+/// let data = serde_json::json!({"after_ms":1});
+/// let payload: AttentionTimeout = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AttentionTimeout::EVENT_TYPE, "attention.timeout");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AttentionTimeout {
     /// `after_ms`: capture `metadata`.
@@ -1017,6 +1163,15 @@ impl PayloadType for AttentionTimeout {
 /// Payload of `session.compacted` (AEP-0002 §5.4): context compaction occurred; emitted once at completion.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/session.compacted.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{SessionCompacted, PayloadType};
+/// let data = serde_json::json!({"trigger":"text"});
+/// let payload: SessionCompacted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(SessionCompacted::EVENT_TYPE, "session.compacted");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct SessionCompacted {
     /// `trigger`: capture `metadata`.
@@ -1051,6 +1206,15 @@ impl PayloadType for SessionCompacted {
 /// Payload of `run.step.started` (AEP-0002 §5.4): sub-run phase began; sets envelope step.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/run.step.started.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{RunStepStarted, PayloadType};
+/// let data = serde_json::json!({"name":"text"});
+/// let payload: RunStepStarted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(RunStepStarted::EVENT_TYPE, "run.step.started");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunStepStarted {
     /// `name`: capture `redacted`.
@@ -1071,6 +1235,15 @@ impl PayloadType for RunStepStarted {
 /// Payload of `run.step.finished` (AEP-0002 §5.4): sub-run phase ended.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/run.step.finished.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{RunStepFinished, PayloadType};
+/// let data = serde_json::json!({"status":"text"});
+/// let payload: RunStepFinished = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(RunStepFinished::EVENT_TYPE, "run.step.finished");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct RunStepFinished {
     /// `status`: capture `metadata`.
@@ -1088,6 +1261,15 @@ impl PayloadType for RunStepFinished {
 /// Payload of `progress.status` (AEP-0002 §5.4): free-form progress heartbeat for a run.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/progress.status.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ProgressStatus, PayloadType};
+/// let data = serde_json::json!({"message":"text"});
+/// let payload: ProgressStatus = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ProgressStatus::EVENT_TYPE, "progress.status");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProgressStatus {
     /// `message`: capture `redacted`.
@@ -1108,7 +1290,7 @@ impl PayloadType for ProgressStatus {
     const EVENT_TYPE: &'static str = "progress.status";
 }
 
-/// `task`: capture `metadata`.
+/// The `task` member of the `progress.task.planned` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProgressTaskPlannedTask {
     /// `id`: capture `metadata`.
@@ -1125,6 +1307,15 @@ pub struct ProgressTaskPlannedTask {
 /// Payload of `progress.task.planned` (AEP-0002 §5.4): plan item created.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/progress.task.planned.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ProgressTaskPlanned, PayloadType};
+/// let data = serde_json::json!({"task":{"id":"text"}});
+/// let payload: ProgressTaskPlanned = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ProgressTaskPlanned::EVENT_TYPE, "progress.task.planned");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProgressTaskPlanned {
     /// `task`: capture `metadata`.
@@ -1142,7 +1333,7 @@ impl PayloadType for ProgressTaskPlanned {
     const EVENT_TYPE: &'static str = "progress.task.planned";
 }
 
-/// `task`: capture `metadata`.
+/// The `task` member of the `progress.task.completed` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProgressTaskCompletedTask {
     /// `id`: capture `metadata`.
@@ -1159,6 +1350,15 @@ pub struct ProgressTaskCompletedTask {
 /// Payload of `progress.task.completed` (AEP-0002 §5.4): plan item completed.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/progress.task.completed.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ProgressTaskCompleted, PayloadType};
+/// let data = serde_json::json!({"task":{"id":"text"}});
+/// let payload: ProgressTaskCompleted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ProgressTaskCompleted::EVENT_TYPE, "progress.task.completed");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProgressTaskCompleted {
     /// `task`: capture `metadata`.
@@ -1176,7 +1376,7 @@ impl PayloadType for ProgressTaskCompleted {
     const EVENT_TYPE: &'static str = "progress.task.completed";
 }
 
-/// `artifact`: capture `metadata`.
+/// The `artifact` member of the `progress.artifact.produced` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProgressArtifactProducedArtifact {
     /// `id`: capture `metadata`.
@@ -1202,6 +1402,15 @@ pub struct ProgressArtifactProducedArtifact {
 /// Payload of `progress.artifact.produced` (AEP-0002 §5.4): an output artifact exists.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/progress.artifact.produced.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ProgressArtifactProduced, PayloadType};
+/// let data = serde_json::json!({"artifact":{"id":"text"}});
+/// let payload: ProgressArtifactProduced = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ProgressArtifactProduced::EVENT_TYPE, "progress.artifact.produced");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ProgressArtifactProduced {
     /// `artifact`: capture `metadata`.
@@ -1216,7 +1425,7 @@ impl PayloadType for ProgressArtifactProduced {
     const EVENT_TYPE: &'static str = "progress.artifact.produced";
 }
 
-/// `child`: capture `metadata`.
+/// The `child` member of the `delegation.subagent.started` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct DelegationSubagentStartedChild {
     /// `session`: capture `metadata`.
@@ -1236,6 +1445,15 @@ pub struct DelegationSubagentStartedChild {
 /// Payload of `delegation.subagent.started` (AEP-0002 §5.4): subagent lifecycle start.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/delegation.subagent.started.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{DelegationSubagentStarted, PayloadType};
+/// let data = serde_json::json!({"child":{"session":"text"}});
+/// let payload: DelegationSubagentStarted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(DelegationSubagentStarted::EVENT_TYPE, "delegation.subagent.started");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct DelegationSubagentStarted {
     /// `child`: capture `metadata`.
@@ -1256,7 +1474,7 @@ impl PayloadType for DelegationSubagentStarted {
     const EVENT_TYPE: &'static str = "delegation.subagent.started";
 }
 
-/// `child`: capture `metadata`.
+/// The `child` member of the `delegation.subagent.stopped` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct DelegationSubagentStoppedChild {
     /// `session`: capture `metadata`.
@@ -1276,6 +1494,15 @@ pub struct DelegationSubagentStoppedChild {
 /// Payload of `delegation.subagent.stopped` (AEP-0002 §5.4): subagent lifecycle stop.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/delegation.subagent.stopped.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{DelegationSubagentStopped, PayloadType};
+/// let data = serde_json::json!({"child":{"session":"text"}});
+/// let payload: DelegationSubagentStopped = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(DelegationSubagentStopped::EVENT_TYPE, "delegation.subagent.stopped");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct DelegationSubagentStopped {
     /// `child`: capture `metadata`.
@@ -1302,6 +1529,15 @@ impl PayloadType for DelegationSubagentStopped {
 /// Payload of `attention.routed` (AEP-0002 §5.4): a router/sink delivered the request onward (emitted by consumers).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/attention.routed.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AttentionRouted, PayloadType};
+/// let data = serde_json::json!({"to":"text"});
+/// let payload: AttentionRouted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AttentionRouted::EVENT_TYPE, "attention.routed");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AttentionRouted {
     /// `to`: capture `metadata`.
@@ -1319,10 +1555,12 @@ impl PayloadType for AttentionRouted {
     const EVENT_TYPE: &'static str = "attention.routed";
 }
 
-/// `state`: capture `metadata`, required.
+/// The `state` member of the `agent.presence` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AgentPresenceState {
     /// `online`
     #[serde(rename = "online")]
@@ -1349,6 +1587,15 @@ impl AgentPresenceState {
 /// Payload of `agent.presence` (AEP-0002 §5.4): emitter presence changed.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/agent.presence.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AgentPresence, PayloadType};
+/// let data = serde_json::json!({"state":"online"});
+/// let payload: AgentPresence = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AgentPresence::EVENT_TYPE, "agent.presence");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentPresence {
     /// `state`: capture `metadata`, required.
@@ -1365,6 +1612,15 @@ impl PayloadType for AgentPresence {
 /// Payload of `agent.idle` (AEP-0002 §5.4): agent became idle/awaiting work.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/agent.idle.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AgentIdle, PayloadType};
+/// let data = serde_json::json!({"since_ms":1});
+/// let payload: AgentIdle = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AgentIdle::EVENT_TYPE, "agent.idle");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AgentIdle {
     /// `since_ms`: capture `metadata`.
@@ -1382,10 +1638,12 @@ impl PayloadType for AgentIdle {
     const EVENT_TYPE: &'static str = "agent.idle";
 }
 
-/// `status`: capture `metadata`, required.
+/// The `status` member of the `agent.health` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AgentHealthStatus {
     /// `ok`
     #[serde(rename = "ok")]
@@ -1412,6 +1670,15 @@ impl AgentHealthStatus {
 /// Payload of `agent.health` (AEP-0002 §5.4): health report.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/agent.health.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AgentHealth, PayloadType};
+/// let data = serde_json::json!({"status":"ok"});
+/// let payload: AgentHealth = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AgentHealth::EVENT_TYPE, "agent.health");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AgentHealth {
     /// `status`: capture `metadata`, required.
@@ -1431,6 +1698,15 @@ impl PayloadType for AgentHealth {
 /// Payload of `agent.heartbeat` (AEP-0002 §5.4): liveness tick.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/agent.heartbeat.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AgentHeartbeat, PayloadType};
+/// let data = serde_json::json!({"tick":1});
+/// let payload: AgentHeartbeat = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AgentHeartbeat::EVENT_TYPE, "agent.heartbeat");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AgentHeartbeat {
     /// `tick`: capture `metadata`.
@@ -1448,7 +1724,7 @@ impl PayloadType for AgentHeartbeat {
     const EVENT_TYPE: &'static str = "agent.heartbeat";
 }
 
-/// `error`: capture `metadata`.
+/// The `error` member of the `error.raised` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ErrorRaisedError {
     /// `type`: capture `metadata`.
@@ -1465,6 +1741,15 @@ pub struct ErrorRaisedError {
 /// Payload of `error.raised` (AEP-0002 §5.4): fault outside tool/run terminals.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/error.raised.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ErrorRaised, PayloadType};
+/// let data = serde_json::json!({"error":{"type":"text"}});
+/// let payload: ErrorRaised = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ErrorRaised::EVENT_TYPE, "error.raised");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ErrorRaised {
     /// `error`: capture `metadata`.
@@ -1488,6 +1773,15 @@ impl PayloadType for ErrorRaised {
 /// Payload of `state.snapshot` (AEP-0002 §5.4): agent-owned state image.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/state.snapshot.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{StateSnapshot, PayloadType};
+/// let data = serde_json::json!({"state":{"k":"v"}});
+/// let payload: StateSnapshot = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(StateSnapshot::EVENT_TYPE, "state.snapshot");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct StateSnapshot {
     /// `state`: capture `redacted`.
@@ -1511,6 +1805,15 @@ impl PayloadType for StateSnapshot {
 /// Payload of `state.delta` (AEP-0002 §5.4): agent-owned state JSON-Patch delta.
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/state.delta.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{StateDelta, PayloadType};
+/// let data = serde_json::json!({"delta":[{"k":"v"}]});
+/// let payload: StateDelta = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(StateDelta::EVENT_TYPE, "state.delta");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct StateDelta {
     /// `delta`: capture `redacted`.
@@ -1534,6 +1837,15 @@ impl PayloadType for StateDelta {
 /// Payload of `resource.retrieval.requested` (AEP-0002 §5.4): a retrieval against an external corpus is about to run (experimental).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/resource.retrieval.requested.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ResourceRetrievalRequested, PayloadType};
+/// let data = serde_json::json!({"query":"text"});
+/// let payload: ResourceRetrievalRequested = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ResourceRetrievalRequested::EVENT_TYPE, "resource.retrieval.requested");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceRetrievalRequested {
     /// `query`: capture `redacted`.
@@ -1557,7 +1869,7 @@ impl PayloadType for ResourceRetrievalRequested {
     const EVENT_TYPE: &'static str = "resource.retrieval.requested";
 }
 
-/// `documents`: capture `metadata`.
+/// One item of the `documents` member of the `resource.retrieval.returned` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceRetrievalReturnedDocument {
     /// `id`: capture `metadata`.
@@ -1583,6 +1895,15 @@ pub struct ResourceRetrievalReturnedDocument {
 /// Payload of `resource.retrieval.returned` (AEP-0002 §5.4): a retrieval produced documents with provenance (experimental).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/resource.retrieval.returned.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ResourceRetrievalReturned, PayloadType};
+/// let data = serde_json::json!({"documents":[{"id":"text"}]});
+/// let payload: ResourceRetrievalReturned = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ResourceRetrievalReturned::EVENT_TYPE, "resource.retrieval.returned");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceRetrievalReturned {
     /// `documents`: capture `metadata`.
@@ -1606,7 +1927,7 @@ impl PayloadType for ResourceRetrievalReturned {
     const EVENT_TYPE: &'static str = "resource.retrieval.returned";
 }
 
-/// `input_documents`: capture `metadata`.
+/// One item of the `input_documents` member of the `resource.retrieval.reranked` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceRetrievalRerankedInputDocument {
     /// `id`: capture `metadata`.
@@ -1629,7 +1950,7 @@ pub struct ResourceRetrievalRerankedInputDocument {
     pub extra: Map<String, Value>,
 }
 
-/// `output_documents`: capture `metadata`.
+/// One item of the `output_documents` member of the `resource.retrieval.reranked` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceRetrievalRerankedOutputDocument {
     /// `id`: capture `metadata`.
@@ -1655,6 +1976,15 @@ pub struct ResourceRetrievalRerankedOutputDocument {
 /// Payload of `resource.retrieval.reranked` (AEP-0002 §5.4): a rerank scored/reordered retrieved documents (experimental).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/resource.retrieval.reranked.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ResourceRetrievalReranked, PayloadType};
+/// let data = serde_json::json!({"query":"text"});
+/// let payload: ResourceRetrievalReranked = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ResourceRetrievalReranked::EVENT_TYPE, "resource.retrieval.reranked");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceRetrievalReranked {
     /// `query`: capture `redacted`.
@@ -1690,7 +2020,7 @@ impl PayloadType for ResourceRetrievalReranked {
     const EVENT_TYPE: &'static str = "resource.retrieval.reranked";
 }
 
-/// `source`: capture `metadata`.
+/// The `citations[].source` member of the `resource.citation.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceCitationRecordedCitationSource {
     /// `id`: capture `metadata`.
@@ -1707,7 +2037,7 @@ pub struct ResourceCitationRecordedCitationSource {
     pub extra: Map<String, Value>,
 }
 
-/// `char`: capture `metadata`.
+/// The `citations[].offset.char` member of the `resource.citation.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceCitationRecordedCitationOffsetChar {
     /// `start`: capture `metadata`.
@@ -1721,7 +2051,7 @@ pub struct ResourceCitationRecordedCitationOffsetChar {
     pub extra: Map<String, Value>,
 }
 
-/// `page`: capture `metadata`.
+/// The `citations[].offset.page` member of the `resource.citation.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceCitationRecordedCitationOffsetPage {
     /// `page`: capture `metadata`.
@@ -1738,7 +2068,7 @@ pub struct ResourceCitationRecordedCitationOffsetPage {
     pub extra: Map<String, Value>,
 }
 
-/// `block`: capture `metadata`.
+/// The `citations[].offset.block` member of the `resource.citation.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceCitationRecordedCitationOffsetBlock {
     /// `block`: capture `metadata`.
@@ -1755,7 +2085,7 @@ pub struct ResourceCitationRecordedCitationOffsetBlock {
     pub extra: Map<String, Value>,
 }
 
-/// `offset`: capture `metadata`.
+/// The `citations[].offset` member of the `resource.citation.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceCitationRecordedCitationOffset {
     /// `char`: capture `metadata`.
@@ -1772,7 +2102,7 @@ pub struct ResourceCitationRecordedCitationOffset {
     pub extra: Map<String, Value>,
 }
 
-/// `citations`: capture `metadata`.
+/// One item of the `citations` member of the `resource.citation.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceCitationRecordedCitation {
     /// `source`: capture `metadata`.
@@ -1798,6 +2128,15 @@ pub struct ResourceCitationRecordedCitation {
 /// Payload of `resource.citation.recorded` (AEP-0002 §5.4): a produced answer's citations: which claims cite which source spans (experimental).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/resource.citation.recorded.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ResourceCitationRecorded, PayloadType};
+/// let data = serde_json::json!({"citations":[{"source":{"id":"text"}}]});
+/// let payload: ResourceCitationRecorded = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ResourceCitationRecorded::EVENT_TYPE, "resource.citation.recorded");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ResourceCitationRecorded {
     /// `citations`: capture `metadata`.
@@ -1818,6 +2157,15 @@ impl PayloadType for ResourceCitationRecorded {
 /// Payload of `assessment.evaluation.recorded` (AEP-0002 §5.4): an automated/LLM-judge evaluation result about work (experimental).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/assessment.evaluation.recorded.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AssessmentEvaluationRecorded, PayloadType};
+/// let data = serde_json::json!({"gen_ai.evaluation.name":"text"});
+/// let payload: AssessmentEvaluationRecorded = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AssessmentEvaluationRecorded::EVENT_TYPE, "assessment.evaluation.recorded");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AssessmentEvaluationRecorded {
     /// `gen_ai.evaluation.name`: capture `metadata`.
@@ -1851,6 +2199,15 @@ impl PayloadType for AssessmentEvaluationRecorded {
 /// Payload of `assessment.feedback.received` (AEP-0002 §5.4): a human feedback signal about work: rating, label, comment, correction (experimental).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/assessment.feedback.received.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AssessmentFeedbackReceived, PayloadType};
+/// let data = serde_json::json!({"rating":0.5});
+/// let payload: AssessmentFeedbackReceived = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AssessmentFeedbackReceived::EVENT_TYPE, "assessment.feedback.received");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AssessmentFeedbackReceived {
     /// `rating`: capture `metadata`.
@@ -1877,10 +2234,12 @@ impl PayloadType for AssessmentFeedbackReceived {
     const EVENT_TYPE: &'static str = "assessment.feedback.received";
 }
 
-/// `stage`: capture `metadata`.
+/// The `guardrail.stage` member of the `assessment.guardrail.recorded` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AssessmentGuardrailRecordedGuardrailStage {
     /// `input`
     #[serde(rename = "input")]
@@ -1900,10 +2259,12 @@ impl AssessmentGuardrailRecordedGuardrailStage {
     }
 }
 
-/// `verdict`: capture `metadata`.
+/// The `guardrail.verdict` member of the `assessment.guardrail.recorded` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum AssessmentGuardrailRecordedGuardrailVerdict {
     /// `allowed`
     #[serde(rename = "allowed")]
@@ -1931,7 +2292,7 @@ impl AssessmentGuardrailRecordedGuardrailVerdict {
     }
 }
 
-/// `categories`: capture `metadata`.
+/// One item of the `guardrail.categories` member of the `assessment.guardrail.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AssessmentGuardrailRecordedGuardrailCategory {
     /// `name`: capture `metadata`.
@@ -1945,7 +2306,7 @@ pub struct AssessmentGuardrailRecordedGuardrailCategory {
     pub extra: Map<String, Value>,
 }
 
-/// `detector`: capture `metadata`.
+/// The `guardrail.detector` member of the `assessment.guardrail.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AssessmentGuardrailRecordedGuardrailDetector {
     /// `name`: capture `metadata`.
@@ -1959,7 +2320,7 @@ pub struct AssessmentGuardrailRecordedGuardrailDetector {
     pub extra: Map<String, Value>,
 }
 
-/// `guardrail`: capture `metadata`.
+/// The `guardrail` member of the `assessment.guardrail.recorded` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AssessmentGuardrailRecordedGuardrail {
     /// `stage`: capture `metadata`.
@@ -1985,6 +2346,15 @@ pub struct AssessmentGuardrailRecordedGuardrail {
 /// Payload of `assessment.guardrail.recorded` (AEP-0002 §5.4): an automated content-safety verdict already taken: a guardrail/filter fired on an input or output (experimental).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/assessment.guardrail.recorded.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{AssessmentGuardrailRecorded, PayloadType};
+/// let data = serde_json::json!({"guardrail":{"stage":"input"}});
+/// let payload: AssessmentGuardrailRecorded = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(AssessmentGuardrailRecorded::EVENT_TYPE, "assessment.guardrail.recorded");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct AssessmentGuardrailRecorded {
     /// `guardrail`: capture `metadata`.
@@ -2002,6 +2372,15 @@ impl PayloadType for AssessmentGuardrailRecorded {
 /// Payload of `message.user.submitted` (AEP-0002 §4.3): reserved for the message sub-profile (future AEP).
 ///
 /// AEP-0002 §4 status `reserved`. The payload is deferred to a future AEP, so `data` is kept as free-form JSON.
+///
+/// ```
+/// use aep_core::payload::{MessageUserSubmitted, PayloadType};
+/// let data = serde_json::json!({"text":"hello"});
+/// let payload: MessageUserSubmitted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(MessageUserSubmitted::EVENT_TYPE, "message.user.submitted");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct MessageUserSubmitted(pub Value);
@@ -2013,6 +2392,15 @@ impl PayloadType for MessageUserSubmitted {
 /// Payload of `message.agent.replied` (AEP-0002 §4.3): reserved for the message sub-profile (future AEP).
 ///
 /// AEP-0002 §4 status `reserved`. The payload is deferred to a future AEP, so `data` is kept as free-form JSON.
+///
+/// ```
+/// use aep_core::payload::{MessageAgentReplied, PayloadType};
+/// let data = serde_json::json!({"text":"hello"});
+/// let payload: MessageAgentReplied = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(MessageAgentReplied::EVENT_TYPE, "message.agent.replied");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct MessageAgentReplied(pub Value);
@@ -2021,7 +2409,7 @@ impl PayloadType for MessageAgentReplied {
     const EVENT_TYPE: &'static str = "message.agent.replied";
 }
 
-/// `answer`: capture `metadata`, required.
+/// The `answer` member of the `control.attention.respond` payload (capture `metadata`).
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ControlAttentionRespondAnswer {
     /// `option`: capture `metadata`.
@@ -2044,6 +2432,15 @@ pub struct ControlAttentionRespondAnswer {
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/control.attention.respond.schema.json`.
 ///
+/// ```
+/// use aep_core::payload::{ControlAttentionRespond, PayloadType};
+/// let data = serde_json::json!({"answer":{"option":"text"}});
+/// let payload: ControlAttentionRespond = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ControlAttentionRespond::EVENT_TYPE, "control.attention.respond");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+///
 /// subject of the command Event = id of the attention.requested Event (AEP-0004 §5)
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ControlAttentionRespond {
@@ -2058,10 +2455,12 @@ impl PayloadType for ControlAttentionRespond {
     const EVENT_TYPE: &'static str = "control.attention.respond";
 }
 
-/// `scope`: capture `metadata`, required.
+/// The `scope` member of the `control.cancel` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum ControlCancelScope {
     /// `run`
     #[serde(rename = "run")]
@@ -2084,6 +2483,15 @@ impl ControlCancelScope {
 /// Payload of `control.cancel` (AEP-0002 §5.4): request cancellation of a run or session (experimental profile).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/control.cancel.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ControlCancel, PayloadType};
+/// let data = serde_json::json!({"scope":"run"});
+/// let payload: ControlCancel = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ControlCancel::EVENT_TYPE, "control.cancel");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ControlCancel {
     /// `scope`: capture `metadata`, required.
@@ -2103,6 +2511,15 @@ impl PayloadType for ControlCancel {
 /// Payload of `control.pause` (AEP-0002 §5.4): request pause (experimental profile).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/control.pause.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ControlPause, PayloadType};
+/// let data = serde_json::json!({});
+/// let payload: ControlPause = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ControlPause::EVENT_TYPE, "control.pause");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ControlPause {
     /// Members the schema does not name (vendor fields, AEP-0002 §5.4), kept so the payload round-trips.
@@ -2117,6 +2534,15 @@ impl PayloadType for ControlPause {
 /// Payload of `control.resume` (AEP-0002 §5.4): request resume (experimental profile).
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/control.resume.schema.json`.
+///
+/// ```
+/// use aep_core::payload::{ControlResume, PayloadType};
+/// let data = serde_json::json!({});
+/// let payload: ControlResume = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ControlResume::EVENT_TYPE, "control.resume");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ControlResume {
     /// Members the schema does not name (vendor fields, AEP-0002 §5.4), kept so the payload round-trips.
@@ -2132,6 +2558,15 @@ impl PayloadType for ControlResume {
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/control.accepted.schema.json`.
 ///
+/// ```
+/// use aep_core::payload::{ControlAccepted, PayloadType};
+/// let data = serde_json::json!({});
+/// let payload: ControlAccepted = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ControlAccepted::EVENT_TYPE, "control.accepted");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+///
 /// cause = command id (AEP-0004 §3)
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct ControlAccepted {
@@ -2144,10 +2579,12 @@ impl PayloadType for ControlAccepted {
     const EVENT_TYPE: &'static str = "control.accepted";
 }
 
-/// `reason`: capture `metadata`, required.
+/// The `reason` member of the `control.rejected` payload (capture `metadata`).
 ///
-/// A closed set: a value outside it does not decode.
+/// A closed set in AEP 0.1: a value outside it does not decode. Later protocol
+/// versions may add values, hence `#[non_exhaustive]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[non_exhaustive]
 pub enum ControlRejectedReason {
     /// `unsupported`
     #[serde(rename = "unsupported")]
@@ -2183,6 +2620,15 @@ impl ControlRejectedReason {
 ///
 /// AEP-0002 §4 status `optional`. Schema: `schemas/types/control.rejected.schema.json`.
 ///
+/// ```
+/// use aep_core::payload::{ControlRejected, PayloadType};
+/// let data = serde_json::json!({"reason":"unsupported"});
+/// let payload: ControlRejected = serde_json::from_value(data.clone())?;
+/// assert_eq!(serde_json::to_value(&payload)?, data);
+/// assert_eq!(ControlRejected::EVENT_TYPE, "control.rejected");
+/// # Ok::<(), serde_json::Error>(())
+/// ```
+///
 /// cause = command id (AEP-0004 §3)
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ControlRejected {
@@ -2215,6 +2661,7 @@ impl PayloadType for ControlRejected {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 #[allow(clippy::large_enum_variant)]
+#[non_exhaustive]
 pub enum Payload {
     /// `session.started`.
     SessionStarted(SessionStarted),

@@ -93,7 +93,7 @@ fn downleveling_is_idempotent_on_the_corpus() {
 }
 
 mod property {
-    use aep_core::capture::{downlevel, downlevel_in_place};
+    use aep_core::capture::{downlevel, downlevel_in_place, downlevel_redacting};
     use aep_core::{Capture, Event};
     use proptest::prelude::*;
     use serde_json::{Map, Value};
@@ -219,6 +219,17 @@ mod property {
         }
 
         #[test]
+        fn a_redacting_hop_lands_on_the_ceiling_and_never_raises(e in event(), ceiling in capture()) {
+            let mut out = e.clone();
+            let level = downlevel_redacting(&mut out, ceiling, |v: &mut Value| *v = Value::from("[R]"));
+            prop_assert_eq!(level, e.capture().min(ceiling));
+            prop_assert_eq!(out.capture(), level);
+            if level < Capture::Redacted {
+                prop_assert_eq!(out, downlevel(&e, ceiling), "below redacted it is mechanical");
+            }
+        }
+
+        #[test]
         fn content_fields_never_survive_metadata(answer in json(), ceiling in prop::sample::select(vec![Capture::None, Capture::Metadata, Capture::Redacted])) {
             // A full tool.completed with content planted in every content-gated slot.
             let data = serde_json::json!({
@@ -233,6 +244,26 @@ mod property {
             let out = downlevel(&e, ceiling);
             prop_assert!(out.capture() <= Capture::Metadata);
             prop_assert!(!out.data().as_ref().is_some_and(has_redacted_or_full_field));
+        }
+    }
+}
+
+/// What a hop writes still decodes into the payload type of its event: down-leveling
+/// never removes a required member (required members are all `metadata`-gated).
+#[test]
+fn downleveled_golden_events_keep_their_payload_shape() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/conformance/golden/golden.jsonl");
+    let text = std::fs::read_to_string(path).expect("golden corpus");
+    for (i, line) in text.lines().enumerate() {
+        let mut event: Event = line.parse().expect("golden event");
+        event.set_capture(Some(Capture::Full));
+        for ceiling in [Capture::Metadata, Capture::Redacted] {
+            let out = downlevel(&event, ceiling);
+            assert_eq!(out.capture(), Capture::Metadata, "golden line {i}");
+            if let Err(e) = aep_core::payload::Payload::from_event(&out) {
+                panic!("golden line {i} down-leveled to {ceiling} no longer decodes: {e}");
+            }
         }
     }
 }

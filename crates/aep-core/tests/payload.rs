@@ -111,3 +111,45 @@ fn reserved_types_keep_free_form_json() {
     assert_eq!(m.0, serde_json::json!({"text": "hello", "parts": [1]}));
     assert_eq!(serde_json::to_string(&p).expect("encodes"), raw.get());
 }
+
+mod property {
+    use aep_core::payload::Payload;
+    use proptest::prelude::*;
+    use serde_json::Value;
+
+    fn json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            // serde_json's default float parsing is not exact at extreme exponents, which
+            // is serde_json's business, not the payload types'.
+            (-1.0e6f64..1.0e6).prop_map(Value::from),
+            "[a-z]{0,6}".prop_map(Value::from),
+        ];
+        leaf.prop_recursive(4, 48, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                prop::collection::btree_map("[a-z_]{1,8}|tool|name|answer|kind", inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn decoding_never_panics_and_what_decodes_round_trips(
+            ty in prop::sample::select(aep_core::types::REGISTRY.iter().map(|t| t.name).collect::<Vec<_>>()),
+            data in json(),
+        ) {
+            let raw = serde_json::value::to_raw_value(&data).expect("raw");
+            if let Ok(p) = Payload::from_raw(ty, Some(&raw)) {
+                prop_assert_eq!(p.event_type(), Some(ty));
+                let back = serde_json::to_value(&p).expect("encodes");
+                // Decoding may only drop explicit nulls of optional members.
+                let again = Payload::from_raw(ty, Some(&serde_json::value::to_raw_value(&back).expect("raw")));
+                prop_assert_eq!(again.ok(), Some(p));
+            }
+        }
+    }
+}

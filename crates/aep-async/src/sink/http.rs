@@ -129,7 +129,10 @@ impl HttpSinkBuilder {
                 .build()
                 .map_err(|e| TransportError::network("building the HTTP client", e))?,
         };
-        let outbox = Arc::new(Outbox::new(self.queue_capacity, self.report.clone()));
+        let outbox = Arc::new(
+            Outbox::new(self.queue_capacity, self.report.clone())
+                .wake_at(self.max_batch, self.max_batch_bytes),
+        );
         let endpoint = format!("{}/events", self.base.trim_end_matches('/'));
         let worker = Worker {
             outbox: outbox.clone(),

@@ -42,6 +42,8 @@ pub(crate) struct Outbox {
     wake: Notify,
     settled: watch::Sender<u64>,
     pub(crate) report: ReportHandler,
+    wake_events: usize,
+    wake_bytes: usize,
 }
 
 impl fmt::Debug for Outbox {
@@ -61,7 +63,17 @@ impl Outbox {
             wake: Notify::new(),
             settled: watch::channel(0).0,
             report,
+            wake_events: 1,
+            wake_bytes: usize::MAX,
         }
+    }
+
+    /// Wake the delivery task only when the queue becomes non-empty or reaches a full
+    /// batch, not on every event: a task woken per event spends its CPU on wake-ups.
+    pub(crate) fn wake_at(mut self, events: usize, bytes: usize) -> Self {
+        self.wake_events = events.max(1);
+        self.wake_bytes = bytes.max(1);
+        self
     }
 
     fn lock(&self) -> MutexGuard<'_, OutboxState> {
@@ -80,6 +92,7 @@ impl Outbox {
             json,
         };
         let mut dropped = None;
+        let wake;
         {
             let mut st = self.lock();
             if st.closed {
@@ -112,14 +125,18 @@ impl Outbox {
             st.live += 1;
             st.bytes += line.json.len() + 1;
             st.items.push_back(Some(line));
+            wake = st.live == 1 || st.live >= self.wake_events || st.bytes >= self.wake_bytes;
         }
         self.settle_report(dropped);
-        self.wake.notify_one();
+        if wake {
+            self.wake.notify_one();
+        }
         Ok(())
     }
 
     fn settle_report(&self, dropped: Option<(Severity, u64)>) {
         if let Some((severity, total)) = dropped {
+            tracing::debug!(%severity, total, "outbox full: dropped an event (AEP-0003 §8.4)");
             (self.report)(DeliveryReport::Dropped { severity, total });
             self.settled.send_modify(|n| *n += 1);
         }

@@ -21,6 +21,7 @@ use std::time::Duration;
 
 use aep_core::dedupe::Dedupe;
 use aep_core::resume::{Position, Positions, ResumePosition};
+use aep_core::subscription::{Residual, SubscriptionFilter};
 use aep_core::{Capture, Event};
 use futures::Stream;
 use serde_json::Value;
@@ -168,6 +169,7 @@ pub struct SubscribeOptions {
     pub(crate) buffer: usize,
     pub(crate) transport: Transport,
     pub(crate) on_notice: Option<NoticeHandler>,
+    pub(crate) residual: Option<Residual>,
 }
 
 impl fmt::Debug for SubscribeOptions {
@@ -205,6 +207,7 @@ impl Default for SubscribeOptions {
             buffer: 256,
             transport: Transport::Sse,
             on_notice: None,
+            residual: None,
         }
     }
 }
@@ -217,6 +220,26 @@ impl SubscribeOptions {
     /// An attr-match filter (AEP-0003 §6), sent to the endpoint as is.
     pub fn filter(mut self, filter: Value) -> Self {
         self.filter = filter;
+        self
+    }
+    /// The seed's subscription filter (type patterns with `*` anywhere, `topic`,
+    /// `target`, ...): lowered to an attr-match wire filter any AEP-0003 relay serves,
+    /// plus a residual predicate applied here to what the relay delivers. Replaces
+    /// [`SubscribeOptions::filter`].
+    ///
+    /// ```
+    /// use aep_async::SubscribeOptions;
+    /// use aep_core::subscription::SubscriptionFilter;
+    ///
+    /// let f = SubscriptionFilter::new().with_types(["tool.*.progress"])?;
+    /// let opts = SubscribeOptions::new().subscription_filter(&f);
+    /// # let _ = opts;
+    /// # Ok::<(), aep_core::subscription::SubscriptionError>(())
+    /// ```
+    pub fn subscription_filter(mut self, filter: &SubscriptionFilter) -> Self {
+        let lowered = filter.lower();
+        self.filter = lowered.wire().to_value();
+        self.residual = (!lowered.residual().is_trivial()).then(|| lowered.residual().clone());
         self
     }
     /// The capture ceiling (AEP-0003 §6.4): the endpoint down-levels before delivery.
@@ -275,6 +298,10 @@ impl SubscribeOptions {
     }
     /// Bound on connection establishment (request start to response headers, or the
     /// WS handshake and `hello`). Expiry is a `Network` error and is retried.
+    ///
+    /// Keep it above the endpoint's heartbeat interval: a relay may hold back the SSE
+    /// response headers until its first write (the reference relay does, with a 25 s
+    /// `: ping`), so a shorter bound turns an idle stream into reconnects.
     pub fn connect_timeout(mut self, d: Duration) -> Self {
         self.connect_timeout = d;
         self
@@ -307,6 +334,7 @@ pub(crate) struct Shared {
     state: Mutex<SubState>,
     pub(crate) cancel: CancellationToken,
     notice: Option<NoticeHandler>,
+    residual: Option<Residual>,
 }
 
 impl fmt::Debug for Shared {
@@ -330,6 +358,7 @@ impl Shared {
             }),
             cancel: CancellationToken::new(),
             notice: opts.on_notice.clone(),
+            residual: opts.residual.clone(),
         }
     }
 
@@ -338,14 +367,16 @@ impl Shared {
     }
 
     /// Dedupe (AEP-0001 §7.4) and position tracking at the moment an event reaches
-    /// the caller.
+    /// the caller. An event the residual filter refuses still advances its session's
+    /// position: it was delivered and deliberately skipped.
     fn admit(&self, event: &Event) -> bool {
         let mut st = self.lock();
         if !st.dedupe.insert_event(event) {
             return false;
         }
         st.positions.observe(event);
-        true
+        drop(st);
+        self.residual.as_ref().is_none_or(|r| r.matches(event))
     }
 
     /// Positions, least recently advanced first (the newest ride a request first).

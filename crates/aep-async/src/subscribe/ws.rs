@@ -20,8 +20,8 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tracing::Instrument;
 
 use super::{unavailable, Backoff, From, Notice, Shared, SubscribeOptions, Subscription};
-use crate::core_adapter::filter;
 use crate::error::TransportError;
+use aep_core::Filter;
 
 pub(crate) type WsStream = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
@@ -254,6 +254,7 @@ impl WsConnection {
         let (mut sub, shared, tx) = Subscription::new(&options);
         let entry = SubEntry {
             id: id.clone(),
+            route: Filter::from_value(&options.filter).ok(),
             pending_all: options.from == From::All,
             options,
             shared,
@@ -280,6 +281,9 @@ enum Command {
 
 struct SubEntry {
     id: String,
+    // The filter parsed for routing; `None` when it does not parse, which the endpoint
+    // refuses too (`invalid-filter`), so nothing is routed to it meanwhile.
+    route: Option<Filter>,
     options: SubscribeOptions,
     shared: Arc<Shared>,
     tx: mpsc::Sender<Vec<Event>>,
@@ -559,7 +563,7 @@ impl ConnTask {
         let matching: Vec<&String> = self
             .subs
             .iter()
-            .filter(|(_, s)| filter::matches(&s.options.filter, &event))
+            .filter(|(_, s)| s.route.as_ref().is_some_and(|f| f.matches(&event)))
             .map(|(id, _)| id)
             .collect();
         if let Some((last, rest)) = matching.split_last() {

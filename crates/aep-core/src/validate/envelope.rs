@@ -29,11 +29,56 @@ pub(super) trait Envelope {
     fn each_extension(&self, f: &mut dyn FnMut(&str, Cow<'_, Value>));
 }
 
-pub(super) struct JsonEnvelope<'a>(pub(super) &'a Map<String, Value>);
+/// A JSON object seen as an envelope: the core attributes found in one pass over the
+/// members, so no rule pays for a hash lookup.
+pub(super) struct JsonEnvelope<'a> {
+    members: &'a Map<String, Value>,
+    core: [Option<&'a Value>; 17],
+}
+
+impl<'a> JsonEnvelope<'a> {
+    pub(super) fn new(members: &'a Map<String, Value>) -> JsonEnvelope<'a> {
+        let mut core = [None; 17];
+        for (name, value) in members {
+            if let Some(cell) = core_slot(name).and_then(|i| core.get_mut(i)) {
+                *cell = Some(value);
+            }
+        }
+        JsonEnvelope { members, core }
+    }
+
+    fn core(&self, name: &str) -> Option<&'a Value> {
+        core_slot(name).and_then(|i| self.core.get(i).copied().flatten())
+    }
+}
+
+/// The index of a core attribute in [`crate::event::CORE_ATTRIBUTES`].
+fn core_slot(name: &str) -> Option<usize> {
+    Some(match name {
+        "aep" => 0,
+        "id" => 1,
+        "type" => 2,
+        "subject" => 3,
+        "time" => 4,
+        "source" => 5,
+        "agent" => 6,
+        "session" => 7,
+        "run" => 8,
+        "step" => 9,
+        "seq" => 10,
+        "epoch" => 11,
+        "cause" => 12,
+        "traceparent" => 13,
+        "severity" => 14,
+        "capture" => 15,
+        "data" => 16,
+        _ => return None,
+    })
+}
 
 impl Envelope for JsonEnvelope<'_> {
     fn attr(&self, name: &str) -> Seen<'_> {
-        match self.0.get(name) {
+        match self.core(name) {
             None => Seen::Absent,
             Some(Value::String(s)) => Seen::Str(s),
             Some(Value::Number(n)) if n.is_u64() => Seen::Count,
@@ -42,12 +87,12 @@ impl Envelope for JsonEnvelope<'_> {
     }
 
     fn data(&self) -> Option<Cow<'_, Value>> {
-        self.0.get("data").map(Cow::Borrowed)
+        self.core("data").map(Cow::Borrowed)
     }
 
     fn each_extension(&self, f: &mut dyn FnMut(&str, Cow<'_, Value>)) {
-        for (name, value) in self.0 {
-            if !crate::event::CORE_ATTRIBUTES.contains(&name.as_str()) {
+        for (name, value) in self.members {
+            if core_slot(name).is_none() {
                 f(name, Cow::Borrowed(value));
             }
         }
@@ -326,5 +371,18 @@ fn scoping<E: Envelope + ?Sized>(e: &E, t: EventType<'_>, out: &mut Vec<Issue>) 
                 "AEP-0001 §5.2",
             ));
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn core_slots_follow_the_core_attribute_table() {
+        for (i, name) in crate::event::CORE_ATTRIBUTES.iter().enumerate() {
+            assert_eq!(core_slot(name), Some(i));
+        }
+        assert_eq!(core_slot("acmeregion"), None);
     }
 }

@@ -270,6 +270,21 @@ impl Issue {
     pub fn section(&self) -> &'static str {
         self.section
     }
+
+    /// Whether a citation, as the fixture corpus writes them (`AEP-0001 §5.1 #2 /
+    /// §7.4`), names this issue's section: the same document and section number.
+    ///
+    /// ```
+    /// use aep_core::validate::{validate_value, Rule};
+    /// let issues = validate_value(&serde_json::json!({"aep": "0.2"}));
+    /// assert_eq!(issues[0].rule(), Rule::Version);
+    /// assert!(issues[0].is_cited_by("AEP-0001 §5.1 #1 (0.1 schema)"));
+    /// assert!(!issues[0].is_cited_by("AEP-0002 §5.1"));
+    /// ```
+    pub fn is_cited_by(&self, citation: &str) -> bool {
+        let (doc, number) = self.section.split_once(' ').unwrap_or((self.section, ""));
+        citation.contains(doc) && citation.contains(number)
+    }
 }
 
 impl fmt::Display for Issue {
@@ -304,7 +319,7 @@ impl fmt::Display for Issue {
 /// ```
 pub fn validate_value(value: &Value) -> Vec<Issue> {
     match value {
-        Value::Object(map) => envelope::validate(&envelope::JsonEnvelope(map)),
+        Value::Object(map) => envelope::validate(&envelope::JsonEnvelope::new(map)),
         _ => vec![Issue::new(
             Rule::NotAnObject,
             None,

@@ -361,13 +361,13 @@ impl Schema {
     }
 
     /// Appends an issue for every assertion `v` fails; `path` names `v` (`data.cost`).
-    fn check(&self, v: &Value, path: &str, out: &mut Vec<Issue>) {
+    fn check(&self, v: &Value, path: &Loc<'_>, out: &mut Vec<Issue>) {
         let before = out.len();
         if !self.types.is_empty() && !self.types.iter().any(|t| t.admits(v)) {
             let want: Vec<&str> = self.types.iter().map(|t| t.name()).collect();
             out.push(Issue::new(
                 Rule::PayloadType,
-                Some(path.to_owned()),
+                Some(path.to_string()),
                 format!("{path} must be of type {}", want.join(" or ")),
                 SECTION,
             ));
@@ -379,7 +379,7 @@ impl Schema {
                 let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
                 out.push(Issue::new(
                     Rule::PayloadEnum,
-                    Some(path.to_owned()),
+                    Some(path.to_string()),
                     format!("{path} is {v}, not one of {}", list.join(", ")),
                     SECTION,
                 ));
@@ -389,7 +389,7 @@ impl Schema {
             if !json_eq(c, v) {
                 out.push(Issue::new(
                     Rule::PayloadConst,
-                    Some(path.to_owned()),
+                    Some(path.to_string()),
                     format!("{path} must be {c}"),
                     SECTION,
                 ));
@@ -406,7 +406,7 @@ impl Schema {
                 };
                 out.push(Issue::new(
                     Rule::PayloadRange,
-                    Some(path.to_owned()),
+                    Some(path.to_string()),
                     format!("{path} is {v}, must be {bound}"),
                     SECTION,
                 ));
@@ -416,7 +416,7 @@ impl Schema {
             if !format::is_date_time(s) {
                 out.push(Issue::new(
                     Rule::PayloadFormat,
-                    Some(path.to_owned()),
+                    Some(path.to_string()),
                     format!("{path} `{s}` is not an RFC 3339 date-time"),
                     SECTION,
                 ));
@@ -427,7 +427,7 @@ impl Schema {
         }
         if let (Some(items), Value::Array(elements)) = (&self.items, v) {
             for (i, element) in elements.iter().enumerate() {
-                items.check(element, &format!("{path}[{i}]"), out);
+                items.check(element, &Loc::Index(path, i), out);
             }
         }
         if let Some(cond) = &self.conditional {
@@ -445,9 +445,11 @@ impl Schema {
         debug_assert!(out[before..].iter().all(|i| i.rule().is_payload()));
     }
 
-    fn check_object(&self, map: &Map<String, Value>, path: &str, out: &mut Vec<Issue>) {
+    fn check_object(&self, map: &Map<String, Value>, path: &Loc<'_>, out: &mut Vec<Issue>) {
+        // Linear scans: payloads and schemas have a handful of members, and comparing
+        // short names beats hashing them.
         for name in &self.required {
-            if !map.contains_key(name) {
+            if !map.keys().any(|k| k == name) {
                 out.push(Issue::new(
                     Rule::PayloadRequired,
                     Some(format!("{path}.{name}")),
@@ -456,10 +458,31 @@ impl Schema {
                 ));
             }
         }
-        for (name, sub) in &self.properties {
-            if let Some(member) = map.get(name) {
-                sub.check(member, &format!("{path}.{name}"), out);
+        if self.properties.is_empty() {
+            return;
+        }
+        for (name, member) in map {
+            if let Some((_, sub)) = self.properties.iter().find(|(p, _)| p == name) {
+                sub.check(member, &Loc::Member(path, name), out);
             }
+        }
+    }
+}
+
+/// Where a payload value sits (`data.fields[0].choices`), rendered only when an issue
+/// names it, so a valid payload costs no path strings.
+enum Loc<'a> {
+    Data,
+    Member(&'a Loc<'a>, &'a str),
+    Index(&'a Loc<'a>, usize),
+}
+
+impl std::fmt::Display for Loc<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Loc::Data => f.write_str("data"),
+            Loc::Member(parent, name) => write!(f, "{parent}.{name}"),
+            Loc::Index(parent, i) => write!(f, "{parent}[{i}]"),
         }
     }
 }
@@ -535,7 +558,7 @@ pub(super) fn compiled(event_type: &str) -> Option<&'static Result<Schema, Unsup
 /// Checks `data` against the schema of `event_type`, appending issues to `out`.
 pub(super) fn check(event_type: &str, data: &Value, out: &mut Vec<Issue>) {
     if let Some(Ok(schema)) = compiled(event_type) {
-        schema.check(data, "data", out);
+        schema.check(data, &Loc::Data, out);
     }
 }
 
@@ -608,7 +631,7 @@ mod tests {
         .unwrap();
         let rules = |v: Value| {
             let mut out = Vec::new();
-            schema.check(&v, "data", &mut out);
+            schema.check(&v, &Loc::Data, &mut out);
             out.into_iter()
                 .map(|i| (i.rule(), i.attr().unwrap_or_default().to_owned()))
                 .collect::<Vec<_>>()

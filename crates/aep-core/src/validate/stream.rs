@@ -1,19 +1,20 @@
 //! The cross-event rules: what only a sequence of events can break.
+//!
+//! The rules a state projection surfaces (dedupe, ordering, terminal exclusivity,
+//! pending attention) are the projection's own: [`StateProjection`] folds the events and
+//! its violations become issues here. This module adds what projection does not track:
+//! ack decisions per command and the AEP-0006 form `values` rule.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 use super::{validate_event, Issue, Rule};
 use crate::event::Event;
 use crate::level::Capture;
+use crate::projection::{StateProjection, Violation};
 use crate::types::EventType;
-
-/// A digest of an event's content, independent of attribute order and whitespace, so a
-/// redelivered event is told from a different event under the same `(source, id)`.
-type Fingerprint = [u8; 16];
 
 /// Incremental validation of the cross-event rules over events in arrival order.
 ///
@@ -25,18 +26,17 @@ type Fingerprint = [u8; 16];
 ///   AEP-0001 §7.2); at most one terminal per run and one `session.ended`
 ///   ([`Rule::RunTerminalExclusivity`], [`Rule::SessionTerminalExclusivity`], AEP-0002 §2
 ///   convention 5); no attention request left open at `session.ended`
-///   ([`Rule::EndedWithPendingAttention`], AEP-0002 §7.2).
+///   ([`Rule::EndedWithPendingAttention`], AEP-0002 §7.2). These are the violations of
+///   [`StateProjection`], which this validator drives.
 /// - One ack decision per command (AEP-0004 §3), keyed `(ack source, cause)`
 ///   ([`Rule::AckExclusivity`]); with [`StreamValidator::require_acks`], every command
 ///   must be acked by [`StreamValidator::finish`] ([`Rule::CommandUnacked`]).
 /// - An `attention.answered` for a `kind: "form"` request keeps the `values` rules of
 ///   AEP-0006 ([`Rule::FormValues`]).
 ///
-/// Commands and `agent.*` events never enter session state: a command carries the
-/// sender's `source` and no `seq`. Single-event rules are not re-run here; see
-/// [`validate_stream`] for both. Memory grows with the distinct `(source, id)` pairs,
-/// sessions and commands seen: this is a validator for streams and corpora, not a
-/// long-running dedupe set.
+/// Single-event rules are not re-run here; see [`validate_stream`] for both. Memory
+/// grows with the distinct `(source, id)` pairs, sessions and commands seen: this is a
+/// validator for streams and corpora, not a long-running dedupe set.
 ///
 /// ```
 /// use aep_core::{Event, validate::{StreamValidator, Rule}};
@@ -53,40 +53,35 @@ type Fingerprint = [u8; 16];
 #[derive(Default)]
 pub struct StreamValidator {
     require_acks: bool,
-    seen: HashMap<(String, String), Fingerprint>,
-    sessions: HashMap<(String, String), SessionState>,
-    /// `(ack source, cause)` -> the first ack's fingerprint.
-    acks: HashMap<(String, String), Fingerprint>,
+    projection: StateProjection,
+    /// `(ack source, cause)` -> the id of the first ack.
+    acks: HashMap<(String, String), String>,
     /// `(session, command id)` of every ack's cause.
     acked: HashSet<(String, String)>,
-    /// `(session, command id)` of every command, in arrival order.
+    /// `(session, command id)` of every command, in arrival order, once each.
     commands: Vec<(String, String)>,
+    command_set: HashSet<(String, String)>,
+    /// Open `kind: "form"` requests by `(source, session, request id)`.
+    forms: HashMap<(String, String, String), Form>,
 }
 
-#[derive(Default)]
-struct SessionState {
-    /// The last `(epoch, seq)` folded.
-    position: Option<(u64, u64)>,
-    ended: bool,
-    /// Open attention requests, in request order.
-    pending: Vec<String>,
-    terminated_runs: HashSet<String>,
-    /// `data.fields` of open `kind: "form"` requests, by request id.
-    forms: HashMap<String, Value>,
+struct Form {
+    /// The request's `data.fields`.
+    fields: Value,
+    /// The `attention.answered` ids already judged, so a redelivery is judged once.
+    judged: HashSet<String>,
 }
 
 impl fmt::Debug for StreamValidator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("StreamValidator")
             .field("require_acks", &self.require_acks)
-            .field("events", &self.seen.len())
-            .field("sessions", &self.sessions.len())
+            .field("projection", &self.projection)
             .field("commands", &self.commands.len())
+            .field("open_forms", &self.forms.len())
             .finish()
     }
 }
-
-const RUN_TERMINALS: [&str; 3] = ["run.finished", "run.failed", "run.cancelled"];
 
 impl StreamValidator {
     /// A validator with nothing seen, not requiring acks.
@@ -114,78 +109,98 @@ impl StreamValidator {
 
     /// Folds one event, returning the issues it raises against what came before.
     pub fn push(&mut self, event: &Event) -> Vec<Issue> {
-        let mut out = Vec::new();
-        let fp = fingerprint(event);
-        let key = (event.source().to_owned(), event.id().to_owned());
-        match self.seen.get(&key) {
-            Some(prior) if *prior == fp => return out,
-            Some(_) => {
-                out.push(Issue::new(
-                    Rule::IdCollision,
-                    Some("id".to_owned()),
-                    format!(
-                        "({}, {}) names two different events; ids are unique per source",
-                        event.source(),
-                        event.id()
-                    ),
-                    "AEP-0001 §7.4",
-                ));
-                return out;
-            }
-            None => {
-                self.seen.insert(key, fp);
-            }
+        let before = self.projection.violations().len();
+        self.projection.apply(event);
+        let mut out: Vec<Issue> = self
+            .projection
+            .violations()
+            .get(before..)
+            .unwrap_or_default()
+            .iter()
+            .map(issue_of)
+            .collect();
+        if out.iter().any(|i| i.rule() == Rule::IdCollision) {
+            // The projection dropped the collider; so does everything else here.
+            return out;
         }
 
-        let parsed = EventType::parse(event.event_type()).ok();
-        let session = event.session();
-        if let Some(t) = parsed {
-            if t.is_command() {
-                if let Some(session) = session {
-                    self.commands
-                        .push((session.to_owned(), event.id().to_owned()));
-                }
-                return out;
-            }
-            if t.is_ack() {
-                self.ack(event, fp, &mut out);
-            }
-            if t.is_agent_scoped() {
-                return out;
-            }
-        }
-        let Some(session) = session else {
+        let Some(t) = EventType::parse(event.event_type()).ok() else {
             return out;
         };
-        let state = self
-            .sessions
-            .entry((event.source().to_owned(), session.to_owned()))
-            .or_default();
-        state.fold(event, &mut out);
+        let (source, id) = (event.source(), event.id());
+        if t.is_command() {
+            if let Some(session) = event.session() {
+                let key = (session.to_owned(), id.to_owned());
+                if self.command_set.insert(key.clone()) {
+                    self.commands.push(key);
+                }
+            }
+            return out;
+        }
+        if t.is_ack() {
+            self.ack(event, &mut out);
+        }
+        let Some(session) = event.session() else {
+            return out;
+        };
+        let form_key = |request: &str| (source.to_owned(), session.to_owned(), request.to_owned());
+        match t.as_str() {
+            "attention.requested" => {
+                if let Some(Value::Object(mut data)) = event.data() {
+                    if data.get("kind").and_then(Value::as_str) == Some("form") {
+                        let fields = data.remove("fields").unwrap_or(Value::Null);
+                        let form = Form {
+                            fields,
+                            judged: HashSet::new(),
+                        };
+                        self.forms.entry(form_key(id)).or_insert(form);
+                    }
+                }
+            }
+            "attention.resolved" | "attention.timeout" => {
+                if let Some(subject) = event.subject() {
+                    self.forms.remove(&form_key(subject));
+                }
+            }
+            "attention.answered" => {
+                let form = event
+                    .subject()
+                    .and_then(|s| self.forms.get_mut(&form_key(s)));
+                if let (Some(form), Some(data)) = (form, event.data()) {
+                    let values = data.get("answer").and_then(|a| a.get("values"));
+                    if let (Some(values), true) = (values, form.judged.insert(id.to_owned())) {
+                        form_values(id, &form.fields, values, event.capture(), &mut out);
+                    }
+                }
+            }
+            _ => {}
+        }
         out
     }
 
-    fn ack(&mut self, event: &Event, fp: Fingerprint, out: &mut Vec<Issue>) {
+    fn ack(&mut self, event: &Event, out: &mut Vec<Issue>) {
         let Some(cause) = event.cause() else {
             return;
         };
         if let Some(session) = event.session() {
             self.acked.insert((session.to_owned(), cause.to_owned()));
         }
+        // A second ack under the first's id is a redelivery (or a collision the
+        // projection already reported); under another id it is a second decision.
         let key = (event.source().to_owned(), cause.to_owned());
         match self.acks.get(&key) {
-            Some(prior) if *prior != fp => out.push(Issue::new(
+            Some(first) if first != event.id() => out.push(Issue::new(
                 Rule::AckExclusivity,
                 Some("cause".to_owned()),
                 format!(
-                    "{} is a second ack decision for command {cause}; a retried command is re-acked with the recorded ack, never re-decided",
+                    "{} is a second ack decision for command {cause} (first: {first}); a retried command is re-acked with the recorded ack, never re-decided",
                     event.id()
                 ),
                 "AEP-0004 §3",
             )),
             Some(_) => {}
             None => {
-                self.acks.insert(key, fp);
+                self.acks.insert(key, event.id().to_owned());
             }
         }
     }
@@ -211,98 +226,64 @@ impl StreamValidator {
     }
 }
 
-impl SessionState {
-    fn fold(&mut self, event: &Event, out: &mut Vec<Issue>) {
-        let id = event.id();
-        if let Some(seq) = event.seq() {
-            let epoch = event.epoch();
-            if let Some((last_epoch, last_seq)) = self.position {
-                if epoch < last_epoch {
-                    out.push(Issue::new(
-                        Rule::EpochRegression,
-                        Some("epoch".to_owned()),
-                        format!("{id} has epoch {epoch} after epoch {last_epoch}; epochs are never reused"),
-                        "AEP-0001 §7.2",
-                    ));
-                } else if epoch == last_epoch && seq <= last_seq {
-                    out.push(Issue::new(
-                        Rule::SeqRegression,
-                        Some("seq".to_owned()),
-                        format!("{id} has seq {seq} after seq {last_seq} in epoch {epoch}; a new epoch is declared, never inferred"),
-                        "AEP-0001 §7.2",
-                    ));
-                }
-            }
-            // The position follows the last event folded, as resume positions do.
-            self.position = Some((epoch, seq));
-        }
-
-        let ty = event.event_type();
-        match ty {
-            "session.ended" => {
-                if self.ended {
-                    out.push(Issue::new(
-                        Rule::SessionTerminalExclusivity,
-                        Some("type".to_owned()),
-                        format!("{id} is a second session.ended for this session"),
-                        "AEP-0002 §2",
-                    ));
-                } else {
-                    self.ended = true;
-                    if !self.pending.is_empty() {
-                        out.push(Issue::new(
-                            Rule::EndedWithPendingAttention,
-                            Some("type".to_owned()),
-                            format!(
-                                "{id} ends the session with attention still pending: {}; close each with attention.resolved or attention.timeout first",
-                                self.pending.join(", ")
-                            ),
-                            "AEP-0002 §7.2",
-                        ));
-                    }
-                }
-            }
-            t if RUN_TERMINALS.contains(&t) => {
-                if let Some(run) = event.run() {
-                    if !self.terminated_runs.insert(run.to_owned()) {
-                        out.push(Issue::new(
-                            Rule::RunTerminalExclusivity,
-                            Some("run".to_owned()),
-                            format!("{id} ({t}) is a second terminal for run {run}"),
-                            "AEP-0002 §2",
-                        ));
-                    }
-                }
-            }
-            "attention.requested" => {
-                self.pending.push(id.to_owned());
-                if let Some(Value::Object(mut data)) = event.data() {
-                    if data.get("kind").and_then(Value::as_str) == Some("form") {
-                        let fields = data.remove("fields").unwrap_or(Value::Null);
-                        self.forms.insert(id.to_owned(), fields);
-                    }
-                }
-            }
-            "attention.resolved" | "attention.timeout" => {
-                // `attention.answered` does not close a request: resolution is the
-                // emitter's own `attention.resolved` (AEP-0002 §7.2).
-                if let Some(subject) = event.subject() {
-                    self.pending.retain(|p| p != subject);
-                    self.forms.remove(subject);
-                }
-            }
-            "attention.answered" => {
-                let fields = event.subject().and_then(|s| self.forms.get(s));
-                if let (Some(fields), Some(data)) = (fields, event.data()) {
-                    let values = data.get("answer").and_then(|a| a.get("values"));
-                    if let Some(values) = values {
-                        form_values(id, fields, values, event.capture(), out);
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
+/// The issue for a projection violation.
+fn issue_of(v: &Violation) -> Issue {
+    let (rule, attr, message, section) = match v {
+        Violation::IdCollision { source, id } => (
+            Rule::IdCollision,
+            "id",
+            format!("({source}, {id}) names two different events; ids are unique per source"),
+            "AEP-0001 §7.4",
+        ),
+        Violation::RunTerminalExclusivity {
+            source,
+            session,
+            run,
+        } => (
+            Rule::RunTerminalExclusivity,
+            "run",
+            format!("a second terminal for run {run} of session {session} from {source}"),
+            "AEP-0002 §2",
+        ),
+        Violation::SessionTerminalExclusivity { source, session } => (
+            Rule::SessionTerminalExclusivity,
+            "type",
+            format!("a second session.ended for session {session} from {source}"),
+            "AEP-0002 §2",
+        ),
+        Violation::EndedWithPendingAttention {
+            source,
+            session,
+            pending,
+        } => (
+            Rule::EndedWithPendingAttention,
+            "type",
+            format!("session {session} from {source} ended with {pending} attention request(s) pending; close each with attention.resolved or attention.timeout first"),
+            "AEP-0002 §7.2",
+        ),
+        Violation::EpochRegression {
+            source,
+            session,
+            id,
+        } => (
+            Rule::EpochRegression,
+            "epoch",
+            format!("{id} moves session {session} from {source} to an earlier epoch; epochs are never reused"),
+            "AEP-0001 §7.2",
+        ),
+        Violation::SeqRegression {
+            source,
+            session,
+            id,
+        } => (
+            Rule::SeqRegression,
+            "seq",
+            format!("{id} does not advance seq in session {session} from {source}; a new epoch is declared, never inferred"),
+            "AEP-0001 §7.2",
+        ),
+    };
+    debug_assert_eq!(rule.as_str(), v.rule());
+    Issue::new(rule, Some(attr.to_owned()), message, section)
 }
 
 /// The AEP-0006 `values` rules (AEP-0002 §5.3): each value has its field's shape, a
@@ -404,81 +385,12 @@ pub fn validate_stream<'a>(
     out
 }
 
-/// SHA-256 over a canonical rendering of the event (object members sorted by name, no
-/// whitespace), truncated to 128 bits. Walks with an explicit stack, so no nesting depth
-/// can overflow the call stack.
-fn fingerprint(event: &Event) -> Fingerprint {
-    let value = event.to_value();
-    let mut hasher = Sha256::new();
-    let mut stack: Vec<Step<'_>> = vec![Step::Value(&value)];
-    while let Some(step) = stack.pop() {
-        match step {
-            Step::Text(t) => hasher.update(t.as_bytes()),
-            Step::Key(k) => {
-                hasher.update(Value::from(k.as_str()).to_string().as_bytes());
-                hasher.update(b":");
-            }
-            Step::Value(v) => match v {
-                Value::Object(map) => {
-                    let mut members: Vec<(&String, &Value)> = map.iter().collect();
-                    members.sort_by(|a, b| a.0.cmp(b.0));
-                    hasher.update(b"{");
-                    stack.push(Step::Text("}"));
-                    for (i, (k, v)) in members.into_iter().enumerate().rev() {
-                        stack.push(Step::Value(v));
-                        stack.push(Step::Key(k));
-                        if i > 0 {
-                            stack.push(Step::Text(","));
-                        }
-                    }
-                }
-                Value::Array(items) => {
-                    hasher.update(b"[");
-                    stack.push(Step::Text("]"));
-                    for (i, v) in items.iter().enumerate().rev() {
-                        stack.push(Step::Value(v));
-                        if i > 0 {
-                            stack.push(Step::Text(","));
-                        }
-                    }
-                }
-                scalar => hasher.update(scalar.to_string().as_bytes()),
-            },
-        }
-    }
-    let digest = hasher.finalize();
-    let mut out = [0u8; 16];
-    out.copy_from_slice(&digest[..16]);
-    out
-}
-
-enum Step<'a> {
-    Value(&'a Value),
-    Key(&'a String),
-    Text(&'static str),
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn ev(json: &str) -> Event {
         json.parse().unwrap()
-    }
-
-    #[test]
-    fn fingerprint_ignores_member_order_only() {
-        let a = ev(
-            r#"{"aep":"0.1","id":"1","type":"run.started","time":"t","source":"s","agent":"a","data":{"x":1,"y":[1,{"b":2,"a":1}]}}"#,
-        );
-        let b = ev(
-            r#"{"aep":"0.1","id":"1","time":"t","type":"run.started","source":"s","agent":"a","data":{"y":[1,{"a":1,"b":2}],"x":1}}"#,
-        );
-        let c = ev(
-            r#"{"aep":"0.1","id":"1","type":"run.started","time":"t","source":"s","agent":"a","data":{"x":1,"y":[{"a":1,"b":2},1]}}"#,
-        );
-        assert_eq!(fingerprint(&a), fingerprint(&b));
-        assert_ne!(fingerprint(&a), fingerprint(&c));
     }
 
     #[test]
@@ -532,6 +444,68 @@ mod tests {
         );
         assert!(v.push(&res).is_empty());
         assert!(v.push(&end(3)).is_empty());
+    }
+
+    #[test]
+    fn redelivered_acks_and_answers_are_judged_once() {
+        let cmd = ev(
+            r#"{"aep":"0.1","id":"c","type":"control.pause","time":"t","source":"aep://mc","agent":"mc","session":"s"}"#,
+        );
+        let ack = ev(
+            r#"{"aep":"0.1","id":"k","type":"control.accepted","time":"t","source":"aep://a","agent":"a","session":"s","seq":0,"cause":"c"}"#,
+        );
+        let req = ev(
+            r#"{"aep":"0.1","id":"q","type":"attention.requested","time":"t","source":"aep://a","agent":"a","session":"s","seq":1,"capture":"redacted","data":{"kind":"form","prompt":"p","fields":[{"id":"1","type":"select","label":"L","choices":[{"id":"1","label":"a"}]}]}}"#,
+        );
+        let ans = ev(
+            r#"{"aep":"0.1","id":"n","type":"attention.answered","subject":"q","time":"t","source":"aep://a","agent":"a","session":"s","seq":2,"capture":"redacted","data":{"answer":{"values":{"1":"nope"}}}}"#,
+        );
+        let mut v = StreamValidator::new().require_acks(true);
+        for e in [&cmd, &ack, &cmd, &ack, &req] {
+            assert!(v.push(e).is_empty(), "{e}");
+        }
+        assert_eq!(v.push(&ans)[0].rule(), Rule::FormValues);
+        assert!(v.push(&ans).is_empty());
+        assert!(v.finish().is_empty());
+    }
+
+    #[test]
+    fn every_projection_violation_is_a_rule() {
+        let s = || "x".to_owned();
+        for v in [
+            Violation::IdCollision {
+                source: s(),
+                id: s(),
+            },
+            Violation::RunTerminalExclusivity {
+                source: s(),
+                session: s(),
+                run: s(),
+            },
+            Violation::SessionTerminalExclusivity {
+                source: s(),
+                session: s(),
+            },
+            Violation::EndedWithPendingAttention {
+                source: s(),
+                session: s(),
+                pending: 1,
+            },
+            Violation::EpochRegression {
+                source: s(),
+                session: s(),
+                id: s(),
+            },
+            Violation::SeqRegression {
+                source: s(),
+                session: s(),
+                id: s(),
+            },
+        ] {
+            let issue = issue_of(&v);
+            assert_eq!(issue.rule().as_str(), v.rule());
+            assert!(issue.rule().is_stream());
+        }
     }
 
     #[test]

@@ -1,0 +1,402 @@
+//! Emit and consume throughput, side by side in one run (the machine is noisy):
+//!
+//! - SDK-bound: the HTTP sink against an in-process server that answers 202 at once,
+//!   and an SSE subscription reading a pre-built body from an in-process server (its
+//!   inverse rate is the SDK's per-event cost: SSE parse, envelope parse, dedupe,
+//!   position tracking);
+//! - against the reference relay (when `node` is available): raw NDJSON ingest and raw
+//!   replay (no SDK), then the SDK's HTTP sink, SSE history pass and WS subscription.
+//!
+//! `cargo bench -p aep-async --bench throughput` (env `AEP_BENCH_EVENTS`, default 100000).
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aep_async::{subscribe, EmitOptions, Emitter, HttpSink, SubscribeOptions, Transport};
+use aep_core::Severity;
+use futures::StreamExt;
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::TcpListener;
+
+/// CPU seconds this process has used (user + system), from /proc/self/stat: robust to
+/// the machine's load, unlike wall time.
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 (1-based), 12 and 13 after the `)`; 100 Hz.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+type Responder = Arc<dyn Fn(&str) -> Vec<u8> + Send + Sync>;
+
+fn rate(n: usize, d: Duration) -> f64 {
+    n as f64 / d.as_secs_f64()
+}
+
+fn report(name: &str, n: usize, d: Duration, cpu: f64) {
+    println!(
+        "{name:<48} {:>10.0} events/s  ({n} in {:.3} s; this process {:.2} us CPU/event)",
+        rate(n, d),
+        d.as_secs_f64(),
+        cpu * 1e6 / n as f64
+    );
+}
+
+/// A keep-alive HTTP/1.1 server answering every request with `respond(head)`.
+async fn serve(respond: Responder) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((sock, _)) = listener.accept().await {
+            let respond = respond.clone();
+            tokio::spawn(async move {
+                let (r, mut w) = sock.into_split();
+                let mut r = BufReader::with_capacity(1 << 16, r);
+                loop {
+                    let mut head = String::new();
+                    let mut len = 0usize;
+                    loop {
+                        let mut line = String::new();
+                        if r.read_line(&mut line).await.unwrap_or(0) == 0 {
+                            return;
+                        }
+                        if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                            len = v.trim().parse().unwrap_or(0);
+                        }
+                        head.push_str(&line);
+                        if line == "\r\n" {
+                            break;
+                        }
+                    }
+                    let mut body = vec![0; len];
+                    if r.read_exact(&mut body).await.is_err() {
+                        return;
+                    }
+                    if w.write_all(&respond(&head)).await.is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    url
+}
+
+fn event_line(agent: &str, session: &str, seq: usize) -> String {
+    format!(
+        r#"{{"aep":"0.1","id":"01JBENCH{seq:018}","type":"tool.called","time":"2026-01-01T00:00:00.000Z","source":"aep://bench/agent/{agent}/session/{session}","agent":"{agent}","session":"{session}","seq":{seq},"severity":"notice","capture":"metadata","data":{{"tool":"bash","args":{{"cmd":"ls -la"}}}}}}"#
+    )
+}
+
+async fn emit_sdk(url: &str, n: usize, sessions: usize) -> Duration {
+    let sink = HttpSink::builder(url)
+        .max_batch(10_000)
+        .linger(Duration::from_millis(
+            std::env::var("AEP_BENCH_LINGER_MS")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(5),
+        ))
+        .queue_capacity(n + 1)
+        .build()
+        .unwrap();
+    let emitter = Emitter::new("a", "bench", sink);
+    let ses: Vec<_> = (0..sessions)
+        .map(|i| emitter.session(format!("s{i}")))
+        .collect();
+    let data = json!({"tool": "bash", "args": {"cmd": "ls -la"}});
+    let t = Instant::now();
+    for i in 0..n {
+        // `notice`: the reference relay drops debug/info toward a reader more than
+        // 1 MiB behind (AEP-0003 §8.4), which a replay burst is.
+        let opts = EmitOptions::new().severity(Severity::Notice);
+        ses[i % sessions]
+            .emit_with("tool.called", &data, opts)
+            .unwrap();
+    }
+    emitter.close().await;
+    let d = t.elapsed();
+    assert_eq!(emitter.stats().delivered, n as u64, "{:?}", emitter.stats());
+    d
+}
+
+async fn consume(url: &str, n: usize, transport: Transport) -> Duration {
+    let opts = SubscribeOptions::new()
+        .from_all()
+        .filter(json!({"agent": "a"}))
+        .transport(transport);
+    let opts = if transport == Transport::Sse {
+        opts.history_only()
+    } else {
+        opts
+    };
+    let t = Instant::now();
+    let mut sub = subscribe(url, opts);
+    let mut got = 0;
+    while got < n {
+        match tokio::time::timeout(Duration::from_secs(60), sub.next()).await {
+            Ok(Some(_)) => got += 1,
+            _ => break,
+        }
+    }
+    let d = t.elapsed();
+    assert_eq!(got, n, "{transport:?}");
+    d
+}
+
+#[derive(Debug, Default)]
+struct NullSink(std::sync::Mutex<Vec<u8>>);
+
+impl aep_async::Sink for NullSink {
+    fn accept(&self, event: &aep_core::Event) -> Result<(), aep_async::EmitError> {
+        let mut buf = self.0.lock().unwrap();
+        buf.clear();
+        event.write_json(&mut buf);
+        Ok(())
+    }
+    fn flush(&self) -> aep_async::SinkFuture<'_> {
+        Box::pin(async {})
+    }
+    fn close(&self) -> aep_async::SinkFuture<'_> {
+        Box::pin(async {})
+    }
+}
+
+struct Relay(std::process::Child);
+impl Drop for Relay {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let n: usize = std::env::var("AEP_BENCH_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let sessions = 10;
+
+    // No IO: building envelopes into a sink that only serializes (what HttpSink's
+    // accept does before queueing).
+    {
+        let sink = NullSink::default();
+        let emitter = Emitter::new("a", "bench", sink);
+        let s = emitter.session("s0");
+        let data = json!({"tool": "bash", "args": {"cmd": "ls -la"}});
+        let c = cpu_seconds();
+        let t = Instant::now();
+        for _ in 0..n {
+            s.emit("tool.called", &data).unwrap();
+        }
+        report(
+            "emit: build + serialize, no IO",
+            n,
+            t.elapsed(),
+            cpu_seconds() - c,
+        );
+    }
+    // No IO: what a subscription does per event once the bytes are in: envelope parse,
+    // (source, id) dedupe, position tracking.
+    {
+        let lines: Vec<String> = (0..n)
+            .map(|i| event_line("a", &format!("s{}", i % sessions), i))
+            .collect();
+        let mut dedupe = aep_core::dedupe::Dedupe::new();
+        let mut positions = aep_core::resume::Positions::new();
+        let c = cpu_seconds();
+        let t = Instant::now();
+        let mut admitted = 0;
+        for line in &lines {
+            let ev = aep_core::Event::from_slice(line.as_bytes()).unwrap();
+            if dedupe.insert_event(&ev) {
+                positions.observe(&ev);
+                admitted += 1;
+            }
+        }
+        report(
+            "consume: parse + dedupe + positions, no IO",
+            n,
+            t.elapsed(),
+            cpu_seconds() - c,
+        );
+        assert_eq!(admitted, n);
+    }
+
+    // SDK-bound emit.
+    let accept: Responder =
+        Arc::new(|_| b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_vec());
+    let sink_url = serve(accept).await;
+    let c = cpu_seconds();
+    let d = emit_sdk(&sink_url, n, sessions).await;
+    report(
+        "emit: HttpSink -> in-process 202 server",
+        n,
+        d,
+        cpu_seconds() - c,
+    );
+
+    // SDK-bound consume: a pre-built SSE body.
+    let mut body = String::with_capacity(n * 330);
+    for i in 0..n {
+        let s = format!("s{}", i % sessions);
+        body.push_str(&format!(
+            "event: tool.called\ndata: {}\nid: {s}:0:{i}\n\n",
+            event_line("a", &s, i)
+        ));
+    }
+    body.push_str(": replay-complete\n\n");
+    let body = Arc::new(body);
+    let b = body.clone();
+    let sse: Responder = Arc::new(move |_| {
+        let mut out = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+            b.len()
+        )
+        .into_bytes();
+        out.extend_from_slice(b.as_bytes());
+        out
+    });
+    let sse_url = serve(sse).await;
+    let c = cpu_seconds();
+    let d = consume(&sse_url, n, Transport::Sse).await;
+    report(
+        "consume: SSE subscription <- in-process body",
+        n,
+        d,
+        cpu_seconds() - c,
+    );
+
+    // The reference relay, if node is here.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let script = std::path::Path::new("/work/shared/tools/reference-relay.sh");
+    if !script.exists() {
+        println!("reference relay not available; skipped");
+        return;
+    }
+    let child = Command::new("bash")
+        .arg(script)
+        .arg(port.to_string())
+        .arg("")
+        .arg((n + 10).to_string())
+        .env("AEP_MAX_SESSIONS", "1000")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _relay = Relay(child);
+    let url = format!("http://127.0.0.1:{port}");
+    // One replay pass of the reference relay holds at most 8 MiB in flight before it
+    // disconnects the reader (its backpressure rule), about 25 000 of these events.
+    let n: usize = std::env::var("AEP_BENCH_RELAY_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    for _ in 0..400 {
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let client = reqwest::Client::new();
+
+    // Raw ingest anchor: pre-built 10 000-line NDJSON POSTs, other sessions.
+    let mut raw_n = 0;
+    let c = cpu_seconds();
+    let t = Instant::now();
+    for chunk in 0..(n / 10_000).max(1) {
+        let mut nd = String::new();
+        for i in 0..10_000 {
+            nd.push_str(&event_line("raw", &format!("raw{chunk}"), i));
+            nd.push('\n');
+        }
+        let res = client
+            .post(format!("{url}/events"))
+            .header("AEP-Version", "0.1")
+            .header("content-type", "application/x-ndjson")
+            .body(nd)
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_success(), "{}", res.status());
+        raw_n += 10_000;
+    }
+    report(
+        "reference relay: raw NDJSON ingest (10k/POST)",
+        raw_n,
+        t.elapsed(),
+        cpu_seconds() - c,
+    );
+
+    let c = cpu_seconds();
+    let d = emit_sdk(&url, n, sessions).await;
+    report(
+        "reference relay: emit with HttpSink",
+        n,
+        d,
+        cpu_seconds() - c,
+    );
+
+    // Raw replay anchor: the bytes of a from=all live=0 pass, unparsed.
+    let total = n;
+    let c = cpu_seconds();
+    let t = Instant::now();
+    let mut res = client
+        .get(format!(
+            "{url}/stream?from=all&live=0&filter=%7B%22agent%22%3A%22a%22%7D"
+        ))
+        .header("accept", "text/event-stream")
+        .send()
+        .await
+        .unwrap();
+    let mut lines = 0;
+    while let Some(c) = res.chunk().await.unwrap() {
+        lines += c.iter().filter(|&&b| b == b'\n').count();
+    }
+    report(
+        "reference relay: raw replay (bytes only)",
+        total,
+        t.elapsed(),
+        cpu_seconds() - c,
+    );
+    // Four lines per event (event, data, id, blank), plus the marker.
+    assert!(
+        lines >= total * 4,
+        "the relay cut the replay short: {lines} lines"
+    );
+
+    let c = cpu_seconds();
+    let d = consume(&url, total, Transport::Sse).await;
+    report(
+        "reference relay: SSE subscription history pass",
+        total,
+        d,
+        cpu_seconds() - c,
+    );
+    let c = cpu_seconds();
+    let d = consume(&url, total, Transport::WebSocket).await;
+    report(
+        "reference relay: WS subscription from=all",
+        total,
+        d,
+        cpu_seconds() - c,
+    );
+}
