@@ -14,7 +14,6 @@ use tokio::sync::{oneshot, Notify};
 
 use super::error::{ControlError, NackError};
 use super::timer::{self, Arm, Timed};
-use crate::core_adapter::envelope;
 
 /// The optional parts of one command and its timing.
 ///
@@ -225,7 +224,11 @@ impl ControlSender {
         if let Some(c) = options.capture {
             b = b.capture(c);
         }
-        b.build(envelope::new_id(), envelope::now())
+        let now = std::time::SystemTime::now();
+        b.build(
+            aep_core::envelope::new_ulid(now).to_string(),
+            aep_core::envelope::rfc3339_millis(now),
+        )
     }
 
     /// Sends a command and waits for its settlement: the `control.accepted` event, or
