@@ -7,27 +7,25 @@
 //!
 //! 1. starts the embedded relay (unless `--url` names one);
 //! 2. a dashboard subscribes over SSE with an attr-match filter (AEP-0003 §6) on the
-//!    session about to run;
-//! 3. an agent emits that session over HTTP: session, run, two tool calls and an
+//!    session about to run, and connects a control client (AEP-0004);
+//! 3. an agent emits that session over WebSocket: session, run, two tool calls and an
 //!    attention request (AEP-0002 §7);
-//! 4. the dashboard sees the request live and answers it; the agent records the answer
-//!    and resolves the request;
+//! 4. the dashboard sees the request live and answers it with a
+//!    `control.attention.respond` command; the agent accepts it, records the answer,
+//!    resolves the request and carries on; the dashboard gets the ack;
 //! 5. the dashboard folds everything it saw with `aep::core::projection` and prints the
 //!    projected state.
-//!
-//! The answer travels over an in-process channel for now: the control client
-//! (AEP-0004 `control.attention.respond`) replaces it once it lands, and the agent says
-//! `via: "oob"` accordingly (AEP-0002 §7.2).
 
 use std::error::Error;
 use std::sync::Arc;
 use std::time::Duration;
 
+use aep::control::{ClientOptions, ControlClient, ControlTarget, RejectReason, SendOptions};
 use aep::core::projection::StateProjection;
-use aep::core::Event;
-use aep::{subscribe, EmitOptions, Emitter, HttpSink, Notice, SubscribeOptions};
+use aep::core::{Event, Severity};
+use aep::{subscribe, EmitOptions, Emitter, Notice, SubscribeOptions, WsSink};
 use futures::StreamExt;
-use serde_json::{json, Value};
+use serde_json::json;
 use tokio::sync::{mpsc, Notify};
 
 type BoxError = Box<dyn Error + Send + Sync>;
@@ -35,10 +33,13 @@ type BoxError = Box<dyn Error + Send + Sync>;
 /// The whole exchange must finish well within this; a stuck relay fails the run.
 const DEADLINE: Duration = Duration::from_secs(30);
 
+/// Command-line options.
 #[derive(Debug, Default)]
-struct Args {
-    url: Option<String>,
-    token: Option<String>,
+pub struct Args {
+    /// A relay to use instead of the embedded one.
+    pub url: Option<String>,
+    /// Its bearer token.
+    pub token: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -58,21 +59,31 @@ fn parse_args() -> Result<Args, String> {
 
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
-    let args = parse_args()?;
-    // 1. A relay: the embedded one unless the caller named another.
-    let relay = match &args.url {
-        Some(_) => None,
-        None => Some(aep::relay::Relay::builder().start().await?),
-    };
-    let url = match (&args.url, &relay) {
-        (Some(url), _) => url.clone(),
-        (None, Some(relay)) => relay.url().to_owned(),
-        (None, None) => unreachable!("a relay was started when no --url was given"),
+    quickstart(parse_args()?).await
+}
+
+/// The whole example; `tests/examples.rs` runs it too.
+pub async fn quickstart(args: Args) -> Result<(), BoxError> {
+    // 1. A relay: the embedded one unless the caller named another. Control needs an
+    //    authenticated binding (AEP-0004 §4.1), so the embedded relay gets a token.
+    let (url, token, relay) = match args.url {
+        Some(url) => (url, args.token, None),
+        None => {
+            let token = args.token.unwrap_or_else(|| "quickstart".to_owned());
+            let relay = aep::relay::Relay::builder()
+                .token(token.as_str())
+                .start()
+                .await?;
+            (relay.url().to_owned(), Some(token), Some(relay))
+        }
     };
     println!("relay      {url}");
 
-    let session_id = format!("quickstart-{}", std::process::id());
-    let result = tokio::time::timeout(DEADLINE, run(&url, args.token, &session_id)).await;
+    let session_id = format!(
+        "quickstart-{}",
+        aep::core::envelope::new_ulid(std::time::SystemTime::now())
+    );
+    let result = tokio::time::timeout(DEADLINE, run(&url, token, &session_id)).await;
     if let Some(relay) = relay {
         relay.shutdown().await?;
     }
@@ -89,7 +100,7 @@ async fn run(url: &str, token: Option<String>, session_id: &str) -> Result<(), B
     let mut options = SubscribeOptions::new()
         .filter(json!({
             "session": session_id,
-            "type": ["session.*", "run.*", "tool.*", "attention.*"],
+            "type": ["session.*", "run.*", "tool.*", "attention.*", "control.*"],
         }))
         .on_notice({
             let connected = connected.clone();
@@ -99,20 +110,17 @@ async fn run(url: &str, token: Option<String>, session_id: &str) -> Result<(), B
                 _ => {}
             }
         });
+    let mut client_options = ClientOptions::new().identity("quickstart-dashboard", "localhost");
     if let Some(t) = &token {
         options = options.token(t.clone());
+        client_options = client_options.token(t.clone());
     }
     let mut feed = subscribe(url, options);
     connected.notified().await;
+    // The dashboard's control client: commands out, acks back (AEP-0004).
+    let console = ControlClient::connect(url, client_options).await?;
 
-    // The dashboard's answers travel back to the agent on this channel.
-    let (answers_tx, answers_rx) = mpsc::channel::<(String, Value)>(1);
-    let agent = tokio::spawn(agent(
-        url.to_owned(),
-        token,
-        session_id.to_owned(),
-        answers_rx,
-    ));
+    let agent = tokio::spawn(agent(url.to_owned(), token, session_id.to_owned()));
 
     // 4-5. The dashboard: print each event, answer the attention request, fold.
     let mut projection = StateProjection::new();
@@ -121,15 +129,26 @@ async fn run(url: &str, token: Option<String>, session_id: &str) -> Result<(), B
         projection.apply(&event);
         match event.event_type() {
             "attention.requested" => {
-                let answer = json!({"choice": "allow"});
+                let answer = json!({"answer": {"choice": "allow"}});
                 println!("dashboard  answers {} with {answer}", event.id());
-                answers_tx.send((event.id().to_owned(), answer)).await?;
+                let respond = SendOptions::new().subject(event.id()).data(answer);
+                match console
+                    .send("control.attention.respond", session_id, respond)
+                    .await
+                {
+                    Ok(ack) => println!("dashboard  command accepted (ack {})", ack.id()),
+                    Err(e) => {
+                        agent.abort();
+                        return Err(format!("the agent did not accept the answer: {e}").into());
+                    }
+                }
             }
             "session.ended" => break,
             _ => {}
         }
     }
     feed.close();
+    console.close().await;
     agent.await??;
 
     let state = projection.state();
@@ -147,21 +166,46 @@ async fn run(url: &str, token: Option<String>, session_id: &str) -> Result<(), B
     Ok(())
 }
 
-/// 3. The agent: one session over the HTTP sink.
-async fn agent(
-    url: String,
-    token: Option<String>,
-    session_id: String,
-    mut answers: mpsc::Receiver<(String, Value)>,
-) -> Result<(), BoxError> {
-    let mut sink = HttpSink::builder(&url);
+/// 3. The agent: one session over the WebSocket sink; control commands for the session
+/// arrive on the same connection.
+async fn agent(url: String, token: Option<String>, session_id: String) -> Result<(), BoxError> {
+    // The target acks each command exactly once (AEP-0004 §3) and hands the accepted
+    // ones to this handler; `answered` wakes the agent's own flow.
+    let (answered_tx, mut answered) = mpsc::channel::<()>(1);
+    let target = ControlTarget::new(["control.attention.respond"], move |cmd| {
+        let answered_tx = answered_tx.clone();
+        async move {
+            let Some(request) = cmd.event().subject().map(str::to_owned) else {
+                let _ = cmd.reject(RejectReason::Invalid, "subject names no attention request");
+                return;
+            };
+            let answer = cmd.event().data().and_then(|d| d.get("answer").cloned());
+            let Ok(accepted) = cmd.accept() else { return };
+            // The lifecycle carries the request's id as `subject`; `cause` is the
+            // immediate cause: the command, then the answer (AEP-0002 §7.2 rule 1).
+            let about = EmitOptions::new().run("r1").subject(request);
+            let data = json!({"answer": answer.unwrap_or_else(|| json!({})), "via": "control"});
+            if let Ok(answer) = accepted.emit_with("attention.answered", data, about.clone()) {
+                let resolved = json!({"resolution": "answered"});
+                let _ = accepted.session().emit_with(
+                    "attention.resolved",
+                    resolved,
+                    about.cause(answer.id()),
+                );
+            }
+            let _ = answered_tx.send(()).await;
+        }
+    });
+    let mut sink =
+        WsSink::builder(&url, "quickstart-agent", "localhost/1").command_hook(target.clone());
     if let Some(t) = token {
         sink = sink.token(t);
     }
     let emitter = Emitter::new("quickstart-agent", "localhost", sink.build()?);
-    let session = emitter.session(session_id);
+    let session = target.attach(emitter.session(session_id));
     let run = EmitOptions::new().run("r1");
 
+    // The first event claims the session on this connection: its commands route here.
     session.emit("session.started", json!({"cwd": "/work/demo"}))?;
     session.emit_with(
         "run.started",
@@ -173,27 +217,12 @@ async fn agent(
         session.emit_with("tool.requested", json!({"tool": tool}), run.clone())?;
         if call == "c2" {
             // Deleting needs a human: ask, then wait for the answer (AEP-0002 §7).
-            let ask = session.emit_with(
+            session.emit_with(
                 "attention.requested",
                 json!({"kind": "permission", "prompt": "Delete notes.txt?", "options": ["allow", "deny"]}),
-                run.clone().severity(aep::core::Severity::Notice),
+                run.clone().severity(Severity::Notice),
             )?;
-            emitter.flush().await;
-            let (asked, answer) = answers.recv().await.ok_or("the dashboard hung up")?;
-            debug_assert_eq!(asked, ask.id());
-            // The lifecycle carries the request's id as `subject`, and its immediate
-            // cause as `cause` (AEP-0002 §7.2 rule 1).
-            let about = run.clone().subject(ask.id());
-            let answered = session.emit_with(
-                "attention.answered",
-                json!({"answer": answer, "via": "oob"}),
-                about.clone().cause(ask.id()),
-            )?;
-            session.emit_with(
-                "attention.resolved",
-                json!({"resolution": "answered"}),
-                about.cause(answered.id()),
-            )?;
+            answered.recv().await.ok_or("the control target stopped")?;
         }
         session.emit_with(
             "tool.completed",
@@ -214,7 +243,7 @@ async fn agent(
 fn print_event(event: &Event) {
     let position = event.seq().map(|s| format!("#{s}")).unwrap_or_default();
     println!(
-        "dashboard  {position:>4} {:<20} {}",
+        "dashboard  {position:>4} {:<26} {}",
         event.event_type(),
         event.id()
     );

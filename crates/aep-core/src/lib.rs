@@ -39,10 +39,10 @@ pub mod subscription;
 pub mod types;
 pub mod validate;
 
+pub use capture::{downlevel, downlevel_in_place, downlevel_redacting};
+pub use ceiling::CaptureCeiling;
 pub use control::{ControlSender, ControlTarget, Nack, NackReason, RejectReason};
 pub use envelope::{Clock, EnvelopeFactory};
-pub use ceiling::CaptureCeiling;
-pub use capture::{downlevel, downlevel_in_place, downlevel_redacting};
 pub use event::{Event, EventParseError, ExtensionError, AEP_VERSION};
 pub use filter::{Filter, FilterError};
 pub use frame::{DecodeError, Frame, Message};
