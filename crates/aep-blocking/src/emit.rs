@@ -4,6 +4,7 @@
 //! a queue), so those calls go straight to `aep_async`; only [`Emitter::flush`] and
 //! [`Emitter::close`] wait, on the runtime.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use aep_async::{DeliveryStats, EmitError, EmitOptions, Sink};
@@ -104,7 +105,7 @@ impl Emitter {
     /// A session emitter: `seq` starts at 0 and increases by one per event.
     pub fn session(&self, session: impl Into<String>) -> SessionEmitter {
         SessionEmitter {
-            inner: self.inner.session(session),
+            inner: Arc::new(self.inner.session(session)),
             emitter: self.clone(),
         }
     }
@@ -215,7 +216,8 @@ impl EmitterBuilder {
 /// ```
 #[derive(Debug)]
 pub struct SessionEmitter {
-    inner: aep_async::SessionEmitter,
+    // Shared, so a control target can ack through the same `seq` counter.
+    inner: Arc<aep_async::SessionEmitter>,
     emitter: Emitter,
 }
 
@@ -228,8 +230,9 @@ impl SessionEmitter {
     pub fn emitter(&self) -> &Emitter {
         &self.emitter
     }
-    /// The async session emitter underneath.
-    pub fn as_async(&self) -> &aep_async::SessionEmitter {
+    /// The async session emitter underneath (shared: events emitted through it take
+    /// their `seq` from the same counter).
+    pub fn as_async(&self) -> &Arc<aep_async::SessionEmitter> {
         &self.inner
     }
     /// The `seq` the next event will carry.

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use aep_async::control::{ControlError, NackError};
 use aep_async::{EmitError, TransportError};
 
 /// What a blocking call can fail with.
@@ -40,6 +41,10 @@ pub enum Error {
     /// A transport failed (see [`TransportError`]).
     #[error(transparent)]
     Transport(#[from] TransportError),
+    /// A control call did not produce its answer: a nack, a refused command, a closed
+    /// client (see [`ControlError`]).
+    #[error(transparent)]
+    Control(#[from] ControlError),
 }
 
 impl Error {
@@ -50,6 +55,21 @@ impl Error {
     /// ```
     pub fn is_inside_runtime(&self) -> bool {
         matches!(self, Error::InsideRuntime)
+    }
+
+    /// The nack, when a command was answered with one (or timed out waiting for one,
+    /// AEP-0004 §3).
+    ///
+    /// ```
+    /// use aep_async::control::{ControlError, NackError, NackReason};
+    /// let e = aep_blocking::Error::from(ControlError::from(NackError::timeout("no ack")));
+    /// assert_eq!(e.nack().map(|n| n.reason()), Some(NackReason::Timeout));
+    /// ```
+    pub fn nack(&self) -> Option<&NackError> {
+        match self {
+            Error::Control(e) => e.nack(),
+            _ => None,
+        }
     }
 
     /// Whether the call timed out.

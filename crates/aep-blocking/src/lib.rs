@@ -34,6 +34,8 @@
 //! - [`sink`]: `HttpSink` (feature `http`), `WsSink` (feature `ws`), [`JsonlSink`].
 //! - [`subscribe`](mod@subscribe): [`subscribe()`], [`Subscription`] with `recv`,
 //!   `try_recv`, `recv_timeout` and `Iterator`.
+//! - [`control`]: `ControlClient` (`connect`/`send`/`roster`/`close`) and `Duplex`
+//!   (feature `ws`), [`ControlTarget`] with a plain-function handler.
 //!
 //! ## Features
 //!
@@ -42,6 +44,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod control;
 pub mod emit;
 pub mod error;
 pub mod runtime;
@@ -52,6 +55,9 @@ pub use aep_async::{
     DeliveryReport, DeliveryStats, EmitError, EmitOptions, From, Notice, ResumePosition,
     SubscribeOptions, Transport, TransportError, TransportErrorKind,
 };
+#[cfg(feature = "ws")]
+pub use control::{open_duplex, open_duplex_on, ControlClient, Duplex};
+pub use control::{ControlTarget, NackError, SendOptions};
 pub use emit::{Emitter, EmitterBuilder, SessionEmitter};
 pub use error::Error;
 pub use runtime::Runtime;
