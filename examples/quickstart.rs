@@ -166,7 +166,7 @@ async fn run(url: &str, token: Option<String>, session_id: &str) -> Result<(), B
     Ok(())
 }
 
-/// 3. The agent: one session over the WebSocket sink; control commands for the session
+/// Step 3, the agent: one session over the WebSocket sink; control commands for the session
 /// arrive on the same connection.
 async fn agent(url: String, token: Option<String>, session_id: String) -> Result<(), BoxError> {
     // The target acks each command exactly once (AEP-0004 §3) and hands the accepted

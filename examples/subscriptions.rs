@@ -87,7 +87,7 @@ pub async fn subscriptions(args: Args) -> Result<(), BoxError> {
     outcome.map_err(|_| "the relay did not deliver within 30 s")?
 }
 
-/// 1. The lifecycle between a consumer session and a producer's registry.
+/// Step 1, the lifecycle between a consumer session and a producer's registry.
 fn lifecycle() -> Result<(), BoxError> {
     let start = SystemTime::now();
     let mut registry = Registry::new(RegistryConfig::new().with_ttl(Duration::from_secs(60)));
@@ -144,7 +144,7 @@ fn lifecycle() -> Result<(), BoxError> {
     Ok(())
 }
 
-/// 2. The same filter against a relay: attr-match on the wire, the residual here.
+/// Step 2, the same filter against a relay: attr-match on the wire, the residual here.
 async fn on_the_wire(url: &str, token: Option<String>) -> Result<(), BoxError> {
     let filter = researcher_filter()?;
     let lowered = filter.lower();

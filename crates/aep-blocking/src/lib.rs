@@ -29,12 +29,12 @@
 //! ## Layout
 //!
 //! - [`runtime`](mod@runtime): [`Runtime`] (owned thread, caller's handle, or the shared one).
-//! - [`error`]: [`Error`].
-//! - [`emit`]: [`Emitter`], [`SessionEmitter`], [`EmitterBuilder`].
-//! - [`sink`]: `HttpSink` (feature `http`), `WsSink` (feature `ws`), [`JsonlSink`].
+//! - [`error`](mod@error): [`Error`].
+//! - [`emit`](mod@emit): [`Emitter`], [`SessionEmitter`], [`EmitterBuilder`].
+//! - [`sink`](mod@sink): `HttpSink` (feature `http`), `WsSink` (feature `ws`), [`JsonlSink`].
 //! - [`subscribe`](mod@subscribe): [`subscribe()`], [`Subscription`] with `recv`,
 //!   `try_recv`, `recv_timeout` and `Iterator`.
-//! - [`control`]: `ControlClient` (`connect`/`send`/`roster`/`close`) and `Duplex`
+//! - [`control`](mod@control): `ControlClient` (`connect`/`send`/`roster`/`close`) and `Duplex`
 //!   (feature `ws`), [`ControlTarget`] with a plain-function handler.
 //!
 //! ## Features
