@@ -172,6 +172,54 @@ impl aep_async::Sink for NullSink {
     }
 }
 
+#[derive(Debug, Default)]
+struct CollectSink(std::sync::Mutex<Vec<String>>);
+
+impl aep_async::Sink for CollectSink {
+    fn accept(&self, event: &aep_core::Event) -> Result<(), aep_async::EmitError> {
+        self.0.lock().unwrap().push(event.to_json());
+        Ok(())
+    }
+    fn flush(&self) -> aep_async::SinkFuture<'_> {
+        Box::pin(async {})
+    }
+    fn close(&self) -> aep_async::SinkFuture<'_> {
+        Box::pin(async {})
+    }
+}
+
+fn collect_sdk_lines(n: usize, sessions: usize) -> Vec<String> {
+    let sink = Arc::new(CollectSink::default());
+    let emitter = Emitter::new("pre", "bench", SharedSink(sink.clone()));
+    let ses: Vec<_> = (0..sessions)
+        .map(|i| emitter.session(format!("pre{i}")))
+        .collect();
+    let data = json!({"tool": "bash", "args": {"cmd": "ls -la"}});
+    for i in 0..n {
+        let opts = EmitOptions::new().severity(Severity::Notice);
+        ses[i % sessions]
+            .emit_with("tool.called", &data, opts)
+            .unwrap();
+    }
+    let lines = std::mem::take(&mut *sink.0.lock().unwrap());
+    lines
+}
+
+#[derive(Debug)]
+struct SharedSink(Arc<CollectSink>);
+
+impl aep_async::Sink for SharedSink {
+    fn accept(&self, event: &aep_core::Event) -> Result<(), aep_async::EmitError> {
+        self.0.accept(event)
+    }
+    fn flush(&self) -> aep_async::SinkFuture<'_> {
+        Box::pin(async {})
+    }
+    fn close(&self) -> aep_async::SinkFuture<'_> {
+        Box::pin(async {})
+    }
+}
+
 struct Relay(std::process::Child);
 impl Drop for Relay {
     fn drop(&mut self) {
@@ -342,6 +390,29 @@ async fn main() {
     report(
         "reference relay: raw NDJSON ingest (10k/POST)",
         raw_n,
+        t.elapsed(),
+        cpu_seconds() - c,
+    );
+
+    // The same raw POSTs, of events the SDK built (other sessions): tells the relay's
+    // per-event cost apart from the sink's way of sending.
+    let lines = collect_sdk_lines(n, sessions);
+    let c = cpu_seconds();
+    let t = Instant::now();
+    for chunk in lines.chunks(10_000) {
+        let res = client
+            .post(format!("{url}/events"))
+            .header("AEP-Version", "0.1")
+            .header("content-type", "application/x-ndjson")
+            .body(chunk.join("\n"))
+            .send()
+            .await
+            .unwrap();
+        assert!(res.status().is_success(), "{}", res.status());
+    }
+    report(
+        "reference relay: raw POST of SDK-built events",
+        lines.len(),
         t.elapsed(),
         cpu_seconds() - c,
     );

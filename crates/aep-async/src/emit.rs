@@ -4,8 +4,9 @@
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use aep_core::capture::downlevel_in_place;
+use aep_core::capture::{downlevel_in_place, downlevel_redacting};
 use aep_core::envelope::{set_extensions, EnvelopeFactory};
+use aep_core::redact::Redactor;
 use aep_core::{Capture, Event, EventType, Severity};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -89,6 +90,7 @@ struct Inner {
     ceiling: Capture,
     sink: Arc<dyn Sink>,
     envelope: EnvelopeFactory,
+    redactor: Option<Arc<Redactor>>,
 }
 
 /// `aep://{host}/agent/{agent}[/session/{session}]` (AEP-0001 §5.2).
@@ -171,6 +173,7 @@ impl Emitter {
             host: host.into(),
             epoch: 0,
             ceiling: Capture::Metadata,
+            redactor: None,
         }
     }
 
@@ -267,7 +270,11 @@ impl Emitter {
         }
         let asked = opts.capture.unwrap_or(inner.ceiling);
         event.set_capture(Some(asked));
-        if asked > inner.ceiling {
+        if let Some(redactor) = &inner.redactor {
+            // An emitter enforcing its ceiling runs the §9.4 pipeline itself (AEP-0003
+            // §9.1), so `redacted` content is really redacted and may claim it.
+            downlevel_redacting(&mut event, inner.ceiling, |v| *v = redactor.redact_value(v));
+        } else if asked > inner.ceiling {
             // The ceiling is enforced at the source (AEP-0001 §8.2): content above it
             // is dropped by the down-leveler, never sent.
             downlevel_in_place(&mut event, inner.ceiling);
@@ -315,6 +322,7 @@ pub struct EmitterBuilder {
     host: String,
     epoch: u64,
     ceiling: Capture,
+    redactor: Option<Arc<Redactor>>,
 }
 
 impl EmitterBuilder {
@@ -329,6 +337,33 @@ impl EmitterBuilder {
         self.ceiling = ceiling;
         self
     }
+    /// Runs the redaction pipeline (AEP-0003 §9.4) on every event's `redacted`-gated
+    /// content, so events may carry `capture: redacted` truthfully; without it, content
+    /// above the ceiling is dropped mechanically and never claims `redacted`.
+    ///
+    /// ```
+    /// use aep_async::{Emitter, EmitOptions, JsonlSink};
+    /// use aep_core::redact::{RedactOptions, Redactor};
+    /// use aep_core::Capture;
+    /// # let path = std::env::temp_dir().join(format!("aep-redactor-doc-{}.jsonl", std::process::id()));
+    /// let emitter = Emitter::builder("a", "h")
+    ///     .capture(Capture::Redacted)
+    ///     .redactor(Redactor::new(RedactOptions::new())?)
+    ///     .build(JsonlSink::open(&path)?);
+    /// let e = emitter.session("s").emit_with(
+    ///     "tool.failed",
+    ///     serde_json::json!({"tool": {"name": "Bash"}, "error": {"type": "E", "message": "export API_KEY=abc123"}}),
+    ///     EmitOptions::new().capture(Capture::Full),
+    /// )?;
+    /// assert_eq!(e.capture(), Capture::Redacted);
+    /// assert!(!e.to_json().contains("abc123"));
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn redactor(mut self, redactor: Redactor) -> Self {
+        self.redactor = Some(Arc::new(redactor));
+        self
+    }
     /// Finishes with the sink events go to.
     pub fn build(self, sink: impl Sink) -> Emitter {
         let envelope =
@@ -341,6 +376,7 @@ impl EmitterBuilder {
                 ceiling: self.ceiling,
                 sink: Arc::new(sink),
                 envelope,
+                redactor: self.redactor,
             }),
         }
     }

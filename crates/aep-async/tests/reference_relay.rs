@@ -18,7 +18,7 @@ use common::{
     free_port, sse_response, status_response, Notices, ReferenceRelay, Relay, RelayConfig,
     Scripted, Silent,
 };
-use futures::StreamExt;
+use futures::{SinkExt, StreamExt};
 use serde_json::json;
 
 const PATIENCE: Duration = Duration::from_secs(30);
@@ -534,4 +534,70 @@ async fn seed_subscription_filter_lowers_to_wire_plus_residual() {
         head.contains("filter=%7B%22type%22%3A%5B%22tool.*%22%5D%7D"),
         "{head}"
     );
+}
+
+#[derive(Debug, Default, Clone)]
+struct Commands(Arc<Mutex<Vec<Event>>>);
+
+impl aep_async::CommandHook for Commands {
+    fn accepts(&self) -> Vec<String> {
+        vec!["control.pause".into()]
+    }
+    fn command(&self, command: Event) {
+        self.0.lock().unwrap().push(command);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ws_sink_hands_inbound_commands_to_the_hook() {
+    use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+    use tokio_tungstenite::tungstenite::Message;
+
+    let relay = ReferenceRelay::start(RelayConfig {
+        token: Some("sesame".into()),
+        ..Default::default()
+    })
+    .await;
+    let commands = Commands::default();
+    let sink = WsSink::builder(relay.url(), "coder", "host-a/1")
+        .token("sesame")
+        .command_hook(commands.clone())
+        .build()
+        .unwrap();
+    let emitter = Emitter::new("coder", "host-a", sink);
+    // Emitting on the session makes this connection its owner at the relay.
+    emitter
+        .session("s-ctl")
+        .emit("session.started", json!({}))
+        .unwrap();
+    emitter.flush().await;
+
+    let ws_url = relay.url().replace("http://", "ws://") + "/socket";
+    let mut req = ws_url.into_client_request().unwrap();
+    req.headers_mut()
+        .insert("authorization", "Bearer sesame".parse().unwrap());
+    let (mut ws, _) = tokio_tungstenite::connect_async(req).await.unwrap();
+    let hello = json!({"type": "hello", "versions": ["0.1"], "role": "consumer", "identity": {"agent": "op"}});
+    ws.send(Message::text(hello.to_string())).await.unwrap();
+    let command = json!({
+        "aep": "0.1", "id": "01CMD", "type": "control.pause", "time": "2026-01-01T00:00:00.000Z",
+        "source": "aep://console/agent/op", "agent": "op", "session": "s-ctl", "data": {}
+    });
+    // Wait for the relay's hello before commanding.
+    while let Some(Ok(msg)) = ws.next().await {
+        if msg.to_text().unwrap_or_default().contains("\"hello\"") {
+            break;
+        }
+    }
+    ws.send(Message::text(command.to_string())).await.unwrap();
+    for _ in 0..400 {
+        if !commands.0.lock().unwrap().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let got = commands.0.lock().unwrap().clone();
+    assert_eq!(got.len(), 1, "the command reached the hook");
+    assert_eq!(got[0].id(), "01CMD");
+    emitter.close().await;
 }

@@ -70,6 +70,7 @@ impl Outbox {
 
     /// Wake the delivery task only when the queue becomes non-empty or reaches a full
     /// batch, not on every event: a task woken per event spends its CPU on wake-ups.
+    #[cfg(feature = "http")]
     pub(crate) fn wake_at(mut self, events: usize, bytes: usize) -> Self {
         self.wake_events = events.max(1);
         self.wake_bytes = bytes.max(1);
