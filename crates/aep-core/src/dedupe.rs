@@ -26,16 +26,18 @@ use hashbrown::HashTable;
 use crate::Event;
 
 /// Ids up to this many bytes (a ULID is 26) are stored inline, without an allocation.
-const INLINE: usize = 32;
+const INLINE: usize = 30;
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Id {
+/// An id kept without an allocation when short: the key of the dedupe ring here and of
+/// the projection's `(source, id)` memory.
+#[derive(Clone)]
+pub(crate) enum CompactId {
     Inline { len: u8, bytes: [u8; INLINE] },
     Heap(Box<[u8]>),
 }
 
-impl Id {
-    fn new(id: &str) -> Id {
+impl CompactId {
+    pub(crate) fn new(id: &str) -> CompactId {
         let src = id.as_bytes();
         match u8::try_from(src.len()) {
             Ok(len) if src.len() <= INLINE => {
@@ -43,17 +45,44 @@ impl Id {
                 if let Some(dst) = bytes.get_mut(..src.len()) {
                     dst.copy_from_slice(src);
                 }
-                Id::Inline { len, bytes }
+                CompactId::Inline { len, bytes }
             }
-            _ => Id::Heap(src.into()),
+            _ => CompactId::Heap(src.into()),
         }
     }
 
-    fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         match self {
-            Id::Inline { len, bytes } => bytes.get(..usize::from(*len)).unwrap_or_default(),
-            Id::Heap(b) => b,
+            CompactId::Inline { len, bytes } => bytes.get(..usize::from(*len)).unwrap_or_default(),
+            CompactId::Heap(b) => b,
         }
+    }
+}
+
+impl fmt::Debug for CompactId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        String::from_utf8_lossy(self.as_bytes()).fmt(f)
+    }
+}
+
+impl PartialEq for CompactId {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_bytes() == other.as_bytes()
+    }
+}
+
+impl Eq for CompactId {}
+
+/// Hashes as the bytes do, so maps keyed by it look up by `&[u8]`.
+impl std::hash::Hash for CompactId {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.as_bytes().hash(state);
+    }
+}
+
+impl std::borrow::Borrow<[u8]> for CompactId {
+    fn borrow(&self) -> &[u8] {
+        self.as_bytes()
     }
 }
 
@@ -61,7 +90,7 @@ impl Id {
 struct Slot {
     hash: u64,
     source: u32,
-    id: Id,
+    id: CompactId,
 }
 
 /// Source strings held once each, counted by the slots that name them, so memory
@@ -131,7 +160,7 @@ impl Sources {
 /// A bounded set of `(source, id)` keys, oldest evicted first.
 ///
 /// Memory is proportional to the capacity: a ring of at most `capacity` slots (ids up
-/// to 32 bytes inline, so inserting allocates nothing once the ring is full) plus a
+/// to 30 bytes inline, so inserting allocates nothing once the ring is full) plus a
 /// hash index over them, and one copy of each distinct source in the window. Keys
 /// compare exactly; hashing uses a per-set random key.
 ///
@@ -245,7 +274,7 @@ impl Dedupe {
         let slot = Slot {
             hash,
             source: src,
-            id: Id::new(id),
+            id: CompactId::new(id),
         };
         let at = if self.ring.len() < self.capacity {
             self.ring.push(slot);

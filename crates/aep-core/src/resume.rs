@@ -505,8 +505,8 @@ impl<'de> Deserialize<'de> for Positions {
 /// use aep_core::resume::{FromBudget, ResumePosition};
 ///
 /// let all: Vec<_> = (0..10).map(|i| ResumePosition::new(format!("s{i}"), 0, 1)).collect();
-/// // each position costs 69 + 3 characters; 2 + 3 * 72 = 218
-/// let plan = FromBudget::new(218, 2).plan(&all, None);
+/// // each position costs 64 + 3 characters: three fit in 2 + 3 * 67 = 203
+/// let plan = FromBudget::new(203, 2).plan(&all, None);
 /// assert_eq!(plan.live(), &all[7..]);
 /// assert_eq!(plan.chunks(), &[&all[4..7], &all[1..4]]);
 /// assert_eq!(plan.unsent(), &all[..1]);

@@ -309,9 +309,12 @@ async fn live_run(url: &str, o: &Options, severity: &str) -> Outcome {
     let posted = post_all(&client, url, &lines, o.batch).await;
     let (sse_n, sse_last, sse_cut) = sse_task.await.unwrap_or((0, start, true));
     let (ws_n, ws_last, ws_cut) = ws_task.await.unwrap_or((0, start, true));
+    // delivered events per second: a relay that drops or cuts a reader off is not
+    // credited with what it never delivered
     let end = sse_last.max(ws_last);
+    let delivered = sse_n.min(ws_n);
     Outcome {
-        rate: o.events as f64 / end.duration_since(start).as_secs_f64(),
+        rate: delivered as f64 / end.duration_since(start).as_secs_f64(),
         sse: sse_n,
         ws: ws_n,
         sse_cut,
@@ -322,6 +325,7 @@ async fn live_run(url: &str, o: &Options, severity: &str) -> Outcome {
 
 #[derive(Debug, Default)]
 struct ReplayOutcome {
+    held_per_event: Option<f64>,
     delivered: usize,
     secs: f64,
     bytes_per_event: f64,
@@ -352,6 +356,19 @@ async fn replay_run(relay: &mut Relay, o: &Options, severity: &str) -> ReplayOut
         (Some(b), Some(a)) => Some((a.saturating_sub(b) * 1024) as f64 / o.events as f64),
         _ => None,
     };
+    // the Rust relay accounts the bytes its buffers hold (`/connections`)
+    if let Ok(r) = client
+        .get(format!("{}/connections", relay.url))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+    {
+        let doc: serde_json::Value =
+            serde_json::from_str(&r.text().await.unwrap_or_default()).unwrap_or_default();
+        out.held_per_event = doc["relay"]["buffered_bytes"]
+            .as_u64()
+            .map(|b| b as f64 / o.events as f64);
+    }
     let filter = enc(&format!(r#"{{"session":"{session}"}}"#));
     let start = Instant::now();
     let response = open_sse(&client, &relay.url, &format!("live=0&filter={filter}")).await;
@@ -416,7 +433,7 @@ async fn main() {
             let r = replay_run(&mut relay, &o, severity).await;
             let peak = relay.peak_rss_kib();
             println!(
-                "{name:9} replay-{severity:6}: delivered {} of {} in {:.2} s; relay {}; peak RSS {}; buffered RSS {} per event for {:.0}-byte events{}",
+                "{name:9} replay-{severity:6}: delivered {} of {} in {:.2} s; relay {}; peak RSS {}; buffered RSS {} per event for {:.0}-byte events{}{}",
                 r.delivered,
                 o.events,
                 r.secs,
@@ -426,6 +443,9 @@ async fn main() {
                     .map(|b| format!("{b:.0} B ({:.2}x)", b / r.bytes_per_event))
                     .unwrap_or_else(|| "n/a".into()),
                 r.bytes_per_event,
+                r.held_per_event
+                    .map(|h| format!("; accounted {h:.0} B ({:.2}x)", h / r.bytes_per_event))
+                    .unwrap_or_default(),
                 r.error.map(|e| format!("; error: {e}")).unwrap_or_default(),
             );
         }

@@ -18,7 +18,7 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::hub::{parse_event, Hub, LineError, ReplayAsk};
+use crate::hub::{parse_event, Hub, Incoming, LineError, ReplayAsk};
 use crate::outbox::{Binding, Drain, End, Piece};
 use crate::proto::{self, Filter};
 
@@ -233,7 +233,7 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
             &json!({ "error": "too-many-events", "max": hub.config.max_batch, "count": lines.len() }),
         );
     }
-    let parsed: Vec<_> = lines.iter().map(|l| parse_event(l)).collect();
+    let parsed = parse_lines(&body, lines).await;
     if let Some(LineError::Json(detail)) = parsed.iter().find_map(|r| match r {
         Err(e @ LineError::Json(_)) => Some(e),
         _ => None,
@@ -258,6 +258,54 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
     }
     hub.ingest(&batch, None).await;
     StatusCode::ACCEPTED.into_response()
+}
+
+/// Lines of a large batch are parsed on the blocking pool, split across the cores: the
+/// work is CPU-bound and would otherwise hold one runtime worker for all of it.
+async fn parse_lines(body: &Bytes, lines: Vec<&[u8]>) -> Vec<Result<Incoming, LineError>> {
+    const PARALLEL_FROM: usize = 2048;
+    if lines.len() < PARALLEL_FROM {
+        return lines.iter().map(|l| parse_event(l)).collect();
+    }
+    // owned ranges, so the blocking task needs no borrow of the request
+    let base = body.as_ptr() as usize;
+    let ranges: Vec<(usize, usize)> = lines
+        .iter()
+        .map(|l| (l.as_ptr() as usize - base, l.len()))
+        .collect();
+    let body = body.clone();
+    let task = tokio::task::spawn_blocking(move || {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let per = ranges.len().div_ceil(threads.max(1));
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = ranges
+                .chunks(per.max(1))
+                .map(|chunk| {
+                    let body = &body;
+                    scope.spawn(move || {
+                        chunk
+                            .iter()
+                            .map(|&(at, len)| parse_event(&body[at..at + len]))
+                            .collect::<Vec<_>>()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .flat_map(|h| match h.join() {
+                    Ok(part) => part,
+                    Err(_) => vec![Err(LineError::Invalid(
+                        "internal error while parsing".into(),
+                    ))],
+                })
+                .collect()
+        })
+    });
+    task.await.unwrap_or_else(|_| {
+        vec![Err(LineError::Invalid(
+            "internal error while parsing".into(),
+        ))]
+    })
 }
 
 // ---- GET /stream -----------------------------------------------------------------------
