@@ -190,9 +190,8 @@ async fn main() -> ExitCode {
                         .map(|_| ())
                 }
                 "control.attention.respond" => {
-                    let known = subject
-                        .as_ref()
-                        .is_some_and(|s| requests.lock().unwrap().remove(s));
+                    let known =
+                        subject.as_ref().is_some_and(|s| requests.lock().unwrap().remove(s));
                     match subject {
                         Some(s) if known => {
                             let answer = answer
@@ -200,11 +199,7 @@ async fn main() -> ExitCode {
                                 .unwrap_or_else(|| json!({}));
                             let opts = EmitOptions::new().subject(&s);
                             accepted
-                                .emit_with(
-                                    "attention.answered",
-                                    json!({"answer": answer}),
-                                    opts.clone(),
-                                )
+                                .emit_with("attention.answered", json!({"answer": answer}), opts.clone())
                                 .and_then(|_| {
                                     accepted.emit_with(
                                         "attention.resolved",
@@ -225,16 +220,12 @@ async fn main() -> ExitCode {
         }
     });
 
-    let mut sink = WsSink::builder(
-        &url,
-        "aep-example-target",
-        format!("localhost/{}", std::process::id()),
-    )
-    .command_hook(Ignoring {
-        target: target.clone(),
-        ignore: args.ignore.clone(),
-    })
-    .on_report(|r| eprintln!("target: {r}"));
+    let mut sink = WsSink::builder(&url, "aep-example-target", format!("localhost/{}", std::process::id()))
+        .command_hook(Ignoring {
+            target: target.clone(),
+            ignore: args.ignore.clone(),
+        })
+        .on_report(|r| eprintln!("target: {r}"));
     if let Some(t) = &token {
         sink = sink.token(t);
     }
@@ -264,11 +255,7 @@ async fn main() -> ExitCode {
         }
     }
     emitter.flush().await;
-    println!(
-        "holding session {} accepting {}",
-        args.session,
-        args.accepts.join(",")
-    );
+    println!("holding session {} accepting {}", args.session, args.accepts.join(","));
 
     let _ = tokio::signal::ctrl_c().await;
     let _ = session.emit("session.ended", json!({"reason": "completed"}));

@@ -301,14 +301,7 @@ impl ControlSender {
         let (hit, out) = {
             let mut st = self.inner.lock();
             let hit = st.core.handle_event(event);
-            (
-                hit,
-                if hit {
-                    drain(&mut st)
-                } else {
-                    Output::default()
-                },
-            )
+            (hit, if hit { drain(&mut st) } else { Output::default() })
         };
         self.inner.deliver(out);
         hit
@@ -328,14 +321,7 @@ impl ControlSender {
         let (hit, out) = {
             let mut st = self.inner.lock();
             let hit = st.core.handle_error_frame(frame);
-            (
-                hit,
-                if hit {
-                    drain(&mut st)
-                } else {
-                    Output::default()
-                },
-            )
+            (hit, if hit { drain(&mut st) } else { Output::default() })
         };
         self.inner.deliver(out);
         hit
