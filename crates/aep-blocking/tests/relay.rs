@@ -358,3 +358,125 @@ fn caller_provided_runtime_and_drop_without_runtime() {
     drop(owned);
     drop(task);
 }
+
+#[test]
+fn killed_mid_stream_and_restarted_resumes_without_loss_or_duplicate() {
+    for transport in [Transport::Sse, Transport::WebSocket] {
+        // A durable relay, so a restart on the same port still holds the history.
+        let dir = std::env::temp_dir().join(format!(
+            "aep-blocking-restart-{}-{transport:?}",
+            std::process::id()
+        ));
+        let durable = || Relay::builder().data_dir(&dir);
+        let relay = ThreadRelay::start_with(durable()).unwrap();
+        let url = relay.url().to_owned();
+        let port = url.rsplit(':').next().unwrap().to_owned();
+        let emitter = Emitter::new("coder", "host-a", sink(&url)).unwrap();
+        let session = emitter.session("s-crash");
+        let notices = Notices::default();
+        let mut sub = subscribe(
+            &url,
+            fast()
+                .transport(transport)
+                .from_all()
+                .on_notice(notices.handler()),
+        )
+        .unwrap();
+        for _ in 0..10 {
+            session.emit("progress.status", json!({})).unwrap();
+        }
+        emitter.flush().unwrap();
+        let first = take(&mut sub, 10);
+        assert_eq!(seqs(&first), (0..10).collect::<Vec<_>>());
+
+        relay.shutdown().unwrap();
+        notices.wait_for("Error");
+        // Emitted while the relay is down: the sink keeps them and retries.
+        for _ in 10..15 {
+            session.emit("progress.status", json!({})).unwrap();
+        }
+        let relay = ThreadRelay::start_with(durable().bind(format!("127.0.0.1:{port}"))).unwrap();
+        emitter.flush().unwrap();
+        for _ in 15..20 {
+            session.emit("progress.status", json!({})).unwrap();
+        }
+        // A redelivery of an already seen event must not reach the caller twice.
+        session.redeliver(&first[9]).unwrap();
+        emitter.flush().unwrap();
+        let rest = take(&mut sub, 10);
+        assert_eq!(seqs(&rest), (10..20).collect::<Vec<_>>(), "{transport:?}");
+        assert_eq!(sub.positions()[0].seq(), 19);
+        assert_eq!(
+            sub.recv_timeout(Duration::from_millis(300)),
+            Err(RecvTimeoutError::Timeout),
+            "no duplicate of the redelivered event"
+        );
+        drop(sub);
+        relay.shutdown().unwrap();
+        std::fs::remove_dir_all(&dir).ok();
+    }
+}
+
+#[test]
+fn server_that_never_answers_times_out_as_network() {
+    // Accepts connections and never says a word; stopped and joined at the end.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    silent.set_nonblocking(true).unwrap();
+    let url = format!("http://{}", silent.local_addr().unwrap());
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let keeper = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut held = Vec::new();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                if let Ok((s, _)) = silent.accept() {
+                    held.push(s);
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        })
+    };
+    for transport in [Transport::Sse, Transport::WebSocket] {
+        let notices = Notices::default();
+        let sub = subscribe(
+            &url,
+            fast()
+                .transport(transport)
+                .connect_timeout(Duration::from_millis(200))
+                .on_notice(notices.handler()),
+        )
+        .unwrap();
+        notices.wait_for("timeout");
+        drop(sub);
+    }
+    let reports: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = reports.clone();
+    let sink = HttpSink::builder(&url)
+        .configure(|b| {
+            b.request_timeout(Duration::from_millis(200))
+                .retry_backoff(Duration::from_millis(20), Duration::from_millis(50))
+        })
+        .give_up_after(Some(Duration::from_millis(600)))
+        .on_report(move |r| log.lock().unwrap().push(format!("{r}")))
+        .build()
+        .unwrap();
+    let emitter = Emitter::new("coder", "host-a", sink).unwrap();
+    // The emitting call succeeds although nothing will ever be delivered; close returns.
+    emitter
+        .session("s")
+        .emit("progress.status", json!({}))
+        .unwrap();
+    emitter.close().unwrap();
+    let stats = emitter.stats();
+    assert_eq!((stats.delivered, stats.rejected), (0, 1));
+    assert!(
+        reports
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|r| r.starts_with("gave up")),
+        "{reports:?}"
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    keeper.join().unwrap();
+}
