@@ -61,9 +61,9 @@ pub use control::{ControlTarget, NackError, SendOptions};
 pub use emit::{Emitter, EmitterBuilder, SessionEmitter};
 pub use error::Error;
 pub use runtime::Runtime;
+pub use sink::{AsyncSinkBuilder, JsonlSink, NetSink, Sink, SinkBuilder};
 #[cfg(feature = "http")]
 pub use sink::{HttpSink, HttpSinkBuilder};
-pub use sink::{JsonlSink, Sink};
 #[cfg(feature = "ws")]
 pub use sink::{WsSink, WsSinkBuilder};
 pub use subscribe::{

@@ -4,60 +4,162 @@
 //! Each network sink keeps its runtime alive for as long as it exists, so an emitter
 //! never outlives the task that delivers its events.
 
+use std::fmt;
 #[cfg(any(feature = "http", feature = "ws"))]
 use std::time::Duration;
 
 pub use aep_async::{DeliveryReport, DeliveryStats, JsonlSink, Sink, SinkFuture};
-#[cfg(any(feature = "http", feature = "ws"))]
 use aep_core::Event;
 
-#[cfg(any(feature = "http", feature = "ws"))]
 use crate::error::Error;
-#[cfg(any(feature = "http", feature = "ws"))]
 use crate::runtime::Runtime;
 
-/// Implements the async `Sink` trait for a wrapper by delegating to its `inner` sink.
-#[cfg(any(feature = "http", feature = "ws"))]
-macro_rules! delegate_sink {
-    ($ty:ty) => {
-        impl Sink for $ty {
-            fn accept(&self, event: &Event) -> Result<(), aep_async::EmitError> {
-                self.inner.accept(event)
-            }
-            fn flush(&self) -> SinkFuture<'_> {
-                self.inner.flush()
-            }
-            fn close(&self) -> SinkFuture<'_> {
-                self.inner.close()
-            }
-            fn stats(&self) -> DeliveryStats {
-                self.inner.stats()
-            }
-        }
-    };
+mod sealed {
+    pub trait Sealed {}
 }
 
-/// Configuration of an [`HttpSink`]: the options of [`aep_async::HttpSinkBuilder`],
-/// plus the runtime to deliver on.
+/// An async sink builder that the blocking layer starts on a [`Runtime`]:
+/// [`aep_async::HttpSinkBuilder`] and [`aep_async::WsSinkBuilder`]. Sealed.
+pub trait AsyncSinkBuilder: sealed::Sealed + Clone + fmt::Debug {
+    /// The sink it builds.
+    type Sink: Sink;
+    /// Builds the sink; called inside the runtime's context (it spawns its task there).
+    fn start(self) -> Result<Self::Sink, aep_async::TransportError>;
+}
+
+#[cfg(feature = "http")]
+impl sealed::Sealed for aep_async::HttpSinkBuilder {}
+#[cfg(feature = "http")]
+impl AsyncSinkBuilder for aep_async::HttpSinkBuilder {
+    type Sink = aep_async::HttpSink;
+    fn start(self) -> Result<Self::Sink, aep_async::TransportError> {
+        self.build()
+    }
+}
+
+#[cfg(feature = "ws")]
+impl sealed::Sealed for aep_async::WsSinkBuilder {}
+#[cfg(feature = "ws")]
+impl AsyncSinkBuilder for aep_async::WsSinkBuilder {
+    type Sink = aep_async::WsSink;
+    fn start(self) -> Result<Self::Sink, aep_async::TransportError> {
+        self.build()
+    }
+}
+
+/// Configuration of a network sink: the async builder's options plus the runtime to
+/// deliver on. Used as [`HttpSinkBuilder`] and [`WsSinkBuilder`].
 ///
 /// ```
 /// use std::time::Duration;
 /// let builder = aep_blocking::HttpSink::builder("http://127.0.0.1:8787")
 ///     .token("secret")
-///     .max_batch(500)
-///     .linger(Duration::from_millis(2))
 ///     .configure(|b| b.request_timeout(Duration::from_secs(5)));
 /// # let _ = builder;
 /// ```
-#[cfg(feature = "http")]
 #[derive(Debug, Clone)]
-pub struct HttpSinkBuilder {
-    inner: aep_async::HttpSinkBuilder,
+pub struct SinkBuilder<B> {
+    inner: B,
     runtime: Option<Runtime>,
 }
 
+impl<B: AsyncSinkBuilder> SinkBuilder<B> {
+    /// Starts from an async builder configured elsewhere.
+    pub fn from_async(inner: B) -> Self {
+        SinkBuilder {
+            inner,
+            runtime: None,
+        }
+    }
+    /// Any option of the async builder.
+    pub fn configure(mut self, f: impl FnOnce(B) -> B) -> Self {
+        self.inner = f(self.inner);
+        self
+    }
+    /// The runtime that delivers (default: [`Runtime::shared`]).
+    pub fn runtime(mut self, runtime: &Runtime) -> Self {
+        self.runtime = Some(runtime.clone());
+        self
+    }
+    /// Starts the delivery task; fails when the runtime or the client cannot be
+    /// created.
+    pub fn build(self) -> Result<NetSink<B::Sink>, Error> {
+        let runtime = match self.runtime {
+            Some(rt) => rt,
+            None => Runtime::shared()?,
+        };
+        let inner = runtime.enter(|| self.inner.start())?;
+        Ok(NetSink { inner, runtime })
+    }
+}
+
+/// A network sink of the async crate running on a [`Runtime`]; used as [`HttpSink`]
+/// and [`WsSink`]. It is a [`Sink`]: hand it to [`Emitter`](crate::Emitter).
+#[derive(Debug)]
+pub struct NetSink<S> {
+    inner: S,
+    runtime: Runtime,
+}
+
+impl<S> NetSink<S> {
+    /// The runtime delivering for this sink.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+    /// The async sink underneath.
+    pub fn as_async(&self) -> &S {
+        &self.inner
+    }
+}
+
+impl<S: Sink> Sink for NetSink<S> {
+    fn accept(&self, event: &Event) -> Result<(), aep_async::EmitError> {
+        self.inner.accept(event)
+    }
+    fn flush(&self) -> SinkFuture<'_> {
+        self.inner.flush()
+    }
+    fn close(&self) -> SinkFuture<'_> {
+        self.inner.close()
+    }
+    fn stats(&self) -> DeliveryStats {
+        self.inner.stats()
+    }
+}
+
+/// Configuration of an [`HttpSink`]: the options of [`aep_async::HttpSinkBuilder`]
+/// (common ones here, the rest through [`SinkBuilder::configure`]).
 #[cfg(feature = "http")]
-impl HttpSinkBuilder {
+pub type HttpSinkBuilder = SinkBuilder<aep_async::HttpSinkBuilder>;
+
+/// Delivers events to `POST {base}/events` in NDJSON batches (AEP-0003 §3.2): the
+/// async crate's [`aep_async::HttpSink`], running on a [`Runtime`].
+///
+/// ```no_run
+/// use aep_blocking::{Emitter, HttpSink};
+///
+/// let emitter = Emitter::new("coder", "host-a", HttpSink::builder("http://127.0.0.1:8787").build()?)?;
+/// emitter.session("s1").emit("session.started", serde_json::json!({}))?;
+/// emitter.close()?; // delivered, or reported through the handler
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "http")]
+pub type HttpSink = NetSink<aep_async::HttpSink>;
+
+#[cfg(feature = "http")]
+impl NetSink<aep_async::HttpSink> {
+    /// Defaults for the relay at `base` (e.g. `http://127.0.0.1:8787`).
+    pub fn builder(base: impl Into<String>) -> HttpSinkBuilder {
+        SinkBuilder::from_async(aep_async::HttpSink::builder(base))
+    }
+    /// The ingest URL requests go to.
+    pub fn endpoint(&self) -> &str {
+        self.inner.endpoint()
+    }
+}
+
+#[cfg(feature = "http")]
+impl SinkBuilder<aep_async::HttpSinkBuilder> {
     /// Bearer token sent as `Authorization: Bearer` (AEP-0003 §8.1).
     pub fn token(self, token: impl Into<String>) -> Self {
         self.configure(|b| b.token(token))
@@ -83,87 +185,42 @@ impl HttpSinkBuilder {
     pub fn on_report(self, f: impl Fn(DeliveryReport) + Send + Sync + 'static) -> Self {
         self.configure(|b| b.on_report(f))
     }
-    /// Any other option of the async builder.
-    pub fn configure(
-        mut self,
-        f: impl FnOnce(aep_async::HttpSinkBuilder) -> aep_async::HttpSinkBuilder,
-    ) -> Self {
-        self.inner = f(self.inner);
-        self
-    }
-    /// The runtime that delivers (default: [`Runtime::shared`]).
-    pub fn runtime(mut self, runtime: &Runtime) -> Self {
-        self.runtime = Some(runtime.clone());
-        self
-    }
-    /// Starts the delivery task; fails when the runtime or the HTTP client cannot be
-    /// created.
-    pub fn build(self) -> Result<HttpSink, Error> {
-        let runtime = match self.runtime {
-            Some(rt) => rt,
-            None => Runtime::shared()?,
-        };
-        let inner = runtime.enter(|| self.inner.build())?;
-        Ok(HttpSink { inner, runtime })
-    }
 }
 
-/// Delivers events to `POST {base}/events` in NDJSON batches (AEP-0003 §3.2): the
-/// async crate's [`aep_async::HttpSink`], running on a [`Runtime`].
-///
-/// ```no_run
-/// use aep_blocking::{Emitter, HttpSink};
-///
-/// let emitter = Emitter::new("coder", "host-a", HttpSink::builder("http://127.0.0.1:8787").build()?)?;
-/// emitter.session("s1").emit("session.started", serde_json::json!({}))?;
-/// emitter.close()?; // delivered, or reported through the handler
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[cfg(feature = "http")]
-#[derive(Debug)]
-pub struct HttpSink {
-    inner: aep_async::HttpSink,
-    runtime: Runtime,
-}
-
-#[cfg(feature = "http")]
-impl HttpSink {
-    /// Defaults for the relay at `base` (e.g. `http://127.0.0.1:8787`).
-    pub fn builder(base: impl Into<String>) -> HttpSinkBuilder {
-        HttpSinkBuilder {
-            inner: aep_async::HttpSink::builder(base),
-            runtime: None,
-        }
-    }
-    /// The ingest URL requests go to.
-    pub fn endpoint(&self) -> &str {
-        self.inner.endpoint()
-    }
-    /// The runtime delivering for this sink.
-    pub fn runtime(&self) -> &Runtime {
-        &self.runtime
-    }
-}
-
-#[cfg(feature = "http")]
-delegate_sink!(HttpSink);
-
-/// Configuration of a [`WsSink`]: the options of [`aep_async::WsSinkBuilder`], plus the
-/// runtime to deliver on.
+/// Configuration of a [`WsSink`]: the options of [`aep_async::WsSinkBuilder`].
 ///
 /// ```
 /// let builder = aep_blocking::WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1").token("secret");
 /// # let _ = builder;
 /// ```
 #[cfg(feature = "ws")]
-#[derive(Debug, Clone)]
-pub struct WsSinkBuilder {
-    inner: aep_async::WsSinkBuilder,
-    runtime: Option<Runtime>,
+pub type WsSinkBuilder = SinkBuilder<aep_async::WsSinkBuilder>;
+
+/// Emits over the WebSocket binding (AEP-0003 §3.5): the async crate's
+/// [`aep_async::WsSink`], running on a [`Runtime`].
+///
+/// ```no_run
+/// let sink = aep_blocking::WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1").build()?;
+/// let emitter = aep_blocking::Emitter::new("coder", "host-a", sink)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[cfg(feature = "ws")]
+pub type WsSink = NetSink<aep_async::WsSink>;
+
+#[cfg(feature = "ws")]
+impl NetSink<aep_async::WsSink> {
+    /// Defaults for the relay at `base`, saying `hello` as `agent` / `instance`.
+    pub fn builder(
+        base: impl Into<String>,
+        agent: impl Into<String>,
+        instance: impl Into<String>,
+    ) -> WsSinkBuilder {
+        SinkBuilder::from_async(aep_async::WsSink::builder(base, agent, instance))
+    }
 }
 
 #[cfg(feature = "ws")]
-impl WsSinkBuilder {
+impl SinkBuilder<aep_async::WsSinkBuilder> {
     /// Bearer token sent with the upgrade request.
     pub fn token(self, token: impl Into<String>) -> Self {
         self.configure(|b| b.token(token))
@@ -180,63 +237,4 @@ impl WsSinkBuilder {
     pub fn on_report(self, f: impl Fn(DeliveryReport) + Send + Sync + 'static) -> Self {
         self.configure(|b| b.on_report(f))
     }
-    /// Any other option of the async builder.
-    pub fn configure(
-        mut self,
-        f: impl FnOnce(aep_async::WsSinkBuilder) -> aep_async::WsSinkBuilder,
-    ) -> Self {
-        self.inner = f(self.inner);
-        self
-    }
-    /// The runtime that delivers (default: [`Runtime::shared`]).
-    pub fn runtime(mut self, runtime: &Runtime) -> Self {
-        self.runtime = Some(runtime.clone());
-        self
-    }
-    /// Starts the connection task.
-    pub fn build(self) -> Result<WsSink, Error> {
-        let runtime = match self.runtime {
-            Some(rt) => rt,
-            None => Runtime::shared()?,
-        };
-        let inner = runtime.enter(|| self.inner.build())?;
-        Ok(WsSink { inner, runtime })
-    }
 }
-
-/// Emits over the WebSocket binding (AEP-0003 §3.5): the async crate's
-/// [`aep_async::WsSink`], running on a [`Runtime`].
-///
-/// ```no_run
-/// let sink = aep_blocking::WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1").build()?;
-/// let emitter = aep_blocking::Emitter::new("coder", "host-a", sink)?;
-/// # Ok::<(), Box<dyn std::error::Error>>(())
-/// ```
-#[cfg(feature = "ws")]
-#[derive(Debug)]
-pub struct WsSink {
-    inner: aep_async::WsSink,
-    runtime: Runtime,
-}
-
-#[cfg(feature = "ws")]
-impl WsSink {
-    /// Defaults for the relay at `base`, saying `hello` as `agent` / `instance`.
-    pub fn builder(
-        base: impl Into<String>,
-        agent: impl Into<String>,
-        instance: impl Into<String>,
-    ) -> WsSinkBuilder {
-        WsSinkBuilder {
-            inner: aep_async::WsSink::builder(base, agent, instance),
-            runtime: None,
-        }
-    }
-    /// The runtime delivering for this sink.
-    pub fn runtime(&self) -> &Runtime {
-        &self.runtime
-    }
-}
-
-#[cfg(feature = "ws")]
-delegate_sink!(WsSink);
