@@ -318,9 +318,9 @@ impl std::error::Error for NotACommand {}
 pub struct ControlStub {
     emitter: Emitter,
     record: MemorySink,
-    target: SessionEmitter,
+    target: Arc<SessionEmitter>,
     sessions: Mutex<HashMap<String, Arc<SessionEmitter>>>,
-    sent: Mutex<Vec<Event>>,
+    sent: Arc<Mutex<Vec<Event>>>,
     builder: ControlSender,
 }
 
@@ -343,18 +343,25 @@ impl ControlStub {
         let record = MemorySink::new();
         let emitter = Emitter::new(agent, host, record.clone());
         ControlStub {
-            target: emitter.session(session),
+            target: Arc::new(emitter.session(session)),
             emitter,
             record,
             sessions: Mutex::default(),
-            sent: Mutex::default(),
+            sent: Arc::default(),
             builder: ControlSender::new(agent, host),
         }
     }
 
-    /// The target-side session emitter: what a `ControlTarget` driver emits acks with.
-    pub fn emitter(&self) -> &SessionEmitter {
-        &self.target
+    /// The target-side session emitter, shared: attach it to an
+    /// [`aep_async::ControlTarget`] (or emit acks with it from your own driver).
+    ///
+    /// ```
+    /// let stub = aep_testing::ControlStub::new();
+    /// let target = aep_async::ControlTarget::new(["control.pause"], |cmd| async move { let _ = cmd.accept(); });
+    /// target.attach(stub.emitter());
+    /// ```
+    pub fn emitter(&self) -> Arc<SessionEmitter> {
+        self.target.clone()
     }
 
     /// Every event the stub's emitters produced (acks, nacks, byte-identical re-acks),
@@ -394,6 +401,29 @@ impl ControlStub {
     /// Client side: captures one outbound command (the transport's `send`).
     pub fn send(&self, command: Event) {
         lock(&self.sent).push(command);
+    }
+
+    /// Client side: a transport for [`aep_async::ControlSender::new`] that captures
+    /// every transmission (first sends and retries) into [`ControlStub::sent`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use aep_async::control::{ControlSender, SendOptions};
+    /// let stub = std::sync::Arc::new(aep_testing::ControlStub::new());
+    /// let sender = ControlSender::new("console", "ops-host", stub.transport());
+    /// let pending = tokio::spawn({
+    ///     let sender = sender.clone();
+    ///     async move { sender.send("control.pause", "s1", SendOptions::new()).await }
+    /// });
+    /// while stub.sent().is_empty() { tokio::task::yield_now().await; }
+    /// sender.handle_event(&stub.accept(&stub.sent()[0])?);
+    /// assert_eq!(pending.await??.event_type(), "control.accepted");
+    /// # Ok(()) }
+    /// ```
+    pub fn transport(&self) -> impl Fn(&Event) + Send + Sync + 'static {
+        let sent = self.sent.clone();
+        move |command: &Event| lock(&sent).push(command.clone())
     }
 
     /// Client side: drains everything a sans-IO [`ControlSender`] wants to transmit into

@@ -345,3 +345,92 @@ fn relay_starts_in_a_line_for_sync_and_async_tests() {
         relay.shutdown().await.unwrap();
     });
 }
+
+/// The Python smoke's threaded client scenario, over the async sender: `send` waits
+/// while another task answers through the stub.
+#[tokio::test]
+async fn control_stub_is_the_transport_of_the_async_sender() {
+    use aep_async::control::{ControlSender as AsyncSender, SendOptions};
+    use std::sync::Arc;
+
+    let stub = Arc::new(ControlStub::new());
+    let sender = AsyncSender::new("stub-phone", "stub-host", stub.transport());
+    let wait_sent = |n: usize| {
+        let stub = stub.clone();
+        async move {
+            while stub.sent().len() < n {
+                tokio::task::yield_now().await;
+            }
+        }
+    };
+    let window = SendOptions::new().ack_window(Duration::from_secs(2));
+
+    let pending = tokio::spawn({
+        let (sender, window) = (sender.clone(), window.clone());
+        async move {
+            sender
+                .send("control.pause", "s-x", window.retries(1).data(json!({})))
+                .await
+        }
+    });
+    wait_sent(1).await;
+    assert!(sender.handle_event(&stub.accept(&stub.sent()[0]).unwrap()));
+    let ack = pending.await.unwrap().unwrap();
+    assert_eq!(ack.event_type(), "control.accepted");
+    assert_eq!(ack.cause(), Some(stub.sent()[0].id()));
+    assert_eq!(stub.sent()[0].seq(), None);
+
+    let pending = tokio::spawn({
+        let sender = sender.clone();
+        async move {
+            sender
+                .send("control.resume", "s-x", window.retries(0))
+                .await
+        }
+    });
+    wait_sent(2).await;
+    assert!(sender.handle_event(&stub.reject(&stub.sent()[1], "busy").unwrap()));
+    let err = pending.await.unwrap().unwrap_err();
+    assert_eq!(
+        err.nack().map(|n| n.reason().to_string()),
+        Some("busy".into())
+    );
+}
+
+/// The Python smoke's target scenario over the async `ControlTarget` itself, with the
+/// stub's recording emitter attached.
+#[tokio::test]
+async fn control_stub_drives_the_async_control_target() {
+    use aep_async::control::ControlTarget as AsyncTarget;
+
+    let stub = ControlStub::new();
+    let cmd = stub.command("control.pause", "stub-target").unwrap();
+    let other = stub.command("control.cancel", "stub-target").unwrap();
+    let (executed_tx, mut executed) = tokio::sync::mpsc::unbounded_channel();
+    let target = AsyncTarget::new(["control.pause"], move |c| {
+        let executed_tx = executed_tx.clone();
+        async move {
+            let _ = executed_tx.send(c.event().clone());
+            let _ = c.accept();
+        }
+    });
+    target.attach(stub.emitter());
+
+    target.handle(cmd.clone()).unwrap();
+    assert_eq!(executed.recv().await.unwrap(), cmd);
+    while acks_for(&stub, &cmd).is_empty() {
+        tokio::task::yield_now().await;
+    }
+    // The retransmit: the recorded ack again, byte-identical, no second execution.
+    target.handle(cmd.clone()).unwrap();
+    let acks = acks_for(&stub, &cmd);
+    assert_eq!(acks.len(), 2);
+    assert_eq!(acks[0].event_type(), "control.accepted");
+    assert_eq!(acks[0].to_json(), acks[1].to_json());
+    assert!(executed.try_recv().is_err());
+
+    target.handle(other.clone()).unwrap();
+    let nacks = acks_for(&stub, &other);
+    assert_eq!(nacks.len(), 1);
+    assert_eq!(nacks[0].data().unwrap()["reason"], "unsupported");
+}
