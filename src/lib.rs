@@ -7,6 +7,7 @@
 //! |---|---|---|
 //! | [`core`] | always | envelopes, filters, projection, control state machines (no IO) |
 //! | `aep::{Emitter, subscribe, ..}` | `async` (default) | emit and consume on tokio |
+//! | `aep::control` | `async` (`ws` for the client) | commands and acks (AEP-0004) |
 //! | `aep::blocking` | `blocking` | the same API for synchronous code |
 //! | `aep::relay` | `relay` | the embeddable relay |
 //! | `aep::testing` | `testing` | relay-free test doubles |
@@ -36,7 +37,8 @@
 //! ## Layout
 //!
 //! - [`core`]: `aep-sdk-core`, every protocol rule, sans-IO.
-//! - crate root (feature `async`): everything `aep-async` exports.
+//! - crate root (feature `async`): everything `aep-async` exports, its `control`
+//!   module included.
 //! - `blocking` (feature `blocking`): `aep-blocking`.
 //! - `relay` (feature `relay`): `aep-relay`.
 //! - `testing` (feature `testing`): `aep-testing`.
