@@ -174,7 +174,7 @@ fn agent(url: &str, token: Option<String>, session_id: &str) -> Result<(), BoxEr
     if let Some(t) = token {
         sink = sink.token(t);
     }
-    let emitter = Emitter::new("blocking-agent", "localhost", sink.build()?)?;
+    let emitter = Emitter::new("blocking-agent", "localhost", sink.build()?);
     let session = target.attach(emitter.session(session_id));
     let run = EmitOptions::new().run("r1");
 

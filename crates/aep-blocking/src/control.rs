@@ -237,7 +237,7 @@ impl Duplex {
 ///     .token("secret")
 ///     .command_hook(target.clone())
 ///     .build()?;
-/// let emitter = Emitter::new("coder", "host-a", sink)?;
+/// let emitter = Emitter::new("coder", "host-a", sink);
 /// let session = target.attach(emitter.session("s1"));
 /// session.emit("session.started", json!({}))?; // claims s1 on this connection
 /// # Ok::<(), Box<dyn std::error::Error>>(())

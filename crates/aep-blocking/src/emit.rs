@@ -25,7 +25,7 @@ use crate::runtime::Runtime;
 /// use serde_json::json;
 ///
 /// let path = std::env::temp_dir().join(format!("aep-blocking-doc-{}.jsonl", std::process::id()));
-/// let emitter = Emitter::new("coder", "host-a", JsonlSink::open(&path)?)?;
+/// let emitter = Emitter::new("coder", "host-a", JsonlSink::open(&path)?);
 /// let session = emitter.session("s1");
 /// assert_eq!(session.emit("session.started", json!({"cwd": "/tmp"}))?.seq(), Some(0));
 /// emitter.close()?;
@@ -35,17 +35,15 @@ use crate::runtime::Runtime;
 #[derive(Debug, Clone)]
 pub struct Emitter {
     inner: aep_async::Emitter,
-    runtime: Runtime,
+    /// Where `flush`/`close` wait; `None`: the shared runtime, looked up when needed
+    /// (an emitter over a JSONL file never starts one).
+    runtime: Option<Runtime>,
 }
 
 impl Emitter {
-    /// An emitter for `agent` on `host` with epoch 0 and capture ceiling `metadata`, on
-    /// the [shared](Runtime::shared) runtime.
-    pub fn new(
-        agent: impl Into<String>,
-        host: impl Into<String>,
-        sink: impl Sink,
-    ) -> Result<Self, Error> {
+    /// An emitter for `agent` on `host` with epoch 0 and capture ceiling `metadata`;
+    /// `flush` and `close` wait on the [shared](Runtime::shared) runtime.
+    pub fn new(agent: impl Into<String>, host: impl Into<String>, sink: impl Sink) -> Self {
         Self::builder(agent, host).build(sink)
     }
 
@@ -58,7 +56,7 @@ impl Emitter {
     /// let emitter = Emitter::builder("coder", "host-a")
     ///     .epoch(3)
     ///     .capture(Capture::Redacted)
-    ///     .build(JsonlSink::open(&path)?)?;
+    ///     .build(JsonlSink::open(&path)?);
     /// assert_eq!(emitter.epoch(), 3);
     /// # std::fs::remove_file(&path).ok();
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -72,7 +70,10 @@ impl Emitter {
 
     /// Wraps an async emitter; `runtime` is where [`Emitter::flush`] waits.
     pub fn from_async(inner: aep_async::Emitter, runtime: Runtime) -> Self {
-        Emitter { inner, runtime }
+        Emitter {
+            inner,
+            runtime: Some(runtime),
+        }
     }
 
     /// The async emitter underneath (share it with async code in the same program).
@@ -80,9 +81,17 @@ impl Emitter {
         &self.inner
     }
 
-    /// The runtime this emitter waits on.
-    pub fn runtime(&self) -> &Runtime {
-        &self.runtime
+    /// The runtime this emitter waits on, when one was given (otherwise the shared
+    /// one).
+    pub fn runtime(&self) -> Option<&Runtime> {
+        self.runtime.as_ref()
+    }
+
+    fn waiter(&self) -> Result<Runtime, Error> {
+        match &self.runtime {
+            Some(rt) => Ok(rt.clone()),
+            None => Runtime::shared(),
+        }
     }
 
     /// The producer identity (envelope `agent`).
@@ -128,13 +137,13 @@ impl Emitter {
     /// Blocks until every event accepted so far is delivered or finally reported.
     pub fn flush(&self) -> Result<(), Error> {
         let inner = self.inner.clone();
-        self.runtime.block_on(async move { inner.flush().await })
+        self.waiter()?.block_on(async move { inner.flush().await })
     }
 
     /// [`Emitter::flush`] giving up after `timeout` ([`Error::Timeout`]).
     pub fn flush_timeout(&self, timeout: Duration) -> Result<(), Error> {
         let inner = self.inner.clone();
-        self.runtime
+        self.waiter()?
             .block_on_timeout(async move { inner.flush().await }, timeout)
     }
 
@@ -143,7 +152,7 @@ impl Emitter {
     /// runtime stops it, and what was still queued is reported as abandoned.
     pub fn close(&self) -> Result<(), Error> {
         let inner = self.inner.clone();
-        self.runtime.block_on(async move { inner.close().await })
+        self.waiter()?.block_on(async move { inner.close().await })
     }
 
     /// Counters of the sink: accepted, delivered, rejected, dropped.
@@ -160,8 +169,8 @@ impl Emitter {
 /// let emitter = aep_blocking::Emitter::builder("a", "h")
 ///     .epoch(1)
 ///     .runtime(&rt)
-///     .build(aep_blocking::JsonlSink::open(&path)?)?;
-/// assert!(emitter.runtime().same_as(&rt));
+///     .build(aep_blocking::JsonlSink::open(&path)?);
+/// assert!(emitter.runtime().is_some_and(|r| r.same_as(&rt)));
 /// # std::fs::remove_file(&path).ok();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -188,17 +197,11 @@ impl EmitterBuilder {
         self
     }
     /// Finishes with the sink events go to.
-    ///
-    /// Fails only when the shared runtime has to be started and cannot be.
-    pub fn build(self, sink: impl Sink) -> Result<Emitter, Error> {
-        let runtime = match self.runtime {
-            Some(rt) => rt,
-            None => Runtime::shared()?,
-        };
-        Ok(Emitter {
+    pub fn build(self, sink: impl Sink) -> Emitter {
+        Emitter {
             inner: self.inner.build(sink),
-            runtime,
-        })
+            runtime: self.runtime,
+        }
     }
 }
 
@@ -207,7 +210,7 @@ impl EmitterBuilder {
 ///
 /// ```
 /// # let path = std::env::temp_dir().join(format!("aep-blocking-se-{}.jsonl", std::process::id()));
-/// let session = aep_blocking::Emitter::new("a", "h", aep_blocking::JsonlSink::open(&path)?)?.session("s");
+/// let session = aep_blocking::Emitter::new("a", "h", aep_blocking::JsonlSink::open(&path)?).session("s");
 /// let first = session.emit("run.started", serde_json::json!({"trigger": "user"}))?;
 /// session.redeliver(&first)?; // same id, same position: consumers dedupe it
 /// assert_eq!(session.next_seq(), 1);

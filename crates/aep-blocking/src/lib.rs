@@ -10,7 +10,7 @@
 //! use aep_blocking::{subscribe, Emitter, HttpSink, SubscribeOptions};
 //! use serde_json::json;
 //!
-//! let emitter = Emitter::new("coder", "host-a", HttpSink::builder("http://127.0.0.1:8787").build()?)?;
+//! let emitter = Emitter::new("coder", "host-a", HttpSink::builder("http://127.0.0.1:8787").build()?);
 //! emitter.session("s1").emit("session.started", json!({"cwd": "/work"}))?;
 //! emitter.flush()?;
 //!

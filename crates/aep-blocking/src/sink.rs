@@ -138,7 +138,7 @@ pub type HttpSinkBuilder = SinkBuilder<aep_async::HttpSinkBuilder>;
 /// ```no_run
 /// use aep_blocking::{Emitter, HttpSink};
 ///
-/// let emitter = Emitter::new("coder", "host-a", HttpSink::builder("http://127.0.0.1:8787").build()?)?;
+/// let emitter = Emitter::new("coder", "host-a", HttpSink::builder("http://127.0.0.1:8787").build()?);
 /// emitter.session("s1").emit("session.started", serde_json::json!({}))?;
 /// emitter.close()?; // delivered, or reported through the handler
 /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -201,7 +201,7 @@ pub type WsSinkBuilder = SinkBuilder<aep_async::WsSinkBuilder>;
 ///
 /// ```no_run
 /// let sink = aep_blocking::WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1").build()?;
-/// let emitter = aep_blocking::Emitter::new("coder", "host-a", sink)?;
+/// let emitter = aep_blocking::Emitter::new("coder", "host-a", sink);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[cfg(feature = "ws")]

@@ -46,7 +46,7 @@ fn agent(url: &str, session: &str) -> (Emitter, SessionEmitter) {
         .command_hook(target.clone())
         .build()
         .unwrap();
-    let emitter = Emitter::new("sync-agent", "host-a", sink).unwrap();
+    let emitter = Emitter::new("sync-agent", "host-a", sink);
     let session = target.attach(emitter.session(session));
     session.emit("session.started", json!({})).unwrap();
     (emitter, session)

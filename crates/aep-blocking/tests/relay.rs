@@ -77,7 +77,7 @@ fn take(sub: &mut Subscription, n: usize) -> Vec<Event> {
 #[test]
 fn http_emit_then_sse_history_pass() {
     let relay = ThreadRelay::start().unwrap();
-    let emitter = Emitter::new("coder", "host-a", sink(relay.url())).unwrap();
+    let emitter = Emitter::new("coder", "host-a", sink(relay.url()));
     let session = emitter.session("s-history");
     for i in 0..50 {
         session
@@ -138,7 +138,7 @@ fn live_over_both_transports_with_iterator_and_timeouts() {
         );
         assert_eq!(sub.try_recv(), Err(TryRecvError::Empty));
 
-        let emitter = Emitter::new("coder", "host-a", sink(relay.url())).unwrap();
+        let emitter = Emitter::new("coder", "host-a", sink(relay.url()));
         let session = emitter.session(session_id.as_str());
         for _ in 0..4 {
             session.emit("progress.status", json!({})).unwrap();
@@ -170,7 +170,7 @@ fn relay_down_at_start_then_delivered_and_streamed() {
         .on_report(move |r| log.lock().unwrap().push(format!("{r:?}")))
         .build()
         .unwrap();
-    let emitter = Emitter::new("coder", "host-a", sink).unwrap();
+    let emitter = Emitter::new("coder", "host-a", sink);
     let notices = Notices::default();
     let mut sub = subscribe(&url, fast().from_all().on_notice(notices.handler())).unwrap();
     let session = emitter.session("s-late");
@@ -201,7 +201,7 @@ fn relay_down_at_start_then_delivered_and_streamed() {
 #[test]
 fn resume_from_persisted_positions_is_exact() {
     let relay = ThreadRelay::start().unwrap();
-    let emitter = Emitter::new("coder", "host-a", sink(relay.url())).unwrap();
+    let emitter = Emitter::new("coder", "host-a", sink(relay.url()));
     let a = emitter.session("s-a");
     let b = emitter.session("s-b");
     for _ in 0..6 {
@@ -239,7 +239,7 @@ fn unauthorized_is_http_401_everywhere() {
         .on_report(move |r| log.lock().unwrap().push(r))
         .build()
         .unwrap();
-    let emitter = Emitter::new("coder", "host-a", sink).unwrap();
+    let emitter = Emitter::new("coder", "host-a", sink);
     emitter
         .session("s")
         .emit("progress.status", json!({}))
@@ -265,7 +265,7 @@ fn unauthorized_is_http_401_everywhere() {
         .token("sesame")
         .build()
         .unwrap();
-    let emitter = Emitter::new("coder", "host-a", sink).unwrap();
+    let emitter = Emitter::new("coder", "host-a", sink);
     emitter
         .session("s")
         .emit("progress.status", json!({}))
@@ -290,7 +290,7 @@ fn inside_a_runtime_waiting_calls_refuse_and_the_rest_work() {
         .on_report(move |r| log.lock().unwrap().push(format!("{r:?}")))
         .build()
         .unwrap();
-    let emitter = Emitter::new("coder", "host-a", sink).unwrap();
+    let emitter = Emitter::new("coder", "host-a", sink);
     let mut sub = subscribe(relay.url(), fast()).unwrap();
     let url = relay.url().to_owned();
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -335,11 +335,8 @@ fn caller_provided_runtime_and_drop_without_runtime() {
         .unwrap();
     let rt = Runtime::from_handle(tokio_rt.handle().clone());
     let sink = HttpSink::builder(relay.url()).runtime(&rt).build().unwrap();
-    let emitter = Emitter::builder("coder", "host-a")
-        .runtime(&rt)
-        .build(sink)
-        .unwrap();
-    assert!(emitter.runtime().same_as(&rt));
+    let emitter = Emitter::builder("coder", "host-a").runtime(&rt).build(sink);
+    assert!(emitter.runtime().is_some_and(|r| r.same_as(&rt)));
     emitter
         .session("s-own")
         .emit("progress.status", json!({}))
@@ -371,7 +368,7 @@ fn killed_mid_stream_and_restarted_resumes_without_loss_or_duplicate() {
         let relay = ThreadRelay::start_with(durable()).unwrap();
         let url = relay.url().to_owned();
         let port = url.rsplit(':').next().unwrap().to_owned();
-        let emitter = Emitter::new("coder", "host-a", sink(&url)).unwrap();
+        let emitter = Emitter::new("coder", "host-a", sink(&url));
         let session = emitter.session("s-crash");
         let notices = Notices::default();
         let mut sub = subscribe(
@@ -460,7 +457,7 @@ fn server_that_never_answers_times_out_as_network() {
         .on_report(move |r| log.lock().unwrap().push(format!("{r}")))
         .build()
         .unwrap();
-    let emitter = Emitter::new("coder", "host-a", sink).unwrap();
+    let emitter = Emitter::new("coder", "host-a", sink);
     // The emitting call succeeds although nothing will ever be delivered; close returns.
     emitter
         .session("s")
