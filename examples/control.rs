@@ -58,7 +58,8 @@ fn parse() -> Result<Args, String> {
         }
     }
     let command_type = command_type.ok_or("TYPE is required")?;
-    let command_type = if command_type.starts_with("control.") || command_type.contains(".control.") {
+    let command_type = if command_type.starts_with("control.") || command_type.contains(".control.")
+    {
         command_type
     } else {
         format!("control.{command_type}")

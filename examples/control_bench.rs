@@ -153,9 +153,14 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
 }
 
 async fn rust_client(url: &str, session: &str, args: &Args) -> Result<Figures, String> {
-    let client = ControlClient::connect(url, ClientOptions::new().token(TOKEN).identity("rust-bench", "bench"))
-        .await
-        .map_err(|e| e.to_string())?;
+    let client = ControlClient::connect(
+        url,
+        ClientOptions::new()
+            .token(TOKEN)
+            .identity("rust-bench", "bench"),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     for _ in 0..200 {
         client
             .send("control.pause", session, SendOptions::new())
@@ -200,7 +205,8 @@ async fn rust_client(url: &str, session: &str, args: &Args) -> Result<Figures, S
 
 fn python_client(url: &str, session: &str, args: &Args) -> Result<Figures, String> {
     let sdk = shared().join("reference/python-sdk");
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/control-interop/py_bench.py");
+    let script =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/control-interop/py_bench.py");
     let out = Command::new("python3")
         .arg(script)
         .args([url, TOKEN, session])
@@ -235,7 +241,10 @@ async fn main() -> std::process::ExitCode {
         "control round trips: {} sequential (p50/p99), {} in flight x {} rounds (median commands/s)",
         args.sequential, args.concurrent, args.rounds
     );
-    println!("{:<10} {:<8} {:>10} {:>10} {:>12}", "relay", "client", "p50 us", "p99 us", "commands/s");
+    println!(
+        "{:<10} {:<8} {:>10} {:>10} {:>12}",
+        "relay", "client", "p50 us", "p99 us", "commands/s"
+    );
     for kind in &args.relays {
         let (relay, url) = match Relay::start(kind) {
             Ok(r) => r,
@@ -264,7 +273,10 @@ async fn main() -> std::process::ExitCode {
         emitter.flush().await;
         tokio::time::sleep(Duration::from_millis(200)).await;
         match rust_client(&url, &session, &args).await {
-            Ok(f) => println!("{kind:<10} {:<8} {:>10.0} {:>10.0} {:>12.0}", "rust", f.p50_us, f.p99_us, f.cmds_per_s),
+            Ok(f) => println!(
+                "{kind:<10} {:<8} {:>10.0} {:>10.0} {:>12.0}",
+                "rust", f.p50_us, f.p99_us, f.cmds_per_s
+            ),
             Err(e) => eprintln!("control_bench: {kind} rust client: {e}"),
         }
         if args.python {
@@ -272,7 +284,10 @@ async fn main() -> std::process::ExitCode {
             let a = args.clone();
             let res = tokio::task::spawn_blocking(move || python_client(&u, &s2, &a)).await;
             match res {
-                Ok(Ok(f)) => println!("{kind:<10} {:<8} {:>10.0} {:>10.0} {:>12.0}", "python", f.p50_us, f.p99_us, f.cmds_per_s),
+                Ok(Ok(f)) => println!(
+                    "{kind:<10} {:<8} {:>10.0} {:>10.0} {:>12.0}",
+                    "python", f.p50_us, f.p99_us, f.cmds_per_s
+                ),
                 Ok(Err(e)) => eprintln!("control_bench: {kind} python client: {e}"),
                 Err(e) => eprintln!("control_bench: {kind} python client: {e}"),
             }

@@ -190,8 +190,9 @@ async fn main() -> ExitCode {
                         .map(|_| ())
                 }
                 "control.attention.respond" => {
-                    let known =
-                        subject.as_ref().is_some_and(|s| requests.lock().unwrap().remove(s));
+                    let known = subject.as_ref().is_some_and(|s| {
+                        requests.lock().unwrap_or_else(|p| p.into_inner()).remove(s)
+                    });
                     match subject {
                         Some(s) if known => {
                             let answer = answer
@@ -199,7 +200,11 @@ async fn main() -> ExitCode {
                                 .unwrap_or_else(|| json!({}));
                             let opts = EmitOptions::new().subject(&s);
                             accepted
-                                .emit_with("attention.answered", json!({"answer": answer}), opts.clone())
+                                .emit_with(
+                                    "attention.answered",
+                                    json!({"answer": answer}),
+                                    opts.clone(),
+                                )
                                 .and_then(|_| {
                                     accepted.emit_with(
                                         "attention.resolved",
@@ -220,12 +225,16 @@ async fn main() -> ExitCode {
         }
     });
 
-    let mut sink = WsSink::builder(&url, "aep-example-target", format!("localhost/{}", std::process::id()))
-        .command_hook(Ignoring {
-            target: target.clone(),
-            ignore: args.ignore.clone(),
-        })
-        .on_report(|r| eprintln!("target: {r}"));
+    let mut sink = WsSink::builder(
+        &url,
+        "aep-example-target",
+        format!("localhost/{}", std::process::id()),
+    )
+    .command_hook(Ignoring {
+        target: target.clone(),
+        ignore: args.ignore.clone(),
+    })
+    .on_report(|r| eprintln!("target: {r}"));
     if let Some(t) = &token {
         sink = sink.token(t);
     }
@@ -248,14 +257,18 @@ async fn main() -> ExitCode {
             json!({"kind": "input", "prompt": "continue?", "options": [{"id": "yes", "label": "Yes"}]}),
         ) {
             Ok(ev) => {
-                open_requests.lock().unwrap().insert(ev.id().to_owned());
+                open_requests.lock().unwrap_or_else(|p| p.into_inner()).insert(ev.id().to_owned());
                 println!("attention {}", ev.id());
             }
             Err(e) => eprintln!("target: {e}"),
         }
     }
     emitter.flush().await;
-    println!("holding session {} accepting {}", args.session, args.accepts.join(","));
+    println!(
+        "holding session {} accepting {}",
+        args.session,
+        args.accepts.join(",")
+    );
 
     let _ = tokio::signal::ctrl_c().await;
     let _ = session.emit("session.ended", json!({"reason": "completed"}));

@@ -50,9 +50,9 @@ pub mod sink;
 pub mod subscribe;
 
 pub use aep_core::resume::ResumePosition;
-pub use control::{Command, ControlError, ControlSender, ControlTarget, NackError, SendOptions};
 #[cfg(feature = "ws")]
 pub use control::{open_duplex, ClientOptions, ControlClient, Duplex, DuplexOptions};
+pub use control::{Command, ControlError, ControlSender, ControlTarget, NackError, SendOptions};
 pub use emit::{EmitOptions, Emitter, EmitterBuilder, SessionEmitter};
 pub use error::{EmitError, TransportError, TransportErrorKind};
 #[cfg(feature = "http")]

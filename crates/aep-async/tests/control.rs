@@ -13,7 +13,9 @@ use aep_async::control::{
     NackReason, RejectReason, SendOptions,
 };
 use aep_async::{EmitOptions, Emitter, TransportErrorKind, WsSink};
-use aep_core::frame::{Capabilities, ControlCapability, Frame, Hello, Message as AepMessage, Role, Subscribe};
+use aep_core::frame::{
+    Capabilities, ControlCapability, Frame, Hello, Message as AepMessage, Role, Subscribe,
+};
 use aep_core::Event;
 use futures::{SinkExt, StreamExt};
 use serde_json::json;
@@ -23,7 +25,11 @@ use tokio_tungstenite::tungstenite::Message;
 const TOKEN: &str = "t0ken";
 
 async fn relay() -> aep_relay::RelayHandle {
-    aep_relay::Relay::builder().token(TOKEN).start().await.unwrap()
+    aep_relay::Relay::builder()
+        .token(TOKEN)
+        .start()
+        .await
+        .unwrap()
 }
 
 fn fast() -> ClientOptions {
@@ -81,7 +87,8 @@ fn decisive_target(decisions: Arc<AtomicUsize>) -> ControlTarget {
                         cmd.accept().unwrap();
                     }
                     _ => {
-                        cmd.reject(RejectReason::Refused, "not while deploying").unwrap();
+                        cmd.reject(RejectReason::Refused, "not while deploying")
+                            .unwrap();
                     }
                 }
             }
@@ -103,25 +110,42 @@ async fn accepted_rejected_and_unsupported_through_the_rust_relay() {
     assert!(control.accepts("control.pause"));
     assert_eq!(control.ack_window_ms, Some(7_000));
 
-    let cmd = client.sender().command("control.pause", "s-basic", &SendOptions::new());
-    let ack = client.send_command(cmd.clone(), SendOptions::new()).await.unwrap();
+    let cmd = client
+        .sender()
+        .command("control.pause", "s-basic", &SendOptions::new());
+    let ack = client
+        .send_command(cmd.clone(), SendOptions::new())
+        .await
+        .unwrap();
     assert_eq!(ack.event_type(), "control.accepted");
     assert_eq!(ack.cause(), Some(cmd.id()));
     assert_eq!(ack.session(), Some("s-basic"));
-    assert!(ack.seq().is_some(), "acks are ordinary sequenced session events");
+    assert!(
+        ack.seq().is_some(),
+        "acks are ordinary sequenced session events"
+    );
 
-    let err = client.send("control.cancel", "s-basic", SendOptions::new()).await.unwrap_err();
+    let err = client
+        .send("control.cancel", "s-basic", SendOptions::new())
+        .await
+        .unwrap_err();
     let nack = err.nack().unwrap();
     assert_eq!(nack.reason(), NackReason::Refused);
     assert_eq!(nack.detail(), Some("not while deploying"));
     assert!(!nack.is_synthesized());
 
     // Undeclared: refused on the target's behalf by the relay, which knows `accepts`.
-    let err = client.send("control.resume", "s-basic", SendOptions::new()).await.unwrap_err();
+    let err = client
+        .send("control.resume", "s-basic", SendOptions::new())
+        .await
+        .unwrap_err();
     assert_eq!(err.nack().unwrap().reason(), NackReason::Unsupported);
 
     // Not a command at all: refused before anything is sent.
-    let err = client.send("run.started", "s-basic", SendOptions::new()).await.unwrap_err();
+    let err = client
+        .send("run.started", "s-basic", SendOptions::new())
+        .await
+        .unwrap_err();
     assert!(matches!(err, ControlError::Command(_)), "{err:?}");
 
     client.close().await;
@@ -138,7 +162,9 @@ async fn undeclared_types_are_nacked_unsupported_by_the_target_itself() {
     let emitter = Emitter::new("a", "h", aep_async::JsonlSink::open(&dir).unwrap());
     target.attach(emitter.session("s1"));
     let sender = aep_core::control::ControlSender::new("console", "ops");
-    let cmd = sender.command("control.cancel", "s1").build("c1", "2026-01-01T00:00:00.000Z");
+    let cmd = sender
+        .command("control.cancel", "s1")
+        .build("c1", "2026-01-01T00:00:00.000Z");
     target.handle(cmd.clone()).unwrap();
     target.handle(cmd).unwrap(); // redelivery: the recorded ack, byte-identical
     emitter.flush().await;
@@ -167,16 +193,29 @@ async fn attention_round_trip() {
         let accepted = cmd.accept().unwrap();
         let opts = EmitOptions::new().subject(&subject);
         accepted
-            .emit_with("attention.answered", json!({"answer": answer}), opts.clone())
+            .emit_with(
+                "attention.answered",
+                json!({"answer": answer}),
+                opts.clone(),
+            )
             .unwrap();
         accepted
-            .emit_with("attention.resolved", json!({"resolution": "answered"}), opts)
+            .emit_with(
+                "attention.resolved",
+                json!({"resolution": "answered"}),
+                opts,
+            )
             .unwrap();
     });
     let agent = agent(relay.url(), "s-att", &target).await;
-    let mut watch = open_duplex(relay.url(), DuplexOptions::new().token(TOKEN)).await.unwrap();
+    let mut watch = open_duplex(relay.url(), DuplexOptions::new().token(TOKEN))
+        .await
+        .unwrap();
     let sub = Subscribe::new("w", json!({"session": "s-att"}));
-    watch.send(&AepMessage::Frame(Frame::Subscribe(sub))).await.unwrap();
+    watch
+        .send(&AepMessage::Frame(Frame::Subscribe(sub)))
+        .await
+        .unwrap();
     next_frame(&mut watch, "subscribed").await;
 
     let request = agent
@@ -191,7 +230,10 @@ async fn attention_round_trip() {
     let opts = SendOptions::new()
         .subject(request.id())
         .data(json!({"answer": {"option": "yes"}}));
-    let ack = client.send("control.attention.respond", "s-att", opts).await.unwrap();
+    let ack = client
+        .send("control.attention.respond", "s-att", opts)
+        .await
+        .unwrap();
     let command_id = ack.cause().unwrap().to_owned();
 
     let mut seen = Vec::new();
@@ -205,11 +247,20 @@ async fn attention_round_trip() {
     let types: Vec<&str> = seen.iter().map(|e| e.event_type()).collect();
     assert_eq!(
         types,
-        ["attention.requested", "control.accepted", "attention.answered", "attention.resolved"]
+        [
+            "attention.requested",
+            "control.accepted",
+            "attention.answered",
+            "attention.resolved"
+        ]
     );
     for e in &seen[2..] {
         assert_eq!(e.subject(), Some(request.id()), "AEP-0002 §7 rule 1");
-        assert_eq!(e.cause(), Some(command_id.as_str()), "outcomes are cause-linked");
+        assert_eq!(
+            e.cause(),
+            Some(command_id.as_str()),
+            "outcomes are cause-linked"
+        );
     }
     assert_eq!(seen[2].data(), Some(json!({"answer": {"option": "yes"}})));
     watch.close().await;
@@ -233,7 +284,9 @@ async fn raw_emitter(url: &str, session: &str, accepts: &[&str]) -> Duplex {
     let hello = Hello::new(Role::Emitter)
         .with_identity(aep_core::frame::Identity::new("raw"))
         .with_capabilities(caps);
-    let d = open_duplex(url, DuplexOptions::new().token(TOKEN).hello(hello)).await.unwrap();
+    let d = open_duplex(url, DuplexOptions::new().token(TOKEN).hello(hello))
+        .await
+        .unwrap();
     let claim = Event::new(
         ulid::Ulid::new().to_string(),
         "session.started",
@@ -251,22 +304,38 @@ async fn raw_emitter(url: &str, session: &str, accepts: &[&str]) -> Duplex {
 async fn no_route_and_ambiguous_are_refused_by_the_relay() {
     let relay = relay().await;
     let client = ControlClient::connect(relay.url(), fast()).await.unwrap();
-    let err = client.send("control.pause", "nobody", SendOptions::new()).await.unwrap_err();
+    let err = client
+        .send("control.pause", "nobody", SendOptions::new())
+        .await
+        .unwrap_err();
     let nack = err.nack().unwrap();
-    assert_eq!(nack.reason(), NackReason::Invalid, "unknown codes read as invalid");
+    assert_eq!(
+        nack.reason(),
+        NackReason::Invalid,
+        "unknown codes read as invalid"
+    );
     assert!(nack.detail().unwrap().starts_with("no-route"), "{nack:?}");
     assert!(!nack.is_synthesized());
 
     let a = raw_emitter(relay.url(), "twice", &["control.pause"]).await;
     let b = raw_emitter(relay.url(), "twice", &["control.pause"]).await;
     for _ in 0..200 {
-        let n = client.roster().await.unwrap().iter().filter(|e| e.session == "twice").count();
+        let n = client
+            .roster()
+            .await
+            .unwrap()
+            .iter()
+            .filter(|e| e.session == "twice")
+            .count();
         if n == 2 {
             break;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let err = client.send("control.pause", "twice", SendOptions::new()).await.unwrap_err();
+    let err = client
+        .send("control.pause", "twice", SendOptions::new())
+        .await
+        .unwrap_err();
     let nack = err.nack().unwrap();
     assert_eq!(nack.reason(), NackReason::Invalid);
     assert!(nack.detail().unwrap().starts_with("ambiguous"), "{nack:?}");
@@ -281,8 +350,13 @@ async fn a_target_that_never_acks_times_out_after_identical_retries() {
     let mut silent = raw_emitter(relay.url(), "s-silent", &["control.pause"]).await;
     let client = ControlClient::connect(relay.url(), fast()).await.unwrap();
     wait_claimed(&client, "s-silent").await;
-    let opts = SendOptions::new().ack_window(Duration::from_millis(150)).retries(2);
-    let err = client.send("control.pause", "s-silent", opts).await.unwrap_err();
+    let opts = SendOptions::new()
+        .ack_window(Duration::from_millis(150))
+        .retries(2);
+    let err = client
+        .send("control.pause", "s-silent", opts)
+        .await
+        .unwrap_err();
     let nack = err.nack().unwrap();
     assert_eq!(nack.reason(), NackReason::Timeout);
     assert!(nack.is_synthesized());
@@ -306,7 +380,9 @@ async fn a_wrong_token_is_an_http_401_on_the_upgrade() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), TransportErrorKind::Http { status: 401 });
-    let err = open_duplex(relay.url(), DuplexOptions::new()).await.unwrap_err();
+    let err = open_duplex(relay.url(), DuplexOptions::new())
+        .await
+        .unwrap_err();
     assert_eq!(err.status(), Some(401));
 }
 
@@ -331,7 +407,10 @@ async fn a_server_that_never_answers_is_a_connect_timeout() {
     let endpoint = Scripted::start(None, |_| Vec::new()).await;
     let opts = DuplexOptions::new().connect_timeout(Duration::from_millis(200));
     let err = open_duplex(&endpoint.url, opts).await.unwrap_err();
-    assert!(err.is_network() && err.to_string().contains("timeout"), "{err}");
+    assert!(
+        err.is_network() && err.to_string().contains("timeout"),
+        "{err}"
+    );
 }
 
 /// A scripted WebSocket endpoint: says `hello` (when given) and answers each inbound
@@ -361,7 +440,9 @@ impl Scripted {
                         let Message::Text(text) = msg else { continue };
                         if text.contains(r#""type":"hello""#) {
                             if let Some(h) = &hello {
-                                let _ = ws.send(Message::text(Frame::from(h.clone()).to_json())).await;
+                                let _ = ws
+                                    .send(Message::text(Frame::from(h.clone()).to_json()))
+                                    .await;
                             }
                             continue;
                         }
@@ -394,13 +475,22 @@ fn endpoint_hello(roster: bool) -> Hello {
 fn acking(extra: Vec<Message>) -> impl Fn(&str) -> Vec<Message> + Send + Sync + 'static {
     move |text| match aep_core::frame::decode(text) {
         Ok(AepMessage::Frame(Frame::Subscribe(s))) => {
-            vec![Message::text(format!(r#"{{"type":"subscribed","id":"{}"}}"#, s.id))]
+            vec![Message::text(format!(
+                r#"{{"type":"subscribed","id":"{}"}}"#,
+                s.id
+            ))]
         }
         Ok(AepMessage::Event(cmd)) => {
-            let ack = Event::new("ack-1", "control.accepted", "2026-01-01T00:00:00.000Z", "aep://h/agent/t/session/s", "t")
-                .with_session("s")
-                .with_seq(1)
-                .with_cause(cmd.id());
+            let ack = Event::new(
+                "ack-1",
+                "control.accepted",
+                "2026-01-01T00:00:00.000Z",
+                "aep://h/agent/t/session/s",
+                "t",
+            )
+            .with_session("s")
+            .with_seq(1)
+            .with_cause(cmd.id());
             let mut out = extra.clone();
             out.push(Message::text(ack.to_json()));
             out
@@ -419,13 +509,20 @@ async fn binary_and_malformed_frames_are_skipped() {
         Message::text(r#"{"type":"futureframe","x":1}"#),
     ];
     let endpoint = Scripted::start(Some(endpoint_hello(false)), acking(junk)).await;
-    let client = ControlClient::connect(&endpoint.url, ClientOptions::new()).await.unwrap();
-    let ack = client.send("control.pause", "s", SendOptions::new()).await.unwrap();
+    let client = ControlClient::connect(&endpoint.url, ClientOptions::new())
+        .await
+        .unwrap();
+    let ack = client
+        .send("control.pause", "s", SendOptions::new())
+        .await
+        .unwrap();
     assert_eq!(ack.id(), "ack-1");
     client.close().await;
 
     // The raw duplex reports each bad message as a parse error and goes on.
-    let mut d = open_duplex(&endpoint.url, DuplexOptions::new()).await.unwrap();
+    let mut d = open_duplex(&endpoint.url, DuplexOptions::new())
+        .await
+        .unwrap();
     let cmd = Event::new("c1", "control.pause", "t", "aep://h/agent/c", "c").with_session("s");
     d.send(&AepMessage::Event(cmd)).await.unwrap();
     let mut kinds = Vec::new();
@@ -448,7 +545,9 @@ async fn binary_and_malformed_frames_are_skipped() {
 #[tokio::test]
 async fn roster_is_refused_at_once_without_the_capability() {
     let endpoint = Scripted::start(Some(endpoint_hello(false)), acking(Vec::new())).await;
-    let client = ControlClient::connect(&endpoint.url, ClientOptions::new()).await.unwrap();
+    let client = ControlClient::connect(&endpoint.url, ClientOptions::new())
+        .await
+        .unwrap();
     let err = client.roster().await.unwrap_err();
     assert!(matches!(err, ControlError::RosterUnsupported), "{err:?}");
     client.close().await;
@@ -470,7 +569,10 @@ enum Act {
 }
 
 impl Proxy {
-    async fn start(upstream: String, rule: impl Fn(bool, &str) -> Act + Send + Sync + 'static) -> Proxy {
+    async fn start(
+        upstream: String,
+        rule: impl Fn(bool, &str) -> Act + Send + Sync + 'static,
+    ) -> Proxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let rule = Arc::new(rule);
@@ -482,12 +584,16 @@ impl Proxy {
                 let rule = rule.clone();
                 let upstream = upstream.clone();
                 tokio::spawn(async move {
-                    let Ok(client) = tokio_tungstenite::accept_async(tcp).await else { return };
+                    let Ok(client) = tokio_tungstenite::accept_async(tcp).await else {
+                        return;
+                    };
                     let mut req = format!("{}/socket", upstream.replace("http://", "ws://"))
                         .into_client_request_ok();
                     req.headers_mut()
                         .insert("authorization", format!("Bearer {TOKEN}").parse().unwrap());
-                    let Ok((server, _)) = tokio_tungstenite::connect_async(req).await else { return };
+                    let Ok((server, _)) = tokio_tungstenite::connect_async(req).await else {
+                        return;
+                    };
                     let (mut cw, mut cr) = client.split();
                     let (mut sw, mut sr) = server.split();
                     loop {
@@ -564,15 +670,27 @@ async fn a_lost_ack_is_recovered_by_the_retry() {
     .await;
     let client = ControlClient::connect(&proxy.url, fast()).await.unwrap();
     wait_claimed(&client, "s-lossy").await;
-    let opts = SendOptions::new().ack_window(Duration::from_millis(300)).retries(2);
+    let opts = SendOptions::new()
+        .ack_window(Duration::from_millis(300))
+        .retries(2);
     let ack = client.send("control.pause", "s-lossy", opts).await.unwrap();
     assert_eq!(ack.event_type(), "control.accepted");
-    assert_eq!(decisions.load(Ordering::SeqCst), 1, "decided once (AEP-0004 §3)");
+    assert_eq!(
+        decisions.load(Ordering::SeqCst),
+        1,
+        "decided once (AEP-0004 §3)"
+    );
     let commands = commands.lock().unwrap().clone();
-    assert!(commands.len() >= 2 && commands.iter().all(|c| c == &commands[0]), "{commands:?}");
+    assert!(
+        commands.len() >= 2 && commands.iter().all(|c| c == &commands[0]),
+        "{commands:?}"
+    );
     let acks = acks.lock().unwrap().clone();
     assert!(acks.len() >= 2);
-    assert_eq!(acks[0], acks[1], "the recorded ack is re-sent byte-identically");
+    assert_eq!(
+        acks[0], acks[1],
+        "the recorded ack is re-sent byte-identically"
+    );
     assert_eq!(ack.to_json(), acks[1]);
     client.close().await;
     agent.emitter.close().await;
@@ -588,7 +706,10 @@ async fn a_dropped_connection_is_reconnected_and_pending_commands_retransmitted(
     let cut = Arc::new(AtomicUsize::new(0));
     let c = cut.clone();
     let proxy = Proxy::start(relay.url().to_owned(), move |to_client, text| {
-        if !to_client && text.contains(r#""type":"control.pause""#) && c.fetch_add(1, Ordering::SeqCst) == 0 {
+        if !to_client
+            && text.contains(r#""type":"control.pause""#)
+            && c.fetch_add(1, Ordering::SeqCst) == 0
+        {
             return Act::Cut;
         }
         Act::Forward
@@ -597,7 +718,9 @@ async fn a_dropped_connection_is_reconnected_and_pending_commands_retransmitted(
     let client = ControlClient::connect(&proxy.url, fast()).await.unwrap();
     wait_claimed(&client, "s-drop").await;
     // A long window: recovery comes from the reconnect's retransmission, not a retry.
-    let opts = SendOptions::new().ack_window(Duration::from_secs(60)).retries(0);
+    let opts = SendOptions::new()
+        .ack_window(Duration::from_secs(60))
+        .retries(0);
     let ack = client.send("control.pause", "s-drop", opts).await.unwrap();
     assert_eq!(ack.event_type(), "control.accepted");
     assert_eq!(decisions.load(Ordering::SeqCst), 1);
@@ -618,7 +741,11 @@ async fn many_commands_in_flight_from_many_tasks() {
         .map(|i| {
             let client = client.clone();
             tokio::spawn(async move {
-                let ty = if i % 3 == 0 { "control.cancel" } else { "control.pause" };
+                let ty = if i % 3 == 0 {
+                    "control.cancel"
+                } else {
+                    "control.pause"
+                };
                 (ty, client.send(ty, "s-many", SendOptions::new()).await)
             })
         })
@@ -628,7 +755,9 @@ async fn many_commands_in_flight_from_many_tasks() {
         let (ty, r) = t.await.unwrap();
         match (ty, r) {
             ("control.pause", Ok(ack)) => assert!(causes.insert(ack.cause().unwrap().to_owned())),
-            ("control.cancel", Err(e)) => assert_eq!(e.nack().unwrap().reason(), NackReason::Refused),
+            ("control.cancel", Err(e)) => {
+                assert_eq!(e.nack().unwrap().reason(), NackReason::Refused)
+            }
             (ty, r) => panic!("{ty}: {r:?}"),
         }
     }
@@ -647,7 +776,11 @@ async fn close_is_idempotent_and_settles_pending_commands() {
     wait_claimed(&client, "s-close").await;
     let pending = tokio::spawn({
         let client = client.clone();
-        async move { client.send("control.pause", "s-close", SendOptions::new()).await }
+        async move {
+            client
+                .send("control.pause", "s-close", SendOptions::new())
+                .await
+        }
     });
     while client.sender().pending() == 0 {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -658,7 +791,10 @@ async fn close_is_idempotent_and_settles_pending_commands() {
     let nack = nack.nack().unwrap();
     assert_eq!(nack.reason(), NackReason::Timeout);
     assert!(nack.is_synthesized());
-    let err = client.send("control.pause", "s-close", SendOptions::new()).await.unwrap_err();
+    let err = client
+        .send("control.pause", "s-close", SendOptions::new())
+        .await
+        .unwrap_err();
     assert!(matches!(err, ControlError::Closed));
     silent.close().await;
 }
@@ -676,7 +812,10 @@ async fn an_undecided_command_is_rejected_busy_within_the_window() {
     let agent = agent(relay.url(), "s-slow", &target).await;
     let client = ControlClient::connect(relay.url(), fast()).await.unwrap();
     wait_claimed(&client, "s-slow").await;
-    let err = client.send("control.pause", "s-slow", SendOptions::new()).await.unwrap_err();
+    let err = client
+        .send("control.pause", "s-slow", SendOptions::new())
+        .await
+        .unwrap_err();
     let nack = err.nack().unwrap();
     assert_eq!(nack.reason(), NackReason::Busy);
     assert!(!nack.is_synthesized());

@@ -6,8 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aep_core::frame::{
-    ErrorFrame, Frame, Hello, IdFrame, Message as AepMessage, RosterEntry, Role,
-    Subscribe,
+    ErrorFrame, Frame, Hello, IdFrame, Message as AepMessage, Role, RosterEntry, Subscribe,
 };
 use aep_core::Event;
 use futures::{SinkExt, StreamExt};
@@ -172,7 +171,10 @@ impl ControlClient {
     /// Connects to the relay at `base` and completes the `hello` exchange, all within
     /// the connect timeout. A refused upgrade is an `Http` transport error (401 for a
     /// wrong token); silence past the timeout is a `Network` one.
-    pub async fn connect(base: &str, options: ClientOptions) -> Result<ControlClient, TransportError> {
+    pub async fn connect(
+        base: &str,
+        options: ClientOptions,
+    ) -> Result<ControlClient, TransportError> {
         let hello = crate_hello(Role::Consumer, &options.agent, &options.host, None);
         let (ws, endpoint) = open(
             base,
@@ -362,8 +364,11 @@ impl Task {
             }
             ws = loop {
                 let delay = backoff.next_delay();
-                let (base, token, hello) =
-                    (self.base.clone(), self.options.token.clone(), self.hello.clone());
+                let (base, token, hello) = (
+                    self.base.clone(),
+                    self.options.token.clone(),
+                    self.hello.clone(),
+                );
                 let timeout = self.options.connect_timeout;
                 let attempt = async {
                     tokio::time::sleep(delay).await;
@@ -505,7 +510,11 @@ impl Task {
                 if known {
                     return Ok(true);
                 }
-                let id = self.sessions.get(&session).map(|s| s.id.clone()).unwrap_or_default();
+                let id = self
+                    .sessions
+                    .get(&session)
+                    .map(|s| s.id.clone())
+                    .unwrap_or_default();
                 Self::subscribe_frame(&session, &id)
             }
             Op::Roster(id, reply) => {

@@ -194,6 +194,9 @@ pub(crate) async fn close_socket(write: &mut Write, reason: &str) {
 }
 
 /// What one inbound WebSocket message means to a reader.
+// Lives for one match on the read path; boxing the large variant would cost an
+// allocation per message for no gain.
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Inbound {
     /// An AEP message for the reader.
     Message(AepMessage),

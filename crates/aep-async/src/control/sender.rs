@@ -93,7 +93,7 @@ type Reply = oneshot::Sender<Result<Event, NackError>>;
 
 struct Waiter {
     command: Event,
-    reply: Option<Reply>,
+    reply: Reply,
 }
 
 struct State {
@@ -274,13 +274,7 @@ impl ControlSender {
             }
             let id = command.id().to_owned();
             st.core.send_with(now, command.clone(), policy)?;
-            st.waiters.insert(
-                id,
-                Waiter {
-                    command,
-                    reply: Some(tx),
-                },
-            );
+            st.waiters.insert(id, Waiter { command, reply: tx });
             let wake = st.arm.earlier(Some(now + policy.ack_window));
             let start_timer = st.arm.start();
             (drain(&mut st), start_timer, wake)
@@ -298,13 +292,7 @@ impl ControlSender {
     /// Feeds one inbound event. Returns whether it settled a pending command (an ack
     /// whose `cause` is a pending command's `id`, AEP-0004 §6).
     pub fn handle_event(&self, event: &Event) -> bool {
-        let (hit, out) = {
-            let mut st = self.inner.lock();
-            let hit = st.core.handle_event(event);
-            (hit, if hit { drain(&mut st) } else { Output::default() })
-        };
-        self.inner.deliver(out);
-        hit
+        self.feed(|core| core.handle_event(event))
     }
 
     /// Feeds one inbound frame. Returns whether it settled a pending command (an
@@ -318,13 +306,20 @@ impl ControlSender {
 
     /// Feeds one inbound `error` frame; see [`handle_frame`](Self::handle_frame).
     pub fn handle_error_frame(&self, frame: &ErrorFrame) -> bool {
-        let (hit, out) = {
+        self.feed(|core| core.handle_error_frame(frame))
+    }
+
+    /// Feeds one input to the core; settles what it settled.
+    fn feed(&self, input: impl FnOnce(&mut core::ControlSender) -> bool) -> bool {
+        let out = {
             let mut st = self.inner.lock();
-            let hit = st.core.handle_error_frame(frame);
-            (hit, if hit { drain(&mut st) } else { Output::default() })
+            if !input(&mut st.core) {
+                return false;
+            }
+            drain(&mut st)
         };
         self.inner.deliver(out);
-        hit
+        true
     }
 
     /// How many commands await their ack.
@@ -414,12 +409,8 @@ fn drain(st: &mut State) -> Output {
         out.transmit.push(c);
     }
     while let Some(s) = st.core.poll_settled() {
-        if let Some(reply) = st
-            .waiters
-            .remove(&s.command_id)
-            .and_then(|mut w| w.reply.take())
-        {
-            out.settled.push((reply, s.result));
+        if let Some(w) = st.waiters.remove(&s.command_id) {
+            out.settled.push((w.reply, s.result));
         }
     }
     out

@@ -283,9 +283,9 @@ impl Inner {
                 mine = Some(result);
             }
         }
-        mine.unwrap_or_else(|| {
-            Err(core::TargetError::NotAwaitingRecord(key.id().to_owned()).into())
-        })
+        mine.unwrap_or_else(
+            || Err(core::TargetError::NotAwaitingRecord(key.id().to_owned()).into()),
+        )
     }
 }
 
