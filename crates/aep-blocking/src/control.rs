@@ -6,7 +6,6 @@
 //! correlation, retries, dedupe and the byte-identical re-ack are theirs.
 
 use std::fmt;
-use std::sync::Arc;
 #[cfg(feature = "ws")]
 use std::time::Duration;
 
@@ -214,8 +213,9 @@ impl Duplex {
 /// The receiving side of control for an agent written in synchronous code; the
 /// blocking face of [`aep_async::ControlTarget`].
 ///
-/// The handler is a plain function; it runs on the runtime's blocking pool (never on
-/// the connection's task), once per new command of an accepted type, and decides with
+/// The handler is a plain function; it runs on a thread of its own (never on the
+/// connection's task, and outside any runtime, so blocking calls are fine there), once
+/// per new command of an accepted type in arrival order, and decides with
 /// [`Command::accept`], [`Command::reject`] or [`Command::decide`] (dropping the
 /// command undecided rejects it `refused`). Hand the target to
 /// [`WsSinkBuilder::command_hook`](crate::WsSinkBuilder::command_hook) and
@@ -280,13 +280,25 @@ impl ControlTarget {
     where
         F: Fn(Command) + Send + Sync + 'static,
     {
-        let handler = Arc::new(handler);
+        // The handler runs on a plain thread of its own, outside any runtime, so it may
+        // call blocking APIs (flush an emitter, send a command); commands reach it in
+        // arrival order. The thread ends when the last clone of the target is dropped
+        // (the channel's sender lives in the async handler).
+        let (tx, rx) = std::sync::mpsc::channel::<Command>();
+        let spawned = std::thread::Builder::new()
+            .name("aep-control-target".into())
+            .spawn(move || {
+                while let Ok(cmd) = rx.recv() {
+                    handler(cmd);
+                }
+            });
+        let tx = spawned.ok().map(|_| std::sync::Mutex::new(tx));
         let inner = builder.handler(move |cmd| {
-            let handler = handler.clone();
-            async move {
-                // A blocking handler must not hold the runtime's only thread.
-                let _ = tokio::task::spawn_blocking(move || handler(cmd)).await;
+            // Without a handler thread, dropping the command rejects it `refused`.
+            if let Some(tx) = &tx {
+                let _ = tx.lock().unwrap_or_else(|p| p.into_inner()).send(cmd);
             }
+            std::future::ready(())
         });
         ControlTarget { inner }
     }

@@ -17,7 +17,8 @@ use serde_json::json;
 const TOKEN: &str = "sesame";
 const PATIENCE: Duration = Duration::from_secs(20);
 
-/// An agent in sync code: accepts pause and attention answers, rejects resume `busy`.
+/// An agent in sync code: accepts pause (after a blocking call) and attention answers,
+/// rejects resume `busy`.
 fn agent(url: &str, session: &str) -> (Emitter, SessionEmitter) {
     let target = ControlTarget::new(
         [
@@ -37,7 +38,15 @@ fn agent(url: &str, session: &str) -> (Emitter, SessionEmitter) {
                 }
             }
             _ => {
-                let _ = cmd.accept();
+                // The handler runs outside any runtime: blocking calls work here.
+                if aep_blocking::Runtime::shared()
+                    .and_then(|rt| rt.block_on(async {}))
+                    .is_ok()
+                {
+                    let _ = cmd.accept();
+                } else {
+                    let _ = cmd.reject(RejectReason::Refused, "blocking refused in the handler");
+                }
             }
         },
     );
