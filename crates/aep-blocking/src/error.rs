@@ -17,12 +17,13 @@ use aep_async::{EmitError, TransportError};
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// A blocking call was made from a thread that drives a tokio runtime, where it would
-    /// stall every task on that runtime. Use `aep_async` there, or move the call into
-    /// `tokio::task::spawn_blocking`.
+    /// A blocking call was made on a thread inside a tokio runtime's context, where it
+    /// could stall every task on that runtime. Use `aep_async` there, or make the call
+    /// from a plain thread (`std::thread::spawn`). Tokio's `spawn_blocking` threads
+    /// carry the runtime's context and count as inside.
     #[error(
-        "aep_blocking called from inside a tokio runtime, where blocking would stall it: \
-         use aep_async in async code, or wrap the call in tokio::task::spawn_blocking"
+        "aep_blocking called from inside a tokio runtime, where blocking could stall it: \
+         use aep_async in async code, or call from a plain std::thread"
     )]
     InsideRuntime,
     /// The background runtime could not be started.

@@ -25,6 +25,8 @@
 //! `recv`, [`RecvError::InsideRuntime`]) instead of blocking a runtime thread: use
 //! `aep_async` there. Calls that never wait (`emit`, `subscribe`, `try_recv`,
 //! `positions`, `close` of a subscription) work anywhere. No `Drop` needs a runtime.
+//! (Tokio's `spawn_blocking` threads carry the runtime's context and count as inside;
+//! a [`ControlTarget`] handler runs on a plain thread, so blocking calls work there.)
 //!
 //! ## Layout
 //!
