@@ -403,7 +403,7 @@ pub(crate) fn payload_rs(reg: &Registry) -> Result<String, Vec<String>> {
     out.push_str("impl Payload {\n");
     out.push_str(
         "    /// Decodes `data` by `event_type`. An absent `data` decodes as an empty object, so\n\
-         ///     payload types whose fields are all optional still decode.\n\
+         /// payload types whose fields are all optional still decode.\n\
          ///\n\
          /// ```\n\
          /// use aep_core::payload::{AgentPresenceState, Payload};\n\

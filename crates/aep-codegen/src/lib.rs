@@ -1,14 +1,17 @@
-//! `aep-codegen`: generates aep-core's payload types and capture annotations from the
-//! protocol's JSON Schema registry (`fixtures/schemas`).
+//! `aep-codegen`: generates aep-core's payload types, capture annotations and registry
+//! facts from the protocol's JSON Schema registry (`fixtures/schemas`).
 //!
-//! Two files come out, both committed and checked fresh by this crate's tests:
+//! Three files come out, all committed and checked fresh by this crate's tests:
 //!
 //! - `crates/aep-core/src/payload.rs`: one Rust type per registered type of
 //!   `schemas/registry/types.json` (AEP-0002 §4), plus the [`Payload`]-style enum
 //!   mapping a type name to its payload type;
 //! - `crates/aep-core/src/schema.rs`: every field's `x-aep-capture` annotation
 //!   (AEP-0002 §5.1) as a static tree, with the `[metadata*]` exception fields of
-//!   AEP-0002 §5.3 marked, for the down-leveler of `aep_core::capture`.
+//!   AEP-0002 §5.3 marked, for the down-leveler of `aep_core::capture`;
+//! - `crates/aep-core/src/types/registry.rs`: the categories of
+//!   `schemas/registry/categories.json` (AEP-0002 §3) and every row of `types.json`
+//!   (status, scope, schema, summary) as the statics `aep_core::types` re-exports.
 //!
 //! Output is deterministic: it depends on the schema files only (schema property order,
 //! registry order), and it is passed through `rustfmt` with the workspace's
@@ -27,6 +30,7 @@
 
 mod emit;
 mod model;
+mod registry;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -82,12 +86,15 @@ pub const SCHEMAS_DIR: &str = "fixtures/schemas";
 pub const PAYLOAD_RS: &str = "crates/aep-core/src/payload.rs";
 /// Where the capture annotations go.
 pub const SCHEMA_RS: &str = "crates/aep-core/src/schema.rs";
+/// Where the registry facts go.
+pub const REGISTRY_RS: &str = "crates/aep-core/src/types/registry.rs";
 
-/// Generates `payload.rs` and `schema.rs` from the schemas under `root/fixtures/schemas`.
+/// Generates `payload.rs`, `schema.rs` and `types/registry.rs` (in that order) from the
+/// schemas under `root/fixtures/schemas`.
 ///
 /// ```no_run
 /// let files = aep_codegen::generate(std::path::Path::new("."))?;
-/// assert_eq!(files.len(), 2);
+/// assert_eq!(files.len(), 3);
 /// # Ok::<(), aep_codegen::CodegenError>(())
 /// ```
 pub fn generate(root: &Path) -> Result<Vec<GeneratedFile>, CodegenError> {
@@ -99,6 +106,7 @@ pub fn generate(root: &Path) -> Result<Vec<GeneratedFile>, CodegenError> {
         ),
     })?;
     let schema = emit::schema_rs(&registry);
+    let registry_facts = registry::registry_rs(&registry);
     let config = root.join("rustfmt.toml");
     Ok(vec![
         GeneratedFile {
@@ -108,6 +116,10 @@ pub fn generate(root: &Path) -> Result<Vec<GeneratedFile>, CodegenError> {
         GeneratedFile {
             path: SCHEMA_RS.into(),
             contents: rustfmt(&schema, &config)?,
+        },
+        GeneratedFile {
+            path: REGISTRY_RS.into(),
+            contents: rustfmt(&registry_facts, &config)?,
         },
     ])
 }

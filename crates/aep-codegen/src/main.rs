@@ -1,5 +1,6 @@
-//! `aep-codegen`: regenerates aep-core's payload types (`crates/aep-core/src/payload.rs`)
-//! and capture annotations (`crates/aep-core/src/schema.rs`) from `fixtures/schemas`.
+//! `aep-codegen`: regenerates aep-core's payload types (`crates/aep-core/src/payload.rs`),
+//! capture annotations (`crates/aep-core/src/schema.rs`) and registry facts
+//! (`crates/aep-core/src/types/registry.rs`) from `fixtures/schemas`.
 //!
 //! Run from anywhere in the workspace: `cargo run -p aep-codegen` writes the files;
 //! `cargo run -p aep-codegen -- --check` only reports whether they are stale.
@@ -32,7 +33,11 @@ fn main() -> ExitCode {
                 aep_codegen::RERUN
             );
             stale = true;
-        } else if let Err(e) = std::fs::write(&path, &file.contents) {
+        } else if let Err(e) = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&path, &file.contents))
+        {
             eprintln!("aep-codegen: cannot write {}: {e}", path.display());
             return ExitCode::FAILURE;
         } else {

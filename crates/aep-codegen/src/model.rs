@@ -91,12 +91,23 @@ const EXCEPTION_MARKERS: &[&str] = &["by exception", "type-dependent gating"];
 #[derive(Debug)]
 pub(crate) struct Registry {
     pub types: Vec<TypeDef>,
+    /// The registered categories of `registry/categories.json` (AEP-0002 §3), in file
+    /// order, without the `x` vendor namespace.
+    pub categories: Vec<String>,
 }
+
+/// The `status` values of `registry/types.json` (AEP-0002 §4).
+pub(crate) const STATUSES: &[&str] = &["mandatory", "optional", "reserved"];
+/// The `scope` values of `registry/types.json` (AEP-0002 §4).
+pub(crate) const SCOPES: &[&str] = &["session", "agent", "command"];
 
 #[derive(Debug)]
 pub(crate) struct TypeDef {
     pub name: String,
+    /// One of [`STATUSES`].
     pub status: String,
+    /// One of [`SCOPES`].
+    pub scope: String,
     pub summary: String,
     /// The schema file name, or `None` for a reserved type whose payload is deferred.
     pub schema_file: Option<String>,
@@ -173,8 +184,21 @@ pub(crate) fn load(dir: &Path) -> Result<Registry, CodegenError> {
             }
             None => None,
         };
+        // The registry's closed vocabularies become Rust enums in aep-core; a value the
+        // generator does not know must stop it rather than be guessed.
+        let closed = |key: &str, allowed: &[&str]| {
+            field(key)
+                .filter(|v| allowed.contains(&v.as_str()))
+                .ok_or_else(|| {
+                    unsupported(
+                        &reg_path,
+                        format!("`{name}`: `{key}` must be one of {allowed:?}"),
+                    )
+                })
+        };
         types.push(TypeDef {
-            status: field("status").unwrap_or_default(),
+            status: closed("status", STATUSES)?,
+            scope: closed("scope", SCOPES)?,
             summary: field("summary").unwrap_or_default(),
             name,
             schema_file,
@@ -189,7 +213,30 @@ pub(crate) fn load(dir: &Path) -> Result<Registry, CodegenError> {
             ));
         }
     }
-    Ok(Registry { types })
+    Ok(Registry {
+        types,
+        categories: categories(&dir.join("registry").join("categories.json"))?,
+    })
+}
+
+fn categories(path: &Path) -> Result<Vec<String>, CodegenError> {
+    let doc = read_json(path)?;
+    let rows = doc
+        .get("categories")
+        .and_then(Value::as_array)
+        .ok_or_else(|| unsupported(path, "no `categories` array".into()))?;
+    let mut out = Vec::with_capacity(rows.len());
+    for row in rows {
+        let name = row
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| unsupported(path, "category without `name`".into()))?;
+        // `x` is the vendor namespace (AEP-0001 §6), not a category a core type carries.
+        if name != "x" {
+            out.push(name.to_owned());
+        }
+    }
+    Ok(out)
 }
 
 struct Cx<'a> {

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 fn committed_files_are_fresh() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
     let files = aep_codegen::generate(&root).expect("generation succeeds");
-    assert_eq!(files.len(), 2);
+    assert_eq!(files.len(), 3);
     for file in files {
         let committed = std::fs::read_to_string(root.join(&file.path)).unwrap_or_default();
         if committed != file.contents {

@@ -9,32 +9,23 @@ use aep_core::{Capture, Event};
 use serde_json::Value;
 
 use crate::check::Check;
+use crate::fixtures::{cases, read_json};
 
 /// Runs every case of `{fixtures}/conformance/downlevel/cases.json`, where `fixtures` is
 /// the workspace's fixture root. A missing or malformed corpus is one failing check,
 /// never a panic.
 pub fn run(fixtures: &Path) -> Vec<Check> {
-    let path = fixtures.join("conformance").join("downlevel").join("cases.json");
-    let doc: Value = match std::fs::read_to_string(&path)
-        .map_err(|e| e.to_string())
-        .and_then(|t| serde_json::from_str(&t).map_err(|e| e.to_string()))
-    {
-        Ok(doc) => doc,
-        Err(e) => {
-            return vec![Check::new(
-                "downlevel: corpus",
-                false,
-                format!("cannot read {}: {e}", path.display()),
-            )]
-        }
+    let corpus = match read_json(fixtures, "conformance/downlevel/cases.json") {
+        Ok(corpus) => corpus,
+        Err(check) => return vec![check],
     };
-    let Some(cases) = doc.get("cases").and_then(Value::as_array) else {
-        return vec![Check::new(
+    let cases = cases(&corpus, "cases");
+    if cases.is_empty() {
+        return vec![Check::fail(
             "downlevel: corpus",
-            false,
-            format!("{} has no `cases` array", path.display()),
+            "conformance/downlevel/cases.json has no `cases`",
         )];
-    };
+    }
     cases.iter().enumerate().map(|(i, c)| case(i, c)).collect()
 }
 

@@ -41,6 +41,7 @@ classes! {
     downlevel => "downlevel",
     gating => "capture-gating",
     redaction => "redaction",
+    projection => "projection",
 }
 
 /// The workspace's fixture directory, found from this crate's manifest at compile time.

@@ -5,6 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use aep_core::gating::gate_form_values;
 use aep_core::types::EventType;
 use aep_core::validate::{Issue, Rule, StreamValidator};
 use aep_core::Event;
@@ -119,6 +120,10 @@ fn form_checks(golden: &[Value], events: &[Event]) -> Vec<Check> {
         let answers = events.iter().filter(|e| {
             e.event_type() == "attention.answered" && e.subject() == Some(request.id())
         });
+        let fields = golden
+            .get(f)
+            .and_then(|v| v.pointer("/data/fields"))
+            .unwrap_or(&Value::Null);
         for answer in answers {
             let mut v = StreamValidator::new();
             let mut issues = v.push(request);
@@ -128,7 +133,35 @@ fn form_checks(golden: &[Value], events: &[Event]) -> Vec<Check> {
                 issues.is_empty(),
                 crate::golden::summary(&issues),
             ));
+            checks.push(capture_honest(fields, answer));
         }
     }
     checks
+}
+
+/// AEP-0006 gating on the golden answer: every `values` entry naming a declared field
+/// survives gating at the answer's own `capture`, so the emitter carried no free text
+/// below `redacted`.
+fn capture_honest(fields: &Value, answer: &Event) -> Check {
+    let values = answer
+        .data()
+        .and_then(|d| d.pointer("/answer/values").cloned())
+        .unwrap_or(Value::Null);
+    let kept = gate_form_values(fields, &values, answer.capture());
+    let declared: Vec<&String> = values
+        .as_object()
+        .into_iter()
+        .flat_map(|m| m.keys())
+        .filter(|k| {
+            fields
+                .as_array()
+                .is_some_and(|fs| fs.iter().any(|f| f.get("id").and_then(Value::as_str) == Some(k)))
+        })
+        .collect();
+    let gated_out: Vec<&&String> = declared.iter().filter(|k| !kept.contains_key(**k)).collect();
+    Check::new(
+        "golden form answer capture-honest (free text only at redacted+)",
+        gated_out.is_empty() && kept.len() == declared.len(),
+        format!("gated out: {gated_out:?}"),
+    )
 }

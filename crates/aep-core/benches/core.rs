@@ -152,6 +152,12 @@ fn attr_match(c: &mut Criterion) {
                 .count()
         })
     });
+    // The extension case's lookup alone, to tell the matcher's cost from the event's.
+    if let Some((_, _, event)) = compiled.iter().find(|(n, _, _)| n.contains("extension")) {
+        g.bench_function("extension-lookup", |b| {
+            b.iter(|| black_box(event).extension_str(black_box("acmeregion")))
+        });
+    }
     let text = r#"{"type":["attention.*","error.*"],"severity":{"gte":"notice"}}"#;
     g.bench_function("parse-filter", |b| {
         b.iter(|| Filter::from_json(black_box(text)).unwrap())

@@ -27,6 +27,13 @@ use crate::types::{EventType, CATEGORIES};
 use crate::{Capture, Event};
 
 /// What an override applies to, most specific last.
+///
+/// ```
+/// use aep_core::{ceiling::Selector, CaptureCeiling, Capture};
+/// let ceiling = CaptureCeiling::new(Capture::Redacted).with(Selector::Category("attention".into()), Capture::Metadata);
+/// assert_eq!(ceiling.for_type_str("attention.requested"), Capture::Metadata);
+/// assert_eq!(ceiling.for_type_str("tool.completed"), Capture::Redacted);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Selector {
     /// Every core type of a category: `attention.*`. Vendor types (`x.acme.attention.…`)
@@ -104,6 +111,13 @@ impl fmt::Display for Selector {
 }
 
 /// Why a ceiling could not be built.
+///
+/// ```
+/// use aep_core::ceiling::{CaptureCeiling, CeilingError};
+/// assert!(matches!("metadata,atention.*=none".parse::<CaptureCeiling>(), Err(CeilingError::Pattern(_))));
+/// assert!(matches!("metadata,tool.*".parse::<CaptureCeiling>(), Err(CeilingError::Clause(_))));
+/// assert!(matches!("secret".parse::<CaptureCeiling>(), Err(CeilingError::Level(_))));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum CeilingError {

@@ -61,15 +61,36 @@ pub use crate::frame::DEFAULT_ACK_WINDOW;
 
 /// How many times a sender resends a command after the ack window closes, by default
 /// (as the Python and TypeScript SDKs): three transmissions in all.
+///
+/// ```
+/// use aep_core::control::{SendPolicy, DEFAULT_ACK_WINDOW, DEFAULT_RETRIES};
+/// assert_eq!(SendPolicy::default(), SendPolicy::new(DEFAULT_ACK_WINDOW, DEFAULT_RETRIES));
+/// ```
 pub const DEFAULT_RETRIES: u32 = 2;
 
 /// How many commands a target remembers for dedupe and re-acknowledgement, by default
 /// (as the Python and TypeScript SDKs).
+///
+/// ```
+/// use aep_core::control::{TargetConfig, DEFAULT_DEDUPE_CAPACITY};
+/// let config = TargetConfig::new(["control.pause"]).with_dedupe_capacity(DEFAULT_DEDUPE_CAPACITY / 10);
+/// assert!(format!("{config:?}").contains("1000"));
+/// ```
 pub const DEFAULT_DEDUPE_CAPACITY: usize = 10_000;
 
 /// The ack types (AEP-0004 §3).
+///
+/// ```
+/// use aep_core::control::{Decision, ACCEPTED};
+/// assert_eq!(Decision::Accept.ack_type(), ACCEPTED);
+/// ```
 pub const ACCEPTED: &str = "control.accepted";
 /// The ack types (AEP-0004 §3).
+///
+/// ```
+/// use aep_core::control::{Decision, RejectReason, REJECTED};
+/// assert_eq!(Decision::reject(RejectReason::Busy, "later").ack_type(), REJECTED);
+/// ```
 pub const REJECTED: &str = "control.rejected";
 
 /// Whether `ty` is a command type: `control.{verb}` other than the two acks, or a vendor
@@ -122,6 +143,12 @@ pub enum RejectReason {
 
 impl RejectReason {
     /// Every wire reason.
+    ///
+    /// ```
+    /// use aep_core::control::RejectReason;
+    /// let wire: Vec<&str> = RejectReason::ALL.iter().map(|r| r.as_str()).collect();
+    /// assert_eq!(wire, ["unsupported", "unauthorized", "busy", "refused", "invalid"]);
+    /// ```
     pub const ALL: [RejectReason; 5] = [
         RejectReason::Unsupported,
         RejectReason::Unauthorized,
@@ -143,6 +170,12 @@ impl RejectReason {
 }
 
 /// A string outside the closed reject-reason set.
+///
+/// ```
+/// use aep_core::control::RejectReason;
+/// let err = "timeout".parse::<RejectReason>().unwrap_err();
+/// assert!(err.to_string().contains("unknown reject reason `timeout`"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown reject reason `{0}`: expected one of unsupported, unauthorized, busy, refused, invalid (AEP-0004 §3)")]
 pub struct UnknownReason(String);
@@ -221,6 +254,11 @@ impl fmt::Display for NackReason {
 }
 
 /// Where a nack came from.
+///
+/// ```
+/// use aep_core::control::{Nack, NackOrigin};
+/// assert_eq!(Nack::timeout("no ack").origin(), &NackOrigin::Synthesized);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum NackOrigin {
     /// The target's `control.rejected` ack event.
@@ -317,6 +355,15 @@ impl Nack {
 
     /// The nack a relay's `error` frame states (AEP-0004 §4.2): its `code` when that is a
     /// reason, else `invalid` with the code kept in the detail.
+    ///
+    /// ```
+    /// use aep_core::control::{Nack, NackReason};
+    /// use aep_core::frame::{ErrorCode, ErrorFrame};
+    /// let nack = Nack::from_error_frame(&ErrorFrame::new(ErrorCode::NoRoute).with_cause("c1"));
+    /// assert_eq!(nack.reason(), NackReason::Invalid);
+    /// assert!(nack.detail().is_some_and(|d| d.starts_with("no-route")));
+    /// assert!(!nack.is_synthesized());
+    /// ```
     pub fn from_error_frame(frame: &ErrorFrame) -> Nack {
         let (reason, detail) = normalize(Some(frame.code.as_str()), frame.detail.clone());
         Nack {
@@ -374,6 +421,16 @@ pub struct SendPolicy {
 
 impl SendPolicy {
     /// A policy with this window and retry count.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use aep_core::control::{ControlSender, SendPolicy};
+    /// let t0 = Instant::now();
+    /// let mut s = ControlSender::new("console", "h").with_policy(SendPolicy::new(Duration::from_secs(2), 1));
+    /// s.send(t0, s.command("control.pause", "s1").build("c1", "t"))?;
+    /// assert_eq!(s.poll_timeout(), Some(t0 + Duration::from_secs(2)));
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
     pub fn new(ack_window: Duration, retries: u32) -> SendPolicy {
         SendPolicy {
             ack_window,
@@ -389,6 +446,16 @@ impl Default for SendPolicy {
 }
 
 /// Why a command could not be sent.
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::{ControlSender, SendError};
+/// let mut s = ControlSender::new("console", "h");
+/// let cmd = s.command("control.pause", "s1").build("c1", "t");
+/// s.send(Instant::now(), cmd.clone())?;
+/// assert_eq!(s.send(Instant::now(), cmd), Err(SendError::AlreadyPending("c1".into())));
+/// # Ok::<(), SendError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum SendError {
@@ -491,6 +558,18 @@ impl CommandBuilder {
 }
 
 /// A settled command: accepted (the `control.accepted` event) or nacked.
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::ControlSender;
+/// let mut s = ControlSender::new("console", "h");
+/// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+/// s.handle_close("connection lost");
+/// let settled = s.poll_settled().unwrap();
+/// assert_eq!(settled.command_id, "c1");
+/// assert!(settled.result.unwrap_err().is_synthesized());
+/// # Ok::<(), aep_core::control::SendError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Settled {
@@ -622,6 +701,16 @@ impl ControlSender {
 
     /// Sends `command` under the default policy: queues its first transmission and
     /// starts the ack window at `now`.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::ControlSender;
+    /// let mut s = ControlSender::new("console", "h");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+    /// assert!(s.is_pending("c1"));
+    /// assert_eq!(s.poll_transmit().map(|e| e.id().to_owned()), Some("c1".into()));
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
     pub fn send(&mut self, now: Instant, command: Event) -> Result<(), SendError> {
         self.send_with(now, command, self.policy)
     }
@@ -676,6 +765,19 @@ impl ControlSender {
     /// Feeds an inbound event. Returns whether it settled a pending command: a
     /// `control.accepted` or `control.rejected` whose `cause` is a pending command's
     /// `id` (AEP-0004 §6). Everything else is ignored.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::{control::ControlSender, Event};
+    /// let mut s = ControlSender::new("console", "h");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+    /// let ack = Event::new("a1", "control.accepted", "t", "aep://t/agent/a", "a")
+    ///     .with_session("s1").with_seq(3).with_cause("c1");
+    /// assert!(s.handle_event(&ack));
+    /// assert!(s.poll_settled().unwrap().result.is_ok());
+    /// assert!(!s.handle_event(&ack)); // settled once; later acks are ignored
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
     pub fn handle_event(&mut self, event: &Event) -> bool {
         let ty = event.event_type();
         if ty != ACCEPTED && ty != REJECTED {
@@ -699,6 +801,17 @@ impl ControlSender {
     /// Feeds an inbound frame. Returns whether it settled a pending command: an `error`
     /// frame whose `cause` is a pending command's `id` refuses that command, whatever
     /// its code (AEP-0004 §4.2). Other frames are ignored.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::{ControlSender, NackReason};
+    /// use aep_core::frame::{ErrorCode, ErrorFrame, Frame};
+    /// let mut s = ControlSender::new("console", "h");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+    /// assert!(s.handle_frame(&Frame::Error(ErrorFrame::new(ErrorCode::Unauthorized).with_cause("c1"))));
+    /// assert_eq!(s.poll_settled().unwrap().result.unwrap_err().reason(), NackReason::Unauthorized);
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
     pub fn handle_frame(&mut self, frame: &Frame) -> bool {
         match frame {
             Frame::Error(e) => self.handle_error_frame(e),
@@ -707,6 +820,18 @@ impl ControlSender {
     }
 
     /// Feeds an inbound `error` frame; see [`handle_frame`](Self::handle_frame).
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::ControlSender;
+    /// use aep_core::frame::{ErrorCode, ErrorFrame};
+    /// let mut s = ControlSender::new("console", "h");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+    /// // An error frame about another command settles nothing.
+    /// assert!(!s.handle_error_frame(&ErrorFrame::new(ErrorCode::NoRoute).with_cause("c9")));
+    /// assert!(s.is_pending("c1"));
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
     pub fn handle_error_frame(&mut self, frame: &ErrorFrame) -> bool {
         let Some(cause) = frame.cause.as_deref() else {
             return false;
@@ -720,6 +845,19 @@ impl ControlSender {
 
     /// Advances time: every command whose window has closed is resent (identical
     /// envelope) while retries remain, else settled as a synthesized `timeout`.
+    ///
+    /// ```
+    /// use std::time::{Duration, Instant};
+    /// use aep_core::control::{ControlSender, SendPolicy};
+    /// let t0 = Instant::now();
+    /// let mut s = ControlSender::new("console", "h").with_policy(SendPolicy::new(Duration::from_secs(1), 0));
+    /// s.send(t0, s.command("control.pause", "s1").build("c1", "t"))?;
+    /// s.handle_timeout(t0 + Duration::from_millis(999));
+    /// assert!(s.is_pending("c1")); // the window is still open
+    /// s.handle_timeout(t0 + Duration::from_secs(1));
+    /// assert!(s.poll_settled().unwrap().result.unwrap_err().is_synthesized());
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
     pub fn handle_timeout(&mut self, now: Instant) {
         let mut due: Vec<(Instant, u64, String)> = self
             .pending
@@ -749,6 +887,18 @@ impl ControlSender {
 
     /// The connection is gone: settles every pending command as a synthesized
     /// `timeout` carrying `detail`, as the Python SDK does when its duplex closes.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::{ControlSender, NackReason};
+    /// let mut s = ControlSender::new("console", "h");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+    /// s.handle_close("socket closed");
+    /// let nack = s.poll_settled().unwrap().result.unwrap_err();
+    /// assert_eq!((nack.reason(), nack.is_synthesized()), (NackReason::Timeout, true));
+    /// assert_eq!(s.pending_len(), 0);
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
     pub fn handle_close(&mut self, detail: &str) {
         let mut ids: Vec<(u64, String)> = self
             .pending
@@ -824,6 +974,14 @@ impl CommandKey {
     }
 
     /// The key of `command`.
+    ///
+    /// ```
+    /// use aep_core::control::{CommandKey, ControlSender};
+    /// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
+    /// let key = CommandKey::of(&cmd);
+    /// assert_eq!((key.source(), key.id()), ("aep://h/agent/console", "c1"));
+    /// assert_eq!(key, CommandKey::new("aep://h/agent/console", "c1"));
+    /// ```
     pub fn of(command: &Event) -> CommandKey {
         CommandKey::new(command.source(), command.id())
     }
@@ -893,6 +1051,18 @@ impl Decision {
 
 /// A new command the application must decide on, exactly once, with
 /// [`ControlTarget::decide`].
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::{ControlSender, ControlTarget, Decision, TargetOutput};
+/// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
+/// let mut target = ControlTarget::new(["control.pause"]);
+/// target.handle_command(Instant::now(), cmd)?;
+/// let Some(TargetOutput::Decide(incoming)) = target.poll_output() else { panic!() };
+/// assert_eq!(incoming.command().id(), "c1");
+/// target.decide(incoming.key(), Decision::Accept)?;
+/// # Ok::<(), aep_core::control::TargetError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct IncomingCommand {
     key: CommandKey,
@@ -921,6 +1091,26 @@ impl IncomingCommand {
 /// `cause` [`cause`](Self::cause) (AEP-0004 §2 rule 2, §3), sends it, and hands the
 /// emitted event back with [`ControlTarget::record`] so redeliveries re-send it
 /// byte-identically.
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::{ControlSender, ControlTarget, Decision, TargetOutput};
+/// use aep_core::Event;
+/// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
+/// let mut target = ControlTarget::new(["control.pause"]);
+/// target.handle_command(Instant::now(), cmd.clone())?;
+/// let Some(TargetOutput::Decide(incoming)) = target.poll_output() else { panic!() };
+/// target.decide(incoming.key(), Decision::Accept)?;
+/// let Some(TargetOutput::EmitAck(ack)) = target.poll_output() else { panic!() };
+/// assert_eq!((ack.ack_type(), ack.cause(), ack.session()), ("control.accepted", "c1", Some("s1")));
+/// let event = Event::new("a1", ack.ack_type(), "t", "aep://agent-host/agent/a", "a")
+///     .with_session("s1").with_seq(7).with_cause(ack.cause()).with_data(ack.data());
+/// target.record(ack.key(), event.clone())?;
+/// // A redelivery now gets the recorded ack back, byte for byte (AEP-0004 §3).
+/// target.handle_command(Instant::now(), cmd)?;
+/// assert_eq!(target.poll_output(), Some(TargetOutput::Redeliver(event)));
+/// # Ok::<(), aep_core::control::TargetError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct AckToEmit {
     key: CommandKey,
@@ -961,6 +1151,17 @@ impl AckToEmit {
 }
 
 /// What a [`ControlTarget`] asks its driver to do.
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::{ControlSender, ControlTarget, TargetOutput};
+/// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
+/// let mut target = ControlTarget::new(["control.pause"]);
+/// target.handle_command(Instant::now(), cmd)?;
+/// assert!(matches!(target.poll_output(), Some(TargetOutput::Decide(_))));
+/// assert_eq!(target.poll_output(), None);
+/// # Ok::<(), aep_core::control::TargetError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub enum TargetOutput {
     /// A new command of an accepted type: decide on it ([`ControlTarget::decide`]).
@@ -972,6 +1173,17 @@ pub enum TargetOutput {
 }
 
 /// What [`ControlTarget::handle_command`] made of a delivery.
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::{ControlSender, ControlTarget, Delivery};
+/// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
+/// let mut target = ControlTarget::new(["control.pause"]);
+/// assert_eq!(target.handle_command(Instant::now(), cmd.clone())?, Delivery::New);
+/// // Not decided yet: the duplicate is answered by the one ack still to come.
+/// assert_eq!(target.handle_command(Instant::now(), cmd)?, Delivery::DuplicatePending);
+/// # Ok::<(), aep_core::control::TargetError>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Delivery {
     /// A new command of an accepted type; a [`TargetOutput::Decide`] is queued.
@@ -987,6 +1199,16 @@ pub enum Delivery {
 }
 
 /// Why the target refused an input.
+///
+/// ```
+/// use std::time::Instant;
+/// use aep_core::control::{CommandKey, ControlTarget, Decision, TargetError};
+/// use aep_core::Event;
+/// let mut target = ControlTarget::new(["control.pause"]);
+/// let event = Event::new("e1", "tool.completed", "t", "aep://h/agent/a", "a");
+/// assert_eq!(target.handle_command(Instant::now(), event), Err(TargetError::NotACommand("tool.completed".into())));
+/// assert!(target.decide(&CommandKey::new("aep://h", "nope"), Decision::Accept).is_err());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum TargetError {
@@ -1054,6 +1276,13 @@ impl TargetConfig {
     }
 
     /// Sets the decision window.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use aep_core::control::{ControlTarget, TargetConfig};
+    /// let target = ControlTarget::with_config(TargetConfig::new(["control.pause"]).with_decision_window(Some(Duration::from_secs(5))));
+    /// assert!(target.accepts("control.pause") && !target.accepts("control.cancel"));
+    /// ```
     pub fn with_decision_window(mut self, window: Option<Duration>) -> TargetConfig {
         self.decision_window = window;
         self
@@ -1143,6 +1372,18 @@ impl ControlTarget {
     }
 
     /// Feeds one delivery of a command, at `now`.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::{ControlSender, ControlTarget, Delivery};
+    /// let sender = ControlSender::new("console", "h");
+    /// let mut target = ControlTarget::new(["control.pause"]);
+    /// let pause = sender.command("control.pause", "s1").build("c1", "t");
+    /// let stop = sender.command("control.cancel", "s1").build("c2", "t");
+    /// assert_eq!(target.handle_command(Instant::now(), pause)?, Delivery::New);
+    /// assert_eq!(target.handle_command(Instant::now(), stop)?, Delivery::Unsupported);
+    /// # Ok::<(), aep_core::control::TargetError>(())
+    /// ```
     pub fn handle_command(
         &mut self,
         now: Instant,
@@ -1193,6 +1434,18 @@ impl ControlTarget {
 
     /// Records the application's one decision about a command it was asked to decide;
     /// queues the [`TargetOutput::EmitAck`].
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::{ControlSender, ControlTarget, Decision, RejectReason, TargetOutput};
+    /// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
+    /// let mut target = ControlTarget::new(["control.pause"]);
+    /// target.handle_command(Instant::now(), cmd)?;
+    /// let Some(TargetOutput::Decide(incoming)) = target.poll_output() else { panic!() };
+    /// target.decide(incoming.key(), Decision::reject(RejectReason::Busy, "mid-run"))?;
+    /// assert!(target.decide(incoming.key(), Decision::Accept).is_err()); // one decision per command
+    /// # Ok::<(), aep_core::control::TargetError>(())
+    /// ```
     pub fn decide(&mut self, key: &CommandKey, decision: Decision) -> Result<(), TargetError> {
         let session = match self.slots.get_mut(key) {
             Some(slot @ Slot::Deciding { .. }) => {
@@ -1228,6 +1481,16 @@ impl ControlTarget {
 
     /// Records the ack event as emitted, so a redelivery of the command re-sends it
     /// byte-identically (AEP-0004 §3). Forgets the oldest records beyond the capacity.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::{CommandKey, ControlTarget};
+    /// use aep_core::Event;
+    /// let mut target = ControlTarget::new(["control.pause"]);
+    /// let ack = Event::new("a1", "control.accepted", "t", "aep://h", "a").with_cause("c1");
+    /// // Nothing is being minted for this command, so there is nothing to record.
+    /// assert!(target.record(&CommandKey::new("aep://c", "c1"), ack).is_err());
+    /// ```
     pub fn record(&mut self, key: &CommandKey, ack: Event) -> Result<(), TargetError> {
         if ack.cause() != Some(key.id.as_str()) {
             return Err(TargetError::CauseMismatch {
@@ -1286,6 +1549,18 @@ impl ControlTarget {
     }
 
     /// How many commands the target remembers (recorded, deciding or minting).
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::{ControlSender, ControlTarget};
+    /// let sender = ControlSender::new("console", "h");
+    /// let mut target = ControlTarget::new(["control.pause"]);
+    /// for id in ["c1", "c2", "c1"] {
+    ///     target.handle_command(Instant::now(), sender.command("control.pause", "s1").build(id, "t"))?;
+    /// }
+    /// assert_eq!(target.remembered(), 2); // deduplicated on (source, id)
+    /// # Ok::<(), aep_core::control::TargetError>(())
+    /// ```
     pub fn remembered(&self) -> usize {
         self.slots.len()
     }

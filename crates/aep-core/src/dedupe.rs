@@ -202,6 +202,11 @@ impl Default for Dedupe {
 impl Dedupe {
     /// The default capacity: 50,000 keys, the window of the Python and TypeScript SDKs'
     /// subscribers (a few MiB).
+    ///
+    /// ```
+    /// use aep_core::Dedupe;
+    /// assert_eq!(Dedupe::new().capacity(), Dedupe::DEFAULT_CAPACITY);
+    /// ```
     pub const DEFAULT_CAPACITY: usize = 50_000;
 
     /// A set of [`DEFAULT_CAPACITY`](Self::DEFAULT_CAPACITY) keys.
@@ -211,6 +216,16 @@ impl Dedupe {
 
     /// A set remembering the last `capacity` keys. Capacity 0 remembers nothing:
     /// every insert is new.
+    ///
+    /// ```
+    /// use aep_core::Dedupe;
+    /// let mut d = Dedupe::with_capacity(2);
+    /// for id in ["a", "b", "c"] {
+    ///     assert!(d.insert("aep://h", id));
+    /// }
+    /// assert_eq!(d.len(), 2);
+    /// assert!(!d.contains("aep://h", "a")); // the oldest was forgotten
+    /// ```
     pub fn with_capacity(capacity: usize) -> Dedupe {
         // Memory grows with use up to the capacity; u32 slot numbers bound it.
         let capacity = capacity.min(u32::MAX as usize);
@@ -250,6 +265,13 @@ impl Dedupe {
     }
 
     /// Whether `(source, id)` is remembered.
+    ///
+    /// ```
+    /// use aep_core::Dedupe;
+    /// let mut d = Dedupe::new();
+    /// d.insert("aep://h", "e1");
+    /// assert!(d.contains("aep://h", "e1") && !d.contains("aep://h", "e2"));
+    /// ```
     pub fn contains(&self, source: &str, id: &str) -> bool {
         let Some(src) = self.sources.find(source) else {
             return false;
@@ -260,6 +282,14 @@ impl Dedupe {
 
     /// Remembers `(source, id)`; returns whether it was new. When the set is full the
     /// oldest key is forgotten.
+    ///
+    /// ```
+    /// use aep_core::Dedupe;
+    /// let mut d = Dedupe::new();
+    /// assert!(d.insert("aep://h/a", "01J"));
+    /// assert!(!d.insert("aep://h/a", "01J"));
+    /// assert!(d.insert("aep://h/b", "01J")); // scope is (source, id), never bare id
+    /// ```
     pub fn insert(&mut self, source: &str, id: &str) -> bool {
         let hash = self.hasher.hash_one((source, id));
         if let Some(src) = self.sources.find(source) {
@@ -307,6 +337,13 @@ impl Dedupe {
     }
 
     /// [`insert`](Self::insert) for an event's `(source, id)`.
+    ///
+    /// ```
+    /// use aep_core::{Dedupe, Event};
+    /// let e = Event::new("e1", "tool.requested", "t", "aep://h", "a");
+    /// let mut d = Dedupe::new();
+    /// assert!(d.insert_event(&e) && d.contains_event(&e) && !d.insert_event(&e));
+    /// ```
     pub fn insert_event(&mut self, event: &Event) -> bool {
         self.insert(event.source(), event.id())
     }
@@ -317,6 +354,14 @@ impl Dedupe {
     }
 
     /// Forgets every key; the capacity stays.
+    ///
+    /// ```
+    /// use aep_core::Dedupe;
+    /// let mut d = Dedupe::new();
+    /// d.insert("aep://h", "e1");
+    /// d.clear();
+    /// assert!(d.is_empty());
+    /// ```
     pub fn clear(&mut self) {
         self.index.clear();
         self.ring.clear();

@@ -88,16 +88,38 @@ pub struct ManualClock(Arc<Mutex<SystemTime>>);
 
 impl ManualClock {
     /// A clock reading `start`.
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use aep_core::envelope::{Clock, ManualClock};
+    /// assert_eq!(ManualClock::new(UNIX_EPOCH).now(), UNIX_EPOCH);
+    /// ```
     pub fn new(start: SystemTime) -> ManualClock {
         ManualClock(Arc::new(Mutex::new(start)))
     }
 
     /// Sets the time.
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use aep_core::envelope::{Clock, ManualClock};
+    /// let clock = ManualClock::new(UNIX_EPOCH);
+    /// clock.set(UNIX_EPOCH + Duration::from_secs(60));
+    /// assert_eq!(clock.now(), UNIX_EPOCH + Duration::from_secs(60));
+    /// ```
     pub fn set(&self, t: SystemTime) {
         *self.0.lock().unwrap_or_else(PoisonError::into_inner) = t;
     }
 
     /// Moves the time forward.
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use aep_core::envelope::{Clock, ManualClock};
+    /// let clock = ManualClock::new(UNIX_EPOCH);
+    /// clock.advance(Duration::from_millis(5));
+    /// assert_eq!(clock.now(), UNIX_EPOCH + Duration::from_millis(5));
+    /// ```
     pub fn advance(&self, by: Duration) {
         let mut t = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         *t = t.checked_add(by).unwrap_or(*t);
@@ -245,6 +267,11 @@ pub struct EnvelopeFactory<C = SystemClock> {
 
 impl EnvelopeFactory<SystemClock> {
     /// A factory for the emitter `agent` at `source`, reading the system clock.
+    ///
+    /// ```
+    /// let f = aep_core::envelope::EnvelopeFactory::new("aep://h/agent/a", "a");
+    /// assert_eq!((f.source(), f.agent()), ("aep://h/agent/a", "a"));
+    /// ```
     pub fn new(source: impl Into<String>, agent: impl Into<String>) -> Self {
         EnvelopeFactory {
             source: source.into(),
@@ -257,6 +284,12 @@ impl EnvelopeFactory<SystemClock> {
 
 impl<C: Clock> EnvelopeFactory<C> {
     /// The same factory reading another clock.
+    ///
+    /// ```
+    /// use std::time::UNIX_EPOCH;
+    /// let f = aep_core::envelope::EnvelopeFactory::new("s", "a").with_clock(|| UNIX_EPOCH);
+    /// assert_eq!(f.now_rfc3339(), "1970-01-01T00:00:00.000Z");
+    /// ```
     pub fn with_clock<D: Clock>(self, clock: D) -> EnvelopeFactory<D> {
         EnvelopeFactory {
             source: self.source,
@@ -293,6 +326,15 @@ impl<C: Clock> EnvelopeFactory<C> {
     }
 
     /// A new event of `event_type`, stamped with a fresh id and the current time.
+    ///
+    /// ```
+    /// use std::time::UNIX_EPOCH;
+    /// let f = aep_core::envelope::EnvelopeFactory::new("aep://h/agent/a", "a").with_clock(|| UNIX_EPOCH);
+    /// let (one, two) = (f.event("agent.heartbeat"), f.event("agent.heartbeat"));
+    /// assert_eq!(one.time(), "1970-01-01T00:00:00.000Z");
+    /// assert!(one.id() < two.id()); // ULIDs, monotonic within one factory
+    /// assert_eq!(one.agent(), "a");
+    /// ```
     pub fn event(&self, event_type: impl Into<String>) -> Event {
         let now = self.clock.now();
         let mut event = Event::new(
@@ -312,6 +354,15 @@ impl<C: Clock> EnvelopeFactory<C> {
     /// Re-stamps an existing event with a fresh id and the current time (for an event
     /// built elsewhere that is about to be emitted for the first time; a retry keeps
     /// its id, AEP-0003 §3.2 #4).
+    ///
+    /// ```
+    /// use std::time::UNIX_EPOCH;
+    /// let f = aep_core::envelope::EnvelopeFactory::new("s", "a").with_clock(|| UNIX_EPOCH);
+    /// let mut e = aep_core::Event::new("draft", "agent.idle", "t", "s", "a");
+    /// f.stamp(&mut e);
+    /// assert_eq!(e.id().len(), 26);
+    /// assert_eq!(e.time(), "1970-01-01T00:00:00.000Z");
+    /// ```
     pub fn stamp(&self, event: &mut Event) {
         let now = self.clock.now();
         event.set_id(new_ulid(now).to_string());
@@ -319,16 +370,33 @@ impl<C: Clock> EnvelopeFactory<C> {
     }
 
     /// The current time of this factory's clock, as an AEP `time` string.
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// let at = UNIX_EPOCH + Duration::from_millis(1_783_073_704_221);
+    /// let f = aep_core::envelope::EnvelopeFactory::new("s", "a").with_clock(move || at);
+    /// assert_eq!(f.now_rfc3339(), "2026-07-03T10:15:04.221Z");
+    /// ```
     pub fn now_rfc3339(&self) -> String {
         rfc3339_millis(self.clock.now())
     }
 
     /// The `source` stamped on events.
+    ///
+    /// ```
+    /// let f = aep_core::envelope::EnvelopeFactory::new("aep://h/agent/a", "a");
+    /// assert_eq!(f.event("agent.idle").source(), f.source());
+    /// ```
     pub fn source(&self) -> &str {
         &self.source
     }
 
     /// The `agent` stamped on events.
+    ///
+    /// ```
+    /// let f = aep_core::envelope::EnvelopeFactory::new("aep://h/agent/a", "a");
+    /// assert_eq!(f.event("agent.idle").agent(), f.agent());
+    /// ```
     pub fn agent(&self) -> &str {
         &self.agent
     }

@@ -17,10 +17,20 @@ use serde_json::Value;
 use crate::level::{Capture, Severity};
 
 /// The envelope version this crate writes (AEP-0001 §5.1 #1).
+///
+/// ```
+/// assert_eq!(aep_core::Event::new("1", "agent.idle", "t", "s", "a").aep(), aep_core::AEP_VERSION);
+/// ```
 pub const AEP_VERSION: &str = "0.1";
 
 /// The sixteen core context attribute names, in AEP-0001 §5.1 table order, followed by
 /// `data`. Extension attributes may use none of these names (§5.4).
+///
+/// ```
+/// use aep_core::event::{check_extension_name, CORE_ATTRIBUTES};
+/// assert_eq!(CORE_ATTRIBUTES.len(), 17);
+/// assert!(CORE_ATTRIBUTES.iter().all(|name| check_extension_name(name).is_err()));
+/// ```
 pub const CORE_ATTRIBUTES: [&str; 17] = [
     "aep",
     "id",
@@ -98,6 +108,12 @@ pub struct Event {
 ///
 /// For a report of *every* problem with stable rule ids, validate the JSON value instead
 /// (the `validate` module).
+///
+/// ```
+/// let err = aep_core::Event::from_slice(br#"{"aep":"0.1"}"#).unwrap_err();
+/// assert!(!err.is_syntax()); // JSON, but not an envelope
+/// assert!(err.to_string().contains("id"));
+/// ```
 #[derive(Debug, thiserror::Error)]
 #[error("not a valid AEP event: {source}")]
 pub struct EventParseError {
@@ -107,16 +123,31 @@ pub struct EventParseError {
 
 impl EventParseError {
     /// The 1-based line of the input where parsing stopped (0 when unknown).
+    ///
+    /// ```
+    /// let err = aep_core::Event::from_slice(b"{\n  \"aep\": }").unwrap_err();
+    /// assert_eq!(err.line(), 2);
+    /// ```
     pub fn line(&self) -> usize {
         self.source.line()
     }
 
     /// The 1-based column of the input where parsing stopped (0 when unknown).
+    ///
+    /// ```
+    /// let err = aep_core::Event::from_slice(b"{,}").unwrap_err();
+    /// assert_eq!(err.column(), 2);
+    /// ```
     pub fn column(&self) -> usize {
         self.source.column()
     }
 
     /// Whether the input was not JSON at all (as opposed to JSON that is not an envelope).
+    ///
+    /// ```
+    /// assert!(aep_core::Event::from_slice(b"{\"aep\":").unwrap_err().is_syntax());
+    /// assert!(!aep_core::Event::from_slice(b"[]").unwrap_err().is_syntax());
+    /// ```
     pub fn is_syntax(&self) -> bool {
         matches!(
             self.source.classify(),
@@ -127,6 +158,14 @@ impl EventParseError {
 
 /// A refused extension attribute (AEP-0001 §5.4): the emitting library must refuse it
 /// rather than emit a non-conformant envelope.
+///
+/// ```
+/// use aep_core::{Event, ExtensionError};
+/// let mut e = Event::new("1", "agent.idle", "t", "s", "a");
+/// assert_eq!(e.set_extension("seq", 1.into()), Err(ExtensionError::CoreName("seq".into())));
+/// assert_eq!(e.set_extension("acme_x", 1.into()), Err(ExtensionError::BadName("acme_x".into())));
+/// assert_eq!(e.set_extension("acmex", 1.5.into()), Err(ExtensionError::NonScalar("acmex".into())));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExtensionError {
     /// The name collides with a core attribute; on the wire it would be
@@ -168,6 +207,13 @@ pub fn check_extension_name(name: &str) -> Result<(), ExtensionError> {
 
 /// Checks an extension attribute value against AEP-0001 §5.4 (string, integer or
 /// boolean).
+///
+/// ```
+/// use aep_core::event::is_extension_value;
+/// use serde_json::json;
+/// assert!(is_extension_value(&json!("eu-1")) && is_extension_value(&json!(-3)) && is_extension_value(&json!(true)));
+/// assert!(!is_extension_value(&json!(0.5)) && !is_extension_value(&json!(null)) && !is_extension_value(&json!({})));
+/// ```
 pub fn is_extension_value(value: &Value) -> bool {
     match value {
         Value::String(_) | Value::Bool(_) => true,
@@ -245,6 +291,13 @@ impl Event {
 
     /// Reads one event from a JSON value (which loses nothing but the original number
     /// spellings inside `data`).
+    ///
+    /// ```
+    /// let v = serde_json::json!({"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a","data":{"n":0.5510}});
+    /// let e = aep_core::Event::from_value(&v)?;
+    /// assert_eq!(e.to_value(), v);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn from_value(value: &Value) -> Result<Event, EventParseError> {
         // Through text, because `RawValue` only deserializes from serde_json's own reader.
         let text = serde_json::to_string(value)?;
@@ -252,6 +305,13 @@ impl Event {
     }
 
     /// The compact JSON line of this event, attributes in the order they arrived.
+    ///
+    /// ```
+    /// let line = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#;
+    /// let e: aep_core::Event = line.parse()?;
+    /// assert_eq!(e.to_json(), line);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn to_json(&self) -> String {
         let mut out = Vec::with_capacity(256);
         self.write_json(&mut out);
@@ -261,97 +321,263 @@ impl Event {
     }
 
     /// Appends the compact JSON of this event to `out`.
+    ///
+    /// ```
+    /// let e = aep_core::Event::new("1", "agent.idle", "t", "s", "a");
+    /// let mut out = Vec::new();
+    /// e.write_json(&mut out);
+    /// assert_eq!(out, e.to_json().into_bytes());
+    /// ```
     pub fn write_json(&self, out: &mut Vec<u8>) {
         // Writing into a Vec cannot fail and every key is a string.
         let _ = serde_json::to_writer(out, self);
     }
 
     /// This event as a JSON value.
+    ///
+    /// ```
+    /// let e = aep_core::Event::new("1", "agent.idle", "t", "s", "a");
+    /// assert_eq!(e.to_value()["type"], "agent.idle");
+    /// ```
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
 
     /// `aep`: the envelope version.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.aep(), "0.1");
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn aep(&self) -> &str {
         &self.aep
     }
     /// `id`: unique per `source`; consumers dedupe on `(source, id)` (AEP-0001 §7).
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.id(), "01J");
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn id(&self) -> &str {
         &self.id
     }
     /// `type`, e.g. `tool.completed` or `x.acme.tool.synced`.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.event_type(), "tool.completed");
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn event_type(&self) -> &str {
         &self.ty
     }
     /// `subject`: the acted-upon entity.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.subject(), Some("t_91"));
+    /// let bare: aep_core::Event = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#.parse()?;
+    /// assert_eq!(bare.subject(), None);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn subject(&self) -> Option<&str> {
         self.subject.as_deref()
     }
     /// `time`: RFC 3339; display metadata only, never ordering authority.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.time(), "2026-07-03T10:15:04.221Z");
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn time(&self) -> &str {
         &self.time
     }
     /// `source`: the emitting agent or session, as a URI.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.source(), "aep://h/agent/a/session/s");
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn source(&self) -> &str {
         &self.source
     }
     /// `agent`: the stable logical identity of the emitter.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.agent(), "a");
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn agent(&self) -> &str {
         &self.agent
     }
     /// `session`, absent on agent-scoped events.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.session(), Some("s"));
+    /// let bare: aep_core::Event = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#.parse()?;
+    /// assert_eq!(bare.session(), None);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn session(&self) -> Option<&str> {
         self.session.as_deref()
     }
     /// `run`.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.run(), Some("r1"));
+    /// let bare: aep_core::Event = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#.parse()?;
+    /// assert_eq!(bare.run(), None);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn run(&self) -> Option<&str> {
         self.run.as_deref()
     }
     /// `step`.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.step(), Some("p1"));
+    /// let bare: aep_core::Event = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#.parse()?;
+    /// assert_eq!(bare.step(), None);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn step(&self) -> Option<&str> {
         self.step.as_deref()
     }
     /// `seq`, absent on agent-scoped and foreign-emitter events (AEP-0001 §5.2).
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.seq(), Some(7));
+    /// let bare: aep_core::Event = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#.parse()?;
+    /// assert_eq!(bare.seq(), None);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn seq(&self) -> Option<u64> {
         self.seq
     }
     /// `epoch`, defaulting to 0.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.epoch(), 2);
+    /// let bare: aep_core::Event = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#.parse()?;
+    /// assert_eq!(bare.epoch(), 0);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn epoch(&self) -> u64 {
         self.epoch.unwrap_or(0)
     }
     /// `epoch` as it is on the wire (`None` when absent).
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.epoch_attr(), Some(2));
+    /// let bare: aep_core::Event = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#.parse()?;
+    /// assert_eq!(bare.epoch_attr(), None);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn epoch_attr(&self) -> Option<u64> {
         self.epoch
     }
     /// `cause`: the `id` of the causing event.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.cause(), Some("01I"));
+    /// let bare: aep_core::Event = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#.parse()?;
+    /// assert_eq!(bare.cause(), None);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn cause(&self) -> Option<&str> {
         self.cause.as_deref()
     }
     /// `traceparent`: W3C Trace Context.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.traceparent(), Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+    /// let bare: aep_core::Event = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#.parse()?;
+    /// assert_eq!(bare.traceparent(), None);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn traceparent(&self) -> Option<&str> {
         self.traceparent.as_deref()
     }
     /// `severity`, defaulting to [`Severity::Info`].
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.severity(), aep_core::Severity::Notice);
+    /// let bare: aep_core::Event = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#.parse()?;
+    /// assert_eq!(bare.severity(), aep_core::Severity::Info);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn severity(&self) -> Severity {
         self.severity.unwrap_or_default()
     }
     /// `severity` as it is on the wire.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.severity_attr(), Some(aep_core::Severity::Notice));
+    /// let bare: aep_core::Event = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#.parse()?;
+    /// assert_eq!(bare.severity_attr(), None);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn severity_attr(&self) -> Option<Severity> {
         self.severity
     }
     /// `capture`, defaulting to [`Capture::Metadata`].
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.capture(), aep_core::Capture::Redacted);
+    /// let bare: aep_core::Event = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#.parse()?;
+    /// assert_eq!(bare.capture(), aep_core::Capture::Metadata);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn capture(&self) -> Capture {
         self.capture.unwrap_or_default()
     }
     /// `capture` as it is on the wire.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.capture_attr(), Some(aep_core::Capture::Redacted));
+    /// let bare: aep_core::Event = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#.parse()?;
+    /// assert_eq!(bare.capture_attr(), None);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn capture_attr(&self) -> Option<Capture> {
         self.capture
     }
     /// `data` exactly as received (or as last set).
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a","data":{"load":0.5510}}"#.parse()?;
+    /// assert_eq!(e.data_raw().map(|r| r.get()), Some(r#"{"load":0.5510}"#)); // spelling kept
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn data_raw(&self) -> Option<&RawValue> {
         self.data.as_deref()
     }
     /// `data` as a JSON value (`None` when absent).
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.data().map(|d| d["duration_ms"].clone()), Some(serde_json::json!(12)));
+    /// let bare: aep_core::Event = r#"{"aep":"0.1","id":"02J","type":"agent.idle","time":"2026-07-03T10:15:05.000Z","source":"aep://h/agent/a","agent":"a"}"#.parse()?;
+    /// assert_eq!(bare.data(), None);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn data(&self) -> Option<Value> {
         self.data
             .as_deref()
@@ -361,6 +587,13 @@ impl Event {
     ///
     /// An absent `data` decodes as an empty object, so payload types whose fields are
     /// all optional still decode.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// let p: aep_core::payload::ToolCompleted = e.payload()?;
+    /// assert_eq!(p.tool.name, "Bash");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn payload<T: DeserializeOwned>(&self) -> Result<T, serde_json::Error> {
         match self.data.as_deref() {
             Some(raw) => serde_json::from_str(raw.get()),
@@ -368,7 +601,32 @@ impl Event {
         }
     }
 
+    /// `data` decoded by `type` (AEP-0002 §4-5): the generated payload type of a
+    /// registered type, or [`Payload::Other`](crate::payload::Payload::Other) holding
+    /// the JSON as it is for unregistered and vendor types.
+    ///
+    /// ```
+    /// use aep_core::payload::Payload;
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"1","type":"run.started","time":"t","source":"s","agent":"a","session":"s1","seq":0,"data":{"trigger":"user"}}"#.parse()?;
+    /// let Payload::RunStarted(p) = e.typed_payload()? else { panic!("run.started is registered") };
+    /// assert_eq!(p.trigger.map(|t| t.as_str()), Some("user"));
+    ///
+    /// let vendor: aep_core::Event = r#"{"aep":"0.1","id":"2","type":"x.acme.tool.synced","time":"t","source":"s","agent":"a","data":{"n":1}}"#.parse()?;
+    /// assert_eq!(vendor.typed_payload()?, Payload::Other(serde_json::json!({"n": 1})));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn typed_payload(&self) -> Result<crate::payload::Payload, crate::payload::PayloadError> {
+        crate::payload::Payload::from_event(self)
+    }
+
     /// The extension attributes (AEP-0001 §5.4) in wire order, values as raw JSON.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// let names: Vec<&str> = e.extensions().map(|(name, _)| name).collect();
+    /// assert_eq!(names, ["acmeregion"]);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn extensions(&self) -> impl ExactSizeIterator<Item = (&str, &RawValue)> + '_ {
         self.extensions.iter().map(|(k, v)| (k.as_str(), &**v))
     }
@@ -387,6 +645,13 @@ impl Event {
     }
 
     /// One extension attribute's value as raw JSON.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.extension_raw("acmeregion").map(|r| r.get()), Some(r#""eu-1""#));
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
+    #[inline]
     pub fn extension_raw(&self, name: &str) -> Option<&RawValue> {
         self.extensions
             .iter()
@@ -395,6 +660,13 @@ impl Event {
     }
 
     /// One extension attribute's value when it is a JSON string.
+    ///
+    /// ```
+    /// let e: aep_core::Event = r#"{"aep":"0.1","id":"01J","type":"tool.completed","subject":"t_91","time":"2026-07-03T10:15:04.221Z","source":"aep://h/agent/a/session/s","agent":"a","session":"s","run":"r1","step":"p1","seq":7,"epoch":2,"cause":"01I","traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01","severity":"notice","capture":"redacted","acmeregion":"eu-1","data":{"tool":{"name":"Bash","call_id":"t_91"},"duration_ms":12}}"#.parse()?;
+    /// assert_eq!(e.extension_str("acmeregion"), Some("eu-1"));
+    /// assert_eq!(e.extension_str("acmezone"), None);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn extension_str(&self, name: &str) -> Option<&str> {
         let raw = self.extension_raw(name)?.get();
         // Cheap path for strings without escapes, which is what extension values are.
@@ -435,6 +707,14 @@ impl Event {
     }
 
     /// Removes an extension attribute, returning whether it was present.
+    ///
+    /// ```
+    /// let mut e: aep_core::Event = r#"{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a","acmeregion":"eu-1"}"#.parse()?;
+    /// assert!(e.remove_extension("acmeregion"));
+    /// assert!(!e.remove_extension("acmeregion"));
+    /// assert_eq!(e.extensions().len(), 0);
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn remove_extension(&mut self, name: &str) -> bool {
         let Some(pos) = self.extensions.iter().position(|(k, _)| k == name) else {
             return false;
@@ -451,18 +731,41 @@ impl Event {
     }
 
     /// Sets `data` from a JSON value (`Value::Null` removes it).
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_data(serde_json::json!({"trigger": "user"}));
+    /// assert!(e.to_json().ends_with(r#""data":{"trigger":"user"}}"#));
+    /// e.set_data(serde_json::Value::Null);
+    /// assert_eq!(e.data(), None);
+    /// ```
     pub fn set_data(&mut self, data: Value) {
         self.set_slot_present(DATA, !data.is_null());
         self.data = (!data.is_null()).then(|| raw(&data));
     }
 
     /// Sets `data` from raw JSON text kept verbatim.
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_data_raw(Some(serde_json::value::RawValue::from_string(r#"{"n":1.50}"#.into())?));
+    /// assert!(e.to_json().ends_with(r#""data":{"n":1.50}}"#));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn set_data_raw(&mut self, data: Option<Box<RawValue>>) {
         self.set_slot_present(DATA, data.is_some());
         self.data = data;
     }
 
     /// Sets `data` from a serializable payload (e.g. a generated payload type).
+    ///
+    /// ```
+    /// use aep_core::payload::{RunStarted, RunStartedTrigger};
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_payload(&RunStarted { trigger: Some(RunStartedTrigger::User), ..Default::default() })?;
+    /// assert_eq!(e.data(), Some(serde_json::json!({"trigger": "user"})));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn set_payload<T: Serialize>(&mut self, payload: &T) -> Result<(), serde_json::Error> {
         let raw = serde_json::value::to_raw_value(payload)?;
         self.set_data_raw(Some(raw));
@@ -470,124 +773,279 @@ impl Event {
     }
 
     /// Sets `capture` (`None` removes the attribute).
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_capture(Some(aep_core::Capture::Full));
+    /// assert!(e.to_json().contains(r#""capture":"full""#));
+    /// e.set_capture(None);
+    /// assert_eq!(e.capture(), aep_core::Capture::Metadata);
+    /// ```
     pub fn set_capture(&mut self, capture: Option<Capture>) {
         self.set_slot_present(15, capture.is_some());
         self.capture = capture;
     }
 
     /// Sets `severity` (`None` removes the attribute).
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_severity(Some(aep_core::Severity::Error));
+    /// assert_eq!(e.severity(), aep_core::Severity::Error);
+    /// e.set_severity(None);
+    /// assert!(!e.to_json().contains("severity"));
+    /// ```
     pub fn set_severity(&mut self, severity: Option<Severity>) {
         self.set_slot_present(14, severity.is_some());
         self.severity = severity;
     }
 
     /// Sets `id`.
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_id("01K");
+    /// assert_eq!(e.id(), "01K");
+    /// ```
     pub fn set_id(&mut self, id: impl Into<String>) {
         self.id = id.into();
     }
 
     /// Sets `time`.
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_time("2026-07-03T10:00:00.000Z");
+    /// assert_eq!(e.time(), "2026-07-03T10:00:00.000Z");
+    /// ```
     pub fn set_time(&mut self, time: impl Into<String>) {
         self.time = time.into();
     }
 
     /// Sets `source`.
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_source("aep://h/agent/b");
+    /// assert_eq!(e.source(), "aep://h/agent/b");
+    /// ```
     pub fn set_source(&mut self, source: impl Into<String>) {
         self.source = source.into();
     }
 
     /// Sets `subject`.
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_subject(Some("t_1".into()));
+    /// assert_eq!(e.subject(), Some("t_1"));
+    /// e.set_subject(None);
+    /// assert_eq!(e.subject(), None);
+    /// ```
     pub fn set_subject(&mut self, v: Option<String>) {
         self.set_slot_present(3, v.is_some());
         self.subject = v;
     }
     /// Sets `session`.
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_session(Some("s1".into()));
+    /// assert_eq!(e.session(), Some("s1"));
+    /// e.set_session(None);
+    /// assert_eq!(e.session(), None);
+    /// ```
     pub fn set_session(&mut self, v: Option<String>) {
         self.set_slot_present(7, v.is_some());
         self.session = v;
     }
     /// Sets `run`.
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_run(Some("r1".into()));
+    /// assert_eq!(e.run(), Some("r1"));
+    /// e.set_run(None);
+    /// assert_eq!(e.run(), None);
+    /// ```
     pub fn set_run(&mut self, v: Option<String>) {
         self.set_slot_present(8, v.is_some());
         self.run = v;
     }
     /// Sets `step`.
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_step(Some("p1".into()));
+    /// assert_eq!(e.step(), Some("p1"));
+    /// e.set_step(None);
+    /// assert_eq!(e.step(), None);
+    /// ```
     pub fn set_step(&mut self, v: Option<String>) {
         self.set_slot_present(9, v.is_some());
         self.step = v;
     }
     /// Sets `seq`.
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_seq(Some(0));
+    /// assert_eq!(e.seq(), Some(0));
+    /// e.set_seq(None);
+    /// assert!(!e.to_json().contains("seq"));
+    /// ```
     pub fn set_seq(&mut self, v: Option<u64>) {
         self.set_slot_present(10, v.is_some());
         self.seq = v;
     }
     /// Sets `epoch` (`None` removes the attribute; readers then see 0).
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_epoch(Some(1));
+    /// assert_eq!(e.epoch(), 1);
+    /// e.set_epoch(None);
+    /// assert_eq!((e.epoch(), e.epoch_attr()), (0, None));
+    /// ```
     pub fn set_epoch(&mut self, v: Option<u64>) {
         self.set_slot_present(11, v.is_some());
         self.epoch = v;
     }
     /// Sets `cause`.
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_cause(Some("01I".into()));
+    /// assert_eq!(e.cause(), Some("01I"));
+    /// e.set_cause(None);
+    /// assert_eq!(e.cause(), None);
+    /// ```
     pub fn set_cause(&mut self, v: Option<String>) {
         self.set_slot_present(12, v.is_some());
         self.cause = v;
     }
     /// Sets `traceparent`.
+    ///
+    /// ```
+    /// let mut e = aep_core::Event::new("1", "run.started", "t", "s", "a");
+    /// e.set_traceparent(Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".into()));
+    /// assert_eq!(e.traceparent(), Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+    /// e.set_traceparent(None);
+    /// assert_eq!(e.traceparent(), None);
+    /// ```
     pub fn set_traceparent(&mut self, v: Option<String>) {
         self.set_slot_present(13, v.is_some());
         self.traceparent = v;
     }
 
     /// Builder form of [`Event::set_subject`].
+    ///
+    /// ```
+    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_subject("t_1");
+    /// assert_eq!(e.subject(), Some("t_1"));
+    /// ```
     pub fn with_subject(mut self, v: impl Into<String>) -> Self {
         self.set_subject(Some(v.into()));
         self
     }
     /// Builder form of [`Event::set_session`].
+    ///
+    /// ```
+    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_session("s1");
+    /// assert_eq!(e.session(), Some("s1"));
+    /// ```
     pub fn with_session(mut self, v: impl Into<String>) -> Self {
         self.set_session(Some(v.into()));
         self
     }
     /// Builder form of [`Event::set_run`].
+    ///
+    /// ```
+    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_run("r1");
+    /// assert_eq!(e.run(), Some("r1"));
+    /// ```
     pub fn with_run(mut self, v: impl Into<String>) -> Self {
         self.set_run(Some(v.into()));
         self
     }
     /// Builder form of [`Event::set_step`].
+    ///
+    /// ```
+    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_step("p1");
+    /// assert_eq!(e.step(), Some("p1"));
+    /// ```
     pub fn with_step(mut self, v: impl Into<String>) -> Self {
         self.set_step(Some(v.into()));
         self
     }
     /// Builder form of [`Event::set_seq`].
+    ///
+    /// ```
+    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_session("s").with_seq(3);
+    /// assert_eq!(e.seq(), Some(3));
+    /// ```
     pub fn with_seq(mut self, v: u64) -> Self {
         self.set_seq(Some(v));
         self
     }
     /// Builder form of [`Event::set_epoch`].
+    ///
+    /// ```
+    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_epoch(2);
+    /// assert!(e.to_json().ends_with(r#""epoch":2}"#));
+    /// ```
     pub fn with_epoch(mut self, v: u64) -> Self {
         self.set_epoch(Some(v));
         self
     }
     /// Builder form of [`Event::set_cause`].
+    ///
+    /// ```
+    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_cause("01I");
+    /// assert_eq!(e.cause(), Some("01I"));
+    /// ```
     pub fn with_cause(mut self, v: impl Into<String>) -> Self {
         self.set_cause(Some(v.into()));
         self
     }
     /// Builder form of [`Event::set_traceparent`].
+    ///
+    /// ```
+    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    /// assert_eq!(e.traceparent(), Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+    /// ```
     pub fn with_traceparent(mut self, v: impl Into<String>) -> Self {
         self.set_traceparent(Some(v.into()));
         self
     }
     /// Builder form of [`Event::set_severity`].
+    ///
+    /// ```
+    /// use aep_core::{Event, Severity};
+    /// let e = Event::new("1", "error.raised", "t", "s", "a").with_severity(Severity::Critical);
+    /// assert_eq!(e.severity_attr(), Some(Severity::Critical));
+    /// ```
     pub fn with_severity(mut self, v: Severity) -> Self {
         self.set_severity(Some(v));
         self
     }
     /// Builder form of [`Event::set_capture`].
+    ///
+    /// ```
+    /// use aep_core::{Capture, Event};
+    /// let e = Event::new("1", "tool.completed", "t", "s", "a").with_capture(Capture::None);
+    /// assert_eq!(e.capture(), Capture::None);
+    /// ```
     pub fn with_capture(mut self, v: Capture) -> Self {
         self.set_capture(Some(v));
         self
     }
     /// Builder form of [`Event::set_data`].
+    ///
+    /// ```
+    /// let e = aep_core::Event::new("1", "agent.idle", "t", "s", "a").with_data(serde_json::json!({}));
+    /// assert!(e.to_json().ends_with(r#""data":{}}"#));
+    /// ```
     pub fn with_data(mut self, data: Value) -> Self {
         self.set_data(data);
         self

@@ -38,6 +38,19 @@ use crate::level::{Capture, Severity};
 
 /// The core attributes a filter may name (AEP-0003 §6.2 rule 1), besides extension
 /// attribute names.
+///
+/// ```
+/// use aep_core::filter::{Filter, FILTERABLE};
+/// for key in FILTERABLE {
+///     let value = match key {
+///         "epoch" => serde_json::json!(0),
+///         "severity" => serde_json::json!("info"),
+///         "capture" => serde_json::json!("metadata"),
+///         _ => serde_json::json!("v"),
+///     };
+///     assert!(Filter::from_value(&serde_json::json!({ key: value })).is_ok(), "{key}");
+/// }
+/// ```
 pub const FILTERABLE: [&str; 12] = [
     "id", "type", "subject", "source", "agent", "session", "run", "step", "epoch", "cause",
     "severity", "capture",
@@ -46,9 +59,22 @@ pub const FILTERABLE: [&str; 12] = [
 /// The core attributes a filter must not name (AEP-0003 §6.2 rule 1): positions are the
 /// resume mechanism, `time` is display metadata, trace context is pass-through, and
 /// routing never parses `data`.
+///
+/// ```
+/// use aep_core::filter::{Filter, NOT_FILTERABLE};
+/// for key in NOT_FILTERABLE {
+///     assert!(Filter::from_value(&serde_json::json!({ key: "x" })).is_err(), "{key}");
+/// }
+/// ```
 pub const NOT_FILTERABLE: [&str; 5] = ["aep", "time", "seq", "traceparent", "data"];
 
 /// The error code a relay answers a refused filter with (AEP-0003 §6.5).
+///
+/// ```
+/// use aep_core::filter::{Filter, INVALID_FILTER};
+/// let err = Filter::from_json(r#"{"seq":1}"#).unwrap_err();
+/// assert_eq!(err.code(), INVALID_FILTER);
+/// ```
 pub const INVALID_FILTER: &str = "invalid-filter";
 
 /// Why a filter was refused (AEP-0003 §6.2 rule 1: fail closed, never match-all).
@@ -146,6 +172,12 @@ impl FilterError {
     }
 
     /// The AEP-0003 §6.5 error code for a refused filter: always [`INVALID_FILTER`].
+    ///
+    /// ```
+    /// let err = aep_core::filter::Filter::from_json(r#"{"type":"*"}"#).unwrap_err();
+    /// assert_eq!(err.code(), "invalid-filter");
+    /// assert_eq!(err.key(), Some("type"));
+    /// ```
     pub fn code(&self) -> &'static str {
         INVALID_FILTER
     }
@@ -547,10 +579,11 @@ impl Attrs for Event {
     fn capture_rank(&self) -> Option<u8> {
         Some(self.capture() as u8)
     }
+    #[inline]
     fn ext(&self, name: &str) -> Option<ExtValue<'_>> {
         let raw = self.extension_raw(name)?.get();
         Some(match raw.as_bytes().first() {
-            Some(b'"') => extension_string(self, name).map_or(ExtValue::Other, ExtValue::Str),
+            Some(b'"') => json_string(raw).map_or(ExtValue::Other, ExtValue::Str),
             _ if raw == "true" => ExtValue::Bool(true),
             _ if raw == "false" => ExtValue::Bool(false),
             _ => raw.parse::<i128>().map_or(ExtValue::Other, ExtValue::Int),
@@ -561,7 +594,12 @@ impl Attrs for Event {
 /// An extension attribute's value when it is a JSON string, borrowed from the event
 /// unless it has escapes to decode.
 pub(crate) fn extension_string<'e>(event: &'e Event, name: &str) -> Option<Cow<'e, str>> {
-    let raw = event.extension_raw(name)?.get();
+    json_string(event.extension_raw(name)?.get())
+}
+
+/// A raw JSON string literal's text, borrowed unless it has escapes to decode.
+#[inline]
+fn json_string(raw: &str) -> Option<Cow<'_, str>> {
     let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
     if !inner.contains('\\') {
         return Some(Cow::Borrowed(inner));
@@ -756,16 +794,36 @@ impl Filter {
     }
 
     /// Whether this is `{}`, which matches every event.
+    ///
+    /// ```
+    /// use aep_core::filter::Filter;
+    /// assert!(Filter::from_json("{}")?.is_empty());
+    /// assert!(!Filter::from_json(r#"{"agent":"a"}"#)?.is_empty());
+    /// # Ok::<(), aep_core::FilterError>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.wire.is_empty()
     }
 
     /// The wire JSON, as read (key order and predicate shapes kept).
+    ///
+    /// ```
+    /// let f = aep_core::filter::Filter::from_json(r#"{"session":"s1","agent":["a","b"]}"#)?;
+    /// assert_eq!(f.as_map().keys().collect::<Vec<_>>(), ["session", "agent"]);
+    /// # Ok::<(), aep_core::FilterError>(())
+    /// ```
     pub fn as_map(&self) -> &Map<String, Value> {
         &self.wire
     }
 
     /// The wire JSON as a value.
+    ///
+    /// ```
+    /// use serde_json::json;
+    /// let wire = json!({"severity": {"gte": "notice"}});
+    /// assert_eq!(aep_core::filter::Filter::from_value(&wire)?.to_value(), wire);
+    /// # Ok::<(), aep_core::FilterError>(())
+    /// ```
     pub fn to_value(&self) -> Value {
         Value::Object(self.wire.clone())
     }

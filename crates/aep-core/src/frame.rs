@@ -58,6 +58,13 @@ use crate::resume::{Position, ResumePosition};
 
 /// The default ack window a target declares when it states none
 /// (`hello.capabilities.control.ack_window_ms`, AEP-0004 §3).
+///
+/// ```
+/// use std::time::Duration;
+/// use aep_core::frame::{ControlCapability, DEFAULT_ACK_WINDOW};
+/// assert_eq!(DEFAULT_ACK_WINDOW, Duration::from_secs(10));
+/// assert_eq!(ControlCapability::accepting(["control.pause"]).ack_window(), DEFAULT_ACK_WINDOW);
+/// ```
 pub const DEFAULT_ACK_WINDOW: Duration = Duration::from_millis(10_000);
 
 // ---------------------------------------------------------------------------
@@ -670,6 +677,11 @@ impl Frame {
     }
 
     /// This frame as a JSON value.
+    ///
+    /// ```
+    /// use aep_core::frame::Frame;
+    /// assert_eq!(Frame::ping(7).to_value(), serde_json::json!({"type": "ping", "t": 7}));
+    /// ```
     pub fn to_value(&self) -> Value {
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
@@ -1068,6 +1080,13 @@ pub struct Capabilities {
 
 impl Capabilities {
     /// Whether the party declared the `roster` frame (AEP-0003 §4.1 rule 1).
+    ///
+    /// ```
+    /// use aep_core::frame::{decode, Frame, Message};
+    /// let Message::Frame(Frame::Hello(h)) = decode(r#"{"type":"hello","versions":["0.1"],"role":"emitter","capabilities":{"roster":{}}}"#)? else { panic!() };
+    /// assert!(h.capabilities().supports_roster());
+    /// # Ok::<(), aep_core::frame::DecodeError>(())
+    /// ```
     pub fn supports_roster(&self) -> bool {
         self.roster.is_some()
     }
@@ -1175,6 +1194,14 @@ impl ControlCapability {
     }
 
     /// Sets `ack_window_ms`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use aep_core::frame::ControlCapability;
+    /// let c = ControlCapability::accepting(["control.pause"]).with_ack_window(Duration::from_secs(3));
+    /// assert_eq!(c.ack_window(), Duration::from_secs(3));
+    /// assert!(c.accepts("control.pause") && !c.accepts("control.cancel"));
+    /// ```
     pub fn with_ack_window(mut self, window: Duration) -> ControlCapability {
         self.ack_window_ms = Some(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
         self
@@ -1356,6 +1383,15 @@ impl Subscribe {
     }
 
     /// Sets `from`.
+    ///
+    /// ```
+    /// use aep_core::frame::{Frame, ReplayFrom, Subscribe};
+    /// use aep_core::Capture;
+    /// let sub = Subscribe::new("sub-1", serde_json::json!({"type": "tool.*"}))
+    ///     .with_from(ReplayFrom::All)
+    ///     .with_capture(Capture::Metadata);
+    /// assert_eq!(Frame::from(sub).to_json(), r#"{"type":"subscribe","id":"sub-1","filter":{"type":"tool.*"},"from":"all","capture":"metadata"}"#);
+    /// ```
     pub fn with_from(mut self, from: ReplayFrom) -> Subscribe {
         self.from = Some(from);
         self
@@ -1641,11 +1677,24 @@ impl ErrorCode {
     }
 
     /// Whether the code is in the closed subscribe-refusal set of AEP-0003 §6.5.
+    ///
+    /// ```
+    /// use aep_core::frame::ErrorCode;
+    /// assert!(ErrorCode::InvalidFilter.is_subscribe_code());
+    /// assert!(!ErrorCode::NoRoute.is_subscribe_code());
+    /// assert!(!ErrorCode::Other("teapot".into()).is_subscribe_code());
+    /// ```
     pub fn is_subscribe_code(&self) -> bool {
         self.subscribe_refusal().is_some()
     }
 
     /// Whether the code is one of the command-path codes of AEP-0004 §4.2.
+    ///
+    /// ```
+    /// use aep_core::frame::ErrorCode;
+    /// assert!(ErrorCode::NoRoute.is_command_code() && ErrorCode::Unauthorized.is_command_code());
+    /// assert!(!ErrorCode::HelloRequired.is_command_code());
+    /// ```
     pub fn is_command_code(&self) -> bool {
         self.command_refusal().is_some()
     }
@@ -1700,6 +1749,11 @@ pub enum SubscribeRefusal {
 
 impl SubscribeRefusal {
     /// The whole set.
+    ///
+    /// ```
+    /// use aep_core::frame::{ErrorCode, SubscribeRefusal};
+    /// assert!(SubscribeRefusal::ALL.iter().all(|r| ErrorCode::from(*r).is_subscribe_code()));
+    /// ```
     pub const ALL: [SubscribeRefusal; 4] = [
         SubscribeRefusal::InvalidFilter,
         SubscribeRefusal::UnknownDialect,
@@ -1741,6 +1795,11 @@ pub enum CommandRefusal {
 
 impl CommandRefusal {
     /// The whole set.
+    ///
+    /// ```
+    /// use aep_core::frame::{CommandRefusal, ErrorCode};
+    /// assert!(CommandRefusal::ALL.iter().all(|r| ErrorCode::from(*r).is_command_code()));
+    /// ```
     pub const ALL: [CommandRefusal; 4] = [
         CommandRefusal::Unauthorized,
         CommandRefusal::Unsupported,

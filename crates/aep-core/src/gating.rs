@@ -28,6 +28,13 @@ use crate::redact::Redactor;
 use crate::Capture;
 
 /// How an answer in `values` is gated (AEP-0006).
+///
+/// ```
+/// use aep_core::gating::{classify, ValueClass};
+/// use serde_json::json;
+/// assert_eq!(classify(&json!({"id": "n", "type": "string"}), &json!("hi")), ValueClass::FreeText);
+/// assert_eq!(classify(&json!({"id": "n", "type": "boolean"}), &json!(true)), ValueClass::Structural);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ValueClass {
     /// A number, a boolean, or closed `choices[].id`s: kept at `metadata`.

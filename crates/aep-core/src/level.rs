@@ -7,6 +7,12 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 /// Why a level string was refused: it names none of the registered levels.
+///
+/// ```
+/// let err = "loud".parse::<aep_core::Severity>().unwrap_err();
+/// assert_eq!(err.value(), "loud");
+/// assert!(err.to_string().contains("debug, info, notice, warning, error, critical"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown {what} `{value}`: expected one of {expected}")]
 pub struct UnknownLevel {
@@ -17,6 +23,10 @@ pub struct UnknownLevel {
 
 impl UnknownLevel {
     /// The string that was refused.
+    ///
+    /// ```
+    /// assert_eq!("max".parse::<aep_core::Capture>().unwrap_err().value(), "max");
+    /// ```
     pub fn value(&self) -> &str {
         &self.value
     }
@@ -53,6 +63,12 @@ pub enum Severity {
 
 impl Severity {
     /// Every level, lowest first.
+    ///
+    /// ```
+    /// use aep_core::Severity;
+    /// assert!(Severity::ALL.windows(2).all(|w| w[0] < w[1]));
+    /// assert_eq!(Severity::ALL[0], Severity::Debug);
+    /// ```
     pub const ALL: [Severity; 6] = [
         Severity::Debug,
         Severity::Info,
@@ -137,6 +153,12 @@ pub enum Capture {
 
 impl Capture {
     /// Every level, lowest first.
+    ///
+    /// ```
+    /// use aep_core::Capture;
+    /// assert!(Capture::ALL.windows(2).all(|w| w[0] < w[1]));
+    /// assert_eq!(Capture::ALL[3], Capture::Full);
+    /// ```
     pub const ALL: [Capture; 4] = [
         Capture::None,
         Capture::Metadata,

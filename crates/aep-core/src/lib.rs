@@ -15,8 +15,28 @@
 //!
 //! ## Layout
 //!
-//! - [`event`]: the envelope (AEP-0001 §5), byte-preserving.
-//! - [`level`]: [`Severity`] and [`Capture`].
+//! - [`event`]: the envelope (AEP-0001 §5), byte-preserving; [`Event`].
+//! - [`level`]: [`Severity`] and [`Capture`], ordered (AEP-0001 §8).
+//! - [`types`]: [`EventType`], the type grammar and the generated registry (AEP-0001 §6,
+//!   AEP-0002 §3-4).
+//! - [`payload`] / [`schema`]: generated payload types and capture annotations
+//!   (AEP-0002 §4-5).
+//! - [`envelope`]: ids, times and extension checks for emitters (AEP-0001 §5).
+//! - [`validate`]: rule-id validation of events and streams.
+//! - [`filter`]: attr-match (AEP-0003 §6): [`Filter`] parsed fail-closed, compiled once,
+//!   matched without allocation.
+//! - [`capture`]: down-leveling to a capture ceiling (AEP-0001 §8.2, AEP-0002 §5.1, §5.3).
+//! - [`ceiling`]: the emitter capture ceiling with overrides (AEP-0003 §9.1).
+//! - [`redact`]: the redaction pipeline and content digests (AEP-0003 §9.3, §9.4).
+//! - [`gating`]: form-values gating (AEP-0006).
+//! - [`projection`]: per-session state and the violations the fold surfaces.
+//! - [`dedupe`]: bounded `(source, id)` dedupe (AEP-0001 §7).
+//! - [`resume`]: resume positions, SSE ids and the `from` budget split (AEP-0003 §3.3, §5).
+//! - [`frame`]: the WebSocket frame vocabulary and the discovery document (AEP-0003 §2,
+//!   §3.4).
+//! - [`control`]: the sender and target state machines of AEP-0004.
+//! - [`subscription`]: the seed's subscription model: type patterns, lifecycle, the
+//!   producer [`Registry`], delivery modes, cursors, lowering to attr-match.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

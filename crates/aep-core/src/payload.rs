@@ -2761,7 +2761,7 @@ pub enum Payload {
 
 impl Payload {
     /// Decodes `data` by `event_type`. An absent `data` decodes as an empty object, so
-    ///     payload types whose fields are all optional still decode.
+    /// payload types whose fields are all optional still decode.
     ///
     /// ```
     /// use aep_core::payload::{AgentPresenceState, Payload};

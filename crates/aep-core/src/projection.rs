@@ -90,6 +90,12 @@ pub enum RunStatus {
 
 impl RunStatus {
     /// The status a terminal run event sets, for the three terminal types.
+    ///
+    /// ```
+    /// use aep_core::projection::RunStatus;
+    /// assert_eq!(RunStatus::from_terminal("run.failed"), Some(RunStatus::Failed));
+    /// assert_eq!(RunStatus::from_terminal("run.started"), None);
+    /// ```
     pub fn from_terminal(event_type: &str) -> Option<RunStatus> {
         match event_type {
             "run.finished" => Some(RunStatus::Finished),
@@ -317,6 +323,12 @@ impl Violation {
     /// The rule name: `id-collision`, `run-terminal-exclusivity`,
     /// `session-terminal-exclusivity`, `ended-with-pending-attention`,
     /// `epoch-regression` or `seq-regression`.
+    ///
+    /// ```
+    /// use aep_core::projection::Violation;
+    /// let v = Violation::SeqRegression { source: "aep://h".into(), session: "s".into(), id: "e2".into() };
+    /// assert_eq!(v.rule(), "seq-regression");
+    /// ```
     pub fn rule(&self) -> &'static str {
         match self {
             Violation::IdCollision { .. } => "id-collision",
@@ -352,6 +364,14 @@ impl ProjectedState {
     }
 
     /// The session `(source, session)`.
+    ///
+    /// ```
+    /// use aep_core::{projection::project_state, Event};
+    /// let e = Event::new("1", "session.started", "t", "aep://h", "a").with_session("s").with_seq(0);
+    /// let state = project_state([&e]);
+    /// assert!(state.session("aep://h", "s").is_some());
+    /// assert!(state.session("aep://other", "s").is_none()); // sessions are emitter-scoped
+    /// ```
     pub fn session(&self, source: &str, session: &str) -> Option<&ProjectedSession> {
         self.sessions
             .binary_search_by(|s| (s.source.as_str(), s.session.as_str()).cmp(&(source, session)))
@@ -613,6 +633,12 @@ impl Default for StateProjection {
 
 impl StateProjection {
     /// An empty projection.
+    ///
+    /// ```
+    /// use aep_core::projection::StateProjection;
+    /// let p = StateProjection::new();
+    /// assert_eq!((p.session_count(), p.violations().len()), (0, 0));
+    /// ```
     pub fn new() -> StateProjection {
         StateProjection {
             witnesses: Witnesses::default(),
@@ -630,11 +656,27 @@ impl StateProjection {
     }
 
     /// Violations so far, in fold order.
+    ///
+    /// ```
+    /// use aep_core::{projection::StateProjection, Event};
+    /// let e = |seq| Event::new(format!("e{seq}"), "tool.requested", "t", "aep://h", "a").with_session("s").with_seq(seq);
+    /// let mut p = StateProjection::new();
+    /// p.extend([&e(2), &e(1)]);
+    /// assert_eq!(p.violations()[0].rule(), "seq-regression"); // arrival order, not repaired
+    /// ```
     pub fn violations(&self) -> &[Violation] {
         &self.violations
     }
 
     /// How many sessions the projection holds.
+    ///
+    /// ```
+    /// use aep_core::{projection::StateProjection, Event};
+    /// let mut p = StateProjection::new();
+    /// p.apply(&Event::new("1", "session.started", "t", "aep://h", "a").with_session("s").with_seq(0));
+    /// p.apply(&Event::new("2", "control.pause", "t", "aep://c", "c").with_session("s"));
+    /// assert_eq!(p.session_count(), 1); // a command never creates a session
+    /// ```
     pub fn session_count(&self) -> usize {
         self.sessions.len()
     }
@@ -709,6 +751,18 @@ impl StateProjection {
     /// different event under a known `(source, id)` records
     /// [`Violation::IdCollision`] and is dropped. Commands and `agent.*` events are
     /// deduplicated but fold nothing, and so are events without `session`.
+    ///
+    /// ```
+    /// use aep_core::{projection::StateProjection, Event};
+    /// let start = Event::new("1", "session.started", "2026-07-22T06:00:00.000Z", "aep://h", "a")
+    ///     .with_session("s").with_seq(0);
+    /// let mut p = StateProjection::new();
+    /// p.apply(&start);
+    /// p.apply(&start); // a redelivery collapses silently
+    /// let state = p.state();
+    /// assert_eq!(state.sessions()[0].started(), Some("2026-07-22T06:00:00.000Z"));
+    /// assert!(state.violations().is_empty());
+    /// ```
     pub fn apply(&mut self, event: &Event) {
         // Outside a batch nothing aborts.
         let _ = self.apply_in(event, None);
@@ -895,6 +949,14 @@ impl StateProjection {
     }
 
     /// Folds every event of `events`, in order.
+    ///
+    /// ```
+    /// use aep_core::{projection::StateProjection, Event};
+    /// let e = |id: &str, ty: &str, seq| Event::new(id, ty, "t", "aep://h", "a").with_session("s").with_seq(seq);
+    /// let mut p = StateProjection::new();
+    /// p.extend(&[e("1", "session.started", 0), e("2", "session.ended", 1)]);
+    /// assert_eq!(p.state().sessions()[0].ended(), Some("t"));
+    /// ```
     pub fn extend<'a, I: IntoIterator<Item = &'a Event>>(&mut self, events: I) {
         for event in events {
             self.apply(event);
@@ -903,6 +965,15 @@ impl StateProjection {
 
     /// Snapshot of the state: sessions sorted by `(source, session)`, runs and pending
     /// requests in fold order, violations in fold order. Later folds do not change it.
+    ///
+    /// ```
+    /// use aep_core::{projection::StateProjection, Event};
+    /// let mut p = StateProjection::new();
+    /// p.apply(&Event::new("1", "run.started", "t", "aep://h", "a").with_session("s").with_seq(0).with_run("r"));
+    /// let state = p.state();
+    /// assert_eq!(state.sessions()[0].runs()[0].run(), "r");
+    /// assert_eq!(state.session("aep://h", "s").map(|s| s.agent()), Some("a"));
+    /// ```
     pub fn state(&self) -> ProjectedState {
         let mut sessions: Vec<ProjectedSession> = self
             .sessions

@@ -41,17 +41,53 @@ use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 
 /// What rules (a) and (b) put in place of a secret (AEP-0003 §9.4).
+///
+/// ```
+/// use aep_core::redact::{RedactOptions, Redactor, SECRET_MARKER};
+/// let r = Redactor::new(RedactOptions::new())?;
+/// assert_eq!(r.redact_text("key AKIAABCDEFGHIJKLMNOP"), format!("key {SECRET_MARKER}"));
+/// # Ok::<(), aep_core::redact::RedactError>(())
+/// ```
 pub const SECRET_MARKER: &str = "[REDACTED:secret]";
 /// What rule (d) puts in place of an e-mail address or phone number (AEP-0003 §9.4).
+///
+/// ```
+/// use aep_core::redact::{RedactOptions, Redactor, PII_MARKER};
+/// let r = Redactor::new(RedactOptions::new())?;
+/// assert_eq!(r.redact_text("mail ops@example.com"), format!("mail {PII_MARKER}"));
+/// # Ok::<(), aep_core::redact::RedactError>(())
+/// ```
 pub const PII_MARKER: &str = "[REDACTED:pii]";
 /// What rule (c) puts in place of a home directory prefix (AEP-0003 §9.4).
+///
+/// ```
+/// use aep_core::redact::{RedactOptions, Redactor, HOME_MARKER};
+/// let r = Redactor::new(RedactOptions::new().home("/srv/op"))?;
+/// assert_eq!(r.redact_text("/srv/op/notes.md"), format!("{HOME_MARKER}/notes.md"));
+/// # Ok::<(), aep_core::redact::RedactError>(())
+/// ```
 pub const HOME_MARKER: &str = "~";
 /// Operator-configured secret values shorter than this are ignored: replacing every
 /// occurrence of a two- or three-character string would shred ordinary text, and such a
 /// value is no secret anyway.
+///
+/// ```
+/// use aep_core::redact::{RedactOptions, Redactor, MIN_SECRET_VALUE_LEN};
+/// assert_eq!(MIN_SECRET_VALUE_LEN, 4);
+/// let r = Redactor::new(RedactOptions::new().secret_value("abc").secret_value("abcd"))?;
+/// assert_eq!(r.redact_text("abc abcd"), "abc [REDACTED:secret]");
+/// # Ok::<(), aep_core::redact::RedactError>(())
+/// ```
 pub const MIN_SECRET_VALUE_LEN: usize = 4;
 
 /// Why a [`Redactor`] could not be built.
+///
+/// ```
+/// use aep_core::redact::{RedactError, RedactOptions, Redactor};
+/// // The built-in patterns always compile; configured values are matched literally.
+/// let built: Result<Redactor, RedactError> = Redactor::new(RedactOptions::new().secret_value("a.b*c(d"));
+/// assert!(built.is_ok());
+/// ```
 #[derive(Debug, Clone, thiserror::Error)]
 #[non_exhaustive]
 pub enum RedactError {
@@ -779,6 +815,15 @@ fn replace_spans<'t>(
 
 /// How many times [`Redactor::redact_text`] runs the rules over a text that keeps
 /// changing. Each pass only replaces matches by markers; ordinary text settles after one or two.
+///
+/// ```
+/// use aep_core::redact::{RedactOptions, Redactor, MAX_PASSES};
+/// let r = Redactor::new(RedactOptions::new())?;
+/// let once = r.redact_text("password=hunter2 ops@example.com").into_owned();
+/// assert!(MAX_PASSES >= 2);
+/// assert_eq!(r.redact_text(&once), once); // settled: a second run changes nothing
+/// # Ok::<(), aep_core::redact::RedactError>(())
+/// ```
 pub const MAX_PASSES: usize = 4;
 
 /// The most digits a phone number has (E.164).
@@ -957,6 +1002,14 @@ struct FieldPath {
 }
 
 /// Why a field path was refused.
+///
+/// ```
+/// use aep_core::redact::{RedactOptions, Redactor};
+/// let r = Redactor::new(RedactOptions::default())?;
+/// let err = r.redact_fields(&mut serde_json::json!({}), ["a..b"]).unwrap_err();
+/// assert!(err.to_string().contains("`a..b`"));
+/// # Ok::<(), aep_core::redact::RedactError>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("field path `{path}` is malformed: expected member names joined by `.`, each optionally followed by `[]` (e.g. `answer.text`, `items[].note`)")]
 pub struct FieldPathError {

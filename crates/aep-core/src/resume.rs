@@ -104,6 +104,11 @@ pub struct ResumePosition {
 
 /// Why a string is not an SSE `id:` of the form `{session}:{epoch}:{seq}`
 /// (AEP-0003 §3.3), or why a position cannot be written as one.
+///
+/// ```
+/// use aep_core::resume::{ResumePosition, SseIdError};
+/// assert_eq!(ResumePosition::parse_sse_id("s1:x:3"), Err(SseIdError::BadEpoch("s1:x:3".into())));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SseIdError {
     /// Fewer than two `:` separators.
@@ -385,6 +390,14 @@ impl Positions {
 
     /// Records the position of a session-scoped, sequenced event; returns whether it
     /// advanced (agent-scoped events and commands carry none).
+    ///
+    /// ```
+    /// use aep_core::{resume::{Position, Positions}, Event};
+    /// let mut p = Positions::new();
+    /// let e = Event::new("1", "tool.requested", "t", "aep://h", "a").with_session("s").with_seq(4);
+    /// assert!(p.observe(&e));
+    /// assert_eq!(p.get("s"), Some(Position::new(0, 4)));
+    /// ```
     pub fn observe(&mut self, event: &Event) -> bool {
         match (event.session(), Position::of(event)) {
             (Some(session), Some(position)) => self.advance(session, position),
@@ -393,6 +406,14 @@ impl Positions {
     }
 
     /// Records a resume position (see [`advance`](Self::advance)).
+    ///
+    /// ```
+    /// use aep_core::resume::{Position, Positions, ResumePosition};
+    /// let mut p = Positions::new();
+    /// assert!(p.insert(ResumePosition::new("s", 0, 9)));
+    /// assert!(!p.insert(ResumePosition::new("s", 0, 3))); // never moves backwards
+    /// assert_eq!(p.get("s"), Some(Position::new(0, 9)));
+    /// ```
     pub fn insert(&mut self, position: ResumePosition) -> bool {
         self.advance(&position.session, position.position())
     }
@@ -420,6 +441,14 @@ impl Positions {
     }
 
     /// Forgets `session`; returns its position.
+    ///
+    /// ```
+    /// use aep_core::resume::{Position, Positions};
+    /// let mut p = Positions::new();
+    /// p.advance("s", Position::new(0, 1));
+    /// assert_eq!(p.remove("s"), Some(Position::new(0, 1)));
+    /// assert!(p.is_empty());
+    /// ```
     pub fn remove(&mut self, session: &str) -> Option<Position> {
         self.map.remove(session).map(|(p, _)| p)
     }
@@ -435,6 +464,15 @@ impl Positions {
     }
 
     /// Every position, by last advance, oldest first.
+    ///
+    /// ```
+    /// use aep_core::resume::{Position, Positions};
+    /// let mut p = Positions::new();
+    /// p.advance("a", Position::new(0, 1));
+    /// p.advance("b", Position::new(0, 2));
+    /// let sessions: Vec<String> = p.to_vec().iter().map(|r| r.session().to_owned()).collect();
+    /// assert_eq!(sessions.len(), 2);
+    /// ```
     pub fn to_vec(&self) -> Vec<ResumePosition> {
         let mut all: Vec<(&String, &(Position, u64))> = self.map.iter().collect();
         all.sort_unstable_by_key(|(_, (_, stamp))| *stamp);
@@ -445,6 +483,15 @@ impl Positions {
 
     /// The positions as a JSON array of `{session, epoch, seq}`, oldest first: the
     /// persisted form, and the shape of the `from` parameter.
+    ///
+    /// ```
+    /// use aep_core::resume::{Position, Positions};
+    /// let mut p = Positions::new();
+    /// p.advance("s", Position::new(1, 2));
+    /// let back = Positions::from_json(&p.to_json())?;
+    /// assert_eq!(back.get("s"), Some(Position::new(1, 2)));
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
     pub fn to_json(&self) -> String {
         // A Vec of strings and integers always serializes.
         serde_json::to_string(&self.to_vec()).unwrap_or_else(|_| String::from("[]"))
@@ -453,6 +500,11 @@ impl Positions {
     /// Reads positions persisted by [`to_json`](Self::to_json) (or any JSON array of
     /// `{session, epoch, seq}`); a later entry for a session already read wins when
     /// it is ahead.
+    ///
+    /// ```
+    /// use aep_core::resume::Positions;
+    /// assert!(Positions::from_json("not json").is_err());
+    /// ```
     pub fn from_json(json: &str) -> Result<Positions, serde_json::Error> {
         let all: Vec<ResumePosition> = serde_json::from_str(json)?;
         Ok(all.into_iter().collect())
@@ -527,6 +579,16 @@ impl Default for FromBudget {
 }
 
 /// A resume set spread over requests by [`FromBudget::plan`].
+///
+/// ```
+/// use aep_core::resume::{FromBudget, ResumePosition};
+/// let positions: Vec<ResumePosition> = (0..3).map(|i| ResumePosition::new(format!("s{i}"), 0, 9)).collect();
+/// let one = positions[0].encoded_len();
+/// let plan = FromBudget::new(one + 2, 1).plan(&positions, None);
+/// assert_eq!(plan.live().len(), 1);
+/// assert_eq!(plan.chunks().len(), 1);
+/// assert_eq!(plan.unsent().len(), 1);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FromPlan<'a> {
     live: &'a [ResumePosition],
@@ -559,6 +621,12 @@ impl FromBudget {
 
     /// A budget of `budget` encoded characters per request and at most `max_chunks`
     /// drain requests.
+    ///
+    /// ```
+    /// use aep_core::resume::FromBudget;
+    /// let b = FromBudget::new(2000, 5);
+    /// assert_eq!((b.budget(), b.max_chunks()), (2000, 5));
+    /// ```
     pub fn new(budget: usize, max_chunks: usize) -> FromBudget {
         FromBudget { budget, max_chunks }
     }
@@ -612,6 +680,14 @@ impl FromBudget {
 
     /// The whole plan: the live request's positions (at most `cap`), then drain
     /// chunks of the rest, newest first, at most [`max_chunks`](Self::max_chunks).
+    ///
+    /// ```
+    /// use aep_core::resume::{FromBudget, ResumePosition};
+    /// let positions = vec![ResumePosition::new("s1", 0, 3), ResumePosition::new("s2", 0, 8)];
+    /// let plan = FromBudget::default().plan(&positions, None);
+    /// assert_eq!(plan.live(), &positions[..]); // small sets ride the live request whole
+    /// assert!(plan.chunks().is_empty() && plan.unsent().is_empty());
+    /// ```
     pub fn plan<'a>(&self, positions: &'a [ResumePosition], cap: Option<usize>) -> FromPlan<'a> {
         let (live, mut rest) = self.split(positions, cap);
         let mut chunks = Vec::new();

@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used)] // a test: a panic is the failure report
 
+use aep_core::types::EventType;
 use aep_core::validate::{validate_event, validate_value, Rule, StreamValidator};
 use aep_core::Event;
 use std::sync::LazyLock;
@@ -40,6 +41,10 @@ fn exercise_bytes(bytes: &[u8]) {
         exercise_value(&value);
     }
     if let Ok(event) = parsed {
+        let _ = event.typed_payload();
+        // Writing back and reading again is the identity (AEP-0004 §4.4 forwarding).
+        let again = Event::from_slice(event.to_json().as_bytes());
+        assert_eq!(again.as_ref().ok(), Some(&event), "{}", event.to_json());
         let _ = validate_event(&event);
         let mut stream = StreamValidator::new().require_acks(true);
         let _ = stream.push(&event);
@@ -90,6 +95,23 @@ fn arb_name() -> impl Strategy<Value = String> {
     ]
 }
 
+/// Type strings: mostly near the AEP-0001 §6 grammar (so many parse), some arbitrary.
+fn arb_type() -> impl Strategy<Value = String> {
+    let category = prop::sample::select(aep_core::types::CATEGORIES.to_vec());
+    prop_oneof![
+        (
+            prop::option::of("[a-z0-9-]{0,6}"),
+            prop_oneof![category.prop_map(str::to_owned), "[a-z_]{0,6}"],
+            "[a-z0-9_]{0,6}(\\.[a-zA-Z0-9_-]{0,4}){0,2}",
+        )
+            .prop_map(|(vendor, category, rest)| match vendor {
+                Some(v) => format!("x.{v}.{category}.{rest}"),
+                None => format!("{category}.{rest}"),
+            }),
+        "\\PC{0,16}",
+    ]
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 512, failure_persistence: None, ..ProptestConfig::default() })]
 
@@ -115,6 +137,20 @@ proptest! {
         }
         exercise_value(&value);
         exercise_bytes(value.to_string().as_bytes());
+    }
+
+    #[test]
+    fn type_strings(raw in arb_type()) {
+        if let Ok(t) = EventType::parse(&raw) {
+            // The parts put back together are the string (AEP-0001 §6 grammar).
+            let rebuilt = match t.vendor() {
+                Some(v) => format!("x.{v}.{}.{}", t.category(), t.rest()),
+                None => format!("{}.{}", t.category(), t.rest()),
+            };
+            prop_assert_eq!(rebuilt, raw.as_str());
+            prop_assert!(t.bare().ends_with(t.rest()));
+            let _ = (t.is_command(), t.is_ack(), t.is_sequenced(), t.registered());
+        }
     }
 
     #[test]

@@ -26,7 +26,9 @@ fn golden_payloads_round_trip_through_their_types() {
     let mut typed = 0;
     for (i, event) in events.iter().enumerate() {
         let ty = event.event_type();
-        let payload = Payload::from_event(event)
+        // Through the event's own typed accessor, which is what users call.
+        let payload = event
+            .typed_payload()
             .unwrap_or_else(|e| panic!("golden line {i} ({ty}) does not decode: {e}"));
         if lookup(ty).is_some() {
             typed += 1;
@@ -56,6 +58,29 @@ fn golden_payloads_round_trip_through_their_types() {
         }
     }
     assert_eq!(typed, 63, "every golden line but the vendor one is typed");
+}
+
+#[test]
+fn unregistered_and_vendor_types_keep_their_data_as_json() {
+    for (ty, data) in [
+        // An unregistered member of a registered category (AEP-0001 §10 tolerance).
+        (
+            "progress.some_future_member",
+            Some(r#"{"pct":0.5510,"x":[1]}"#),
+        ),
+        ("x.acme.tool.synced", Some(r#"{"n":1}"#)),
+        ("x.acme.tool.synced", None),
+    ] {
+        let data_attr = data.map_or(String::new(), |d| format!(r#","data":{d}"#));
+        let line = format!(
+            r#"{{"aep":"0.1","id":"1","type":"{ty}","time":"t","source":"s","agent":"a"{data_attr}}}"#
+        );
+        let event: Event = line.parse().expect("event");
+        let payload = event.typed_payload().expect("any JSON data decodes");
+        let want = data.map_or(Value::Null, |d| serde_json::from_str(d).expect("json"));
+        assert_eq!(payload, Payload::Other(want), "{ty}");
+        assert_eq!(payload.event_type(), None);
+    }
 }
 
 #[test]

@@ -108,6 +108,12 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in declaration order.
+    ///
+    /// ```
+    /// use aep_core::validate::Rule;
+    /// assert_eq!(Rule::ALL.iter().filter(|r| r.is_stream()).count(), 9);
+    /// assert!(Rule::ALL.contains(&Rule::FormValues));
+    /// ```
     pub const ALL: [Rule; 25] = [
         Rule::NotAnObject,
         Rule::Version,
@@ -137,6 +143,10 @@ impl Rule {
     ];
 
     /// The stable rule id.
+    ///
+    /// ```
+    /// assert_eq!(aep_core::validate::Rule::AttrType.as_str(), "attr-type");
+    /// ```
     pub const fn as_str(self) -> &'static str {
         match self {
             Rule::NotAnObject => "not-an-object",
@@ -168,6 +178,12 @@ impl Rule {
     }
 
     /// Whether this rule judges a payload against its schema.
+    ///
+    /// ```
+    /// use aep_core::validate::Rule;
+    /// assert!(Rule::PayloadRequired.is_payload());
+    /// assert!(!Rule::Required.is_payload());
+    /// ```
     pub const fn is_payload(self) -> bool {
         matches!(
             self,
@@ -181,6 +197,12 @@ impl Rule {
     }
 
     /// Whether this rule needs more than one event ([`StreamValidator`]).
+    ///
+    /// ```
+    /// use aep_core::validate::Rule;
+    /// assert!(Rule::IdCollision.is_stream());
+    /// assert!(!Rule::Scoping.is_stream());
+    /// ```
     pub const fn is_stream(self) -> bool {
         matches!(
             self,
@@ -204,6 +226,11 @@ impl fmt::Display for Rule {
 }
 
 /// A string that names no [`Rule`].
+///
+/// ```
+/// let err = "no-such-rule".parse::<aep_core::validate::Rule>().unwrap_err();
+/// assert_eq!(err.to_string(), "unknown validation rule id `no-such-rule`");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unknown validation rule id `{0}`")]
 pub struct UnknownRule(String);
@@ -251,22 +278,46 @@ impl Issue {
     }
 
     /// The rule that fired.
+    ///
+    /// ```
+    /// use aep_core::validate::{validate_value, Rule};
+    /// let issues = validate_value(&serde_json::json!({"aep": "0.2"}));
+    /// assert_eq!(issues[0].rule(), Rule::Version);
+    /// ```
     pub fn rule(&self) -> Rule {
         self.rule
     }
 
     /// The attribute (`seq`, an extension name) or payload path (`data.cost.currency`,
     /// `data.fields[0]`) the issue is about, when it is about one.
+    ///
+    /// ```
+    /// use aep_core::validate::validate_value;
+    /// let issues = validate_value(&serde_json::json!({"aep": "0.1"}));
+    /// assert_eq!(issues[0].attr(), Some("id")); // the first required attribute missing
+    /// ```
     pub fn attr(&self) -> Option<&str> {
         self.attr.as_deref()
     }
 
     /// What is wrong, for people.
+    ///
+    /// ```
+    /// use aep_core::validate::validate_value;
+    /// let issues = validate_value(&serde_json::json!("text"));
+    /// assert!(!issues[0].message().is_empty());
+    /// ```
     pub fn message(&self) -> &str {
         &self.message
     }
 
     /// The spec section the rule enforces, e.g. `AEP-0001 §5.2`.
+    ///
+    /// ```
+    /// use aep_core::validate::validate_value;
+    /// let issues = validate_value(&serde_json::json!(null));
+    /// assert_eq!(issues[0].section(), "AEP-0001 §5");
+    /// ```
     pub fn section(&self) -> &'static str {
         self.section
     }

@@ -85,6 +85,11 @@ impl fmt::Debug for StreamValidator {
 
 impl StreamValidator {
     /// A validator with nothing seen, not requiring acks.
+    ///
+    /// ```
+    /// let mut v = aep_core::validate::StreamValidator::new();
+    /// assert!(v.finish().is_empty());
+    /// ```
     pub fn new() -> StreamValidator {
         StreamValidator::default()
     }
@@ -108,6 +113,16 @@ impl StreamValidator {
     }
 
     /// Folds one event, returning the issues it raises against what came before.
+    ///
+    /// ```
+    /// use aep_core::{Event, validate::{Rule, StreamValidator}};
+    /// let a: Event = r#"{"aep":"0.1","id":"1","type":"progress.status","time":"2026-07-03T10:00:00Z","source":"aep://h/agent/a","agent":"a","session":"s","seq":4}"#.parse()?;
+    /// let b: Event = r#"{"aep":"0.1","id":"1","type":"progress.status","time":"2026-07-03T10:00:01Z","source":"aep://h/agent/a","agent":"a","session":"s","seq":5}"#.parse()?;
+    /// let mut v = StreamValidator::new();
+    /// assert!(v.push(&a).is_empty());
+    /// assert_eq!(v.push(&b)[0].rule(), Rule::IdCollision); // same (source, id), other content
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn push(&mut self, event: &Event) -> Vec<Issue> {
         let before = self.projection.violations().len();
         self.projection.apply(event);
@@ -207,6 +222,15 @@ impl StreamValidator {
 
     /// Ends the stream, returning the issues only the end can show (unacked commands,
     /// when [`require_acks`](StreamValidator::require_acks) is on).
+    ///
+    /// ```
+    /// use aep_core::{Event, validate::StreamValidator};
+    /// let cmd: Event = r#"{"aep":"0.1","id":"c1","type":"control.cancel","time":"2026-07-03T10:00:00Z","source":"aep://h/agent/mc","agent":"mc","session":"s"}"#.parse()?;
+    /// let mut lenient = StreamValidator::new();
+    /// lenient.push(&cmd);
+    /// assert!(lenient.finish().is_empty()); // acks not required
+    /// # Ok::<(), aep_core::EventParseError>(())
+    /// ```
     pub fn finish(&mut self) -> Vec<Issue> {
         if !self.require_acks {
             return Vec::new();

@@ -1,0 +1,104 @@
+//! The runner as CI calls it: exit status, the `aep-conformance-report` on `--json -`,
+//! and a real failure in the corpus turning into a FAIL line and a non-zero exit.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_aep-conformance"))
+        .args(args)
+        .output()
+        .expect("the runner starts")
+}
+
+#[test]
+fn the_corpus_passes_and_the_json_report_has_the_protocol_shape() {
+    let out = run(&["--json", "-"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The report alone is on stdout; the human lines went to stderr.
+    let report: Value = serde_json::from_slice(&out.stdout).expect("stdout is the JSON report");
+    assert_eq!(report["format"], "aep-conformance-report");
+    assert_eq!(report["formatVersion"], 1);
+    assert_eq!(report["tool"], "run-rs");
+    assert_eq!(report["ok"], true);
+    let checks = report["checks"].as_array().expect("checks");
+    assert_eq!(report["summary"]["total"], checks.len());
+    assert_eq!(report["summary"]["fail"], 0);
+    // The check families of the protocol's runner (spec/conformance/run.py), by name.
+    let names: Vec<&str> = checks.iter().filter_map(|c| c["name"].as_str()).collect();
+    let count = |p: &dyn Fn(&str) -> bool| names.iter().filter(|n| p(n)).count();
+    assert_eq!(count(&|n| n.ends_with(" envelope-valid")), 64);
+    assert_eq!(count(&|n| n.ends_with(" payload-valid")), 59);
+    assert_eq!(count(&|n| n.starts_with("invalid rejected: ")), 35);
+    assert_eq!(count(&|n| n.starts_with("attr-match: ")), 14);
+    assert_eq!(count(&|n| n.starts_with("attr-match rejects: ")), 10);
+    for name in [
+        "unknown-type tolerance (envelope accepts unregistered member + unknown ext attr)",
+        "golden carries a kind=form round-trip",
+        "golden form answer satisfies the values rules",
+        "golden form answer capture-honest (free text only at redacted+)",
+        "golden seq strictly monotonic per (source, session, epoch)",
+        "golden honors lifecycle invariants (one terminal per run; attention closed before session.ended)",
+        "golden has no (source,id) collision",
+        "golden has one ack decision per command (AEP-0004 §3)",
+        "golden acks every command it carries",
+    ] {
+        assert!(names.contains(&name), "no check named `{name}`");
+    }
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("PASS  golden[0] session.started envelope-valid"));
+}
+
+/// A scratch fixture root holding a golden corpus with one line broken; removed on drop.
+struct Scratch(PathBuf);
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+#[test]
+fn a_broken_golden_line_fails_the_run() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let golden = std::fs::read_to_string(root.join("fixtures/conformance/golden/golden.jsonl"))
+        .expect("golden corpus");
+    // The first line loses its required `agent`: envelope-invalid (AEP-0001 §5.1).
+    let mut lines: Vec<String> = golden.lines().map(str::to_owned).collect();
+    let mut first: serde_json::Map<String, Value> =
+        serde_json::from_str(&lines[0]).expect("golden line");
+    first.remove("agent");
+    lines[0] = Value::Object(first).to_string();
+
+    let scratch = Scratch(std::env::temp_dir().join(format!(
+        "aep-conformance-cli-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    )));
+    let dir = scratch.0.join("conformance/golden");
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    std::fs::write(dir.join("golden.jsonl"), lines.join("\n") + "\n").expect("scratch corpus");
+
+    let fixtures = scratch.0.to_string_lossy().into_owned();
+    let out = run(&["--fixtures", &fixtures, "--class", "golden"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("FAIL  golden[0] session.started envelope-valid"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("PASS  golden[1] run.started envelope-valid"));
+}
+
+#[test]
+fn a_usage_error_exits_2() {
+    let out = run(&["--class", "no-such-class"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown class"));
+}
