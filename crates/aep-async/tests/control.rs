@@ -160,7 +160,7 @@ async fn undeclared_types_are_nacked_unsupported_by_the_target_itself() {
     });
     let dir = std::env::temp_dir().join(format!("aep-control-{}.jsonl", std::process::id()));
     let emitter = Emitter::new("a", "h", aep_async::JsonlSink::open(&dir).unwrap());
-    target.attach(emitter.session("s1"));
+    let _session = target.attach(emitter.session("s1"));
     let sender = aep_core::control::ControlSender::new("console", "ops");
     let cmd = sender
         .command("control.cancel", "s1")
@@ -821,4 +821,39 @@ async fn an_undecided_command_is_rejected_busy_within_the_window() {
     assert!(!nack.is_synthesized());
     client.close().await;
     agent.emitter.close().await;
+}
+
+#[tokio::test]
+async fn dropping_every_handle_closes_the_connection_in_order() {
+    let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+    let log = seen.clone();
+    let ack = acking(Vec::new());
+    let endpoint = Scripted::start(Some(endpoint_hello(false)), move |text| {
+        log.lock().unwrap().push(text.to_owned());
+        ack(text)
+    })
+    .await;
+    let client = ControlClient::connect(&endpoint.url, ClientOptions::new())
+        .await
+        .unwrap();
+    client
+        .send("control.pause", "s", SendOptions::new())
+        .await
+        .unwrap();
+    drop(client);
+    for _ in 0..500 {
+        if seen
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|t| t.contains(r#""type":"closing""#))
+        {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!(
+        "no closing frame after the last handle was dropped: {:?}",
+        seen.lock().unwrap()
+    );
 }

@@ -184,9 +184,13 @@ impl ControlClient {
         )
         .await?;
         let (ops_tx, ops_rx) = mpsc::unbounded_channel();
-        let text_tx = ops_tx.clone();
+        // Weak: the connection task owns a clone of the sender, and a strong handle here
+        // would keep the channel open (and the task alive) after every client is dropped.
+        let text_tx = ops_tx.downgrade();
         let sender = ControlSender::new(&options.agent, &options.host, move |cmd: &Event| {
-            let _ = text_tx.send(Op::Text(cmd.to_json()));
+            if let Some(tx) = text_tx.upgrade() {
+                let _ = tx.send(Op::Text(cmd.to_json()));
+            }
         });
         let shared = Arc::new(Shared {
             ops: ops_tx,

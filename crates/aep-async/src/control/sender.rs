@@ -266,7 +266,7 @@ impl ControlSender {
         policy: SendPolicy,
     ) -> Result<oneshot::Receiver<Result<Event, NackError>>, ControlError> {
         let (tx, rx) = oneshot::channel();
-        let now = Instant::now();
+        let now = timer::now();
         let (out, start_timer, wake) = {
             let mut st = self.inner.lock();
             if st.closed {

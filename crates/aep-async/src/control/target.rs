@@ -24,7 +24,10 @@ type Handler = Arc<dyn Fn(Command) -> HandlerFuture + Send + Sync>;
 
 struct State {
     core: core::ControlTarget,
-    sessions: HashMap<String, Arc<SessionEmitter>>,
+    /// Weak: the emit sink's connection task holds this target as its command hook, and
+    /// the session holds the sink; a strong reference would keep all of them alive after
+    /// the agent let go.
+    sessions: HashMap<String, Weak<SessionEmitter>>,
     arm: Arm,
 }
 
@@ -193,27 +196,28 @@ impl ControlTarget {
     }
 
     /// Routes the commands addressed to `session.session()` to this target, and their
-    /// acks through `session`. Returns the shared emitter for the agent's own events.
+    /// acks through `session`, for as long as the returned emitter (or a clone of the
+    /// `Arc`) is alive: keep it for the agent's own events.
     pub fn attach(&self, session: impl Into<Arc<SessionEmitter>>) -> Arc<SessionEmitter> {
         let session = session.into();
         self.inner
             .lock()
             .sessions
-            .insert(session.session().to_owned(), session.clone());
+            .insert(session.session().to_owned(), Arc::downgrade(&session));
         session
     }
 
     /// Stops acking for `session` (commands addressed to it are then dropped and
     /// logged: there is no emitter to ack through).
-    pub fn detach(&self, session: &str) -> Option<Arc<SessionEmitter>> {
-        self.inner.lock().sessions.remove(session)
+    pub fn detach(&self, session: &str) {
+        self.inner.lock().sessions.remove(session);
     }
 
     /// Feeds one delivery of a command. New commands of an accepted type go to the
     /// handler in a task of their own (so this needs a tokio runtime); undeclared types
     /// are nacked `unsupported` and redeliveries re-acked, before this returns.
     pub fn handle(&self, command: Event) -> Result<Delivery, ControlError> {
-        let now = Instant::now();
+        let now = timer::now();
         let (delivery, decide, start_timer, wake) = {
             let mut st = self.inner.lock();
             let delivery = st.core.handle_command(now, command)?;
@@ -318,7 +322,7 @@ fn drain(st: &mut State) -> (Vec<core::IncomingCommand>, Emitted) {
             TargetOutput::EmitAck(ack) => {
                 let key = ack.key().clone();
                 let session = ack.session().unwrap_or_default().to_owned();
-                let result = match st.sessions.get(&session) {
+                let result = match st.sessions.get(&session).and_then(Weak::upgrade) {
                     None => Err(ControlError::UnknownSession(session)),
                     Some(s) => s
                         .emit_with(
@@ -340,7 +344,7 @@ fn drain(st: &mut State) -> (Vec<core::IncomingCommand>, Emitted) {
             }
             TargetOutput::Redeliver(ack) => {
                 let session = ack.session().unwrap_or_default();
-                match st.sessions.get(session) {
+                match st.sessions.get(session).and_then(Weak::upgrade) {
                     Some(s) => {
                         if let Err(e) = s.redeliver(&ack) {
                             tracing::warn!(error = %e, "recorded ack not re-sent");
@@ -436,7 +440,7 @@ impl Command {
         let st = target.lock();
         st.sessions
             .get(session)
-            .cloned()
+            .and_then(Weak::upgrade)
             .ok_or_else(|| ControlError::UnknownSession(session.to_owned()))
     }
 }

@@ -68,10 +68,16 @@ pub(crate) fn spawn<T: Timed>(target: Weak<T>, wake: Arc<Notify>) -> bool {
                 }
             }
             match target.upgrade() {
-                Some(t) => t.fire(Instant::now()),
+                Some(t) => t.fire(now()),
                 None => return,
             }
         }
     });
     true
+}
+
+/// The clock the state machines are fed: tokio's, so a runtime with paused time
+/// (`tokio::time::pause`) drives them deterministically.
+pub(crate) fn now() -> Instant {
+    tokio::time::Instant::now().into_std()
 }
