@@ -23,7 +23,8 @@ check $sdk --no-default-features --features http,rustls       # an emitting agen
 check $sdk --no-default-features --features ws,rustls         # an agent over WebSocket, a control target or console
 check $sdk --no-default-features --features sse,rustls        # a consuming dashboard (SSE)
 check $sdk --no-default-features --features sse,ws,rustls     # a dashboard that also sends commands
-check $sdk --no-default-features --features blocking,http,sse,rustls  # a sync script
+check $sdk --features blocking                                # a sync script (README)
+check $sdk --no-default-features --features blocking,http,sse,rustls  # a lean sync script
 check $sdk --no-default-features --features blocking,ws,rustls        # a sync agent with control
 check $sdk --no-default-features --features http,sse,ws,native-tls    # the platform TLS instead of rustls
 check $sdk --no-default-features --features testing           # test doubles only
