@@ -24,37 +24,16 @@ use aep::core::projection::StateProjection;
 use aep::core::Severity;
 use serde_json::json;
 
+mod common;
+pub use common::Args;
+
 type BoxError = Box<dyn Error + Send + Sync>;
 
 /// How long any one wait may take before the example gives up.
 const PATIENCE: Duration = Duration::from_secs(30);
 
-/// Command-line options.
-#[derive(Debug, Default)]
-pub struct Args {
-    /// A relay to use instead of the embedded one.
-    pub url: Option<String>,
-    /// Its bearer token.
-    pub token: Option<String>,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args::default();
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--url" => args.url = Some(value()?),
-            "--token" => args.token = Some(value()?),
-            "-h" | "--help" => return Err("usage: blocking [--url URL] [--token T]".into()),
-            other => return Err(format!("unknown argument {other}; try --help")),
-        }
-    }
-    Ok(args)
-}
-
 fn main() -> Result<(), BoxError> {
-    blocking(parse_args()?)
+    blocking(common::parse_args("blocking")?)
 }
 
 /// The whole example; `tests/examples.rs` runs it too.

@@ -28,38 +28,17 @@ use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::{mpsc, Notify};
 
+mod common;
+pub use common::Args;
+
 type BoxError = Box<dyn Error + Send + Sync>;
 
 /// The whole exchange must finish well within this; a stuck relay fails the run.
 const DEADLINE: Duration = Duration::from_secs(30);
 
-/// Command-line options.
-#[derive(Debug, Default)]
-pub struct Args {
-    /// A relay to use instead of the embedded one.
-    pub url: Option<String>,
-    /// Its bearer token.
-    pub token: Option<String>,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args::default();
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--url" => args.url = Some(value()?),
-            "--token" => args.token = Some(value()?),
-            "-h" | "--help" => return Err("usage: quickstart [--url URL] [--token T]".into()),
-            other => return Err(format!("unknown argument {other}; try --help")),
-        }
-    }
-    Ok(args)
-}
-
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
-    quickstart(parse_args()?).await
+    quickstart(common::parse_args("quickstart")?).await
 }
 
 /// The whole example; `tests/examples.rs` runs it too.

@@ -28,35 +28,14 @@ use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::Notify;
 
+mod common;
+pub use common::Args;
+
 type BoxError = Box<dyn Error + Send + Sync>;
-
-/// Command-line options.
-#[derive(Debug, Default)]
-pub struct Args {
-    /// A relay to use instead of the embedded one.
-    pub url: Option<String>,
-    /// Its bearer token.
-    pub token: Option<String>,
-}
-
-fn parse_args() -> Result<Args, String> {
-    let mut args = Args::default();
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        let mut value = || it.next().ok_or(format!("{flag} needs a value"));
-        match flag.as_str() {
-            "--url" => args.url = Some(value()?),
-            "--token" => args.token = Some(value()?),
-            "-h" | "--help" => return Err("usage: subscriptions [--url URL] [--token T]".into()),
-            other => return Err(format!("unknown argument {other}; try --help")),
-        }
-    }
-    Ok(args)
-}
 
 #[tokio::main]
 async fn main() -> Result<(), BoxError> {
-    subscriptions(parse_args()?).await
+    subscriptions(common::parse_args("subscriptions")?).await
 }
 
 /// The researcher's filter: memory additions of any kind (`*` inside a pattern, which
