@@ -2,6 +2,8 @@
 //! here as a module and its entry point called with no arguments (so it starts its own
 //! relay on `127.0.0.1:0` and shuts it down before returning).
 #![allow(clippy::unwrap_used)]
+// Each example is compiled as it stands, so each brings its own copy of `examples/common`.
+#![allow(clippy::duplicate_mod)]
 
 #[allow(dead_code)]
 #[path = "../examples/quickstart.rs"]
