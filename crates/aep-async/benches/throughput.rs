@@ -7,7 +7,8 @@
 //! - against the reference relay (when `node` is available): raw NDJSON ingest and raw
 //!   replay (no SDK), then the SDK's HTTP sink, SSE history pass and WS subscription.
 //!
-//! `cargo bench -p aep-async --bench throughput` (env `AEP_BENCH_EVENTS`, default 100000).
+//! `cargo bench -p aep-async --bench throughput` (env `AEP_BENCH_EVENTS`, default 100000;
+//! `AEP_BENCH_SDK_ONLY` skips the reference relay).
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 use std::process::{Command, Stdio};
@@ -333,6 +334,11 @@ async fn main() {
         .unwrap()
         .port();
     let script = std::path::Path::new("/work/shared/tools/reference-relay.sh");
+    // `AEP_BENCH_SDK_ONLY=1`: the SDK-bound half alone, e.g. under callgrind
+    if std::env::var_os("AEP_BENCH_SDK_ONLY").is_some() {
+        println!("AEP_BENCH_SDK_ONLY set; reference relay skipped");
+        return;
+    }
     if !script.exists() {
         println!("reference relay not available; skipped");
         return;

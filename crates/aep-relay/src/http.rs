@@ -220,8 +220,15 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
     let body = buf.freeze();
 
     let lines: Vec<&[u8]> = if ndjson {
-        body.split(|&b| b == b'\n')
-            .filter(|l| !l.trim_ascii().is_empty())
+        // memchr finds the line breaks a word at a time, not a byte at a time
+        let mut start = 0;
+        memchr::memchr_iter(b'\n', &body)
+            .chain([body.len()])
+            .filter_map(|end| {
+                let line = body.get(start..end);
+                start = end + 1;
+                line.filter(|l| !l.trim_ascii().is_empty())
+            })
             .collect()
     } else {
         vec![&body[..]]

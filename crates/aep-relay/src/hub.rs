@@ -59,7 +59,7 @@ pub(crate) enum LineError {
 /// every other byte is forwarded as received.
 pub(crate) fn parse_event(raw: &[u8]) -> Result<Incoming, LineError> {
     let owned;
-    let json: &[u8] = if raw.iter().any(|&b| b == b'\n' || b == b'\r') {
+    let json: &[u8] = if memchr::memchr2(b'\n', b'\r', raw).is_some() {
         owned = raw
             .iter()
             .copied()

@@ -12,7 +12,7 @@ use aep_core::frame::{
 };
 use aep_core::resume::ResumePosition;
 use aep_core::types::EventType;
-use aep_core::validate::{validate_event, Rule};
+use aep_core::validate::{validate_envelope, Rule};
 use aep_core::{Capture, Event};
 use serde_json::Value;
 
@@ -39,9 +39,10 @@ pub(crate) fn check_envelope(event: &Event) -> Result<Disposition, String> {
         // a type outside the thirteen categories is forwarded, as the reference relay
         // does: consumers MUST tolerate unknown types (AEP-0001 §6) and a relay is not a
         // terminal consumer; only a type that is not dotted lowercase at all is refused
-        rule.is_payload() || (rule == Rule::TypeSyntax && is_dotted_lowercase(event.event_type()))
+        rule == Rule::TypeSyntax && is_dotted_lowercase(event.event_type())
     };
-    if let Some(issue) = validate_event(event)
+    // the envelope rules only: `data` is never decoded on the ingest path
+    if let Some(issue) = validate_envelope(event)
         .into_iter()
         .find(|i| !tolerated(i.rule()))
     {

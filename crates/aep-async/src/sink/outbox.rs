@@ -86,7 +86,8 @@ impl Outbox {
     }
 
     pub(crate) fn push(&self, event: &Event) -> Result<(), EmitError> {
-        let mut json = Vec::with_capacity(256);
+        // most events serialize to 300-600 bytes: one allocation, no regrowth
+        let mut json = Vec::with_capacity(640);
         event.write_json(&mut json);
         let line = Line {
             severity: event.severity(),

@@ -328,7 +328,8 @@ pub(crate) struct SseParser {
 impl SseParser {
     pub(crate) fn feed(&mut self, mut chunk: &[u8], mut on: impl FnMut(SseItem<'_>)) {
         while !chunk.is_empty() {
-            let Some(nl) = chunk.iter().position(|&b| b == b'\n') else {
+            // memchr: a word at a time over what is mostly event JSON
+            let Some(nl) = memchr::memchr(b'\n', chunk) else {
                 self.line.extend_from_slice(chunk);
                 return;
             };
@@ -361,7 +362,7 @@ impl SseParser {
             on(SseItem::Comment(text.trim()));
             return;
         }
-        let (field, value) = match line.iter().position(|&b| b == b':') {
+        let (field, value) = match memchr::memchr(b':', line) {
             Some(i) => {
                 let v = &line[i + 1..];
                 (&line[..i], v.strip_prefix(b" ").unwrap_or(v))

@@ -25,6 +25,11 @@ pub(super) trait Envelope {
     fn attr(&self, name: &str) -> Seen<'_>;
     /// `data`, when present.
     fn data(&self) -> Option<Cow<'_, Value>>;
+    /// Whether `data`, when present, is a JSON object; for the envelope-only rules,
+    /// which need its shape but not its content.
+    fn data_is_object(&self) -> Option<bool> {
+        self.data().map(|d| d.is_object())
+    }
     /// Calls `f` with every extension attribute (every non-core member) and its value.
     fn each_extension(&self, f: &mut dyn FnMut(&str, Cow<'_, Value>));
 }
@@ -135,6 +140,12 @@ impl Envelope for Event {
             .map(|raw| Cow::Owned(serde_json::from_str(raw.get()).unwrap_or(Value::Null)))
     }
 
+    fn data_is_object(&self) -> Option<bool> {
+        // raw JSON text that opens with `{` is an object: it was read as valid JSON
+        self.data_raw()
+            .map(|raw| raw.get().trim_start().starts_with('{'))
+    }
+
     fn each_extension(&self, f: &mut dyn FnMut(&str, Cow<'_, Value>)) {
         for (name, raw) in self.extensions() {
             let value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
@@ -150,8 +161,17 @@ fn issue(rule: Rule, attr: &str, message: String, section: &'static str) -> Issu
     Issue::new(rule, Some(attr.to_owned()), message, section)
 }
 
-/// Runs every single-event rule over `e`.
-pub(super) fn validate<E: Envelope + ?Sized>(e: &E) -> Vec<Issue> {
+/// Which single-event rules [`validate`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Scope {
+    /// The envelope rules and the payload schema of `data`.
+    Full,
+    /// The envelope rules only (AEP-0003 §3.2.3: what a relay checks).
+    Envelope,
+}
+
+/// Runs the single-event rules of `scope` over `e`.
+pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> {
     let mut out = Vec::new();
 
     // AEP-0001 §5.1 #1: consumers dispatch on the version every event carries.
@@ -280,20 +300,24 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E) -> Vec<Issue> {
         )),
     }
 
-    let data = e.data();
-    let data_object = match data.as_deref() {
-        None => None,
-        Some(Value::Object(_)) => data.as_deref(),
-        Some(_) => {
-            out.push(issue(
-                Rule::AttrType,
-                "data",
-                "data must be a JSON object".to_owned(),
-                "AEP-0001 §5",
-            ));
-            None
-        }
+    // the payload rules need `data` decoded; the envelope rules only its shape
+    let data = match scope {
+        Scope::Full => e.data(),
+        Scope::Envelope => None,
     };
+    let is_object = match &data {
+        Some(d) => Some(d.is_object()),
+        None => e.data_is_object(),
+    };
+    if is_object == Some(false) {
+        out.push(issue(
+            Rule::AttrType,
+            "data",
+            "data must be a JSON object".to_owned(),
+            "AEP-0001 §5",
+        ));
+    }
+    let data_object = data.as_deref().filter(|d| d.is_object());
 
     e.each_extension(&mut |name, value| {
         if let Err(err) = check_extension_name(name) {

@@ -35,6 +35,7 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::event::Event;
+use envelope::Scope;
 
 pub use format::{is_date_time, is_traceparent, is_uri};
 pub use stream::{validate_stream, StreamValidator};
@@ -370,7 +371,7 @@ impl fmt::Display for Issue {
 /// ```
 pub fn validate_value(value: &Value) -> Vec<Issue> {
     match value {
-        Value::Object(map) => envelope::validate(&envelope::JsonEnvelope::new(map)),
+        Value::Object(map) => envelope::validate(&envelope::JsonEnvelope::new(map), Scope::Full),
         _ => vec![Issue::new(
             Rule::NotAnObject,
             None,
@@ -394,7 +395,28 @@ pub fn validate_value(value: &Value) -> Vec<Issue> {
 /// # Ok::<(), aep_core::EventParseError>(())
 /// ```
 pub fn validate_event(event: &Event) -> Vec<Issue> {
-    envelope::validate(event)
+    envelope::validate(event, Scope::Full)
+}
+
+/// Validates a parsed [`Event`] with the envelope rules of [`validate_event`] only: every
+/// AEP-0001 rule about the envelope (`data` must still be an object), none of the
+/// payload-schema rules, so `data` is never decoded. This is the check AEP-0003 §3.2.3
+/// asks of a relay; payload schemas are the consumer's business.
+///
+/// ```
+/// use aep_core::{Event, validate::{validate_envelope, validate_event, Rule}};
+///
+/// // `state` outside its enumeration: a payload issue, not an envelope one
+/// let e: Event = r#"{"aep":"0.1","id":"1","type":"agent.presence","time":"2026-07-03T10:00:00Z","source":"aep://h/agent/a","agent":"a","data":{"state":"sleeping"}}"#.parse()?;
+/// assert_eq!(validate_event(&e)[0].rule(), Rule::PayloadEnum);
+/// assert!(validate_envelope(&e).is_empty());
+///
+/// let e: Event = r#"{"aep":"0.1","id":"1","type":"agent.presence","time":"2026-07-03T10:00:00Z","source":"aep://h/agent/a","agent":"a","data":[1]}"#.parse()?;
+/// assert_eq!(validate_envelope(&e)[0].rule(), Rule::AttrType);
+/// # Ok::<(), aep_core::EventParseError>(())
+/// ```
+pub fn validate_envelope(event: &Event) -> Vec<Issue> {
+    envelope::validate(event, Scope::Envelope)
 }
 
 /// Validates `data` against the registered schema of `event_type` (AEP-0002 §5), for
