@@ -66,3 +66,9 @@ pub use aep_testing as testing;
 /// assert_eq!(aep::SPEC_VERSION, "0.1");
 /// ```
 pub const SPEC_VERSION: &str = aep_core::AEP_VERSION;
+
+/// The README's Rust examples, compiled as doctests so the README cannot drift from the
+/// API.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
