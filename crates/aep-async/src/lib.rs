@@ -33,6 +33,8 @@
 //! - [`emit`]: [`Emitter`], [`SessionEmitter`], [`EmitOptions`].
 //! - [`sink`]: the [`Sink`] trait; [`JsonlSink`], `HttpSink` (feature `http`), `WsSink`
 //!   (feature `ws`); the bounded outbox that drops `debug`/`info` first.
+//! - [`control`]: [`ControlClient`], [`ControlSender`], [`ControlTarget`], [`Duplex`]
+//!   (AEP-0004 commands and acks).
 //! - [`subscribe`](mod@subscribe): [`subscribe()`], [`SubscribeOptions`], [`Subscription`],
 //!   [`Notice`]; SSE (feature `sse`) and WebSocket (feature `ws`) transports.
 //!
@@ -44,6 +46,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod control;
 mod core_adapter;
 pub mod emit;
 pub mod error;
@@ -54,6 +57,9 @@ pub mod sink;
 pub mod subscribe;
 
 pub use aep_core::resume::ResumePosition;
+#[cfg(feature = "ws")]
+pub use control::{open_duplex, ClientOptions, ControlClient, Duplex, DuplexOptions};
+pub use control::{Command, ControlError, ControlSender, ControlTarget, NackError, SendOptions};
 pub use emit::{EmitOptions, Emitter, EmitterBuilder, SessionEmitter};
 pub use error::{EmitError, TransportError, TransportErrorKind};
 pub use hub::{Hub, HubSession, Subscriber};

@@ -75,4 +75,6 @@ pub use redact::{ContentDigest, RedactOptions, Redactor};
 pub use resume::{FromBudget, Position, Positions, ResumePosition};
 pub use subscription::{DeliveryMode, Registry, SubscriptionFilter};
 pub use types::EventType;
-pub use validate::{validate_envelope, validate_event, validate_value, Issue, Rule, StreamValidator};
+pub use validate::{
+    validate_envelope, validate_event, validate_value, Issue, Rule, StreamValidator,
+};

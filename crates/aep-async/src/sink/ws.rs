@@ -38,6 +38,11 @@ pub trait CommandHook: Send + Sync + fmt::Debug + 'static {
     /// The command types declared at `hello` (`capabilities.control.accepts`); the
     /// declaration is authoritative: the endpoint nacks anything else (AEP-0004 §4.2).
     fn accepts(&self) -> Vec<String>;
+    /// The ack window declared at `hello` (`capabilities.control.ack_window_ms`,
+    /// AEP-0004 §3); `None` declares none, which reads as the 10 s default.
+    fn ack_window(&self) -> Option<Duration> {
+        None
+    }
     /// One inbound command addressed to this emitter. Called on the connection task:
     /// hand long work off.
     fn command(&self, command: Event);
@@ -201,7 +206,13 @@ impl Worker {
     async fn run(mut self) {
         let _abandon = AbandonGuard(self.outbox.clone());
         let accepts = self.cfg.hook.as_ref().map(|h| h.accepts());
-        let hello = hello(Role::Emitter, &self.cfg.agent, &self.cfg.instance, accepts);
+        let mut hello = hello(Role::Emitter, &self.cfg.agent, &self.cfg.instance, accepts);
+        if let (Some(window), Some(caps)) = (
+            self.cfg.hook.as_ref().and_then(|h| h.ack_window()),
+            hello.capabilities.as_mut(),
+        ) {
+            caps.control = caps.control.take().map(|c| c.with_ack_window(window));
+        }
         let mut backoff = Backoff::new(self.cfg.backoff_initial, self.cfg.backoff_max);
         loop {
             let (live, _, closed, _) = self.outbox.level();

@@ -1,0 +1,45 @@
+# Shared by .ci/control-live.sh and .ci/control-interop.sh: start relays and targets in
+# the background, wait until they are ready, and stop every one of them on exit.
+shared=${AEP_SHARED:-$(cd "$(dirname "$0")/../.." && pwd)/shared}
+[ -d "$shared/tools" ] || shared=/work/shared
+pids=()
+logs=$(mktemp -d)
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  rm -rf "$logs"
+}
+trap cleanup EXIT
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+
+# wait_for FILE TEXT: until FILE contains TEXT (30 s), else print it and fail.
+wait_for() {
+  for _ in $(seq 300); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  echo "timed out waiting for '$2' in $1:"; cat "$1"; return 1
+}
+
+# start_rust_relay TOKEN: sets $url.
+start_rust_relay() {
+  target/debug/aep-relay --port 0 --host 127.0.0.1 --token "$1" >"$logs/rust-relay.out" 2>"$logs/rust-relay.err" &
+  pids+=($!)
+  wait_for "$logs/rust-relay.out" "listening on"
+  url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$logs/rust-relay.out" | head -1)
+}
+
+# start_reference_relay TOKEN: sets $url.
+start_reference_relay() {
+  local port; port=$(free_port)
+  bash "$shared/tools/reference-relay.sh" "$port" "$1" >"$logs/ref-relay.out" 2>&1 &
+  pids+=($!)
+  wait_for "$logs/ref-relay.out" "listening on"
+  url="http://127.0.0.1:$port"
+}
+
+# start_rust_target URL TOKEN SESSION [target flags...]
+start_rust_target() {
+  local u=$1 t=$2 s=$3; shift 3
+  target/debug/examples/target --url "$u" --token "$t" --session "$s" "$@" >"$logs/target-$s.out" 2>"$logs/target-$s.err" &
+  pids+=($!)
+  wait_for "$logs/target-$s.out" "holding session"
+}

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Builds every feature combination the README documents, library by library, so a user
+# who picks exactly those features gets a crate that compiles (cargo check is enough:
+# the tests build the default and full sets). Run from anywhere; exits non-zero on the
+# first combination that does not build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TERM_COLOR=never
+
+check() {
+    local pkg=$1
+    shift
+    printf '==> %-26s %s\n' "$pkg" "${*:-(default features)}"
+    cargo check -q -p "$pkg" --lib "$@"
+}
+
+# The facade (`agenteventprotocol-sdk`, lib `aep`): the README's Cargo.toml lines.
+sdk=agenteventprotocol-sdk
+check $sdk                                                    # default: async + http, sse, ws, rustls
+check $sdk --no-default-features                              # aep::core only (sans-IO)
+check $sdk --no-default-features --features async             # JSONL emit, no network
+check $sdk --no-default-features --features http,rustls       # an emitting agent (HTTP)
+check $sdk --no-default-features --features ws,rustls         # an agent over WebSocket, a control target or console
+check $sdk --no-default-features --features sse,rustls        # a consuming dashboard (SSE)
+check $sdk --no-default-features --features sse,ws,rustls     # a dashboard that also sends commands
+check $sdk --features blocking                                # a sync script (README)
+check $sdk --no-default-features --features blocking,http,sse,rustls  # a lean sync script
+check $sdk --no-default-features --features blocking,ws,rustls        # a sync agent with control
+check $sdk --no-default-features --features http,sse,ws,native-tls    # the platform TLS instead of rustls
+check $sdk --no-default-features --features testing           # test doubles only
+check $sdk --features testing,relay                           # a test suite with an embedded relay
+check $sdk --no-default-features --features relay             # an application embedding the relay
+check $sdk --all-features
+
+# The crates underneath, for users who depend on them directly.
+check aep-sdk-core
+for f in http sse ws; do
+    check aep-async --no-default-features --features "$f"
+done
+check aep-async --no-default-features
+check aep-async --no-default-features --features http,sse,ws,native-tls
+check aep-blocking --no-default-features
+check aep-blocking --no-default-features --features http,sse
+check aep-blocking --no-default-features --features ws
+check aep-testing
+check aep-testing --features relay
+check aep-relay
+
+printf '\nfeatures: every documented combination builds\n'

@@ -1,0 +1,586 @@
+//! [`ControlClient`]: a [`ControlSender`] over its own WebSocket, with reconnects.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aep_core::frame::{
+    ErrorFrame, Frame, Hello, IdFrame, Message as AepMessage, Role, RosterEntry, Subscribe,
+};
+use aep_core::Event;
+use futures::{SinkExt, StreamExt};
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot};
+use tokio_tungstenite::tungstenite::Message;
+use tracing::Instrument;
+
+use super::duplex::{classify, close_socket, Inbound};
+use super::error::{ControlError, NackError};
+use super::sender::{ControlSender, SendOptions};
+use crate::error::TransportError;
+use crate::subscribe::ws::{hello as crate_hello, open, ws_error, WsStream};
+use crate::subscribe::Backoff;
+
+/// How a [`ControlClient`] connects and who it says it is.
+///
+/// ```
+/// use std::time::Duration;
+/// use aep_async::control::ClientOptions;
+/// let opts = ClientOptions::new()
+///     .token("secret")
+///     .identity("console", "ops-host")
+///     .connect_timeout(Duration::from_secs(5));
+/// # let _ = opts;
+/// ```
+#[derive(Clone)]
+pub struct ClientOptions {
+    token: Option<String>,
+    agent: String,
+    host: String,
+    connect_timeout: Duration,
+    roster_timeout: Duration,
+    backoff_initial: Duration,
+    backoff_max: Duration,
+}
+
+impl std::fmt::Debug for ClientOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientOptions")
+            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("agent", &self.agent)
+            .field("host", &self.host)
+            .field("connect_timeout", &self.connect_timeout)
+            .finish()
+    }
+}
+
+impl Default for ClientOptions {
+    fn default() -> Self {
+        ClientOptions::new()
+    }
+}
+
+impl ClientOptions {
+    /// No token; agent `aep-rust-control` on host `localhost`; connect timeout 30 s;
+    /// roster timeout 10 s; reconnect backoff 100 ms doubling to 5 s.
+    pub fn new() -> Self {
+        ClientOptions {
+            token: None,
+            agent: "aep-rust-control".into(),
+            host: "localhost".into(),
+            connect_timeout: Duration::from_secs(30),
+            roster_timeout: Duration::from_secs(10),
+            backoff_initial: Duration::from_millis(100),
+            backoff_max: Duration::from_secs(5),
+        }
+    }
+    /// The bearer token sent with the upgrade (control needs an authenticated binding,
+    /// AEP-0004 §4.1).
+    pub fn token(mut self, token: impl Into<String>) -> Self {
+        self.token = Some(token.into());
+        self
+    }
+    /// The sender's identity: commands carry `agent` and the source
+    /// `aep://{host}/agent/{agent}`, and the `hello` declares them.
+    pub fn identity(mut self, agent: impl Into<String>, host: impl Into<String>) -> Self {
+        self.agent = agent.into();
+        self.host = host.into();
+        self
+    }
+    /// One bound over TCP connect, TLS, upgrade and the `hello` wait (default 30 s).
+    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+    /// How long [`ControlClient::roster`] waits for its reply (default 10 s).
+    pub fn roster_timeout(mut self, timeout: Duration) -> Self {
+        self.roster_timeout = timeout;
+        self
+    }
+    /// Delays between reconnect attempts after a dropped connection.
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
+        self.backoff_initial = initial;
+        self.backoff_max = max.max(initial);
+        self
+    }
+}
+
+type RosterReply = oneshot::Sender<Result<Vec<RosterEntry>, ControlError>>;
+type SubscribeReply = oneshot::Sender<Result<(), ControlError>>;
+
+enum Op {
+    /// A command transmission from the sender.
+    Text(String),
+    /// Make sure the acks of this session reach us.
+    Subscribe(String, SubscribeReply),
+    Roster(String, RosterReply),
+    Close(oneshot::Sender<()>),
+}
+
+#[derive(Debug)]
+struct Shared {
+    ops: mpsc::UnboundedSender<Op>,
+    hello: Mutex<Hello>,
+    closed: AtomicBool,
+    next_roster: AtomicU64,
+    subscribed: Mutex<HashSet<String>>,
+    roster_timeout: Duration,
+}
+
+/// Sends control commands over its own WebSocket (AEP-0004), as the Python SDK's
+/// `ControlClient`: [`connect`](Self::connect) opens `{base}/socket` and completes the
+/// `hello` as a consumer; [`send`](Self::send) subscribes to the target session's acks
+/// (once per session: acks are ordinary session events, and a fresh subscriber only sees
+/// live traffic), transmits the command and resolves to the `control.accepted` event or
+/// a [`NackError`]. Any number of tasks may send at once; the handle is cheap to clone.
+///
+/// **Reconnects.** When the connection drops, the client reconnects in the background
+/// (backoff from [`ClientOptions::backoff`]), says `hello` again, re-subscribes every
+/// session, and retransmits every pending command unchanged (same `id` and `source`):
+/// a target that already decided answers with its recorded ack (AEP-0004 §3), so a
+/// command whose ack was lost with the connection still settles once. Pending commands
+/// are never failed by the drop itself: each keeps its ack window and retries, and
+/// settles as the synthesized `timeout` if no connection carries its ack in time.
+/// Transmissions made while disconnected are written after the reconnect.
+/// [`close`](Self::close) ends all of it: pending commands settle as the synthesized
+/// `timeout` and later sends fail with [`ControlError::Closed`].
+///
+/// ```no_run
+/// use aep_async::control::{ClientOptions, ControlClient, NackReason, SendOptions};
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let client = ControlClient::connect("http://127.0.0.1:8787", ClientOptions::new().token("secret")).await?;
+/// match client.send("control.cancel", "s1", SendOptions::new().run("r1")).await {
+///     Ok(ack) => println!("accepted by {}", ack.source()),
+///     Err(e) if e.nack().is_some_and(|n| n.reason() == NackReason::Unsupported) => {
+///         println!("the target does not take cancels")
+///     }
+///     Err(e) => println!("not accepted: {e}"),
+/// }
+/// client.close().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct ControlClient {
+    sender: ControlSender,
+    shared: Arc<Shared>,
+}
+
+impl ControlClient {
+    /// Connects to the relay at `base` and completes the `hello` exchange, all within
+    /// the connect timeout. A refused upgrade is an `Http` transport error (401 for a
+    /// wrong token); silence past the timeout is a `Network` one.
+    pub async fn connect(
+        base: &str,
+        options: ClientOptions,
+    ) -> Result<ControlClient, TransportError> {
+        let hello = crate_hello(Role::Consumer, &options.agent, &options.host, None);
+        let (ws, endpoint) = open(
+            base,
+            options.token.as_deref(),
+            options.connect_timeout,
+            &hello,
+        )
+        .await?;
+        let (ops_tx, ops_rx) = mpsc::unbounded_channel();
+        // Weak: the connection task owns a clone of the sender, and a strong handle here
+        // would keep the channel open (and the task alive) after every client is dropped.
+        let text_tx = ops_tx.downgrade();
+        let sender = ControlSender::new(&options.agent, &options.host, move |cmd: &Event| {
+            if let Some(tx) = text_tx.upgrade() {
+                let _ = tx.send(Op::Text(cmd.to_json()));
+            }
+        });
+        let shared = Arc::new(Shared {
+            ops: ops_tx,
+            hello: Mutex::new(endpoint),
+            closed: AtomicBool::new(false),
+            next_roster: AtomicU64::new(0),
+            subscribed: Mutex::new(HashSet::new()),
+            roster_timeout: options.roster_timeout,
+        });
+        let task = Task {
+            base: base.to_owned(),
+            options,
+            hello,
+            ops: ops_rx,
+            sender: sender.clone(),
+            shared: Arc::downgrade(&shared),
+            sessions: HashMap::new(),
+            next_sub: 0,
+            rosters: HashMap::new(),
+        };
+        let span = tracing::info_span!("aep_control_client", base = %base);
+        tokio::spawn(task.run(ws).instrument(span));
+        Ok(ControlClient { sender, shared })
+    }
+
+    /// The endpoint's `hello` (the latest, after a reconnect).
+    pub fn endpoint_hello(&self) -> Hello {
+        lock(&self.shared.hello).clone()
+    }
+
+    /// The underlying sender (its `source`, pending count).
+    pub fn sender(&self) -> &ControlSender {
+        &self.sender
+    }
+
+    /// Sends a command of `command_type` to `session` and waits for its settlement:
+    /// the `control.accepted` event, or [`ControlError::Nack`] with the reason (a
+    /// `control.rejected`; a relay `error` frame with matching `cause`, unknown codes
+    /// read as `invalid`; or the synthesized `timeout` after `1 + retries` windows).
+    pub async fn send(
+        &self,
+        command_type: &str,
+        session: &str,
+        options: SendOptions,
+    ) -> Result<Event, ControlError> {
+        let command = self.sender.command(command_type, session, &options);
+        self.send_command(command, options).await
+    }
+
+    /// Sends an envelope you built (see [`ControlSender::command`]).
+    pub async fn send_command(
+        &self,
+        command: Event,
+        options: SendOptions,
+    ) -> Result<Event, ControlError> {
+        if self.shared.closed.load(Ordering::Acquire) {
+            return Err(ControlError::Closed);
+        }
+        if let Some(session) = command.session() {
+            self.ensure_subscribed(session).await?;
+        }
+        self.sender.send_command(command, options).await
+    }
+
+    async fn ensure_subscribed(&self, session: &str) -> Result<(), ControlError> {
+        if lock(&self.shared.subscribed).contains(session) {
+            return Ok(());
+        }
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .ops
+            .send(Op::Subscribe(session.to_owned(), tx))
+            .map_err(|_| ControlError::Closed)?;
+        rx.await.map_err(|_| ControlError::Closed)??;
+        lock(&self.shared.subscribed).insert(session.to_owned());
+        Ok(())
+    }
+
+    /// The endpoint's live-claim snapshot (AEP-0003 §4.1): one entry per session a
+    /// connected emitter owns, with its declared `control` block. A snapshot, never a
+    /// promise: the target's `accepts` at command time decides (AEP-0004 §4).
+    ///
+    /// Fails at once with [`ControlError::RosterUnsupported`] when the endpoint's
+    /// `hello` did not advertise `capabilities.roster` (it would ignore the request);
+    /// an in-band refusal is a [`ControlError::Nack`]; no reply within the roster
+    /// timeout is the synthesized `timeout` nack.
+    pub async fn roster(&self) -> Result<Vec<RosterEntry>, ControlError> {
+        if !lock(&self.shared.hello).capabilities().supports_roster() {
+            return Err(ControlError::RosterUnsupported);
+        }
+        let n = self.shared.next_roster.fetch_add(1, Ordering::Relaxed);
+        let id = format!("roster-{n}");
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .ops
+            .send(Op::Roster(id, tx))
+            .map_err(|_| ControlError::Closed)?;
+        let window = self.shared.roster_timeout;
+        match tokio::time::timeout(window, rx).await {
+            Ok(Ok(r)) => r,
+            Ok(Err(_)) => Err(ControlError::Closed),
+            Err(_) => Err(NackError::timeout(format!(
+                "no roster reply within {} ms",
+                window.as_millis()
+            ))
+            .into()),
+        }
+    }
+
+    /// Closes in order (a `closing` frame, then the WebSocket close); pending commands
+    /// settle as the synthesized `timeout`. Idempotent.
+    pub async fn close(&self) {
+        if self.shared.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (tx, rx) = oneshot::channel();
+        if self.shared.ops.send(Op::Close(tx)).is_ok() {
+            let _ = rx.await;
+        }
+        self.sender.close("control client closed");
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+struct SessionSub {
+    id: String,
+    subscribed: bool,
+    waiters: Vec<SubscribeReply>,
+}
+
+/// The connection task: owns the socket, the subscriptions and the roster waiters.
+struct Task {
+    base: String,
+    options: ClientOptions,
+    hello: Hello,
+    ops: mpsc::UnboundedReceiver<Op>,
+    sender: ControlSender,
+    shared: std::sync::Weak<Shared>,
+    sessions: HashMap<String, SessionSub>,
+    next_sub: u64,
+    rosters: HashMap<String, RosterReply>,
+}
+
+type Write = futures::stream::SplitSink<WsStream, Message>;
+
+enum Ended {
+    /// Closed by us (close() or every handle dropped).
+    Closed,
+    /// The connection failed.
+    Dropped(Option<TransportError>),
+}
+
+impl Task {
+    async fn run(mut self, mut ws: WsStream) {
+        let mut backoff = Backoff::new(self.options.backoff_initial, self.options.backoff_max);
+        let mut unsent: Vec<String> = Vec::new();
+        loop {
+            match self.serve(ws, &mut unsent).await {
+                Ended::Closed => break,
+                Ended::Dropped(e) => {
+                    tracing::warn!(error = ?e.map(|e| e.to_string()), "control connection dropped; reconnecting");
+                }
+            }
+            for s in self.sessions.values_mut() {
+                s.subscribed = false;
+            }
+            for (_, reply) in self.rosters.drain() {
+                let _ = reply.send(Err(TransportError::network_msg(
+                    "connection dropped before the roster reply",
+                )
+                .into()));
+            }
+            ws = loop {
+                let delay = backoff.next_delay();
+                let (base, token, hello) = (
+                    self.base.clone(),
+                    self.options.token.clone(),
+                    self.hello.clone(),
+                );
+                let timeout = self.options.connect_timeout;
+                let attempt = async {
+                    tokio::time::sleep(delay).await;
+                    open(&base, token.as_deref(), timeout, &hello).await
+                };
+                tokio::pin!(attempt);
+                let opened = loop {
+                    tokio::select! {
+                        r = &mut attempt => break Some(r),
+                        op = self.ops.recv() => match op {
+                            None | Some(Op::Close(_)) => break None,
+                            Some(Op::Text(t)) => unsent.push(t),
+                            Some(Op::Subscribe(session, reply)) => self.want(session, Some(reply)),
+                            Some(Op::Roster(_, reply)) => {
+                                let _ = reply.send(Err(TransportError::network_msg("not connected; reconnecting").into()));
+                            }
+                        },
+                    }
+                };
+                match opened {
+                    None => return self.finish(),
+                    Some(Ok((ws, endpoint))) => {
+                        if let Some(shared) = self.shared.upgrade() {
+                            *lock(&shared.hello) = endpoint;
+                        }
+                        backoff.reset();
+                        break ws;
+                    }
+                    Some(Err(e)) => tracing::warn!(error = %e, "control reconnect failed"),
+                }
+            };
+            tracing::info!("control connection re-established");
+        }
+        self.finish();
+    }
+
+    fn finish(&mut self) {
+        for s in self.sessions.values_mut() {
+            for w in s.waiters.drain(..) {
+                let _ = w.send(Err(ControlError::Closed));
+            }
+        }
+        for (_, reply) in self.rosters.drain() {
+            let _ = reply.send(Err(ControlError::Closed));
+        }
+        self.sender.close("control client closed");
+    }
+
+    /// Registers interest in a session's acks.
+    fn want(&mut self, session: String, reply: Option<SubscribeReply>) {
+        let n = &mut self.next_sub;
+        let sub = self.sessions.entry(session).or_insert_with(|| {
+            *n += 1;
+            SessionSub {
+                id: format!("control-{}", *n),
+                subscribed: false,
+                waiters: Vec::new(),
+            }
+        });
+        if let Some(r) = reply {
+            if sub.subscribed {
+                let _ = r.send(Ok(()));
+            } else {
+                sub.waiters.push(r);
+            }
+        }
+    }
+    fn subscribe_frame(session: &str, id: &str) -> String {
+        // Only the acks: the target's other session events are not ours to carry.
+        let filter = json!({"session": session, "type": ["control.accepted", "control.rejected"]});
+        Frame::Subscribe(Subscribe::new(id, filter)).to_json()
+    }
+
+    async fn serve(&mut self, ws: WsStream, unsent: &mut Vec<String>) -> Ended {
+        let (mut write, mut read) = ws.split();
+        // After a (re)connect: subscriptions first, so acks have somewhere to go, then
+        // whatever waited, then every pending command again.
+        let mut first: Vec<String> = self
+            .sessions
+            .iter()
+            .map(|(s, sub)| Self::subscribe_frame(s, &sub.id))
+            .collect();
+        first.append(unsent);
+        for t in first {
+            if let Err(e) = write.feed(Message::text(t)).await {
+                return Ended::Dropped(Some(ws_error(e)));
+            }
+        }
+        if let Err(e) = write.flush().await {
+            return Ended::Dropped(Some(ws_error(e)));
+        }
+        if !self.sessions.is_empty() {
+            self.sender.retransmit_pending();
+        }
+        loop {
+            tokio::select! {
+                msg = read.next() => match classify(msg) {
+                    Inbound::Message(m) => self.inbound(m),
+                    Inbound::Reply(text) => {
+                        if let Err(e) = write.send(Message::text(text)).await {
+                            return Ended::Dropped(Some(ws_error(e)));
+                        }
+                    }
+                    Inbound::Nothing => {}
+                    Inbound::Bad(e) => tracing::warn!(error = %e, "ignoring a message"),
+                    Inbound::End(e) => return Ended::Dropped(e),
+                },
+                op = self.ops.recv() => {
+                    let Some(op) = op else {
+                        close_socket(&mut write, "control client dropped").await;
+                        return Ended::Closed;
+                    };
+                    // Write everything queued, then flush once: many commands in flight
+                    // cost one flush, not one each.
+                    let mut next = Some(op);
+                    while let Some(op) = next.take() {
+                        match self.write_op(&mut write, op).await {
+                            Ok(true) => {}
+                            Ok(false) => return Ended::Closed,
+                            Err(e) => return Ended::Dropped(Some(e)),
+                        }
+                        next = self.ops.try_recv().ok();
+                    }
+                    if let Err(e) = write.flush().await {
+                        return Ended::Dropped(Some(ws_error(e)));
+                    }
+                }
+            }
+        }
+    }
+
+    /// Queues one op on the socket; `Ok(false)` when the client is closing.
+    async fn write_op(&mut self, write: &mut Write, op: Op) -> Result<bool, TransportError> {
+        let text = match op {
+            Op::Text(t) => t,
+            Op::Subscribe(session, reply) => {
+                let known = self.sessions.contains_key(&session);
+                self.want(session.clone(), Some(reply));
+                if known {
+                    return Ok(true);
+                }
+                let id = self
+                    .sessions
+                    .get(&session)
+                    .map(|s| s.id.clone())
+                    .unwrap_or_default();
+                Self::subscribe_frame(&session, &id)
+            }
+            Op::Roster(id, reply) => {
+                let text = Frame::RosterRequest(IdFrame::new(&id)).to_json();
+                self.rosters.insert(id, reply);
+                text
+            }
+            Op::Close(reply) => {
+                close_socket(write, "closed by the client").await;
+                let _ = reply.send(());
+                return Ok(false);
+            }
+        };
+        write.feed(Message::text(text)).await.map_err(ws_error)?;
+        Ok(true)
+    }
+
+    fn inbound(&mut self, message: AepMessage) {
+        match message {
+            AepMessage::Event(event) => {
+                self.sender.handle_event(&event);
+            }
+            AepMessage::Frame(Frame::Subscribed(f)) => {
+                if let Some(sub) = self.sessions.values_mut().find(|s| s.id == f.id) {
+                    sub.subscribed = true;
+                    for w in sub.waiters.drain(..) {
+                        let _ = w.send(Ok(()));
+                    }
+                }
+            }
+            AepMessage::Frame(Frame::Roster(reply)) => {
+                if let Some(w) = self.rosters.remove(&reply.id) {
+                    let _ = w.send(Ok(reply.entries));
+                }
+            }
+            AepMessage::Frame(Frame::Error(e)) => self.error_frame(e),
+            AepMessage::Frame(other) => {
+                tracing::debug!(frame = other.frame_type(), "ignoring frame");
+            }
+        }
+    }
+
+    /// An `error` frame answers a roster request or a subscription by `id`, or a
+    /// command by `cause` (AEP-0003 §6.5, AEP-0004 §4.2).
+    fn error_frame(&mut self, e: ErrorFrame) {
+        if let Some(id) = e.id.as_deref() {
+            if let Some(w) = self.rosters.remove(id) {
+                let _ = w.send(Err(NackError::from_error_frame(&e).into()));
+                return;
+            }
+            if let Some((session, _)) = self.sessions.iter().find(|(_, s)| s.id == id) {
+                let session = session.clone();
+                if let Some(sub) = self.sessions.remove(&session) {
+                    for w in sub.waiters {
+                        let _ = w.send(Err(NackError::from_error_frame(&e).into()));
+                    }
+                }
+                return;
+            }
+        }
+        if !self.sender.handle_error_frame(&e) {
+            tracing::warn!(code = e.code.as_str(), detail = ?e.detail, "endpoint error frame");
+        }
+    }
+}

@@ -1,0 +1,56 @@
+//! The control plane (AEP-0004) over tokio: send commands to an agent's session and
+//! receive the ack, or receive commands as an agent and answer them.
+//!
+//! The protocol rules (command shape, correlation by `cause`, identical-envelope
+//! retries, the synthesized `timeout`, `(source, id)` dedupe, the recorded ack re-sent
+//! byte-identically, `unsupported` for undeclared types) live in
+//! [`aep_core::control`]; this module only drives those state machines with a clock, a
+//! socket and tasks.
+//!
+//! - [`ControlSender`]: correlation and retries over a transport you own: inject a
+//!   transmit function, feed inbound events and frames.
+//! - [`ControlClient`] (feature `ws`): a [`ControlSender`] over its own WebSocket to
+//!   `{base}/socket`, with `hello`, the session subscriptions acks arrive on,
+//!   `roster()`, and reconnects.
+//! - [`Duplex`] (feature `ws`): the raw WebSocket binding, `hello` done, JSON messages
+//!   in and out, for callers who speak the rest of the protocol themselves.
+//! - [`ControlTarget`]: the receiving side. It plugs into the WebSocket emit sink as its
+//!   `CommandHook`, so an agent that emits over WebSocket receives its commands on the
+//!   same connection, asks an async handler to decide, and acks through the session's
+//!   [`SessionEmitter`](crate::SessionEmitter).
+//!
+//! ```no_run
+//! use aep_async::control::{ControlClient, ClientOptions, SendOptions};
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let client = ControlClient::connect("http://127.0.0.1:8787", ClientOptions::new().token("secret")).await?;
+//! match client.send("control.pause", "s1", SendOptions::new()).await {
+//!     Ok(ack) => println!("accepted: {}", ack.id()),
+//!     Err(e) => println!("not accepted: {e}"),
+//! }
+//! client.close().await;
+//! # Ok(()) }
+//! ```
+
+mod error;
+mod sender;
+mod target;
+mod timer;
+
+#[cfg(feature = "ws")]
+mod client;
+#[cfg(feature = "ws")]
+mod duplex;
+
+pub use error::{ControlError, NackError};
+pub use sender::{ControlSender, SendOptions};
+pub use target::{Accepted, Command, ControlTarget, ControlTargetBuilder};
+
+#[cfg(feature = "ws")]
+pub use client::{ClientOptions, ControlClient};
+#[cfg(feature = "ws")]
+pub use duplex::{open_duplex, Duplex, DuplexOptions};
+
+pub use aep_core::control::{
+    Decision, NackOrigin, NackReason, RejectReason, DEFAULT_ACK_WINDOW, DEFAULT_RETRIES,
+};

@@ -1,0 +1,513 @@
+//! [`ControlTarget`]: the receiving side, the core target state machine driven by the
+//! commands a transport hands in, an async handler, and the sessions' emitters.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use aep_core::control::{
+    self as core, CommandKey, Decision, Delivery, RejectReason, TargetConfig, TargetOutput,
+};
+use aep_core::Event;
+use serde::Serialize;
+use tokio::sync::Notify;
+
+use super::error::ControlError;
+use super::timer::{self, Arm, Timed};
+use crate::emit::{EmitOptions, SessionEmitter};
+
+type HandlerFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
+type Handler = Arc<dyn Fn(Command) -> HandlerFuture + Send + Sync>;
+
+struct State {
+    core: core::ControlTarget,
+    /// Weak: the emit sink's connection task holds this target as its command hook, and
+    /// the session holds the sink; a strong reference would keep all of them alive after
+    /// the agent let go.
+    sessions: HashMap<String, Weak<SessionEmitter>>,
+    arm: Arm,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    handler: Handler,
+    accepts: Vec<String>,
+    ack_window: Option<Duration>,
+    wake: Arc<Notify>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.wake.notify_one();
+    }
+}
+
+/// Configuration of a [`ControlTarget`].
+///
+/// ```
+/// use std::time::Duration;
+/// use aep_async::control::ControlTarget;
+/// let target = ControlTarget::builder(["control.pause"])
+///     .ack_window(Duration::from_secs(5))
+///     .dedupe_capacity(1_000)
+///     .handler(|cmd| async move { let _ = cmd.accept(); });
+/// # let _ = target;
+/// ```
+#[derive(Debug, Clone)]
+pub struct ControlTargetBuilder {
+    config: TargetConfig,
+}
+
+impl ControlTargetBuilder {
+    /// How long the handler may take to decide before the target rejects the command
+    /// `busy` itself, declared at `hello` as `ack_window_ms` (default 10 s, AEP-0004 §3,
+    /// §7).
+    pub fn ack_window(mut self, window: Duration) -> Self {
+        self.config = self.config.with_decision_window(Some(window));
+        self
+    }
+
+    /// How many acknowledged commands are remembered for dedupe and re-ack
+    /// (default 10 000).
+    pub fn dedupe_capacity(mut self, capacity: usize) -> Self {
+        self.config = self.config.with_dedupe_capacity(capacity);
+        self
+    }
+
+    /// Finishes with the async handler that decides each new command of an accepted
+    /// type, exactly once, by calling [`Command::accept`], [`Command::reject`] or
+    /// [`Command::decide`]. A handler that returns without deciding refuses the command
+    /// (`refused`). Each command's handler runs in its own task.
+    pub fn handler<F, Fut>(self, handler: F) -> ControlTarget
+    where
+        F: Fn(Command) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let handler: Handler = Arc::new(move |cmd| Box::pin(handler(cmd)));
+        ControlTarget {
+            inner: Arc::new(Inner {
+                accepts: self.config.accepts.clone(),
+                ack_window: self.config.decision_window,
+                state: Mutex::new(State {
+                    core: core::ControlTarget::with_config(self.config),
+                    sessions: HashMap::new(),
+                    arm: Arm::default(),
+                }),
+                handler,
+                wake: Arc::new(Notify::new()),
+            }),
+        }
+    }
+}
+
+/// The receiving side of control (AEP-0004 §2.3, §3, §4.2, §7), for an agent.
+///
+/// Declares the command types it `accepts`; dedupes deliveries on `(source, id)`; nacks
+/// undeclared types `unsupported`; hands each new command to your async handler, which
+/// accepts or rejects it with a reason; emits exactly one ack (`cause` = the command's
+/// `id`) through the addressed session's [`SessionEmitter`]; and answers a redelivery
+/// with the recorded ack, byte-identical. The rules are
+/// [`aep_core::control::ControlTarget`]'s.
+///
+/// Plug it into the WebSocket emit sink with `WsSinkBuilder::command_hook` so the
+/// agent's commands arrive on the connection it emits on, then
+/// [`attach`](Self::attach) each session it owns. Any other transport can feed
+/// commands to [`handle`](Self::handle).
+///
+/// ```no_run
+/// use std::sync::Arc;
+/// use aep_async::control::ControlTarget;
+/// use aep_async::{EmitOptions, Emitter, WsSink};
+/// use serde_json::json;
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let target = ControlTarget::new(["control.pause", "control.cancel"], |cmd| async move {
+///     match cmd.command_type() {
+///         "control.cancel" => {
+///             let run = cmd.event().run().unwrap_or("r1").to_owned();
+///             if let Ok(accepted) = cmd.accept() {
+///                 // The outcome, cause-linked to the command (AEP-0004 §6).
+///                 let _ = accepted.emit_with("run.cancelled", json!({"reason": "operator"}), EmitOptions::new().run(run));
+///             }
+///         }
+///         _ => { let _ = cmd.reject(aep_async::control::RejectReason::Busy, "mid-step"); }
+///     }
+/// });
+/// let sink = WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1")
+///     .token("secret")
+///     .command_hook(target.clone())
+///     .build()?;
+/// let emitter = Emitter::new("coder", "host-a", sink);
+/// let session = target.attach(emitter.session("s1"));
+/// session.emit("session.started", json!({}))?; // claims s1 on this connection
+/// # Ok(()) }
+/// ```
+#[derive(Clone)]
+pub struct ControlTarget {
+    inner: Arc<Inner>,
+}
+
+impl fmt::Debug for ControlTarget {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.inner.lock();
+        f.debug_struct("ControlTarget")
+            .field("accepts", &self.inner.accepts)
+            .field("ack_window", &self.inner.ack_window)
+            .field("sessions", &st.sessions.keys().collect::<Vec<_>>())
+            .field("remembered", &st.core.remembered())
+            .finish()
+    }
+}
+
+impl ControlTarget {
+    /// A target accepting `accepts`, deciding with `handler`, with the defaults.
+    pub fn new<I, S, F, Fut>(accepts: I, handler: F) -> ControlTarget
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+        F: Fn(Command) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        ControlTarget::builder(accepts).handler(handler)
+    }
+
+    /// A builder for the options.
+    pub fn builder<I, S>(accepts: I) -> ControlTargetBuilder
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        ControlTargetBuilder {
+            config: TargetConfig::new(accepts),
+        }
+    }
+
+    /// The declared command types (`hello.capabilities.control.accepts`).
+    pub fn accepts(&self) -> &[String] {
+        &self.inner.accepts
+    }
+
+    /// The declared ack window (`hello.capabilities.control.ack_window_ms`).
+    pub fn ack_window(&self) -> Option<Duration> {
+        self.inner.ack_window
+    }
+
+    /// Routes the commands addressed to `session.session()` to this target, and their
+    /// acks through `session`, for as long as the returned emitter (or a clone of the
+    /// `Arc`) is alive: keep it for the agent's own events.
+    pub fn attach(&self, session: impl Into<Arc<SessionEmitter>>) -> Arc<SessionEmitter> {
+        let session = session.into();
+        self.inner
+            .lock()
+            .sessions
+            .insert(session.session().to_owned(), Arc::downgrade(&session));
+        session
+    }
+
+    /// Stops acking for `session` (commands addressed to it are then dropped and
+    /// logged: there is no emitter to ack through).
+    pub fn detach(&self, session: &str) {
+        self.inner.lock().sessions.remove(session);
+    }
+
+    /// Feeds one delivery of a command. New commands of an accepted type go to the
+    /// handler in a task of their own (so this needs a tokio runtime); undeclared types
+    /// are nacked `unsupported` and redeliveries re-acked, before this returns.
+    pub fn handle(&self, command: Event) -> Result<Delivery, ControlError> {
+        let now = timer::now();
+        let (delivery, decide, start_timer, wake) = {
+            let mut st = self.inner.lock();
+            let delivery = st.core.handle_command(now, command)?;
+            let (decide, _) = drain(&mut st);
+            let deadline = st.core.poll_timeout();
+            let wake = st.arm.earlier(deadline);
+            let start_timer = deadline.is_some() && st.arm.start();
+            (delivery, decide, start_timer, wake)
+        };
+        if start_timer {
+            timer::spawn(Arc::downgrade(&self.inner), self.inner.wake.clone());
+        }
+        if wake {
+            self.inner.wake.notify_one();
+        }
+        for incoming in decide {
+            let key = incoming.key().clone();
+            let cmd = Command {
+                event: incoming.into_command(),
+                key,
+                target: Arc::downgrade(&self.inner),
+                decided: false,
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => {
+                    rt.spawn((self.inner.handler)(cmd));
+                }
+                Err(_) => {
+                    let _ = cmd.reject(RejectReason::Busy, "no async runtime to run the handler");
+                }
+            }
+        }
+        Ok(delivery)
+    }
+}
+
+#[cfg(feature = "ws")]
+impl crate::sink::ws::CommandHook for ControlTarget {
+    fn accepts(&self) -> Vec<String> {
+        self.inner.accepts.clone()
+    }
+
+    fn ack_window(&self) -> Option<Duration> {
+        self.inner.ack_window
+    }
+
+    fn command(&self, command: Event) {
+        if let Err(e) = self.handle(command) {
+            tracing::warn!(error = %e, "inbound command refused");
+        }
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Records one decision and emits its ack; returns the ack as emitted.
+    fn decide(&self, key: &CommandKey, decision: Decision) -> Result<Event, ControlError> {
+        let mut st = self.lock();
+        st.core.decide(key, decision)?;
+        let (_, acks) = drain(&mut st);
+        let mut mine = None;
+        for (k, result) in acks {
+            if &k == key {
+                mine = Some(result);
+            }
+        }
+        mine.unwrap_or_else(
+            || Err(core::TargetError::NotAwaitingRecord(key.id().to_owned()).into()),
+        )
+    }
+}
+
+impl Timed for Inner {
+    fn next_deadline(&self) -> Option<Instant> {
+        let mut st = self.lock();
+        let d = st.core.poll_timeout();
+        st.arm.set(d);
+        d
+    }
+
+    fn fire(&self, now: Instant) {
+        let mut st = self.lock();
+        st.core.handle_timeout(now);
+        drain(&mut st);
+    }
+}
+
+type Emitted = Vec<(CommandKey, Result<Event, ControlError>)>;
+
+/// Carries out everything the core target asked for: acks are minted through the
+/// session's emitter and recorded; recorded acks are re-sent as they were. Returns the
+/// commands awaiting a decision and the acks emitted.
+fn drain(st: &mut State) -> (Vec<core::IncomingCommand>, Emitted) {
+    let mut decide = Vec::new();
+    let mut emitted = Vec::new();
+    while let Some(out) = st.core.poll_output() {
+        match out {
+            TargetOutput::Decide(incoming) => decide.push(incoming),
+            TargetOutput::EmitAck(ack) => {
+                let key = ack.key().clone();
+                let session = ack.session().unwrap_or_default().to_owned();
+                let result = match st.sessions.get(&session).and_then(Weak::upgrade) {
+                    None => Err(ControlError::UnknownSession(session)),
+                    Some(s) => s
+                        .emit_with(
+                            ack.ack_type(),
+                            ack.data(),
+                            EmitOptions::new().cause(ack.cause()),
+                        )
+                        .map_err(ControlError::from),
+                };
+                match &result {
+                    Ok(event) => {
+                        if let Err(e) = st.core.record(&key, event.clone()) {
+                            tracing::warn!(error = %e, "ack not recorded");
+                        }
+                    }
+                    Err(e) => tracing::warn!(error = %e, command = key.id(), "ack not emitted"),
+                }
+                emitted.push((key, result));
+            }
+            TargetOutput::Redeliver(ack) => {
+                let session = ack.session().unwrap_or_default();
+                match st.sessions.get(session).and_then(Weak::upgrade) {
+                    Some(s) => {
+                        if let Err(e) = s.redeliver(&ack) {
+                            tracing::warn!(error = %e, "recorded ack not re-sent");
+                        }
+                    }
+                    None => tracing::warn!(session, "recorded ack for a detached session"),
+                }
+            }
+        }
+    }
+    (decide, emitted)
+}
+
+/// One new command awaiting its decision, handed to the target's handler.
+///
+/// Decide exactly once: [`accept`](Self::accept) (then carry the command out and report
+/// the outcome through the returned [`Accepted`]), [`reject`](Self::reject) or
+/// [`decide`](Self::decide). Dropping it undecided rejects it `refused`.
+///
+/// ```no_run
+/// # fn f(cmd: aep_async::control::Command) {
+/// use aep_async::control::RejectReason;
+/// if cmd.event().subject().is_none() {
+///     let _ = cmd.reject(RejectReason::Invalid, "respond needs the attention id as subject");
+/// }
+/// # }
+/// ```
+pub struct Command {
+    event: Event,
+    key: CommandKey,
+    target: Weak<Inner>,
+    decided: bool,
+}
+
+impl fmt::Debug for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Command")
+            .field("type", &self.event.event_type())
+            .field("id", &self.event.id())
+            .field("session", &self.event.session())
+            .field("decided", &self.decided)
+            .finish()
+    }
+}
+
+impl Command {
+    /// The command as received.
+    pub fn event(&self) -> &Event {
+        &self.event
+    }
+
+    /// The command type, e.g. `control.cancel`.
+    pub fn command_type(&self) -> &str {
+        self.event.event_type()
+    }
+
+    /// Accepts: emits `control.accepted` now. The returned [`Accepted`] emits the
+    /// outcome events, cause-linked to the command.
+    pub fn accept(mut self) -> Result<Accepted, ControlError> {
+        let ack = self.settle(Decision::Accept)?;
+        let session = self.session()?;
+        Ok(Accepted {
+            command_id: self.event.id().to_owned(),
+            ack,
+            session,
+        })
+    }
+
+    /// Rejects with `reason` and a human-readable `detail` (AEP-0004 §3); emits
+    /// `control.rejected` now.
+    pub fn reject(
+        mut self,
+        reason: RejectReason,
+        detail: impl Into<String>,
+    ) -> Result<Event, ControlError> {
+        self.settle(Decision::reject(reason, detail))
+    }
+
+    /// Records `decision`; returns the ack as emitted.
+    pub fn decide(mut self, decision: Decision) -> Result<Event, ControlError> {
+        self.settle(decision)
+    }
+
+    fn settle(&mut self, decision: Decision) -> Result<Event, ControlError> {
+        self.decided = true;
+        let target = self.target.upgrade().ok_or(ControlError::Closed)?;
+        target.decide(&self.key, decision)
+    }
+
+    fn session(&self) -> Result<Arc<SessionEmitter>, ControlError> {
+        let session = self.event.session().unwrap_or_default();
+        let target = self.target.upgrade().ok_or(ControlError::Closed)?;
+        let st = target.lock();
+        st.sessions
+            .get(session)
+            .and_then(Weak::upgrade)
+            .ok_or_else(|| ControlError::UnknownSession(session.to_owned()))
+    }
+}
+
+impl Drop for Command {
+    fn drop(&mut self) {
+        if !self.decided {
+            let _ = self.settle(Decision::reject(
+                RejectReason::Refused,
+                "the handler returned without a decision",
+            ));
+        }
+    }
+}
+
+/// An accepted command: its ack, and the session to report the outcome on.
+///
+/// ```no_run
+/// # fn f(accepted: aep_async::control::Accepted) -> Result<(), aep_async::EmitError> {
+/// accepted.emit("run.cancelled", serde_json::json!({"reason": "operator"}))?; // cause = the command id
+/// # Ok(()) }
+/// ```
+pub struct Accepted {
+    command_id: String,
+    ack: Event,
+    session: Arc<SessionEmitter>,
+}
+
+impl fmt::Debug for Accepted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Accepted")
+            .field("command_id", &self.command_id)
+            .field("ack", &self.ack.id())
+            .finish()
+    }
+}
+
+impl Accepted {
+    /// The `control.accepted` event as emitted.
+    pub fn ack(&self) -> &Event {
+        &self.ack
+    }
+
+    /// The session the command addressed.
+    pub fn session(&self) -> &Arc<SessionEmitter> {
+        &self.session
+    }
+
+    /// Emits an outcome event on the session with `cause` = the command's `id`
+    /// (AEP-0004 §6).
+    pub fn emit(
+        &self,
+        event_type: &str,
+        data: impl Serialize,
+    ) -> Result<Event, crate::error::EmitError> {
+        self.emit_with(event_type, data, EmitOptions::new())
+    }
+
+    /// [`emit`](Self::emit) with optional attributes; `cause` is always the command's
+    /// `id`.
+    pub fn emit_with(
+        &self,
+        event_type: &str,
+        data: impl Serialize,
+        options: EmitOptions,
+    ) -> Result<Event, crate::error::EmitError> {
+        self.session
+            .emit_with(event_type, data, options.cause(self.command_id.clone()))
+    }
+}

@@ -1,0 +1,262 @@
+//! [`Emitter`] and [`SessionEmitter`] for synchronous code.
+//!
+//! Building and emitting events never waits (the async emitter already hands events to
+//! a queue), so those calls go straight to `aep_async`; only [`Emitter::flush`] and
+//! [`Emitter::close`] wait, on the runtime.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aep_async::{DeliveryStats, EmitError, EmitOptions, Sink};
+use aep_core::{Capture, Event};
+use serde::Serialize;
+
+use crate::error::Error;
+use crate::runtime::Runtime;
+
+/// Builds valid envelopes for one producer and hands them to a sink; the blocking
+/// face of [`aep_async::Emitter`], same names, same behaviour.
+///
+/// Cheap to clone. Emitting never waits for the network and never fails because a relay
+/// is down; [`Emitter::flush`] and [`Emitter::close`] block until delivery.
+///
+/// ```
+/// use aep_blocking::{Emitter, JsonlSink};
+/// use serde_json::json;
+///
+/// let path = std::env::temp_dir().join(format!("aep-blocking-doc-{}.jsonl", std::process::id()));
+/// let emitter = Emitter::new("coder", "host-a", JsonlSink::open(&path)?);
+/// let session = emitter.session("s1");
+/// assert_eq!(session.emit("session.started", json!({"cwd": "/tmp"}))?.seq(), Some(0));
+/// emitter.close()?;
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Emitter {
+    inner: aep_async::Emitter,
+    /// Where `flush`/`close` wait; `None`: the shared runtime, looked up when needed
+    /// (an emitter over a JSONL file never starts one).
+    runtime: Option<Runtime>,
+}
+
+impl Emitter {
+    /// An emitter for `agent` on `host` with epoch 0 and capture ceiling `metadata`;
+    /// `flush` and `close` wait on the [shared](Runtime::shared) runtime.
+    pub fn new(agent: impl Into<String>, host: impl Into<String>, sink: impl Sink) -> Self {
+        Self::builder(agent, host).build(sink)
+    }
+
+    /// Configure epoch, capture ceiling and runtime before choosing the sink.
+    ///
+    /// ```
+    /// use aep_blocking::{Emitter, JsonlSink};
+    /// use aep_core::Capture;
+    /// # let path = std::env::temp_dir().join(format!("aep-blocking-builder-{}.jsonl", std::process::id()));
+    /// let emitter = Emitter::builder("coder", "host-a")
+    ///     .epoch(3)
+    ///     .capture(Capture::Redacted)
+    ///     .build(JsonlSink::open(&path)?);
+    /// assert_eq!(emitter.epoch(), 3);
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn builder(agent: impl Into<String>, host: impl Into<String>) -> EmitterBuilder {
+        EmitterBuilder {
+            inner: aep_async::Emitter::builder(agent, host),
+            runtime: None,
+        }
+    }
+
+    /// Wraps an async emitter; `runtime` is where [`Emitter::flush`] waits.
+    pub fn from_async(inner: aep_async::Emitter, runtime: Runtime) -> Self {
+        Emitter {
+            inner,
+            runtime: Some(runtime),
+        }
+    }
+
+    /// The async emitter underneath (share it with async code in the same program).
+    pub fn as_async(&self) -> &aep_async::Emitter {
+        &self.inner
+    }
+
+    /// The runtime this emitter waits on, when one was given (otherwise the shared
+    /// one).
+    pub fn runtime(&self) -> Option<&Runtime> {
+        self.runtime.as_ref()
+    }
+
+    fn waiter(&self) -> Result<Runtime, Error> {
+        match &self.runtime {
+            Some(rt) => Ok(rt.clone()),
+            None => Runtime::shared(),
+        }
+    }
+
+    /// The producer identity (envelope `agent`).
+    pub fn agent(&self) -> &str {
+        self.inner.agent()
+    }
+    /// The host segment of `source`.
+    pub fn host(&self) -> &str {
+        self.inner.host()
+    }
+    /// The emitter epoch stamped on session-scoped events (AEP-0001 §7.2).
+    pub fn epoch(&self) -> u64 {
+        self.inner.epoch()
+    }
+    /// The capture ceiling (AEP-0001 §8.2).
+    pub fn capture_ceiling(&self) -> Capture {
+        self.inner.capture_ceiling()
+    }
+
+    /// A session emitter: `seq` starts at 0 and increases by one per event.
+    pub fn session(&self, session: impl Into<String>) -> SessionEmitter {
+        SessionEmitter {
+            inner: Arc::new(self.inner.session(session)),
+            emitter: self.clone(),
+        }
+    }
+
+    /// Emits an agent-scoped event (`agent.*`); see [`aep_async::Emitter::emit`].
+    pub fn emit(&self, event_type: &str, data: impl Serialize) -> Result<Event, EmitError> {
+        self.inner.emit(event_type, data)
+    }
+
+    /// [`Emitter::emit`] with optional attributes.
+    pub fn emit_with(
+        &self,
+        event_type: &str,
+        data: impl Serialize,
+        opts: EmitOptions,
+    ) -> Result<Event, EmitError> {
+        self.inner.emit_with(event_type, data, opts)
+    }
+
+    /// Blocks until every event accepted so far is delivered or finally reported.
+    pub fn flush(&self) -> Result<(), Error> {
+        let inner = self.inner.clone();
+        self.waiter()?.block_on(async move { inner.flush().await })
+    }
+
+    /// [`Emitter::flush`] giving up after `timeout` ([`Error::Timeout`]).
+    pub fn flush_timeout(&self, timeout: Duration) -> Result<(), Error> {
+        let inner = self.inner.clone();
+        self.waiter()?
+            .block_on_timeout(async move { inner.flush().await }, timeout)
+    }
+
+    /// Stops accepting, then blocks until everything accepted is delivered or finally
+    /// reported. Call it before the program exits: dropping the last handle of a
+    /// runtime stops it, and what was still queued is reported as abandoned.
+    pub fn close(&self) -> Result<(), Error> {
+        let inner = self.inner.clone();
+        self.waiter()?.block_on(async move { inner.close().await })
+    }
+
+    /// Counters of the sink: accepted, delivered, rejected, dropped.
+    pub fn stats(&self) -> DeliveryStats {
+        self.inner.stats()
+    }
+}
+
+/// Configuration of an [`Emitter`].
+///
+/// ```
+/// # let path = std::env::temp_dir().join(format!("aep-blocking-eb-{}.jsonl", std::process::id()));
+/// let rt = aep_blocking::Runtime::new()?;
+/// let emitter = aep_blocking::Emitter::builder("a", "h")
+///     .epoch(1)
+///     .runtime(&rt)
+///     .build(aep_blocking::JsonlSink::open(&path)?);
+/// assert!(emitter.runtime().is_some_and(|r| r.same_as(&rt)));
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct EmitterBuilder {
+    inner: aep_async::EmitterBuilder,
+    runtime: Option<Runtime>,
+}
+
+impl EmitterBuilder {
+    /// The emitter epoch (AEP-0001 §7.2).
+    pub fn epoch(mut self, epoch: u64) -> Self {
+        self.inner = self.inner.epoch(epoch);
+        self
+    }
+    /// The capture ceiling (AEP-0001 §8.2).
+    pub fn capture(mut self, ceiling: Capture) -> Self {
+        self.inner = self.inner.capture(ceiling);
+        self
+    }
+    /// The runtime to wait on (default: [`Runtime::shared`]).
+    pub fn runtime(mut self, runtime: &Runtime) -> Self {
+        self.runtime = Some(runtime.clone());
+        self
+    }
+    /// Finishes with the sink events go to.
+    pub fn build(self, sink: impl Sink) -> Emitter {
+        Emitter {
+            inner: self.inner.build(sink),
+            runtime: self.runtime,
+        }
+    }
+}
+
+/// Session-scoped emission: stamps `session`, `epoch` and a monotonic `seq` from 0
+/// (AEP-0001 §7); the blocking face of [`aep_async::SessionEmitter`].
+///
+/// ```
+/// # let path = std::env::temp_dir().join(format!("aep-blocking-se-{}.jsonl", std::process::id()));
+/// let session = aep_blocking::Emitter::new("a", "h", aep_blocking::JsonlSink::open(&path)?).session("s");
+/// let first = session.emit("run.started", serde_json::json!({"trigger": "user"}))?;
+/// session.redeliver(&first)?; // same id, same position: consumers dedupe it
+/// assert_eq!(session.next_seq(), 1);
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct SessionEmitter {
+    // Shared, so a control target can ack through the same `seq` counter.
+    inner: Arc<aep_async::SessionEmitter>,
+    emitter: Emitter,
+}
+
+impl SessionEmitter {
+    /// The session id.
+    pub fn session(&self) -> &str {
+        self.inner.session()
+    }
+    /// The emitter this session belongs to.
+    pub fn emitter(&self) -> &Emitter {
+        &self.emitter
+    }
+    /// The async session emitter underneath (shared: events emitted through it take
+    /// their `seq` from the same counter).
+    pub fn as_async(&self) -> &Arc<aep_async::SessionEmitter> {
+        &self.inner
+    }
+    /// The `seq` the next event will carry.
+    pub fn next_seq(&self) -> u64 {
+        self.inner.next_seq()
+    }
+    /// Emits a session-scoped event; see [`aep_async::SessionEmitter::emit`].
+    pub fn emit(&self, event_type: &str, data: impl Serialize) -> Result<Event, EmitError> {
+        self.inner.emit(event_type, data)
+    }
+    /// [`SessionEmitter::emit`] with optional attributes.
+    pub fn emit_with(
+        &self,
+        event_type: &str,
+        data: impl Serialize,
+        opts: EmitOptions,
+    ) -> Result<Event, EmitError> {
+        self.inner.emit_with(event_type, data, opts)
+    }
+    /// Hands an already emitted event to the sink again, unchanged (AEP-0001 §7.4).
+    pub fn redeliver(&self, event: &Event) -> Result<(), EmitError> {
+        self.inner.redeliver(event)
+    }
+}
