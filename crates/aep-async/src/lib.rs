@@ -63,6 +63,8 @@ pub use control::{Command, ControlError, ControlSender, ControlTarget, NackError
 pub use emit::{EmitOptions, Emitter, EmitterBuilder, SessionEmitter};
 pub use error::{EmitError, TransportError, TransportErrorKind};
 pub use hub::{Hub, HubSession, Subscriber};
+#[cfg(feature = "ws")]
+pub use remote::{LifecycleConnection, RemoteSubscriber};
 #[cfg(feature = "http")]
 pub use sink::http::{HttpSink, HttpSinkBuilder};
 #[cfg(feature = "ws")]
