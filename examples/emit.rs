@@ -16,6 +16,7 @@ use aep_async::{Emitter, HttpSink};
 use serde_json::json;
 
 /// The command line; `tests/examples.rs` builds it with [`parse`] too.
+#[derive(Debug)]
 pub struct Args {
     /// The relay; `None` starts an embedded one.
     pub url: Option<String>,

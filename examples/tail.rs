@@ -23,6 +23,7 @@ use aep_async::{subscribe, From, Notice, ResumePosition, SubscribeOptions, Trans
 use futures::StreamExt;
 
 /// The command line; `tests/examples.rs` builds it with [`parse`] too.
+#[derive(Debug)]
 pub struct Args {
     url: Option<String>,
     token: Option<String>,
