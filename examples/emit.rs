@@ -1,8 +1,11 @@
 //! Emits one session of N events to a relay over HTTP and exits once all are delivered.
 //!
 //! ```text
-//! cargo run --example emit -- --url http://127.0.0.1:8787 [--token T] [--session S] [--count N]
+//! cargo run --example emit -- [--url http://127.0.0.1:8787] [--token T] [--session S] [--count N]
 //! ```
+//!
+//! Without `--url` it starts an embedded relay on `127.0.0.1:0`, emits the session to it,
+//! and shuts it down once every event is delivered (so the events go with it).
 //!
 //! Delivery problems are printed on stderr; the exit status is 0 only when every event
 //! was accepted by the relay.
@@ -12,24 +15,31 @@ use std::process::ExitCode;
 use aep_async::{Emitter, HttpSink};
 use serde_json::json;
 
-struct Args {
-    url: String,
-    token: Option<String>,
-    session: String,
-    count: u64,
+/// The command line; `tests/examples.rs` builds it with [`parse`] too.
+#[derive(Debug)]
+pub struct Args {
+    /// The relay; `None` starts an embedded one.
+    pub url: Option<String>,
+    /// Its bearer token.
+    pub token: Option<String>,
+    /// The session to emit.
+    pub session: String,
+    /// How many events.
+    pub count: u64,
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: emit --url URL [--token T] [--session S] [--count N]");
+    eprintln!("usage: emit [--url URL] [--token T] [--session S] [--count N]");
     ExitCode::from(2)
 }
 
-fn parse() -> Option<Args> {
+/// Reads `[--url URL] [--token T] [--session S] [--count N]` (without the program name).
+pub fn parse(args: impl IntoIterator<Item = String>) -> Option<Args> {
     let mut url = None;
     let mut token = None;
     let mut session = None;
     let mut count = 10;
-    let mut it = std::env::args().skip(1);
+    let mut it = args.into_iter();
     while let Some(flag) = it.next() {
         let value = it.next()?;
         match flag.as_str() {
@@ -41,8 +51,7 @@ fn parse() -> Option<Args> {
         }
     }
     Some(Args {
-        // No embedded relay yet: `--url` is required until aep-relay can be embedded.
-        url: url?,
+        url,
         token,
         session: session.unwrap_or_else(|| {
             let ms = std::time::SystemTime::now()
@@ -56,10 +65,46 @@ fn parse() -> Option<Args> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let Some(args) = parse() else {
+    let Some(args) = parse(std::env::args().skip(1)) else {
         return usage();
     };
-    let mut sink = HttpSink::builder(&args.url).on_report(|r| eprintln!("emit: {r}"));
+    if emit(args).await {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
+}
+
+/// Emits the session; `true` when every event was delivered.
+pub async fn emit(args: Args) -> bool {
+    let (url, relay) = match &args.url {
+        Some(url) => (url.clone(), None),
+        None => {
+            let mut relay = aep::relay::Relay::builder();
+            if let Some(t) = &args.token {
+                relay = relay.token(t.as_str());
+            }
+            match relay.start().await {
+                Ok(relay) => (relay.url().to_owned(), Some(relay)),
+                Err(e) => {
+                    eprintln!("emit: starting the embedded relay: {e}");
+                    return false;
+                }
+            }
+        }
+    };
+    eprintln!("emit: relay {url}");
+    let delivered = emit_to(&url, &args).await;
+    if let Some(relay) = relay {
+        if let Err(e) = relay.shutdown().await {
+            eprintln!("emit: stopping the embedded relay: {e}");
+        }
+    }
+    delivered
+}
+
+async fn emit_to(url: &str, args: &Args) -> bool {
+    let mut sink = HttpSink::builder(url).on_report(|r| eprintln!("emit: {r}"));
     if let Some(t) = &args.token {
         sink = sink.token(t);
     }
@@ -67,7 +112,7 @@ async fn main() -> ExitCode {
         Ok(s) => s,
         Err(e) => {
             eprintln!("emit: {e}");
-            return ExitCode::FAILURE;
+            return false;
         }
     };
     let emitter = Emitter::new("aep-example", "localhost", sink);
@@ -82,7 +127,7 @@ async fn main() -> ExitCode {
         };
         if let Err(e) = result {
             eprintln!("emit: {e}");
-            return ExitCode::FAILURE;
+            return false;
         }
     }
     emitter.close().await;
@@ -91,9 +136,5 @@ async fn main() -> ExitCode {
         "emit: session {} accepted {} delivered {} rejected {} dropped {}",
         args.session, stats.accepted, stats.delivered, stats.rejected, stats.dropped
     );
-    if stats.delivered == args.count {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::FAILURE
-    }
+    stats.delivered == args.count
 }

@@ -2,7 +2,7 @@
 //! stderr.
 //!
 //! ```text
-//! cargo run --example tail -- --url http://127.0.0.1:8787 [--token T] [--filter JSON]
+//! cargo run --example tail -- [--url http://127.0.0.1:8787] [--token T] [--filter JSON]
 //!     [--from all | --from-file F] [--history] [--transport sse|ws]
 //! ```
 //!
@@ -10,6 +10,11 @@
 //! `--from-file F` resumes from the positions stored in `F` (a JSON array of
 //! `{session, epoch, seq}`; absent means live only) and writes the positions back on
 //! exit (end of history, or Ctrl-C).
+//!
+//! Without `--url` it starts an embedded relay on `127.0.0.1:0` (its URL on stderr) and
+//! tails that: nothing is emitted to it, so it shows only what other programs send there
+//! while it runs, and with `--history` it prints nothing and exits at the (immediate)
+//! `replay-complete`.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -17,31 +22,40 @@ use std::process::ExitCode;
 use aep_async::{subscribe, From, Notice, ResumePosition, SubscribeOptions, Transport};
 use futures::StreamExt;
 
-struct Args {
-    url: String,
+/// The command line; `tests/examples.rs` builds it with [`parse`] too.
+#[derive(Debug)]
+pub struct Args {
+    url: Option<String>,
+    token: Option<String>,
     opts: SubscribeOptions,
     from_file: Option<String>,
 }
 
 fn usage(why: &str) -> ExitCode {
     eprintln!("tail: {why}");
-    eprintln!("usage: tail --url URL [--token T] [--filter JSON] [--from all | --from-file F] [--history] [--transport sse|ws]");
+    eprintln!("usage: tail [--url URL] [--token T] [--filter JSON] [--from all | --from-file F] [--history] [--transport sse|ws]");
     ExitCode::from(2)
 }
 
-fn parse() -> Result<Args, String> {
+/// Reads the flags above (without the program name).
+pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
     let mut url = None;
+    let mut token = None;
     let mut opts = SubscribeOptions::new().on_notice(|n| match n {
         Notice::Connected { .. } => {}
         other => eprintln!("tail: {other:?}"),
     });
     let mut from_file = None;
-    let mut it = std::env::args().skip(1);
+    let mut it = args.into_iter();
     while let Some(flag) = it.next() {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
             "--url" => url = Some(value()?),
-            "--token" => opts = opts.token(value()?),
+            "--token" => {
+                let t = value()?;
+                opts = opts.token(t.as_str());
+                token = Some(t);
+            }
             "--filter" => {
                 let v = value()?;
                 let filter = serde_json::from_str(&v).map_err(|e| format!("--filter: {e}"))?;
@@ -72,10 +86,9 @@ fn parse() -> Result<Args, String> {
             other => return Err(format!("unknown flag `{other}`")),
         }
     }
-    // No embedded relay yet: `--url` is required until aep-relay can be embedded.
-    let url = url.ok_or("--url is required")?;
     Ok(Args {
         url,
+        token,
         opts,
         from_file,
     })
@@ -83,17 +96,42 @@ fn parse() -> Result<Args, String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = match parse() {
+    let args = match parse(std::env::args().skip(1)) {
         Ok(a) => a,
         Err(why) => return usage(&why),
     };
-    let mut sub = subscribe(&args.url, args.opts);
-    let stdout = std::io::stdout();
+    match tail(args, &mut std::io::stdout()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(why) => {
+            eprintln!("tail: {why}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Writes each delivered event as one JSON line to `out` until the stream ends (with
+/// `--history`), `out` fails, or Ctrl-C.
+pub async fn tail(args: Args, out: &mut impl Write) -> Result<(), String> {
+    let (url, relay) = match args.url {
+        Some(url) => (url, None),
+        None => {
+            let mut relay = aep::relay::Relay::builder();
+            if let Some(t) = &args.token {
+                relay = relay.token(t.as_str());
+            }
+            let relay = relay
+                .start()
+                .await
+                .map_err(|e| format!("starting the embedded relay: {e}"))?;
+            eprintln!("tail: relay {}", relay.url());
+            (relay.url().to_owned(), Some(relay))
+        }
+    };
+    let mut sub = subscribe(&url, args.opts);
     loop {
         tokio::select! {
             event = sub.next() => match event {
                 Some(event) => {
-                    let mut out = stdout.lock();
                     if writeln!(out, "{}", event.to_json()).and_then(|()| out.flush()).is_err() {
                         break;
                     }
@@ -104,13 +142,15 @@ async fn main() -> ExitCode {
         }
     }
     sub.close();
+    if let Some(relay) = relay {
+        if let Err(e) = relay.shutdown().await {
+            eprintln!("tail: stopping the embedded relay: {e}");
+        }
+    }
     if let Some(path) = &args.from_file {
         let positions = sub.positions();
         let text = serde_json::to_string_pretty(&positions).unwrap_or_else(|_| "[]".into());
-        if let Err(e) = std::fs::write(path, text) {
-            eprintln!("tail: writing {path}: {e}");
-            return ExitCode::FAILURE;
-        }
+        std::fs::write(path, text).map_err(|e| format!("writing {path}: {e}"))?;
     }
-    ExitCode::SUCCESS
+    Ok(())
 }

@@ -1,8 +1,8 @@
 //! Fixtures for the integration tests: relays to run against and misbehaving servers.
 //!
 //! Scenarios are written against [`Relay`], so they run the same against the reference
-//! relay (Node, `../shared/tools/reference-relay.sh`) and, once it lands, the embedded
-//! Rust relay.
+//! relay (Node, `../shared/tools/reference-relay.sh`, [`ReferenceRelay`]) and the embedded
+//! Rust relay ([`RustRelay`]); the scenarios themselves are in `scenarios.rs`.
 #![allow(dead_code, clippy::unwrap_used)]
 
 use std::net::{SocketAddr, TcpListener as StdListener};
@@ -260,5 +260,81 @@ impl Notices {
             tokio::time::sleep(Duration::from_millis(25)).await;
         }
         panic!("no notice containing {needle:?}; got {:?}", self.all());
+    }
+}
+
+/// The embedded Rust relay (`aep_relay`), started in this test's runtime. `kill` and
+/// `restart` block in place on the runtime, so scenarios using them need the
+/// multi-threaded flavour (every scenario uses it).
+pub struct RustRelay {
+    port: u16,
+    cfg: RelayConfig,
+    handle: Option<aep_relay::RelayHandle>,
+}
+
+impl RustRelay {
+    pub async fn start(cfg: RelayConfig) -> Self {
+        let mut r = Self::stopped(0, cfg);
+        r.start_now().await;
+        r
+    }
+
+    /// A relay that will listen on `port` but is not started yet.
+    pub fn stopped(port: u16, cfg: RelayConfig) -> Self {
+        RustRelay {
+            port,
+            cfg,
+            handle: None,
+        }
+    }
+
+    pub async fn start_now(&mut self) {
+        // A short drain: `kill` stands for a crash, nothing should linger after it.
+        let config =
+            aep_relay::RelayConfig::default().with_drain_timeout(Duration::from_millis(200));
+        let mut b = aep_relay::Relay::builder()
+            .config(config)
+            .bind(format!("127.0.0.1:{}", self.port))
+            .buffer(self.cfg.buffer.unwrap_or(10_000));
+        if let Some(t) = &self.cfg.token {
+            b = b.token(t.clone());
+        }
+        if let Some(n) = self.cfg.max_from {
+            b = b.max_from(n);
+        }
+        // The port was just released by `kill`; retry briefly until the bind succeeds.
+        for _ in 0..100 {
+            match b.clone().start().await {
+                Ok(h) => {
+                    self.port = h.local_addr().port();
+                    self.handle = Some(h);
+                    return;
+                }
+                Err(_) => tokio::time::sleep(Duration::from_millis(50)).await,
+            }
+        }
+        panic!("the Rust relay could not bind 127.0.0.1:{}", self.port);
+    }
+}
+
+impl Relay for RustRelay {
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+    fn kill(&mut self) {
+        if let Some(h) = self.handle.take() {
+            // Its buffers go with it (no data_dir), as with the reference relay's crash.
+            tokio::task::block_in_place(|| {
+                tokio::runtime::Handle::current().block_on(async {
+                    let _ = h.shutdown().await;
+                })
+            });
+        }
+    }
+    fn restart(&mut self) {
+        self.kill();
+        tokio::task::block_in_place(|| {
+            tokio::runtime::Handle::current().block_on(self.start_now())
+        });
     }
 }
