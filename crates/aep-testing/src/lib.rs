@@ -10,8 +10,9 @@
 //!   side: a fake transport that captures what a sender transmits ([`sent`](ControlStub::sent))
 //!   and mints the replies ([`accept`](ControlStub::accept),
 //!   [`reject`](ControlStub::reject), [`roster_reply`](ControlStub::roster_reply)).
-//! - feature `relay`: [`relay`] re-exports the embeddable relay, and [`start_relay`] /
-//!   [`ThreadRelay`] start one in a line, for async and sync integration tests.
+//! - feature `relay`: `relay` re-exports the embeddable relay, and `start_relay` /
+//!   `ThreadRelay` start one in a line, for async and sync integration tests (plain code
+//!   spans, not links, so the docs build with and without the feature).
 //!
 //! Every envelope is built by the SDK's own emitters and command builder, so what a
 //! test observes is what production code emits.
