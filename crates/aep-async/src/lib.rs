@@ -47,7 +47,6 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod control;
-mod core_adapter;
 pub mod emit;
 pub mod error;
 pub mod hub;

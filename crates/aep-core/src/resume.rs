@@ -703,3 +703,44 @@ impl FromBudget {
         }
     }
 }
+
+/// The SSE comment a relay writes before a replay that starts past the requested
+/// position: `: replay-exhausted {session} {epoch}:{seq}` followed by the blank line
+/// that ends the SSE message (AEP-0003 §3.3.3). The position is the earliest one the
+/// relay still holds. Written by the relay, read by consumers, through this one pair.
+///
+/// ```
+/// use aep_core::resume::{parse_replay_exhausted_comment, replay_exhausted_comment, ResumePosition};
+///
+/// let at = ResumePosition::new("s:1", 2, 30);
+/// let wire = replay_exhausted_comment(&at);
+/// assert_eq!(wire, ": replay-exhausted s:1 2:30\n\n");
+/// // A consumer sees the comment text after the colon and its space.
+/// assert_eq!(parse_replay_exhausted_comment("replay-exhausted s:1 2:30"), Some(at));
+/// assert_eq!(parse_replay_exhausted_comment("replay-complete"), None);
+/// ```
+pub fn replay_exhausted_comment(earliest: &ResumePosition) -> String {
+    format!(
+        ": replay-exhausted {} {}:{}\n\n",
+        earliest.session(),
+        earliest.epoch(),
+        earliest.seq()
+    )
+}
+
+/// Reads the text of a `replay-exhausted` SSE comment (without its leading `:` and
+/// space); `None` for any other comment or a malformed one. The session is everything
+/// before the last space, so a session containing spaces or colons reads back whole.
+pub fn parse_replay_exhausted_comment(comment: &str) -> Option<ResumePosition> {
+    let rest = comment.strip_prefix("replay-exhausted ")?;
+    let (session, pos) = rest.trim_end().rsplit_once(' ')?;
+    let (epoch, seq) = pos.split_once(':')?;
+    if session.is_empty() {
+        return None;
+    }
+    Some(ResumePosition::new(
+        session,
+        epoch.parse().ok()?,
+        seq.parse().ok()?,
+    ))
+}

@@ -138,7 +138,9 @@ pub(crate) struct FromPosition {
 }
 
 /// Reads a `from` array; a malformed member refuses the whole request (fail closed).
-// TODO(core): use aep_core::resume when merged.
+// Not `aep_core::resume::ResumePosition`: the SSE `from` of the Python SDK sends
+// `seq: -1` ("from the start of the epoch"), which the core's u64 positions cannot hold.
+// Moving this into core needs a signed "before seq 0" position there first.
 pub(crate) fn parse_from(value: &Value) -> Result<Vec<FromPosition>, String> {
     let Some(items) = value.as_array() else {
         return Err("from must be an array of resume positions or the string \"all\"".into());
@@ -246,7 +248,7 @@ pub(crate) fn replay_exhausted_frame(sub: &str, session: &str, epoch: u64, seq: 
 
 /// The SSE comment that declares the same gap (AEP-0003 §3.3.3).
 pub(crate) fn replay_exhausted_comment(session: &str, epoch: u64, seq: u64) -> String {
-    format!(": replay-exhausted {session} {epoch}:{seq}\n\n")
+    aep_core::resume::replay_exhausted_comment(&ResumePosition::new(session, epoch, seq))
 }
 
 /// A `closing` frame (AEP-0003 §3.5.4).

@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::{Backoff, From, Notice, Shared, SubscribeOptions};
-use crate::core_adapter::sse_marker::parse_exhausted;
 use crate::error::TransportError;
+use aep_core::resume::parse_replay_exhausted_comment;
 
 /// How one stream request ended, when it did not fail.
 #[derive(Debug, PartialEq, Eq)]
@@ -285,9 +285,11 @@ impl SseTask {
                         // Only the subscriber-facing history pass ends the
                         // subscription; drain chunks end at their own marker.
                         complete = true;
-                    } else if let Some((session, earliest)) = parse_exhausted(c) {
-                        self.shared
-                            .notify(Notice::ReplayExhausted { session, earliest });
+                    } else if let Some(at) = parse_replay_exhausted_comment(c) {
+                        self.shared.notify(Notice::ReplayExhausted {
+                            session: at.session().to_owned(),
+                            earliest: at.position(),
+                        });
                     } else if c != "ping" && !c.is_empty() {
                         self.shared.notify(Notice::Comment(c.to_owned()));
                     }
