@@ -135,7 +135,7 @@ async fn on_the_wire(url: &str, token: Option<String>) -> Result<(), BoxError> {
 
     let connected = Arc::new(Notify::new());
     let mut options = SubscribeOptions::new()
-        .subscription_filter(&filter)
+        .subscription_filter(&filter)?
         .on_notice({
             let connected = connected.clone();
             move |n| {

@@ -83,7 +83,8 @@ async fn run(url: &str, transport: Transport, session: &str) -> Vec<String> {
     let options = SubscribeOptions::new()
         .token(TOKEN)
         .transport(transport)
-        .subscription_filter(&filter().with_from_cursor(format!("{session}:0:0")));
+        .subscription_filter(&filter().with_from_cursor(format!("{session}:0:0")))
+        .unwrap();
     let mut sub = subscribe(url, options);
     let mut got = Vec::new();
     while got.last().map(String::as_str) != EXPECTED.last().copied() {
@@ -134,7 +135,8 @@ async fn against_the_reference_relay_over_sse_and_websocket() {
         let opts = SubscribeOptions::new()
             .token(TOKEN)
             .transport(transport)
-            .subscription_filter(&f);
+            .subscription_filter(&f)
+            .unwrap();
         let mut sub = subscribe(&url, opts);
         for want in ["e6", "e9"] {
             let e = tokio::time::timeout(PATIENCE, sub.next())
@@ -148,6 +150,7 @@ async fn against_the_reference_relay_over_sse_and_websocket() {
     let opts = SubscribeOptions::new()
         .token(TOKEN)
         .subscription_filter(&filter())
+        .unwrap()
         .filter(json!({ "session": "s-ref-sse" }))
         .from_positions(vec![aep_async::ResumePosition::new("s-ref-sse", 0, 0)]);
     let mut sub = subscribe(&url, opts);

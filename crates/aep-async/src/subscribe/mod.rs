@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use aep_core::dedupe::Dedupe;
 use aep_core::resume::{Position, Positions, ResumePosition};
-use aep_core::subscription::{Cursor, Residual, SubscriptionFilter};
+use aep_core::subscription::{Cursor, CursorError, Residual, SubscriptionFilter};
 use aep_core::{Capture, Event};
 use futures::Stream;
 use serde_json::Value;
@@ -227,30 +227,33 @@ impl SubscribeOptions {
     /// The seed's subscription filter (type patterns with `*` anywhere, `topic`,
     /// `target`, ...): lowered to an attr-match wire filter any AEP-0003 relay serves,
     /// plus a residual predicate applied here to what the relay delivers. Replaces
-    /// [`SubscribeOptions::filter`]. A well-formed `from_cursor`
+    /// [`SubscribeOptions::filter`]. The filter's `from_cursor`
     /// (`{session}:{epoch}:{seq}`, [`aep_core::subscription::Cursor`]) becomes the resume
-    /// position ([`From::Positions`]); check a cursor from outside with `Cursor::parse`
-    /// first, a malformed one is not sent. The effective delivery mode is the
-    /// endpoint's (AEP-0003 §8.4), whatever `delivery_mode` asks.
+    /// position ([`From::Positions`]); a malformed cursor is refused here with a
+    /// [`CursorError`] that says why, rather than dropped. The effective delivery mode is
+    /// the endpoint's (AEP-0003 §8.4), whatever `delivery_mode` asks.
     ///
     /// ```
     /// use aep_async::SubscribeOptions;
     /// use aep_core::subscription::SubscriptionFilter;
     ///
     /// let f = SubscriptionFilter::new().with_types(["tool.*.progress"])?;
-    /// let opts = SubscribeOptions::new().subscription_filter(&f);
+    /// let opts = SubscribeOptions::new().subscription_filter(&f)?;
     /// # let _ = opts;
-    /// # Ok::<(), aep_core::subscription::SubscriptionError>(())
+    /// let bad = f.clone().with_from_cursor("not-a-cursor");
+    /// assert!(SubscribeOptions::new().subscription_filter(&bad).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn subscription_filter(mut self, filter: &SubscriptionFilter) -> Self {
+    pub fn subscription_filter(mut self, filter: &SubscriptionFilter) -> Result<Self, CursorError> {
         let lowered = filter.lower();
         self.filter = lowered.wire().to_value();
         self.residual = (!lowered.residual().is_trivial()).then(|| lowered.residual().clone());
-        if let Some(Ok(cursor)) = filter.from_cursor().map(Cursor::parse) {
+        if let Some(text) = filter.from_cursor() {
+            let cursor = Cursor::parse(text)?;
             let at = ResumePosition::new(cursor.session(), cursor.epoch(), cursor.seq());
             self.from = From::Positions(vec![at]);
         }
-        self
+        Ok(self)
     }
     /// The capture ceiling (AEP-0003 §6.4): the endpoint down-levels before delivery.
     pub fn capture(mut self, ceiling: Capture) -> Self {

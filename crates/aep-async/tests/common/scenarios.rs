@@ -523,7 +523,7 @@ async fn seed_subscription_filter_lowers_to_wire_plus_residual() {
     let f = aep_core::subscription::SubscriptionFilter::new()
         .with_types(["tool.*.progress"])
         .unwrap();
-    let mut sub = subscribe(&server.url, fast().subscription_filter(&f).history_only());
+    let mut sub = subscribe(&server.url, fast().subscription_filter(&f).unwrap().history_only());
     let got = drain_to_end(&mut sub).await;
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].event_type(), "tool.call.progress");
