@@ -286,7 +286,13 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn from_slice(bytes: &[u8]) -> Result<Event, EventParseError> {
-        Ok(serde_json::from_slice(bytes)?)
+        // Checking UTF-8 once for the whole line is far cheaper than serde_json's
+        // per-string check on a slice; only invalid input takes the slice path, for its
+        // error position.
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Ok(serde_json::from_str(text)?),
+            Err(_) => Ok(serde_json::from_slice(bytes)?),
+        }
     }
 
     /// Reads one event from a JSON value (which loses nothing but the original number
@@ -1227,6 +1233,101 @@ enum Key {
     Other(String),
 }
 
+/// The slot of a core attribute name; a `match` compiles to a length switch, where a
+/// scan of [`CORE_ATTRIBUTES`] compares against every name.
+fn core_slot(name: &str) -> Option<Slot> {
+    Some(match name {
+        "aep" => 0,
+        "id" => 1,
+        "type" => 2,
+        "subject" => 3,
+        "time" => 4,
+        "source" => 5,
+        "agent" => 6,
+        "session" => 7,
+        "run" => 8,
+        "step" => 9,
+        "seq" => 10,
+        "epoch" => 11,
+        "cause" => 12,
+        "traceparent" => 13,
+        "severity" => 14,
+        "capture" => 15,
+        "data" => DATA,
+        _ => return None,
+    })
+}
+
+/// The wire order of a map being read, kept on the stack for the usual envelope size.
+struct WireOrder {
+    inline: [Slot; 24],
+    len: usize,
+    spill: Vec<Slot>,
+    /// Core slots seen so far, one bit each, for the duplicate check.
+    seen: u32,
+    /// Whether the order so far is the canonical one (ranks never decrease).
+    canonical: bool,
+    last_rank: u8,
+}
+
+impl WireOrder {
+    fn new() -> WireOrder {
+        WireOrder {
+            inline: [0; 24],
+            len: 0,
+            spill: Vec::new(),
+            seen: 0,
+            canonical: true,
+            last_rank: 0,
+        }
+    }
+
+    /// Records `slot`; `false` when it is a core attribute already seen.
+    fn push(&mut self, slot: Slot) -> bool {
+        if slot != EXT {
+            let bit = 1u32 << slot;
+            if self.seen & bit != 0 {
+                return false;
+            }
+            self.seen |= bit;
+        }
+        // Canonical order: core attributes in table order, extensions, then `data`.
+        let rank = match slot {
+            EXT => 16,
+            DATA => 17,
+            core => core,
+        };
+        if rank < self.last_rank {
+            self.canonical = false;
+        }
+        self.last_rank = rank;
+        match self.inline.get_mut(self.len) {
+            Some(cell) if self.spill.is_empty() => {
+                *cell = slot;
+                self.len += 1;
+            }
+            _ => {
+                if self.spill.is_empty() {
+                    self.spill.extend(self.inline.iter().take(self.len));
+                }
+                self.spill.push(slot);
+            }
+        }
+        true
+    }
+
+    /// The order to keep, or `None` when it is the canonical one.
+    fn finish(self) -> Option<Box<[Slot]>> {
+        if self.canonical {
+            None
+        } else if self.spill.is_empty() {
+            Some(self.inline.iter().take(self.len).copied().collect())
+        } else {
+            Some(self.spill.into_boxed_slice())
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for Key {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct KeyVisitor;
@@ -1236,8 +1337,8 @@ impl<'de> Deserialize<'de> for Key {
                 f.write_str("an attribute name")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-                Ok(match CORE_ATTRIBUTES.iter().position(|&c| c == v) {
-                    Some(i) => Key::Core(i as Slot),
+                Ok(match core_slot(v) {
+                    Some(slot) => Key::Core(slot),
                     None => Key::Other(v.to_owned()),
                 })
             }
@@ -1284,14 +1385,13 @@ impl<'de> Visitor<'de> for EventVisitor {
         let mut source = None;
         let mut agent = None;
         let mut e = Event::new("", "", "", "", "");
-        let mut order: Vec<Slot> = Vec::with_capacity(20);
+        let mut order = WireOrder::new();
         while let Some(key) = map.next_key::<Key>()? {
             match key {
                 Key::Core(slot) => {
-                    if order.contains(&slot) {
+                    if !order.push(slot) {
                         return Err(dup(slot));
                     }
-                    order.push(slot);
                     match slot {
                         0 => aep = Some(map.next_value::<String>()?),
                         1 => id = Some(map.next_value::<String>()?),
@@ -1330,9 +1430,7 @@ impl<'de> Visitor<'de> for EventVisitor {
         e.time = time.ok_or_else(|| de::Error::missing_field("time"))?;
         e.source = source.ok_or_else(|| de::Error::missing_field("source"))?;
         e.agent = agent.ok_or_else(|| de::Error::missing_field("agent"))?;
-        if !order.iter().copied().eq(e.canonical_slots()) {
-            e.order = Some(order.into_boxed_slice());
-        }
+        e.order = order.finish();
         Ok(e)
     }
 }
@@ -1383,6 +1481,35 @@ mod tests {
         }
         let err = Event::from_slice(b"{\"aep\":").unwrap_err();
         assert!(err.is_syntax());
+    }
+
+    #[test]
+    fn invalid_utf8_inside_a_string_is_a_syntax_error_with_its_position() {
+        let err = Event::from_slice(b"{\"aep\":\"0.\xff\"}").unwrap_err();
+        assert!(err.is_syntax());
+        assert_eq!(err.line(), 1);
+    }
+
+    #[test]
+    fn many_attributes_out_of_order_round_trip() {
+        // More attributes than the parser's inline order buffer holds, `data` first, so
+        // the spilled wire order is the one kept.
+        let mut line = String::from(
+            r#"{"data":{"n":1},"aep":"0.1","id":"1","type":"a.b","time":"t","source":"s","agent":"a""#,
+        );
+        for i in 0..30 {
+            line.push_str(&format!(r#","x_{i}":{i}"#));
+        }
+        line.push_str(r#","seq":3}"#);
+        let e = Event::from_slice(line.as_bytes()).unwrap();
+        assert_eq!(e.to_json(), line);
+        assert_eq!(e.extensions().len(), 30);
+        let dup = line.replace(r#","seq":3}"#, r#","seq":3,"id":"2"}"#);
+        let err = Event::from_slice(dup.as_bytes()).unwrap_err();
+        assert!(
+            err.to_string().contains("duplicate attribute `id`"),
+            "{err}"
+        );
     }
 
     #[test]
