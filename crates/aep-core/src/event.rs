@@ -8,6 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use compact_str::CompactString;
 use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -78,20 +79,20 @@ const EXT: Slot = 17;
 /// ```
 #[derive(Clone)]
 pub struct Event {
-    aep: String,
-    id: String,
-    ty: String,
-    subject: Option<String>,
-    time: String,
-    source: String,
-    agent: String,
-    session: Option<String>,
-    run: Option<String>,
-    step: Option<String>,
+    aep: CompactString,
+    id: CompactString,
+    ty: CompactString,
+    subject: Option<CompactString>,
+    time: CompactString,
+    source: CompactString,
+    agent: CompactString,
+    session: Option<CompactString>,
+    run: Option<CompactString>,
+    step: Option<CompactString>,
     seq: Option<u64>,
     epoch: Option<u64>,
-    cause: Option<String>,
-    traceparent: Option<String>,
+    cause: Option<CompactString>,
+    traceparent: Option<CompactString>,
     severity: Option<Severity>,
     capture: Option<Capture>,
     data: Option<Box<RawValue>>,
@@ -255,13 +256,13 @@ impl Event {
         agent: impl Into<String>,
     ) -> Event {
         Event {
-            aep: AEP_VERSION.to_owned(),
-            id: id.into(),
-            ty: event_type.into(),
+            aep: CompactString::const_new(AEP_VERSION),
+            id: CompactString::from(id.into()),
+            ty: CompactString::from(event_type.into()),
             subject: None,
-            time: time.into(),
-            source: source.into(),
-            agent: agent.into(),
+            time: CompactString::from(time.into()),
+            source: CompactString::from(source.into()),
+            agent: CompactString::from(agent.into()),
             session: None,
             run: None,
             step: None,
@@ -357,7 +358,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn aep(&self) -> &str {
-        &self.aep
+        self.aep.as_str()
     }
     /// `id`: unique per `source`; consumers dedupe on `(source, id)` (AEP-0001 §7).
     ///
@@ -367,7 +368,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn id(&self) -> &str {
-        &self.id
+        self.id.as_str()
     }
     /// `type`, e.g. `tool.completed` or `x.acme.tool.synced`.
     ///
@@ -377,7 +378,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn event_type(&self) -> &str {
-        &self.ty
+        self.ty.as_str()
     }
     /// `subject`: the acted-upon entity.
     ///
@@ -399,7 +400,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn time(&self) -> &str {
-        &self.time
+        self.time.as_str()
     }
     /// `source`: the emitting agent or session, as a URI.
     ///
@@ -409,7 +410,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn source(&self) -> &str {
-        &self.source
+        self.source.as_str()
     }
     /// `agent`: the stable logical identity of the emitter.
     ///
@@ -419,7 +420,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn agent(&self) -> &str {
-        &self.agent
+        self.agent.as_str()
     }
     /// `session`, absent on agent-scoped events.
     ///
@@ -814,7 +815,7 @@ impl Event {
     /// assert_eq!(e.id(), "01K");
     /// ```
     pub fn set_id(&mut self, id: impl Into<String>) {
-        self.id = id.into();
+        self.id = CompactString::from(id.into());
     }
 
     /// Sets `time`.
@@ -825,7 +826,7 @@ impl Event {
     /// assert_eq!(e.time(), "2026-07-03T10:00:00.000Z");
     /// ```
     pub fn set_time(&mut self, time: impl Into<String>) {
-        self.time = time.into();
+        self.time = CompactString::from(time.into());
     }
 
     /// Sets `source`.
@@ -836,7 +837,7 @@ impl Event {
     /// assert_eq!(e.source(), "aep://h/agent/b");
     /// ```
     pub fn set_source(&mut self, source: impl Into<String>) {
-        self.source = source.into();
+        self.source = CompactString::from(source.into());
     }
 
     /// Sets `subject`.
@@ -850,7 +851,7 @@ impl Event {
     /// ```
     pub fn set_subject(&mut self, v: Option<String>) {
         self.set_slot_present(3, v.is_some());
-        self.subject = v;
+        self.subject = v.map(CompactString::from);
     }
     /// Sets `session`.
     ///
@@ -863,7 +864,7 @@ impl Event {
     /// ```
     pub fn set_session(&mut self, v: Option<String>) {
         self.set_slot_present(7, v.is_some());
-        self.session = v;
+        self.session = v.map(CompactString::from);
     }
     /// Sets `run`.
     ///
@@ -876,7 +877,7 @@ impl Event {
     /// ```
     pub fn set_run(&mut self, v: Option<String>) {
         self.set_slot_present(8, v.is_some());
-        self.run = v;
+        self.run = v.map(CompactString::from);
     }
     /// Sets `step`.
     ///
@@ -889,7 +890,7 @@ impl Event {
     /// ```
     pub fn set_step(&mut self, v: Option<String>) {
         self.set_slot_present(9, v.is_some());
-        self.step = v;
+        self.step = v.map(CompactString::from);
     }
     /// Sets `seq`.
     ///
@@ -928,7 +929,7 @@ impl Event {
     /// ```
     pub fn set_cause(&mut self, v: Option<String>) {
         self.set_slot_present(12, v.is_some());
-        self.cause = v;
+        self.cause = v.map(CompactString::from);
     }
     /// Sets `traceparent`.
     ///
@@ -941,7 +942,7 @@ impl Event {
     /// ```
     pub fn set_traceparent(&mut self, v: Option<String>) {
         self.set_slot_present(13, v.is_some());
-        self.traceparent = v;
+        self.traceparent = v.map(CompactString::from);
     }
 
     /// Builder form of [`Event::set_subject`].
@@ -1393,13 +1394,13 @@ impl<'de> Visitor<'de> for EventVisitor {
                         return Err(dup(slot));
                     }
                     match slot {
-                        0 => aep = Some(map.next_value::<String>()?),
-                        1 => id = Some(map.next_value::<String>()?),
-                        2 => ty = Some(map.next_value::<String>()?),
+                        0 => aep = Some(map.next_value::<CompactString>()?),
+                        1 => id = Some(map.next_value::<CompactString>()?),
+                        2 => ty = Some(map.next_value::<CompactString>()?),
                         3 => set_once(&mut e.subject, map.next_value()?, slot)?,
-                        4 => time = Some(map.next_value::<String>()?),
-                        5 => source = Some(map.next_value::<String>()?),
-                        6 => agent = Some(map.next_value::<String>()?),
+                        4 => time = Some(map.next_value::<CompactString>()?),
+                        5 => source = Some(map.next_value::<CompactString>()?),
+                        6 => agent = Some(map.next_value::<CompactString>()?),
                         7 => set_once(&mut e.session, map.next_value()?, slot)?,
                         8 => set_once(&mut e.run, map.next_value()?, slot)?,
                         9 => set_once(&mut e.step, map.next_value()?, slot)?,
