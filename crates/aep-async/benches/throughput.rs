@@ -223,6 +223,51 @@ impl aep_async::Sink for SharedSink {
     }
 }
 
+/// The Python SDK against the same relay, in the same run: `http_sink` emitting
+/// `emit_n` events (one POST each), then `aio.subscribe(live=False)` over the relay's
+/// history of agent `a` (`consume_n` events). Returns (emit/s, consume/s), or `None`
+/// when python3 or the SDK is not here.
+fn python_sdk(url: &str, emit_n: usize, consume_n: usize) -> Option<(f64, f64)> {
+    let sdk = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/reference/python-sdk");
+    if !sdk.exists() {
+        return None;
+    }
+    const SCRIPT: &str = r#"
+import asyncio, sys, time
+from aep_sdk import Emitter, http_sink, aio
+url, emit_n, consume_n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+e = Emitter("py", "bench", http_sink(url)).session("py0")
+t = time.perf_counter()
+for i in range(emit_n):
+    e.emit("tool.called", {"tool": "bash", "args": {"cmd": "ls -la"}}, severity="notice")
+emit_rate = emit_n / (time.perf_counter() - t)
+async def consume():
+    got = 0
+    t = time.perf_counter()
+    sub = await aio.subscribe(url, filter={"agent": "a"}, from_="all", live=False)
+    async for _ in sub:
+        got += 1
+    return got, time.perf_counter() - t
+got, d = asyncio.run(consume())
+assert got >= consume_n, got
+print(emit_rate, got / d)
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg(url)
+        .arg(emit_n.to_string())
+        .arg(consume_n.to_string())
+        .env("PYTHONPATH", &sdk)
+        .stderr(Stdio::inherit())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut it = text.split_whitespace().filter_map(|v| v.parse().ok());
+    Some((it.next()?, it.next()?))
+}
+
 /// The Rust relay on a thread and runtime of its own, like a separate process.
 struct RustRelay {
     url: String,
@@ -546,4 +591,11 @@ async fn against_relay(label: &str, url: &str, n: usize, sessions: usize) {
         d,
         cpu_seconds() - c,
     );
+    // The Python SDK on the same relay, same run: the issue's ratios.
+    match python_sdk(url, 1_000, total) {
+        Some((emit, consume)) => println!(
+            "{label}: Python SDK http_sink {emit:.0} events/s, aio.subscribe(live=False) {consume:.0} events/s"
+        ),
+        None => println!("{label}: Python SDK not available; skipped"),
+    }
 }
