@@ -336,8 +336,29 @@ impl Event {
     /// assert_eq!(out, e.to_json().into_bytes());
     /// ```
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        // Writing into a Vec cannot fail and every key is a string.
-        let _ = serde_json::to_writer(out, self);
+        out.push(b'{');
+        let mut first = true;
+        let _ = self.walk(|name, core, value| -> Result<(), ()> {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            if core {
+                out.push(b'"');
+                out.extend_from_slice(name.as_bytes());
+                out.extend_from_slice(b"\":");
+            } else {
+                write_json_str(out, name);
+                out.push(b':');
+            }
+            match value {
+                Attr::Str(v) => write_json_str(out, v),
+                Attr::Number(v) => out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes()),
+                Attr::Raw(v) => out.extend_from_slice(v.get().as_bytes()),
+            }
+            Ok(())
+        });
+        out.push(b'}');
     }
 
     /// This event as a JSON value.
@@ -1164,67 +1185,89 @@ impl FromStr for Event {
     }
 }
 
+fn opt_str(v: &Option<CompactString>) -> Option<Attr<'_>> {
+    v.as_ref().map(|v| Attr::Str(v.as_str()))
+}
+
+/// One attribute's value as written, borrowed from the event.
+enum Attr<'a> {
+    Str(&'a str),
+    Number(u64),
+    Raw(&'a RawValue),
+}
+
+impl Event {
+    /// Calls `f` with each attribute's name and value in wire order: the one walk both
+    /// the serde `Serialize` impl and the direct writer follow, so they cannot disagree.
+    /// The flag says whether the name is a core one (plain ASCII, nothing to escape).
+    fn walk<E>(&self, mut f: impl FnMut(&str, bool, Attr<'_>) -> Result<(), E>) -> Result<(), E> {
+        let mut ext = self.extensions.iter();
+        let mut write = |slot: Slot| -> Result<(), E> {
+            let value = match slot {
+                0 => Some(Attr::Str(self.aep.as_str())),
+                1 => Some(Attr::Str(self.id.as_str())),
+                2 => Some(Attr::Str(self.ty.as_str())),
+                3 => opt_str(&self.subject),
+                4 => Some(Attr::Str(self.time.as_str())),
+                5 => Some(Attr::Str(self.source.as_str())),
+                6 => Some(Attr::Str(self.agent.as_str())),
+                7 => opt_str(&self.session),
+                8 => opt_str(&self.run),
+                9 => opt_str(&self.step),
+                10 => self.seq.map(Attr::Number),
+                11 => self.epoch.map(Attr::Number),
+                12 => opt_str(&self.cause),
+                13 => opt_str(&self.traceparent),
+                14 => self.severity.map(|v| Attr::Str(v.as_str())),
+                15 => self.capture.map(|v| Attr::Str(v.as_str())),
+                DATA => self.data.as_deref().map(Attr::Raw),
+                _ => {
+                    return match ext.next() {
+                        Some((k, v)) => f(k, false, Attr::Raw(v)),
+                        None => Ok(()),
+                    }
+                }
+            };
+            match (CORE_ATTRIBUTES.get(slot as usize), value) {
+                (Some(name), Some(value)) => f(name, true, value),
+                _ => Ok(()),
+            }
+        };
+        match &self.order {
+            Some(order) => order.iter().try_for_each(|&slot| write(slot)),
+            None => self.canonical_slots().try_for_each(write),
+        }
+    }
+}
+
 impl Serialize for Event {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let len = self.canonical_slots().count();
         let mut map = serializer.serialize_map(Some(len))?;
-        let mut ext = self.extensions.iter();
-        let mut write = |map: &mut S::SerializeMap, slot: Slot| -> Result<(), S::Error> {
-            let name = CORE_ATTRIBUTES.get(slot as usize).copied();
-            match slot {
-                0 => map.serialize_entry("aep", &self.aep),
-                1 => map.serialize_entry("id", &self.id),
-                2 => map.serialize_entry("type", &self.ty),
-                4 => map.serialize_entry("time", &self.time),
-                5 => map.serialize_entry("source", &self.source),
-                6 => map.serialize_entry("agent", &self.agent),
-                3 | 7 | 8 | 9 | 12 | 13 => {
-                    let value = match slot {
-                        3 => &self.subject,
-                        7 => &self.session,
-                        8 => &self.run,
-                        9 => &self.step,
-                        12 => &self.cause,
-                        _ => &self.traceparent,
-                    };
-                    match (name, value) {
-                        (Some(name), Some(v)) => map.serialize_entry(name, v),
-                        _ => Ok(()),
-                    }
-                }
-                10 => self.seq.map_or(Ok(()), |v| map.serialize_entry("seq", &v)),
-                11 => self
-                    .epoch
-                    .map_or(Ok(()), |v| map.serialize_entry("epoch", &v)),
-                14 => self
-                    .severity
-                    .map_or(Ok(()), |v| map.serialize_entry("severity", &v)),
-                15 => self
-                    .capture
-                    .map_or(Ok(()), |v| map.serialize_entry("capture", &v)),
-                DATA => self
-                    .data
-                    .as_ref()
-                    .map_or(Ok(()), |v| map.serialize_entry("data", v)),
-                _ => match ext.next() {
-                    Some((k, v)) => map.serialize_entry(k, v),
-                    None => Ok(()),
-                },
-            }
-        };
-        match &self.order {
-            Some(order) => {
-                for &slot in order.iter() {
-                    write(&mut map, slot)?;
-                }
-            }
-            None => {
-                for slot in self.canonical_slots() {
-                    write(&mut map, slot)?;
-                }
-            }
-        }
+        self.walk(|name, _, value| match value {
+            Attr::Str(v) => map.serialize_entry(name, v),
+            Attr::Number(v) => map.serialize_entry(name, &v),
+            Attr::Raw(v) => map.serialize_entry(name, v),
+        })?;
         map.end()
+    }
+}
+
+/// Writes `text` as a JSON string exactly as serde_json would. Most attribute values
+/// need no escaping, and one branch-free pass to find that out beats serde_json's
+/// byte-by-byte escape loop several times over.
+fn write_json_str(out: &mut Vec<u8>, text: &str) {
+    let plain = !text.bytes().fold(false, |hit, b| {
+        hit | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if plain {
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    } else {
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, text);
     }
 }
 
