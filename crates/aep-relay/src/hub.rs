@@ -231,11 +231,15 @@ impl Hub {
     // ---- ingest -----------------------------------------------------------------------
 
     /// Accepts a batch already checked whole: admission, routing, then fan-out in order.
-    pub(crate) async fn ingest(&self, batch: &[Incoming], from_conn: Option<u64>) {
-        let mut fan_out = Vec::with_capacity(batch.len());
+    /// The lock is taken once for the batch; each subscriber gets its events in runs.
+    pub(crate) async fn ingest<'a, I>(&self, batch: I, from_conn: Option<u64>)
+    where
+        I: IntoIterator<Item = &'a Incoming> + Clone,
+    {
+        let mut fan_out = Vec::new();
         let subs = {
             let mut st = self.lock();
-            for incoming in batch {
+            for incoming in batch.clone() {
                 let go = match incoming.disposition {
                     Disposition::Command => self.route(&mut st, incoming, from_conn),
                     Disposition::Live => true,
@@ -268,22 +272,26 @@ impl Hub {
         if subs.is_empty() {
             return;
         }
-        for (incoming, go) in batch.iter().zip(fan_out) {
-            if go {
-                self.fan_out(&subs, incoming).await;
-            }
-        }
-    }
-
-    async fn fan_out(&self, subs: &[Arc<Sub>], incoming: &Incoming) {
-        let severity = incoming.event.severity();
-        for sub in subs {
-            if sub.outbox.is_closed() || !sub.filter.matches(&incoming.event) {
+        let mut runs: Vec<outbox::Run> = subs.iter().map(|_| outbox::Run::default()).collect();
+        for (incoming, go) in batch.into_iter().zip(fan_out) {
+            if !go {
                 continue;
             }
-            let bytes =
-                outbox::render(&incoming.encoded, &incoming.event, sub.capture, sub.binding);
-            sub.outbox.deliver(bytes, severity).await;
+            let severity = incoming.event.severity();
+            for (sub, run) in subs.iter().zip(runs.iter_mut()) {
+                if sub.outbox.is_closed() || !sub.filter.matches(&incoming.event) {
+                    continue;
+                }
+                let bytes =
+                    outbox::render(&incoming.encoded, &incoming.event, sub.capture, sub.binding);
+                // decided synchronously unless the reader must first be waited for
+                if let Err(bytes) = sub.outbox.offer_now(run, bytes, severity) {
+                    sub.outbox.offer(run, bytes, severity).await;
+                }
+            }
+        }
+        for (sub, run) in subs.iter().zip(runs.iter_mut()) {
+            sub.outbox.flush(run);
         }
     }
 

@@ -114,6 +114,13 @@ pub(crate) fn filter_session(filter: &Filter) -> Option<&str> {
     filter.as_map().get("session").and_then(Value::as_str)
 }
 
+/// Whether `filter` asks for nothing but `session` by equality, so that every event of
+/// that session's buffer matches without being parsed again (replay of `live=0` and of
+/// a `from` position).
+pub(crate) fn only_session(filter: &Filter, session: &str) -> bool {
+    filter.as_map().len() == 1 && filter_session(filter) == Some(session)
+}
+
 // ---- capture ----------------------------------------------------------------------
 
 /// Down-levels `event` to a subscription's capture ceiling (AEP-0003 §6.4, AEP-0001

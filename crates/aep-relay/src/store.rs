@@ -40,7 +40,8 @@ impl Encoded {
         source: &str,
         id: &str,
     ) -> Encoded {
-        let mut sse = Vec::with_capacity(json.len() + event_type.len() + 64);
+        let id_len = position.map_or(0, |(session, _, _)| session.len() + 48);
+        let mut sse = Vec::with_capacity(json.len() + event_type.len() + 11 + id_len);
         sse.extend_from_slice(b"event: ");
         sse.extend_from_slice(event_type.as_bytes());
         sse.extend_from_slice(b"\ndata: ");
@@ -49,8 +50,14 @@ impl Encoded {
         sse.push(b'\n');
         let (mut epoch, mut seq) = (0, 0);
         if let Some((session, e, s)) = position {
-            use std::io::Write;
-            let _ = writeln!(sse, "id: {session}:{e}:{s}");
+            // written by hand: `write!` costs more than the rest of the framing together
+            sse.extend_from_slice(b"id: ");
+            sse.extend_from_slice(session.as_bytes());
+            sse.push(b':');
+            push_decimal(&mut sse, e);
+            sse.push(b':');
+            push_decimal(&mut sse, s);
+            sse.push(b'\n');
             (epoch, seq) = (e, s);
         }
         sse.push(b'\n');
@@ -85,16 +92,38 @@ impl Encoded {
     }
 }
 
+/// Appends `n` in decimal.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
 /// The total order of positions: epoch-major, as the reference relay's
 /// `epoch * 2^40 + seq`.
 fn position(epoch: u64, seq: i128) -> i128 {
     (i128::from(epoch) << 40) + seq
 }
 
-#[derive(Debug, Default)]
+/// Session names and dedupe digests are chosen on the wire: a seeded hasher, and
+/// foldhash rather than SipHash because both are looked up once per ingested event.
+type Hasher = foldhash::fast::RandomState;
+
+#[derive(Debug)]
 struct Session {
+    /// The map's key, shared.
+    name: Arc<str>,
     events: VecDeque<Arc<Encoded>>,
-    ids: HashSet<u128>,
+    ids: HashSet<u128, Hasher>,
+    /// The store's tick when last written; 0 before the first write.
     touched: u64,
 }
 
@@ -119,7 +148,7 @@ pub(crate) struct Admission {
 /// All session buffers, least recently written evicted first.
 #[derive(Debug)]
 pub(crate) struct Store {
-    sessions: HashMap<Arc<str>, Session>,
+    sessions: HashMap<Arc<str>, Session, Hasher>,
     recency: BTreeMap<u64, Arc<str>>,
     tick: u64,
     buffer: usize,
@@ -129,7 +158,7 @@ pub(crate) struct Store {
 impl Store {
     pub(crate) fn new(buffer: usize, max_sessions: usize) -> Store {
         Store {
-            sessions: HashMap::new(),
+            sessions: HashMap::default(),
             recency: BTreeMap::new(),
             tick: 0,
             buffer,
@@ -145,33 +174,39 @@ impl Store {
     /// Buffers one event of `session`; not admitted when `(source, id)` is already held.
     pub(crate) fn admit(&mut self, session: &str, event: Arc<Encoded>) -> Admission {
         let mut evicted = None;
-        self.tick += 1;
-        let tick = self.tick;
-        let name: Arc<str> = match self.sessions.get_key_value(session) {
-            Some((name, _)) => name.clone(),
-            None => {
-                if self.sessions.len() >= self.max_sessions.max(1) {
-                    if let Some((_, oldest)) = self.recency.pop_first() {
-                        self.sessions.remove(&oldest);
-                        evicted = Some(oldest);
-                    }
+        if !self.sessions.contains_key(session) {
+            if self.sessions.len() >= self.max_sessions.max(1) {
+                if let Some((_, oldest)) = self.recency.pop_first() {
+                    self.sessions.remove(&oldest);
+                    evicted = Some(oldest);
                 }
-                let name: Arc<str> = Arc::from(session);
-                self.sessions.insert(name.clone(), Session::default());
-                name
             }
-        };
-        let Some(s) = self.sessions.get_mut(&name) else {
+            let name: Arc<str> = Arc::from(session);
+            let held = Session {
+                name: name.clone(),
+                events: VecDeque::new(),
+                ids: HashSet::default(),
+                touched: 0,
+            };
+            self.sessions.insert(name, held);
+        }
+        let Some(s) = self.sessions.get_mut(session) else {
             return Admission {
                 admitted: false,
                 evicted,
             };
         };
         // refreshed on every write, duplicates included: eviction drops the session
-        // written least recently, never an active one
-        self.recency.remove(&s.touched);
-        s.touched = tick;
-        self.recency.insert(tick, name);
+        // written least recently, never an active one. A session that is already the
+        // most recent keeps its place (the same order, without two tree updates per event)
+        if s.touched == 0 || s.touched != self.tick {
+            self.tick += 1;
+            if s.touched != 0 {
+                self.recency.remove(&s.touched);
+            }
+            s.touched = self.tick;
+            self.recency.insert(self.tick, s.name.clone());
+        }
         if !s.ids.insert(event.key) {
             return Admission {
                 admitted: false,
@@ -305,6 +340,15 @@ mod tests {
             .map(|p| p.session.to_string())
             .collect();
         assert_eq!(order, vec!["a", "c"]);
+    }
+
+    #[test]
+    fn positions_are_written_in_decimal() {
+        for n in [0, 7, 10, 99, 1_000_001, u64::MAX] {
+            let mut out = Vec::new();
+            push_decimal(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+        }
     }
 
     #[test]
