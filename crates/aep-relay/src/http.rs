@@ -18,7 +18,7 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::hub::{parse_event, Hub, Incoming, LineError, ReplayAsk};
+use crate::hub::{parse_line, Hub, Incoming, LineError, ReplayAsk};
 use crate::outbox::{Binding, Drain, End, Piece};
 use crate::proto::{self, Filter};
 
@@ -228,8 +228,9 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
             let run = std::mem::take(&mut segment);
             // past the limit the batch is refused anyway: counted, not parsed
             if lines <= hub.config.max_batch {
+                let hub = hub.clone();
                 segments.push(tokio::task::spawn_blocking(move || {
-                    parse_segment(first, &run)
+                    parse_segment(&hub, first, &run)
                 }));
             }
         }
@@ -243,7 +244,7 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
             &json!({ "error": "too-many-events", "max": hub.config.max_batch, "count": total }),
         );
     }
-    let last = parse_segment(lines, &segment);
+    let last = parse_segment(&hub, lines, &segment);
     drop(segment);
     let mut runs = Vec::with_capacity(segments.len() + 1);
     for task in segments {
@@ -291,13 +292,17 @@ struct Parsed {
 
 /// Parses a run of lines that starts at line `first` of the batch. Once a line fails,
 /// nothing more is kept: the batch is refused; only a later non-JSON line still matters.
-fn parse_run<'a>(first: usize, lines: impl ExactSizeIterator<Item = &'a [u8]>) -> Parsed {
+fn parse_run<'a>(
+    first: usize,
+    keep: bool,
+    lines: impl ExactSizeIterator<Item = &'a [u8]>,
+) -> Parsed {
     let mut out = Parsed {
         events: Vec::with_capacity(lines.len()),
         ..Parsed::default()
     };
     for (i, line) in lines.enumerate() {
-        match parse_event(line) {
+        match parse_line(line, keep) {
             Ok(incoming) if out.invalid.is_none() => out.events.push(incoming),
             Ok(_) => {}
             Err(LineError::Json(detail)) => {
@@ -320,8 +325,10 @@ fn parse_run<'a>(first: usize, lines: impl ExactSizeIterator<Item = &'a [u8]>) -
 /// thread, small enough that a 10,000-line batch spreads over the cores.
 const SEGMENT: usize = 2048;
 
-fn parse_segment(first: usize, lines: &[Bytes]) -> Parsed {
-    parse_run(first, lines.iter().map(|l| &l[..]))
+fn parse_segment(hub: &Hub, first: usize, lines: &[Bytes]) -> Parsed {
+    // read per segment: a subscriber arriving later is served by fan-out parsing again
+    let keep = hub.is_listened_to();
+    parse_run(first, keep, lines.iter().map(|l| &l[..]))
 }
 
 /// The batch's events in line order, or why it is refused.
@@ -554,5 +561,38 @@ fn write_piece(chunk: &mut BytesMut, piece: Piece) -> bool {
             true
         }
         Piece::End(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(ndjson: bool, chunks: &[&str]) -> Vec<String> {
+        let mut split = Splitter::new(ndjson);
+        let mut out = Vec::new();
+        for chunk in chunks {
+            split.push(Bytes::copy_from_slice(chunk.as_bytes()), &mut out);
+        }
+        split.finish(&mut out);
+        out.iter()
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn lines_are_cut_across_chunk_boundaries_and_blank_lines_skipped() {
+        assert_eq!(
+            split(true, &["{\"a\":1}\n{\"b\"", ":2}\n  \n", "\n{\"c\":3}"]),
+            vec!["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"]
+        );
+        assert_eq!(split(true, &["{\"a\"", ":1", "}\n"]), vec!["{\"a\":1}"]);
+        assert_eq!(split(true, &["\n\n", " "]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_json_body_is_one_event_whatever_its_line_breaks() {
+        assert_eq!(split(false, &["{\"a\":\n", "1}\n"]), vec!["{\"a\":\n1}\n"]);
+        assert_eq!(split(false, &[]), vec![""]);
     }
 }

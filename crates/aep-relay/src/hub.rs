@@ -7,7 +7,7 @@
 //! reaches a new subscriber exactly once: by replay or live, never both, never neither.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -40,7 +40,10 @@ pub(crate) fn encode(event: &Event, json: &[u8]) -> Encoded {
 /// One accepted event, parsed once and framed once.
 #[derive(Debug)]
 pub(crate) struct Incoming {
-    pub(crate) event: Event,
+    /// The parsed event; `None` only for a buffered event parsed while nobody listened
+    /// (fan-out then parses it again, should a subscriber have come in meanwhile). Boxed:
+    /// a batch holds its events in a list, which should stay small.
+    pub(crate) event: Option<Box<Event>>,
     pub(crate) encoded: Arc<Encoded>,
     pub(crate) disposition: Disposition,
 }
@@ -54,10 +57,27 @@ pub(crate) enum LineError {
     Invalid(String),
 }
 
+impl Incoming {
+    /// The session an event is buffered under.
+    fn session(&self) -> Option<&str> {
+        match &self.event {
+            Some(event) => event.session(),
+            None => self.encoded.session(),
+        }
+    }
+}
+
+/// Parses and checks one event line or body, keeping the parsed event.
+pub(crate) fn parse_event(raw: &[u8]) -> Result<Incoming, LineError> {
+    parse_line(raw, true)
+}
+
 /// Parses and checks one event line or body. Raw line breaks (insignificant whitespace in
 /// JSON: strings cannot hold them) are removed so the event fits one SSE `data:` line;
-/// every other byte is forwarded as received.
-pub(crate) fn parse_event(raw: &[u8]) -> Result<Incoming, LineError> {
+/// every other byte is forwarded as received. Unless `keep`, a buffered event's parsed
+/// form is dropped at once: with nobody listening only its bytes are needed, and a large
+/// batch then never holds every parsed event at the same time.
+pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> {
     let owned;
     let json: &[u8] = if memchr::memchr2(b'\n', b'\r', raw).is_some() {
         owned = raw
@@ -79,6 +99,7 @@ pub(crate) fn parse_event(raw: &[u8]) -> Result<Incoming, LineError> {
     })?;
     let disposition = proto::check_envelope(&event).map_err(LineError::Invalid)?;
     let encoded = Arc::new(encode(&event, json));
+    let event = (keep || disposition != Disposition::Buffered).then(|| Box::new(event));
     Ok(Incoming {
         event,
         encoded,
@@ -168,6 +189,8 @@ pub(crate) struct Hub {
     state: Mutex<State>,
     started: Instant,
     next_id: AtomicU64,
+    /// Live subscriptions, readable without the lock.
+    listening: AtomicUsize,
     shutting_down: AtomicBool,
     journal: Option<Journal>,
 }
@@ -189,6 +212,7 @@ impl Hub {
             }),
             started: Instant::now(),
             next_id: AtomicU64::new(1),
+            listening: AtomicUsize::new(0),
             shutting_down: AtomicBool::new(false),
             journal,
         })
@@ -224,6 +248,11 @@ impl Hub {
         )
     }
 
+    /// Whether any live subscription exists now; ingest keeps parsed events only then.
+    pub(crate) fn is_listened_to(&self) -> bool {
+        self.listening.load(Ordering::Acquire) > 0
+    }
+
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
     }
@@ -244,7 +273,7 @@ impl Hub {
                     Disposition::Command => self.route(&mut st, incoming, from_conn),
                     Disposition::Live => true,
                     Disposition::Buffered => {
-                        if let Some(session) = incoming.event.session() {
+                        if let Some(session) = incoming.session() {
                             if let Some(conn) = from_conn.and_then(|c| st.conns.get_mut(&c)) {
                                 if !conn.sessions.iter().any(|s| s == session) {
                                     conn.sessions.push(session.to_owned());
@@ -277,13 +306,23 @@ impl Hub {
             if !go {
                 continue;
             }
-            let severity = incoming.event.severity();
+            let parsed_again;
+            let event = match &incoming.event {
+                Some(event) => event,
+                None => match Event::from_slice(&incoming.encoded.json()) {
+                    Ok(event) => {
+                        parsed_again = Box::new(event);
+                        &parsed_again
+                    }
+                    Err(_) => continue,
+                },
+            };
+            let severity = event.severity();
             for (sub, run) in subs.iter().zip(runs.iter_mut()) {
-                if sub.outbox.is_closed() || !sub.filter.matches(&incoming.event) {
+                if sub.outbox.is_closed() || !sub.filter.matches(event) {
                     continue;
                 }
-                let bytes =
-                    outbox::render(&incoming.encoded, &incoming.event, sub.capture, sub.binding);
+                let bytes = outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
                 // decided synchronously unless the reader must first be waited for
                 if let Err(bytes) = sub.outbox.offer_now(run, bytes, severity) {
                     sub.outbox.offer(run, bytes, severity).await;
@@ -298,7 +337,10 @@ impl Hub {
     /// Routes a command to exactly one target (AEP-0004 §4); `true` when it is then fanned
     /// out for audit. Refusals answer the sender with a cause-correlated `error` frame.
     fn route(&self, st: &mut State, incoming: &Incoming, from_conn: Option<u64>) -> bool {
-        let event = &incoming.event;
+        // a command is never buffered, so its parsed form is always kept
+        let Some(event) = &incoming.event else {
+            return false;
+        };
         let session = event.session().unwrap_or_default();
         let refuse = |st: &State, code: ErrorCode, detail: String| {
             tracing::debug!(code = code.as_str(), session, "command refused");
@@ -430,12 +472,15 @@ impl Hub {
             }));
             st.subs = Arc::new(subs);
         }
+        self.listening.store(st.subs.len(), Ordering::Release);
         id
     }
 
     /// Removes one subscription by hub id (an SSE stream that ended).
     pub(crate) fn unsubscribe(&self, id: u64) {
-        remove_sub(&mut self.lock(), id);
+        let mut st = self.lock();
+        remove_sub(&mut st, id);
+        self.listening.store(st.subs.len(), Ordering::Release);
     }
 
     /// Removes a WebSocket subscription by its client id; `false` when there was none.
@@ -445,6 +490,7 @@ impl Hub {
             return false;
         };
         remove_sub(&mut st, id);
+        self.listening.store(st.subs.len(), Ordering::Release);
         true
     }
 
@@ -483,6 +529,7 @@ impl Hub {
                 remove_sub(&mut st, id);
             }
         }
+        self.listening.store(st.subs.len(), Ordering::Release);
     }
 
     /// The live claim snapshot (AEP-0003 §4.1): one entry per (connection, session),
@@ -593,5 +640,46 @@ fn truthy(v: &Value) -> bool {
         Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
         Value::String(s) => !s.is_empty(),
         _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outbox::{Drain, Piece};
+
+    const LINE: &[u8] = br#"{"aep":"0.1","id":"01J0000000000000000000000A","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://t/agent/a","agent":"a","session":"s1","seq":3,"severity":"notice","data":{}}"#;
+
+    #[tokio::test]
+    async fn an_event_parsed_while_nobody_listened_still_reaches_a_new_subscriber() {
+        let hub = Hub::new(RelayConfig::default()).unwrap();
+        assert!(!hub.is_listened_to());
+        let incoming = parse_line(LINE, hub.is_listened_to()).unwrap();
+        assert!(incoming.event.is_none());
+        assert_eq!(incoming.session(), Some("s1"));
+        // a subscriber arrives between parsing and ingest
+        let (outbox, rx) = hub.outbox();
+        let filter = proto::parse_filter(&json!({ "session": "s1" })).unwrap();
+        let ask = ReplayAsk::default();
+        hub.subscribe(
+            &outbox,
+            Binding::Sse,
+            None,
+            filter,
+            None,
+            ask,
+            None,
+            None,
+            true,
+        );
+        assert!(hub.is_listened_to());
+        hub.ingest(std::slice::from_ref(&incoming), None).await;
+        let mut drain = Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60));
+        match drain.try_next() {
+            Some(Piece::Data(bytes)) => assert_eq!(bytes, incoming.encoded.sse()),
+            other => panic!("expected the event, got {other:?}"),
+        }
+        // and it was buffered under its session
+        assert_eq!(hub.lock().store.replay("s1", 0, -1).events.len(), 1);
     }
 }

@@ -566,4 +566,29 @@ mod tests {
         assert_eq!(reader.await.unwrap(), 500);
         assert_eq!(outbox.dropped(), 0);
     }
+
+    #[tokio::test]
+    async fn a_run_goes_out_in_order_in_pieces_of_bounded_size() {
+        let (outbox, mut drain) = outbox(1 << 20, 8 << 20);
+        let mut run = Run::default();
+        for i in 0..300u32 {
+            let bytes = Bytes::from(i.to_string());
+            assert_eq!(
+                outbox.offer_now(&mut run, bytes, Severity::Info).ok(),
+                Some(Delivery::Queued)
+            );
+        }
+        // the first 256 were queued as one run; the rest waits for the flush
+        let mut got = Vec::new();
+        while let Some(Piece::Data(b)) = drain.try_next() {
+            got.push(String::from_utf8_lossy(&b).into_owned());
+        }
+        assert_eq!(got.len(), 256);
+        outbox.flush(&mut run);
+        while let Some(Piece::Data(b)) = drain.try_next() {
+            got.push(String::from_utf8_lossy(&b).into_owned());
+        }
+        let want: Vec<String> = (0..300).map(|i| i.to_string()).collect();
+        assert_eq!(got, want);
+    }
 }

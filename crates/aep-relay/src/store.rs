@@ -18,6 +18,9 @@ pub(crate) struct Encoded {
     sse: Bytes,
     data_at: u32,
     data_len: u32,
+    /// Where the session name sits in the `id:` line (length 0: no position).
+    session_at: u32,
+    session_len: u32,
     pub(crate) epoch: u64,
     pub(crate) seq: u64,
     key: u128,
@@ -49,9 +52,11 @@ impl Encoded {
         sse.extend_from_slice(json);
         sse.push(b'\n');
         let (mut epoch, mut seq) = (0, 0);
+        let (mut session_at, mut session_len) = (0, 0);
         if let Some((session, e, s)) = position {
             // written by hand: `write!` costs more than the rest of the framing together
             sse.extend_from_slice(b"id: ");
+            (session_at, session_len) = (sse.len(), session.len());
             sse.extend_from_slice(session.as_bytes());
             sse.push(b':');
             push_decimal(&mut sse, e);
@@ -65,6 +70,8 @@ impl Encoded {
             sse: Bytes::from(sse),
             data_at: u32::try_from(data_at).unwrap_or(u32::MAX),
             data_len: u32::try_from(json.len()).unwrap_or(u32::MAX),
+            session_at: u32::try_from(session_at).unwrap_or(u32::MAX),
+            session_len: u32::try_from(session_len).unwrap_or(0),
             epoch,
             seq,
             key: dedupe_key(source, id),
@@ -80,6 +87,16 @@ impl Encoded {
     pub(crate) fn json(&self) -> Bytes {
         let at = self.data_at as usize;
         self.sse.slice(at..at + self.data_len as usize)
+    }
+
+    /// The session of a positioned event, read back from its `id:` line.
+    pub(crate) fn session(&self) -> Option<&str> {
+        if self.session_len == 0 {
+            return None;
+        }
+        let at = self.session_at as usize;
+        let bytes = self.sse.get(at..at + self.session_len as usize)?;
+        std::str::from_utf8(bytes).ok()
     }
 
     /// Bytes held for this event, for memory accounting.
@@ -359,5 +376,6 @@ mod tests {
             &e.sse()[..],
             b"event: progress.status\ndata: {\"id\":\"x\"}\nid: s:1:7\n\n"
         );
+        assert_eq!(e.session(), Some("s"));
     }
 }
