@@ -43,8 +43,12 @@ impl Encoded {
         source: &str,
         id: &str,
     ) -> Encoded {
-        let id_len = position.map_or(0, |(session, _, _)| session.len() + 48);
-        let mut sse = Vec::with_capacity(json.len() + event_type.len() + 11 + id_len);
+        // the exact size: a full buffer becomes `Bytes` without a separate shared header
+        // until the first clone, and an event nobody reads never gets one
+        let id_len = position.map_or(0, |(session, e, s)| {
+            session.len() + decimal_len(e) + decimal_len(s) + 7
+        });
+        let mut sse = Vec::with_capacity(json.len() + event_type.len() + 16 + id_len);
         sse.extend_from_slice(b"event: ");
         sse.extend_from_slice(event_type.as_bytes());
         sse.extend_from_slice(b"\ndata: ");
@@ -66,6 +70,11 @@ impl Encoded {
             (epoch, seq) = (e, s);
         }
         sse.push(b'\n');
+        debug_assert_eq!(
+            sse.len(),
+            sse.capacity(),
+            "the frame size is computed exactly"
+        );
         Encoded {
             sse: Bytes::from(sse),
             data_at: u32::try_from(data_at).unwrap_or(u32::MAX),
@@ -107,6 +116,11 @@ impl Encoded {
     fn position(&self) -> i128 {
         position(self.epoch, i128::from(self.seq))
     }
+}
+
+/// Digits of `n` in decimal.
+fn decimal_len(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
 /// Appends `n` in decimal.
@@ -365,6 +379,7 @@ mod tests {
             let mut out = Vec::new();
             push_decimal(&mut out, n);
             assert_eq!(out, n.to_string().into_bytes());
+            assert_eq!(decimal_len(n), out.len());
         }
     }
 
