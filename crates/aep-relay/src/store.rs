@@ -18,7 +18,8 @@ pub(crate) struct Encoded {
     sse: Bytes,
     data_at: u32,
     data_len: u32,
-    /// Where the session name sits in the `id:` line (length 0: no position).
+    /// Where the session name sits in the `id:` line (0: no position; the frame starts
+    /// with `event:`, so a session never sits at 0, and an empty name stays an answer).
     session_at: u32,
     session_len: u32,
     pub(crate) epoch: u64,
@@ -80,7 +81,7 @@ impl Encoded {
             data_at: u32::try_from(data_at).unwrap_or(u32::MAX),
             data_len: u32::try_from(json.len()).unwrap_or(u32::MAX),
             session_at: u32::try_from(session_at).unwrap_or(u32::MAX),
-            session_len: u32::try_from(session_len).unwrap_or(0),
+            session_len: u32::try_from(session_len).unwrap_or(u32::MAX),
             epoch,
             seq,
             key: dedupe_key(source, id),
@@ -100,7 +101,7 @@ impl Encoded {
 
     /// The session of a positioned event, read back from its `id:` line.
     pub(crate) fn session(&self) -> Option<&str> {
-        if self.session_len == 0 {
+        if self.session_at == 0 {
             return None;
         }
         let at = self.session_at as usize;
@@ -392,5 +393,8 @@ mod tests {
             b"event: progress.status\ndata: {\"id\":\"x\"}\nid: s:1:7\n\n"
         );
         assert_eq!(e.session(), Some("s"));
+        let unnamed = Encoded::new(b"{}", "t.x", Some(("", 0, 1)), "src", "i");
+        assert_eq!(unnamed.session(), Some(""));
+        assert_eq!(Encoded::new(b"{}", "t.x", None, "src", "i").session(), None);
     }
 }
