@@ -44,7 +44,7 @@ pub(crate) struct Incoming {
     /// (fan-out then parses it again, should a subscriber have come in meanwhile). Boxed:
     /// a batch holds its events in a list, which should stay small.
     pub(crate) event: Option<Box<Event>>,
-    pub(crate) encoded: Arc<Encoded>,
+    pub(crate) encoded: Encoded,
     pub(crate) disposition: Disposition,
 }
 
@@ -98,7 +98,7 @@ pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> 
         }
     })?;
     let disposition = proto::check_envelope(&event).map_err(LineError::Invalid)?;
-    let encoded = Arc::new(encode(&event, json));
+    let encoded = encode(&event, json);
     let event = (keep || disposition != Disposition::Buffered).then(|| Box::new(event));
     Ok(Incoming {
         event,

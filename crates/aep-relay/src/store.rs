@@ -11,8 +11,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-/// One event as the relay holds and sends it.
-#[derive(Debug)]
+/// One event as the relay holds and sends it. Held by value: a clone shares the frame
+/// (a reference count), so no separate allocation wraps it.
+#[derive(Debug, Clone)]
 pub(crate) struct Encoded {
     /// `event: {type}\ndata: {json}\n[id: {s}:{e}:{q}\n]\n`.
     sse: Bytes,
@@ -153,7 +154,7 @@ type Hasher = foldhash::fast::RandomState;
 struct Session {
     /// The map's key, shared.
     name: Arc<str>,
-    events: VecDeque<Arc<Encoded>>,
+    events: VecDeque<Encoded>,
     ids: HashSet<u128, Hasher>,
     /// The store's tick when last written; 0 before the first write.
     touched: u64,
@@ -165,7 +166,7 @@ pub(crate) struct ReplayPart {
     pub(crate) session: Arc<str>,
     /// The earliest held position, when the request predates it (the gap to declare).
     pub(crate) exhausted: Option<(u64, u64)>,
-    pub(crate) events: Vec<Arc<Encoded>>,
+    pub(crate) events: Vec<Encoded>,
 }
 
 /// What [`Store::admit`] did.
@@ -204,7 +205,7 @@ impl Store {
     }
 
     /// Buffers one event of `session`; not admitted when `(source, id)` is already held.
-    pub(crate) fn admit(&mut self, session: &str, event: Arc<Encoded>) -> Admission {
+    pub(crate) fn admit(&mut self, session: &str, event: Encoded) -> Admission {
         let mut evicted = None;
         if !self.sessions.contains_key(session) {
             if self.sessions.len() >= self.max_sessions.max(1) {
@@ -315,14 +316,14 @@ impl Store {
 mod tests {
     use super::*;
 
-    fn ev(id: &str, epoch: u64, seq: u64) -> Arc<Encoded> {
-        Arc::new(Encoded::new(
+    fn ev(id: &str, epoch: u64, seq: u64) -> Encoded {
+        Encoded::new(
             format!(r#"{{"id":"{id}"}}"#).as_bytes(),
             "progress.status",
             Some(("s", epoch, seq)),
             "src",
             id,
-        ))
+        )
     }
 
     #[test]
