@@ -192,8 +192,9 @@ impl Drop for Relay {
         // SIGTERM first: the relay exits cleanly (and a wrapping profiler writes its file)
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
+            .stderr(Stdio::null())
             .status();
-        let deadline = Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_secs(20);
         while self.alive() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(50));
         }
