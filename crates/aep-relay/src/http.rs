@@ -331,7 +331,7 @@ const SEGMENT: usize = 2048;
 
 fn parse_segment(hub: &Hub, first: usize, lines: &[Bytes]) -> Parsed {
     // read per segment: a subscriber arriving later is served by fan-out parsing again
-    let keep = hub.is_listened_to();
+    let keep = hub.needs_parsed();
     parse_run(first, keep, lines.iter().map(|l| &l[..]))
 }
 

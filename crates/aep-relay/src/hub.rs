@@ -34,15 +34,17 @@ pub(crate) fn encode(event: &Event, json: &[u8]) -> Encoded {
         position,
         event.source(),
         event.id(),
+        event.severity(),
     )
 }
 
 /// One accepted event, parsed once and framed once.
 #[derive(Debug)]
 pub(crate) struct Incoming {
-    /// The parsed event; `None` only for a buffered event parsed while nobody listened
-    /// (fan-out then parses it again, should a subscriber have come in meanwhile). Boxed:
-    /// a batch holds its events in a list, which should stay small.
+    /// The parsed event; `None` only for a buffered event parsed while no subscription
+    /// needed it (none, or all matching on the session alone: fan-out reads that from the
+    /// frame, and parses again should another kind have come in meanwhile). Boxed: a
+    /// batch holds its events in a list, which should stay small.
     pub(crate) event: Option<Box<Event>>,
     pub(crate) encoded: Encoded,
     pub(crate) disposition: Disposition,
@@ -75,7 +77,7 @@ pub(crate) fn parse_event(raw: &[u8]) -> Result<Incoming, LineError> {
 /// Parses and checks one event line or body. Raw line breaks (insignificant whitespace in
 /// JSON: strings cannot hold them) are removed so the event fits one SSE `data:` line;
 /// every other byte is forwarded as received. Unless `keep`, a buffered event's parsed
-/// form is dropped at once: with nobody listening only its bytes are needed, and a large
+/// form is dropped at once: when no subscription needs it only its bytes are, and a large
 /// batch then never holds every parsed event at the same time.
 pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> {
     let owned;
@@ -189,8 +191,9 @@ pub(crate) struct Hub {
     state: Mutex<State>,
     started: Instant,
     next_id: AtomicU64,
-    /// Live subscriptions, readable without the lock.
-    listening: AtomicUsize,
+    /// Live subscriptions that need each event parsed (a filter on more than the session,
+    /// or a capture ceiling), readable without the lock.
+    parsing: AtomicUsize,
     shutting_down: AtomicBool,
     journal: Option<Journal>,
 }
@@ -212,7 +215,7 @@ impl Hub {
             }),
             started: Instant::now(),
             next_id: AtomicU64::new(1),
-            listening: AtomicUsize::new(0),
+            parsing: AtomicUsize::new(0),
             shutting_down: AtomicBool::new(false),
             journal,
         })
@@ -248,9 +251,19 @@ impl Hub {
         )
     }
 
-    /// Whether any live subscription exists now; ingest keeps parsed events only then.
-    pub(crate) fn is_listened_to(&self) -> bool {
-        self.listening.load(Ordering::Acquire) > 0
+    /// Whether a live subscription needs parsed events now; ingest keeps them only then.
+    pub(crate) fn needs_parsed(&self) -> bool {
+        self.parsing.load(Ordering::Acquire) > 0
+    }
+
+    /// Recounts the subscriptions that need parsed events, after the list changed.
+    fn count_parsing(&self, st: &State) {
+        let n = st
+            .subs
+            .iter()
+            .filter(|s| s.capture.is_some() || proto::session_verdict(&s.filter).is_none())
+            .count();
+        self.parsing.store(n, Ordering::Release);
     }
 
     pub(crate) fn is_shutting_down(&self) -> bool {
@@ -306,20 +319,35 @@ impl Hub {
             if !go {
                 continue;
             }
-            let parsed_again;
-            let event = match &incoming.event {
-                Some(event) => event,
-                None => match Event::from_slice(&incoming.encoded.json()) {
-                    Ok(event) => {
-                        parsed_again = Box::new(event);
-                        &parsed_again
-                    }
-                    Err(_) => continue,
-                },
-            };
-            let severity = event.severity();
+            let severity = incoming.encoded.severity;
+            let mut parsed_again = None;
             for (sub, run) in subs.iter().zip(runs.iter_mut()) {
-                if sub.outbox.is_closed() || !sub.filter.matches(event) {
+                if sub.outbox.is_closed() {
+                    continue;
+                }
+                let event = match &incoming.event {
+                    Some(event) => Some(&**event),
+                    None => match (sub.capture, proto::session_verdict(&sub.filter)) {
+                        (None, Some(wanted)) => {
+                            // decided on the frame alone: the session is in its id line
+                            if wanted.is_none_or(|w| incoming.encoded.session() == Some(w)) {
+                                let bytes = outbox::pick(&incoming.encoded, sub.binding);
+                                if let Err(bytes) = sub.outbox.offer_now(run, bytes, severity) {
+                                    sub.outbox.offer(run, bytes, severity).await;
+                                }
+                            }
+                            continue;
+                        }
+                        _ => {
+                            if parsed_again.is_none() {
+                                parsed_again = Event::from_slice(&incoming.encoded.json()).ok();
+                            }
+                            parsed_again.as_ref()
+                        }
+                    },
+                };
+                let Some(event) = event else { continue };
+                if !sub.filter.matches(event) {
                     continue;
                 }
                 let bytes = outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
@@ -472,7 +500,7 @@ impl Hub {
             }));
             st.subs = Arc::new(subs);
         }
-        self.listening.store(st.subs.len(), Ordering::Release);
+        self.count_parsing(&st);
         id
     }
 
@@ -480,7 +508,7 @@ impl Hub {
     pub(crate) fn unsubscribe(&self, id: u64) {
         let mut st = self.lock();
         remove_sub(&mut st, id);
-        self.listening.store(st.subs.len(), Ordering::Release);
+        self.count_parsing(&st);
     }
 
     /// Removes a WebSocket subscription by its client id; `false` when there was none.
@@ -490,7 +518,7 @@ impl Hub {
             return false;
         };
         remove_sub(&mut st, id);
-        self.listening.store(st.subs.len(), Ordering::Release);
+        self.count_parsing(&st);
         true
     }
 
@@ -529,7 +557,7 @@ impl Hub {
                 remove_sub(&mut st, id);
             }
         }
-        self.listening.store(st.subs.len(), Ordering::Release);
+        self.count_parsing(&st);
     }
 
     /// The live claim snapshot (AEP-0003 §4.1): one entry per (connection, session),
@@ -650,35 +678,54 @@ mod tests {
 
     const LINE: &[u8] = br#"{"aep":"0.1","id":"01J0000000000000000000000A","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://t/agent/a","agent":"a","session":"s1","seq":3,"severity":"notice","data":{}}"#;
 
-    #[tokio::test]
-    async fn an_event_parsed_while_nobody_listened_still_reaches_a_new_subscriber() {
-        let hub = Hub::new(RelayConfig::default()).unwrap();
-        assert!(!hub.is_listened_to());
-        let incoming = parse_line(LINE, hub.is_listened_to()).unwrap();
-        assert!(incoming.event.is_none());
-        assert_eq!(incoming.session(), Some("s1"));
-        // a subscriber arrives between parsing and ingest
+    /// Subscribes a live SSE reader with `filter` and returns its drain.
+    fn reader(hub: &Hub, filter: Value) -> Drain {
         let (outbox, rx) = hub.outbox();
-        let filter = proto::parse_filter(&json!({ "session": "s1" })).unwrap();
-        let ask = ReplayAsk::default();
+        let filter = proto::parse_filter(&filter).unwrap();
         hub.subscribe(
             &outbox,
             Binding::Sse,
             None,
             filter,
             None,
-            ask,
+            ReplayAsk::default(),
             None,
             None,
             true,
         );
-        assert!(hub.is_listened_to());
-        hub.ingest(std::slice::from_ref(&incoming), None).await;
-        let mut drain = Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60));
+        Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60))
+    }
+
+    fn next_data(drain: &mut Drain) -> Option<Bytes> {
         match drain.try_next() {
-            Some(Piece::Data(bytes)) => assert_eq!(bytes, incoming.encoded.sse()),
-            other => panic!("expected the event, got {other:?}"),
+            Some(Piece::Data(bytes)) => Some(bytes),
+            _ => None,
         }
+    }
+
+    #[tokio::test]
+    async fn an_event_parsed_while_nobody_listened_still_reaches_a_new_subscriber() {
+        let hub = Hub::new(RelayConfig::default()).unwrap();
+        assert!(!hub.needs_parsed());
+        let incoming = parse_line(LINE, hub.needs_parsed()).unwrap();
+        assert!(incoming.event.is_none());
+        assert_eq!(incoming.session(), Some("s1"));
+        // subscribers arrive between parsing and ingest: the session alone is decided on
+        // the frame, anything else parses the event again
+        let mut by_session = reader(&hub, json!({ "session": "s1" }));
+        let mut other_session = reader(&hub, json!({ "session": "s2" }));
+        let mut everything = reader(&hub, json!({}));
+        assert!(!hub.needs_parsed());
+        let mut by_type = reader(&hub, json!({ "type": "progress.status", "session": "s1" }));
+        let mut other_type = reader(&hub, json!({ "type": "tool.started" }));
+        assert!(hub.needs_parsed());
+        hub.ingest(std::slice::from_ref(&incoming), None).await;
+        let sse = incoming.encoded.sse();
+        assert_eq!(next_data(&mut by_session), Some(sse.clone()));
+        assert_eq!(next_data(&mut everything), Some(sse.clone()));
+        assert_eq!(next_data(&mut by_type), Some(sse));
+        assert_eq!(next_data(&mut other_session), None);
+        assert_eq!(next_data(&mut other_type), None);
         // and it was buffered under its session
         assert_eq!(hub.lock().store.replay("s1", 0, -1).events.len(), 1);
     }

@@ -303,7 +303,8 @@ pub(crate) fn render(
     }
 }
 
-fn pick(encoded: &Encoded, binding: Binding) -> Bytes {
+/// The held frame of an event for a binding.
+pub(crate) fn pick(encoded: &Encoded, binding: Binding) -> Bytes {
     match binding {
         Binding::Sse => encoded.sse(),
         Binding::Ws => encoded.json(),
@@ -464,7 +465,8 @@ impl Drain {
                 continue;
             };
             cursor.event += 1;
-            let every = job.filter.is_empty() || proto::only_session(&job.filter, &part.session);
+            let every = proto::session_verdict(&job.filter)
+                .is_some_and(|w| w.is_none_or(|w| w == &*part.session));
             if every && job.capture.is_none() {
                 return Some(Piece::Data(pick(encoded, binding)));
             }

@@ -114,11 +114,15 @@ pub(crate) fn filter_session(filter: &Filter) -> Option<&str> {
     filter.as_map().get("session").and_then(Value::as_str)
 }
 
-/// Whether `filter` asks for nothing but `session` by equality, so that every event of
-/// that session's buffer matches without being parsed again (replay of `live=0` and of
-/// a `from` position).
-pub(crate) fn only_session(filter: &Filter, session: &str) -> bool {
-    filter.as_map().len() == 1 && filter_session(filter) == Some(session)
+/// What a filter asks of an event when the session is all it looks at: `Some(None)` for
+/// `{}` (everything), `Some(Some(s))` for `{"session": s}` alone (attr-match equality,
+/// AEP-0003 §6.2); `None` when deciding takes the parsed event.
+pub(crate) fn session_verdict(filter: &Filter) -> Option<Option<&str>> {
+    match filter.as_map().len() {
+        0 => Some(None),
+        1 => filter_session(filter).map(Some),
+        _ => None,
+    }
 }
 
 // ---- capture ----------------------------------------------------------------------

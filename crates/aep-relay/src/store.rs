@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
+use aep_core::Severity;
 use bytes::Bytes;
 
 /// One event as the relay holds and sends it. Held by value: a clone shares the frame
@@ -25,15 +26,18 @@ pub(crate) struct Encoded {
     session_len: u32,
     pub(crate) epoch: u64,
     pub(crate) seq: u64,
-    key: u128,
+    /// Two halves rather than a `u128`: 8-byte alignment keeps the struct at 88 bytes.
+    key: (u64, u64),
+    /// What backpressure may drop (AEP-0003 §8.4) without parsing the event again.
+    pub(crate) severity: Severity,
 }
 
 /// Digest of `(source, id)`: two 64-bit foldhash digests of the pair under independent
 /// fixed seeds (fixed, so a restored journal keys its events as before). foldhash rather
 /// than SipHash: this runs once per ingested event.
-fn dedupe_key(source: &str, id: &str) -> u128 {
+fn dedupe_key(source: &str, id: &str) -> (u64, u64) {
     let half = |seed: u64| foldhash::quality::FixedState::with_seed(seed).hash_one((source, id));
-    (u128::from(half(0x9e37_79b9_7f4a_7c15)) << 64) | u128::from(half(0xc2b2_ae3d_27d4_eb4f))
+    (half(0x9e37_79b9_7f4a_7c15), half(0xc2b2_ae3d_27d4_eb4f))
 }
 
 impl Encoded {
@@ -44,6 +48,7 @@ impl Encoded {
         position: Option<(&str, u64, u64)>,
         source: &str,
         id: &str,
+        severity: Severity,
     ) -> Encoded {
         // the exact size: a full buffer becomes `Bytes` without a separate shared header
         // until the first clone, and an event nobody reads never gets one
@@ -86,6 +91,7 @@ impl Encoded {
             epoch,
             seq,
             key: dedupe_key(source, id),
+            severity,
         }
     }
 
@@ -155,7 +161,7 @@ struct Session {
     /// The map's key, shared.
     name: Arc<str>,
     events: VecDeque<Encoded>,
-    ids: HashSet<u128, Hasher>,
+    ids: HashSet<(u64, u64), Hasher>,
     /// The store's tick when last written; 0 before the first write.
     touched: u64,
 }
@@ -323,6 +329,7 @@ mod tests {
             Some(("s", epoch, seq)),
             "src",
             id,
+            Severity::Info,
         )
     }
 
@@ -394,8 +401,11 @@ mod tests {
             b"event: progress.status\ndata: {\"id\":\"x\"}\nid: s:1:7\n\n"
         );
         assert_eq!(e.session(), Some("s"));
-        let unnamed = Encoded::new(b"{}", "t.x", Some(("", 0, 1)), "src", "i");
+        let unnamed = Encoded::new(b"{}", "t.x", Some(("", 0, 1)), "src", "i", Severity::Info);
         assert_eq!(unnamed.session(), Some(""));
-        assert_eq!(Encoded::new(b"{}", "t.x", None, "src", "i").session(), None);
+        assert_eq!(
+            Encoded::new(b"{}", "t.x", None, "src", "i", Severity::Info).session(),
+            None
+        );
     }
 }
