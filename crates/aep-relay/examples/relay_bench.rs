@@ -483,10 +483,11 @@ async fn main() {
             let r = replay_run(&mut relay, &o, severity).await;
             let peak = relay.peak_rss_kib();
             println!(
-                "{name:9} replay-{severity:6}: delivered {} of {} in {:.2} s; relay {}; peak RSS {}; buffered RSS {} per event for {:.0}-byte events{}{}",
+                "{name:9} replay-{severity:6}: delivered {} of {} in {:.3} s ({:.0} events/s); relay {}; peak RSS {}; buffered RSS {} per event for {:.0}-byte events{}{}",
                 r.delivered,
                 o.events,
                 r.secs,
+                r.delivered as f64 / r.secs.max(1e-9),
                 if r.alive { "alive" } else { "DIED" },
                 mib(peak),
                 r.rss_per_event
