@@ -18,7 +18,12 @@
 //! cargo build --release -p aep-relay --bin aep-relay --example relay_bench
 //! target/release/examples/relay_bench [--events 20000] [--batch 10000] [--runs 3]
 //!     [--relay-bin target/release/aep-relay] [--reference ../shared/tools/reference-relay.sh]
+//!     [--only live-notice,replay-info] [--stall 3] [--wrap "valgrind --tool=callgrind"]
 //! ```
+//!
+//! `--wrap` runs the Rust relay under a command (a profiler); the relay is stopped with
+//! SIGTERM, so it exits cleanly and the profiler writes its output. Callgrind Ir/event is
+//! the difference of two runs with different `--events`, divided by the difference.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -28,7 +33,6 @@ use futures::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::Message;
 
 const TOKEN: &str = "bench";
-const STALL: Duration = Duration::from_secs(3);
 
 #[derive(Debug, Clone)]
 struct Options {
@@ -37,6 +41,17 @@ struct Options {
     runs: usize,
     relay_bin: String,
     reference: Option<String>,
+    only: Option<Vec<String>>,
+    stall: Duration,
+    wrap: Vec<String>,
+}
+
+impl Options {
+    fn wants(&self, scenario: &str) -> bool {
+        self.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|s| s == scenario))
+    }
 }
 
 fn options() -> Options {
@@ -52,6 +67,9 @@ fn options() -> Options {
         runs: 3,
         relay_bin: default_bin,
         reference: Some("../shared/tools/reference-relay.sh".into()),
+        only: None,
+        stall: Duration::from_secs(3),
+        wrap: Vec::new(),
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     let mut i = 0;
@@ -63,6 +81,9 @@ fn options() -> Options {
             "--runs" => o.runs = value.parse().unwrap_or(o.runs),
             "--relay-bin" => o.relay_bin = value,
             "--reference" => o.reference = Some(value),
+            "--only" => o.only = Some(value.split(',').map(str::to_owned).collect()),
+            "--stall" => o.stall = Duration::from_secs_f64(value.parse().unwrap_or(3.0)),
+            "--wrap" => o.wrap = value.split_whitespace().map(str::to_owned).collect(),
             "--no-reference" => {
                 o.reference = None;
                 i -= 1;
@@ -87,8 +108,16 @@ struct Relay {
 }
 
 impl Relay {
-    fn rust(bin: &str) -> Relay {
-        let mut child = Command::new(bin)
+    fn rust(bin: &str, wrap: &[String]) -> Relay {
+        let mut command = match wrap.split_first() {
+            Some((program, args)) => {
+                let mut c = Command::new(program);
+                c.args(args).arg(bin);
+                c
+            }
+            None => Command::new(bin),
+        };
+        let mut child = command
             .args([
                 "--port",
                 "0",
@@ -160,6 +189,15 @@ impl Relay {
 
 impl Drop for Relay {
     fn drop(&mut self) {
+        // SIGTERM first: the relay exits cleanly (and a wrapping profiler writes its file)
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .stderr(Stdio::null())
+            .status();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while self.alive() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(50));
+        }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
@@ -200,12 +238,16 @@ async fn post_all(
 }
 
 /// Counts SSE `data:` lines until `want` arrived, the stream ended, or it stalled.
-async fn count_sse(mut response: reqwest::Response, want: usize) -> (usize, Instant, bool) {
+async fn count_sse(
+    mut response: reqwest::Response,
+    want: usize,
+    stall: Duration,
+) -> (usize, Instant, bool) {
     let mut n = 0;
     let mut carry = Vec::new();
     let mut last = Instant::now();
     loop {
-        match tokio::time::timeout(STALL, response.chunk()).await {
+        match tokio::time::timeout(stall, response.chunk()).await {
             Ok(Ok(Some(chunk))) => {
                 carry.extend_from_slice(&chunk);
                 let mut start = 0;
@@ -282,12 +324,13 @@ async fn live_run(url: &str, o: &Options, severity: &str) -> Outcome {
         .map(|i| event(&session, i, severity))
         .collect();
     let want = o.events;
-    let sse_task = tokio::spawn(count_sse(sse, want));
+    let stall = o.stall;
+    let sse_task = tokio::spawn(count_sse(sse, want, stall));
     let ws_task = tokio::spawn(async move {
         let mut n = 0;
         let mut last = Instant::now();
         loop {
-            match tokio::time::timeout(STALL, ws.next()).await {
+            match tokio::time::timeout(stall, ws.next()).await {
                 Ok(Some(Ok(Message::Text(t)))) => {
                     if t.as_str().starts_with(r#"{"aep""#) {
                         n += 1;
@@ -372,7 +415,7 @@ async fn replay_run(relay: &mut Relay, o: &Options, severity: &str) -> ReplayOut
     let filter = enc(&format!(r#"{{"session":"{session}"}}"#));
     let start = Instant::now();
     let response = open_sse(&client, &relay.url, &format!("live=0&filter={filter}")).await;
-    let (n, _, _) = count_sse(response, usize::MAX).await;
+    let (n, _, _) = count_sse(response, usize::MAX, o.stall).await;
     out.secs = start.elapsed().as_secs_f64();
     out.delivered = n;
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -399,13 +442,17 @@ async fn main() {
     );
     let mut targets: Vec<(&str, Starter)> = Vec::new();
     let bin = o.relay_bin.clone();
-    targets.push(("rust", Box::new(move || Relay::rust(&bin))));
+    let wrap = o.wrap.clone();
+    targets.push(("rust", Box::new(move || Relay::rust(&bin, &wrap))));
     if let Some(script) = o.reference.clone() {
         targets.push(("reference", Box::new(move || Relay::reference(&script))));
     }
     let mut rates: Vec<(String, String, f64)> = Vec::new();
     for (name, start) in &targets {
         for severity in ["notice", "info"] {
+            if !o.wants(&format!("live-{severity}")) {
+                continue;
+            }
             let relay = start();
             let mut runs = Vec::new();
             for _ in 0..o.runs {
@@ -429,14 +476,18 @@ async fn main() {
             );
         }
         for severity in ["notice", "info"] {
+            if !o.wants(&format!("replay-{severity}")) {
+                continue;
+            }
             let mut relay = start();
             let r = replay_run(&mut relay, &o, severity).await;
             let peak = relay.peak_rss_kib();
             println!(
-                "{name:9} replay-{severity:6}: delivered {} of {} in {:.2} s; relay {}; peak RSS {}; buffered RSS {} per event for {:.0}-byte events{}{}",
+                "{name:9} replay-{severity:6}: delivered {} of {} in {:.3} s ({:.0} events/s); relay {}; peak RSS {}; buffered RSS {} per event for {:.0}-byte events{}{}",
                 r.delivered,
                 o.events,
                 r.secs,
+                r.delivered as f64 / r.secs.max(1e-9),
                 if r.alive { "alive" } else { "DIED" },
                 mib(peak),
                 r.rss_per_event

@@ -18,7 +18,7 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::hub::{parse_event, Hub, Incoming, LineError, ReplayAsk};
+use crate::hub::{parse_line, Hub, Incoming, LineError, ReplayAsk};
 use crate::outbox::{Binding, Drain, End, Piece};
 use crate::proto::{self, Filter};
 
@@ -206,113 +206,200 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
         drain_rest(stream, max);
         return too_large();
     }
-    let mut buf = BytesMut::with_capacity(declared.unwrap_or(8192).min(max));
+    // lines are parsed while the rest of the body still arrives, a segment at a time on
+    // the blocking pool; each segment's bytes are released once it is parsed
+    let mut split = Splitter::new(ndjson);
+    let mut segment: Vec<Bytes> = Vec::new();
+    let mut segments: Vec<tokio::task::JoinHandle<Parsed>> = Vec::new();
+    let (mut received, mut lines) = (0usize, 0usize);
     while let Some(chunk) = stream.next().await {
         let Ok(chunk) = chunk else {
             return StatusCode::BAD_REQUEST.into_response();
         };
-        if buf.len() + chunk.len() > max {
+        received += chunk.len();
+        if received > max {
             drain_rest(stream, max);
             return too_large();
         }
-        buf.extend_from_slice(&chunk);
-    }
-    let body = buf.freeze();
-
-    let lines: Vec<&[u8]> = if ndjson {
-        // memchr finds the line breaks a word at a time, not a byte at a time
-        let mut start = 0;
-        memchr::memchr_iter(b'\n', &body)
-            .chain([body.len()])
-            .filter_map(|end| {
-                let line = body.get(start..end);
-                start = end + 1;
-                line.filter(|l| !l.trim_ascii().is_empty())
-            })
-            .collect()
-    } else {
-        vec![&body[..]]
-    };
-    if lines.len() > hub.config.max_batch {
-        // work is per event, not per byte: refused whole, nothing ingested
-        return json_response(
-            StatusCode::PAYLOAD_TOO_LARGE,
-            &json!({ "error": "too-many-events", "max": hub.config.max_batch, "count": lines.len() }),
-        );
-    }
-    let parsed = parse_lines(&body, lines).await;
-    if let Some(LineError::Json(detail)) = parsed.iter().find_map(|r| match r {
-        Err(e @ LineError::Json(_)) => Some(e),
-        _ => None,
-    }) {
-        return json_response(
-            StatusCode::BAD_REQUEST,
-            &json!({ "error": "invalid-json", "detail": detail }),
-        );
-    }
-    let mut batch = Vec::with_capacity(parsed.len());
-    for (line, result) in parsed.into_iter().enumerate() {
-        match result {
-            Ok(incoming) => batch.push(incoming),
-            Err(LineError::Invalid(detail) | LineError::Json(detail)) => {
-                // the batch is refused whole with the first failing line (AEP-0003 §3.2.3)
-                return json_response(
-                    StatusCode::BAD_REQUEST,
-                    &json!({ "error": "invalid-event", "line": line, "detail": detail }),
-                );
+        split.push(chunk, &mut segment);
+        if segment.len() >= SEGMENT {
+            let first = lines;
+            lines += segment.len();
+            let run = std::mem::take(&mut segment);
+            // past the limit the batch is refused anyway: counted, not parsed
+            if lines <= hub.config.max_batch {
+                let hub = hub.clone();
+                segments.push(tokio::task::spawn_blocking(move || {
+                    parse_segment(&hub, first, &run)
+                }));
             }
         }
     }
-    hub.ingest(&batch, None).await;
+    split.finish(&mut segment);
+    let total = lines + segment.len();
+    if total > hub.config.max_batch {
+        // work is per event, not per byte: refused whole, nothing ingested
+        return json_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &json!({ "error": "too-many-events", "max": hub.config.max_batch, "count": total }),
+        );
+    }
+    let last = parse_segment(&hub, lines, &segment);
+    drop(segment);
+    let mut runs = Vec::with_capacity(segments.len() + 1);
+    for task in segments {
+        runs.push(task.await.unwrap_or_else(|_| Parsed {
+            invalid: Some((0, "internal error while parsing".into())),
+            ..Parsed::default()
+        }));
+    }
+    runs.push(last);
+    let parts = match settle(runs) {
+        Ok(parts) => parts,
+        Err(Refusal::Json(detail)) => {
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                &json!({ "error": "invalid-json", "detail": detail }),
+            );
+        }
+        Err(Refusal::Invalid(line, detail)) => {
+            // the batch is refused whole with the first failing line (AEP-0003 §3.2.3)
+            return json_response(
+                StatusCode::BAD_REQUEST,
+                &json!({ "error": "invalid-event", "line": line, "detail": detail }),
+            );
+        }
+    };
+    hub.ingest(parts.iter().flatten(), None).await;
+    if parts.len() > 1 {
+        // freeing thousands of parsed events takes milliseconds: not ahead of the answer
+        tokio::task::spawn_blocking(move || drop(parts));
+    }
     StatusCode::ACCEPTED.into_response()
 }
 
-/// Lines of a large batch are parsed on the blocking pool, split across the cores: the
-/// work is CPU-bound and would otherwise hold one runtime worker for all of it.
-async fn parse_lines(body: &Bytes, lines: Vec<&[u8]>) -> Vec<Result<Incoming, LineError>> {
-    const PARALLEL_FROM: usize = 2048;
-    if lines.len() < PARALLEL_FROM {
-        return lines.iter().map(|l| parse_event(l)).collect();
+/// Why a batch is refused: a line that is not JSON anywhere in it wins over the first
+/// line that is JSON but not an acceptable event.
+#[derive(Debug)]
+enum Refusal {
+    Json(String),
+    Invalid(usize, String),
+}
+
+/// What one run of lines parsed to: the events, or its first refusal of each kind.
+#[derive(Debug, Default)]
+struct Parsed {
+    events: Vec<Incoming>,
+    json: Option<String>,
+    invalid: Option<(usize, String)>,
+}
+
+/// Parses a run of lines that starts at line `first` of the batch. Once a line fails,
+/// nothing more is kept: the batch is refused; only a later non-JSON line still matters.
+fn parse_run<'a>(
+    first: usize,
+    keep: bool,
+    lines: impl ExactSizeIterator<Item = &'a [u8]>,
+) -> Parsed {
+    let mut out = Parsed {
+        events: Vec::with_capacity(lines.len()),
+        ..Parsed::default()
+    };
+    for (i, line) in lines.enumerate() {
+        match parse_line(line, keep) {
+            Ok(incoming) if out.invalid.is_none() => out.events.push(incoming),
+            Ok(_) => {}
+            Err(LineError::Json(detail)) => {
+                out.json = Some(detail);
+                out.events = Vec::new();
+                break;
+            }
+            Err(LineError::Invalid(detail)) => {
+                if out.invalid.is_none() {
+                    out.invalid = Some((first + i, detail));
+                    out.events = Vec::new();
+                }
+            }
+        }
     }
-    // owned ranges, so the blocking task needs no borrow of the request
-    let base = body.as_ptr() as usize;
-    let ranges: Vec<(usize, usize)> = lines
-        .iter()
-        .map(|l| (l.as_ptr() as usize - base, l.len()))
-        .collect();
-    let body = body.clone();
-    let task = tokio::task::spawn_blocking(move || {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let per = ranges.len().div_ceil(threads.max(1));
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = ranges
-                .chunks(per.max(1))
-                .map(|chunk| {
-                    let body = &body;
-                    scope.spawn(move || {
-                        chunk
-                            .iter()
-                            .map(|&(at, len)| parse_event(&body[at..at + len]))
-                            .collect::<Vec<_>>()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .flat_map(|h| match h.join() {
-                    Ok(part) => part,
-                    Err(_) => vec![Err(LineError::Invalid(
-                        "internal error while parsing".into(),
-                    ))],
-                })
-                .collect()
-        })
-    });
-    task.await.unwrap_or_else(|_| {
-        vec![Err(LineError::Invalid(
-            "internal error while parsing".into(),
-        ))]
-    })
+    out
+}
+
+/// Lines per parsing segment: big enough that a segment outweighs handing it to another
+/// thread, small enough that a 10,000-line batch spreads over the cores.
+const SEGMENT: usize = 2048;
+
+fn parse_segment(hub: &Hub, first: usize, lines: &[Bytes]) -> Parsed {
+    // read per segment: a subscriber arriving later is served by fan-out parsing again
+    let keep = hub.needs_parsed();
+    parse_run(first, keep, lines.iter().map(|l| &l[..]))
+}
+
+/// The batch's events in line order, or why it is refused.
+fn settle(runs: Vec<Parsed>) -> Result<Vec<Vec<Incoming>>, Refusal> {
+    if let Some(detail) = runs.iter().find_map(|r| r.json.clone()) {
+        return Err(Refusal::Json(detail));
+    }
+    if let Some((line, detail)) = runs.iter().find_map(|r| r.invalid.clone()) {
+        return Err(Refusal::Invalid(line, detail));
+    }
+    Ok(runs.into_iter().map(|r| r.events).collect())
+}
+
+/// Cuts a body into its event lines as the chunks arrive: NDJSON by line break, blank
+/// lines skipped; a JSON body is one event. A line inside one chunk is a slice of it; only
+/// a line that spans chunks is copied.
+#[derive(Debug)]
+struct Splitter {
+    ndjson: bool,
+    carry: BytesMut,
+}
+
+impl Splitter {
+    fn new(ndjson: bool) -> Splitter {
+        Splitter {
+            ndjson,
+            carry: BytesMut::new(),
+        }
+    }
+
+    fn push(&mut self, chunk: Bytes, out: &mut Vec<Bytes>) {
+        if !self.ndjson {
+            self.carry.extend_from_slice(&chunk);
+            return;
+        }
+        let mut start = 0;
+        // memchr finds the line breaks a word at a time, not a byte at a time
+        for end in memchr::memchr_iter(b'\n', &chunk) {
+            let line = if self.carry.is_empty() {
+                chunk.slice(start..end)
+            } else {
+                self.carry
+                    .extend_from_slice(chunk.get(start..end).unwrap_or_default());
+                self.carry.split().freeze()
+            };
+            Self::keep(line, out);
+            start = end + 1;
+        }
+        if let Some(rest) = chunk.get(start..).filter(|r| !r.is_empty()) {
+            self.carry.extend_from_slice(rest);
+        }
+    }
+
+    fn finish(self, out: &mut Vec<Bytes>) {
+        let rest = self.carry.freeze();
+        if self.ndjson {
+            Self::keep(rest, out);
+        } else {
+            out.push(rest);
+        }
+    }
+
+    fn keep(line: Bytes, out: &mut Vec<Bytes>) {
+        if !line.trim_ascii().is_empty() {
+            out.push(line);
+        }
+    }
 }
 
 // ---- GET /stream -----------------------------------------------------------------------
@@ -428,7 +515,8 @@ fn stream(hub: Arc<Hub>, headers: &HeaderMap, query: &HashMap<String, String>) -
                 return None;
             }
             let first = drain.next().await?;
-            let mut chunk = BytesMut::new();
+            // sized for a full chunk: growing from empty would copy it several times over
+            let mut chunk = BytesMut::with_capacity(CHUNK + 8 * 1024);
             let mut over = write_piece(&mut chunk, first);
             while !over && chunk.len() < CHUNK {
                 match drain.try_next() {
@@ -477,5 +565,38 @@ fn write_piece(chunk: &mut BytesMut, piece: Piece) -> bool {
             true
         }
         Piece::End(_) => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn split(ndjson: bool, chunks: &[&str]) -> Vec<String> {
+        let mut split = Splitter::new(ndjson);
+        let mut out = Vec::new();
+        for chunk in chunks {
+            split.push(Bytes::copy_from_slice(chunk.as_bytes()), &mut out);
+        }
+        split.finish(&mut out);
+        out.iter()
+            .map(|l| String::from_utf8_lossy(l).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn lines_are_cut_across_chunk_boundaries_and_blank_lines_skipped() {
+        assert_eq!(
+            split(true, &["{\"a\":1}\n{\"b\"", ":2}\n  \n", "\n{\"c\":3}"]),
+            vec!["{\"a\":1}", "{\"b\":2}", "{\"c\":3}"]
+        );
+        assert_eq!(split(true, &["{\"a\"", ":1", "}\n"]), vec!["{\"a\":1}"]);
+        assert_eq!(split(true, &["\n\n", " "]), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_json_body_is_one_event_whatever_its_line_breaks() {
+        assert_eq!(split(false, &["{\"a\":\n", "1}\n"]), vec!["{\"a\":\n1}\n"]);
+        assert_eq!(split(false, &[]), vec![""]);
     }
 }

@@ -7,7 +7,7 @@
 //! reaches a new subscriber exactly once: by replay or live, never both, never neither.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
@@ -34,14 +34,19 @@ pub(crate) fn encode(event: &Event, json: &[u8]) -> Encoded {
         position,
         event.source(),
         event.id(),
+        event.severity(),
     )
 }
 
 /// One accepted event, parsed once and framed once.
 #[derive(Debug)]
 pub(crate) struct Incoming {
-    pub(crate) event: Event,
-    pub(crate) encoded: Arc<Encoded>,
+    /// The parsed event; `None` only for a buffered event parsed while no subscription
+    /// needed it (none, or all matching on the session alone: fan-out reads that from the
+    /// frame, and parses again should another kind have come in meanwhile). Boxed: a
+    /// batch holds its events in a list, which should stay small.
+    pub(crate) event: Option<Box<Event>>,
+    pub(crate) encoded: Encoded,
     pub(crate) disposition: Disposition,
 }
 
@@ -54,10 +59,27 @@ pub(crate) enum LineError {
     Invalid(String),
 }
 
+impl Incoming {
+    /// The session an event is buffered under.
+    fn session(&self) -> Option<&str> {
+        match &self.event {
+            Some(event) => event.session(),
+            None => self.encoded.session(),
+        }
+    }
+}
+
+/// Parses and checks one event line or body, keeping the parsed event.
+pub(crate) fn parse_event(raw: &[u8]) -> Result<Incoming, LineError> {
+    parse_line(raw, true)
+}
+
 /// Parses and checks one event line or body. Raw line breaks (insignificant whitespace in
 /// JSON: strings cannot hold them) are removed so the event fits one SSE `data:` line;
-/// every other byte is forwarded as received.
-pub(crate) fn parse_event(raw: &[u8]) -> Result<Incoming, LineError> {
+/// every other byte is forwarded as received. Unless `keep`, a buffered event's parsed
+/// form is dropped at once: when no subscription needs it only its bytes are, and a large
+/// batch then never holds every parsed event at the same time.
+pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> {
     let owned;
     let json: &[u8] = if memchr::memchr2(b'\n', b'\r', raw).is_some() {
         owned = raw
@@ -78,7 +100,8 @@ pub(crate) fn parse_event(raw: &[u8]) -> Result<Incoming, LineError> {
         }
     })?;
     let disposition = proto::check_envelope(&event).map_err(LineError::Invalid)?;
-    let encoded = Arc::new(encode(&event, json));
+    let encoded = encode(&event, json);
+    let event = (keep || disposition != Disposition::Buffered).then(|| Box::new(event));
     Ok(Incoming {
         event,
         encoded,
@@ -168,6 +191,9 @@ pub(crate) struct Hub {
     state: Mutex<State>,
     started: Instant,
     next_id: AtomicU64,
+    /// Live subscriptions that need each event parsed (a filter on more than the session,
+    /// or a capture ceiling), readable without the lock.
+    parsing: AtomicUsize,
     shutting_down: AtomicBool,
     journal: Option<Journal>,
 }
@@ -189,6 +215,7 @@ impl Hub {
             }),
             started: Instant::now(),
             next_id: AtomicU64::new(1),
+            parsing: AtomicUsize::new(0),
             shutting_down: AtomicBool::new(false),
             journal,
         })
@@ -224,6 +251,21 @@ impl Hub {
         )
     }
 
+    /// Whether a live subscription needs parsed events now; ingest keeps them only then.
+    pub(crate) fn needs_parsed(&self) -> bool {
+        self.parsing.load(Ordering::Acquire) > 0
+    }
+
+    /// Recounts the subscriptions that need parsed events, after the list changed.
+    fn count_parsing(&self, st: &State) {
+        let n = st
+            .subs
+            .iter()
+            .filter(|s| s.capture.is_some() || proto::session_verdict(&s.filter).is_none())
+            .count();
+        self.parsing.store(n, Ordering::Release);
+    }
+
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
     }
@@ -231,16 +273,20 @@ impl Hub {
     // ---- ingest -----------------------------------------------------------------------
 
     /// Accepts a batch already checked whole: admission, routing, then fan-out in order.
-    pub(crate) async fn ingest(&self, batch: &[Incoming], from_conn: Option<u64>) {
-        let mut fan_out = Vec::with_capacity(batch.len());
+    /// The lock is taken once for the batch; each subscriber gets its events in runs.
+    pub(crate) async fn ingest<'a, I>(&self, batch: I, from_conn: Option<u64>)
+    where
+        I: IntoIterator<Item = &'a Incoming> + Clone,
+    {
+        let mut fan_out = Vec::new();
         let subs = {
             let mut st = self.lock();
-            for incoming in batch {
+            for incoming in batch.clone() {
                 let go = match incoming.disposition {
                     Disposition::Command => self.route(&mut st, incoming, from_conn),
                     Disposition::Live => true,
                     Disposition::Buffered => {
-                        if let Some(session) = incoming.event.session() {
+                        if let Some(session) = incoming.session() {
                             if let Some(conn) = from_conn.and_then(|c| st.conns.get_mut(&c)) {
                                 if !conn.sessions.iter().any(|s| s == session) {
                                     conn.sessions.push(session.to_owned());
@@ -268,29 +314,61 @@ impl Hub {
         if subs.is_empty() {
             return;
         }
-        for (incoming, go) in batch.iter().zip(fan_out) {
-            if go {
-                self.fan_out(&subs, incoming).await;
-            }
-        }
-    }
-
-    async fn fan_out(&self, subs: &[Arc<Sub>], incoming: &Incoming) {
-        let severity = incoming.event.severity();
-        for sub in subs {
-            if sub.outbox.is_closed() || !sub.filter.matches(&incoming.event) {
+        let mut runs: Vec<outbox::Run> = subs.iter().map(|_| outbox::Run::default()).collect();
+        for (incoming, go) in batch.into_iter().zip(fan_out) {
+            if !go {
                 continue;
             }
-            let bytes =
-                outbox::render(&incoming.encoded, &incoming.event, sub.capture, sub.binding);
-            sub.outbox.deliver(bytes, severity).await;
+            let severity = incoming.encoded.severity;
+            let mut parsed_again = None;
+            for (sub, run) in subs.iter().zip(runs.iter_mut()) {
+                if sub.outbox.is_closed() {
+                    continue;
+                }
+                let event = match &incoming.event {
+                    Some(event) => Some(&**event),
+                    None => match (sub.capture, proto::session_verdict(&sub.filter)) {
+                        (None, Some(wanted)) => {
+                            // decided on the frame alone: the session is in its id line
+                            if wanted.is_none_or(|w| incoming.encoded.session() == Some(w)) {
+                                let bytes = outbox::pick(&incoming.encoded, sub.binding);
+                                if let Err(bytes) = sub.outbox.offer_now(run, bytes, severity) {
+                                    sub.outbox.offer(run, bytes, severity).await;
+                                }
+                            }
+                            continue;
+                        }
+                        _ => {
+                            if parsed_again.is_none() {
+                                parsed_again = Event::from_slice(&incoming.encoded.json()).ok();
+                            }
+                            parsed_again.as_ref()
+                        }
+                    },
+                };
+                let Some(event) = event else { continue };
+                if !sub.filter.matches(event) {
+                    continue;
+                }
+                let bytes = outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
+                // decided synchronously unless the reader must first be waited for
+                if let Err(bytes) = sub.outbox.offer_now(run, bytes, severity) {
+                    sub.outbox.offer(run, bytes, severity).await;
+                }
+            }
+        }
+        for (sub, run) in subs.iter().zip(runs.iter_mut()) {
+            sub.outbox.flush(run);
         }
     }
 
     /// Routes a command to exactly one target (AEP-0004 §4); `true` when it is then fanned
     /// out for audit. Refusals answer the sender with a cause-correlated `error` frame.
     fn route(&self, st: &mut State, incoming: &Incoming, from_conn: Option<u64>) -> bool {
-        let event = &incoming.event;
+        // a command is never buffered, so its parsed form is always kept
+        let Some(event) = &incoming.event else {
+            return false;
+        };
         let session = event.session().unwrap_or_default();
         let refuse = |st: &State, code: ErrorCode, detail: String| {
             tracing::debug!(code = code.as_str(), session, "command refused");
@@ -422,12 +500,15 @@ impl Hub {
             }));
             st.subs = Arc::new(subs);
         }
+        self.count_parsing(&st);
         id
     }
 
     /// Removes one subscription by hub id (an SSE stream that ended).
     pub(crate) fn unsubscribe(&self, id: u64) {
-        remove_sub(&mut self.lock(), id);
+        let mut st = self.lock();
+        remove_sub(&mut st, id);
+        self.count_parsing(&st);
     }
 
     /// Removes a WebSocket subscription by its client id; `false` when there was none.
@@ -437,6 +518,7 @@ impl Hub {
             return false;
         };
         remove_sub(&mut st, id);
+        self.count_parsing(&st);
         true
     }
 
@@ -475,6 +557,7 @@ impl Hub {
                 remove_sub(&mut st, id);
             }
         }
+        self.count_parsing(&st);
     }
 
     /// The live claim snapshot (AEP-0003 §4.1): one entry per (connection, session),
@@ -585,5 +668,65 @@ fn truthy(v: &Value) -> bool {
         Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
         Value::String(s) => !s.is_empty(),
         _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::outbox::{Drain, Piece};
+
+    const LINE: &[u8] = br#"{"aep":"0.1","id":"01J0000000000000000000000A","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://t/agent/a","agent":"a","session":"s1","seq":3,"severity":"notice","data":{}}"#;
+
+    /// Subscribes a live SSE reader with `filter` and returns its drain.
+    fn reader(hub: &Hub, filter: Value) -> Drain {
+        let (outbox, rx) = hub.outbox();
+        let filter = proto::parse_filter(&filter).unwrap();
+        hub.subscribe(
+            &outbox,
+            Binding::Sse,
+            None,
+            filter,
+            None,
+            ReplayAsk::default(),
+            None,
+            None,
+            true,
+        );
+        Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60))
+    }
+
+    fn next_data(drain: &mut Drain) -> Option<Bytes> {
+        match drain.try_next() {
+            Some(Piece::Data(bytes)) => Some(bytes),
+            _ => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn an_event_parsed_while_nobody_listened_still_reaches_a_new_subscriber() {
+        let hub = Hub::new(RelayConfig::default()).unwrap();
+        assert!(!hub.needs_parsed());
+        let incoming = parse_line(LINE, hub.needs_parsed()).unwrap();
+        assert!(incoming.event.is_none());
+        assert_eq!(incoming.session(), Some("s1"));
+        // subscribers arrive between parsing and ingest: the session alone is decided on
+        // the frame, anything else parses the event again
+        let mut by_session = reader(&hub, json!({ "session": "s1" }));
+        let mut other_session = reader(&hub, json!({ "session": "s2" }));
+        let mut everything = reader(&hub, json!({}));
+        assert!(!hub.needs_parsed());
+        let mut by_type = reader(&hub, json!({ "type": "progress.status", "session": "s1" }));
+        let mut other_type = reader(&hub, json!({ "type": "tool.started" }));
+        assert!(hub.needs_parsed());
+        hub.ingest(std::slice::from_ref(&incoming), None).await;
+        let sse = incoming.encoded.sse();
+        assert_eq!(next_data(&mut by_session), Some(sse.clone()));
+        assert_eq!(next_data(&mut everything), Some(sse.clone()));
+        assert_eq!(next_data(&mut by_type), Some(sse));
+        assert_eq!(next_data(&mut other_session), None);
+        assert_eq!(next_data(&mut other_type), None);
+        // and it was buffered under its session
+        assert_eq!(hub.lock().store.replay("s1", 0, -1).events.len(), 1);
     }
 }

@@ -19,7 +19,7 @@ use std::thread::JoinHandle;
 
 use bytes::Bytes;
 
-use crate::hub::{parse_event, Incoming};
+use crate::hub::{parse_line, Incoming};
 use crate::proto::Disposition;
 use crate::store::Store;
 
@@ -91,14 +91,15 @@ impl Journal {
             for line in BufReader::new(File::open(path)?).lines() {
                 let line = line?;
                 let Ok(Incoming {
-                    event,
                     encoded,
                     disposition: Disposition::Buffered,
-                }) = parse_event(line.as_bytes())
+                    ..
+                }) = parse_line(line.as_bytes(), false)
                 else {
                     continue;
                 };
-                if let Some(s) = event.session() {
+                if let Some(s) = encoded.session().map(str::to_owned) {
+                    let s = s.as_str();
                     if store.admit(s, encoded).admitted {
                         restored += 1;
                     }

@@ -60,6 +60,8 @@ pub(crate) enum Item {
     Frame(Bytes),
     /// A live event.
     Event(Bytes),
+    /// Live events offered together, and their total length.
+    Events(Vec<Bytes>, usize),
     Replay(Box<ReplayJob>),
     End(End),
 }
@@ -79,6 +81,19 @@ pub(crate) enum Delivery {
     Dropped,
     Closed,
 }
+
+/// Live events offered to one reader during one ingest batch and not queued yet: they
+/// go out as one queue item, so a batch costs a send and a wakeup per run, not per event.
+#[derive(Debug, Default)]
+pub(crate) struct Run {
+    events: Vec<Bytes>,
+    bytes: usize,
+}
+
+/// A run is queued once it holds this much (the writer's chunk size) ...
+const RUN_BYTES: usize = 64 * 1024;
+/// ... or this many events, so a reader starts writing while ingest is still fanning out.
+const RUN_EVENTS: usize = 256;
 
 /// The queue toward one reader.
 #[derive(Debug)]
@@ -157,38 +172,83 @@ impl Outbox {
         }
     }
 
-    /// Offers one live event (AEP-0003 §8.4).
+    /// Offers one live event (AEP-0003 §8.4) and queues it.
     pub(crate) async fn deliver(&self, bytes: Bytes, severity: Severity) -> Delivery {
+        let mut run = Run::default();
+        let delivery = self.offer(&mut run, bytes, severity).await;
+        self.flush(&mut run);
+        delivery
+    }
+
+    /// Offers one live event (AEP-0003 §8.4) as part of `run`; [`Outbox::flush`] queues
+    /// what is left of the run. The bounds count the run as if it were queued already.
+    pub(crate) async fn offer(&self, run: &mut Run, bytes: Bytes, severity: Severity) -> Delivery {
+        let mut bytes = bytes;
         loop {
-            if self.is_closed() {
-                return Delivery::Closed;
+            match self.offer_now(run, bytes, severity) {
+                Ok(delivery) => return delivery,
+                Err(back) => bytes = back,
             }
-            let queued = self.queued.load(Ordering::Acquire);
-            if queued > self.hard {
-                tracing::debug!(queued, "subscriber past the hard bound: disconnecting");
-                self.end(End::Backpressure);
-                return Delivery::Closed;
+            // the writer can only catch up on what it has been given
+            self.flush(run);
+            if !self.wait_below_soft().await {
+                tracing::debug!("subscriber lagging: dropping debug/info for it");
+                self.lagging.store(true, Ordering::Release);
             }
-            if queued > self.soft {
-                if !self.lagging.load(Ordering::Acquire) {
-                    if self.wait_below_soft().await {
-                        continue;
-                    }
-                    tracing::debug!(queued, "subscriber lagging: dropping debug/info for it");
-                    self.lagging.store(true, Ordering::Release);
-                }
-                if severity.is_droppable() {
-                    self.dropped.fetch_add(1, Ordering::Relaxed);
-                    return Delivery::Dropped;
-                }
-            }
-            let len = bytes.len();
-            return if self.enqueue(Item::Event(bytes), len) {
-                Delivery::Queued
-            } else {
-                Delivery::Closed
-            };
         }
+    }
+
+    /// [`Outbox::offer`] without waiting: the event back when the queue is past the soft
+    /// bound and the reader not yet declared lagging, so the caller must wait first.
+    /// Every other case is decided here, synchronously, which is all but always.
+    pub(crate) fn offer_now(
+        &self,
+        run: &mut Run,
+        bytes: Bytes,
+        severity: Severity,
+    ) -> Result<Delivery, Bytes> {
+        if self.is_closed() {
+            *run = Run::default();
+            return Ok(Delivery::Closed);
+        }
+        let queued = self.queued.load(Ordering::Acquire) + run.bytes;
+        if queued > self.hard {
+            tracing::debug!(queued, "subscriber past the hard bound: disconnecting");
+            // what was offered before goes out ahead of the end
+            self.flush(run);
+            self.end(End::Backpressure);
+            return Ok(Delivery::Closed);
+        }
+        if queued > self.soft {
+            if !self.lagging.load(Ordering::Acquire) {
+                return Err(bytes);
+            }
+            if severity.is_droppable() {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+                return Ok(Delivery::Dropped);
+            }
+        }
+        run.bytes += bytes.len();
+        run.events.push(bytes);
+        if run.bytes >= RUN_BYTES || run.events.len() >= RUN_EVENTS {
+            self.flush(run);
+        }
+        Ok(Delivery::Queued)
+    }
+
+    /// Queues what `run` holds.
+    pub(crate) fn flush(&self, run: &mut Run) {
+        let len = std::mem::take(&mut run.bytes);
+        let mut events = std::mem::take(&mut run.events);
+        let item = match events.len() {
+            0 => return,
+            1 => match events.pop() {
+                Some(one) => Item::Event(one),
+                None => return,
+            },
+            _ => Item::Events(events, len),
+        };
+        self.enqueue(item, len);
     }
 
     /// Waits up to the lag grace for the writer to bring the queue under the soft bound.
@@ -219,7 +279,11 @@ impl Outbox {
         if left <= self.soft / 2 {
             self.lagging.store(false, Ordering::Release);
         }
-        self.progress.notify_waiters();
+        // only a wait for the queue to fall under the soft bound listens (and `notify_waiters`
+        // takes a lock): nobody to tell while it stays above
+        if left <= self.soft {
+            self.progress.notify_waiters();
+        }
     }
 }
 
@@ -239,7 +303,8 @@ pub(crate) fn render(
     }
 }
 
-fn pick(encoded: &Encoded, binding: Binding) -> Bytes {
+/// The held frame of an event for a binding.
+pub(crate) fn pick(encoded: &Encoded, binding: Binding) -> Bytes {
     match binding {
         Binding::Sse => encoded.sse(),
         Binding::Ws => encoded.json(),
@@ -252,6 +317,8 @@ pub(crate) struct Drain {
     rx: mpsc::UnboundedReceiver<Item>,
     outbox: Arc<Outbox>,
     binding: Binding,
+    /// The rest of a run taken from the queue.
+    run: std::vec::IntoIter<Bytes>,
     replay: Option<ReplayCursor>,
     heartbeat: Duration,
     next_beat: Instant,
@@ -277,6 +344,7 @@ impl Drain {
             rx,
             outbox,
             binding,
+            run: Vec::new().into_iter(),
             replay: None,
             heartbeat,
             next_beat: Instant::now() + heartbeat,
@@ -288,6 +356,9 @@ impl Drain {
     pub(crate) async fn next(&mut self) -> Option<Piece> {
         if self.done {
             return None;
+        }
+        if let Some(bytes) = self.run.next() {
+            return Some(Piece::Data(bytes));
         }
         if let Some(piece) = self.next_replayed() {
             return Some(piece);
@@ -319,6 +390,9 @@ impl Drain {
         if self.done {
             return None;
         }
+        if let Some(bytes) = self.run.next() {
+            return Some(Piece::Data(bytes));
+        }
         if let Some(piece) = self.next_replayed() {
             return Some(piece);
         }
@@ -336,6 +410,11 @@ impl Drain {
             Item::Event(bytes) => {
                 self.outbox.taken(bytes.len());
                 Some(Piece::Data(bytes))
+            }
+            Item::Events(events, len) => {
+                self.outbox.taken(len);
+                self.run = events.into_iter();
+                self.run.next().map(Piece::Data)
             }
             Item::Replay(job) => {
                 self.replay = Some(ReplayCursor {
@@ -386,7 +465,9 @@ impl Drain {
                 continue;
             };
             cursor.event += 1;
-            if job.filter.is_empty() && job.capture.is_none() {
+            let every = proto::session_verdict(&job.filter)
+                .is_some_and(|w| w.is_none_or(|w| w == &*part.session));
+            if every && job.capture.is_none() {
                 return Some(Piece::Data(pick(encoded, binding)));
             }
             let Ok(event) = Event::from_slice(&encoded.json()) else {
@@ -486,5 +567,30 @@ mod tests {
         outbox.end(End::Quiet);
         assert_eq!(reader.await.unwrap(), 500);
         assert_eq!(outbox.dropped(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_run_goes_out_in_order_in_pieces_of_bounded_size() {
+        let (outbox, mut drain) = outbox(1 << 20, 8 << 20);
+        let mut run = Run::default();
+        for i in 0..300u32 {
+            let bytes = Bytes::from(i.to_string());
+            assert_eq!(
+                outbox.offer_now(&mut run, bytes, Severity::Info).ok(),
+                Some(Delivery::Queued)
+            );
+        }
+        // the first 256 were queued as one run; the rest waits for the flush
+        let mut got = Vec::new();
+        while let Some(Piece::Data(b)) = drain.try_next() {
+            got.push(String::from_utf8_lossy(&b).into_owned());
+        }
+        assert_eq!(got.len(), 256);
+        outbox.flush(&mut run);
+        while let Some(Piece::Data(b)) = drain.try_next() {
+            got.push(String::from_utf8_lossy(&b).into_owned());
+        }
+        let want: Vec<String> = (0..300).map(|i| i.to_string()).collect();
+        assert_eq!(got, want);
     }
 }

@@ -9,26 +9,35 @@ use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::Arc;
 
+use aep_core::Severity;
 use bytes::Bytes;
 
-/// One event as the relay holds and sends it.
-#[derive(Debug)]
+/// One event as the relay holds and sends it. Held by value: a clone shares the frame
+/// (a reference count), so no separate allocation wraps it.
+#[derive(Debug, Clone)]
 pub(crate) struct Encoded {
     /// `event: {type}\ndata: {json}\n[id: {s}:{e}:{q}\n]\n`.
     sse: Bytes,
     data_at: u32,
     data_len: u32,
+    /// Where the session name sits in the `id:` line (0: no position; the frame starts
+    /// with `event:`, so a session never sits at 0, and an empty name stays an answer).
+    session_at: u32,
+    session_len: u32,
     pub(crate) epoch: u64,
     pub(crate) seq: u64,
-    key: u128,
+    /// Two halves rather than a `u128`: 8-byte alignment keeps the struct at 88 bytes.
+    key: (u64, u64),
+    /// What backpressure may drop (AEP-0003 §8.4) without parsing the event again.
+    pub(crate) severity: Severity,
 }
 
 /// Digest of `(source, id)`: two 64-bit foldhash digests of the pair under independent
 /// fixed seeds (fixed, so a restored journal keys its events as before). foldhash rather
 /// than SipHash: this runs once per ingested event.
-fn dedupe_key(source: &str, id: &str) -> u128 {
+fn dedupe_key(source: &str, id: &str) -> (u64, u64) {
     let half = |seed: u64| foldhash::quality::FixedState::with_seed(seed).hash_one((source, id));
-    (u128::from(half(0x9e37_79b9_7f4a_7c15)) << 64) | u128::from(half(0xc2b2_ae3d_27d4_eb4f))
+    (half(0x9e37_79b9_7f4a_7c15), half(0xc2b2_ae3d_27d4_eb4f))
 }
 
 impl Encoded {
@@ -39,8 +48,14 @@ impl Encoded {
         position: Option<(&str, u64, u64)>,
         source: &str,
         id: &str,
+        severity: Severity,
     ) -> Encoded {
-        let mut sse = Vec::with_capacity(json.len() + event_type.len() + 64);
+        // the exact size: a full buffer becomes `Bytes` without a separate shared header
+        // until the first clone, and an event nobody reads never gets one
+        let id_len = position.map_or(0, |(session, e, s)| {
+            session.len() + decimal_len(e) + decimal_len(s) + 7
+        });
+        let mut sse = Vec::with_capacity(json.len() + event_type.len() + 16 + id_len);
         sse.extend_from_slice(b"event: ");
         sse.extend_from_slice(event_type.as_bytes());
         sse.extend_from_slice(b"\ndata: ");
@@ -48,19 +63,35 @@ impl Encoded {
         sse.extend_from_slice(json);
         sse.push(b'\n');
         let (mut epoch, mut seq) = (0, 0);
+        let (mut session_at, mut session_len) = (0, 0);
         if let Some((session, e, s)) = position {
-            use std::io::Write;
-            let _ = writeln!(sse, "id: {session}:{e}:{s}");
+            // written by hand: `write!` costs more than the rest of the framing together
+            sse.extend_from_slice(b"id: ");
+            (session_at, session_len) = (sse.len(), session.len());
+            sse.extend_from_slice(session.as_bytes());
+            sse.push(b':');
+            push_decimal(&mut sse, e);
+            sse.push(b':');
+            push_decimal(&mut sse, s);
+            sse.push(b'\n');
             (epoch, seq) = (e, s);
         }
         sse.push(b'\n');
+        debug_assert_eq!(
+            sse.len(),
+            sse.capacity(),
+            "the frame size is computed exactly"
+        );
         Encoded {
             sse: Bytes::from(sse),
             data_at: u32::try_from(data_at).unwrap_or(u32::MAX),
             data_len: u32::try_from(json.len()).unwrap_or(u32::MAX),
+            session_at: u32::try_from(session_at).unwrap_or(u32::MAX),
+            session_len: u32::try_from(session_len).unwrap_or(u32::MAX),
             epoch,
             seq,
             key: dedupe_key(source, id),
+            severity,
         }
     }
 
@@ -75,6 +106,16 @@ impl Encoded {
         self.sse.slice(at..at + self.data_len as usize)
     }
 
+    /// The session of a positioned event, read back from its `id:` line.
+    pub(crate) fn session(&self) -> Option<&str> {
+        if self.session_at == 0 {
+            return None;
+        }
+        let at = self.session_at as usize;
+        let bytes = self.sse.get(at..at + self.session_len as usize)?;
+        std::str::from_utf8(bytes).ok()
+    }
+
     /// Bytes held for this event, for memory accounting.
     pub(crate) fn held_bytes(&self) -> usize {
         self.sse.len() + std::mem::size_of::<Encoded>()
@@ -85,16 +126,43 @@ impl Encoded {
     }
 }
 
+/// Digits of `n` in decimal.
+fn decimal_len(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+/// Appends `n` in decimal.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
 /// The total order of positions: epoch-major, as the reference relay's
 /// `epoch * 2^40 + seq`.
 fn position(epoch: u64, seq: i128) -> i128 {
     (i128::from(epoch) << 40) + seq
 }
 
-#[derive(Debug, Default)]
+/// Session names and dedupe digests are chosen on the wire: a seeded hasher, and
+/// foldhash rather than SipHash because both are looked up once per ingested event.
+type Hasher = foldhash::fast::RandomState;
+
+#[derive(Debug)]
 struct Session {
-    events: VecDeque<Arc<Encoded>>,
-    ids: HashSet<u128>,
+    /// The map's key, shared.
+    name: Arc<str>,
+    events: VecDeque<Encoded>,
+    ids: HashSet<(u64, u64), Hasher>,
+    /// The store's tick when last written; 0 before the first write.
     touched: u64,
 }
 
@@ -104,7 +172,7 @@ pub(crate) struct ReplayPart {
     pub(crate) session: Arc<str>,
     /// The earliest held position, when the request predates it (the gap to declare).
     pub(crate) exhausted: Option<(u64, u64)>,
-    pub(crate) events: Vec<Arc<Encoded>>,
+    pub(crate) events: Vec<Encoded>,
 }
 
 /// What [`Store::admit`] did.
@@ -119,7 +187,7 @@ pub(crate) struct Admission {
 /// All session buffers, least recently written evicted first.
 #[derive(Debug)]
 pub(crate) struct Store {
-    sessions: HashMap<Arc<str>, Session>,
+    sessions: HashMap<Arc<str>, Session, Hasher>,
     recency: BTreeMap<u64, Arc<str>>,
     tick: u64,
     buffer: usize,
@@ -129,7 +197,7 @@ pub(crate) struct Store {
 impl Store {
     pub(crate) fn new(buffer: usize, max_sessions: usize) -> Store {
         Store {
-            sessions: HashMap::new(),
+            sessions: HashMap::default(),
             recency: BTreeMap::new(),
             tick: 0,
             buffer,
@@ -143,35 +211,41 @@ impl Store {
     }
 
     /// Buffers one event of `session`; not admitted when `(source, id)` is already held.
-    pub(crate) fn admit(&mut self, session: &str, event: Arc<Encoded>) -> Admission {
+    pub(crate) fn admit(&mut self, session: &str, event: Encoded) -> Admission {
         let mut evicted = None;
-        self.tick += 1;
-        let tick = self.tick;
-        let name: Arc<str> = match self.sessions.get_key_value(session) {
-            Some((name, _)) => name.clone(),
-            None => {
-                if self.sessions.len() >= self.max_sessions.max(1) {
-                    if let Some((_, oldest)) = self.recency.pop_first() {
-                        self.sessions.remove(&oldest);
-                        evicted = Some(oldest);
-                    }
+        if !self.sessions.contains_key(session) {
+            if self.sessions.len() >= self.max_sessions.max(1) {
+                if let Some((_, oldest)) = self.recency.pop_first() {
+                    self.sessions.remove(&oldest);
+                    evicted = Some(oldest);
                 }
-                let name: Arc<str> = Arc::from(session);
-                self.sessions.insert(name.clone(), Session::default());
-                name
             }
-        };
-        let Some(s) = self.sessions.get_mut(&name) else {
+            let name: Arc<str> = Arc::from(session);
+            let held = Session {
+                name: name.clone(),
+                events: VecDeque::new(),
+                ids: HashSet::default(),
+                touched: 0,
+            };
+            self.sessions.insert(name, held);
+        }
+        let Some(s) = self.sessions.get_mut(session) else {
             return Admission {
                 admitted: false,
                 evicted,
             };
         };
         // refreshed on every write, duplicates included: eviction drops the session
-        // written least recently, never an active one
-        self.recency.remove(&s.touched);
-        s.touched = tick;
-        self.recency.insert(tick, name);
+        // written least recently, never an active one. A session that is already the
+        // most recent keeps its place (the same order, without two tree updates per event)
+        if s.touched == 0 || s.touched != self.tick {
+            self.tick += 1;
+            if s.touched != 0 {
+                self.recency.remove(&s.touched);
+            }
+            s.touched = self.tick;
+            self.recency.insert(self.tick, s.name.clone());
+        }
         if !s.ids.insert(event.key) {
             return Admission {
                 admitted: false,
@@ -248,14 +322,15 @@ impl Store {
 mod tests {
     use super::*;
 
-    fn ev(id: &str, epoch: u64, seq: u64) -> Arc<Encoded> {
-        Arc::new(Encoded::new(
+    fn ev(id: &str, epoch: u64, seq: u64) -> Encoded {
+        Encoded::new(
             format!(r#"{{"id":"{id}"}}"#).as_bytes(),
             "progress.status",
             Some(("s", epoch, seq)),
             "src",
             id,
-        ))
+            Severity::Info,
+        )
     }
 
     #[test]
@@ -308,12 +383,29 @@ mod tests {
     }
 
     #[test]
+    fn positions_are_written_in_decimal() {
+        for n in [0, 7, 10, 99, 1_000_001, u64::MAX] {
+            let mut out = Vec::new();
+            push_decimal(&mut out, n);
+            assert_eq!(out, n.to_string().into_bytes());
+            assert_eq!(decimal_len(n), out.len());
+        }
+    }
+
+    #[test]
     fn encoded_frames_share_one_allocation() {
         let e = ev("x", 1, 7);
         assert_eq!(&e.json()[..], br#"{"id":"x"}"#);
         assert_eq!(
             &e.sse()[..],
             b"event: progress.status\ndata: {\"id\":\"x\"}\nid: s:1:7\n\n"
+        );
+        assert_eq!(e.session(), Some("s"));
+        let unnamed = Encoded::new(b"{}", "t.x", Some(("", 0, 1)), "src", "i", Severity::Info);
+        assert_eq!(unnamed.session(), Some(""));
+        assert_eq!(
+            Encoded::new(b"{}", "t.x", None, "src", "i", Severity::Info).session(),
+            None
         );
     }
 }
