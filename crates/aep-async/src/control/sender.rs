@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio::sync::{oneshot, Notify};
 
 use super::error::{ControlError, NackError};
+use super::push_one;
 use super::timer::{self, Arm, Timed};
 
 /// The optional parts of one command and its timing.
@@ -105,6 +106,9 @@ struct State {
 
 pub(crate) struct Inner {
     state: Mutex<State>,
+    /// The sender's identity, outside the lock: building a command reads only this, so
+    /// tasks build their envelopes in parallel.
+    identity: core::ControlSender,
     transmit: Box<dyn Fn(&Event) + Send + Sync>,
     wake: Arc<Notify>,
 }
@@ -185,8 +189,10 @@ impl ControlSender {
         core: core::ControlSender,
         transmit: impl Fn(&Event) + Send + Sync + 'static,
     ) -> ControlSender {
+        let identity = core::ControlSender::with_source(core.agent(), core.source());
         ControlSender {
             inner: Arc::new(Inner {
+                identity,
                 state: Mutex::new(State {
                     core,
                     waiters: HashMap::new(),
@@ -201,14 +207,13 @@ impl ControlSender {
 
     /// The `source` every command carries.
     pub fn source(&self) -> String {
-        self.inner.lock().core.source().to_owned()
+        self.inner.identity.source().to_owned()
     }
 
     /// Builds a command of `command_type` addressed to `session`: a fresh ULID `id`,
     /// the current `time`, no `seq` (AEP-0004 §2).
     pub fn command(&self, command_type: &str, session: &str, options: &SendOptions) -> Event {
-        let st = self.inner.lock();
-        let mut b = st.core.command(command_type, session);
+        let mut b = self.inner.identity.command(command_type, session);
         if let Some(r) = &options.run {
             b = b.run(r);
         }
@@ -406,11 +411,11 @@ struct Output {
 fn drain(st: &mut State) -> Output {
     let mut out = Output::default();
     while let Some(c) = st.core.poll_transmit() {
-        out.transmit.push(c);
+        push_one(&mut out.transmit, c);
     }
     while let Some(s) = st.core.poll_settled() {
         if let Some(w) = st.waiters.remove(&s.command_id) {
-            out.settled.push((w.reply, s.result));
+            push_one(&mut out.settled, (w.reply, s.result));
         }
     }
     out

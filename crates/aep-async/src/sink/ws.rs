@@ -1,6 +1,8 @@
 //! The WebSocket binding for emitters (AEP-0003 §3.5): `hello` as emitter, events as
 //! text frames, inbound control commands handed to a [`CommandHook`].
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -8,7 +10,7 @@ use std::time::Duration;
 use aep_core::frame::{self, Frame, Message as AepMessage, Role};
 use aep_core::{Event, EventType};
 use futures::{SinkExt, StreamExt};
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use tracing::Instrument;
 
 use super::{
@@ -122,6 +124,7 @@ impl WsSinkBuilder {
             outbox: outbox.clone(),
             cfg: self,
             unsent: Vec::new(),
+            claims: HashMap::new(),
         };
         runtime.spawn(worker.run().instrument(span));
         Ok(WsSink { outbox })
@@ -199,7 +202,28 @@ impl Sink for WsSink {
 struct Worker {
     outbox: Arc<Outbox>,
     cfg: WsSinkBuilder,
-    unsent: Vec<Line>,
+    /// Taken from the outbox and not yet flushed: written again after a reconnect.
+    unsent: Vec<Utf8Bytes>,
+    /// With a command hook: per session, the last event flushed that claims it.
+    claims: HashMap<String, Utf8Bytes>,
+}
+
+/// The members of an outgoing event that say whether it claims a session.
+#[derive(serde::Deserialize)]
+struct ClaimPeek<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Cow<'a, str>,
+    #[serde(borrow, default)]
+    session: Option<Cow<'a, str>>,
+}
+
+/// The text of one outbox line, without copying it.
+fn text(line: Line) -> Utf8Bytes {
+    // The outbox holds serializer output, which is UTF-8: the fallback is never taken.
+    match String::from_utf8(line.json) {
+        Ok(s) => s.into(),
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned().into(),
+    }
 }
 
 impl Worker {
@@ -251,15 +275,40 @@ impl Worker {
     /// Sends until closed and drained (`Ok`) or the socket fails (`Err`).
     async fn serve(&mut self, ws: WsStream) -> Result<(), TransportError> {
         let (mut write, mut read) = ws.split();
+        // A relay learns which sessions a connection holds from the session events sent
+        // on it (the live claims of AEP-0003 §4.1 that route commands, AEP-0004 §4): a
+        // new connection holds none. Re-sending each session's last event, unchanged,
+        // claims them all again before anything newer goes out, so commands route at
+        // once instead of being refused `no-route` until the agent next emits. A
+        // consumer that saw the event before drops the copy on its `(source, id)`
+        // (AEP-0001 §7.4), as it does any at-least-once redelivery.
+        if !self.claims.is_empty() {
+            for last in self.claims.values() {
+                write
+                    .feed(Message::Text(last.clone()))
+                    .await
+                    .map_err(ws_error)?;
+            }
+            write.flush().await.map_err(ws_error)?;
+            tracing::debug!(sessions = self.claims.len(), "sessions claimed again");
+        }
         loop {
             if !self.unsent.is_empty() {
                 let n = self.unsent.len();
-                for line in &self.unsent {
-                    let text = String::from_utf8_lossy(&line.json).into_owned();
-                    write.feed(Message::text(text)).await.map_err(ws_error)?;
+                for text in &self.unsent {
+                    write
+                        .feed(Message::Text(text.clone()))
+                        .await
+                        .map_err(ws_error)?;
                 }
                 write.flush().await.map_err(ws_error)?;
-                self.unsent.clear();
+                if self.cfg.hook.is_some() {
+                    for text in std::mem::take(&mut self.unsent) {
+                        self.claim(text);
+                    }
+                } else {
+                    self.unsent.clear();
+                }
                 self.outbox.settle(n as u64, 0);
             }
             let (live, _, closed, _) = self.outbox.level();
@@ -269,7 +318,8 @@ impl Worker {
             }
             tokio::select! {
                 () = self.outbox.wait_for_work() => {
-                    self.unsent = self.outbox.take(1024, usize::MAX);
+                    let lines = self.outbox.take(1024, usize::MAX);
+                    self.unsent.extend(lines.into_iter().map(text));
                 }
                 msg = read.next() => match msg {
                     None | Some(Ok(Message::Close(_))) => {
@@ -284,6 +334,29 @@ impl Worker {
                     Some(Ok(_)) => {}
                 },
             }
+        }
+    }
+
+    /// Notes what a flushed event claims: its session, unless it is a command (routed,
+    /// never a claim) or agent-scoped (no session). A session that has ended is not
+    /// claimed again, which also bounds this map to the live sessions.
+    fn claim(&mut self, text: Utf8Bytes) {
+        let Ok(peek) = serde_json::from_str::<ClaimPeek<'_>>(text.as_str()) else {
+            return;
+        };
+        let Some(session) = peek.session else { return };
+        let Ok(ty) = EventType::parse(&peek.ty) else {
+            return;
+        };
+        if ty.is_command() || ty.is_agent_scoped() {
+            return;
+        }
+        if peek.ty == "session.ended" {
+            self.claims.remove(session.as_ref());
+        } else if let Some(last) = self.claims.get_mut(session.as_ref()) {
+            *last = text.clone();
+        } else {
+            self.claims.insert(session.into_owned(), text.clone());
         }
     }
 

@@ -62,7 +62,9 @@ pub(crate) async fn open(
                 value,
             );
         }
-        let (mut ws, _) = tokio_tungstenite::connect_async(request)
+        // TCP_NODELAY: AEP messages are small and often answered (commands, acks,
+        // pongs); Nagle would hold one back behind an unacknowledged one.
+        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(request, None, true)
             .await
             .map_err(ws_error)?;
         ws.send(Message::text(hello_text)).await.map_err(ws_error)?;
