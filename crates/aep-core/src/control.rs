@@ -939,6 +939,25 @@ impl ControlSender {
         self.pending.len()
     }
 
+    /// The commands awaiting their ack, in the order they were sent: what to transmit
+    /// again, unchanged, on a new connection.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::ControlSender;
+    /// let mut s = ControlSender::new("console", "h");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+    /// s.send(Instant::now(), s.command("control.resume", "s1").build("c2", "t"))?;
+    /// let ids: Vec<&str> = s.pending_commands().iter().map(|c| c.id()).collect();
+    /// assert_eq!(ids, ["c1", "c2"]);
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
+    pub fn pending_commands(&self) -> Vec<&Event> {
+        let mut pending: Vec<&Pending> = self.pending.values().collect();
+        pending.sort_by_key(|p| p.order);
+        pending.into_iter().map(|p| &p.command).collect()
+    }
+
     fn settle(&mut self, id: String, result: Result<Event, Nack>) {
         self.pending.remove(&id);
         self.settled.push_back(Settled {

@@ -183,12 +183,27 @@ pub fn rfc3339_millis(t: SystemTime) -> String {
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
     let (year, month, day) = civil_from_days(days);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{ms:03}Z",
-        sod / 3600,
-        sod % 3600 / 60,
-        sod % 60
-    )
+    // Digit by digit into one right-sized string: every event built carries a `time`,
+    // and `format!` costs several times as much on that path.
+    let mut out = String::with_capacity(24);
+    let mut put = |value: u32, width: u32, then: char| {
+        let mut div = 10u32.pow(width - 1);
+        while div > 0 {
+            out.push(char::from(b'0' + (value / div % 10) as u8));
+            div /= 10;
+        }
+        out.push(then);
+    };
+    // The clamp above keeps every field in range: the year within 0..=9999.
+    let field = |v: i64| u32::try_from(v).unwrap_or(0);
+    put(field(year), 4, '-');
+    put(month, 2, '-');
+    put(day, 2, 'T');
+    put(field(sod / 3600), 2, ':');
+    put(field(sod % 3600 / 60), 2, ':');
+    put(field(sod % 60), 2, '.');
+    put(u32::try_from(ms).unwrap_or(0), 3, 'Z');
+    out
 }
 
 /// The proleptic Gregorian date `days` after 1970-01-01.
@@ -491,6 +506,26 @@ mod tests {
             let (y, m, d) = civil_from_days(days);
             assert!((1..=12).contains(&m) && (1..=31).contains(&d));
             assert_eq!(days_by_counting(y, m, d), days, "{y}-{m}-{d}");
+        }
+    }
+
+    #[test]
+    fn times_are_written_at_the_edges_of_the_range() {
+        let day = Duration::from_secs(86_400);
+        let cases = [
+            (
+                UNIX_EPOCH - Duration::from_millis(1),
+                "1969-12-31T23:59:59.999Z",
+            ),
+            (
+                UNIX_EPOCH + Duration::from_millis(1_783_073_704_221),
+                "2026-07-03T10:15:04.221Z",
+            ),
+            (UNIX_EPOCH + day * 365 * 9_000, "9999-12-31T23:59:59.999Z"),
+            (UNIX_EPOCH - day * 365 * 3_000, "0000-01-01T00:00:00.000Z"),
+        ];
+        for (t, want) in cases {
+            assert_eq!(rfc3339_millis(t), want);
         }
     }
 

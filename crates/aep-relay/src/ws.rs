@@ -166,15 +166,6 @@ fn send(outbox: &Outbox, frame: String) {
     outbox.push_frame(Bytes::from(frame));
 }
 
-/// The one member the read path needs before deciding how to parse a message. Borrowed
-/// and allocation-free: events, the hot path, are then parsed once, by `parse_event`,
-/// instead of once into a `Value` and again into an `Event`.
-#[derive(serde::Deserialize)]
-struct Peek<'a> {
-    #[serde(rename = "type", borrow, default)]
-    ty: Option<std::borrow::Cow<'a, str>>,
-}
-
 async fn on_text(
     hub: &Arc<Hub>,
     conn: u64,
@@ -182,16 +173,13 @@ async fn on_text(
     session: &mut Session,
     text: &str,
 ) {
-    // After `hello`, an event whose envelope parses goes straight to ingest. Anything
-    // else (frames, subscription lifecycle messages, an event to refuse, a `type` the
-    // peek cannot read) takes the general path below, which reads it as a `Value`.
+    // After `hello`, events are the traffic: one whose envelope parses goes straight to
+    // ingest, parsed once. Anything else (frames, subscription lifecycle messages, an
+    // event to refuse) takes the general path below, which reads it as a `Value`.
     if session.hello.is_some() {
-        let peeked = serde_json::from_str::<Peek<'_>>(text).ok().and_then(|p| p.ty);
-        let hot = peeked.is_some_and(|ty| {
-            frame::is_event_type(&ty) && !LifecycleMessage::is_lifecycle_type(&ty)
-        });
-        if hot {
-            if let Ok(incoming) = parse_event(text.as_bytes()) {
+        if let Ok(incoming) = parse_event(text.as_bytes()) {
+            let ty = incoming.event.event_type();
+            if frame::is_event_type(ty) && !LifecycleMessage::is_lifecycle_type(ty) {
                 hub.ingest(std::slice::from_ref(&incoming), Some(conn))
                     .await;
                 return;

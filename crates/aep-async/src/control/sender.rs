@@ -92,14 +92,9 @@ impl SendOptions {
 
 type Reply = oneshot::Sender<Result<Event, NackError>>;
 
-struct Waiter {
-    command: Event,
-    reply: Reply,
-}
-
 struct State {
     core: core::ControlSender,
-    waiters: HashMap<String, Waiter>,
+    waiters: HashMap<String, Reply>,
     arm: Arm,
     closed: bool,
 }
@@ -278,8 +273,8 @@ impl ControlSender {
                 return Err(ControlError::Closed);
             }
             let id = command.id().to_owned();
-            st.core.send_with(now, command.clone(), policy)?;
-            st.waiters.insert(id, Waiter { command, reply: tx });
+            st.core.send_with(now, command, policy)?;
+            st.waiters.insert(id, tx);
             let wake = st.arm.earlier(Some(now + policy.ack_window));
             let start_timer = st.arm.start();
             (drain(&mut st), start_timer, wake)
@@ -355,7 +350,7 @@ impl ControlSender {
     pub fn retransmit_pending(&self) {
         let commands: Vec<Event> = {
             let st = self.inner.lock();
-            st.waiters.values().map(|w| w.command.clone()).collect()
+            st.core.pending_commands().into_iter().cloned().collect()
         };
         for c in &commands {
             (self.inner.transmit)(c);
@@ -414,8 +409,8 @@ fn drain(st: &mut State) -> Output {
         push_one(&mut out.transmit, c);
     }
     while let Some(s) = st.core.poll_settled() {
-        if let Some(w) = st.waiters.remove(&s.command_id) {
-            push_one(&mut out.settled, (w.reply, s.result));
+        if let Some(reply) = st.waiters.remove(&s.command_id) {
+            push_one(&mut out.settled, (reply, s.result));
         }
     }
     out

@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use aep_core::frame::{self, Frame, Message as AepMessage, Role};
 use aep_core::{Event, EventType};
-use futures::{SinkExt, StreamExt};
+use futures::stream::SplitSink;
+use futures::{FutureExt, SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use tracing::Instrument;
 
@@ -208,6 +209,14 @@ struct Worker {
     claims: HashMap<String, Utf8Bytes>,
 }
 
+/// How many inbound messages already received are handled before the sink writes.
+const READ_BATCH: usize = 256;
+/// How many events one write carries at most.
+const WRITE_BATCH: usize = 1024;
+/// Events taken from the outbox at a time: a larger take allocates past glibc's 1 KiB
+/// large-request threshold, which consolidates the allocator's fast bins every time.
+const TAKE_CHUNK: usize = 24;
+
 /// The members of an outgoing event that say whether it claims a session.
 #[derive(serde::Deserialize)]
 struct ClaimPeek<'a> {
@@ -303,9 +312,11 @@ impl Worker {
                 }
                 write.flush().await.map_err(ws_error)?;
                 if self.cfg.hook.is_some() {
-                    for text in std::mem::take(&mut self.unsent) {
+                    let mut sent = std::mem::take(&mut self.unsent);
+                    for text in sent.drain(..) {
                         self.claim(text);
                     }
+                    self.unsent = sent;
                 } else {
                     self.unsent.clear();
                 }
@@ -318,22 +329,50 @@ impl Worker {
             }
             tokio::select! {
                 () = self.outbox.wait_for_work() => {
-                    let lines = self.outbox.take(1024, usize::MAX);
-                    self.unsent.extend(lines.into_iter().map(text));
-                }
-                msg = read.next() => match msg {
-                    None | Some(Ok(Message::Close(_))) => {
-                        return Err(TransportError::network_msg("socket closed by the endpoint"))
-                    }
-                    Some(Err(e)) => return Err(ws_error(e)),
-                    Some(Ok(Message::Text(text))) => {
-                        if let Some(reply) = self.inbound(text.as_bytes()) {
-                            write.send(Message::text(reply)).await.map_err(ws_error)?;
+                    while self.unsent.len() < WRITE_BATCH {
+                        let lines = self.outbox.take(TAKE_CHUNK, usize::MAX);
+                        if lines.is_empty() {
+                            break;
                         }
+                        self.unsent.extend(lines.into_iter().map(text));
                     }
-                    Some(Ok(_)) => {}
-                },
+                }
+                msg = read.next() => {
+                    let mut replies = self.read_one(msg, &mut write).await?;
+                    // Then whatever else has already arrived, before writing: the acks
+                    // those commands produce go out in one write, not one each.
+                    for _ in 1..READ_BATCH {
+                        let Some(msg) = read.next().now_or_never() else { break };
+                        replies |= self.read_one(msg, &mut write).await?;
+                    }
+                    if replies {
+                        write.flush().await.map_err(ws_error)?;
+                    }
+                }
             }
+        }
+    }
+
+    /// Handles one read from the socket; queues (without flushing) any reply, and says
+    /// whether it did.
+    async fn read_one(
+        &self,
+        msg: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
+        write: &mut SplitSink<WsStream, Message>,
+    ) -> Result<bool, TransportError> {
+        match msg {
+            None | Some(Ok(Message::Close(_))) => {
+                Err(TransportError::network_msg("socket closed by the endpoint"))
+            }
+            Some(Err(e)) => Err(ws_error(e)),
+            Some(Ok(Message::Text(text))) => match self.inbound(text.as_bytes()) {
+                Some(reply) => {
+                    write.feed(Message::text(reply)).await.map_err(ws_error)?;
+                    Ok(true)
+                }
+                None => Ok(false),
+            },
+            Some(Ok(_)) => Ok(false),
         }
     }
 
