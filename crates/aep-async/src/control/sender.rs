@@ -295,6 +295,12 @@ impl ControlSender {
         self.feed(|core| core.handle_event(event))
     }
 
+    /// As [`handle_event`](Self::handle_event), taking the event: an ack settles its
+    /// command with no copy made.
+    pub(crate) fn handle_event_owned(&self, event: Event) -> bool {
+        self.feed(|core| core.handle_event_owned(event))
+    }
+
     /// Feeds one inbound frame. Returns whether it settled a pending command (an
     /// `error` frame whose `cause` is a pending command's `id`, AEP-0004 §4.2).
     pub fn handle_frame(&self, frame: &Frame) -> bool {
