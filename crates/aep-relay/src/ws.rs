@@ -26,7 +26,10 @@ use aep_core::subscription::LifecycleMessage;
 /// Accepts the upgrade; incoming messages are capped like an ingest body.
 pub(crate) fn upgrade(hub: Arc<Hub>, ws: WebSocketUpgrade) -> Response {
     let max = hub.config.max_body.max(1024);
-    ws.max_message_size(max)
+    // tungstenite zero-fills up to this much free buffer before every read; AEP
+    // messages are small, and at the 128 KiB default the fill outweighs the read.
+    ws.read_buffer_size(32 * 1024)
+        .max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |socket| serve(hub, socket))
 }

@@ -139,6 +139,13 @@ impl WsSinkBuilder {
 /// which consumers dedupe). "Delivered" means written to the socket: the WS binding has
 /// no per-event acknowledgement; `error` frames the endpoint sends back are reported.
 ///
+/// **Sessions after a reconnect.** A relay routes a command to the connection that
+/// carried its session's events (AEP-0004 §4), and a new connection has carried none.
+/// With a command hook, the sink therefore re-sends each session's last event,
+/// unchanged, right after the new `hello`, so commands reach the agent again without
+/// waiting for its next emit; consumers drop the copy on its `(source, id)`. Sessions
+/// whose last event was `session.ended` are not claimed again.
+///
 /// **Drop:** as for `HttpSink`, dropping the last handle closes the sink and the task
 /// keeps sending what was accepted while the runtime runs (and while the endpoint is
 /// reachable); leftovers at runtime shutdown are reported as
