@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::task::Context;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use aep_core::control::{
@@ -251,15 +252,29 @@ impl ControlTarget {
             };
             match tokio::runtime::Handle::try_current() {
                 Ok(rt) => {
-                    let mut handler = (self.inner.handler)(cmd);
+                    let handler = &self.inner.handler;
                     // One poll in place: most handlers decide without awaiting, and a
                     // task per command (its allocation, its wake-up, often a thread
                     // unparked) is then pure overhead. The noop waker is safe: if the
                     // handler is pending, the spawned task polls it again at once, and
-                    // a future must wake the waker of its latest poll.
-                    let mut cx = Context::from_waker(futures::task::noop_waker_ref());
-                    if handler.as_mut().poll(&mut cx).is_pending() {
-                        rt.spawn(handler);
+                    // a future must wake the waker of its latest poll. A panicking
+                    // handler must not take the caller (the sink's connection task)
+                    // down with it: as in a task of its own, its command is dropped
+                    // undecided, and so refused.
+                    let first = std::panic::catch_unwind(AssertUnwindSafe(move || {
+                        let mut future = handler(cmd);
+                        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+                        match future.as_mut().poll(&mut cx) {
+                            Poll::Ready(()) => None,
+                            Poll::Pending => Some(future),
+                        }
+                    }));
+                    match first {
+                        Ok(None) => {}
+                        Ok(Some(future)) => {
+                            rt.spawn(future);
+                        }
+                        Err(_) => tracing::warn!("the command handler panicked"),
                     }
                 }
                 Err(_) => {
