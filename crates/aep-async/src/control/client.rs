@@ -512,6 +512,10 @@ impl Task {
                     Inbound::End(e) => return Ended::Dropped(e),
                 },
                 () = self.outgoing.ready.notified() => {
+                    // The first command of a burst wakes this task, which the runtime
+                    // then runs next, ahead of the tasks about to send the rest. Going to
+                    // the back of the queue once lets them: a burst leaves in one write.
+                    tokio::task::yield_now().await;
                     self.outgoing.take(&mut self.batch);
                     for text in self.batch.drain(..) {
                         if let Err(e) = write.feed(Message::text(text)).await {
