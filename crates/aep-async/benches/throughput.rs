@@ -4,11 +4,13 @@
 //!   and an SSE subscription reading a pre-built body from an in-process server (its
 //!   inverse rate is the SDK's per-event cost: SSE parse, envelope parse, dedupe,
 //!   position tracking);
-//! - against the reference relay (when `node` is available): raw NDJSON ingest and raw
-//!   replay (no SDK), then the SDK's HTTP sink, SSE history pass and WS subscription.
+//! - against the Rust relay (in process) and the reference relay (when `node` is
+//!   available), the same rows for each: raw NDJSON ingest and raw replay (no SDK), then
+//!   the SDK's HTTP sink, SSE history pass and WS subscription.
 //!
-//! `cargo bench -p aep-async --bench throughput` (env `AEP_BENCH_EVENTS`, default 100000;
-//! `AEP_BENCH_SDK_ONLY` skips the reference relay).
+//! `cargo bench -p aep-async --bench throughput` (env `AEP_BENCH_EVENTS`, default 100000,
+//! for the SDK-bound rows; `AEP_BENCH_RELAY_EVENTS`, default 20000, for the relay rows;
+//! `AEP_BENCH_SDK_ONLY` skips both relays).
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 use std::process::{Command, Stdio};
@@ -221,6 +223,94 @@ impl aep_async::Sink for SharedSink {
     }
 }
 
+/// The Python SDK against the same relay, in the same run: `http_sink` emitting
+/// `emit_n` events (one POST each), then `aio.subscribe(live=False)` over the relay's
+/// history of agent `a` (`consume_n` events). Returns (emit/s, consume/s), or `None`
+/// when python3 or the SDK is not here.
+fn python_sdk(url: &str, emit_n: usize, consume_n: usize) -> Option<(f64, f64)> {
+    let sdk = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/reference/python-sdk");
+    if !sdk.exists() {
+        return None;
+    }
+    const SCRIPT: &str = r#"
+import asyncio, sys, time
+from aep_sdk import Emitter, http_sink, aio
+url, emit_n, consume_n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+e = Emitter("py", "bench", http_sink(url)).session("py0")
+t = time.perf_counter()
+for i in range(emit_n):
+    e.emit("tool.called", {"tool": "bash", "args": {"cmd": "ls -la"}}, severity="notice")
+emit_rate = emit_n / (time.perf_counter() - t)
+async def consume():
+    got = 0
+    t = time.perf_counter()
+    sub = await aio.subscribe(url, filter={"agent": "a"}, from_="all", live=False)
+    async for _ in sub:
+        got += 1
+    return got, time.perf_counter() - t
+got, d = asyncio.run(consume())
+assert got >= consume_n, got
+print(emit_rate, got / d)
+"#;
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(SCRIPT)
+        .arg(url)
+        .arg(emit_n.to_string())
+        .arg(consume_n.to_string())
+        .env("PYTHONPATH", &sdk)
+        .stderr(Stdio::inherit())
+        .output()
+        .ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut it = text.split_whitespace().filter_map(|v| v.parse().ok());
+    Some((it.next()?, it.next()?))
+}
+
+/// The Rust relay on a thread and runtime of its own, like a separate process.
+struct RustRelay {
+    url: String,
+    stop: tokio::sync::oneshot::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl RustRelay {
+    fn start(buffer: usize) -> RustRelay {
+        let (url_tx, url_rx) = std::sync::mpsc::channel();
+        let (stop, stop_rx) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(async move {
+                let relay = aep_relay::Relay::builder()
+                    .bind("127.0.0.1:0")
+                    .buffer(buffer)
+                    .max_sessions(1000)
+                    .start()
+                    .await
+                    .unwrap();
+                url_tx.send(relay.url().to_owned()).unwrap();
+                let _ = stop_rx.await;
+                relay.shutdown().await.unwrap();
+            });
+        });
+        RustRelay {
+            url: url_rx.recv().unwrap(),
+            stop,
+            thread,
+        }
+    }
+
+    fn stop(self) {
+        let _ = self.stop.send(());
+        self.thread.join().unwrap();
+    }
+}
+
 struct Relay(std::process::Child);
 impl Drop for Relay {
     fn drop(&mut self) {
@@ -327,27 +417,52 @@ async fn main() {
         cpu_seconds() - c,
     );
 
+    // `AEP_BENCH_SDK_ONLY=1`: the SDK-bound half alone, e.g. under callgrind
+    if std::env::var_os("AEP_BENCH_SDK_ONLY").is_some() {
+        println!("AEP_BENCH_SDK_ONLY set; relays skipped");
+        return;
+    }
+    // One replay pass of the reference relay holds at most 8 MiB in flight before it
+    // disconnects the reader (its backpressure rule), about 25 000 of these events; both
+    // relays get the same count so the rows compare.
+    let relay_n: usize = std::env::var("AEP_BENCH_RELAY_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+
+    // The Rust relay, in this process on a runtime of its own (so its CPU time is in
+    // the "this process" column of these rows). It has no replay window to respect, so
+    // it also gets a longer run that amortizes connection set-up.
+    let rust_n: usize = std::env::var("AEP_BENCH_RUST_RELAY_EVENTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let rust = RustRelay::start(relay_n + 10);
+    against_relay("Rust relay", &rust.url, relay_n, sessions).await;
+    rust.stop();
+    if rust_n > relay_n {
+        let rust = RustRelay::start(rust_n + 10);
+        against_relay("Rust relay, longer run", &rust.url, rust_n, sessions).await;
+        rust.stop();
+    }
+
     // The reference relay, if node is here.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
         .unwrap()
         .port();
-    let script = std::path::Path::new("/work/shared/tools/reference-relay.sh");
-    // `AEP_BENCH_SDK_ONLY=1`: the SDK-bound half alone, e.g. under callgrind
-    if std::env::var_os("AEP_BENCH_SDK_ONLY").is_some() {
-        println!("AEP_BENCH_SDK_ONLY set; reference relay skipped");
-        return;
-    }
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/tools/reference-relay.sh");
     if !script.exists() {
         println!("reference relay not available; skipped");
         return;
     }
     let child = Command::new("bash")
-        .arg(script)
+        .arg(&script)
         .arg(port.to_string())
         .arg("")
-        .arg((n + 10).to_string())
+        .arg((relay_n + 10).to_string())
         .env("AEP_MAX_SESSIONS", "1000")
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -355,12 +470,6 @@ async fn main() {
         .unwrap();
     let _relay = Relay(child);
     let url = format!("http://127.0.0.1:{port}");
-    // One replay pass of the reference relay holds at most 8 MiB in flight before it
-    // disconnects the reader (its backpressure rule), about 25 000 of these events.
-    let n: usize = std::env::var("AEP_BENCH_RELAY_EVENTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
     for _ in 0..400 {
         if tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
@@ -370,6 +479,12 @@ async fn main() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    against_relay("reference relay", &url, relay_n, sessions).await;
+}
+
+/// The end-to-end rows against one relay at `url`: raw NDJSON ingest, the same POSTs of
+/// SDK-built events, `HttpSink`, a raw replay, and the SSE and WS subscriptions.
+async fn against_relay(label: &str, url: &str, n: usize, sessions: usize) {
     let client = reqwest::Client::new();
 
     // Raw ingest anchor: pre-built 10 000-line NDJSON POSTs, other sessions.
@@ -394,7 +509,7 @@ async fn main() {
         raw_n += 10_000;
     }
     report(
-        "reference relay: raw NDJSON ingest (10k/POST)",
+        &format!("{label}: raw NDJSON ingest (10k/POST)"),
         raw_n,
         t.elapsed(),
         cpu_seconds() - c,
@@ -417,16 +532,16 @@ async fn main() {
         assert!(res.status().is_success(), "{}", res.status());
     }
     report(
-        "reference relay: raw POST of SDK-built events",
+        &format!("{label}: raw POST of SDK-built events"),
         lines.len(),
         t.elapsed(),
         cpu_seconds() - c,
     );
 
     let c = cpu_seconds();
-    let d = emit_sdk(&url, n, sessions).await;
+    let d = emit_sdk(url, n, sessions).await;
     report(
-        "reference relay: emit with HttpSink",
+        &format!("{label}: emit with HttpSink"),
         n,
         d,
         cpu_seconds() - c,
@@ -449,7 +564,7 @@ async fn main() {
         lines += c.iter().filter(|&&b| b == b'\n').count();
     }
     report(
-        "reference relay: raw replay (bytes only)",
+        &format!("{label}: raw replay (bytes only)"),
         total,
         t.elapsed(),
         cpu_seconds() - c,
@@ -461,19 +576,26 @@ async fn main() {
     );
 
     let c = cpu_seconds();
-    let d = consume(&url, total, Transport::Sse).await;
+    let d = consume(url, total, Transport::Sse).await;
     report(
-        "reference relay: SSE subscription history pass",
+        &format!("{label}: SSE subscription history pass"),
         total,
         d,
         cpu_seconds() - c,
     );
     let c = cpu_seconds();
-    let d = consume(&url, total, Transport::WebSocket).await;
+    let d = consume(url, total, Transport::WebSocket).await;
     report(
-        "reference relay: WS subscription from=all",
+        &format!("{label}: WS subscription from=all"),
         total,
         d,
         cpu_seconds() - c,
     );
+    // The Python SDK on the same relay, same run: the issue's ratios.
+    match python_sdk(url, 1_000, total) {
+        Some((emit, consume)) => println!(
+            "{label}: Python SDK http_sink {emit:.0} events/s, aio.subscribe(live=False) {consume:.0} events/s"
+        ),
+        None => println!("{label}: Python SDK not available; skipped"),
+    }
 }

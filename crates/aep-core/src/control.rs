@@ -93,11 +93,7 @@ pub const ACCEPTED: &str = "control.accepted";
 /// ```
 pub const REJECTED: &str = "control.rejected";
 
-/// Whether `ty` is a command type: `control.{verb}` other than the two acks, or a vendor
-/// `x.{vendor}.control.{verb}` (AEP-0004 §2 rule 1, §5).
-///
-/// Unregistered core verbs count: a target answers them `unsupported` rather than
-/// ignoring them, since every `control.{verb}` is a command.
+/// Whether `ty` is a well-formed command type: [`EventType::is_command`] on a string.
 ///
 /// ```
 /// use aep_core::control::is_command_type;
@@ -108,10 +104,7 @@ pub const REJECTED: &str = "control.rejected";
 /// assert!(!is_command_type("run.started"));
 /// ```
 pub fn is_command_type(ty: &str) -> bool {
-    match EventType::parse(ty) {
-        Ok(t) => t.is_command() || (t.category() == "control" && !t.is_ack()),
-        Err(_) => false,
-    }
+    EventType::parse(ty).is_ok_and(|t| t.is_command())
 }
 
 // ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use compact_str::CompactString;
 use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -78,20 +79,20 @@ const EXT: Slot = 17;
 /// ```
 #[derive(Clone)]
 pub struct Event {
-    aep: String,
-    id: String,
-    ty: String,
-    subject: Option<String>,
-    time: String,
-    source: String,
-    agent: String,
-    session: Option<String>,
-    run: Option<String>,
-    step: Option<String>,
+    aep: CompactString,
+    id: CompactString,
+    ty: CompactString,
+    subject: Option<CompactString>,
+    time: CompactString,
+    source: CompactString,
+    agent: CompactString,
+    session: Option<CompactString>,
+    run: Option<CompactString>,
+    step: Option<CompactString>,
     seq: Option<u64>,
     epoch: Option<u64>,
-    cause: Option<String>,
-    traceparent: Option<String>,
+    cause: Option<CompactString>,
+    traceparent: Option<CompactString>,
     severity: Option<Severity>,
     capture: Option<Capture>,
     data: Option<Box<RawValue>>,
@@ -255,13 +256,13 @@ impl Event {
         agent: impl Into<String>,
     ) -> Event {
         Event {
-            aep: AEP_VERSION.to_owned(),
-            id: id.into(),
-            ty: event_type.into(),
+            aep: CompactString::const_new(AEP_VERSION),
+            id: CompactString::from(id.into()),
+            ty: CompactString::from(event_type.into()),
             subject: None,
-            time: time.into(),
-            source: source.into(),
-            agent: agent.into(),
+            time: CompactString::from(time.into()),
+            source: CompactString::from(source.into()),
+            agent: CompactString::from(agent.into()),
             session: None,
             run: None,
             step: None,
@@ -286,7 +287,13 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn from_slice(bytes: &[u8]) -> Result<Event, EventParseError> {
-        Ok(serde_json::from_slice(bytes)?)
+        // Checking UTF-8 once for the whole line is far cheaper than serde_json's
+        // per-string check on a slice; only invalid input takes the slice path, for its
+        // error position.
+        match std::str::from_utf8(bytes) {
+            Ok(text) => Ok(serde_json::from_str(text)?),
+            Err(_) => Ok(serde_json::from_slice(bytes)?),
+        }
     }
 
     /// Reads one event from a JSON value (which loses nothing but the original number
@@ -329,8 +336,29 @@ impl Event {
     /// assert_eq!(out, e.to_json().into_bytes());
     /// ```
     pub fn write_json(&self, out: &mut Vec<u8>) {
-        // Writing into a Vec cannot fail and every key is a string.
-        let _ = serde_json::to_writer(out, self);
+        out.push(b'{');
+        let mut first = true;
+        let _ = self.walk(|name, core, value| -> Result<(), ()> {
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            if core {
+                out.push(b'"');
+                out.extend_from_slice(name.as_bytes());
+                out.extend_from_slice(b"\":");
+            } else {
+                write_json_str(out, name);
+                out.push(b':');
+            }
+            match value {
+                Attr::Str(v) => write_json_str(out, v),
+                Attr::Number(v) => out.extend_from_slice(itoa::Buffer::new().format(v).as_bytes()),
+                Attr::Raw(v) => out.extend_from_slice(v.get().as_bytes()),
+            }
+            Ok(())
+        });
+        out.push(b'}');
     }
 
     /// This event as a JSON value.
@@ -351,7 +379,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn aep(&self) -> &str {
-        &self.aep
+        self.aep.as_str()
     }
     /// `id`: unique per `source`; consumers dedupe on `(source, id)` (AEP-0001 §7).
     ///
@@ -361,7 +389,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn id(&self) -> &str {
-        &self.id
+        self.id.as_str()
     }
     /// `type`, e.g. `tool.completed` or `x.acme.tool.synced`.
     ///
@@ -371,7 +399,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn event_type(&self) -> &str {
-        &self.ty
+        self.ty.as_str()
     }
     /// `subject`: the acted-upon entity.
     ///
@@ -393,7 +421,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn time(&self) -> &str {
-        &self.time
+        self.time.as_str()
     }
     /// `source`: the emitting agent or session, as a URI.
     ///
@@ -403,7 +431,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn source(&self) -> &str {
-        &self.source
+        self.source.as_str()
     }
     /// `agent`: the stable logical identity of the emitter.
     ///
@@ -413,7 +441,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn agent(&self) -> &str {
-        &self.agent
+        self.agent.as_str()
     }
     /// `session`, absent on agent-scoped events.
     ///
@@ -808,7 +836,7 @@ impl Event {
     /// assert_eq!(e.id(), "01K");
     /// ```
     pub fn set_id(&mut self, id: impl Into<String>) {
-        self.id = id.into();
+        self.id = CompactString::from(id.into());
     }
 
     /// Sets `time`.
@@ -819,7 +847,7 @@ impl Event {
     /// assert_eq!(e.time(), "2026-07-03T10:00:00.000Z");
     /// ```
     pub fn set_time(&mut self, time: impl Into<String>) {
-        self.time = time.into();
+        self.time = CompactString::from(time.into());
     }
 
     /// Sets `source`.
@@ -830,7 +858,7 @@ impl Event {
     /// assert_eq!(e.source(), "aep://h/agent/b");
     /// ```
     pub fn set_source(&mut self, source: impl Into<String>) {
-        self.source = source.into();
+        self.source = CompactString::from(source.into());
     }
 
     /// Sets `subject`.
@@ -844,7 +872,7 @@ impl Event {
     /// ```
     pub fn set_subject(&mut self, v: Option<String>) {
         self.set_slot_present(3, v.is_some());
-        self.subject = v;
+        self.subject = v.map(CompactString::from);
     }
     /// Sets `session`.
     ///
@@ -857,7 +885,7 @@ impl Event {
     /// ```
     pub fn set_session(&mut self, v: Option<String>) {
         self.set_slot_present(7, v.is_some());
-        self.session = v;
+        self.session = v.map(CompactString::from);
     }
     /// Sets `run`.
     ///
@@ -870,7 +898,7 @@ impl Event {
     /// ```
     pub fn set_run(&mut self, v: Option<String>) {
         self.set_slot_present(8, v.is_some());
-        self.run = v;
+        self.run = v.map(CompactString::from);
     }
     /// Sets `step`.
     ///
@@ -883,7 +911,7 @@ impl Event {
     /// ```
     pub fn set_step(&mut self, v: Option<String>) {
         self.set_slot_present(9, v.is_some());
-        self.step = v;
+        self.step = v.map(CompactString::from);
     }
     /// Sets `seq`.
     ///
@@ -922,7 +950,7 @@ impl Event {
     /// ```
     pub fn set_cause(&mut self, v: Option<String>) {
         self.set_slot_present(12, v.is_some());
-        self.cause = v;
+        self.cause = v.map(CompactString::from);
     }
     /// Sets `traceparent`.
     ///
@@ -935,7 +963,7 @@ impl Event {
     /// ```
     pub fn set_traceparent(&mut self, v: Option<String>) {
         self.set_slot_present(13, v.is_some());
-        self.traceparent = v;
+        self.traceparent = v.map(CompactString::from);
     }
 
     /// Builder form of [`Event::set_subject`].
@@ -1157,67 +1185,89 @@ impl FromStr for Event {
     }
 }
 
+fn opt_str(v: &Option<CompactString>) -> Option<Attr<'_>> {
+    v.as_ref().map(|v| Attr::Str(v.as_str()))
+}
+
+/// One attribute's value as written, borrowed from the event.
+enum Attr<'a> {
+    Str(&'a str),
+    Number(u64),
+    Raw(&'a RawValue),
+}
+
+impl Event {
+    /// Calls `f` with each attribute's name and value in wire order: the one walk both
+    /// the serde `Serialize` impl and the direct writer follow, so they cannot disagree.
+    /// The flag says whether the name is a core one (plain ASCII, nothing to escape).
+    fn walk<E>(&self, mut f: impl FnMut(&str, bool, Attr<'_>) -> Result<(), E>) -> Result<(), E> {
+        let mut ext = self.extensions.iter();
+        let mut write = |slot: Slot| -> Result<(), E> {
+            let value = match slot {
+                0 => Some(Attr::Str(self.aep.as_str())),
+                1 => Some(Attr::Str(self.id.as_str())),
+                2 => Some(Attr::Str(self.ty.as_str())),
+                3 => opt_str(&self.subject),
+                4 => Some(Attr::Str(self.time.as_str())),
+                5 => Some(Attr::Str(self.source.as_str())),
+                6 => Some(Attr::Str(self.agent.as_str())),
+                7 => opt_str(&self.session),
+                8 => opt_str(&self.run),
+                9 => opt_str(&self.step),
+                10 => self.seq.map(Attr::Number),
+                11 => self.epoch.map(Attr::Number),
+                12 => opt_str(&self.cause),
+                13 => opt_str(&self.traceparent),
+                14 => self.severity.map(|v| Attr::Str(v.as_str())),
+                15 => self.capture.map(|v| Attr::Str(v.as_str())),
+                DATA => self.data.as_deref().map(Attr::Raw),
+                _ => {
+                    return match ext.next() {
+                        Some((k, v)) => f(k, false, Attr::Raw(v)),
+                        None => Ok(()),
+                    }
+                }
+            };
+            match (CORE_ATTRIBUTES.get(slot as usize), value) {
+                (Some(name), Some(value)) => f(name, true, value),
+                _ => Ok(()),
+            }
+        };
+        match &self.order {
+            Some(order) => order.iter().try_for_each(|&slot| write(slot)),
+            None => self.canonical_slots().try_for_each(write),
+        }
+    }
+}
+
 impl Serialize for Event {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let len = self.canonical_slots().count();
         let mut map = serializer.serialize_map(Some(len))?;
-        let mut ext = self.extensions.iter();
-        let mut write = |map: &mut S::SerializeMap, slot: Slot| -> Result<(), S::Error> {
-            let name = CORE_ATTRIBUTES.get(slot as usize).copied();
-            match slot {
-                0 => map.serialize_entry("aep", &self.aep),
-                1 => map.serialize_entry("id", &self.id),
-                2 => map.serialize_entry("type", &self.ty),
-                4 => map.serialize_entry("time", &self.time),
-                5 => map.serialize_entry("source", &self.source),
-                6 => map.serialize_entry("agent", &self.agent),
-                3 | 7 | 8 | 9 | 12 | 13 => {
-                    let value = match slot {
-                        3 => &self.subject,
-                        7 => &self.session,
-                        8 => &self.run,
-                        9 => &self.step,
-                        12 => &self.cause,
-                        _ => &self.traceparent,
-                    };
-                    match (name, value) {
-                        (Some(name), Some(v)) => map.serialize_entry(name, v),
-                        _ => Ok(()),
-                    }
-                }
-                10 => self.seq.map_or(Ok(()), |v| map.serialize_entry("seq", &v)),
-                11 => self
-                    .epoch
-                    .map_or(Ok(()), |v| map.serialize_entry("epoch", &v)),
-                14 => self
-                    .severity
-                    .map_or(Ok(()), |v| map.serialize_entry("severity", &v)),
-                15 => self
-                    .capture
-                    .map_or(Ok(()), |v| map.serialize_entry("capture", &v)),
-                DATA => self
-                    .data
-                    .as_ref()
-                    .map_or(Ok(()), |v| map.serialize_entry("data", v)),
-                _ => match ext.next() {
-                    Some((k, v)) => map.serialize_entry(k, v),
-                    None => Ok(()),
-                },
-            }
-        };
-        match &self.order {
-            Some(order) => {
-                for &slot in order.iter() {
-                    write(&mut map, slot)?;
-                }
-            }
-            None => {
-                for slot in self.canonical_slots() {
-                    write(&mut map, slot)?;
-                }
-            }
-        }
+        self.walk(|name, _, value| match value {
+            Attr::Str(v) => map.serialize_entry(name, v),
+            Attr::Number(v) => map.serialize_entry(name, &v),
+            Attr::Raw(v) => map.serialize_entry(name, v),
+        })?;
         map.end()
+    }
+}
+
+/// Writes `text` as a JSON string exactly as serde_json would. Most attribute values
+/// need no escaping, and one branch-free pass to find that out beats serde_json's
+/// byte-by-byte escape loop several times over.
+fn write_json_str(out: &mut Vec<u8>, text: &str) {
+    let plain = !text.bytes().fold(false, |hit, b| {
+        hit | (b < 0x20) | (b == b'"') | (b == b'\\')
+    });
+    if plain {
+        out.reserve(text.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(text.as_bytes());
+        out.push(b'"');
+    } else {
+        // Writing into a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut *out, text);
     }
 }
 
@@ -1225,6 +1275,101 @@ impl Serialize for Event {
 enum Key {
     Core(Slot),
     Other(String),
+}
+
+/// The slot of a core attribute name; a `match` compiles to a length switch, where a
+/// scan of [`CORE_ATTRIBUTES`] compares against every name.
+fn core_slot(name: &str) -> Option<Slot> {
+    Some(match name {
+        "aep" => 0,
+        "id" => 1,
+        "type" => 2,
+        "subject" => 3,
+        "time" => 4,
+        "source" => 5,
+        "agent" => 6,
+        "session" => 7,
+        "run" => 8,
+        "step" => 9,
+        "seq" => 10,
+        "epoch" => 11,
+        "cause" => 12,
+        "traceparent" => 13,
+        "severity" => 14,
+        "capture" => 15,
+        "data" => DATA,
+        _ => return None,
+    })
+}
+
+/// The wire order of a map being read, kept on the stack for the usual envelope size.
+struct WireOrder {
+    inline: [Slot; 24],
+    len: usize,
+    spill: Vec<Slot>,
+    /// Core slots seen so far, one bit each, for the duplicate check.
+    seen: u32,
+    /// Whether the order so far is the canonical one (ranks never decrease).
+    canonical: bool,
+    last_rank: u8,
+}
+
+impl WireOrder {
+    fn new() -> WireOrder {
+        WireOrder {
+            inline: [0; 24],
+            len: 0,
+            spill: Vec::new(),
+            seen: 0,
+            canonical: true,
+            last_rank: 0,
+        }
+    }
+
+    /// Records `slot`; `false` when it is a core attribute already seen.
+    fn push(&mut self, slot: Slot) -> bool {
+        if slot != EXT {
+            let bit = 1u32 << slot;
+            if self.seen & bit != 0 {
+                return false;
+            }
+            self.seen |= bit;
+        }
+        // Canonical order: core attributes in table order, extensions, then `data`.
+        let rank = match slot {
+            EXT => 16,
+            DATA => 17,
+            core => core,
+        };
+        if rank < self.last_rank {
+            self.canonical = false;
+        }
+        self.last_rank = rank;
+        match self.inline.get_mut(self.len) {
+            Some(cell) if self.spill.is_empty() => {
+                *cell = slot;
+                self.len += 1;
+            }
+            _ => {
+                if self.spill.is_empty() {
+                    self.spill.extend(self.inline.iter().take(self.len));
+                }
+                self.spill.push(slot);
+            }
+        }
+        true
+    }
+
+    /// The order to keep, or `None` when it is the canonical one.
+    fn finish(self) -> Option<Box<[Slot]>> {
+        if self.canonical {
+            None
+        } else if self.spill.is_empty() {
+            Some(self.inline.iter().take(self.len).copied().collect())
+        } else {
+            Some(self.spill.into_boxed_slice())
+        }
+    }
 }
 
 impl<'de> Deserialize<'de> for Key {
@@ -1236,8 +1381,8 @@ impl<'de> Deserialize<'de> for Key {
                 f.write_str("an attribute name")
             }
             fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-                Ok(match CORE_ATTRIBUTES.iter().position(|&c| c == v) {
-                    Some(i) => Key::Core(i as Slot),
+                Ok(match core_slot(v) {
+                    Some(slot) => Key::Core(slot),
                     None => Key::Other(v.to_owned()),
                 })
             }
@@ -1284,22 +1429,21 @@ impl<'de> Visitor<'de> for EventVisitor {
         let mut source = None;
         let mut agent = None;
         let mut e = Event::new("", "", "", "", "");
-        let mut order: Vec<Slot> = Vec::with_capacity(20);
+        let mut order = WireOrder::new();
         while let Some(key) = map.next_key::<Key>()? {
             match key {
                 Key::Core(slot) => {
-                    if order.contains(&slot) {
+                    if !order.push(slot) {
                         return Err(dup(slot));
                     }
-                    order.push(slot);
                     match slot {
-                        0 => aep = Some(map.next_value::<String>()?),
-                        1 => id = Some(map.next_value::<String>()?),
-                        2 => ty = Some(map.next_value::<String>()?),
+                        0 => aep = Some(map.next_value::<CompactString>()?),
+                        1 => id = Some(map.next_value::<CompactString>()?),
+                        2 => ty = Some(map.next_value::<CompactString>()?),
                         3 => set_once(&mut e.subject, map.next_value()?, slot)?,
-                        4 => time = Some(map.next_value::<String>()?),
-                        5 => source = Some(map.next_value::<String>()?),
-                        6 => agent = Some(map.next_value::<String>()?),
+                        4 => time = Some(map.next_value::<CompactString>()?),
+                        5 => source = Some(map.next_value::<CompactString>()?),
+                        6 => agent = Some(map.next_value::<CompactString>()?),
                         7 => set_once(&mut e.session, map.next_value()?, slot)?,
                         8 => set_once(&mut e.run, map.next_value()?, slot)?,
                         9 => set_once(&mut e.step, map.next_value()?, slot)?,
@@ -1330,9 +1474,7 @@ impl<'de> Visitor<'de> for EventVisitor {
         e.time = time.ok_or_else(|| de::Error::missing_field("time"))?;
         e.source = source.ok_or_else(|| de::Error::missing_field("source"))?;
         e.agent = agent.ok_or_else(|| de::Error::missing_field("agent"))?;
-        if !order.iter().copied().eq(e.canonical_slots()) {
-            e.order = Some(order.into_boxed_slice());
-        }
+        e.order = order.finish();
         Ok(e)
     }
 }
@@ -1383,6 +1525,35 @@ mod tests {
         }
         let err = Event::from_slice(b"{\"aep\":").unwrap_err();
         assert!(err.is_syntax());
+    }
+
+    #[test]
+    fn invalid_utf8_inside_a_string_is_a_syntax_error_with_its_position() {
+        let err = Event::from_slice(b"{\"aep\":\"0.\xff\"}").unwrap_err();
+        assert!(err.is_syntax());
+        assert_eq!(err.line(), 1);
+    }
+
+    #[test]
+    fn many_attributes_out_of_order_round_trip() {
+        // More attributes than the parser's inline order buffer holds, `data` first, so
+        // the spilled wire order is the one kept.
+        let mut line = String::from(
+            r#"{"data":{"n":1},"aep":"0.1","id":"1","type":"a.b","time":"t","source":"s","agent":"a""#,
+        );
+        for i in 0..30 {
+            line.push_str(&format!(r#","x_{i}":{i}"#));
+        }
+        line.push_str(r#","seq":3}"#);
+        let e = Event::from_slice(line.as_bytes()).unwrap();
+        assert_eq!(e.to_json(), line);
+        assert_eq!(e.extensions().len(), 30);
+        let dup = line.replace(r#","seq":3}"#, r#","seq":3,"id":"2"}"#);
+        let err = Event::from_slice(dup.as_bytes()).unwrap_err();
+        assert!(
+            err.to_string().contains("duplicate attribute `id`"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -209,21 +209,23 @@ impl<'a> EventType<'a> {
         self.raw.get(self.category_at..).unwrap_or_default()
     }
 
-    /// Whether this is a command delivered to a session's owner: a core command
-    /// (AEP-0004 §2) or any vendor `x.{vendor}.control.*` type.
+    /// Whether this is a command delivered to a session's owner: any `control.{verb}`
+    /// other than the two acks, or any vendor `x.{vendor}.control.*` type (AEP-0004 §2
+    /// rule 1, §5).
+    ///
+    /// Unregistered core verbs count: a target answers them `unsupported` rather than
+    /// treating them as ordinary events. [`CORE_COMMANDS`] lists the registered ones.
     ///
     /// ```
     /// use aep_core::types::EventType;
     /// assert!(EventType::parse("control.pause")?.is_command());
+    /// assert!(EventType::parse("control.frobnicate")?.is_command());
     /// assert!(EventType::parse("x.acme.control.reboot")?.is_command());
     /// assert!(!EventType::parse("control.rejected")?.is_command());
     /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
     /// ```
     pub fn is_command(&self) -> bool {
-        match self.vendor {
-            Some(_) => self.category() == "control",
-            None => CORE_COMMANDS.contains(&self.raw),
-        }
+        self.category() == "control" && (self.vendor.is_some() || !self.is_ack())
     }
 
     /// Whether this is a command acknowledgement: `control.accepted` or

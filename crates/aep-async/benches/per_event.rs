@@ -1,0 +1,88 @@
+//! The SDK's own work per event, for an instruction counter: a loop over `N` events in
+//! one mode, nothing else. Subtract the `none` run (which only builds the input) from a
+//! mode's run and divide by `N`:
+//!
+//! ```sh
+//! cargo bench -p aep-async --bench per_event --no-run
+//! for m in none parse consume emit; do
+//!   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.$m target/release/deps/per_event-<hash> $m 20000
+//! done
+//! ```
+//!
+//! Modes: `none`; `parse` (`Event::from_slice`); `value` (`serde_json::Value` of the
+//! same line, for scale); `consume` (parse, `(source, id)` dedupe, positions: what a
+//! subscription does per event once the bytes are in); `emit` (`SessionEmitter::emit`
+//! into a sink that serializes, what `HttpSink::accept` does before queueing).
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+use std::hint::black_box;
+
+fn line(seq: usize, session: &str) -> String {
+    format!(
+        r#"{{"aep":"0.1","id":"01JBENCH{seq:018}","type":"tool.called","time":"2026-01-01T00:00:00.000Z","source":"aep://bench/agent/a/session/{session}","agent":"a","session":"{session}","seq":{seq},"severity":"notice","capture":"metadata","data":{{"tool":"bash","args":{{"cmd":"ls -la"}}}}}}"#
+    )
+}
+
+#[derive(Debug, Default)]
+struct SerializingSink(std::sync::Mutex<Vec<u8>>);
+
+impl aep_async::Sink for SerializingSink {
+    fn accept(&self, event: &aep_core::Event) -> Result<(), aep_async::EmitError> {
+        let mut buf = self.0.lock().unwrap();
+        buf.clear();
+        event.write_json(&mut buf);
+        Ok(())
+    }
+    fn flush(&self) -> aep_async::SinkFuture<'_> {
+        Box::pin(async {})
+    }
+    fn close(&self) -> aep_async::SinkFuture<'_> {
+        Box::pin(async {})
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
+    let mode = args.next().unwrap_or_else(|| "consume".into());
+    let n: usize = args.next().and_then(|v| v.parse().ok()).unwrap_or(20_000);
+    let lines: Vec<String> = (0..n).map(|i| line(i, &format!("s{}", i % 10))).collect();
+    match mode.as_str() {
+        "none" => {
+            black_box(&lines);
+        }
+        "parse" => {
+            for l in &lines {
+                black_box(aep_core::Event::from_slice(l.as_bytes()).unwrap());
+            }
+        }
+        "value" => {
+            for l in &lines {
+                black_box(serde_json::from_slice::<serde_json::Value>(l.as_bytes()).unwrap());
+            }
+        }
+        "consume" => {
+            let mut dedupe = aep_core::dedupe::Dedupe::new();
+            let mut positions = aep_core::resume::Positions::new();
+            for l in &lines {
+                let e = aep_core::Event::from_slice(l.as_bytes()).unwrap();
+                if dedupe.insert_event(&e) {
+                    positions.observe(&e);
+                }
+                black_box(e);
+            }
+        }
+        "emit" => {
+            let emitter = aep_async::Emitter::new("a", "bench", SerializingSink::default());
+            let session = emitter.session("s0");
+            let data = serde_json::json!({"tool": "bash", "args": {"cmd": "ls -la"}});
+            for _ in 0..n {
+                black_box(session.emit("tool.called", &data).unwrap());
+            }
+        }
+        other => {
+            eprintln!("unknown mode {other}: none, parse, value, consume or emit");
+            std::process::exit(2);
+        }
+    }
+    println!("{mode}: {n} events");
+}
