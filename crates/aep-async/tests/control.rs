@@ -857,3 +857,35 @@ async fn dropping_every_handle_closes_the_connection_in_order() {
         seen.lock().unwrap()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_handler_refuses_its_command_and_the_agent_goes_on() {
+    let relay = relay().await;
+    // The handler runs first on the sink's connection task: its panic must stay there.
+    let target = ControlTarget::new(["control.pause"], |cmd| async move {
+        if cmd.event().run() == Some("boom") {
+            panic!("handler bug");
+        }
+        cmd.accept().unwrap();
+    });
+    let agent = agent(relay.url(), "s-panic", &target).await;
+    let client = ControlClient::connect(relay.url(), fast()).await.unwrap();
+    wait_claimed(&client, "s-panic").await;
+
+    let err = client
+        .send("control.pause", "s-panic", SendOptions::new().run("boom"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.nack().unwrap().reason(), NackReason::Refused);
+    let ack = client
+        .send("control.pause", "s-panic", SendOptions::new())
+        .await
+        .unwrap();
+    assert_eq!(ack.event_type(), "control.accepted");
+    agent.session.emit("progress.status", json!({})).unwrap();
+    agent.emitter.flush().await;
+    assert_eq!(agent.emitter.stats().dropped, 0);
+
+    client.close().await;
+    agent.emitter.close().await;
+}

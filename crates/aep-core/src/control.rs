@@ -772,23 +772,56 @@ impl ControlSender {
     /// # Ok::<(), aep_core::control::SendError>(())
     /// ```
     pub fn handle_event(&mut self, event: &Event) -> bool {
-        let ty = event.event_type();
-        if ty != ACCEPTED && ty != REJECTED {
-            return false;
-        }
-        let Some(cause) = event.cause() else {
+        let Some((cause, accepted)) = self.pending_ack(event) else {
             return false;
         };
-        if !self.pending.contains_key(cause) {
-            return false;
-        }
-        let result = if ty == ACCEPTED {
+        let result = if accepted {
             Ok(event.clone())
         } else {
             Err(Nack::from_rejected(event))
         };
         self.settle(cause.to_owned(), result);
         true
+    }
+
+    /// As [`handle_event`](Self::handle_event), taking the event: an accepted command
+    /// settles with it as it came, without a copy.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::{control::ControlSender, Event};
+    /// let mut s = ControlSender::new("console", "h");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+    /// let ack = Event::new("a1", "control.accepted", "t", "aep://t/agent/a", "a")
+    ///     .with_session("s1").with_seq(3).with_cause("c1");
+    /// assert!(s.handle_event_owned(ack));
+    /// assert_eq!(s.poll_settled().unwrap().result.unwrap().id(), "a1");
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
+    pub fn handle_event_owned(&mut self, event: Event) -> bool {
+        let Some((cause, accepted)) = self.pending_ack(&event) else {
+            return false;
+        };
+        let cause = cause.to_owned();
+        let result = if accepted {
+            Ok(event)
+        } else {
+            Err(Nack::from_rejected(&event))
+        };
+        self.settle(cause, result);
+        true
+    }
+
+    /// The pending command `event` acks, and whether it accepts it (AEP-0004 §6).
+    fn pending_ack<'e>(&self, event: &'e Event) -> Option<(&'e str, bool)> {
+        let ty = event.event_type();
+        if ty != ACCEPTED && ty != REJECTED {
+            return None;
+        }
+        let cause = event.cause()?;
+        self.pending
+            .contains_key(cause)
+            .then_some((cause, ty == ACCEPTED))
     }
 
     /// Feeds an inbound frame. Returns whether it settled a pending command: an `error`
@@ -930,6 +963,25 @@ impl ControlSender {
     /// How many commands await their ack.
     pub fn pending_len(&self) -> usize {
         self.pending.len()
+    }
+
+    /// The commands awaiting their ack, in the order they were sent: what to transmit
+    /// again, unchanged, on a new connection.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::ControlSender;
+    /// let mut s = ControlSender::new("console", "h");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+    /// s.send(Instant::now(), s.command("control.resume", "s1").build("c2", "t"))?;
+    /// let ids: Vec<&str> = s.pending_commands().iter().map(|c| c.id()).collect();
+    /// assert_eq!(ids, ["c1", "c2"]);
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
+    pub fn pending_commands(&self) -> Vec<&Event> {
+        let mut pending: Vec<&Pending> = self.pending.values().collect();
+        pending.sort_by_key(|p| p.order);
+        pending.into_iter().map(|p| &p.command).collect()
     }
 
     fn settle(&mut self, id: String, result: Result<Event, Nack>) {

@@ -507,6 +507,26 @@ mod tests {
     }
 
     #[test]
+    fn times_are_written_at_the_edges_of_the_range() {
+        let day = Duration::from_secs(86_400);
+        let cases = [
+            (
+                UNIX_EPOCH - Duration::from_millis(1),
+                "1969-12-31T23:59:59.999Z",
+            ),
+            (
+                UNIX_EPOCH + Duration::from_millis(1_783_073_704_221),
+                "2026-07-03T10:15:04.221Z",
+            ),
+            (UNIX_EPOCH + day * 365 * 9_000, "9999-12-31T23:59:59.999Z"),
+            (UNIX_EPOCH - day * 365 * 3_000, "0000-01-01T00:00:00.000Z"),
+        ];
+        for (t, want) in cases {
+            assert_eq!(rfc3339_millis(t), want);
+        }
+    }
+
+    #[test]
     fn ids_are_monotonic_and_times_come_from_the_clock() {
         let clock = ManualClock::new(at_millis(1_783_073_704_221));
         let f = EnvelopeFactory::new("s", "a").with_clock(clock.clone());

@@ -26,7 +26,10 @@ use aep_core::subscription::LifecycleMessage;
 /// Accepts the upgrade; incoming messages are capped like an ingest body.
 pub(crate) fn upgrade(hub: Arc<Hub>, ws: WebSocketUpgrade) -> Response {
     let max = hub.config.max_body.max(1024);
-    ws.max_message_size(max)
+    // tungstenite zero-fills up to this much free buffer before every read; AEP
+    // messages are small, and at the 128 KiB default the fill outweighs the read.
+    ws.read_buffer_size(32 * 1024)
+        .max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |socket| serve(hub, socket))
 }
@@ -173,6 +176,19 @@ async fn on_text(
     session: &mut Session,
     text: &str,
 ) {
+    // After `hello`, events are the traffic: one whose envelope parses goes straight to
+    // ingest, parsed once. Anything else (frames, subscription lifecycle messages, an
+    // event to refuse) takes the general path below, which reads it as a `Value`.
+    if session.hello.is_some() {
+        if let Ok(incoming) = parse_event(text.as_bytes()) {
+            let ty = incoming.event.event_type();
+            if frame::is_event_type(ty) && !LifecycleMessage::is_lifecycle_type(ty) {
+                hub.ingest(std::slice::from_ref(&incoming), Some(conn))
+                    .await;
+                return;
+            }
+        }
+    }
     let Ok(message) = serde_json::from_str::<Value>(text) else {
         send(
             outbox,

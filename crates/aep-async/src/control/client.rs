@@ -11,7 +11,7 @@ use aep_core::frame::{
 use aep_core::Event;
 use futures::{SinkExt, StreamExt};
 use serde_json::json;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_tungstenite::tungstenite::Message;
 use tracing::Instrument;
 
@@ -110,12 +110,39 @@ type RosterReply = oneshot::Sender<Result<Vec<RosterEntry>, ControlError>>;
 type SubscribeReply = oneshot::Sender<Result<(), ControlError>>;
 
 enum Op {
-    /// A command transmission from the sender.
-    Text(String),
     /// Make sure the acks of this session reach us.
     Subscribe(String, SubscribeReply),
     Roster(String, RosterReply),
     Close(oneshot::Sender<()>),
+}
+
+/// Command transmissions on their way to the connection task: a vector the task swaps
+/// out whole, so a burst of commands costs one wake-up and one write, and no allocation
+/// per command (a channel allocates a block every few dozen messages).
+#[derive(Debug, Default)]
+struct Outgoing {
+    queue: Mutex<Vec<String>>,
+    ready: Notify,
+}
+
+impl Outgoing {
+    fn push(&self, text: String) {
+        let was_empty = {
+            let mut q = lock(&self.queue);
+            q.push(text);
+            q.len() == 1
+        };
+        // The task takes the whole queue, so only the first push after a take wakes it.
+        if was_empty {
+            self.ready.notify_one();
+        }
+    }
+
+    /// Everything queued, leaving `spare` (emptied) in its place.
+    fn take(&self, spare: &mut Vec<String>) {
+        spare.clear();
+        std::mem::swap(&mut *lock(&self.queue), spare);
+    }
 }
 
 #[derive(Debug)]
@@ -184,13 +211,13 @@ impl ControlClient {
         )
         .await?;
         let (ops_tx, ops_rx) = mpsc::unbounded_channel();
-        // Weak: the connection task owns a clone of the sender, and a strong handle here
-        // would keep the channel open (and the task alive) after every client is dropped.
-        let text_tx = ops_tx.downgrade();
+        // Not the op channel: the connection task owns a clone of the sender, and a
+        // channel handle here would keep it open (and the task alive) after every client
+        // is dropped.
+        let outgoing = Arc::new(Outgoing::default());
+        let out = outgoing.clone();
         let sender = ControlSender::new(&options.agent, &options.host, move |cmd: &Event| {
-            if let Some(tx) = text_tx.upgrade() {
-                let _ = tx.send(Op::Text(cmd.to_json()));
-            }
+            out.push(cmd.to_json());
         });
         let shared = Arc::new(Shared {
             ops: ops_tx,
@@ -210,6 +237,8 @@ impl ControlClient {
             sessions: HashMap::new(),
             next_sub: 0,
             rosters: HashMap::new(),
+            outgoing,
+            batch: Vec::new(),
         };
         let span = tracing::info_span!("aep_control_client", base = %base);
         tokio::spawn(task.run(ws).instrument(span));
@@ -335,6 +364,9 @@ struct Task {
     sessions: HashMap<String, SessionSub>,
     next_sub: u64,
     rosters: HashMap<String, RosterReply>,
+    outgoing: Arc<Outgoing>,
+    /// The last batch taken from `outgoing`, kept for its capacity.
+    batch: Vec<String>,
 }
 
 type Write = futures::stream::SplitSink<WsStream, Message>;
@@ -349,9 +381,8 @@ enum Ended {
 impl Task {
     async fn run(mut self, mut ws: WsStream) {
         let mut backoff = Backoff::new(self.options.backoff_initial, self.options.backoff_max);
-        let mut unsent: Vec<String> = Vec::new();
         loop {
-            match self.serve(ws, &mut unsent).await {
+            match self.serve(ws).await {
                 Ended::Closed => break,
                 Ended::Dropped(e) => {
                     tracing::warn!(error = ?e.map(|e| e.to_string()), "control connection dropped; reconnecting");
@@ -384,7 +415,6 @@ impl Task {
                         r = &mut attempt => break Some(r),
                         op = self.ops.recv() => match op {
                             None | Some(Op::Close(_)) => break None,
-                            Some(Op::Text(t)) => unsent.push(t),
                             Some(Op::Subscribe(session, reply)) => self.want(session, Some(reply)),
                             Some(Op::Roster(_, reply)) => {
                                 let _ = reply.send(Err(TransportError::network_msg("not connected; reconnecting").into()));
@@ -446,7 +476,7 @@ impl Task {
         Frame::Subscribe(Subscribe::new(id, filter)).to_json()
     }
 
-    async fn serve(&mut self, ws: WsStream, unsent: &mut Vec<String>) -> Ended {
+    async fn serve(&mut self, ws: WsStream) -> Ended {
         let (mut write, mut read) = ws.split();
         // After a (re)connect: subscriptions first, so acks have somewhere to go, then
         // whatever waited, then every pending command again.
@@ -455,7 +485,8 @@ impl Task {
             .iter()
             .map(|(s, sub)| Self::subscribe_frame(s, &sub.id))
             .collect();
-        first.append(unsent);
+        self.outgoing.take(&mut self.batch);
+        first.append(&mut self.batch);
         for t in first {
             if let Err(e) = write.feed(Message::text(t)).await {
                 return Ended::Dropped(Some(ws_error(e)));
@@ -480,6 +511,21 @@ impl Task {
                     Inbound::Bad(e) => tracing::warn!(error = %e, "ignoring a message"),
                     Inbound::End(e) => return Ended::Dropped(e),
                 },
+                () = self.outgoing.ready.notified() => {
+                    // The first command of a burst wakes this task, which the runtime
+                    // then runs next, ahead of the tasks about to send the rest. Going to
+                    // the back of the queue once lets them: a burst leaves in one write.
+                    tokio::task::yield_now().await;
+                    self.outgoing.take(&mut self.batch);
+                    for text in self.batch.drain(..) {
+                        if let Err(e) = write.feed(Message::text(text)).await {
+                            return Ended::Dropped(Some(ws_error(e)));
+                        }
+                    }
+                    if let Err(e) = write.flush().await {
+                        return Ended::Dropped(Some(ws_error(e)));
+                    }
+                }
                 op = self.ops.recv() => {
                     let Some(op) = op else {
                         close_socket(&mut write, "control client dropped").await;
@@ -507,7 +553,6 @@ impl Task {
     /// Queues one op on the socket; `Ok(false)` when the client is closing.
     async fn write_op(&mut self, write: &mut Write, op: Op) -> Result<bool, TransportError> {
         let text = match op {
-            Op::Text(t) => t,
             Op::Subscribe(session, reply) => {
                 let known = self.sessions.contains_key(&session);
                 self.want(session.clone(), Some(reply));
@@ -539,7 +584,7 @@ impl Task {
     fn inbound(&mut self, message: AepMessage) {
         match message {
             AepMessage::Event(event) => {
-                self.sender.handle_event(&event);
+                self.sender.handle_event_owned(event);
             }
             AepMessage::Frame(Frame::Subscribed(f)) => {
                 if let Some(sub) = self.sessions.values_mut().find(|s| s.id == f.id) {

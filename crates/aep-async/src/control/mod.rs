@@ -51,6 +51,17 @@ pub use client::{ClientOptions, ControlClient};
 #[cfg(feature = "ws")]
 pub use duplex::{open_duplex, Duplex, DuplexOptions};
 
+/// Pushes one item, growing the vector one item at a time from empty. The state
+/// machines' outputs are almost always a single item, and `Vec::push` would first
+/// allocate four: for envelopes that block passes glibc's large-request threshold
+/// (1 KiB), which consolidates the allocator's fast bins on every call.
+pub(crate) fn push_one<T>(v: &mut Vec<T>, item: T) {
+    if v.len() == v.capacity() {
+        v.reserve_exact(v.len().max(1));
+    }
+    v.push(item);
+}
+
 pub use aep_core::control::{
     Decision, NackOrigin, NackReason, RejectReason, DEFAULT_ACK_WINDOW, DEFAULT_RETRIES,
 };

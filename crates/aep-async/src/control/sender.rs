@@ -13,6 +13,7 @@ use serde_json::Value;
 use tokio::sync::{oneshot, Notify};
 
 use super::error::{ControlError, NackError};
+use super::push_one;
 use super::timer::{self, Arm, Timed};
 
 /// The optional parts of one command and its timing.
@@ -91,20 +92,18 @@ impl SendOptions {
 
 type Reply = oneshot::Sender<Result<Event, NackError>>;
 
-struct Waiter {
-    command: Event,
-    reply: Reply,
-}
-
 struct State {
     core: core::ControlSender,
-    waiters: HashMap<String, Waiter>,
+    waiters: HashMap<String, Reply>,
     arm: Arm,
     closed: bool,
 }
 
 pub(crate) struct Inner {
     state: Mutex<State>,
+    /// The sender's identity, outside the lock: building a command reads only this, so
+    /// tasks build their envelopes in parallel.
+    identity: core::ControlSender,
     transmit: Box<dyn Fn(&Event) + Send + Sync>,
     wake: Arc<Notify>,
 }
@@ -185,8 +184,10 @@ impl ControlSender {
         core: core::ControlSender,
         transmit: impl Fn(&Event) + Send + Sync + 'static,
     ) -> ControlSender {
+        let identity = core::ControlSender::with_source(core.agent(), core.source());
         ControlSender {
             inner: Arc::new(Inner {
+                identity,
                 state: Mutex::new(State {
                     core,
                     waiters: HashMap::new(),
@@ -201,14 +202,13 @@ impl ControlSender {
 
     /// The `source` every command carries.
     pub fn source(&self) -> String {
-        self.inner.lock().core.source().to_owned()
+        self.inner.identity.source().to_owned()
     }
 
     /// Builds a command of `command_type` addressed to `session`: a fresh ULID `id`,
     /// the current `time`, no `seq` (AEP-0004 §2).
     pub fn command(&self, command_type: &str, session: &str, options: &SendOptions) -> Event {
-        let st = self.inner.lock();
-        let mut b = st.core.command(command_type, session);
+        let mut b = self.inner.identity.command(command_type, session);
         if let Some(r) = &options.run {
             b = b.run(r);
         }
@@ -273,8 +273,8 @@ impl ControlSender {
                 return Err(ControlError::Closed);
             }
             let id = command.id().to_owned();
-            st.core.send_with(now, command.clone(), policy)?;
-            st.waiters.insert(id, Waiter { command, reply: tx });
+            st.core.send_with(now, command, policy)?;
+            st.waiters.insert(id, tx);
             let wake = st.arm.earlier(Some(now + policy.ack_window));
             let start_timer = st.arm.start();
             (drain(&mut st), start_timer, wake)
@@ -293,6 +293,12 @@ impl ControlSender {
     /// whose `cause` is a pending command's `id`, AEP-0004 §6).
     pub fn handle_event(&self, event: &Event) -> bool {
         self.feed(|core| core.handle_event(event))
+    }
+
+    /// As [`handle_event`](Self::handle_event), taking the event: an ack settles its
+    /// command with no copy made.
+    pub(crate) fn handle_event_owned(&self, event: Event) -> bool {
+        self.feed(|core| core.handle_event_owned(event))
     }
 
     /// Feeds one inbound frame. Returns whether it settled a pending command (an
@@ -350,7 +356,7 @@ impl ControlSender {
     pub fn retransmit_pending(&self) {
         let commands: Vec<Event> = {
             let st = self.inner.lock();
-            st.waiters.values().map(|w| w.command.clone()).collect()
+            st.core.pending_commands().into_iter().cloned().collect()
         };
         for c in &commands {
             (self.inner.transmit)(c);
@@ -406,11 +412,11 @@ struct Output {
 fn drain(st: &mut State) -> Output {
     let mut out = Output::default();
     while let Some(c) = st.core.poll_transmit() {
-        out.transmit.push(c);
+        push_one(&mut out.transmit, c);
     }
     while let Some(s) = st.core.poll_settled() {
-        if let Some(w) = st.waiters.remove(&s.command_id) {
-            out.settled.push((w.reply, s.result));
+        if let Some(reply) = st.waiters.remove(&s.command_id) {
+            push_one(&mut out.settled, (reply, s.result));
         }
     }
     out

@@ -4,8 +4,10 @@
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use aep_core::control::{
@@ -16,6 +18,7 @@ use serde::Serialize;
 use tokio::sync::Notify;
 
 use super::error::ControlError;
+use super::push_one;
 use super::timer::{self, Arm, Timed};
 use crate::emit::{EmitOptions, SessionEmitter};
 
@@ -80,7 +83,12 @@ impl ControlTargetBuilder {
     /// Finishes with the async handler that decides each new command of an accepted
     /// type, exactly once, by calling [`Command::accept`], [`Command::reject`] or
     /// [`Command::decide`]. A handler that returns without deciding refuses the command
-    /// (`refused`). Each command's handler runs in its own task.
+    /// (`refused`).
+    ///
+    /// The handler is first polled where the command arrives (for the WebSocket sink,
+    /// its connection task), so one that decides at once costs no task; if it awaits
+    /// something not yet ready, it goes on in a task of its own. Do not block in it:
+    /// hand long synchronous work to `spawn_blocking`.
     pub fn handler<F, Fut>(self, handler: F) -> ControlTarget
     where
         F: Fn(Command) -> Fut + Send + Sync + 'static,
@@ -214,8 +222,9 @@ impl ControlTarget {
     }
 
     /// Feeds one delivery of a command. New commands of an accepted type go to the
-    /// handler in a task of their own (so this needs a tokio runtime); undeclared types
-    /// are nacked `unsupported` and redeliveries re-acked, before this returns.
+    /// handler, polled here first and continued in a task of its own if it awaits (so
+    /// this needs a tokio runtime); undeclared types are nacked `unsupported` and
+    /// redeliveries re-acked, before this returns.
     pub fn handle(&self, command: Event) -> Result<Delivery, ControlError> {
         let now = timer::now();
         let (delivery, decide, start_timer, wake) = {
@@ -243,7 +252,30 @@ impl ControlTarget {
             };
             match tokio::runtime::Handle::try_current() {
                 Ok(rt) => {
-                    rt.spawn((self.inner.handler)(cmd));
+                    let handler = &self.inner.handler;
+                    // One poll in place: most handlers decide without awaiting, and a
+                    // task per command (its allocation, its wake-up, often a thread
+                    // unparked) is then pure overhead. The noop waker is safe: if the
+                    // handler is pending, the spawned task polls it again at once, and
+                    // a future must wake the waker of its latest poll. A panicking
+                    // handler must not take the caller (the sink's connection task)
+                    // down with it: as in a task of its own, its command is dropped
+                    // undecided, and so refused.
+                    let first = std::panic::catch_unwind(AssertUnwindSafe(move || {
+                        let mut future = handler(cmd);
+                        let mut cx = Context::from_waker(futures::task::noop_waker_ref());
+                        match future.as_mut().poll(&mut cx) {
+                            Poll::Ready(()) => None,
+                            Poll::Pending => Some(future),
+                        }
+                    }));
+                    match first {
+                        Ok(None) => {}
+                        Ok(Some(future)) => {
+                            rt.spawn(future);
+                        }
+                        Err(_) => tracing::warn!("the command handler panicked"),
+                    }
                 }
                 Err(_) => {
                     let _ = cmd.reject(RejectReason::Busy, "no async runtime to run the handler");
@@ -277,7 +309,8 @@ impl Inner {
     }
 
     /// Records one decision and emits its ack; returns the ack as emitted.
-    fn decide(&self, key: &CommandKey, decision: Decision) -> Result<Event, ControlError> {
+    /// Records `decision`; returns the ack as emitted and the session it went through.
+    fn decide(&self, key: &CommandKey, decision: Decision) -> Result<Minted, ControlError> {
         let mut st = self.lock();
         st.core.decide(key, decision)?;
         let (_, acks) = drain(&mut st);
@@ -308,7 +341,9 @@ impl Timed for Inner {
     }
 }
 
-type Emitted = Vec<(CommandKey, Result<Event, ControlError>)>;
+/// An ack as emitted, with the session emitter it went through.
+type Minted = (Event, Arc<SessionEmitter>);
+type Emitted = Vec<(CommandKey, Result<Minted, ControlError>)>;
 
 /// Carries out everything the core target asked for: acks are minted through the
 /// session's emitter and recorded; recorded acks are re-sent as they were. Returns the
@@ -318,7 +353,7 @@ fn drain(st: &mut State) -> (Vec<core::IncomingCommand>, Emitted) {
     let mut emitted = Vec::new();
     while let Some(out) = st.core.poll_output() {
         match out {
-            TargetOutput::Decide(incoming) => decide.push(incoming),
+            TargetOutput::Decide(incoming) => push_one(&mut decide, incoming),
             TargetOutput::EmitAck(ack) => {
                 let key = ack.key().clone();
                 let session = ack.session().unwrap_or_default().to_owned();
@@ -330,17 +365,18 @@ fn drain(st: &mut State) -> (Vec<core::IncomingCommand>, Emitted) {
                             ack.data(),
                             EmitOptions::new().cause(ack.cause()),
                         )
+                        .map(|event| (event, s))
                         .map_err(ControlError::from),
                 };
                 match &result {
-                    Ok(event) => {
+                    Ok((event, _)) => {
                         if let Err(e) = st.core.record(&key, event.clone()) {
                             tracing::warn!(error = %e, "ack not recorded");
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, command = key.id(), "ack not emitted"),
                 }
-                emitted.push((key, result));
+                push_one(&mut emitted, (key, result));
             }
             TargetOutput::Redeliver(ack) => {
                 let session = ack.session().unwrap_or_default();
@@ -404,8 +440,7 @@ impl Command {
     /// Accepts: emits `control.accepted` now. The returned [`Accepted`] emits the
     /// outcome events, cause-linked to the command.
     pub fn accept(mut self) -> Result<Accepted, ControlError> {
-        let ack = self.settle(Decision::Accept)?;
-        let session = self.session()?;
+        let (ack, session) = self.settle(Decision::Accept)?;
         Ok(Accepted {
             command_id: self.event.id().to_owned(),
             ack,
@@ -421,27 +456,18 @@ impl Command {
         detail: impl Into<String>,
     ) -> Result<Event, ControlError> {
         self.settle(Decision::reject(reason, detail))
+            .map(|(ack, _)| ack)
     }
 
     /// Records `decision`; returns the ack as emitted.
     pub fn decide(mut self, decision: Decision) -> Result<Event, ControlError> {
-        self.settle(decision)
+        self.settle(decision).map(|(ack, _)| ack)
     }
 
-    fn settle(&mut self, decision: Decision) -> Result<Event, ControlError> {
+    fn settle(&mut self, decision: Decision) -> Result<Minted, ControlError> {
         self.decided = true;
         let target = self.target.upgrade().ok_or(ControlError::Closed)?;
         target.decide(&self.key, decision)
-    }
-
-    fn session(&self) -> Result<Arc<SessionEmitter>, ControlError> {
-        let session = self.event.session().unwrap_or_default();
-        let target = self.target.upgrade().ok_or(ControlError::Closed)?;
-        let st = target.lock();
-        st.sessions
-            .get(session)
-            .and_then(Weak::upgrade)
-            .ok_or_else(|| ControlError::UnknownSession(session.to_owned()))
     }
 }
 

@@ -1,14 +1,17 @@
 //! The WebSocket binding for emitters (AEP-0003 §3.5): `hello` as emitter, events as
 //! text frames, inbound control commands handed to a [`CommandHook`].
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
 use aep_core::frame::{self, Frame, Message as AepMessage, Role};
 use aep_core::{Event, EventType};
-use futures::{SinkExt, StreamExt};
-use tokio_tungstenite::tungstenite::Message;
+use futures::stream::SplitSink;
+use futures::{FutureExt, SinkExt, StreamExt};
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use tracing::Instrument;
 
 use super::{
@@ -122,6 +125,7 @@ impl WsSinkBuilder {
             outbox: outbox.clone(),
             cfg: self,
             unsent: Vec::new(),
+            claims: HashMap::new(),
         };
         runtime.spawn(worker.run().instrument(span));
         Ok(WsSink { outbox })
@@ -134,6 +138,13 @@ impl WsSinkBuilder {
 /// `hello` (at-least-once: an event whose write raced the disconnect may arrive twice,
 /// which consumers dedupe). "Delivered" means written to the socket: the WS binding has
 /// no per-event acknowledgement; `error` frames the endpoint sends back are reported.
+///
+/// **Sessions after a reconnect.** A relay routes a command to the connection that
+/// carried its session's events (AEP-0004 §4), and a new connection has carried none.
+/// With a command hook, the sink therefore re-sends each session's last event,
+/// unchanged, right after the new `hello`, so commands reach the agent again without
+/// waiting for its next emit; consumers drop the copy on its `(source, id)`. Sessions
+/// whose last event was `session.ended` are not claimed again.
 ///
 /// **Drop:** as for `HttpSink`, dropping the last handle closes the sink and the task
 /// keeps sending what was accepted while the runtime runs (and while the endpoint is
@@ -199,7 +210,36 @@ impl Sink for WsSink {
 struct Worker {
     outbox: Arc<Outbox>,
     cfg: WsSinkBuilder,
-    unsent: Vec<Line>,
+    /// Taken from the outbox and not yet flushed: written again after a reconnect.
+    unsent: Vec<Utf8Bytes>,
+    /// With a command hook: per session, the last event flushed that claims it.
+    claims: HashMap<String, Utf8Bytes>,
+}
+
+/// How many inbound messages already received are handled before the sink writes.
+const READ_BATCH: usize = 256;
+/// How many events one write carries at most.
+const WRITE_BATCH: usize = 1024;
+/// Events taken from the outbox at a time: a larger take allocates past glibc's 1 KiB
+/// large-request threshold, which consolidates the allocator's fast bins every time.
+const TAKE_CHUNK: usize = 24;
+
+/// The members of an outgoing event that say whether it claims a session.
+#[derive(serde::Deserialize)]
+struct ClaimPeek<'a> {
+    #[serde(rename = "type", borrow)]
+    ty: Cow<'a, str>,
+    #[serde(borrow, default)]
+    session: Option<Cow<'a, str>>,
+}
+
+/// The text of one outbox line, without copying it.
+fn text(line: Line) -> Utf8Bytes {
+    // The outbox holds serializer output, which is UTF-8: the fallback is never taken.
+    match String::from_utf8(line.json) {
+        Ok(s) => s.into(),
+        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned().into(),
+    }
 }
 
 impl Worker {
@@ -251,15 +291,42 @@ impl Worker {
     /// Sends until closed and drained (`Ok`) or the socket fails (`Err`).
     async fn serve(&mut self, ws: WsStream) -> Result<(), TransportError> {
         let (mut write, mut read) = ws.split();
+        // A relay learns which sessions a connection holds from the session events sent
+        // on it (the live claims of AEP-0003 §4.1 that route commands, AEP-0004 §4): a
+        // new connection holds none. Re-sending each session's last event, unchanged,
+        // claims them all again before anything newer goes out, so commands route at
+        // once instead of being refused `no-route` until the agent next emits. A
+        // consumer that saw the event before drops the copy on its `(source, id)`
+        // (AEP-0001 §7.4), as it does any at-least-once redelivery.
+        if !self.claims.is_empty() {
+            for last in self.claims.values() {
+                write
+                    .feed(Message::Text(last.clone()))
+                    .await
+                    .map_err(ws_error)?;
+            }
+            write.flush().await.map_err(ws_error)?;
+            tracing::debug!(sessions = self.claims.len(), "sessions claimed again");
+        }
         loop {
             if !self.unsent.is_empty() {
                 let n = self.unsent.len();
-                for line in &self.unsent {
-                    let text = String::from_utf8_lossy(&line.json).into_owned();
-                    write.feed(Message::text(text)).await.map_err(ws_error)?;
+                for text in &self.unsent {
+                    write
+                        .feed(Message::Text(text.clone()))
+                        .await
+                        .map_err(ws_error)?;
                 }
                 write.flush().await.map_err(ws_error)?;
-                self.unsent.clear();
+                if self.cfg.hook.is_some() {
+                    let mut sent = std::mem::take(&mut self.unsent);
+                    for text in sent.drain(..) {
+                        self.claim(text);
+                    }
+                    self.unsent = sent;
+                } else {
+                    self.unsent.clear();
+                }
                 self.outbox.settle(n as u64, 0);
             }
             let (live, _, closed, _) = self.outbox.level();
@@ -269,21 +336,73 @@ impl Worker {
             }
             tokio::select! {
                 () = self.outbox.wait_for_work() => {
-                    self.unsent = self.outbox.take(1024, usize::MAX);
-                }
-                msg = read.next() => match msg {
-                    None | Some(Ok(Message::Close(_))) => {
-                        return Err(TransportError::network_msg("socket closed by the endpoint"))
-                    }
-                    Some(Err(e)) => return Err(ws_error(e)),
-                    Some(Ok(Message::Text(text))) => {
-                        if let Some(reply) = self.inbound(text.as_bytes()) {
-                            write.send(Message::text(reply)).await.map_err(ws_error)?;
+                    while self.unsent.len() < WRITE_BATCH {
+                        let lines = self.outbox.take(TAKE_CHUNK, usize::MAX);
+                        if lines.is_empty() {
+                            break;
                         }
+                        self.unsent.extend(lines.into_iter().map(text));
                     }
-                    Some(Ok(_)) => {}
-                },
+                }
+                msg = read.next() => {
+                    let mut replies = self.read_one(msg, &mut write).await?;
+                    // Then whatever else has already arrived, before writing: the acks
+                    // those commands produce go out in one write, not one each.
+                    for _ in 1..READ_BATCH {
+                        let Some(msg) = read.next().now_or_never() else { break };
+                        replies |= self.read_one(msg, &mut write).await?;
+                    }
+                    if replies {
+                        write.flush().await.map_err(ws_error)?;
+                    }
+                }
             }
+        }
+    }
+
+    /// Handles one read from the socket; queues (without flushing) any reply, and says
+    /// whether it did.
+    async fn read_one(
+        &self,
+        msg: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
+        write: &mut SplitSink<WsStream, Message>,
+    ) -> Result<bool, TransportError> {
+        match msg {
+            None | Some(Ok(Message::Close(_))) => {
+                Err(TransportError::network_msg("socket closed by the endpoint"))
+            }
+            Some(Err(e)) => Err(ws_error(e)),
+            Some(Ok(Message::Text(text))) => match self.inbound(text.as_bytes()) {
+                Some(reply) => {
+                    write.feed(Message::text(reply)).await.map_err(ws_error)?;
+                    Ok(true)
+                }
+                None => Ok(false),
+            },
+            Some(Ok(_)) => Ok(false),
+        }
+    }
+
+    /// Notes what a flushed event claims: its session, unless it is a command (routed,
+    /// never a claim) or agent-scoped (no session). A session that has ended is not
+    /// claimed again, which also bounds this map to the live sessions.
+    fn claim(&mut self, text: Utf8Bytes) {
+        let Ok(peek) = serde_json::from_str::<ClaimPeek<'_>>(text.as_str()) else {
+            return;
+        };
+        let Some(session) = peek.session else { return };
+        let Ok(ty) = EventType::parse(&peek.ty) else {
+            return;
+        };
+        if ty.is_command() || ty.is_agent_scoped() {
+            return;
+        }
+        if peek.ty == "session.ended" {
+            self.claims.remove(session.as_ref());
+        } else if let Some(last) = self.claims.get_mut(session.as_ref()) {
+            *last = text.clone();
+        } else {
+            self.claims.insert(session.into_owned(), text.clone());
         }
     }
 

@@ -15,6 +15,7 @@ use futures::{FutureExt, SinkExt, StreamExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tracing::Instrument;
@@ -62,7 +63,12 @@ pub(crate) async fn open(
                 value,
             );
         }
-        let (mut ws, _) = tokio_tungstenite::connect_async(request)
+        // TCP_NODELAY: AEP messages are small and often answered (commands, acks,
+        // pongs); Nagle would hold one back behind an unacknowledged one. A 32 KiB read
+        // buffer: this tungstenite zero-fills the buffer's whole free space before each
+        // read, which at the 128 KiB default costs more than the read.
+        let config = WebSocketConfig::default().read_buffer_size(32 * 1024);
+        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(config), true)
             .await
             .map_err(ws_error)?;
         ws.send(Message::text(hello_text)).await.map_err(ws_error)?;
