@@ -181,8 +181,11 @@ async fn on_text(
     // event to refuse) takes the general path below, which reads it as a `Value`.
     if session.hello.is_some() {
         if let Ok(incoming) = parse_event(text.as_bytes()) {
-            let ty = incoming.event.event_type();
-            if frame::is_event_type(ty) && !LifecycleMessage::is_lifecycle_type(ty) {
+            let direct = incoming.event.as_deref().is_some_and(|e| {
+                let ty = e.event_type();
+                frame::is_event_type(ty) && !LifecycleMessage::is_lifecycle_type(ty)
+            });
+            if direct {
                 hub.ingest(std::slice::from_ref(&incoming), Some(conn))
                     .await;
                 return;

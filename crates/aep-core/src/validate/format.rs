@@ -113,11 +113,21 @@ pub fn is_uri(s: &str) -> bool {
         && scheme.iter().all(|&b| {
             b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'+' | b'.' | b'-')
         });
+    if !scheme_ok {
+        return false;
+    }
+    // The relay runs this on every event's `source`: one branch-free pass over the
+    // bytes settles ASCII text (where control and white space are exactly the bytes up
+    // to 0x20, and 0x7F); only text with other characters needs the Unicode tables.
+    let (bad, wide) = s.bytes().fold((false, false), |(bad, wide), b| {
+        (bad | (b <= 0x20) | (b == 0x7f), wide | (b >= 0x80))
+    });
+    if !wide {
+        return !bad;
+    }
     // U+FEFF counts as whitespace for the ECMAScript `\s` the reference uses.
-    scheme_ok
-        && !s
-            .chars()
-            .any(|c| c.is_control() || c.is_whitespace() || c == '\u{feff}')
+    !s.chars()
+        .any(|c| c.is_control() || c.is_whitespace() || c == '\u{feff}')
 }
 
 /// Whether `s` is a W3C Trace Context `traceparent` header value (AEP-0001 §5.1):
@@ -194,6 +204,27 @@ mod tests {
         ] {
             assert!(!is_uri(bad), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn uri_ascii_fast_path_agrees_with_the_unicode_rule() {
+        let slow = |s: &str| {
+            !s.chars()
+                .any(|c| c.is_control() || c.is_whitespace() || c == '\u{feff}')
+        };
+        for b in 0u8..0x80 {
+            let text = format!("aep://h/{}", char::from(b));
+            assert_eq!(is_uri(&text), slow(&text), "{b:#x}");
+        }
+        for text in [
+            "aep://hé/ü",
+            "aep://h\u{85}",
+            "aep://h\u{2028}",
+            "aep://h\u{3000}x",
+        ] {
+            assert_eq!(is_uri(text), slow(text), "{text:?}");
+        }
+        assert!(is_uri("aep://hé/ü"));
     }
 
     #[test]
