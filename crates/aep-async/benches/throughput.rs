@@ -134,9 +134,18 @@ async fn emit_sdk(url: &str, n: usize, sessions: usize) -> Duration {
 }
 
 async fn consume(url: &str, n: usize, transport: Transport) -> Duration {
+    consume_filtered(url, n, transport, json!({"agent": "a"})).await
+}
+
+async fn consume_filtered(
+    url: &str,
+    n: usize,
+    transport: Transport,
+    filter: serde_json::Value,
+) -> Duration {
     let opts = SubscribeOptions::new()
         .from_all()
-        .filter(json!({"agent": "a"}))
+        .filter(filter)
         .transport(transport);
     let opts = if transport == Transport::Sse {
         opts.history_only()
@@ -518,6 +527,7 @@ async fn against_relay(label: &str, url: &str, n: usize, sessions: usize) {
     // The same raw POSTs, of events the SDK built (other sessions): tells the relay's
     // per-event cost apart from the sink's way of sending.
     let lines = collect_sdk_lines(n, sessions);
+    let lines_n = lines.len();
     let c = cpu_seconds();
     let t = Instant::now();
     for chunk in lines.chunks(10_000) {
@@ -591,6 +601,24 @@ async fn against_relay(label: &str, url: &str, n: usize, sessions: usize) {
         d,
         cpu_seconds() - c,
     );
+    // Everything the relay holds, no filter: the relay serves stored bytes without
+    // parsing them again, so this row is bound by the SDK rather than the relay's
+    // filtering. Only where the relay keeps it all (the reference relay's replay window
+    // is smaller).
+    let everything = raw_n + lines_n + total;
+    if label.starts_with("Rust") {
+        for transport in [Transport::Sse, Transport::WebSocket] {
+            let c = cpu_seconds();
+            let d = consume_filtered(url, everything, transport, json!({})).await;
+            report(
+                &format!("{label}: {transport:?} subscription, no filter"),
+                everything,
+                d,
+                cpu_seconds() - c,
+            );
+        }
+    }
+
     // The Python SDK on the same relay, same run: the ratios.
     match python_sdk(url, 1_000, total) {
         Some((emit, consume)) => println!(
