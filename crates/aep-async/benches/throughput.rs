@@ -10,6 +10,8 @@
 //!
 //! `cargo bench -p aep-async --bench throughput` (env `AEP_BENCH_EVENTS`, default 100000,
 //! for the SDK-bound rows; `AEP_BENCH_RELAY_EVENTS`, default 20000, for the relay rows;
+//! `AEP_BENCH_RUST_RELAY_EVENTS`, default 100000, for the Rust relay's longer run;
+//! `AEP_BENCH_MAX_BATCH` and `AEP_BENCH_LINGER_MS` for the `HttpSink` under test;
 //! `AEP_BENCH_SDK_ONLY` skips both relays).
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
@@ -103,7 +105,12 @@ fn event_line(agent: &str, session: &str, seq: usize) -> String {
 
 async fn emit_sdk(url: &str, n: usize, sessions: usize) -> Duration {
     let sink = HttpSink::builder(url)
-        .max_batch(10_000)
+        .max_batch(
+            std::env::var("AEP_BENCH_MAX_BATCH")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(10_000),
+        )
         .linger(Duration::from_millis(
             std::env::var("AEP_BENCH_LINGER_MS")
                 .ok()
