@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use aep_core::frame::ErrorCode;
-use aep_core::{Capture, Event};
+use aep_core::{Capture, Event, Severity};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
@@ -314,14 +314,14 @@ impl Hub {
         if subs.is_empty() {
             return;
         }
-        let mut runs: Vec<outbox::Run> = subs.iter().map(|_| outbox::Run::default()).collect();
+        let mut runs = Runs::new(&subs);
         for (incoming, go) in batch.into_iter().zip(fan_out) {
             if !go {
                 continue;
             }
             let severity = incoming.encoded.severity;
             let mut parsed_again = None;
-            for (sub, run) in subs.iter().zip(runs.iter_mut()) {
+            for (at, sub) in subs.iter().enumerate() {
                 if sub.outbox.is_closed() {
                     continue;
                 }
@@ -332,9 +332,7 @@ impl Hub {
                             // decided on the frame alone: the session is in its id line
                             if wanted.is_none_or(|w| incoming.encoded.session() == Some(w)) {
                                 let bytes = outbox::pick(&incoming.encoded, sub.binding);
-                                if let Err(bytes) = sub.outbox.offer_now(run, bytes, severity) {
-                                    sub.outbox.offer(run, bytes, severity).await;
-                                }
+                                runs.offer(at, &sub.outbox, bytes, severity).await;
                             }
                             continue;
                         }
@@ -351,15 +349,10 @@ impl Hub {
                     continue;
                 }
                 let bytes = outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
-                // decided synchronously unless the reader must first be waited for
-                if let Err(bytes) = sub.outbox.offer_now(run, bytes, severity) {
-                    sub.outbox.offer(run, bytes, severity).await;
-                }
+                runs.offer(at, &sub.outbox, bytes, severity).await;
             }
         }
-        for (sub, run) in subs.iter().zip(runs.iter_mut()) {
-            sub.outbox.flush(run);
-        }
+        runs.flush_all();
     }
 
     /// Routes a command to exactly one target (AEP-0004 §4); `true` when it is then fanned
@@ -671,6 +664,69 @@ fn truthy(v: &Value) -> bool {
     }
 }
 
+/// The runs of one fan-out, one per reader queue. Subscriptions on one connection share
+/// its queue, so they share a run: the connection then gets a session's events in ingest
+/// order whichever subscriptions matched them (AEP-0003 §7 resumes by high-water mark).
+/// Dropping it flushes what it holds, so an ingest whose request is cancelled still
+/// delivers every event it had accepted for a reader.
+struct Runs<'a> {
+    outboxes: Vec<&'a Outbox>,
+    runs: Vec<outbox::Run>,
+    /// Subscription index -> index into `runs`.
+    run_of: Vec<usize>,
+}
+
+impl<'a> Runs<'a> {
+    fn new(subs: &'a [Arc<Sub>]) -> Runs<'a> {
+        let mut by_queue: HashMap<*const Outbox, usize> = HashMap::new();
+        let mut outboxes = Vec::new();
+        let run_of = subs
+            .iter()
+            .map(|sub| {
+                *by_queue.entry(Arc::as_ptr(&sub.outbox)).or_insert_with(|| {
+                    outboxes.push(&*sub.outbox);
+                    outboxes.len() - 1
+                })
+            })
+            .collect();
+        let runs = outboxes.iter().map(|_| outbox::Run::default()).collect();
+        Runs {
+            outboxes,
+            runs,
+            run_of,
+        }
+    }
+
+    /// Offers one event to subscription `sub`'s queue; waits only when its reader must
+    /// first catch up, and then hands every other reader what it has been given so far.
+    async fn offer(&mut self, sub: usize, outbox: &Outbox, bytes: Bytes, severity: Severity) {
+        let Some(run) = self.run_of.get(sub).copied() else {
+            return;
+        };
+        let Some(pending) = self.runs.get_mut(run) else {
+            return;
+        };
+        if let Err(bytes) = outbox.offer_now(pending, bytes, severity) {
+            self.flush_all();
+            if let Some(pending) = self.runs.get_mut(run) {
+                outbox.offer(pending, bytes, severity).await;
+            }
+        }
+    }
+
+    fn flush_all(&mut self) {
+        for (outbox, run) in self.outboxes.iter().zip(self.runs.iter_mut()) {
+            outbox.flush(run);
+        }
+    }
+}
+
+impl Drop for Runs<'_> {
+    fn drop(&mut self) {
+        self.flush_all();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -728,5 +784,79 @@ mod tests {
         assert_eq!(next_data(&mut other_type), None);
         // and it was buffered under its session
         assert_eq!(hub.lock().store.replay("s1", 0, -1).events.len(), 1);
+    }
+
+    fn line(id: &str, seq: u64) -> Vec<u8> {
+        format!(r#"{{"aep":"0.1","id":"{id}","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://t/agent/a","agent":"a","session":"s1","seq":{seq},"severity":"notice","data":{{}}}}"#).into_bytes()
+    }
+
+    /// A fan-out that must wait for a slow reader first hands the others what they were
+    /// given, so an ingest cancelled meanwhile (its HTTP client gone) loses none of it.
+    #[tokio::test]
+    async fn a_slow_reader_neither_holds_back_nor_costs_a_fast_one_its_events() {
+        let cfg = RelayConfig::default()
+            .with_soft_backpressure(1)
+            .with_hard_backpressure(1 << 20)
+            .with_lag_grace(std::time::Duration::from_secs(10));
+        let hub = Hub::new(cfg).unwrap();
+        let mut fast = reader(&hub, json!({}));
+        let _slow = reader(&hub, json!({})); // never read: past the soft bound after e1
+        let e1 = parse_line(&line("e1", 1), true).unwrap();
+        hub.ingest(std::slice::from_ref(&e1), None).await;
+        assert!(next_data(&mut fast).is_some(), "e1 reaches the fast reader");
+        let e2 = parse_line(&line("e2", 2), true).unwrap();
+        let e3 = parse_line(&line("e3", 3), true).unwrap();
+        let batch = [e2, e3];
+        // the ingest waits on the slow reader (lag grace); the caller gives up after 200 ms
+        let r = tokio::time::timeout(
+            std::time::Duration::from_millis(200),
+            hub.ingest(&batch, None),
+        )
+        .await;
+        assert!(r.is_err(), "ingest is waiting on the slow reader");
+        // e2 was admitted to the store ...
+        assert_eq!(hub.lock().store.replay("s1", 0, -1).events.len(), 3);
+        // ... and reaches the fast reader although the ingest never finished
+        let got = next_data(&mut fast).expect("e2 reaches the fast reader");
+        let text = String::from_utf8_lossy(&got);
+        assert!(text.contains(r#""id":"e2""#), "{text}");
+    }
+
+    fn typed(id: &str, ty: &str, seq: u64) -> Vec<u8> {
+        format!(r#"{{"aep":"0.1","id":"{id}","type":"{ty}","time":"2026-07-03T10:15:04.221Z","source":"aep://t/agent/a","agent":"a","session":"s1","seq":{seq},"data":{{}}}}"#).into_bytes()
+    }
+
+    /// Two subscriptions on one connection splitting a session by type: the connection
+    /// still gets the session in `seq` order (AEP-0003 §7 resumes by high-water mark).
+    #[tokio::test]
+    async fn one_connection_with_two_subscriptions_gets_a_session_in_order() {
+        let hub = Hub::new(RelayConfig::default()).unwrap();
+        let (outbox, rx) = hub.outbox();
+        for ty in ["progress.status", "tool.called"] {
+            let filter = proto::parse_filter(&json!({ "type": ty })).unwrap();
+            hub.subscribe(
+                &outbox,
+                Binding::Ws,
+                None,
+                filter,
+                None,
+                ReplayAsk::default(),
+                None,
+                None,
+                true,
+            );
+        }
+        let mut drain = Drain::new(rx, outbox, Binding::Ws, std::time::Duration::from_secs(60));
+        let batch = [
+            parse_line(&typed("p1", "progress.status", 1), true).unwrap(),
+            parse_line(&typed("t2", "tool.called", 2), true).unwrap(),
+            parse_line(&typed("p3", "progress.status", 3), true).unwrap(),
+        ];
+        hub.ingest(&batch, None).await;
+        let mut ids = Vec::new();
+        while let Some(b) = next_data(&mut drain) {
+            ids.push(aep_core::Event::from_slice(&b).unwrap().id().to_owned());
+        }
+        assert_eq!(ids, ["p1", "t2", "p3"], "wire order on the connection");
     }
 }
