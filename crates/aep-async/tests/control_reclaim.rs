@@ -127,6 +127,10 @@ async fn a_reconnected_sink_claims_its_sessions_again_without_a_new_emit() {
     let emitter = Emitter::new("reclaim-agent", "host", sink);
     let session = target.attach(emitter.session("s-reclaim"));
     session.emit("session.started", json!({})).unwrap();
+    // A second session the agent lets go of without ending it: the sink must not claim
+    // it again, or the relay would route its commands here to time out.
+    let gone = target.attach(emitter.session("s-gone"));
+    gone.emit("session.started", json!({})).unwrap();
     emitter.flush().await;
     let emitted = emitter.stats().accepted;
 
@@ -139,6 +143,8 @@ async fn a_reconnected_sink_claims_its_sessions_again_without_a_new_emit() {
     .await
     .unwrap();
     assert!(until_claims(&client, "s-reclaim", 1).await, "never claimed");
+    assert!(until_claims(&client, "s-gone", 1).await, "never claimed");
+    drop(gone);
 
     // Cut the agent's connection and hold the way back shut until the relay has let go
     // of the old claim, so the claim seen next can only come from the new connection.
@@ -181,6 +187,19 @@ async fn a_reconnected_sink_claims_its_sessions_again_without_a_new_emit() {
         emitted + 1,
         "the only event emitted since is the ack"
     );
+
+    // The session let go of is not claimed again: the relay refuses at once.
+    assert_eq!(claims(&client, "s-gone").await, 0);
+    let refused = client
+        .send(
+            "control.pause",
+            "s-gone",
+            SendOptions::new().ack_window(Duration::from_secs(5)),
+        )
+        .await
+        .unwrap_err();
+    assert!(refused.to_string().contains("no-route"), "{refused}");
+    assert_eq!(decided.load(Ordering::SeqCst), 1);
 
     client.close().await;
     emitter.close().await;

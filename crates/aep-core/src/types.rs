@@ -282,6 +282,37 @@ impl<'a> EventType<'a> {
         !self.is_agent_scoped() && !self.is_foreign_emitter()
     }
 
+    /// Whether an event of this type, sent by an emitter on its connection, claims its
+    /// `session` for that connection: a sequenced event (`seq` present) from the
+    /// session's own emitter. Relays buffer exactly these (AEP-0003 §5) and route the
+    /// session's commands to the connection that sent them (AEP-0004 §4); commands,
+    /// agent-scoped and foreign-emitter events claim nothing.
+    ///
+    /// ```
+    /// use aep_core::types::EventType;
+    /// assert!(EventType::parse("tool.completed")?.claims_session(true));
+    /// assert!(!EventType::parse("tool.completed")?.claims_session(false));
+    /// assert!(!EventType::parse("attention.routed")?.claims_session(true));
+    /// assert!(!EventType::parse("control.pause")?.claims_session(true));
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
+    pub fn claims_session(&self, has_seq: bool) -> bool {
+        has_seq && self.is_sequenced()
+    }
+
+    /// Whether this type ends its session (`session.ended`, AEP-0002 §2, §4.1): nothing of the
+    /// session follows it, so nothing needs to claim it again.
+    ///
+    /// ```
+    /// use aep_core::types::EventType;
+    /// assert!(EventType::parse("session.ended")?.ends_session());
+    /// assert!(!EventType::parse("run.finished")?.ends_session());
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
+    pub fn ends_session(&self) -> bool {
+        self.vendor.is_none() && self.raw == "session.ended"
+    }
+
     /// The registry entry, for registered core types.
     ///
     /// ```

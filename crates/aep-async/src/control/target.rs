@@ -301,6 +301,14 @@ impl crate::sink::ws::CommandHook for ControlTarget {
             tracing::warn!(error = %e, "inbound command refused");
         }
     }
+
+    fn holds(&self, session: &str) -> bool {
+        self.inner
+            .lock()
+            .sessions
+            .get(session)
+            .is_some_and(|s| s.strong_count() > 0)
+    }
 }
 
 impl Inner {

@@ -49,6 +49,13 @@ pub trait CommandHook: Send + Sync + fmt::Debug + 'static {
     /// One inbound command addressed to this emitter. Called on the connection task:
     /// hand long work off.
     fn command(&self, command: Event);
+    /// Whether this hook still answers for `session`. After a reconnect the sink claims
+    /// again only the sessions it holds, so a session the agent let go of is refused
+    /// `no-route` by the relay at once instead of timing out here. Defaults to `true`.
+    fn holds(&self, session: &str) -> bool {
+        let _ = session;
+        true
+    }
 }
 
 /// Configuration of a [`WsSink`].
@@ -144,7 +151,9 @@ impl WsSinkBuilder {
 /// With a command hook, the sink therefore re-sends each session's last event,
 /// unchanged, right after the new `hello`, so commands reach the agent again without
 /// waiting for its next emit; consumers drop the copy on its `(source, id)`. Sessions
-/// whose last event was `session.ended` are not claimed again.
+/// whose last event was `session.ended`, and sessions the hook no longer holds
+/// ([`CommandHook::holds`]: for a `ControlTarget`, whose `SessionEmitter` was dropped),
+/// are not claimed again, so their commands are refused `no-route` at once.
 ///
 /// **Drop:** as for `HttpSink`, dropping the last handle closes the sink and the task
 /// keeps sending what was accepted while the runtime runs (and while the endpoint is
@@ -231,6 +240,8 @@ struct ClaimPeek<'a> {
     ty: Cow<'a, str>,
     #[serde(borrow, default)]
     session: Option<Cow<'a, str>>,
+    #[serde(default)]
+    seq: Option<u64>,
 }
 
 /// The text of one outbox line, without copying it.
@@ -298,6 +309,9 @@ impl Worker {
         // once instead of being refused `no-route` until the agent next emits. A
         // consumer that saw the event before drops the copy on its `(source, id)`
         // (AEP-0001 §7.4), as it does any at-least-once redelivery.
+        if let Some(hook) = &self.cfg.hook {
+            self.claims.retain(|session, _| hook.holds(session));
+        }
         if !self.claims.is_empty() {
             for last in self.claims.values() {
                 write
@@ -394,10 +408,10 @@ impl Worker {
         let Ok(ty) = EventType::parse(&peek.ty) else {
             return;
         };
-        if ty.is_command() || ty.is_agent_scoped() {
+        if !ty.claims_session(peek.seq.is_some()) {
             return;
         }
-        if peek.ty == "session.ended" {
+        if ty.ends_session() {
             self.claims.remove(session.as_ref());
         } else if let Some(last) = self.claims.get_mut(session.as_ref()) {
             *last = text.clone();
