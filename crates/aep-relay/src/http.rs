@@ -270,10 +270,21 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
             );
         }
     };
-    hub.ingest(parts.iter().flatten(), None).await;
-    if parts.len() > 1 {
-        // freeing thousands of parsed events takes milliseconds: not ahead of the answer
-        tokio::task::spawn_blocking(move || drop(parts));
+    // An accepted batch is fanned out whole even if its client goes away meanwhile: the
+    // handler's future is dropped then, and stopping mid-batch would leave events stored
+    // but never delivered to the readers that were live.
+    let ingest = tokio::spawn(async move {
+        hub.ingest(parts.iter().flatten(), None).await;
+        if parts.len() > 1 {
+            // freeing thousands of parsed events takes milliseconds: not ahead of the answer
+            tokio::task::spawn_blocking(move || drop(parts));
+        }
+    });
+    if ingest.await.is_err() {
+        return json_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &json!({ "error": "internal", "detail": "the batch's fan-out failed" }),
+        );
     }
     StatusCode::ACCEPTED.into_response()
 }
