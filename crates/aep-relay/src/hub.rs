@@ -678,13 +678,24 @@ struct Runs<'a> {
 
 impl<'a> Runs<'a> {
     fn new(subs: &'a [Arc<Sub>]) -> Runs<'a> {
+        let mut outboxes: Vec<&'a Outbox> = Vec::new();
+        // A WS event is ingested alone, so this runs per event: a scan for the usual
+        // handful of subscriptions, a map past that.
         let mut by_queue: HashMap<*const Outbox, usize> = HashMap::new();
-        let mut outboxes = Vec::new();
+        let small = subs.len() <= 8;
         let run_of = subs
             .iter()
             .map(|sub| {
-                *by_queue.entry(Arc::as_ptr(&sub.outbox)).or_insert_with(|| {
-                    outboxes.push(&*sub.outbox);
+                let queue: &'a Outbox = &sub.outbox;
+                if small {
+                    if let Some(at) = outboxes.iter().position(|o| std::ptr::eq(*o, queue)) {
+                        return at;
+                    }
+                    outboxes.push(queue);
+                    return outboxes.len() - 1;
+                }
+                *by_queue.entry(queue as *const Outbox).or_insert_with(|| {
+                    outboxes.push(queue);
                     outboxes.len() - 1
                 })
             })
@@ -830,8 +841,29 @@ mod tests {
     /// still gets the session in `seq` order (AEP-0003 §7 resumes by high-water mark).
     #[tokio::test]
     async fn one_connection_with_two_subscriptions_gets_a_session_in_order() {
+        in_order_on_one_connection(0).await;
+        // past the handful that is scanned: the queue map groups them the same way
+        in_order_on_one_connection(10).await;
+    }
+
+    async fn in_order_on_one_connection(others: usize) {
         let hub = Hub::new(RelayConfig::default()).unwrap();
         let (outbox, rx) = hub.outbox();
+        for i in 0..others {
+            let (other, _rx) = hub.outbox();
+            let filter = proto::parse_filter(&json!({ "type": format!("x.other.t{i}") })).unwrap();
+            hub.subscribe(
+                &other,
+                Binding::Ws,
+                None,
+                filter,
+                None,
+                ReplayAsk::default(),
+                None,
+                None,
+                true,
+            );
+        }
         for ty in ["progress.status", "tool.called"] {
             let filter = proto::parse_filter(&json!({ "type": ty })).unwrap();
             hub.subscribe(
