@@ -805,6 +805,40 @@ impl Filter {
         self.wire.is_empty()
     }
 
+    /// The one session this filter names by equality (`"session": "s"`, AEP-0003
+    /// §6.2), whatever else it asks: the session a `live=0` pass replays.
+    ///
+    /// ```
+    /// use aep_core::filter::Filter;
+    /// assert_eq!(Filter::from_json(r#"{"session":"s1","agent":"a"}"#)?.session(), Some("s1"));
+    /// assert_eq!(Filter::from_json(r#"{"session":["s1","s2"]}"#)?.session(), None);
+    /// # Ok::<(), aep_core::FilterError>(())
+    /// ```
+    pub fn session(&self) -> Option<&str> {
+        self.wire.get("session").and_then(Value::as_str)
+    }
+
+    /// What this filter asks of an event when the session is all it looks at:
+    /// `Some(None)` for `{}` (every event), `Some(Some(s))` for `{"session": s}` alone;
+    /// `None` when deciding needs the event's other attributes. A relay decides the
+    /// first two on a stored event's position without parsing it again.
+    ///
+    /// ```
+    /// use aep_core::filter::Filter;
+    /// assert_eq!(Filter::from_json("{}")?.session_only(), Some(None));
+    /// assert_eq!(Filter::from_json(r#"{"session":"s1"}"#)?.session_only(), Some(Some("s1")));
+    /// assert_eq!(Filter::from_json(r#"{"session":"s1","agent":"a"}"#)?.session_only(), None);
+    /// assert_eq!(Filter::from_json(r#"{"session":["s1"]}"#)?.session_only(), None);
+    /// # Ok::<(), aep_core::FilterError>(())
+    /// ```
+    pub fn session_only(&self) -> Option<Option<&str>> {
+        match self.wire.len() {
+            0 => Some(None),
+            1 => self.session().map(Some),
+            _ => None,
+        }
+    }
+
     /// The wire JSON, as read (key order and predicate shapes kept).
     ///
     /// ```

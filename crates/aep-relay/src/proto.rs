@@ -111,18 +111,13 @@ pub(crate) fn parse_filter(value: &Value) -> Result<Filter, String> {
 
 /// The one session a filter names by equality, which `live=0` also replays.
 pub(crate) fn filter_session(filter: &Filter) -> Option<&str> {
-    filter.as_map().get("session").and_then(Value::as_str)
+    filter.session()
 }
 
-/// What a filter asks of an event when the session is all it looks at: `Some(None)` for
-/// `{}` (everything), `Some(Some(s))` for `{"session": s}` alone (attr-match equality,
-/// AEP-0003 §6.2); `None` when deciding takes the parsed event.
+/// What a filter asks of an event when the session is all it looks at (see
+/// [`Filter::session_only`]); `None` when deciding takes the parsed event.
 pub(crate) fn session_verdict(filter: &Filter) -> Option<Option<&str>> {
-    match filter.as_map().len() {
-        0 => Some(None),
-        1 => filter_session(filter).map(Some),
-        _ => None,
-    }
+    filter.session_only()
 }
 
 // ---- capture ----------------------------------------------------------------------
