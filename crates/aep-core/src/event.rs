@@ -1279,7 +1279,7 @@ enum Key {
 
 /// The slot of a core attribute name; a `match` compiles to a length switch, where a
 /// scan of [`CORE_ATTRIBUTES`] compares against every name.
-fn core_slot(name: &str) -> Option<Slot> {
+pub(crate) fn core_slot(name: &str) -> Option<Slot> {
     Some(match name {
         "aep" => 0,
         "id" => 1,

@@ -59,26 +59,7 @@ impl<'a> JsonEnvelope<'a> {
 
 /// The index of a core attribute in [`crate::event::CORE_ATTRIBUTES`].
 fn core_slot(name: &str) -> Option<usize> {
-    Some(match name {
-        "aep" => 0,
-        "id" => 1,
-        "type" => 2,
-        "subject" => 3,
-        "time" => 4,
-        "source" => 5,
-        "agent" => 6,
-        "session" => 7,
-        "run" => 8,
-        "step" => 9,
-        "seq" => 10,
-        "epoch" => 11,
-        "cause" => 12,
-        "traceparent" => 13,
-        "severity" => 14,
-        "capture" => 15,
-        "data" => 16,
-        _ => return None,
-    })
+    crate::event::core_slot(name).map(usize::from)
 }
 
 impl Envelope for JsonEnvelope<'_> {
