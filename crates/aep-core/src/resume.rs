@@ -222,7 +222,7 @@ impl ResumePosition {
     /// # Ok::<(), aep_core::resume::SseIdError>(())
     /// ```
     pub fn sse_id(&self) -> Result<String, SseIdError> {
-        if self.session.is_empty() || self.session.contains(['\r', '\n', '\0']) {
+        if self.session.is_empty() || !sse_line_safe(&self.session) {
             return Err(SseIdError::Unwritable(self.session.clone()));
         }
         Ok(self.to_string())
@@ -244,6 +244,19 @@ impl ResumePosition {
         let _ = serde_json::to_writer(&mut counter, self);
         counter.0
     }
+}
+
+/// Whether `text` can sit inside one line of an event stream: no CR, LF or NUL. An
+/// event stream has no escapes (AEP-0003 §3.3), so such a character in a session
+/// written into an `id:` line would end it early and let the rest forge fields.
+///
+/// ```
+/// use aep_core::resume::sse_line_safe;
+/// assert!(sse_line_safe("s:1"));
+/// assert!(!sse_line_safe("a\nid: x:9:9"));
+/// ```
+pub fn sse_line_safe(text: &str) -> bool {
+    !text.contains(['\r', '\n', '\0'])
 }
 
 impl fmt::Display for ResumePosition {

@@ -48,6 +48,14 @@ pub(crate) fn check_envelope(event: &Event) -> Result<Disposition, String> {
     {
         return Err(issue.to_string());
     }
+    // The session goes into the SSE `id:` line verbatim; a line break in it would forge
+    // fields of the stream every reader parses (AEP-0003 §3.3).
+    if event
+        .session()
+        .is_some_and(|s| !aep_core::resume::sse_line_safe(s))
+    {
+        return Err("session holds CR, LF or NUL, which the SSE binding cannot carry in an id: line (AEP-0003 §3.3)".into());
+    }
     let Ok(ty) = EventType::parse(event.event_type()) else {
         return match (event.session(), event.seq()) {
             (Some(_), Some(_)) => Ok(Disposition::Buffered),

@@ -205,3 +205,30 @@ async fn ingest_is_behind_the_token() {
     assert_eq!(r.status(), 401);
     relay.shutdown().await.unwrap();
 }
+
+/// A session is written verbatim into the SSE `id:` line; one holding a line break
+/// would forge fields (an `id:`, a new message) for every reader of the stream, so the
+/// relay refuses it at ingest (`proto::check_envelope`, which the socket path runs too).
+#[tokio::test]
+async fn a_session_with_a_line_break_is_refused_not_framed() {
+    let relay = relay().await;
+    for forged in ["a\nid: evil:9:9\n\nevent: x", "a\rb", "a\u{0}b"] {
+        let event = with(
+            ev("progress.status", forged, 0),
+            "source",
+            json!("aep://test/agent/a"),
+        );
+        let r = post_json(&relay, &event).await;
+        assert_eq!(r.status(), 400, "{forged:?}");
+        let body = body(r).await;
+        assert_eq!(body["error"], "invalid-event");
+        assert!(
+            body["detail"].as_str().unwrap().contains("CR, LF or NUL"),
+            "{body}"
+        );
+    }
+    // the relay holds nothing of them: a replay of everything is empty
+    let got = replay(&relay, "from=all").await;
+    assert!(got.iter().all(|m| m.data.is_none()), "{got:?}");
+    relay.shutdown().await.unwrap();
+}
