@@ -741,6 +741,28 @@ pub fn replay_exhausted_comment(earliest: &ResumePosition) -> String {
     )
 }
 
+/// The SSE comment a relay writes when a `live=0` history pass has sent everything it
+/// holds (AEP-0003 §5), message end included.
+///
+/// ```
+/// assert!(aep_core::resume::is_replay_complete_comment(
+///     aep_core::resume::REPLAY_COMPLETE_COMMENT.trim_start_matches(": ")
+/// ));
+/// ```
+pub const REPLAY_COMPLETE_COMMENT: &str = ": replay-complete\n\n";
+
+/// Whether the text of an SSE comment (without its leading `:` and space) is the
+/// `replay-complete` marker; text after the word is tolerated, as relays may add some.
+///
+/// ```
+/// use aep_core::resume::is_replay_complete_comment;
+/// assert!(is_replay_complete_comment("replay-complete"));
+/// assert!(!is_replay_complete_comment("replay-exhausted s 0:3"));
+/// ```
+pub fn is_replay_complete_comment(comment: &str) -> bool {
+    comment.starts_with("replay-complete")
+}
+
 /// Reads the text of a `replay-exhausted` SSE comment (without its leading `:` and
 /// space); `None` for any other comment or a malformed one. The session is everything
 /// before the last space, so a session containing spaces or colons reads back whole.

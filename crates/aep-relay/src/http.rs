@@ -568,7 +568,7 @@ fn write_piece(chunk: &mut BytesMut, piece: Piece) -> bool {
             false
         }
         Piece::End(End::ReplayComplete) => {
-            chunk.extend_from_slice(b": replay-complete\n\n");
+            chunk.extend_from_slice(aep_core::resume::REPLAY_COMPLETE_COMMENT.as_bytes());
             true
         }
         Piece::End(End::Shutdown) => {

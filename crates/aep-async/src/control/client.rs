@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use aep_core::control::{ACCEPTED, REJECTED};
 use aep_core::frame::{
     ErrorFrame, Frame, Hello, IdFrame, Message as AepMessage, Role, RosterEntry, Subscribe,
 };
@@ -472,7 +473,7 @@ impl Task {
     }
     fn subscribe_frame(session: &str, id: &str) -> String {
         // Only the acks: the target's other session events are not ours to carry.
-        let filter = json!({"session": session, "type": ["control.accepted", "control.rejected"]});
+        let filter = json!({"session": session, "type": [ACCEPTED, REJECTED]});
         Frame::Subscribe(Subscribe::new(id, filter)).to_json()
     }
 

@@ -14,7 +14,7 @@ use tracing::Instrument;
 
 use super::{Backoff, From, Notice, Shared, SubscribeOptions};
 use crate::error::TransportError;
-use aep_core::resume::parse_replay_exhausted_comment;
+use aep_core::resume::{is_replay_complete_comment, parse_replay_exhausted_comment};
 
 /// How one stream request ended, when it did not fail.
 #[derive(Debug, PartialEq, Eq)]
@@ -281,7 +281,7 @@ impl SseTask {
                     ))),
                 },
                 SseItem::Comment(c) => {
-                    if c.starts_with("replay-complete") {
+                    if is_replay_complete_comment(c) {
                         // Only the subscriber-facing history pass ends the
                         // subscription; drain chunks end at their own marker.
                         complete = true;
