@@ -47,7 +47,10 @@
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use compact_str::CompactString;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -581,6 +584,65 @@ struct Pending {
     order: u64,
 }
 
+/// The pending commands by `id`, the id read from the command itself: no key string
+/// is allocated per command.
+#[derive(Default)]
+struct PendingSet {
+    table: hashbrown::HashTable<Pending>,
+    hasher: foldhash::fast::RandomState,
+}
+
+impl fmt::Debug for PendingSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set()
+            .entries(self.table.iter().map(|p| p.command.id()))
+            .finish()
+    }
+}
+
+impl PendingSet {
+    fn hash(&self, id: &str) -> u64 {
+        std::hash::BuildHasher::hash_one(&self.hasher, id)
+    }
+
+    fn contains(&self, id: &str) -> bool {
+        self.get(id).is_some()
+    }
+
+    fn get(&self, id: &str) -> Option<&Pending> {
+        self.table.find(self.hash(id), |p| p.command.id() == id)
+    }
+
+    fn get_mut(&mut self, id: &str) -> Option<&mut Pending> {
+        let hash = self.hash(id);
+        self.table.find_mut(hash, |p| p.command.id() == id)
+    }
+
+    fn insert(&mut self, pending: Pending) {
+        let hash = self.hash(pending.command.id());
+        let hasher = &self.hasher;
+        self.table.insert_unique(hash, pending, |p| {
+            std::hash::BuildHasher::hash_one(hasher, p.command.id())
+        });
+    }
+
+    fn remove(&mut self, id: &str) -> Option<Pending> {
+        let hash = self.hash(id);
+        self.table
+            .find_entry(hash, |p| p.command.id() == id)
+            .ok()
+            .map(|e| e.remove().0)
+    }
+
+    fn values(&self) -> impl Iterator<Item = &Pending> {
+        self.table.iter()
+    }
+
+    fn len(&self) -> usize {
+        self.table.len()
+    }
+}
+
 /// The sending side of control (AEP-0004 §2, §3, §7): correlation, retries, timeouts.
 ///
 /// Feed every inbound event to [`handle_event`](Self::handle_event) and every inbound
@@ -619,7 +681,7 @@ pub struct ControlSender {
     source: String,
     agent: String,
     policy: SendPolicy,
-    pending: HashMap<String, Pending>,
+    pending: PendingSet,
     next_order: u64,
     transmit: VecDeque<Event>,
     settled: VecDeque<Settled>,
@@ -645,7 +707,7 @@ impl ControlSender {
             source: source.into(),
             agent: agent.into(),
             policy: SendPolicy::default(),
-            pending: HashMap::new(),
+            pending: PendingSet::default(),
             next_order: 0,
             transmit: VecDeque::new(),
             settled: VecDeque::new(),
@@ -726,32 +788,29 @@ impl ControlSender {
         command: Event,
         policy: SendPolicy,
     ) -> Result<(), SendError> {
-        let id = command.id().to_owned();
+        let id = || command.id().to_owned();
         if !is_command_type(command.event_type()) {
             return Err(SendError::NotACommand(command.event_type().to_owned()));
         }
         if command.session().is_none() {
-            return Err(SendError::MissingSession(id));
+            return Err(SendError::MissingSession(id()));
         }
         if command.seq().is_some() {
-            return Err(SendError::HasSeq(id));
+            return Err(SendError::HasSeq(id()));
         }
-        if self.pending.contains_key(&id) {
-            return Err(SendError::AlreadyPending(id));
+        if self.pending.contains(command.id()) {
+            return Err(SendError::AlreadyPending(id()));
         }
         self.transmit.push_back(command.clone());
         let order = self.next_order;
         self.next_order += 1;
-        self.pending.insert(
-            id,
-            Pending {
-                command,
-                policy,
-                deadline: now + policy.ack_window,
-                transmissions: 1,
-                order,
-            },
-        );
+        self.pending.insert(Pending {
+            command,
+            policy,
+            deadline: now + policy.ack_window,
+            transmissions: 1,
+            order,
+        });
         Ok(())
     }
 
@@ -820,7 +879,7 @@ impl ControlSender {
         }
         let cause = event.cause()?;
         self.pending
-            .contains_key(cause)
+            .contains(cause)
             .then_some((cause, ty == ACCEPTED))
     }
 
@@ -862,7 +921,7 @@ impl ControlSender {
         let Some(cause) = frame.cause.as_deref() else {
             return false;
         };
-        if !self.pending.contains_key(cause) {
+        if !self.pending.contains(cause) {
             return false;
         }
         self.settle(cause.to_owned(), Err(Nack::from_error_frame(frame)));
@@ -887,9 +946,9 @@ impl ControlSender {
     pub fn handle_timeout(&mut self, now: Instant) {
         let mut due: Vec<(Instant, u64, String)> = self
             .pending
-            .iter()
-            .filter(|(_, p)| p.deadline <= now)
-            .map(|(id, p)| (p.deadline, p.order, id.clone()))
+            .values()
+            .filter(|p| p.deadline <= now)
+            .map(|p| (p.deadline, p.order, p.command.id().to_owned()))
             .collect();
         due.sort();
         for (_, _, id) in due {
@@ -928,8 +987,8 @@ impl ControlSender {
     pub fn handle_close(&mut self, detail: &str) {
         let mut ids: Vec<(u64, String)> = self
             .pending
-            .iter()
-            .map(|(id, p)| (p.order, id.clone()))
+            .values()
+            .map(|p| (p.order, p.command.id().to_owned()))
             .collect();
         ids.sort();
         self.transmit.clear();
@@ -957,7 +1016,7 @@ impl ControlSender {
 
     /// Whether the command with this `id` is still awaiting its ack.
     pub fn is_pending(&self, command_id: &str) -> bool {
-        self.pending.contains_key(command_id)
+        self.pending.contains(command_id)
     }
 
     /// How many commands await their ack.
@@ -1003,18 +1062,40 @@ impl ControlSender {
 /// let k = aep_core::control::CommandKey::new("aep://h/agent/console", "c1");
 /// assert_eq!((k.source(), k.id()), ("aep://h/agent/console", "c1"));
 /// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+///
+/// Cheap to clone: the target keeps a key in its dedupe map, its eviction order, its
+/// deadline queue and every output about the command, so both strings live in one
+/// shared buffer.
+#[derive(Clone, PartialEq, Eq, Hash)]
 pub struct CommandKey {
-    source: String,
-    id: String,
+    /// `source` then `id`, back to back.
+    text: Arc<str>,
+    /// Where `id` starts in `text`.
+    split: usize,
+}
+
+impl fmt::Debug for CommandKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CommandKey")
+            .field("source", &self.source())
+            .field("id", &self.id())
+            .finish()
+    }
 }
 
 impl CommandKey {
     /// A key.
     pub fn new(source: impl Into<String>, id: impl Into<String>) -> CommandKey {
+        CommandKey::from_parts(&source.into(), &id.into())
+    }
+
+    fn from_parts(source: &str, id: &str) -> CommandKey {
+        let mut text = String::with_capacity(source.len() + id.len());
+        text.push_str(source);
+        text.push_str(id);
         CommandKey {
-            source: source.into(),
-            id: id.into(),
+            text: Arc::from(text),
+            split: source.len(),
         }
     }
 
@@ -1028,17 +1109,17 @@ impl CommandKey {
     /// assert_eq!(key, CommandKey::new("aep://h/agent/console", "c1"));
     /// ```
     pub fn of(command: &Event) -> CommandKey {
-        CommandKey::new(command.source(), command.id())
+        CommandKey::from_parts(command.source(), command.id())
     }
 
     /// The command's `source`.
     pub fn source(&self) -> &str {
-        &self.source
+        self.text.get(..self.split).unwrap_or_default()
     }
 
     /// The command's `id`: the `cause` of its ack.
     pub fn id(&self) -> &str {
-        &self.id
+        self.text.get(self.split..).unwrap_or_default()
     }
 }
 
@@ -1159,7 +1240,7 @@ impl IncomingCommand {
 #[derive(Debug, Clone, PartialEq)]
 pub struct AckToEmit {
     key: CommandKey,
-    session: Option<String>,
+    session: Option<CompactString>,
     decision: Decision,
 }
 
@@ -1171,7 +1252,7 @@ impl AckToEmit {
 
     /// The ack's `cause`: the command's `id` (AEP-0004 §6).
     pub fn cause(&self) -> &str {
-        &self.key.id
+        self.key.id()
     }
 
     /// The session the command addressed, where the ack belongs.
@@ -1339,13 +1420,18 @@ enum Slot {
     /// Awaiting the application's decision.
     Deciding {
         deadline: Option<Instant>,
-        session: Option<String>,
+        session: Option<CompactString>,
     },
     /// Decided; the ack is being minted.
     Minting,
-    /// The ack as emitted.
-    Recorded(Box<Event>),
+    /// The ack as emitted, shared with whoever emitted it.
+    Recorded(Arc<Event>),
 }
+
+/// The target's maps are keyed by what senders choose (`source`, `id`); foldhash with a
+/// random seed is as resistant to chosen keys as `dedupe` needs, at a fraction of
+/// SipHash's cost per command.
+type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The receiving side of control (AEP-0004 §2.3, §3, §4.2, §7).
 ///
@@ -1376,7 +1462,7 @@ pub struct ControlTarget {
     /// Dedupe state and the recorded ack live in one entry because AEP-0004 §3 retains
     /// the ack exactly as long as the dedupe state; `dedupe::Dedupe` is a set and could
     /// not carry the ack or tell which key it evicted.
-    slots: HashMap<CommandKey, Slot>,
+    slots: FastMap<CommandKey, Slot>,
     /// Recorded keys, oldest first: the eviction order.
     recorded: VecDeque<CommandKey>,
     /// Decision deadlines in arrival order, which is deadline order since the window is
@@ -1399,7 +1485,7 @@ impl ControlTarget {
     pub fn with_config(config: TargetConfig) -> ControlTarget {
         ControlTarget {
             config,
-            slots: HashMap::new(),
+            slots: FastMap::default(),
             recorded: VecDeque::new(),
             deadlines: VecDeque::new(),
             output: VecDeque::new(),
@@ -1453,7 +1539,7 @@ impl ControlTarget {
             self.slots.insert(key.clone(), Slot::Minting);
             self.output.push_back(TargetOutput::EmitAck(AckToEmit {
                 key,
-                session: command.session().map(str::to_owned),
+                session: command.session().map(CompactString::from),
                 decision: Decision::Reject {
                     reason: RejectReason::Unsupported,
                     detail: None,
@@ -1469,7 +1555,7 @@ impl ControlTarget {
             key.clone(),
             Slot::Deciding {
                 deadline,
-                session: command.session().map(str::to_owned),
+                session: command.session().map(CompactString::from),
             },
         );
         self.output
@@ -1495,11 +1581,11 @@ impl ControlTarget {
         let session = match self.slots.get_mut(key) {
             Some(slot @ Slot::Deciding { .. }) => {
                 let Slot::Deciding { session, .. } = std::mem::replace(slot, Slot::Minting) else {
-                    return Err(TargetError::NotAwaitingDecision(key.id.clone()));
+                    return Err(TargetError::NotAwaitingDecision(key.id().to_owned()));
                 };
                 session
             }
-            _ => return Err(TargetError::NotAwaitingDecision(key.id.clone())),
+            _ => return Err(TargetError::NotAwaitingDecision(key.id().to_owned())),
         };
         self.output.push_back(TargetOutput::EmitAck(AckToEmit {
             key: key.clone(),
@@ -1537,15 +1623,39 @@ impl ControlTarget {
     /// assert!(target.record(&CommandKey::new("aep://c", "c1"), ack).is_err());
     /// ```
     pub fn record(&mut self, key: &CommandKey, ack: Event) -> Result<(), TargetError> {
-        if ack.cause() != Some(key.id.as_str()) {
+        self.record_shared(key, Arc::new(ack))
+    }
+
+    /// As [`record`](Self::record), keeping a shared ack: a driver that also hands the
+    /// emitted ack to its application records it without a copy.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use std::time::Instant;
+    /// use aep_core::control::{ControlSender, ControlTarget, Decision, TargetOutput};
+    /// use aep_core::Event;
+    /// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
+    /// let mut target = ControlTarget::new(["control.pause"]);
+    /// target.handle_command(Instant::now(), cmd.clone())?;
+    /// let Some(TargetOutput::Decide(incoming)) = target.poll_output() else { panic!() };
+    /// target.decide(incoming.key(), Decision::Accept)?;
+    /// let Some(TargetOutput::EmitAck(ack)) = target.poll_output() else { panic!() };
+    /// let event = Arc::new(Event::new("a1", ack.ack_type(), "t", "aep://h/agent/a", "a").with_cause(ack.cause()));
+    /// target.record_shared(ack.key(), Arc::clone(&event))?;
+    /// target.handle_command(Instant::now(), cmd)?;
+    /// assert_eq!(target.poll_output(), Some(TargetOutput::Redeliver((*event).clone())));
+    /// # Ok::<(), aep_core::control::TargetError>(())
+    /// ```
+    pub fn record_shared(&mut self, key: &CommandKey, ack: Arc<Event>) -> Result<(), TargetError> {
+        if ack.cause() != Some(key.id()) {
             return Err(TargetError::CauseMismatch {
-                id: key.id.clone(),
+                id: key.id().to_owned(),
                 cause: ack.cause().map(str::to_owned),
             });
         }
         match self.slots.get_mut(key) {
-            Some(slot @ Slot::Minting) => *slot = Slot::Recorded(Box::new(ack)),
-            _ => return Err(TargetError::NotAwaitingRecord(key.id.clone())),
+            Some(slot @ Slot::Minting) => *slot = Slot::Recorded(ack),
+            _ => return Err(TargetError::NotAwaitingRecord(key.id().to_owned())),
         }
         self.recorded.push_back(key.clone());
         while self.recorded.len() > self.config.dedupe_capacity {

@@ -18,7 +18,7 @@ use tracing::Instrument;
 
 use super::duplex::{classify, close_socket, Inbound};
 use super::error::{ControlError, NackError};
-use super::sender::{ControlSender, SendOptions};
+use super::sender::{settlement, ControlSender, SendOptions};
 use crate::error::TransportError;
 use crate::subscribe::ws::{hello as crate_hello, open, ws_error, WsStream};
 use crate::subscribe::Backoff;
@@ -266,8 +266,13 @@ impl ControlClient {
         session: &str,
         options: SendOptions,
     ) -> Result<Event, ControlError> {
+        if self.shared.closed.load(Ordering::Acquire) {
+            return Err(ControlError::Closed);
+        }
+        self.ensure_subscribed(session).await?;
         let command = self.sender.command(command_type, session, &options);
-        self.send_command(command, options).await
+        let rx = self.sender.start(command, options.policy())?;
+        settlement(rx).await
     }
 
     /// Sends an envelope you built (see [`ControlSender::command`]).
@@ -282,13 +287,20 @@ impl ControlClient {
         if let Some(session) = command.session() {
             self.ensure_subscribed(session).await?;
         }
-        self.sender.send_command(command, options).await
+        let rx = self.sender.start(command, options.policy())?;
+        settlement(rx).await
     }
 
+    /// Subscribes to `session`'s acks unless done already. Only the first send to a
+    /// session waits; its future is boxed so that every send's future stays small.
     async fn ensure_subscribed(&self, session: &str) -> Result<(), ControlError> {
         if lock(&self.shared.subscribed).contains(session) {
             return Ok(());
         }
+        Box::pin(self.subscribe(session)).await
+    }
+
+    async fn subscribe(&self, session: &str) -> Result<(), ControlError> {
         let (tx, rx) = oneshot::channel();
         self.shared
             .ops

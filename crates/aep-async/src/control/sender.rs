@@ -91,6 +91,17 @@ impl SendOptions {
 }
 
 type Reply = oneshot::Sender<Result<Event, NackError>>;
+/// Where a command's settlement arrives.
+pub(crate) type Settlement = oneshot::Receiver<Result<Event, NackError>>;
+
+/// Waits for a started command's settlement.
+pub(crate) async fn settlement(rx: Settlement) -> Result<Event, ControlError> {
+    match rx.await {
+        Ok(result) => result.map_err(ControlError::Nack),
+        // The sender was dropped with the command pending.
+        Err(_) => Err(ControlError::Closed),
+    }
+}
 
 struct State {
     core: core::ControlSender,
@@ -241,7 +252,8 @@ impl ControlSender {
         options: SendOptions,
     ) -> Result<Event, ControlError> {
         let command = self.command(command_type, session, &options);
-        self.send_command(command, options).await
+        let rx = self.start(command, options.policy())?;
+        settlement(rx).await
     }
 
     /// Sends a command envelope you built (its `id` is the idempotency key; retries
@@ -252,19 +264,13 @@ impl ControlSender {
         options: SendOptions,
     ) -> Result<Event, ControlError> {
         let rx = self.start(command, options.policy())?;
-        match rx.await {
-            Ok(result) => result.map_err(ControlError::Nack),
-            // The sender was dropped with the command pending.
-            Err(_) => Err(ControlError::Closed),
-        }
+        settlement(rx).await
     }
 
     /// Registers and transmits the command; returns where its settlement will arrive.
-    fn start(
-        &self,
-        command: Event,
-        policy: SendPolicy,
-    ) -> Result<oneshot::Receiver<Result<Event, NackError>>, ControlError> {
+    /// Synchronous, so that a send's future holds only the receiver while it waits
+    /// (a task per command in flight is then small to spawn and to move).
+    pub(crate) fn start(&self, command: Event, policy: SendPolicy) -> Result<Settlement, ControlError> {
         let (tx, rx) = oneshot::channel();
         let now = timer::now();
         let (out, start_timer, wake) = {

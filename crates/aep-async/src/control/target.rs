@@ -350,7 +350,7 @@ impl Timed for Inner {
 }
 
 /// An ack as emitted, with the session emitter it went through.
-type Minted = (Event, Arc<SessionEmitter>);
+type Minted = (Arc<Event>, Arc<SessionEmitter>);
 type Emitted = Vec<(CommandKey, Result<Minted, ControlError>)>;
 
 /// Carries out everything the core target asked for: acks are minted through the
@@ -363,28 +363,30 @@ fn drain(st: &mut State) -> (Vec<core::IncomingCommand>, Emitted) {
         match out {
             TargetOutput::Decide(incoming) => push_one(&mut decide, incoming),
             TargetOutput::EmitAck(ack) => {
-                let key = ack.key().clone();
-                let session = ack.session().unwrap_or_default().to_owned();
-                let result = match st.sessions.get(&session).and_then(Weak::upgrade) {
-                    None => Err(ControlError::UnknownSession(session)),
+                let key = ack.key();
+                let session = ack.session().unwrap_or_default();
+                let result = match st.sessions.get(session).and_then(Weak::upgrade) {
+                    None => Err(ControlError::UnknownSession(session.to_owned())),
                     Some(s) => s
                         .emit_with(
                             ack.ack_type(),
                             ack.data(),
                             EmitOptions::new().cause(ack.cause()),
                         )
-                        .map(|event| (event, s))
+                        .map(|event| (Arc::new(event), s))
                         .map_err(ControlError::from),
                 };
                 match &result {
+                    // Shared, not copied: the record and the handler's `Accepted` hold
+                    // the one ack.
                     Ok((event, _)) => {
-                        if let Err(e) = st.core.record(&key, event.clone()) {
+                        if let Err(e) = st.core.record_shared(key, Arc::clone(event)) {
                             tracing::warn!(error = %e, "ack not recorded");
                         }
                     }
                     Err(e) => tracing::warn!(error = %e, command = key.id(), "ack not emitted"),
                 }
-                push_one(&mut emitted, (key, result));
+                push_one(&mut emitted, (key.clone(), result));
             }
             TargetOutput::Redeliver(ack) => {
                 let session = ack.session().unwrap_or_default();
@@ -450,7 +452,7 @@ impl Command {
     pub fn accept(mut self) -> Result<Accepted, ControlError> {
         let (ack, session) = self.settle(Decision::Accept)?;
         Ok(Accepted {
-            command_id: self.event.id().to_owned(),
+            key: self.key.clone(),
             ack,
             session,
         })
@@ -464,12 +466,12 @@ impl Command {
         detail: impl Into<String>,
     ) -> Result<Event, ControlError> {
         self.settle(Decision::reject(reason, detail))
-            .map(|(ack, _)| ack)
+            .map(|(ack, _)| unshare(ack))
     }
 
     /// Records `decision`; returns the ack as emitted.
     pub fn decide(mut self, decision: Decision) -> Result<Event, ControlError> {
-        self.settle(decision).map(|(ack, _)| ack)
+        self.settle(decision).map(|(ack, _)| unshare(ack))
     }
 
     fn settle(&mut self, decision: Decision) -> Result<Minted, ControlError> {
@@ -477,6 +479,11 @@ impl Command {
         let target = self.target.upgrade().ok_or(ControlError::Closed)?;
         target.decide(&self.key, decision)
     }
+}
+
+/// The ack as an owned event; the target's record keeps its own reference.
+fn unshare(ack: Arc<Event>) -> Event {
+    Arc::try_unwrap(ack).unwrap_or_else(|shared| (*shared).clone())
 }
 
 impl Drop for Command {
@@ -498,15 +505,16 @@ impl Drop for Command {
 /// # Ok(()) }
 /// ```
 pub struct Accepted {
-    command_id: String,
-    ack: Event,
+    /// The command's key: its `id` is the `cause` of every outcome.
+    key: CommandKey,
+    ack: Arc<Event>,
     session: Arc<SessionEmitter>,
 }
 
 impl fmt::Debug for Accepted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Accepted")
-            .field("command_id", &self.command_id)
+            .field("command_id", &self.key.id())
             .field("ack", &self.ack.id())
             .finish()
     }
@@ -542,6 +550,6 @@ impl Accepted {
         options: EmitOptions,
     ) -> Result<Event, crate::error::EmitError> {
         self.session
-            .emit_with(event_type, data, options.cause(self.command_id.clone()))
+            .emit_with(event_type, data, options.cause(self.key.id()))
     }
 }
