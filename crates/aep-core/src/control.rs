@@ -44,6 +44,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::str::FromStr;
@@ -577,7 +578,8 @@ pub struct Settled {
 
 #[derive(Debug)]
 struct Pending {
-    command: Event,
+    /// Shared with the transmissions queued for it: a command is never copied.
+    command: Arc<Event>,
     policy: SendPolicy,
     deadline: Instant,
     transmissions: u32,
@@ -683,7 +685,7 @@ pub struct ControlSender {
     policy: SendPolicy,
     pending: PendingSet,
     next_order: u64,
-    transmit: VecDeque<Event>,
+    transmit: VecDeque<Arc<Event>>,
     settled: VecDeque<Settled>,
 }
 
@@ -801,7 +803,8 @@ impl ControlSender {
         if self.pending.contains(command.id()) {
             return Err(SendError::AlreadyPending(id()));
         }
-        self.transmit.push_back(command.clone());
+        let command = Arc::new(command);
+        self.transmit.push_back(Arc::clone(&command));
         let order = self.next_order;
         self.next_order += 1;
         self.pending.insert(Pending {
@@ -831,7 +834,7 @@ impl ControlSender {
     /// # Ok::<(), aep_core::control::SendError>(())
     /// ```
     pub fn handle_event(&mut self, event: &Event) -> bool {
-        let Some((cause, accepted)) = self.pending_ack(event) else {
+        let Some((cause, accepted)) = self.take_acked(event) else {
             return false;
         };
         let result = if accepted {
@@ -839,7 +842,10 @@ impl ControlSender {
         } else {
             Err(Nack::from_rejected(event))
         };
-        self.settle(cause.to_owned(), result);
+        self.settled.push_back(Settled {
+            command_id: cause.to_owned(),
+            result,
+        });
         true
     }
 
@@ -858,29 +864,29 @@ impl ControlSender {
     /// # Ok::<(), aep_core::control::SendError>(())
     /// ```
     pub fn handle_event_owned(&mut self, event: Event) -> bool {
-        let Some((cause, accepted)) = self.pending_ack(&event) else {
+        let Some((cause, accepted)) = self.take_acked(&event) else {
             return false;
         };
-        let cause = cause.to_owned();
+        let command_id = cause.to_owned();
         let result = if accepted {
             Ok(event)
         } else {
             Err(Nack::from_rejected(&event))
         };
-        self.settle(cause, result);
+        self.settled.push_back(Settled { command_id, result });
         true
     }
 
-    /// The pending command `event` acks, and whether it accepts it (AEP-0004 §6).
-    fn pending_ack<'e>(&self, event: &'e Event) -> Option<(&'e str, bool)> {
+    /// Forgets the pending command `event` acks, if any (AEP-0004 §6); returns its id
+    /// and whether the ack accepts it.
+    fn take_acked<'e>(&mut self, event: &'e Event) -> Option<(&'e str, bool)> {
         let ty = event.event_type();
         if ty != ACCEPTED && ty != REJECTED {
             return None;
         }
         let cause = event.cause()?;
-        self.pending
-            .contains(cause)
-            .then_some((cause, ty == ACCEPTED))
+        self.pending.remove(cause)?;
+        Some((cause, ty == ACCEPTED))
     }
 
     /// Feeds an inbound frame. Returns whether it settled a pending command: an `error`
@@ -958,7 +964,7 @@ impl ControlSender {
             if p.transmissions <= p.policy.retries {
                 p.transmissions += 1;
                 p.deadline = now + p.policy.ack_window;
-                self.transmit.push_back(p.command.clone());
+                self.transmit.push_back(Arc::clone(&p.command));
             } else {
                 let detail = format!(
                     "no ack within {} ms x {}",
@@ -1000,6 +1006,23 @@ impl ControlSender {
     /// The next command transmission to write to the duplex, first sends and retries
     /// alike.
     pub fn poll_transmit(&mut self) -> Option<Event> {
+        self.transmit.pop_front().map(unshare)
+    }
+
+    /// As [`poll_transmit`](Self::poll_transmit), without copying the envelope: the
+    /// pending command and its transmissions share it.
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::ControlSender;
+    /// let mut s = ControlSender::new("console", "h");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
+    /// let wire = s.poll_transmit_shared().unwrap();
+    /// assert_eq!(wire.id(), "c1");
+    /// assert_eq!(s.pending_commands(), [&*wire]);
+    /// # Ok::<(), aep_core::control::SendError>(())
+    /// ```
+    pub fn poll_transmit_shared(&mut self) -> Option<Arc<Event>> {
         self.transmit.pop_front()
     }
 
@@ -1040,7 +1063,7 @@ impl ControlSender {
     pub fn pending_commands(&self) -> Vec<&Event> {
         let mut pending: Vec<&Pending> = self.pending.values().collect();
         pending.sort_by_key(|p| p.order);
-        pending.into_iter().map(|p| &p.command).collect()
+        pending.into_iter().map(|p| &*p.command).collect()
     }
 
     fn settle(&mut self, id: String, result: Result<Event, Nack>) {
@@ -1050,6 +1073,11 @@ impl ControlSender {
             result,
         });
     }
+}
+
+/// An event out of its `Arc`, copied only while someone else still holds it.
+fn unshare(event: Arc<Event>) -> Event {
+    Arc::try_unwrap(event).unwrap_or_else(|shared| (*shared).clone())
 }
 
 // ---------------------------------------------------------------------------
@@ -1526,20 +1554,25 @@ impl ControlTarget {
         let key = CommandKey::of(&command);
         // Dedupe comes first: a redelivered unsupported command gets its recorded nack,
         // not a second decision (AEP-0004 §3).
-        match self.slots.get(&key) {
-            Some(Slot::Recorded(ack)) => {
-                self.output
-                    .push_back(TargetOutput::Redeliver((**ack).clone()));
-                return Ok(Delivery::Redelivered);
+        let vacant = match self.slots.entry(key.clone()) {
+            Entry::Occupied(slot) => {
+                return Ok(match slot.get() {
+                    Slot::Recorded(ack) => {
+                        self.output
+                            .push_back(TargetOutput::Redeliver((**ack).clone()));
+                        Delivery::Redelivered
+                    }
+                    Slot::Deciding { .. } | Slot::Minting => Delivery::DuplicatePending,
+                });
             }
-            Some(Slot::Deciding { .. } | Slot::Minting) => return Ok(Delivery::DuplicatePending),
-            None => {}
-        }
-        if !self.accepts(command.event_type()) {
-            self.slots.insert(key.clone(), Slot::Minting);
+            Entry::Vacant(vacant) => vacant,
+        };
+        let session = command.session().map(CompactString::from);
+        if !self.config.accepts.iter().any(|t| t == command.event_type()) {
+            vacant.insert(Slot::Minting);
             self.output.push_back(TargetOutput::EmitAck(AckToEmit {
                 key,
-                session: command.session().map(CompactString::from),
+                session,
                 decision: Decision::Reject {
                     reason: RejectReason::Unsupported,
                     detail: None,
@@ -1548,16 +1581,10 @@ impl ControlTarget {
             return Ok(Delivery::Unsupported);
         }
         let deadline = self.config.decision_window.map(|w| now + w);
+        vacant.insert(Slot::Deciding { deadline, session });
         if let Some(d) = deadline {
             self.deadlines.push_back((d, key.clone()));
         }
-        self.slots.insert(
-            key.clone(),
-            Slot::Deciding {
-                deadline,
-                session: command.session().map(CompactString::from),
-            },
-        );
         self.output
             .push_back(TargetOutput::Decide(IncomingCommand { key, command }));
         Ok(Delivery::New)

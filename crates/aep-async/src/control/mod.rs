@@ -51,15 +51,41 @@ pub use client::{ClientOptions, ControlClient};
 #[cfg(feature = "ws")]
 pub use duplex::{open_duplex, Duplex, DuplexOptions};
 
-/// Pushes one item, growing the vector one item at a time from empty. The state
-/// machines' outputs are almost always a single item, and `Vec::push` would first
-/// allocate four: for envelopes that block passes glibc's large-request threshold
-/// (1 KiB), which consolidates the allocator's fast bins on every call.
-pub(crate) fn push_one<T>(v: &mut Vec<T>, item: T) {
-    if v.len() == v.capacity() {
-        v.reserve_exact(v.len().max(1));
+/// What one step of a state machine produced, held outside the lock until delivered:
+/// almost always a single item, which is kept inline, so a command or an ack costs no
+/// allocation here (and no buffer crossing glibc's 1 KiB free-list threshold, as a
+/// `Vec` growing to four envelopes would).
+#[derive(Debug)]
+pub(crate) struct Few<T> {
+    first: Option<T>,
+    rest: Vec<T>,
+}
+
+impl<T> Default for Few<T> {
+    fn default() -> Self {
+        Few {
+            first: None,
+            rest: Vec::new(),
+        }
     }
-    v.push(item);
+}
+
+impl<T> Few<T> {
+    pub(crate) fn push(&mut self, item: T) {
+        if self.first.is_none() {
+            self.first = Some(item);
+        } else {
+            self.rest.push(item);
+        }
+    }
+}
+
+impl<T> IntoIterator for Few<T> {
+    type Item = T;
+    type IntoIter = std::iter::Chain<std::option::IntoIter<T>, std::vec::IntoIter<T>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self.first.into_iter().chain(self.rest)
+    }
 }
 
 pub use aep_core::control::{

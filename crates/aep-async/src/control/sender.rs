@@ -13,7 +13,7 @@ use serde_json::Value;
 use tokio::sync::{oneshot, Notify};
 
 use super::error::{ControlError, NackError};
-use super::push_one;
+use super::Few;
 use super::timer::{self, Arm, Timed};
 
 /// The optional parts of one command and its timing.
@@ -105,7 +105,8 @@ pub(crate) async fn settlement(rx: Settlement) -> Result<Event, ControlError> {
 
 struct State {
     core: core::ControlSender,
-    waiters: HashMap<String, Reply>,
+    /// Keyed by command id; foldhash, as the core's own pending set.
+    waiters: HashMap<String, Reply, foldhash::fast::RandomState>,
     arm: Arm,
     closed: bool,
 }
@@ -201,7 +202,7 @@ impl ControlSender {
                 identity,
                 state: Mutex::new(State {
                     core,
-                    waiters: HashMap::new(),
+                    waiters: HashMap::default(),
                     arm: Arm::default(),
                     closed: false,
                 }),
@@ -377,8 +378,8 @@ impl Inner {
 
     /// Writes transmissions and resolves waiters, outside the lock.
     fn deliver(&self, out: Output) {
-        for c in &out.transmit {
-            (self.transmit)(c);
+        for c in out.transmit {
+            (self.transmit)(&c);
         }
         for (reply, result) in out.settled {
             // The caller may have given up waiting; the settlement is then moot.
@@ -410,19 +411,19 @@ impl Timed for Inner {
 
 #[derive(Default)]
 struct Output {
-    transmit: Vec<Event>,
-    settled: Vec<(Reply, Result<Event, NackError>)>,
+    transmit: Few<Arc<Event>>,
+    settled: Few<(Reply, Result<Event, NackError>)>,
 }
 
 /// Takes everything the core state machine produced.
 fn drain(st: &mut State) -> Output {
     let mut out = Output::default();
-    while let Some(c) = st.core.poll_transmit() {
-        push_one(&mut out.transmit, c);
+    while let Some(c) = st.core.poll_transmit_shared() {
+        out.transmit.push(c);
     }
     while let Some(s) = st.core.poll_settled() {
         if let Some(reply) = st.waiters.remove(&s.command_id) {
-            push_one(&mut out.settled, (reply, s.result));
+            out.settled.push((reply, s.result));
         }
     }
     out

@@ -18,7 +18,7 @@ use serde::Serialize;
 use tokio::sync::Notify;
 
 use super::error::ControlError;
-use super::push_one;
+use super::Few;
 use super::timer::{self, Arm, Timed};
 use crate::emit::{EmitOptions, SessionEmitter};
 
@@ -230,7 +230,7 @@ impl ControlTarget {
         let (delivery, decide, start_timer, wake) = {
             let mut st = self.inner.lock();
             let delivery = st.core.handle_command(now, command)?;
-            let (decide, _) = drain(&mut st);
+            let (decide, _) = drain(&mut st, None);
             let deadline = st.core.poll_timeout();
             let wake = st.arm.earlier(deadline);
             let start_timer = deadline.is_some() && st.arm.start();
@@ -321,13 +321,7 @@ impl Inner {
     fn decide(&self, key: &CommandKey, decision: Decision) -> Result<Minted, ControlError> {
         let mut st = self.lock();
         st.core.decide(key, decision)?;
-        let (_, acks) = drain(&mut st);
-        let mut mine = None;
-        for (k, result) in acks {
-            if &k == key {
-                mine = Some(result);
-            }
-        }
+        let (_, mine) = drain(&mut st, Some(key));
         mine.unwrap_or_else(
             || Err(core::TargetError::NotAwaitingRecord(key.id().to_owned()).into()),
         )
@@ -345,23 +339,25 @@ impl Timed for Inner {
     fn fire(&self, now: Instant) {
         let mut st = self.lock();
         st.core.handle_timeout(now);
-        drain(&mut st);
+        drain(&mut st, None);
     }
 }
 
 /// An ack as emitted, with the session emitter it went through.
 type Minted = (Arc<Event>, Arc<SessionEmitter>);
-type Emitted = Vec<(CommandKey, Result<Minted, ControlError>)>;
 
 /// Carries out everything the core target asked for: acks are minted through the
 /// session's emitter and recorded; recorded acks are re-sent as they were. Returns the
-/// commands awaiting a decision and the acks emitted.
-fn drain(st: &mut State) -> (Vec<core::IncomingCommand>, Emitted) {
-    let mut decide = Vec::new();
-    let mut emitted = Vec::new();
+/// commands awaiting a decision and, when `mine` is given, how minting its ack went.
+fn drain(
+    st: &mut State,
+    mine: Option<&CommandKey>,
+) -> (Few<core::IncomingCommand>, Option<Result<Minted, ControlError>>) {
+    let mut decide = Few::default();
+    let mut minted = None;
     while let Some(out) = st.core.poll_output() {
         match out {
-            TargetOutput::Decide(incoming) => push_one(&mut decide, incoming),
+            TargetOutput::Decide(incoming) => decide.push(incoming),
             TargetOutput::EmitAck(ack) => {
                 let key = ack.key();
                 let session = ack.session().unwrap_or_default();
@@ -386,7 +382,9 @@ fn drain(st: &mut State) -> (Vec<core::IncomingCommand>, Emitted) {
                     }
                     Err(e) => tracing::warn!(error = %e, command = key.id(), "ack not emitted"),
                 }
-                push_one(&mut emitted, (key.clone(), result));
+                if mine == Some(key) {
+                    minted = Some(result);
+                }
             }
             TargetOutput::Redeliver(ack) => {
                 let session = ack.session().unwrap_or_default();
@@ -401,7 +399,7 @@ fn drain(st: &mut State) -> (Vec<core::IncomingCommand>, Emitted) {
             }
         }
     }
-    (decide, emitted)
+    (decide, minted)
 }
 
 /// One new command awaiting its decision, handed to the target's handler.
