@@ -1568,7 +1568,12 @@ impl ControlTarget {
             Entry::Vacant(vacant) => vacant,
         };
         let session = command.session().map(CompactString::from);
-        if !self.config.accepts.iter().any(|t| t == command.event_type()) {
+        if !self
+            .config
+            .accepts
+            .iter()
+            .any(|t| t == command.event_type())
+        {
             vacant.insert(Slot::Minting);
             self.output.push_back(TargetOutput::EmitAck(AckToEmit {
                 key,

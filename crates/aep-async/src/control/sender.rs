@@ -13,8 +13,8 @@ use serde_json::Value;
 use tokio::sync::{oneshot, Notify};
 
 use super::error::{ControlError, NackError};
-use super::Few;
 use super::timer::{self, Arm, Timed};
+use super::Few;
 
 /// The optional parts of one command and its timing.
 ///
@@ -271,7 +271,11 @@ impl ControlSender {
     /// Registers and transmits the command; returns where its settlement will arrive.
     /// Synchronous, so that a send's future holds only the receiver while it waits
     /// (a task per command in flight is then small to spawn and to move).
-    pub(crate) fn start(&self, command: Event, policy: SendPolicy) -> Result<Settlement, ControlError> {
+    pub(crate) fn start(
+        &self,
+        command: Event,
+        policy: SendPolicy,
+    ) -> Result<Settlement, ControlError> {
         let (tx, rx) = oneshot::channel();
         let now = timer::now();
         let (out, start_timer, wake) = {

@@ -18,8 +18,8 @@ use serde::Serialize;
 use tokio::sync::Notify;
 
 use super::error::ControlError;
-use super::Few;
 use super::timer::{self, Arm, Timed};
+use super::Few;
 use crate::emit::{EmitOptions, SessionEmitter};
 
 type HandlerFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -352,7 +352,10 @@ type Minted = (Arc<Event>, Arc<SessionEmitter>);
 fn drain(
     st: &mut State,
     mine: Option<&CommandKey>,
-) -> (Few<core::IncomingCommand>, Option<Result<Minted, ControlError>>) {
+) -> (
+    Few<core::IncomingCommand>,
+    Option<Result<Minted, ControlError>>,
+) {
     let mut decide = Few::default();
     let mut minted = None;
     while let Some(out) = st.core.poll_output() {
