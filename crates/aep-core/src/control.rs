@@ -1087,8 +1087,11 @@ fn unshare(event: Arc<Event>) -> Event {
 /// The dedupe key of a command: `(source, id)` (AEP-0001 §7.4, AEP-0004 §2.3).
 ///
 /// ```
-/// let k = aep_core::control::CommandKey::new("aep://h/agent/console", "c1");
+/// use aep_core::control::CommandKey;
+/// let k = CommandKey::new("aep://h/agent/console", "c1");
 /// assert_eq!((k.source(), k.id()), ("aep://h/agent/console", "c1"));
+/// // The same characters split differently are another command.
+/// assert_ne!(CommandKey::new("aep://h/a", "bc"), CommandKey::new("aep://h/ab", "c"));
 /// ```
 ///
 /// Cheap to clone: the target keeps a key in its dedupe map, its eviction order, its
