@@ -1,10 +1,20 @@
 //! The bounded, order-keeping queue shared by the network sinks (AEP-0003 §8.4).
+//!
+//! Accepted events are serialized once, at `accept`, onto the end of one contiguous
+//! buffer, each ended by `\n`. A delivery task takes a run of them as a single [`Batch`]
+//! that shares that buffer: the NDJSON body of an HTTP request is the run itself, and a
+//! WebSocket frame is a slice of it. Nothing is allocated or freed per event on the hot
+//! path, which matters because `accept` runs on the caller's thread and delivery on a
+//! runtime worker: memory allocated on one thread and freed on another is the slow path
+//! of most allocators.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use aep_core::{Event, Severity};
+use bytes::{Bytes, BytesMut};
 use tokio::sync::{watch, Notify};
 
 use super::{DeliveryReport, DeliveryStats, ReportHandler};
@@ -14,22 +24,71 @@ pub(crate) fn default_handler() -> ReportHandler {
     Arc::new(|report| tracing::warn!(%report, "aep delivery"))
 }
 
-/// One serialized event waiting in the outbox.
-#[derive(Debug)]
-pub(crate) struct Line {
-    pub(crate) severity: Severity,
-    pub(crate) json: Vec<u8>,
+thread_local! {
+    /// Where `push` serializes before taking the lock, so the lock is held for a copy,
+    /// not for a serialization.
+    static SCRATCH: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(1024));
+}
+
+/// One queued line: its length in the buffer (with its `\n`), and whether it was dropped
+/// under pressure (its bytes stay in the buffer until taken or compacted).
+#[derive(Debug, Clone, Copy)]
+struct Item {
+    len: usize,
+    severity: Severity,
+    live: bool,
+}
+
+/// A run of queued lines taken for delivery, in acceptance order, sharing one buffer.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Batch {
+    /// The lines, each followed by `\n`.
+    body: Bytes,
+    /// Where each line ends in `body` (exclusive, before its `\n`).
+    ends: Vec<usize>,
+}
+
+impl Batch {
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The lines as NDJSON: each line followed by `\n`.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn ndjson(&self) -> Bytes {
+        self.body.clone()
+    }
+
+    /// Each line, without its `\n`, sharing the batch's buffer.
+    pub(crate) fn lines(&self) -> impl Iterator<Item = Bytes> + '_ {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let line = self.body.slice(start..end);
+            start = end + 1;
+            line
+        })
+    }
 }
 
 #[derive(Debug, Default)]
 struct OutboxState {
-    // Slots in acceptance order; a dropped slot becomes `None` so order is kept
-    // without shifting.
-    items: VecDeque<Option<Line>>,
+    /// The queued lines' bytes, back to back in acceptance order.
+    buf: BytesMut,
+    /// One item per line in `buf`; a dropped line stays as a dead item so order and
+    /// absolute positions are kept without shifting.
+    items: VecDeque<Item>,
+    /// Absolute position of `items[0]`.
     head: u64,
+    /// Absolute positions of live `debug`/`info` lines, oldest first: what goes first.
     droppable: VecDeque<u64>,
     live: usize,
     bytes: usize,
+    dead: usize,
     stats: DeliveryStats,
     closed: bool,
     urgent: bool,
@@ -86,54 +145,73 @@ impl Outbox {
     }
 
     pub(crate) fn push(&self, event: &Event) -> Result<(), EmitError> {
-        // most events serialize to 300-600 bytes: one allocation, no regrowth
-        let mut json = Vec::with_capacity(640);
-        event.write_json(&mut json);
-        let line = Line {
-            severity: event.severity(),
-            json,
-        };
-        let mut dropped = None;
-        let wake;
-        {
-            let mut st = self.lock();
-            if st.closed {
-                return Err(EmitError::Closed);
-            }
-            st.stats.accepted += 1;
-            if st.live >= self.capacity {
-                let queued = match Self::drop_oldest_droppable(&mut st) {
-                    Some(sev) => Some(sev),
-                    None if line.severity.is_droppable() => None,
-                    // Nothing droppable anywhere: the oldest event goes, and is
-                    // reported, never silently (AEP-0003 §8.4).
-                    None => Some(Self::pop_front(&mut st).map_or(line.severity, |l| l.severity)),
-                };
-                st.stats.dropped += 1;
-                let total = st.stats.dropped;
-                match queued {
-                    Some(sev) => dropped = Some((sev, total)),
-                    None => {
-                        drop(st);
-                        self.settle_report(Some((line.severity, total)));
-                        return Ok(());
-                    }
-                }
-            }
-            let abs = st.head + st.items.len() as u64;
-            if line.severity.is_droppable() {
-                st.droppable.push_back(abs);
-            }
-            st.live += 1;
-            st.bytes += line.json.len() + 1;
-            st.items.push_back(Some(line));
-            wake = st.live == 1 || st.live >= self.wake_events || st.bytes >= self.wake_bytes;
-        }
+        let severity = event.severity();
+        let pushed = SCRATCH.with(|scratch| {
+            // A re-entrant push (none exists today) would find the scratch borrowed:
+            // it serializes into a buffer of its own instead of failing.
+            let mut own = Vec::new();
+            let mut borrowed = scratch.try_borrow_mut();
+            let line = match borrowed.as_deref_mut() {
+                Ok(s) => s,
+                Err(_) => &mut own,
+            };
+            line.clear();
+            event.write_json(line);
+            line.push(b'\n');
+            self.enqueue(line, severity)
+        });
+        let (dropped, wake) = pushed?;
         self.settle_report(dropped);
         if wake {
             self.wake.notify_one();
         }
         Ok(())
+    }
+
+    /// Queues one serialized line (ending in `\n`); returns the drop to report, if any,
+    /// and whether to wake the delivery task.
+    #[allow(clippy::type_complexity)]
+    fn enqueue(
+        &self,
+        line: &[u8],
+        severity: Severity,
+    ) -> Result<(Option<(Severity, u64)>, bool), EmitError> {
+        let mut st = self.lock();
+        if st.closed {
+            return Err(EmitError::Closed);
+        }
+        st.stats.accepted += 1;
+        let mut dropped = None;
+        if st.live >= self.capacity {
+            let queued = match Self::drop_oldest_droppable(&mut st) {
+                Some(sev) => Some(sev),
+                None if severity.is_droppable() => None,
+                // Nothing droppable anywhere: the oldest event goes, and is reported,
+                // never silently (AEP-0003 §8.4).
+                None => Some(Self::drop_oldest(&mut st).unwrap_or(severity)),
+            };
+            st.stats.dropped += 1;
+            let total = st.stats.dropped;
+            match queued {
+                Some(sev) => dropped = Some((sev, total)),
+                None => return Ok((Some((severity, total)), false)),
+            }
+            Self::compact_if_sparse(&mut st);
+        }
+        let abs = st.head + st.items.len() as u64;
+        if severity.is_droppable() {
+            st.droppable.push_back(abs);
+        }
+        st.live += 1;
+        st.bytes += line.len();
+        st.buf.extend_from_slice(line);
+        st.items.push_back(Item {
+            len: line.len(),
+            severity,
+            live: true,
+        });
+        let wake = st.live == 1 || st.live >= self.wake_events || st.bytes >= self.wake_bytes;
+        Ok((dropped, wake))
     }
 
     fn settle_report(&self, dropped: Option<(Severity, u64)>) {
@@ -144,56 +222,112 @@ impl Outbox {
         }
     }
 
+    /// Marks a live item dead; its bytes stay in the buffer until taken or compacted.
+    fn kill(st: &mut OutboxState, idx: usize) -> Option<Severity> {
+        let item = st.items.get_mut(idx)?;
+        if !item.live {
+            return None;
+        }
+        item.live = false;
+        let (len, severity) = (item.len, item.severity);
+        st.live -= 1;
+        st.bytes -= len;
+        st.dead += 1;
+        Some(severity)
+    }
+
     fn drop_oldest_droppable(st: &mut OutboxState) -> Option<Severity> {
         while let Some(abs) = st.droppable.pop_front() {
             let Some(idx) = abs.checked_sub(st.head) else {
                 continue;
             };
-            if let Some(slot) = st.items.get_mut(idx as usize) {
-                if let Some(line) = slot.take() {
-                    st.live -= 1;
-                    st.bytes -= line.json.len() + 1;
-                    return Some(line.severity);
+            if let Some(sev) = Self::kill(st, idx as usize) {
+                return Some(sev);
+            }
+        }
+        None
+    }
+
+    fn drop_oldest(st: &mut OutboxState) -> Option<Severity> {
+        let idx = st.items.iter().position(|i| i.live)?;
+        Self::kill(st, idx)
+    }
+
+    /// Under sustained pressure with no delivery (a relay down for hours), dead lines
+    /// would pile up without bound: once they outnumber the live ones, the buffer and
+    /// the items are rebuilt from the live lines alone. Amortized O(1) per drop.
+    fn compact_if_sparse(st: &mut OutboxState) {
+        if st.dead <= st.live.max(1024) {
+            return;
+        }
+        let mut buf = BytesMut::with_capacity(st.bytes);
+        let mut items = VecDeque::with_capacity(st.live);
+        let mut droppable = VecDeque::new();
+        let mut at = 0;
+        for item in &st.items {
+            if item.live {
+                buf.extend_from_slice(&st.buf[at..at + item.len]);
+                if item.severity.is_droppable() {
+                    droppable.push_back(st.head + items.len() as u64);
                 }
+                items.push_back(*item);
             }
+            at += item.len;
         }
-        None
+        st.buf = buf;
+        st.items = items;
+        st.droppable = droppable;
+        st.dead = 0;
     }
 
-    fn pop_front(st: &mut OutboxState) -> Option<Line> {
-        while let Some(slot) = st.items.pop_front() {
-            st.head += 1;
-            if let Some(line) = slot {
-                st.live -= 1;
-                st.bytes -= line.json.len() + 1;
-                return Some(line);
-            }
-        }
-        None
-    }
-
-    /// Takes up to `max_events` lines (and about `max_bytes`), in order.
-    pub(crate) fn take(&self, max_events: usize, max_bytes: usize) -> Vec<Line> {
+    /// Takes up to `max_events` lines (and about `max_bytes`: at least one line), in
+    /// order.
+    pub(crate) fn take(&self, max_events: usize, max_bytes: usize) -> Batch {
         let mut st = self.lock();
-        let mut out = Vec::with_capacity(st.live.min(max_events));
-        let mut size = 0;
-        while out.len() < max_events {
-            if !out.is_empty()
-                && st.items.front().is_some_and(|s| {
-                    s.as_ref()
-                        .is_some_and(|l| size + l.json.len() + 1 > max_bytes)
-                })
-            {
+        // The run to take: its items, its span in the buffer, whether it holds dead ones.
+        let (mut n, mut span, mut taken, mut size, mut holes) = (0, 0, 0, 0, false);
+        for item in &st.items {
+            if taken == max_events {
                 break;
             }
-            match Self::pop_front(&mut st) {
-                Some(line) => {
-                    size += line.json.len() + 1;
-                    out.push(line);
+            if item.live {
+                if taken > 0 && size + item.len > max_bytes {
+                    break;
                 }
-                None => break,
+                taken += 1;
+                size += item.len;
+            } else {
+                holes = true;
             }
+            n += 1;
+            span += item.len;
         }
+        let run = st.buf.split_to(span);
+        let mut ends = Vec::with_capacity(taken);
+        let body = if holes {
+            let mut body = BytesMut::with_capacity(size);
+            let mut at = 0;
+            for item in st.items.iter().take(n) {
+                if item.live {
+                    body.extend_from_slice(&run[at..at + item.len]);
+                    ends.push(body.len() - 1);
+                }
+                at += item.len;
+            }
+            body.freeze()
+        } else {
+            let mut at = 0;
+            for item in st.items.iter().take(n) {
+                at += item.len;
+                ends.push(at - 1);
+            }
+            run.freeze()
+        };
+        let dead = st.items.drain(..n).filter(|i| !i.live).count();
+        st.dead -= dead;
+        st.head += n as u64;
+        st.live -= taken;
+        st.bytes -= size;
         if st.droppable.front().is_some_and(|&a| a < st.head) {
             let head = st.head;
             st.droppable.retain(|&a| a >= head);
@@ -201,7 +335,7 @@ impl Outbox {
         if st.live == 0 {
             st.urgent = false;
         }
-        out
+        Batch { body, ends }
     }
 
     /// (live events, queued bytes, closed, urgent)
@@ -263,7 +397,9 @@ impl Outbox {
             let mut st = self.lock();
             let left = st.live as u64;
             st.items.clear();
+            st.buf.clear();
             st.droppable.clear();
+            st.dead = 0;
             st.live = 0;
             st.bytes = 0;
             st.stats.rejected += left;
@@ -321,8 +457,8 @@ mod tests {
         outbox.push(&ev(4, Severity::Debug)).unwrap(); // no room, itself droppable
         let kept: Vec<_> = outbox
             .take(10, usize::MAX)
-            .into_iter()
-            .map(|l| Event::from_slice(&l.json).unwrap().seq().unwrap())
+            .lines()
+            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
             .collect();
         assert_eq!(kept, vec![0, 2, 3]);
         assert_eq!(*seen.lock().unwrap(), vec![Severity::Info, Severity::Debug]);
@@ -338,8 +474,8 @@ mod tests {
         }
         let kept: Vec<_> = outbox
             .take(10, usize::MAX)
-            .into_iter()
-            .map(|l| Event::from_slice(&l.json).unwrap().seq().unwrap())
+            .lines()
+            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
             .collect();
         assert_eq!(kept, vec![1, 2]);
         assert_eq!(outbox.stats().dropped, 1);
@@ -355,6 +491,88 @@ mod tests {
         assert_eq!(one.len(), 1, "at least one line per batch");
         let rest = outbox.take(4, usize::MAX);
         assert_eq!(rest.len(), 4);
-        assert_eq!(Event::from_slice(&rest[0].json).unwrap().seq(), Some(1));
+        assert_eq!(
+            Event::from_slice(&rest.lines().next().unwrap())
+                .unwrap()
+                .seq(),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn a_run_with_dropped_lines_is_delivered_without_them() {
+        let outbox = Outbox::new(4, Arc::new(|_| {}));
+        outbox.push(&ev(0, Severity::Notice)).unwrap();
+        outbox.push(&ev(1, Severity::Info)).unwrap();
+        outbox.push(&ev(2, Severity::Notice)).unwrap();
+        outbox.push(&ev(3, Severity::Debug)).unwrap();
+        outbox.push(&ev(4, Severity::Error)).unwrap(); // evicts #1
+        outbox.push(&ev(5, Severity::Error)).unwrap(); // evicts #3
+        let batch = outbox.take(3, usize::MAX);
+        let seqs: Vec<_> = batch
+            .lines()
+            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
+            .collect();
+        assert_eq!(seqs, vec![0, 2, 4]);
+        // The body is exactly those lines as NDJSON, nothing of the dropped ones.
+        let body = batch.ndjson();
+        assert_eq!(body.iter().filter(|&&b| b == b'\n').count(), 3);
+        assert!(body.ends_with(b"\n"));
+        let rest = outbox.take(10, usize::MAX);
+        assert_eq!(rest.len(), 1);
+        assert_eq!(
+            Event::from_slice(&rest.lines().next().unwrap())
+                .unwrap()
+                .seq(),
+            Some(5)
+        );
+        assert!(outbox.take(10, usize::MAX).is_empty());
+        let st = outbox.lock();
+        assert_eq!((st.live, st.bytes, st.dead, st.buf.len()), (0, 0, 0, 0));
+    }
+
+    #[test]
+    fn dropped_lines_do_not_pile_up_while_nothing_is_taken() {
+        // A relay down for a long time: the queue is full, every new event evicts an
+        // older droppable one, and the delivery task takes nothing.
+        let outbox = Outbox::new(10, Arc::new(|_| {}));
+        for i in 0..50_000 {
+            outbox.push(&ev(i, Severity::Info)).unwrap();
+        }
+        {
+            let st = outbox.lock();
+            assert_eq!(st.live, 10);
+            assert!(st.items.len() <= 10 + 1025, "{} items kept", st.items.len());
+            let one = ev(0, Severity::Info).to_json().len() + 1;
+            assert!(
+                st.buf.len() <= (10 + 1025) * (one + 8),
+                "{} bytes kept",
+                st.buf.len()
+            );
+        }
+        // And what is left is the newest ten, in order.
+        let seqs: Vec<_> = outbox
+            .take(100, usize::MAX)
+            .lines()
+            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
+            .collect();
+        assert_eq!(seqs, (49_990..50_000).collect::<Vec<_>>());
+        assert_eq!(outbox.stats().dropped, 49_990);
+    }
+
+    #[test]
+    fn lines_are_the_events_serialized() {
+        let outbox = Outbox::new(10, Arc::new(|_| {}));
+        let events: Vec<_> = (0..3).map(|i| ev(i, Severity::Notice)).collect();
+        for e in &events {
+            outbox.push(e).unwrap();
+        }
+        let batch = outbox.take(10, usize::MAX);
+        let lines: Vec<_> = batch.lines().collect();
+        let want: Vec<_> = events.iter().map(Event::to_json).collect();
+        assert_eq!(lines, want.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
+        let mut ndjson = want.join("\n");
+        ndjson.push('\n');
+        assert_eq!(batch.ndjson(), ndjson.as_bytes());
     }
 }

@@ -15,8 +15,8 @@ use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use tracing::Instrument;
 
 use super::{
-    default_handler, AbandonGuard, DeliveryReport, DeliveryStats, Line, Outbox, ReportHandler,
-    Sink, SinkFuture,
+    default_handler, AbandonGuard, DeliveryReport, DeliveryStats, Outbox, ReportHandler, Sink,
+    SinkFuture,
 };
 use crate::error::{EmitError, TransportError};
 use crate::subscribe::ws::{hello, open, ws_error, WsStream};
@@ -245,12 +245,10 @@ struct ClaimPeek<'a> {
 }
 
 /// The text of one outbox line, without copying it.
-fn text(line: Line) -> Utf8Bytes {
+fn text(line: bytes::Bytes) -> Utf8Bytes {
     // The outbox holds serializer output, which is UTF-8: the fallback is never taken.
-    match String::from_utf8(line.json) {
-        Ok(s) => s.into(),
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned().into(),
-    }
+    Utf8Bytes::try_from(line.clone())
+        .unwrap_or_else(|_| String::from_utf8_lossy(&line).into_owned().into())
 }
 
 impl Worker {
@@ -355,7 +353,7 @@ impl Worker {
                         if lines.is_empty() {
                             break;
                         }
-                        self.unsent.extend(lines.into_iter().map(text));
+                        self.unsent.extend(lines.lines().map(text));
                     }
                 }
                 msg = read.next() => {
@@ -413,10 +411,16 @@ impl Worker {
         }
         if ty.ends_session() {
             self.claims.remove(session.as_ref());
-        } else if let Some(last) = self.claims.get_mut(session.as_ref()) {
-            *last = text.clone();
         } else {
-            self.claims.insert(session.into_owned(), text.clone());
+            // A copy, not the slice: a slice would keep the whole outbox run it came
+            // from alive for as long as the session lasts.
+            let own = Utf8Bytes::from(text.as_str());
+            match self.claims.get_mut(session.as_ref()) {
+                Some(last) => *last = own,
+                None => {
+                    self.claims.insert(session.into_owned(), own);
+                }
+            }
         }
     }
 
