@@ -1,12 +1,15 @@
 //! The bounded, order-keeping queue shared by the network sinks (AEP-0003 §8.4).
 //!
-//! Accepted events are serialized once, at `accept`, onto the end of one contiguous
-//! buffer, each ended by `\n`. A delivery task takes a run of them as a single [`Batch`]
-//! that shares that buffer: the NDJSON body of an HTTP request is the run itself, and a
-//! WebSocket frame is a slice of it. Nothing is allocated or freed per event on the hot
-//! path, which matters because `accept` runs on the caller's thread and delivery on a
-//! runtime worker: memory allocated on one thread and freed on another is the slow path
-//! of most allocators.
+//! Accepted events are serialized once, at `accept`, onto the end of a chain of buffers
+//! (chunks), each line ended by `\n`. A delivery task takes a run of them as a single
+//! [`Batch`]: a run inside one chunk is split off it without a copy (the NDJSON body of
+//! an HTTP request is the run itself, a WebSocket frame a slice of it); a run across
+//! chunks is copied once. Nothing is allocated or freed per event on the hot path,
+//! which matters because `accept` runs on the caller's thread and delivery on a runtime
+//! worker: memory allocated on one thread and freed on another is the slow path of most
+//! allocators. Chunks, not one growing buffer, because a buffer that had runs split off
+//! it copies everything still queued when it next grows: with a backlog (an emitter
+//! faster than its relay) that is a copy of the backlog per batch.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -23,6 +26,11 @@ use crate::error::EmitError;
 pub(crate) fn default_handler() -> ReportHandler {
     Arc::new(|report| tracing::warn!(%report, "aep delivery"))
 }
+
+/// The smallest and largest chunk: a new chunk is sized to the bytes already queued,
+/// so a quiet emitter holds little memory and a backlog takes few chunks.
+const CHUNK_MIN: usize = 16 * 1024;
+const CHUNK_MAX: usize = 1024 * 1024;
 
 thread_local! {
     /// Where `push` serializes before taking the lock, so the lock is held for a copy,
@@ -77,9 +85,10 @@ impl Batch {
 
 #[derive(Debug, Default)]
 struct OutboxState {
-    /// The queued lines' bytes, back to back in acceptance order.
-    buf: BytesMut,
-    /// One item per line in `buf`; a dropped line stays as a dead item so order and
+    /// The queued lines' bytes, back to back in acceptance order, across chunks (a line
+    /// never spans two).
+    chunks: VecDeque<BytesMut>,
+    /// One item per line in `chunks`; a dropped line stays as a dead item so order and
     /// absolute positions are kept without shifting.
     items: VecDeque<Item>,
     /// Absolute position of `items[0]`.
@@ -204,7 +213,17 @@ impl Outbox {
         }
         st.live += 1;
         st.bytes += line.len();
-        st.buf.extend_from_slice(line);
+        match st.chunks.back_mut() {
+            Some(chunk) if chunk.capacity() - chunk.len() >= line.len() => {
+                chunk.extend_from_slice(line);
+            }
+            _ => {
+                let size = st.bytes.clamp(CHUNK_MIN, CHUNK_MAX).max(line.len());
+                let mut chunk = BytesMut::with_capacity(size);
+                chunk.extend_from_slice(line);
+                st.chunks.push_back(chunk);
+            }
+        }
         st.items.push_back(Item {
             len: line.len(),
             severity,
@@ -263,18 +282,17 @@ impl Outbox {
         let mut buf = BytesMut::with_capacity(st.bytes);
         let mut items = VecDeque::with_capacity(st.live);
         let mut droppable = VecDeque::new();
-        let mut at = 0;
-        for item in &st.items {
+        let chunks: Vec<&[u8]> = st.chunks.iter().map(|c| &c[..]).collect();
+        for (item, line) in st.items.iter().zip(Lines::new(&chunks, &st.items)) {
             if item.live {
-                buf.extend_from_slice(&st.buf[at..at + item.len]);
+                buf.extend_from_slice(line);
                 if item.severity.is_droppable() {
                     droppable.push_back(st.head + items.len() as u64);
                 }
                 items.push_back(*item);
             }
-            at += item.len;
         }
-        st.buf = buf;
+        st.chunks = VecDeque::from([buf]);
         st.items = items;
         st.droppable = droppable;
         st.dead = 0;
@@ -302,26 +320,50 @@ impl Outbox {
             n += 1;
             span += item.len;
         }
-        let run = st.buf.split_to(span);
+        // Split the run off the chunks it lies in: whole chunks, then the head of one.
+        let mut pieces: Vec<Bytes> = Vec::new();
+        let mut left = span;
+        while left > 0 {
+            let Some(front) = st.chunks.front_mut() else {
+                break;
+            };
+            if front.is_empty() {
+                // a drained chunk kept for its spare room, with newer chunks behind it
+                st.chunks.pop_front();
+                continue;
+            }
+            if front.len() > left {
+                pieces.push(front.split_to(left).freeze());
+                break;
+            }
+            left -= front.len();
+            let whole = front.split().freeze();
+            if st.chunks.len() > 1 {
+                st.chunks.pop_front();
+            }
+            pieces.push(whole);
+        }
         let mut ends = Vec::with_capacity(taken);
-        let body = if holes {
-            let mut body = BytesMut::with_capacity(size);
-            let mut at = 0;
-            for item in st.items.iter().take(n) {
-                if item.live {
-                    body.extend_from_slice(&run[at..at + item.len]);
-                    ends.push(body.len() - 1);
+        let body = match pieces.as_slice() {
+            [one] if !holes => {
+                let mut at = 0;
+                for item in st.items.iter().take(n) {
+                    at += item.len;
+                    ends.push(at - 1);
                 }
-                at += item.len;
+                one.clone()
             }
-            body.freeze()
-        } else {
-            let mut at = 0;
-            for item in st.items.iter().take(n) {
-                at += item.len;
-                ends.push(at - 1);
+            _ => {
+                let mut body = BytesMut::with_capacity(size);
+                let views: Vec<&[u8]> = pieces.iter().map(|p| &p[..]).collect();
+                for (item, line) in st.items.iter().take(n).zip(Lines::new(&views, &st.items)) {
+                    if item.live {
+                        body.extend_from_slice(line);
+                        ends.push(body.len() - 1);
+                    }
+                }
+                body.freeze()
             }
-            run.freeze()
         };
         let dead = st.items.drain(..n).filter(|i| !i.live).count();
         st.dead -= dead;
@@ -397,7 +439,7 @@ impl Outbox {
             let mut st = self.lock();
             let left = st.live as u64;
             st.items.clear();
-            st.buf.clear();
+            st.chunks.clear();
             st.droppable.clear();
             st.dead = 0;
             st.live = 0;
@@ -419,6 +461,43 @@ pub(crate) struct AbandonGuard(pub(crate) Arc<Outbox>);
 impl Drop for AbandonGuard {
     fn drop(&mut self) {
         self.0.abandon();
+    }
+}
+
+/// The bytes of each item's line, in order, walking chunks whose lines never straddle
+/// a chunk boundary.
+struct Lines<'a> {
+    chunks: &'a [&'a [u8]],
+    items: std::collections::vec_deque::Iter<'a, Item>,
+    chunk: usize,
+    at: usize,
+}
+
+impl<'a> Lines<'a> {
+    fn new(chunks: &'a [&'a [u8]], items: &'a VecDeque<Item>) -> Self {
+        Lines {
+            chunks,
+            items: items.iter(),
+            chunk: 0,
+            at: 0,
+        }
+    }
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let len = self.items.next()?.len;
+        loop {
+            let chunk = self.chunks.get(self.chunk)?;
+            if let Some(line) = chunk.get(self.at..self.at + len) {
+                self.at += len;
+                return Some(line);
+            }
+            self.chunk += 1;
+            self.at = 0;
+        }
     }
 }
 
@@ -528,7 +607,8 @@ mod tests {
         );
         assert!(outbox.take(10, usize::MAX).is_empty());
         let st = outbox.lock();
-        assert_eq!((st.live, st.bytes, st.dead, st.buf.len()), (0, 0, 0, 0));
+        let queued: usize = st.chunks.iter().map(BytesMut::len).sum();
+        assert_eq!((st.live, st.bytes, st.dead, queued), (0, 0, 0, 0));
     }
 
     #[test]
@@ -545,9 +625,9 @@ mod tests {
             assert!(st.items.len() <= 10 + 1025, "{} items kept", st.items.len());
             let one = ev(0, Severity::Info).to_json().len() + 1;
             assert!(
-                st.buf.len() <= (10 + 1025) * (one + 8),
+                st.chunks.iter().map(BytesMut::len).sum::<usize>() <= (10 + 1025) * (one + 8),
                 "{} bytes kept",
-                st.buf.len()
+                st.chunks.iter().map(BytesMut::len).sum::<usize>()
             );
         }
         // And what is left is the newest ten, in order.
@@ -574,5 +654,37 @@ mod tests {
         let mut ndjson = want.join("\n");
         ndjson.push('\n');
         assert_eq!(batch.ndjson(), ndjson.as_bytes());
+    }
+
+    #[test]
+    fn runs_across_chunks_come_out_whole_and_in_order() {
+        let outbox = Outbox::new(100_000, Arc::new(|_| {}));
+        let events: Vec<_> = (0..3_000).map(|i| ev(i, Severity::Notice)).collect();
+        let mut want = events.iter().map(Event::to_json);
+        let mut pushed = 0;
+        let mut got = 0;
+        // Interleave pushes and takes of odd sizes so runs start and end anywhere.
+        for (round, take) in [1, 7, 100, 333, 1, 2_000, 5, 10_000].iter().enumerate() {
+            for e in events.iter().skip(pushed).take(400 * (round + 1)) {
+                outbox.push(e).unwrap();
+                pushed += 1;
+            }
+            if round == 0 {
+                assert!(outbox.lock().chunks.len() > 1, "the test spans chunks");
+            }
+            let batch = outbox.take(*take, usize::MAX);
+            for line in batch.lines() {
+                assert_eq!(line, want.next().unwrap().as_bytes(), "line {got}");
+                got += 1;
+            }
+        }
+        assert_eq!(pushed, 3_000);
+        let rest = outbox.take(usize::MAX, usize::MAX);
+        for line in rest.lines() {
+            assert_eq!(line, want.next().unwrap().as_bytes(), "line {got}");
+            got += 1;
+        }
+        assert_eq!(got, 3_000);
+        assert!(want.next().is_none());
     }
 }
