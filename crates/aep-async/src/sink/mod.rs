@@ -23,6 +23,8 @@ pub mod jsonl;
 mod outbox;
 #[cfg(feature = "http")]
 pub(crate) use outbox::Batch;
+#[cfg(feature = "ws")]
+pub(crate) use outbox::Claim;
 #[cfg(any(feature = "http", feature = "ws"))]
 pub(crate) use outbox::{default_handler, AbandonGuard, Outbox};
 #[cfg(feature = "ws")]

@@ -38,13 +38,24 @@ thread_local! {
     static SCRATCH: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(1024));
 }
 
+/// What a queued event says about the session it carries, for a sink that re-claims
+/// sessions after a reconnect (AEP-0004 §4): read from the event when it is accepted,
+/// so the sink never parses its own output to learn it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Claim {
+    pub(crate) session: Box<str>,
+    /// `session.ended`: the session is let go, not claimed.
+    pub(crate) ends: bool,
+}
+
 /// One queued line: its length in the buffer (with its `\n`), and whether it was dropped
 /// under pressure (its bytes stay in the buffer until taken or compacted).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Item {
     len: usize,
     severity: Severity,
     live: bool,
+    claim: Option<Claim>,
 }
 
 /// A run of queued lines taken for delivery, in acceptance order, sharing one buffer.
@@ -54,6 +65,8 @@ pub(crate) struct Batch {
     body: Bytes,
     /// Where each line ends in `body` (exclusive, before its `\n`).
     ends: Vec<usize>,
+    /// The claims of the lines that carry one, by line index.
+    claims: Vec<(usize, Claim)>,
 }
 
 impl Batch {
@@ -70,6 +83,12 @@ impl Batch {
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn ndjson(&self) -> Bytes {
         self.body.clone()
+    }
+
+    /// The lines' claims, by line index, in order.
+    #[cfg_attr(not(feature = "ws"), allow(dead_code))]
+    pub(crate) fn claims(&self) -> &[(usize, Claim)] {
+        &self.claims
     }
 
     /// Each line, without its `\n`, sharing the batch's buffer.
@@ -153,7 +172,17 @@ impl Outbox {
         self.lock().stats
     }
 
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn push(&self, event: &Event) -> Result<(), EmitError> {
+        self.push_claiming(event, None)
+    }
+
+    /// [`push`](Self::push), noting what the event claims.
+    pub(crate) fn push_claiming(
+        &self,
+        event: &Event,
+        claim: Option<Claim>,
+    ) -> Result<(), EmitError> {
         let severity = event.severity();
         let pushed = SCRATCH.with(|scratch| {
             // A re-entrant push (none exists today) would find the scratch borrowed:
@@ -167,7 +196,7 @@ impl Outbox {
             line.clear();
             event.write_json(line);
             line.push(b'\n');
-            self.enqueue(line, severity)
+            self.enqueue(line, severity, claim)
         });
         let (dropped, wake) = pushed?;
         self.settle_report(dropped);
@@ -184,6 +213,7 @@ impl Outbox {
         &self,
         line: &[u8],
         severity: Severity,
+        claim: Option<Claim>,
     ) -> Result<(Option<(Severity, u64)>, bool), EmitError> {
         let mut st = self.lock();
         if st.closed {
@@ -228,6 +258,7 @@ impl Outbox {
             len: line.len(),
             severity,
             live: true,
+            claim,
         });
         let wake = st.live == 1 || st.live >= self.wake_events || st.bytes >= self.wake_bytes;
         Ok((dropped, wake))
@@ -289,7 +320,7 @@ impl Outbox {
                 if item.severity.is_droppable() {
                     droppable.push_back(st.head + items.len() as u64);
                 }
-                items.push_back(*item);
+                items.push_back(item.clone());
             }
         }
         st.chunks = VecDeque::from([buf]);
@@ -365,7 +396,17 @@ impl Outbox {
                 body.freeze()
             }
         };
-        let dead = st.items.drain(..n).filter(|i| !i.live).count();
+        let (mut claims, mut dead, mut line) = (Vec::new(), 0, 0);
+        for item in st.items.drain(..n) {
+            if !item.live {
+                dead += 1;
+                continue;
+            }
+            if let Some(claim) = item.claim {
+                claims.push((line, claim));
+            }
+            line += 1;
+        }
         st.dead -= dead;
         st.head += n as u64;
         st.live -= taken;
@@ -377,7 +418,7 @@ impl Outbox {
         if st.live == 0 {
             st.urgent = false;
         }
-        Batch { body, ends }
+        Batch { body, ends, claims }
     }
 
     /// (live events, queued bytes, closed, urgent)
@@ -686,5 +727,40 @@ mod tests {
         }
         assert_eq!(got, 3_000);
         assert!(want.next().is_none());
+    }
+
+    #[test]
+    fn claims_follow_their_lines_past_dropped_ones() {
+        let outbox = Outbox::new(3, Arc::new(|_| {}));
+        let claim = |s: &str| {
+            Some(Claim {
+                session: s.into(),
+                ends: false,
+            })
+        };
+        outbox
+            .push_claiming(&ev(0, Severity::Info), claim("a"))
+            .unwrap();
+        outbox
+            .push_claiming(&ev(1, Severity::Notice), None)
+            .unwrap();
+        outbox
+            .push_claiming(&ev(2, Severity::Notice), claim("b"))
+            .unwrap();
+        outbox
+            .push_claiming(&ev(3, Severity::Notice), claim("c"))
+            .unwrap(); // evicts #0
+        let batch = outbox.take(10, usize::MAX);
+        let seqs: Vec<_> = batch
+            .lines()
+            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
+            .collect();
+        assert_eq!(seqs, vec![1, 2, 3]);
+        let claims: Vec<_> = batch
+            .claims()
+            .iter()
+            .map(|(i, c)| (*i, &*c.session))
+            .collect();
+        assert_eq!(claims, vec![(1, "b"), (2, "c")]);
     }
 }
