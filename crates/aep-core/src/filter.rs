@@ -681,7 +681,9 @@ impl<'a, 'f> Picked<'a, 'f> {
         if preds.len() > Self::MAX {
             return None;
         }
-        let mut de = serde_json::Deserializer::from_slice(json);
+        // UTF-8 checked once for the whole line, not once per string read
+        let text = std::str::from_utf8(json).ok()?;
+        let mut de = serde_json::Deserializer::from_str(text);
         let values = (&mut de).deserialize_map(PickVisitor { preds }).ok()?;
         de.end().ok()?;
         Some(Picked { preds, values })
