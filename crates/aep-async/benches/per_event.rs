@@ -4,15 +4,18 @@
 //!
 //! ```sh
 //! cargo bench -p aep-async --bench per_event --no-run
-//! for m in none parse consume emit; do
+//! for m in none parse consume match-parsed match-json emit; do
 //!   valgrind --tool=callgrind --callgrind-out-file=/tmp/cg.$m target/release/deps/per_event-<hash> $m 20000
 //! done
 //! ```
 //!
 //! Modes: `none`; `parse` (`Event::from_slice`); `value` (`serde_json::Value` of the
 //! same line, for scale); `consume` (parse, `(source, id)` dedupe, positions: what a
-//! subscription does per event once the bytes are in); `emit` (`SessionEmitter::emit`
-//! into a sink that serializes, what `HttpSink::accept` does before queueing).
+//! subscription does per event once the bytes are in); `match-parsed` and `match-json`
+//! (an attribute filter decided on a parsed event, or on the bytes with
+//! `Filter::matches_json`: a relay replaying stored events); `emit`
+//! (`SessionEmitter::emit` into a sink that serializes, what `HttpSink::accept` does
+//! before queueing).
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 use std::hint::black_box;
@@ -71,6 +74,21 @@ fn main() {
                 black_box(e);
             }
         }
+        "match-parsed" | "match-json" => {
+            // What a relay's replay decides per stored event under an attribute filter:
+            // parse then match, or match on the bytes (`Filter::matches_json`).
+            let f =
+                aep_core::filter::Filter::from_json(r#"{"agent":"a","type":"tool.*"}"#).unwrap();
+            let parsed = mode == "match-parsed";
+            for l in &lines {
+                let hit = if parsed {
+                    f.matches(&aep_core::Event::from_slice(l.as_bytes()).unwrap())
+                } else {
+                    f.matches_json(l.as_bytes())
+                };
+                assert!(black_box(hit));
+            }
+        }
         "emit" => {
             let emitter = aep_async::Emitter::new("a", "bench", SerializingSink::default());
             let session = emitter.session("s0");
@@ -80,7 +98,7 @@ fn main() {
             }
         }
         other => {
-            eprintln!("unknown mode {other}: none, parse, value, consume or emit");
+            eprintln!("unknown mode {other}: none, parse, value, consume, match-parsed, match-json or emit");
             std::process::exit(2);
         }
     }

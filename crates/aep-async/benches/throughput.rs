@@ -12,7 +12,7 @@
 //! for the SDK-bound rows; `AEP_BENCH_RELAY_EVENTS`, default 20000, for the relay rows;
 //! `AEP_BENCH_RUST_RELAY_EVENTS`, default 100000, for the Rust relay's longer run;
 //! `AEP_BENCH_MAX_BATCH` and `AEP_BENCH_LINGER_MS` for the `HttpSink` under test;
-//! `AEP_BENCH_SDK_ONLY` skips both relays).
+//! `AEP_BENCH_SDK_ONLY` skips both relays, `AEP_BENCH_NO_REFERENCE` the reference relay).
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 use std::process::{Command, Stdio};
@@ -462,7 +462,11 @@ async fn main() {
         rust.stop();
     }
 
-    // The reference relay, if node is here.
+    // The reference relay, if node is here and not skipped.
+    if std::env::var_os("AEP_BENCH_NO_REFERENCE").is_some() {
+        println!("AEP_BENCH_NO_REFERENCE set; reference relay skipped");
+        return;
+    }
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()

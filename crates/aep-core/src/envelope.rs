@@ -167,6 +167,13 @@ pub fn new_ulid(now: SystemTime) -> Ulid {
 /// assert_eq!(rfc3339_millis(UNIX_EPOCH + Duration::from_millis(951_782_400_500)), "2000-02-29T00:00:00.500Z");
 /// ```
 pub fn rfc3339_millis(t: SystemTime) -> String {
+    let mut buf = [0; 24];
+    rfc3339_millis_into(t, &mut buf).to_owned()
+}
+
+/// [`rfc3339_millis`] into a buffer on the caller's stack: an emitted event's `time`
+/// fits inline in the event, so it need not pass through a `String` first.
+pub(crate) fn rfc3339_millis_into(t: SystemTime, buf: &mut [u8; 24]) -> &str {
     let millis: i128 = match t.duration_since(UNIX_EPOCH) {
         Ok(after) => after.as_millis() as i128,
         // Before 1970: round toward the past so the fraction counts forward.
@@ -185,22 +192,29 @@ pub fn rfc3339_millis(t: SystemTime) -> String {
     let (year, month, day) = civil_from_days(days);
     // Written digit by digit: this runs once per emitted event, and `format!` costs
     // ten times as much. The clamp above keeps every field within its width.
-    let mut out = String::with_capacity(24);
-    let mut digits = |value: i64, width: u32, then: char| {
+    let mut at = 0;
+    let mut digits = |value: i64, width: u32, then: u8| {
         for place in (0..width).rev() {
             let digit = (value / 10i64.pow(place)).rem_euclid(10) as u8;
-            out.push(char::from(b'0' + digit));
+            if let Some(b) = buf.get_mut(at) {
+                *b = b'0' + digit;
+            }
+            at += 1;
         }
-        out.push(then);
+        if let Some(b) = buf.get_mut(at) {
+            *b = then;
+        }
+        at += 1;
     };
-    digits(year, 4, '-');
-    digits(i64::from(month), 2, '-');
-    digits(i64::from(day), 2, 'T');
-    digits(sod / 3600, 2, ':');
-    digits(sod % 3600 / 60, 2, ':');
-    digits(sod % 60, 2, '.');
-    digits(ms as i64, 3, 'Z');
-    out
+    digits(year, 4, b'-');
+    digits(i64::from(month), 2, b'-');
+    digits(i64::from(day), 2, b'T');
+    digits(sod / 3600, 2, b':');
+    digits(sod % 3600 / 60, 2, b':');
+    digits(sod % 60, 2, b'.');
+    digits(ms as i64, 3, b'Z');
+    // every byte written is an ASCII digit or separator
+    std::str::from_utf8(buf).unwrap_or("0000-01-01T00:00:00.000Z")
 }
 
 /// The proleptic Gregorian date `days` after 1970-01-01.
@@ -347,14 +361,15 @@ impl<C: Clock> EnvelopeFactory<C> {
     /// assert!(one.id() < two.id()); // ULIDs, monotonic within one factory
     /// assert_eq!(one.agent(), "a");
     /// ```
-    pub fn event(&self, event_type: impl Into<String>) -> Event {
+    pub fn event(&self, event_type: impl AsRef<str>) -> Event {
         let now = self.clock.now();
-        let mut event = Event::new(
-            new_ulid(now).to_string(),
-            event_type,
-            rfc3339_millis(now),
-            self.source.clone(),
-            self.agent.clone(),
+        let (mut id, mut time) = ([0; ulid::ULID_LEN], [0; 24]);
+        let mut event = Event::from_strs(
+            new_ulid(now).array_to_str(&mut id),
+            event_type.as_ref(),
+            rfc3339_millis_into(now, &mut time),
+            &self.source,
+            &self.agent,
         );
         for (name, value) in &self.extensions {
             // Checked by `with_extension`; a refusal here cannot happen.

@@ -278,6 +278,29 @@ impl Event {
         }
     }
 
+    /// [`new`](Self::new) from borrowed text: what fits inline is never allocated.
+    pub(crate) fn from_strs(
+        id: &str,
+        event_type: &str,
+        time: &str,
+        source: &str,
+        agent: &str,
+    ) -> Event {
+        let mut event = Event::new(
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+            String::new(),
+        );
+        event.id = CompactString::new(id);
+        event.ty = CompactString::new(event_type);
+        event.time = CompactString::new(time);
+        event.source = CompactString::new(source);
+        event.agent = CompactString::new(agent);
+        event
+    }
+
     /// Reads one event from JSON bytes.
     ///
     /// ```

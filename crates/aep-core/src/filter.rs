@@ -214,7 +214,7 @@ struct Pred {
 }
 
 /// A filterable attribute, resolved once at parse time.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 enum Attr {
     Id,
     Type,
@@ -229,6 +229,27 @@ enum Attr {
     Severity,
     Capture,
     Ext(Box<str>),
+}
+
+impl Attr {
+    /// The attribute's name on the wire.
+    fn name(&self) -> &str {
+        match self {
+            Attr::Id => "id",
+            Attr::Type => "type",
+            Attr::Subject => "subject",
+            Attr::Source => "source",
+            Attr::Agent => "agent",
+            Attr::Session => "session",
+            Attr::Run => "run",
+            Attr::Step => "step",
+            Attr::Cause => "cause",
+            Attr::Epoch => "epoch",
+            Attr::Severity => "severity",
+            Attr::Capture => "capture",
+            Attr::Ext(name) => name,
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -610,19 +631,10 @@ fn json_string(raw: &str) -> Option<Cow<'_, str>> {
 
 impl Attrs for Map<String, Value> {
     fn text(&self, attr: &Attr) -> Option<&str> {
-        let name = match attr {
-            Attr::Id => "id",
-            Attr::Type => "type",
-            Attr::Subject => "subject",
-            Attr::Source => "source",
-            Attr::Agent => "agent",
-            Attr::Session => "session",
-            Attr::Run => "run",
-            Attr::Step => "step",
-            Attr::Cause => "cause",
-            _ => return None,
-        };
-        self.get(name)?.as_str()
+        match attr {
+            Attr::Epoch | Attr::Severity | Attr::Capture | Attr::Ext(_) => None,
+            _ => self.get(attr.name())?.as_str(),
+        }
     }
     fn epoch(&self) -> Option<u64> {
         self.get("epoch").map_or(Some(0), Value::as_u64)
@@ -649,6 +661,136 @@ impl Attrs for Map<String, Value> {
                 _ => ExtValue::Other,
             },
             _ => ExtValue::Other,
+        })
+    }
+}
+
+/// The top-level members a filter names, borrowed from an event's JSON bytes. Built only
+/// when every picked value reads the same raw as parsed: strings without escapes and
+/// integers written plainly; anything else sends the caller down the general path.
+struct Picked<'a, 'f> {
+    preds: &'f [Pred],
+    values: [Option<&'a serde_json::value::RawValue>; Picked::MAX],
+}
+
+impl<'a, 'f> Picked<'a, 'f> {
+    /// Predicates a filter may have for this reading (one slot each); more is rare.
+    const MAX: usize = 8;
+
+    fn read(preds: &'f [Pred], json: &'a [u8]) -> Option<Picked<'a, 'f>> {
+        if preds.len() > Self::MAX {
+            return None;
+        }
+        // UTF-8 checked once for the whole line, not once per string read
+        let text = std::str::from_utf8(json).ok()?;
+        let mut de = serde_json::Deserializer::from_str(text);
+        let values = (&mut de).deserialize_map(PickVisitor { preds }).ok()?;
+        de.end().ok()?;
+        Some(Picked { preds, values })
+    }
+
+    fn get(&self, name: &str) -> Option<&'a str> {
+        let i = self.preds.iter().position(|p| p.attr.name() == name)?;
+        self.values
+            .get(i)
+            .copied()
+            .flatten()
+            .map(serde_json::value::RawValue::get)
+    }
+
+    fn raw(&self, attr: &Attr) -> Option<&'a str> {
+        let i = self.preds.iter().position(|p| &p.attr == attr)?;
+        self.values
+            .get(i)
+            .copied()
+            .flatten()
+            .map(serde_json::value::RawValue::get)
+    }
+}
+
+/// Whether a raw value reads the same borrowed as parsed: a string without escapes, or
+/// an integer of at most 18 digits with no leading zero (so it fits an `i64` and
+/// `-0` never arises); other JSON values are fine as they never equal a filter value.
+fn plain(raw: &str) -> bool {
+    match raw.as_bytes() {
+        [b'"', ..] => !raw.contains('\\'),
+        [b'-', rest @ ..] | rest @ [b'0'..=b'9', ..] => {
+            !rest.is_empty()
+                && rest.len() <= 18
+                && rest.iter().all(u8::is_ascii_digit)
+                && (rest[0] != b'0' || rest.len() == 1 && raw.as_bytes()[0] != b'-')
+        }
+        _ => true,
+    }
+}
+
+struct PickVisitor<'f> {
+    preds: &'f [Pred],
+}
+
+impl<'de> Visitor<'de> for PickVisitor<'_> {
+    type Value = [Option<&'de serde_json::value::RawValue>; Picked::MAX];
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+        let mut values = [None; Picked::MAX];
+        // a key with escapes is not borrowable: an error here sends the caller down
+        // the general path, which decodes it
+        while let Some(key) = map.next_key::<&'de str>()? {
+            match self.preds.iter().position(|p| p.attr.name() == key) {
+                Some(i) => {
+                    let raw: &'de serde_json::value::RawValue = map.next_value()?;
+                    if !plain(raw.get()) {
+                        return Err(de::Error::custom("not plain"));
+                    }
+                    // a repeated key: the last one wins, as in a parsed map
+                    if let Some(slot) = values.get_mut(i) {
+                        *slot = Some(raw);
+                    }
+                }
+                None => {
+                    map.next_value::<de::IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(values)
+    }
+}
+
+impl Attrs for Picked<'_, '_> {
+    fn text(&self, attr: &Attr) -> Option<&str> {
+        self.raw(attr)?.strip_prefix('"')?.strip_suffix('"')
+    }
+    fn epoch(&self) -> Option<u64> {
+        self.raw(&Attr::Epoch).map_or(Some(0), |r| r.parse().ok())
+    }
+    fn severity_rank(&self) -> Option<u8> {
+        match self.raw(&Attr::Severity) {
+            None => Some(Severity::Info as u8),
+            Some(r) => severity_rank(r.strip_prefix('"')?.strip_suffix('"')?),
+        }
+    }
+    fn capture_rank(&self) -> Option<u8> {
+        match self.raw(&Attr::Capture) {
+            None => Some(Capture::Metadata as u8),
+            Some(r) => capture_rank(r.strip_prefix('"')?.strip_suffix('"')?),
+        }
+    }
+    fn ext(&self, name: &str) -> Option<ExtValue<'_>> {
+        let raw = self.get(name)?;
+        Some(match raw.as_bytes().first() {
+            Some(b'"') => raw
+                .strip_prefix('"')
+                .and_then(|r| r.strip_suffix('"'))
+                .map_or(ExtValue::Other, |s| ExtValue::Str(Cow::Borrowed(s))),
+            _ if raw == "true" => ExtValue::Bool(true),
+            _ if raw == "false" => ExtValue::Bool(false),
+            _ => raw
+                .parse::<i64>()
+                .map_or(ExtValue::Other, |i| ExtValue::Int(i.into())),
         })
     }
 }
@@ -790,6 +932,33 @@ impl Filter {
         match event {
             Value::Object(map) => self.preds.iter().all(|p| p.matches(map)),
             _ => false,
+        }
+    }
+
+    /// Whether a serialized event matches, read straight from its JSON bytes: the same
+    /// verdict as [`matches_value`](Self::matches_value) on the parsed value (bytes
+    /// that are not a JSON object match nothing), without building an [`Event`] or a
+    /// `Value` when the attributes the filter names are plain (no escapes, integers in
+    /// range), which in a relay replaying stored events they always are.
+    ///
+    /// ```
+    /// use aep_core::filter::Filter;
+    /// let f = Filter::from_json(r#"{"agent":"a","severity":{"gte":"notice"}}"#)?;
+    /// assert!(f.matches_json(br#"{"agent":"a","severity":"error","data":{"n":1}}"#));
+    /// assert!(!f.matches_json(br#"{"agent":"a"}"#)); // absent severity reads as info
+    /// assert!(!f.matches_json(b"not json"));
+    /// # Ok::<(), aep_core::filter::FilterError>(())
+    /// ```
+    pub fn matches_json(&self, json: &[u8]) -> bool {
+        if self.preds.is_empty() {
+            // `{}` matches every event, but still only events: an object
+            return json.trim_ascii_start().first() == Some(&b'{')
+                && serde_json::from_slice::<de::IgnoredAny>(json).is_ok();
+        }
+        match Picked::read(&self.preds, json) {
+            Some(picked) => self.preds.iter().all(|p| p.matches(&picked)),
+            // something the borrowed reading does not decide: the general path
+            None => serde_json::from_slice::<Value>(json).is_ok_and(|v| self.matches_value(&v)),
         }
     }
 

@@ -57,6 +57,11 @@ fn every_match_case_gives_its_verdict() {
             "attr-match: {name} (Event)"
         );
         assert_eq!(
+            filter.matches_json(case["event"].to_string().as_bytes()),
+            want,
+            "attr-match: {name} (JSON bytes)"
+        );
+        assert_eq!(
             &filter.to_value(),
             &case["filter"],
             "attr-match: {name}: write-back"
@@ -145,6 +150,8 @@ mod bad_input {
     }
 
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(2_000))]
+
         /// Arbitrary JSON never panics the parser; whatever is accepted writes back
         /// unchanged and can be evaluated.
         #[test]
@@ -155,11 +162,109 @@ mod bad_input {
             }
         }
 
+        /// Reading a filter's attributes straight from the bytes gives the parsed
+        /// value's verdict, whatever the spelling: escapes in keys and values, `-0`,
+        /// leading zeros, fractions, exponents, integers past 64 bits, repeated keys.
+        #[test]
+        fn verdict_from_bytes_is_the_parsed_verdict(
+            members in prop::collection::vec((0..KEYS.len(), 0..VALUES.len()), 0..8),
+            filter in 0..FILTERS.len(),
+        ) {
+            let body: Vec<String> = members
+                .iter()
+                .map(|&(k, v)| format!("{}:{}", KEYS[k], VALUES[v]))
+                .collect();
+            let text = format!("{{{}}}", body.join(","));
+            let filter = Filter::from_json(FILTERS[filter]).unwrap();
+            // `007` is not JSON: such a text matches nothing either way
+            let want = serde_json::from_str::<Value>(&text).is_ok_and(|v| filter.matches_value(&v));
+            prop_assert_eq!(
+                filter.matches_json(text.as_bytes()),
+                want,
+                "{} on {}", filter.to_json(), text
+            );
+        }
+
         /// Arbitrary text, invalid UTF-8 included, never panics.
         #[test]
         fn arbitrary_bytes(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
             let text = String::from_utf8_lossy(&bytes);
             let _ = Filter::from_json(&text);
+        }
+    }
+
+    const KEYS: &[&str] = &[
+        r#""agent""#,
+        r#""ag\u0065nt""#,
+        r#""session""#,
+        r#""type""#,
+        r#""severity""#,
+        r#""capture""#,
+        r#""epoch""#,
+        r#""acme""#,
+        r#""data""#,
+        r#""id""#,
+    ];
+    const VALUES: &[&str] = &[
+        r#""a""#,
+        r#""b""#,
+        r#""\u0061""#,
+        r#""a\"b""#,
+        r#""é""#,
+        r#""notice""#,
+        r#""error""#,
+        r#""info""#,
+        r#""full""#,
+        r#""metadata""#,
+        r#""tool.called""#,
+        r#""tool""#,
+        "0",
+        "-0",
+        "1",
+        "007",
+        "-5",
+        "1.0",
+        "1e0",
+        "18446744073709551616",
+        "-9223372036854775809",
+        "true",
+        "false",
+        "null",
+        "[1]",
+        r#"{"a":1}"#,
+    ];
+    const FILTERS: &[&str] = &[
+        "{}",
+        r#"{"agent":"a"}"#,
+        r#"{"agent":["a","b"],"session":"b"}"#,
+        r#"{"severity":{"gte":"notice"}}"#,
+        r#"{"capture":"full"}"#,
+        r#"{"epoch":[0,1]}"#,
+        r#"{"type":["tool.*","a"]}"#,
+        r#"{"acme":"a"}"#,
+        r#"{"acme":[1,-5,true]}"#,
+        r#"{"acme":0,"agent":"a","severity":"info","capture":"metadata","epoch":1}"#,
+    ];
+
+    #[test]
+    fn bytes_that_are_not_an_object_match_nothing() {
+        for filter in FILTERS {
+            let filter = Filter::from_json(filter).unwrap();
+            for bad in [
+                &b"not json"[..],
+                b"[1]",
+                b"\"a\"",
+                b"{\"agent\":\"a\"} x",
+                b"",
+                b"{",
+            ] {
+                assert!(
+                    !filter.matches_json(bad),
+                    "{} on {:?}",
+                    filter.to_json(),
+                    bad
+                );
+            }
         }
     }
 

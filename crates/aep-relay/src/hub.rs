@@ -456,7 +456,8 @@ impl Hub {
                 .map(|p| st.store.replay(&p.session, p.epoch, p.seq))
                 .collect()
         };
-        if ask.filter_session {
+        // `all` already holds the filter's session: adding it again sent it twice
+        if ask.filter_session && !ask.all {
             if let Some(session) = proto::filter_session(&filter) {
                 if !ask.positions.iter().any(|p| p.session == session) {
                     parts.push(st.store.replay(session, 0, -1));

@@ -470,6 +470,13 @@ impl Drain {
             if every && job.capture.is_none() {
                 return Some(Piece::Data(pick(encoded, binding)));
             }
+            if job.capture.is_none() {
+                // nothing to lower: the verdict is read off the stored bytes, no parse
+                if job.filter.matches_json(&encoded.json()) {
+                    return Some(Piece::Data(pick(encoded, binding)));
+                }
+                continue;
+            }
             let Ok(event) = Event::from_slice(&encoded.json()) else {
                 continue;
             };

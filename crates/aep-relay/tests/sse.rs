@@ -325,3 +325,38 @@ async fn a_reader_that_keeps_up_gets_every_event() {
     assert_eq!(reader.await.unwrap(), 5000);
     relay.shutdown().await.unwrap();
 }
+
+#[tokio::test]
+async fn replay_with_an_attribute_filter_sends_exactly_the_matching_stored_bytes() {
+    // The replay decides such a filter on the stored bytes without parsing them
+    // (`Filter::matches_json`): escapes and extension values must still decide right.
+    let relay = relay().await;
+    let s = session();
+    let events = vec![
+        with(ev("tool.called", &s, 0), "severity", json!("notice")),
+        with(ev("tool.called", &s, 1), "severity", json!("info")),
+        with(ev("progress.status", &s, 2), "severity", json!("error")),
+        with(ev("tool.completed", &s, 3), "severity", json!("error")),
+        with(ev("tool.completed", &s, 4), "acmenote", json!("a\"b")),
+        with(
+            with(ev("tool.completed", &s, 5), "severity", json!("warning")),
+            "acmenote",
+            json!("a\"b"),
+        ),
+    ];
+    assert_eq!(post_ndjson(&relay, &events).await.status(), 202);
+    let filter = json!({ "session": s, "type": "tool.*", "severity": { "gte": "notice" } });
+    let got = replay(&relay, &format!("from=all&filter={}", q(&filter))).await;
+    let data: Vec<_> = got.iter().filter_map(|m| m.data.clone()).collect();
+    let want: Vec<_> = [0, 3, 5].iter().map(|&i| events[i].to_string()).collect();
+    assert_eq!(data, want);
+    let by_ext = json!({ "acmenote": "a\"b" });
+    let got = replay(&relay, &format!("from=all&filter={}", q(&by_ext))).await;
+    let seqs: Vec<_> = got
+        .iter()
+        .filter(|m| m.data.is_some())
+        .map(|m| m.json()["seq"].as_u64().unwrap())
+        .collect();
+    assert_eq!(seqs, vec![4, 5]);
+    relay.shutdown().await.unwrap();
+}

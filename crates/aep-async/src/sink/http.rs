@@ -8,7 +8,7 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use super::{
-    default_handler, AbandonGuard, DeliveryReport, DeliveryStats, Line, Outbox, ReportHandler,
+    default_handler, AbandonGuard, Batch, DeliveryReport, DeliveryStats, Outbox, ReportHandler,
     Sink, SinkFuture,
 };
 use crate::error::{EmitError, TransportError};
@@ -264,7 +264,7 @@ impl Worker {
         tracing::debug!("http sink closed");
     }
 
-    async fn deliver(&self, batch: Vec<Line>) {
+    async fn deliver(&self, batch: Batch) {
         let cfg = &self.config;
         let events = batch.len();
         let (body, content_type) = encode(batch);
@@ -349,14 +349,9 @@ impl Worker {
     }
 }
 
-fn encode(batch: Vec<Line>) -> (bytes::Bytes, &'static str) {
-    if let [one] = batch.as_slice() {
-        return (bytes::Bytes::copy_from_slice(&one.json), "application/json");
+fn encode(batch: Batch) -> (bytes::Bytes, &'static str) {
+    match batch.lines().next() {
+        Some(one) if batch.len() == 1 => (one, "application/json"),
+        _ => (batch.ndjson(), "application/x-ndjson"),
     }
-    let mut body = Vec::with_capacity(batch.iter().map(|l| l.json.len() + 1).sum());
-    for line in batch {
-        body.extend_from_slice(&line.json);
-        body.push(b'\n');
-    }
-    (body.into(), "application/x-ndjson")
 }

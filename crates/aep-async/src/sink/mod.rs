@@ -21,8 +21,12 @@ pub mod http;
 pub mod jsonl;
 #[cfg(any(feature = "http", feature = "ws"))]
 mod outbox;
+#[cfg(feature = "http")]
+pub(crate) use outbox::Batch;
+#[cfg(feature = "ws")]
+pub(crate) use outbox::Claim;
 #[cfg(any(feature = "http", feature = "ws"))]
-pub(crate) use outbox::{default_handler, AbandonGuard, Line, Outbox};
+pub(crate) use outbox::{default_handler, AbandonGuard, Outbox};
 #[cfg(feature = "ws")]
 pub mod ws;
 

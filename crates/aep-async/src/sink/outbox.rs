@@ -1,10 +1,23 @@
 //! The bounded, order-keeping queue shared by the network sinks (AEP-0003 §8.4).
+//!
+//! Accepted events are serialized once, at `accept`, onto the end of a chain of buffers
+//! (chunks), each line ended by `\n`. A delivery task takes a run of them as a single
+//! [`Batch`]: a run inside one chunk is split off it without a copy (the NDJSON body of
+//! an HTTP request is the run itself, a WebSocket frame a slice of it); a run across
+//! chunks is copied once. Nothing is allocated or freed per event on the hot path,
+//! which matters because `accept` runs on the caller's thread and delivery on a runtime
+//! worker: memory allocated on one thread and freed on another is the slow path of most
+//! allocators. Chunks, not one growing buffer, because a buffer that had runs split off
+//! it copies everything still queued when it next grows: with a backlog (an emitter
+//! faster than its relay) that is a copy of the backlog per batch.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use aep_core::{Event, Severity};
+use bytes::{Bytes, BytesMut};
 use tokio::sync::{watch, Notify};
 
 use super::{DeliveryReport, DeliveryStats, ReportHandler};
@@ -14,22 +27,96 @@ pub(crate) fn default_handler() -> ReportHandler {
     Arc::new(|report| tracing::warn!(%report, "aep delivery"))
 }
 
-/// One serialized event waiting in the outbox.
-#[derive(Debug)]
-pub(crate) struct Line {
-    pub(crate) severity: Severity,
-    pub(crate) json: Vec<u8>,
+/// The smallest and largest chunk: a new chunk is sized to the bytes already queued,
+/// so a quiet emitter holds little memory and a backlog takes few chunks.
+const CHUNK_MIN: usize = 16 * 1024;
+const CHUNK_MAX: usize = 1024 * 1024;
+
+thread_local! {
+    /// Where `push` serializes before taking the lock, so the lock is held for a copy,
+    /// not for a serialization.
+    static SCRATCH: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(1024));
+}
+
+/// What a queued event says about the session it carries, for a sink that re-claims
+/// sessions after a reconnect (AEP-0004 §4): read from the event when it is accepted,
+/// so the sink never parses its own output to learn it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Claim {
+    pub(crate) session: Box<str>,
+    /// `session.ended`: the session is let go, not claimed.
+    pub(crate) ends: bool,
+}
+
+/// One queued line: its length in the buffer (with its `\n`), and whether it was dropped
+/// under pressure (its bytes stay in the buffer until taken or compacted).
+#[derive(Debug, Clone)]
+struct Item {
+    len: usize,
+    severity: Severity,
+    live: bool,
+    claim: Option<Claim>,
+}
+
+/// A run of queued lines taken for delivery, in acceptance order, sharing one buffer.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Batch {
+    /// The lines, each followed by `\n`.
+    body: Bytes,
+    /// Where each line ends in `body` (exclusive, before its `\n`).
+    ends: Vec<usize>,
+    /// The claims of the lines that carry one, by line index.
+    claims: Vec<(usize, Claim)>,
+}
+
+impl Batch {
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The lines as NDJSON: each line followed by `\n`.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn ndjson(&self) -> Bytes {
+        self.body.clone()
+    }
+
+    /// The lines' claims, by line index, in order.
+    #[cfg_attr(not(feature = "ws"), allow(dead_code))]
+    pub(crate) fn claims(&self) -> &[(usize, Claim)] {
+        &self.claims
+    }
+
+    /// Each line, without its `\n`, sharing the batch's buffer.
+    pub(crate) fn lines(&self) -> impl Iterator<Item = Bytes> + '_ {
+        let mut start = 0;
+        self.ends.iter().map(move |&end| {
+            let line = self.body.slice(start..end);
+            start = end + 1;
+            line
+        })
+    }
 }
 
 #[derive(Debug, Default)]
 struct OutboxState {
-    // Slots in acceptance order; a dropped slot becomes `None` so order is kept
-    // without shifting.
-    items: VecDeque<Option<Line>>,
+    /// The queued lines' bytes, back to back in acceptance order, across chunks (a line
+    /// never spans two).
+    chunks: VecDeque<BytesMut>,
+    /// One item per line in `chunks`; a dropped line stays as a dead item so order and
+    /// absolute positions are kept without shifting.
+    items: VecDeque<Item>,
+    /// Absolute position of `items[0]`.
     head: u64,
+    /// Absolute positions of live `debug`/`info` lines, oldest first: what goes first.
     droppable: VecDeque<u64>,
     live: usize,
     bytes: usize,
+    dead: usize,
     stats: DeliveryStats,
     closed: bool,
     urgent: bool,
@@ -85,55 +172,96 @@ impl Outbox {
         self.lock().stats
     }
 
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn push(&self, event: &Event) -> Result<(), EmitError> {
-        // most events serialize to 300-600 bytes: one allocation, no regrowth
-        let mut json = Vec::with_capacity(640);
-        event.write_json(&mut json);
-        let line = Line {
-            severity: event.severity(),
-            json,
-        };
-        let mut dropped = None;
-        let wake;
-        {
-            let mut st = self.lock();
-            if st.closed {
-                return Err(EmitError::Closed);
-            }
-            st.stats.accepted += 1;
-            if st.live >= self.capacity {
-                let queued = match Self::drop_oldest_droppable(&mut st) {
-                    Some(sev) => Some(sev),
-                    None if line.severity.is_droppable() => None,
-                    // Nothing droppable anywhere: the oldest event goes, and is
-                    // reported, never silently (AEP-0003 §8.4).
-                    None => Some(Self::pop_front(&mut st).map_or(line.severity, |l| l.severity)),
-                };
-                st.stats.dropped += 1;
-                let total = st.stats.dropped;
-                match queued {
-                    Some(sev) => dropped = Some((sev, total)),
-                    None => {
-                        drop(st);
-                        self.settle_report(Some((line.severity, total)));
-                        return Ok(());
-                    }
-                }
-            }
-            let abs = st.head + st.items.len() as u64;
-            if line.severity.is_droppable() {
-                st.droppable.push_back(abs);
-            }
-            st.live += 1;
-            st.bytes += line.json.len() + 1;
-            st.items.push_back(Some(line));
-            wake = st.live == 1 || st.live >= self.wake_events || st.bytes >= self.wake_bytes;
-        }
+        self.push_claiming(event, None)
+    }
+
+    /// [`push`](Self::push), noting what the event claims.
+    pub(crate) fn push_claiming(
+        &self,
+        event: &Event,
+        claim: Option<Claim>,
+    ) -> Result<(), EmitError> {
+        let severity = event.severity();
+        let pushed = SCRATCH.with(|scratch| {
+            // A re-entrant push (none exists today) would find the scratch borrowed:
+            // it serializes into a buffer of its own instead of failing.
+            let mut own = Vec::new();
+            let mut borrowed = scratch.try_borrow_mut();
+            let line = match borrowed.as_deref_mut() {
+                Ok(s) => s,
+                Err(_) => &mut own,
+            };
+            line.clear();
+            event.write_json(line);
+            line.push(b'\n');
+            self.enqueue(line, severity, claim)
+        });
+        let (dropped, wake) = pushed?;
         self.settle_report(dropped);
         if wake {
             self.wake.notify_one();
         }
         Ok(())
+    }
+
+    /// Queues one serialized line (ending in `\n`); returns the drop to report, if any,
+    /// and whether to wake the delivery task.
+    #[allow(clippy::type_complexity)]
+    fn enqueue(
+        &self,
+        line: &[u8],
+        severity: Severity,
+        claim: Option<Claim>,
+    ) -> Result<(Option<(Severity, u64)>, bool), EmitError> {
+        let mut st = self.lock();
+        if st.closed {
+            return Err(EmitError::Closed);
+        }
+        st.stats.accepted += 1;
+        let mut dropped = None;
+        if st.live >= self.capacity {
+            let queued = match Self::drop_oldest_droppable(&mut st) {
+                Some(sev) => Some(sev),
+                None if severity.is_droppable() => None,
+                // Nothing droppable anywhere: the oldest event goes, and is reported,
+                // never silently (AEP-0003 §8.4).
+                None => Some(Self::drop_oldest(&mut st).unwrap_or(severity)),
+            };
+            st.stats.dropped += 1;
+            let total = st.stats.dropped;
+            match queued {
+                Some(sev) => dropped = Some((sev, total)),
+                None => return Ok((Some((severity, total)), false)),
+            }
+            Self::compact_if_sparse(&mut st);
+        }
+        let abs = st.head + st.items.len() as u64;
+        if severity.is_droppable() {
+            st.droppable.push_back(abs);
+        }
+        st.live += 1;
+        st.bytes += line.len();
+        match st.chunks.back_mut() {
+            Some(chunk) if chunk.capacity() - chunk.len() >= line.len() => {
+                chunk.extend_from_slice(line);
+            }
+            _ => {
+                let size = st.bytes.clamp(CHUNK_MIN, CHUNK_MAX).max(line.len());
+                let mut chunk = BytesMut::with_capacity(size);
+                chunk.extend_from_slice(line);
+                st.chunks.push_back(chunk);
+            }
+        }
+        st.items.push_back(Item {
+            len: line.len(),
+            severity,
+            live: true,
+            claim,
+        });
+        let wake = st.live == 1 || st.live >= self.wake_events || st.bytes >= self.wake_bytes;
+        Ok((dropped, wake))
     }
 
     fn settle_report(&self, dropped: Option<(Severity, u64)>) {
@@ -144,56 +272,145 @@ impl Outbox {
         }
     }
 
+    /// Marks a live item dead; its bytes stay in the buffer until taken or compacted.
+    fn kill(st: &mut OutboxState, idx: usize) -> Option<Severity> {
+        let item = st.items.get_mut(idx)?;
+        if !item.live {
+            return None;
+        }
+        item.live = false;
+        let (len, severity) = (item.len, item.severity);
+        st.live -= 1;
+        st.bytes -= len;
+        st.dead += 1;
+        Some(severity)
+    }
+
     fn drop_oldest_droppable(st: &mut OutboxState) -> Option<Severity> {
         while let Some(abs) = st.droppable.pop_front() {
             let Some(idx) = abs.checked_sub(st.head) else {
                 continue;
             };
-            if let Some(slot) = st.items.get_mut(idx as usize) {
-                if let Some(line) = slot.take() {
-                    st.live -= 1;
-                    st.bytes -= line.json.len() + 1;
-                    return Some(line.severity);
+            if let Some(sev) = Self::kill(st, idx as usize) {
+                return Some(sev);
+            }
+        }
+        None
+    }
+
+    fn drop_oldest(st: &mut OutboxState) -> Option<Severity> {
+        let idx = st.items.iter().position(|i| i.live)?;
+        Self::kill(st, idx)
+    }
+
+    /// Under sustained pressure with no delivery (a relay down for hours), dead lines
+    /// would pile up without bound: once they outnumber the live ones, the buffer and
+    /// the items are rebuilt from the live lines alone. Amortized O(1) per drop.
+    fn compact_if_sparse(st: &mut OutboxState) {
+        if st.dead <= st.live.max(1024) {
+            return;
+        }
+        let mut buf = BytesMut::with_capacity(st.bytes);
+        let mut items = VecDeque::with_capacity(st.live);
+        let mut droppable = VecDeque::new();
+        let chunks: Vec<&[u8]> = st.chunks.iter().map(|c| &c[..]).collect();
+        for (item, line) in st.items.iter().zip(Lines::new(&chunks, &st.items)) {
+            if item.live {
+                buf.extend_from_slice(line);
+                if item.severity.is_droppable() {
+                    droppable.push_back(st.head + items.len() as u64);
                 }
+                items.push_back(item.clone());
             }
         }
-        None
+        st.chunks = VecDeque::from([buf]);
+        st.items = items;
+        st.droppable = droppable;
+        st.dead = 0;
     }
 
-    fn pop_front(st: &mut OutboxState) -> Option<Line> {
-        while let Some(slot) = st.items.pop_front() {
-            st.head += 1;
-            if let Some(line) = slot {
-                st.live -= 1;
-                st.bytes -= line.json.len() + 1;
-                return Some(line);
-            }
-        }
-        None
-    }
-
-    /// Takes up to `max_events` lines (and about `max_bytes`), in order.
-    pub(crate) fn take(&self, max_events: usize, max_bytes: usize) -> Vec<Line> {
+    /// Takes up to `max_events` lines (and about `max_bytes`: at least one line), in
+    /// order.
+    pub(crate) fn take(&self, max_events: usize, max_bytes: usize) -> Batch {
         let mut st = self.lock();
-        let mut out = Vec::with_capacity(st.live.min(max_events));
-        let mut size = 0;
-        while out.len() < max_events {
-            if !out.is_empty()
-                && st.items.front().is_some_and(|s| {
-                    s.as_ref()
-                        .is_some_and(|l| size + l.json.len() + 1 > max_bytes)
-                })
-            {
+        // The run to take: its items, its span in the buffer, whether it holds dead ones.
+        let (mut n, mut span, mut taken, mut size, mut holes) = (0, 0, 0, 0, false);
+        for item in &st.items {
+            if taken == max_events {
                 break;
             }
-            match Self::pop_front(&mut st) {
-                Some(line) => {
-                    size += line.json.len() + 1;
-                    out.push(line);
+            if item.live {
+                if taken > 0 && size + item.len > max_bytes {
+                    break;
                 }
-                None => break,
+                taken += 1;
+                size += item.len;
+            } else {
+                holes = true;
             }
+            n += 1;
+            span += item.len;
         }
+        // Split the run off the chunks it lies in: whole chunks, then the head of one.
+        let mut pieces: Vec<Bytes> = Vec::new();
+        let mut left = span;
+        while left > 0 {
+            let Some(front) = st.chunks.front_mut() else {
+                break;
+            };
+            if front.is_empty() {
+                // a drained chunk kept for its spare room, with newer chunks behind it
+                st.chunks.pop_front();
+                continue;
+            }
+            if front.len() > left {
+                pieces.push(front.split_to(left).freeze());
+                break;
+            }
+            left -= front.len();
+            let whole = front.split().freeze();
+            if st.chunks.len() > 1 {
+                st.chunks.pop_front();
+            }
+            pieces.push(whole);
+        }
+        let mut ends = Vec::with_capacity(taken);
+        let body = match pieces.as_slice() {
+            [one] if !holes => {
+                let mut at = 0;
+                for item in st.items.iter().take(n) {
+                    at += item.len;
+                    ends.push(at - 1);
+                }
+                one.clone()
+            }
+            _ => {
+                let mut body = BytesMut::with_capacity(size);
+                let views: Vec<&[u8]> = pieces.iter().map(|p| &p[..]).collect();
+                for (item, line) in st.items.iter().take(n).zip(Lines::new(&views, &st.items)) {
+                    if item.live {
+                        body.extend_from_slice(line);
+                        ends.push(body.len() - 1);
+                    }
+                }
+                body.freeze()
+            }
+        };
+        let (mut claims, mut dead, mut line) = (Vec::new(), 0, 0);
+        for item in st.items.drain(..n) {
+            if !item.live {
+                dead += 1;
+                continue;
+            }
+            if let Some(claim) = item.claim {
+                claims.push((line, claim));
+            }
+            line += 1;
+        }
+        st.dead -= dead;
+        st.head += n as u64;
+        st.live -= taken;
+        st.bytes -= size;
         if st.droppable.front().is_some_and(|&a| a < st.head) {
             let head = st.head;
             st.droppable.retain(|&a| a >= head);
@@ -201,7 +418,7 @@ impl Outbox {
         if st.live == 0 {
             st.urgent = false;
         }
-        out
+        Batch { body, ends, claims }
     }
 
     /// (live events, queued bytes, closed, urgent)
@@ -263,7 +480,9 @@ impl Outbox {
             let mut st = self.lock();
             let left = st.live as u64;
             st.items.clear();
+            st.chunks.clear();
             st.droppable.clear();
+            st.dead = 0;
             st.live = 0;
             st.bytes = 0;
             st.stats.rejected += left;
@@ -283,6 +502,43 @@ pub(crate) struct AbandonGuard(pub(crate) Arc<Outbox>);
 impl Drop for AbandonGuard {
     fn drop(&mut self) {
         self.0.abandon();
+    }
+}
+
+/// The bytes of each item's line, in order, walking chunks whose lines never straddle
+/// a chunk boundary.
+struct Lines<'a> {
+    chunks: &'a [&'a [u8]],
+    items: std::collections::vec_deque::Iter<'a, Item>,
+    chunk: usize,
+    at: usize,
+}
+
+impl<'a> Lines<'a> {
+    fn new(chunks: &'a [&'a [u8]], items: &'a VecDeque<Item>) -> Self {
+        Lines {
+            chunks,
+            items: items.iter(),
+            chunk: 0,
+            at: 0,
+        }
+    }
+}
+
+impl<'a> Iterator for Lines<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let len = self.items.next()?.len;
+        loop {
+            let chunk = self.chunks.get(self.chunk)?;
+            if let Some(line) = chunk.get(self.at..self.at + len) {
+                self.at += len;
+                return Some(line);
+            }
+            self.chunk += 1;
+            self.at = 0;
+        }
     }
 }
 
@@ -321,8 +577,8 @@ mod tests {
         outbox.push(&ev(4, Severity::Debug)).unwrap(); // no room, itself droppable
         let kept: Vec<_> = outbox
             .take(10, usize::MAX)
-            .into_iter()
-            .map(|l| Event::from_slice(&l.json).unwrap().seq().unwrap())
+            .lines()
+            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
             .collect();
         assert_eq!(kept, vec![0, 2, 3]);
         assert_eq!(*seen.lock().unwrap(), vec![Severity::Info, Severity::Debug]);
@@ -338,8 +594,8 @@ mod tests {
         }
         let kept: Vec<_> = outbox
             .take(10, usize::MAX)
-            .into_iter()
-            .map(|l| Event::from_slice(&l.json).unwrap().seq().unwrap())
+            .lines()
+            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
             .collect();
         assert_eq!(kept, vec![1, 2]);
         assert_eq!(outbox.stats().dropped, 1);
@@ -355,6 +611,156 @@ mod tests {
         assert_eq!(one.len(), 1, "at least one line per batch");
         let rest = outbox.take(4, usize::MAX);
         assert_eq!(rest.len(), 4);
-        assert_eq!(Event::from_slice(&rest[0].json).unwrap().seq(), Some(1));
+        assert_eq!(
+            Event::from_slice(&rest.lines().next().unwrap())
+                .unwrap()
+                .seq(),
+            Some(1)
+        );
+    }
+
+    #[test]
+    fn a_run_with_dropped_lines_is_delivered_without_them() {
+        let outbox = Outbox::new(4, Arc::new(|_| {}));
+        outbox.push(&ev(0, Severity::Notice)).unwrap();
+        outbox.push(&ev(1, Severity::Info)).unwrap();
+        outbox.push(&ev(2, Severity::Notice)).unwrap();
+        outbox.push(&ev(3, Severity::Debug)).unwrap();
+        outbox.push(&ev(4, Severity::Error)).unwrap(); // evicts #1
+        outbox.push(&ev(5, Severity::Error)).unwrap(); // evicts #3
+        let batch = outbox.take(3, usize::MAX);
+        let seqs: Vec<_> = batch
+            .lines()
+            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
+            .collect();
+        assert_eq!(seqs, vec![0, 2, 4]);
+        // The body is exactly those lines as NDJSON, nothing of the dropped ones.
+        let body = batch.ndjson();
+        assert_eq!(body.iter().filter(|&&b| b == b'\n').count(), 3);
+        assert!(body.ends_with(b"\n"));
+        let rest = outbox.take(10, usize::MAX);
+        assert_eq!(rest.len(), 1);
+        assert_eq!(
+            Event::from_slice(&rest.lines().next().unwrap())
+                .unwrap()
+                .seq(),
+            Some(5)
+        );
+        assert!(outbox.take(10, usize::MAX).is_empty());
+        let st = outbox.lock();
+        let queued: usize = st.chunks.iter().map(BytesMut::len).sum();
+        assert_eq!((st.live, st.bytes, st.dead, queued), (0, 0, 0, 0));
+    }
+
+    #[test]
+    fn dropped_lines_do_not_pile_up_while_nothing_is_taken() {
+        // A relay down for a long time: the queue is full, every new event evicts an
+        // older droppable one, and the delivery task takes nothing.
+        let outbox = Outbox::new(10, Arc::new(|_| {}));
+        for i in 0..50_000 {
+            outbox.push(&ev(i, Severity::Info)).unwrap();
+        }
+        {
+            let st = outbox.lock();
+            assert_eq!(st.live, 10);
+            assert!(st.items.len() <= 10 + 1025, "{} items kept", st.items.len());
+            let one = ev(0, Severity::Info).to_json().len() + 1;
+            assert!(
+                st.chunks.iter().map(BytesMut::len).sum::<usize>() <= (10 + 1025) * (one + 8),
+                "{} bytes kept",
+                st.chunks.iter().map(BytesMut::len).sum::<usize>()
+            );
+        }
+        // And what is left is the newest ten, in order.
+        let seqs: Vec<_> = outbox
+            .take(100, usize::MAX)
+            .lines()
+            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
+            .collect();
+        assert_eq!(seqs, (49_990..50_000).collect::<Vec<_>>());
+        assert_eq!(outbox.stats().dropped, 49_990);
+    }
+
+    #[test]
+    fn lines_are_the_events_serialized() {
+        let outbox = Outbox::new(10, Arc::new(|_| {}));
+        let events: Vec<_> = (0..3).map(|i| ev(i, Severity::Notice)).collect();
+        for e in &events {
+            outbox.push(e).unwrap();
+        }
+        let batch = outbox.take(10, usize::MAX);
+        let lines: Vec<_> = batch.lines().collect();
+        let want: Vec<_> = events.iter().map(Event::to_json).collect();
+        assert_eq!(lines, want.iter().map(|s| s.as_bytes()).collect::<Vec<_>>());
+        let mut ndjson = want.join("\n");
+        ndjson.push('\n');
+        assert_eq!(batch.ndjson(), ndjson.as_bytes());
+    }
+
+    #[test]
+    fn runs_across_chunks_come_out_whole_and_in_order() {
+        let outbox = Outbox::new(100_000, Arc::new(|_| {}));
+        let events: Vec<_> = (0..3_000).map(|i| ev(i, Severity::Notice)).collect();
+        let mut want = events.iter().map(Event::to_json);
+        let mut pushed = 0;
+        let mut got = 0;
+        // Interleave pushes and takes of odd sizes so runs start and end anywhere.
+        for (round, take) in [1, 7, 100, 333, 1, 2_000, 5, 10_000].iter().enumerate() {
+            for e in events.iter().skip(pushed).take(400 * (round + 1)) {
+                outbox.push(e).unwrap();
+                pushed += 1;
+            }
+            if round == 0 {
+                assert!(outbox.lock().chunks.len() > 1, "the test spans chunks");
+            }
+            let batch = outbox.take(*take, usize::MAX);
+            for line in batch.lines() {
+                assert_eq!(line, want.next().unwrap().as_bytes(), "line {got}");
+                got += 1;
+            }
+        }
+        assert_eq!(pushed, 3_000);
+        let rest = outbox.take(usize::MAX, usize::MAX);
+        for line in rest.lines() {
+            assert_eq!(line, want.next().unwrap().as_bytes(), "line {got}");
+            got += 1;
+        }
+        assert_eq!(got, 3_000);
+        assert!(want.next().is_none());
+    }
+
+    #[test]
+    fn claims_follow_their_lines_past_dropped_ones() {
+        let outbox = Outbox::new(3, Arc::new(|_| {}));
+        let claim = |s: &str| {
+            Some(Claim {
+                session: s.into(),
+                ends: false,
+            })
+        };
+        outbox
+            .push_claiming(&ev(0, Severity::Info), claim("a"))
+            .unwrap();
+        outbox
+            .push_claiming(&ev(1, Severity::Notice), None)
+            .unwrap();
+        outbox
+            .push_claiming(&ev(2, Severity::Notice), claim("b"))
+            .unwrap();
+        outbox
+            .push_claiming(&ev(3, Severity::Notice), claim("c"))
+            .unwrap(); // evicts #0
+        let batch = outbox.take(10, usize::MAX);
+        let seqs: Vec<_> = batch
+            .lines()
+            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
+            .collect();
+        assert_eq!(seqs, vec![1, 2, 3]);
+        let claims: Vec<_> = batch
+            .claims()
+            .iter()
+            .map(|(i, c)| (*i, &*c.session))
+            .collect();
+        assert_eq!(claims, vec![(1, "b"), (2, "c")]);
     }
 }

@@ -1,7 +1,6 @@
 //! The WebSocket binding for emitters (AEP-0003 §3.5): `hello` as emitter, events as
 //! text frames, inbound control commands handed to a [`CommandHook`].
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -15,7 +14,7 @@ use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use tracing::Instrument;
 
 use super::{
-    default_handler, AbandonGuard, DeliveryReport, DeliveryStats, Line, Outbox, ReportHandler,
+    default_handler, AbandonGuard, Claim, DeliveryReport, DeliveryStats, Outbox, ReportHandler,
     Sink, SinkFuture,
 };
 use crate::error::{EmitError, TransportError};
@@ -128,6 +127,7 @@ impl WsSinkBuilder {
             .map_err(|e| TransportError::network("WsSink::build needs a tokio runtime", e))?;
         let outbox = Arc::new(Outbox::new(self.queue_capacity, self.report.clone()));
         let span = tracing::info_span!("aep_ws_sink", base = %self.base, agent = %self.agent);
+        let claims = self.hook.is_some();
         let worker = Worker {
             outbox: outbox.clone(),
             cfg: self,
@@ -135,7 +135,7 @@ impl WsSinkBuilder {
             claims: HashMap::new(),
         };
         runtime.spawn(worker.run().instrument(span));
-        Ok(WsSink { outbox })
+        Ok(WsSink { outbox, claims })
     }
 }
 
@@ -171,6 +171,8 @@ impl WsSinkBuilder {
 #[derive(Debug)]
 pub struct WsSink {
     outbox: Arc<Outbox>,
+    /// Whether accepted events note their session claims (with a command hook).
+    claims: bool,
 }
 
 impl WsSink {
@@ -203,7 +205,8 @@ impl Drop for WsSink {
 
 impl Sink for WsSink {
     fn accept(&self, event: &Event) -> Result<(), EmitError> {
-        self.outbox.push(event)
+        let claim = if self.claims { claim_of(event) } else { None };
+        self.outbox.push_claiming(event, claim)
     }
     fn flush(&self) -> SinkFuture<'_> {
         Box::pin(self.outbox.flush())
@@ -219,8 +222,9 @@ impl Sink for WsSink {
 struct Worker {
     outbox: Arc<Outbox>,
     cfg: WsSinkBuilder,
-    /// Taken from the outbox and not yet flushed: written again after a reconnect.
-    unsent: Vec<Utf8Bytes>,
+    /// Taken from the outbox and not yet flushed, with what each claims: written again
+    /// after a reconnect.
+    unsent: Vec<(Utf8Bytes, Option<Claim>)>,
     /// With a command hook: per session, the last event flushed that claims it.
     claims: HashMap<String, Utf8Bytes>,
 }
@@ -233,24 +237,26 @@ const WRITE_BATCH: usize = 1024;
 /// large-request threshold, which consolidates the allocator's fast bins every time.
 const TAKE_CHUNK: usize = 24;
 
-/// The members of an outgoing event that say whether it claims a session.
-#[derive(serde::Deserialize)]
-struct ClaimPeek<'a> {
-    #[serde(rename = "type", borrow)]
-    ty: Cow<'a, str>,
-    #[serde(borrow, default)]
-    session: Option<Cow<'a, str>>,
-    #[serde(default)]
-    seq: Option<u64>,
+/// What an event says about its session for re-claiming after a reconnect: a session
+/// event claims it unless it is a command (routed, never a claim) or agent-scoped (no
+/// session); `session.ended` lets it go.
+fn claim_of(event: &Event) -> Option<Claim> {
+    let session = event.session()?;
+    let ty = EventType::parse(event.event_type()).ok()?;
+    if !ty.claims_session(event.seq().is_some()) {
+        return None;
+    }
+    Some(Claim {
+        session: session.into(),
+        ends: ty.ends_session(),
+    })
 }
 
 /// The text of one outbox line, without copying it.
-fn text(line: Line) -> Utf8Bytes {
+fn text(line: bytes::Bytes) -> Utf8Bytes {
     // The outbox holds serializer output, which is UTF-8: the fallback is never taken.
-    match String::from_utf8(line.json) {
-        Ok(s) => s.into(),
-        Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned().into(),
-    }
+    Utf8Bytes::try_from(line.clone())
+        .unwrap_or_else(|_| String::from_utf8_lossy(&line).into_owned().into())
 }
 
 impl Worker {
@@ -325,22 +331,14 @@ impl Worker {
         loop {
             if !self.unsent.is_empty() {
                 let n = self.unsent.len();
-                for text in &self.unsent {
+                for (text, _) in &self.unsent {
                     write
                         .feed(Message::Text(text.clone()))
                         .await
                         .map_err(ws_error)?;
                 }
                 write.flush().await.map_err(ws_error)?;
-                if self.cfg.hook.is_some() {
-                    let mut sent = std::mem::take(&mut self.unsent);
-                    for text in sent.drain(..) {
-                        self.claim(text);
-                    }
-                    self.unsent = sent;
-                } else {
-                    self.unsent.clear();
-                }
+                self.claim_sent();
                 self.outbox.settle(n as u64, 0);
             }
             let (live, _, closed, _) = self.outbox.level();
@@ -351,11 +349,15 @@ impl Worker {
             tokio::select! {
                 () = self.outbox.wait_for_work() => {
                     while self.unsent.len() < WRITE_BATCH {
-                        let lines = self.outbox.take(TAKE_CHUNK, usize::MAX);
-                        if lines.is_empty() {
+                        let batch = self.outbox.take(TAKE_CHUNK, usize::MAX);
+                        if batch.is_empty() {
                             break;
                         }
-                        self.unsent.extend(lines.into_iter().map(text));
+                        let mut claims = batch.claims().iter().peekable();
+                        for (i, line) in batch.lines().enumerate() {
+                            let claim = claims.next_if(|(at, _)| *at == i).map(|(_, c)| c.clone());
+                            self.unsent.push((text(line), claim));
+                        }
                     }
                 }
                 msg = read.next() => {
@@ -397,27 +399,35 @@ impl Worker {
         }
     }
 
-    /// Notes what a flushed event claims: its session, unless it is a command (routed,
-    /// never a claim) or agent-scoped (no session). A session that has ended is not
-    /// claimed again, which also bounds this map to the live sessions.
-    fn claim(&mut self, text: Utf8Bytes) {
-        let Ok(peek) = serde_json::from_str::<ClaimPeek<'_>>(text.as_str()) else {
-            return;
-        };
-        let Some(session) = peek.session else { return };
-        let Ok(ty) = EventType::parse(&peek.ty) else {
-            return;
-        };
-        if !ty.claims_session(peek.seq.is_some()) {
-            return;
+    /// Notes what the flushed events claim: per session, the last event that claims it
+    /// is kept (a copy, not a slice, which would keep the whole outbox run it came from
+    /// alive as long as the session lasts); a session that has ended is not claimed
+    /// again, which also bounds the map to the live sessions. Empties `unsent`.
+    fn claim_sent(&mut self) {
+        // the last claim per session in this write, and which line carries it
+        let mut last: HashMap<&str, Option<usize>> = HashMap::new();
+        for (i, (_, claim)) in self.unsent.iter().enumerate() {
+            if let Some(claim) = claim {
+                last.insert(&claim.session, (!claim.ends).then_some(i));
+            }
         }
-        if ty.ends_session() {
-            self.claims.remove(session.as_ref());
-        } else if let Some(last) = self.claims.get_mut(session.as_ref()) {
-            *last = text.clone();
-        } else {
-            self.claims.insert(session.into_owned(), text.clone());
+        for (session, at) in last {
+            match at.and_then(|i| self.unsent.get(i)) {
+                None => {
+                    self.claims.remove(session);
+                }
+                Some((text, _)) => {
+                    let own = Utf8Bytes::from(text.as_str());
+                    match self.claims.get_mut(session) {
+                        Some(slot) => *slot = own,
+                        None => {
+                            self.claims.insert(session.to_owned(), own);
+                        }
+                    }
+                }
+            }
         }
+        self.unsent.clear();
     }
 
     /// Handles one inbound message; returns the reply to send, if any.
