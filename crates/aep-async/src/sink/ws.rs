@@ -388,7 +388,7 @@ impl Worker {
                 Err(TransportError::network_msg("socket closed by the endpoint"))
             }
             Some(Err(e)) => Err(ws_error(e)),
-            Some(Ok(Message::Text(text))) => match self.inbound(text.as_bytes()) {
+            Some(Ok(Message::Text(text))) => match self.inbound(text.as_str()) {
                 Some(reply) => {
                     write.feed(Message::text(reply)).await.map_err(ws_error)?;
                     Ok(true)
@@ -431,8 +431,9 @@ impl Worker {
     }
 
     /// Handles one inbound message; returns the reply to send, if any.
-    fn inbound(&self, text: &[u8]) -> Option<String> {
-        match frame::decode_slice(text) {
+    fn inbound(&self, text: &str) -> Option<String> {
+        // a text frame's payload: tungstenite has checked it is UTF-8
+        match frame::decode(text) {
             Ok(AepMessage::Event(event)) => {
                 let is_command = EventType::parse(event.event_type()).is_ok_and(|t| t.is_command());
                 match (&self.cfg.hook, is_command) {

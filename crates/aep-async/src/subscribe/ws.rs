@@ -449,7 +449,7 @@ impl ConnTask {
                             None => return Flow::Reconnect(TransportError::network_msg("socket closed by the endpoint")),
                             Some(Err(e)) => return Flow::Reconnect(ws_error(e)),
                             Some(Ok(Message::Text(text))) => {
-                                self.handle_text(text.as_bytes(), &mut batches, &mut outgoing, backoff);
+                                self.handle_text(text.as_str(), &mut batches, &mut outgoing, backoff);
                             }
                             Some(Ok(Message::Close(_))) => return Flow::Reconnect(TransportError::network_msg("socket closed by the endpoint")),
                             Some(Ok(_)) => {}
@@ -478,12 +478,13 @@ impl ConnTask {
 
     fn handle_text(
         &mut self,
-        text: &[u8],
+        // a text frame's payload, which tungstenite has checked is UTF-8
+        text: &str,
         batches: &mut HashMap<String, Vec<Event>>,
         outgoing: &mut Vec<String>,
         backoff: &mut Backoff,
     ) {
-        let frame = match frame::decode_slice(text) {
+        let frame = match frame::decode(text) {
             Ok(AepMessage::Event(event)) => {
                 self.route(event, batches);
                 return;
