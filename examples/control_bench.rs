@@ -275,7 +275,15 @@ async fn main() -> std::process::ExitCode {
         let _ = s.emit("session.started", json!({}));
         emitter.flush().await;
         tokio::time::sleep(Duration::from_millis(200)).await;
-        match rust_client(&url, &session, &args).await {
+        // The client runs as a task on the runtime, as application code does: driven from
+        // `main`'s own thread instead, every settled command would wake that thread
+        // across cores (measured: p50 136-175 us that way, 115-120 us as a task, the
+        // same commands/s).
+        let driver = {
+            let (url, session, args) = (url.clone(), session.clone(), args.clone());
+            tokio::spawn(async move { rust_client(&url, &session, &args).await })
+        };
+        match driver.await.unwrap_or_else(|e| Err(e.to_string())) {
             Ok(f) => println!(
                 "{kind:<10} {:<8} {:>10.0} {:>10.0} {:>12.0}",
                 "rust", f.p50_us, f.p99_us, f.cmds_per_s
