@@ -13,7 +13,7 @@
 //! same line, for scale); `consume` (parse, `(source, id)` dedupe, positions: what a
 //! subscription does per event once the bytes are in); `match-parsed` and `match-json`
 //! (an attribute filter decided on a parsed event, or on the bytes with
-//! `Filter::matches_json`: a relay replaying stored events); `emit`
+//! `Filter::decide_json`: a relay replaying stored events); `emit`
 //! (`SessionEmitter::emit` into a sink that serializes, what `HttpSink::accept` does
 //! before queueing).
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
@@ -76,7 +76,7 @@ fn main() {
         }
         "match-parsed" | "match-json" => {
             // What a relay's replay decides per stored event under an attribute filter:
-            // parse then match, or match on the bytes (`Filter::matches_json`).
+            // parse then match, or decide on the bytes (`Filter::decide_json`).
             let f =
                 aep_core::filter::Filter::from_json(r#"{"agent":"a","type":"tool.*"}"#).unwrap();
             let parsed = mode == "match-parsed";
@@ -84,7 +84,7 @@ fn main() {
                 let hit = if parsed {
                     f.matches(&aep_core::Event::from_slice(l.as_bytes()).unwrap())
                 } else {
-                    f.matches_json(l.as_bytes())
+                    f.decide_json(l.as_bytes()) == Some(true)
                 };
                 assert!(black_box(hit));
             }

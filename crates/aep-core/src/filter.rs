@@ -935,31 +935,32 @@ impl Filter {
         }
     }
 
-    /// Whether a serialized event matches, read straight from its JSON bytes: the same
-    /// verdict as [`matches_value`](Self::matches_value) on the parsed value (bytes
-    /// that are not a JSON object match nothing), without building an [`Event`] or a
-    /// `Value` when the attributes the filter names are plain (no escapes, integers in
-    /// range), which in a relay replaying stored events they always are.
+    /// Decides the filter straight from an event's JSON bytes, without building an
+    /// [`Event`] or a `Value`: `Some(verdict)` when the attributes the filter names read
+    /// plainly (strings without escapes, integers written plainly), `None` when deciding
+    /// takes a parse (escapes, other number spellings, more than eight predicates, or
+    /// bytes that are not a JSON object).
+    ///
+    /// For the bytes of an event that was accepted (as a relay's stored events were),
+    /// `Some(v)` is the verdict [`matches`](Self::matches) gives on the parsed event.
+    /// Members the filter does not name are skipped, not validated, so the bytes must
+    /// already be known to be an event: this is no validator.
     ///
     /// ```
     /// use aep_core::filter::Filter;
     /// let f = Filter::from_json(r#"{"agent":"a","severity":{"gte":"notice"}}"#)?;
-    /// assert!(f.matches_json(br#"{"agent":"a","severity":"error","data":{"n":1}}"#));
-    /// assert!(!f.matches_json(br#"{"agent":"a"}"#)); // absent severity reads as info
-    /// assert!(!f.matches_json(b"not json"));
+    /// assert_eq!(f.decide_json(br#"{"agent":"a","severity":"error","data":{"n":1}}"#), Some(true));
+    /// assert_eq!(f.decide_json(br#"{"agent":"a"}"#), Some(false)); // absent severity reads as info
+    /// assert_eq!(f.decide_json(br#"{"agent":"\u0061"}"#), None); // parse to decide
     /// # Ok::<(), aep_core::filter::FilterError>(())
     /// ```
-    pub fn matches_json(&self, json: &[u8]) -> bool {
+    pub fn decide_json(&self, json: &[u8]) -> Option<bool> {
         if self.preds.is_empty() {
-            // `{}` matches every event, but still only events: an object
-            return json.trim_ascii_start().first() == Some(&b'{')
-                && serde_json::from_slice::<de::IgnoredAny>(json).is_ok();
+            // `{}` matches every event
+            return (json.trim_ascii_start().first() == Some(&b'{')).then_some(true);
         }
-        match Picked::read(&self.preds, json) {
-            Some(picked) => self.preds.iter().all(|p| p.matches(&picked)),
-            // something the borrowed reading does not decide: the general path
-            None => serde_json::from_slice::<Value>(json).is_ok_and(|v| self.matches_value(&v)),
-        }
+        let picked = Picked::read(&self.preds, json)?;
+        Some(self.preds.iter().all(|p| p.matches(&picked)))
     }
 
     /// Whether this is `{}`, which matches every event.

@@ -41,6 +41,7 @@ fn as_event(case: &Value) -> Event {
 fn every_match_case_gives_its_verdict() {
     let cases = corpus("match");
     assert_eq!(cases.len(), 14);
+    let mut decided = 0;
     for case in &cases {
         let name = case["name"].as_str().unwrap();
         let want = case["match"].as_bool().unwrap();
@@ -56,17 +57,20 @@ fn every_match_case_gives_its_verdict() {
             want,
             "attr-match: {name} (Event)"
         );
-        assert_eq!(
-            filter.matches_json(case["event"].to_string().as_bytes()),
-            want,
+        // read off the bytes when the named attributes are plain; else a parse decides
+        let from_bytes = filter.decide_json(case["event"].to_string().as_bytes());
+        assert!(
+            from_bytes.is_none_or(|v| v == want),
             "attr-match: {name} (JSON bytes)"
         );
+        decided += usize::from(from_bytes.is_some());
         assert_eq!(
             &filter.to_value(),
             &case["filter"],
             "attr-match: {name}: write-back"
         );
     }
+    assert_eq!(decided, cases.len(), "every corpus case reads plainly");
 }
 
 #[test]
@@ -163,8 +167,9 @@ mod bad_input {
         }
 
         /// Reading a filter's attributes straight from the bytes gives the parsed
-        /// value's verdict, whatever the spelling: escapes in keys and values, `-0`,
-        /// leading zeros, fractions, exponents, integers past 64 bits, repeated keys.
+        /// value's verdict whenever it decides, whatever the spelling: escapes in keys
+        /// and values, `-0`, leading zeros, fractions, exponents, integers past 64 bits,
+        /// repeated keys. And it decides every plainly written object.
         #[test]
         fn verdict_from_bytes_is_the_parsed_verdict(
             members in prop::collection::vec((0..KEYS.len(), 0..VALUES.len()), 0..8),
@@ -176,13 +181,19 @@ mod bad_input {
                 .collect();
             let text = format!("{{{}}}", body.join(","));
             let filter = Filter::from_json(FILTERS[filter]).unwrap();
-            // `007` is not JSON: such a text matches nothing either way
-            let want = serde_json::from_str::<Value>(&text).is_ok_and(|v| filter.matches_value(&v));
-            prop_assert_eq!(
-                filter.matches_json(text.as_bytes()),
-                want,
-                "{} on {}", filter.to_json(), text
-            );
+            let decided = filter.decide_json(text.as_bytes());
+            // `007` is not JSON: no verdict is owed on it
+            if let Ok(v) = serde_json::from_str::<Value>(&text) {
+                prop_assert!(
+                    decided.is_none_or(|d| d == filter.matches_value(&v)),
+                    "{} on {}: {:?}", filter.to_json(), text, decided
+                );
+                let plain = members.iter().all(|&(k, v)| k != 1 && !VALUES[v].contains('\\')
+                    && !["-0", "007", "1.0", "1e0", "18446744073709551616", "-9223372036854775809"].contains(&VALUES[v]));
+                if plain {
+                    prop_assert!(decided.is_some(), "{} on {}", filter.to_json(), text);
+                }
+            }
         }
 
         /// Arbitrary text, invalid UTF-8 included, never panics.
@@ -247,22 +258,48 @@ mod bad_input {
     ];
 
     #[test]
-    fn bytes_that_are_not_an_object_match_nothing() {
+    fn bytes_that_are_not_an_object_are_left_to_a_parse() {
         for filter in FILTERS {
             let filter = Filter::from_json(filter).unwrap();
-            for bad in [
-                &b"not json"[..],
-                b"[1]",
-                b"\"a\"",
-                b"{\"agent\":\"a\"} x",
-                b"",
-                b"{",
-            ] {
-                assert!(
-                    !filter.matches_json(bad),
+            for bad in [&b"not json"[..], b"[1]", b"\"a\"", b"", b" 1"] {
+                assert_eq!(
+                    filter.decide_json(bad),
+                    None,
                     "{} on {:?}",
                     filter.to_json(),
                     bad
+                );
+            }
+            if !filter.is_empty() {
+                for bad in [&b"{\"agent\":\"a\"} x"[..], b"{", b"{\"agent\":\xff}"] {
+                    assert_eq!(
+                        filter.decide_json(bad),
+                        None,
+                        "{} on {:?}",
+                        filter.to_json(),
+                        bad
+                    );
+                }
+            }
+        }
+    }
+
+    /// An accepted event may carry `data` a `Value` cannot hold (an exponent past `f64`,
+    /// a lone surrogate): skipped, it changes nothing, and the verdict is the parsed
+    /// event's.
+    #[test]
+    fn data_a_value_cannot_hold_does_not_change_the_verdict() {
+        let filter = Filter::from_json(r#"{"agent":"a","severity":{"gte":"notice"}}"#).unwrap();
+        for data in [r#"{"n":1e400}"#, r#"{"t":"\udcff"}"#, r#"{"n":1}"#] {
+            for (agent, severity) in [("a", "error"), ("b", "error"), ("a", "info")] {
+                let line = format!(
+                    r#"{{"aep":"0.1","id":"1","type":"tool.called","time":"2026-01-01T00:00:00.000Z","source":"aep://h/agent/a","agent":"{agent}","session":"s","seq":0,"severity":"{severity}","data":{data}}}"#
+                );
+                let event = aep_core::Event::from_slice(line.as_bytes()).unwrap();
+                assert_eq!(
+                    filter.decide_json(line.as_bytes()),
+                    Some(filter.matches(&event)),
+                    "{line}"
                 );
             }
         }

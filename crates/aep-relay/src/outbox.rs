@@ -470,14 +470,19 @@ impl Drain {
             if every && job.capture.is_none() {
                 return Some(Piece::Data(pick(encoded, binding)));
             }
+            let json = encoded.json();
             if job.capture.is_none() {
-                // nothing to lower: the verdict is read off the stored bytes, no parse
-                if job.filter.matches_json(&encoded.json()) {
+                // nothing to lower: the verdict is read off the stored bytes when the
+                // attributes the filter names are plain, else from the parsed event
+                let hit = job.filter.decide_json(&json).unwrap_or_else(|| {
+                    Event::from_slice(&json).is_ok_and(|e| job.filter.matches(&e))
+                });
+                if hit {
                     return Some(Piece::Data(pick(encoded, binding)));
                 }
                 continue;
             }
-            let Ok(event) = Event::from_slice(&encoded.json()) else {
+            let Ok(event) = Event::from_slice(&json) else {
                 continue;
             };
             if job.filter.matches(&event) {

@@ -329,7 +329,8 @@ async fn a_reader_that_keeps_up_gets_every_event() {
 #[tokio::test]
 async fn replay_with_an_attribute_filter_sends_exactly_the_matching_stored_bytes() {
     // The replay decides such a filter on the stored bytes without parsing them
-    // (`Filter::matches_json`): escapes and extension values must still decide right.
+    // (`Filter::decide_json`), or parses them when it cannot: escapes and extension values
+    // must still decide right.
     let relay = relay().await;
     let s = session();
     let events = vec![
@@ -358,5 +359,51 @@ async fn replay_with_an_attribute_filter_sends_exactly_the_matching_stored_bytes
         .map(|m| m.json()["seq"].as_u64().unwrap())
         .collect();
     assert_eq!(seqs, vec![4, 5]);
+    relay.shutdown().await.unwrap();
+}
+
+#[tokio::test]
+async fn replay_under_an_attribute_filter_keeps_events_only_a_parse_can_decide() {
+    // An accepted event's `data` may hold what a JSON value cannot (an exponent past f64,
+    // a lone surrogate), and a named attribute may be spelled with escapes: the replay
+    // must send the same events as live delivery would, decided on the parsed event.
+    let relay = relay().await;
+    let s = session();
+    let line = |seq: u64, agent: &str, data: &str| {
+        format!(
+            r#"{{"aep":"0.1","id":"{}","type":"tool.called","time":"2026-07-03T10:15:04.221Z","source":"aep://test/agent/a/session/{s}","agent":"{agent}","session":"{s}","seq":{seq},"data":{data}}}"#,
+            id()
+        )
+    };
+    let body = [
+        line(0, "a", r#"{"n":1}"#),
+        line(1, "a", r#"{"n":1e400}"#),
+        line(2, r"\u0061", r#"{"n":1}"#),
+        line(3, r"\u0061", r#"{"n":1e400}"#),
+        line(4, r"\u0061", r#"{"t":"\udcff"}"#),
+        line(5, "b", r#"{"n":1}"#),
+    ]
+    .join("\n");
+    let res = reqwest::Client::new()
+        .post(format!("{}/events", relay.url()))
+        .bearer_auth(TOKEN)
+        .header("AEP-Version", "0.1")
+        .header("Content-Type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 202);
+    let filter = json!({ "session": s, "agent": "a" });
+    let got = replay(&relay, &format!("from=all&filter={}", q(&filter))).await;
+    let seqs: Vec<_> = got
+        .iter()
+        .filter_map(|m| m.data.as_deref())
+        .map(|d| {
+            let at = d.find(r#""seq":"#).unwrap() + 6;
+            d[at..].split(',').next().unwrap().parse::<u64>().unwrap()
+        })
+        .collect();
+    assert_eq!(seqs, vec![0, 1, 2, 3, 4]);
     relay.shutdown().await.unwrap();
 }
