@@ -307,7 +307,8 @@ impl ControlSender {
     }
 
     /// As [`handle_event`](Self::handle_event), taking the event: an ack settles its
-    /// command with no copy made.
+    /// command with no copy made. Only the bundled client (WebSocket) feeds events it owns.
+    #[cfg(feature = "ws")]
     pub(crate) fn handle_event_owned(&self, event: Event) -> bool {
         self.feed(|core| core.handle_event_owned(event))
     }
