@@ -13,7 +13,8 @@
 //! same line, for scale); `consume` (parse, `(source, id)` dedupe, positions: what a
 //! subscription does per event once the bytes are in); `match-parsed` and `match-json`
 //! (an attribute filter decided on a parsed event, or on the bytes with
-//! `Filter::decide_json`: a relay replaying stored events); `emit`
+//! `Filter::decide_json`: a relay replaying stored events); `validate` (the envelope
+//! rules a relay checks, minus the `parsed` run that builds its input); `emit`
 //! (`SessionEmitter::emit` into a sink that serializes, what `HttpSink::accept` does
 //! before queueing).
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
@@ -74,6 +75,24 @@ fn main() {
                 black_box(e);
             }
         }
+        "validate" => {
+            // What a relay checks per ingested event after parsing it (AEP-0003 §3.2.3).
+            let events: Vec<_> = lines
+                .iter()
+                .map(|l| aep_core::Event::from_slice(l.as_bytes()).unwrap())
+                .collect();
+            for e in &events {
+                assert!(black_box(aep_core::validate::validate_envelope(e)).is_empty());
+            }
+        }
+        "parsed" => {
+            // the `validate` mode's set-up alone, to subtract
+            let events: Vec<_> = lines
+                .iter()
+                .map(|l| aep_core::Event::from_slice(l.as_bytes()).unwrap())
+                .collect();
+            black_box(&events);
+        }
         "match-parsed" | "match-json" => {
             // What a relay's replay decides per stored event under an attribute filter:
             // parse then match, or decide on the bytes (`Filter::decide_json`).
@@ -98,7 +117,7 @@ fn main() {
             }
         }
         other => {
-            eprintln!("unknown mode {other}: none, parse, value, consume, match-parsed, match-json or emit");
+            eprintln!("unknown mode {other}: none, parse, value, consume, parsed, validate, match-parsed, match-json or emit");
             std::process::exit(2);
         }
     }
