@@ -186,22 +186,52 @@ pub(crate) fn rfc3339_millis_into(t: SystemTime, buf: &mut [u8; 24]) -> &str {
     const MAX_MS: i128 = 253_402_300_799_999; // 9999-12-31T23:59:59.999Z
     let millis = millis.clamp(MIN_MS, MAX_MS);
     let secs = millis.div_euclid(1000) as i64;
-    let ms = millis.rem_euclid(1000);
+    let ms = millis.rem_euclid(1000) as u16;
+    // Events come many to the second: the date and time of day are written once per
+    // second per thread, and only the milliseconds per event.
+    let cached = LAST_SECOND
+        .try_with(|last| {
+            let (at, prefix) = last.get();
+            if at != Some(secs) {
+                let prefix = second_prefix(secs);
+                last.set((Some(secs), prefix));
+                return prefix;
+            }
+            prefix
+        })
+        .unwrap_or_else(|_| second_prefix(secs));
+    buf[..20].copy_from_slice(&cached);
+    buf[20] = b'0' + (ms / 100) as u8;
+    buf[21] = b'0' + (ms / 10 % 10) as u8;
+    buf[22] = b'0' + (ms % 10) as u8;
+    buf[23] = b'Z';
+    // every byte written is an ASCII digit or separator
+    std::str::from_utf8(buf).unwrap_or("0000-01-01T00:00:00.000Z")
+}
+
+thread_local! {
+    /// The last second written on this thread and its `YYYY-MM-DDTHH:MM:SS.` text.
+    static LAST_SECOND: std::cell::Cell<(Option<i64>, [u8; 20])> =
+        const { std::cell::Cell::new((None, [0; 20])) };
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.` for a second within 0000-9999 (the caller clamps).
+fn second_prefix(secs: i64) -> [u8; 20] {
     let days = secs.div_euclid(86_400);
     let sod = secs.rem_euclid(86_400);
     let (year, month, day) = civil_from_days(days);
-    // Written digit by digit: this runs once per emitted event, and `format!` costs
-    // ten times as much. The clamp above keeps every field within its width.
+    let mut out = [0u8; 20];
     let mut at = 0;
+    // Written digit by digit: `format!` costs ten times as much.
     let mut digits = |value: i64, width: u32, then: u8| {
         for place in (0..width).rev() {
             let digit = (value / 10i64.pow(place)).rem_euclid(10) as u8;
-            if let Some(b) = buf.get_mut(at) {
+            if let Some(b) = out.get_mut(at) {
                 *b = b'0' + digit;
             }
             at += 1;
         }
-        if let Some(b) = buf.get_mut(at) {
+        if let Some(b) = out.get_mut(at) {
             *b = then;
         }
         at += 1;
@@ -212,9 +242,7 @@ pub(crate) fn rfc3339_millis_into(t: SystemTime, buf: &mut [u8; 24]) -> &str {
     digits(sod / 3600, 2, b':');
     digits(sod % 3600 / 60, 2, b':');
     digits(sod % 60, 2, b'.');
-    digits(ms as i64, 3, b'Z');
-    // every byte written is an ASCII digit or separator
-    std::str::from_utf8(buf).unwrap_or("0000-01-01T00:00:00.000Z")
+    out
 }
 
 /// The proleptic Gregorian date `days` after 1970-01-01.
@@ -538,6 +566,43 @@ mod tests {
         ];
         for (t, want) in cases {
             assert_eq!(rfc3339_millis(t), want);
+        }
+    }
+
+    /// The per-thread second cache never serves one second's text for another: times
+    /// within a second, across second boundaries and far apart, interleaved, read as
+    /// `format!` writes them.
+    #[test]
+    fn times_are_right_whatever_came_before() {
+        let reference = |ms: i64| {
+            let (secs, frac) = (ms.div_euclid(1000), ms.rem_euclid(1000));
+            let (y, m, d) = civil_from_days(secs.div_euclid(86_400));
+            let sod = secs.rem_euclid(86_400);
+            format!(
+                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{frac:03}Z",
+                sod / 3600,
+                sod % 3600 / 60,
+                sod % 60
+            )
+        };
+        let base = 1_783_073_704_221_i64;
+        let mut steps = Vec::new();
+        for i in 0..3_000_i64 {
+            steps.push(base + i * 7); // many per second, crossing seconds
+            if i % 97 == 0 {
+                steps.push(base - 86_400_000 * 400 + i); // a far-away second between
+            }
+            if i % 211 == 0 {
+                steps.push(-1 - i); // before 1970
+            }
+        }
+        for ms in steps {
+            let t = if ms >= 0 {
+                UNIX_EPOCH + Duration::from_millis(ms as u64)
+            } else {
+                UNIX_EPOCH - Duration::from_millis(ms.unsigned_abs())
+            };
+            assert_eq!(rfc3339_millis(t), reference(ms), "{ms}");
         }
     }
 
