@@ -1006,7 +1006,7 @@ impl ControlSender {
     /// The next command transmission to write to the duplex, first sends and retries
     /// alike.
     pub fn poll_transmit(&mut self) -> Option<Event> {
-        self.transmit.pop_front().map(unshare)
+        self.transmit.pop_front().map(Arc::unwrap_or_clone)
     }
 
     /// As [`poll_transmit`](Self::poll_transmit), without copying the envelope: the
@@ -1073,11 +1073,6 @@ impl ControlSender {
             result,
         });
     }
-}
-
-/// An event out of its `Arc`, copied only while someone else still holds it.
-fn unshare(event: Arc<Event>) -> Event {
-    Arc::try_unwrap(event).unwrap_or_else(|shared| (*shared).clone())
 }
 
 // ---------------------------------------------------------------------------

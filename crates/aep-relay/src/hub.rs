@@ -850,34 +850,27 @@ mod tests {
     async fn in_order_on_one_connection(others: usize) {
         let hub = Hub::new(RelayConfig::default()).unwrap();
         let (outbox, rx) = hub.outbox();
+        let live = |outbox: &Arc<Outbox>, ty: &str| {
+            let filter = proto::parse_filter(&json!({ "type": ty })).unwrap();
+            let ask = ReplayAsk::default();
+            hub.subscribe(
+                outbox,
+                Binding::Ws,
+                None,
+                filter,
+                None,
+                ask,
+                None,
+                None,
+                true,
+            );
+        };
         for i in 0..others {
             let (other, _rx) = hub.outbox();
-            let filter = proto::parse_filter(&json!({ "type": format!("x.other.t{i}") })).unwrap();
-            hub.subscribe(
-                &other,
-                Binding::Ws,
-                None,
-                filter,
-                None,
-                ReplayAsk::default(),
-                None,
-                None,
-                true,
-            );
+            live(&other, &format!("x.other.t{i}"));
         }
         for ty in ["progress.status", "tool.called"] {
-            let filter = proto::parse_filter(&json!({ "type": ty })).unwrap();
-            hub.subscribe(
-                &outbox,
-                Binding::Ws,
-                None,
-                filter,
-                None,
-                ReplayAsk::default(),
-                None,
-                None,
-                true,
-            );
+            live(&outbox, ty);
         }
         let mut drain = Drain::new(rx, outbox, Binding::Ws, std::time::Duration::from_secs(60));
         let batch = [

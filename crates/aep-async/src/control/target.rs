@@ -316,8 +316,8 @@ impl Inner {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Records one decision and emits its ack; returns the ack as emitted.
-    /// Records `decision`; returns the ack as emitted and the session it went through.
+    /// Records `decision` and emits its ack; returns the ack as emitted and the session
+    /// it went through.
     fn decide(&self, key: &CommandKey, decision: Decision) -> Result<Minted, ControlError> {
         let mut st = self.lock();
         st.core.decide(key, decision)?;
@@ -467,12 +467,13 @@ impl Command {
         detail: impl Into<String>,
     ) -> Result<Event, ControlError> {
         self.settle(Decision::reject(reason, detail))
-            .map(|(ack, _)| unshare(ack))
+            .map(|(ack, _)| Arc::unwrap_or_clone(ack))
     }
 
     /// Records `decision`; returns the ack as emitted.
     pub fn decide(mut self, decision: Decision) -> Result<Event, ControlError> {
-        self.settle(decision).map(|(ack, _)| unshare(ack))
+        self.settle(decision)
+            .map(|(ack, _)| Arc::unwrap_or_clone(ack))
     }
 
     fn settle(&mut self, decision: Decision) -> Result<Minted, ControlError> {
@@ -480,11 +481,6 @@ impl Command {
         let target = self.target.upgrade().ok_or(ControlError::Closed)?;
         target.decide(&self.key, decision)
     }
-}
-
-/// The ack as an owned event; the target's record keeps its own reference.
-fn unshare(ack: Arc<Event>) -> Event {
-    Arc::try_unwrap(ack).unwrap_or_else(|shared| (*shared).clone())
 }
 
 impl Drop for Command {
