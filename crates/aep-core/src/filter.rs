@@ -1009,6 +1009,26 @@ impl Filter {
         }
     }
 
+    /// Decides the filter from an event's session alone, when that is all it looks at
+    /// ([`session_only`](Self::session_only)): `Some(verdict)`, or `None` when the
+    /// event's other attributes decide. A relay holds each stored event's session in
+    /// its framing, so it decides these filters without parsing the event.
+    ///
+    /// ```
+    /// use aep_core::filter::Filter;
+    /// let f = Filter::from_json(r#"{"session":"s1"}"#)?;
+    /// assert_eq!(f.decide_session(Some("s1")), Some(true));
+    /// assert_eq!(f.decide_session(Some("s2")), Some(false));
+    /// assert_eq!(f.decide_session(None), Some(false)); // an agent-scoped event
+    /// assert_eq!(Filter::all().decide_session(None), Some(true));
+    /// assert_eq!(Filter::from_json(r#"{"agent":"a"}"#)?.decide_session(Some("s1")), None);
+    /// # Ok::<(), aep_core::FilterError>(())
+    /// ```
+    pub fn decide_session(&self, session: Option<&str>) -> Option<bool> {
+        self.session_only()
+            .map(|wanted| wanted.is_none_or(|w| session == Some(w)))
+    }
+
     /// The wire JSON, as read (key order and predicate shapes kept).
     ///
     /// ```

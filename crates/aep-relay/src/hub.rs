@@ -261,7 +261,7 @@ impl Hub {
         let n = st
             .subs
             .iter()
-            .filter(|s| s.capture.is_some() || proto::session_verdict(&s.filter).is_none())
+            .filter(|s| s.capture.is_some() || s.filter.session_only().is_none())
             .count();
         self.parsing.store(n, Ordering::Release);
     }
@@ -327,10 +327,13 @@ impl Hub {
                 }
                 let event = match &incoming.event {
                     Some(event) => Some(&**event),
-                    None => match (sub.capture, proto::session_verdict(&sub.filter)) {
-                        (None, Some(wanted)) => {
+                    None => match (
+                        sub.capture,
+                        sub.filter.decide_session(incoming.encoded.session()),
+                    ) {
+                        (None, Some(hit)) => {
                             // decided on the frame alone: the session is in its id line
-                            if wanted.is_none_or(|w| incoming.encoded.session() == Some(w)) {
+                            if hit {
                                 let bytes = outbox::pick(&incoming.encoded, sub.binding);
                                 runs.offer(at, &sub.outbox, bytes, severity).await;
                             }
@@ -458,7 +461,7 @@ impl Hub {
         };
         // `all` already holds the filter's session: adding it again sent it twice
         if ask.filter_session && !ask.all {
-            if let Some(session) = proto::filter_session(&filter) {
+            if let Some(session) = filter.session() {
                 if !ask.positions.iter().any(|p| p.session == session) {
                     parts.push(st.store.replay(session, 0, -1));
                 }
@@ -826,7 +829,7 @@ mod tests {
         )
         .await;
         assert!(r.is_err(), "ingest is waiting on the slow reader");
-        // e2 was admitted to the store ...
+        // the batch was admitted to the store whole (e1, e2, e3) ...
         assert_eq!(hub.lock().store.replay("s1", 0, -1).events.len(), 3);
         // ... and reaches the fast reader although the ingest never finished
         let got = next_data(&mut fast).expect("e2 reaches the fast reader");

@@ -465,10 +465,10 @@ impl Drain {
                 continue;
             };
             cursor.event += 1;
-            let every = proto::session_verdict(&job.filter)
-                .is_some_and(|w| w.is_none_or(|w| w == &*part.session));
-            if every && job.capture.is_none() {
-                return Some(Piece::Data(pick(encoded, binding)));
+            match (job.capture, job.filter.decide_session(Some(&part.session))) {
+                (None, Some(true)) => return Some(Piece::Data(pick(encoded, binding))),
+                (_, Some(false)) => continue,
+                _ => {}
             }
             let json = encoded.json();
             if job.capture.is_none() {

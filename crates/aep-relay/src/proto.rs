@@ -117,17 +117,6 @@ pub(crate) fn parse_filter(value: &Value) -> Result<Filter, String> {
     Filter::from_value(value).map_err(|e| e.to_string())
 }
 
-/// The one session a filter names by equality, which `live=0` also replays.
-pub(crate) fn filter_session(filter: &Filter) -> Option<&str> {
-    filter.session()
-}
-
-/// What a filter asks of an event when the session is all it looks at (see
-/// [`Filter::session_only`]); `None` when deciding takes the parsed event.
-pub(crate) fn session_verdict(filter: &Filter) -> Option<Option<&str>> {
-    filter.session_only()
-}
-
 // ---- capture ----------------------------------------------------------------------
 
 /// Down-levels `event` to a subscription's capture ceiling (AEP-0003 §6.4, AEP-0001
