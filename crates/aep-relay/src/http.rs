@@ -248,10 +248,18 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
     drop(segment);
     let mut runs = Vec::with_capacity(segments.len() + 1);
     for task in segments {
-        runs.push(task.await.unwrap_or_else(|_| Parsed {
-            invalid: Some((0, "internal error while parsing".into())),
-            ..Parsed::default()
-        }));
+        match task.await {
+            Ok(parsed) => runs.push(parsed),
+            // a fault of the relay's, not of the batch: nothing is ingested, and the
+            // emitter retries the same bytes (a 5xx is retryable, AEP-0003 §3.2.3)
+            Err(e) => {
+                tracing::error!(error = %e, "a parsing task failed");
+                return json_response(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    &json!({ "error": "internal", "detail": "parsing the batch failed in the relay; retry it" }),
+                );
+            }
+        }
     }
     runs.push(last);
     let parts = match settle(runs) {
