@@ -213,6 +213,31 @@ async fn events_sent_on_the_socket_are_ingested_and_refused_in_band_when_invalid
 }
 
 #[tokio::test]
+async fn a_session_with_a_line_break_is_refused_on_the_socket_too() {
+    // Its id: line would be forged in every SSE reader's stream (AEP-0003 §3.3).
+    let relay = relay().await;
+    let mut ws = Ws::hello(&relay, "emitter", json!({})).await;
+    let forged = "a\nid: evil:9:9\n\nevent: x";
+    let bad = with(
+        ev("session.started", forged, 0),
+        "source",
+        json!("aep://test/agent/a"),
+    );
+    ws.send(&bad).await;
+    let err = ws.recv().await.unwrap();
+    assert_eq!(err["code"], "invalid-event");
+    assert_eq!(err["cause"], bad["id"]);
+    assert!(
+        err["detail"].as_str().unwrap().contains("CR, LF or NUL"),
+        "{err}"
+    );
+    // nothing was stored: a full replay is only its end marker
+    let got = replay(&relay, "from=all").await;
+    assert!(got.iter().all(|m| m.data.is_none()), "{got:?}");
+    relay.shutdown().await.unwrap();
+}
+
+#[tokio::test]
 async fn roster_relays_claims_verbatim_and_refuses_emitters_in_band() {
     let relay = relay().await;
     let s = session();
