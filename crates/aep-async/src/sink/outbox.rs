@@ -89,10 +89,14 @@ impl Batch {
         self.body.clone()
     }
 
-    /// The lines' claims, by line index, in order.
+    /// Each line with what it claims, if anything.
     #[cfg_attr(not(feature = "ws"), allow(dead_code))]
-    pub(crate) fn claims(&self) -> &[(usize, Claim)] {
-        &self.claims
+    pub(crate) fn lines_with_claims(&self) -> impl Iterator<Item = (Bytes, Option<Claim>)> + '_ {
+        let mut claims = self.claims.iter().peekable();
+        self.lines().enumerate().map(move |(i, line)| {
+            let claim = claims.next_if(|(at, _)| *at == i).map(|(_, c)| c.clone());
+            (line, claim)
+        })
     }
 
     /// Each line, without its `\n`, sharing the batch's buffer.
@@ -806,11 +810,10 @@ mod tests {
             .collect();
         assert_eq!(seqs, vec![1, 2, 3]);
         let claims: Vec<_> = batch
-            .claims()
-            .iter()
-            .map(|(i, c)| (*i, &*c.session))
+            .lines_with_claims()
+            .map(|(_, c)| c.map(|c| c.session))
             .collect();
-        assert_eq!(claims, vec![(1, "b"), (2, "c")]);
+        assert_eq!(claims, vec![None, Some("b".into()), Some("c".into())]);
     }
 
     fn assert_consistent(outbox: &Outbox) {
@@ -902,8 +905,10 @@ mod tests {
                         .collect();
                     let newlines = batch.ndjson().iter().filter(|&&b| b == b'\n').count();
                     assert_eq!(newlines, got.len());
-                    for (i, c) in batch.claims() {
-                        assert_eq!(&*c.session, got[*i].to_string());
+                    for ((_, c), seq) in batch.lines_with_claims().zip(&got) {
+                        if let Some(c) = c {
+                            assert_eq!(&*c.session, seq.to_string());
+                        }
                     }
                     let had = model.len();
                     assert!(got.len() <= had.min(max_events), "capacity {capacity}");

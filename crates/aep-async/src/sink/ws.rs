@@ -353,9 +353,7 @@ impl Worker {
                         if batch.is_empty() {
                             break;
                         }
-                        let mut claims = batch.claims().iter().peekable();
-                        for (i, line) in batch.lines().enumerate() {
-                            let claim = claims.next_if(|(at, _)| *at == i).map(|(_, c)| c.clone());
+                        for (line, claim) in batch.lines_with_claims() {
                             self.unsent.push((text(line), claim));
                         }
                     }
