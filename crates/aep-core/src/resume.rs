@@ -256,7 +256,8 @@ impl ResumePosition {
 /// assert!(!sse_line_safe("a\nid: x:9:9"));
 /// ```
 pub fn sse_line_safe(text: &str) -> bool {
-    !text.contains(['\r', '\n', '\0'])
+    // bytes, not chars: the three are ASCII, and the relay asks this of every event
+    !text.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0))
 }
 
 impl fmt::Display for ResumePosition {

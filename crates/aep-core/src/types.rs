@@ -76,11 +76,40 @@ pub struct EventType<'a> {
     rest_at: usize,
 }
 
-fn is_segment(s: &str, allow_dash: bool) -> bool {
-    !s.is_empty()
-        && s.bytes().all(|b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || (allow_dash && b == b'-')
+/// Whether `b` is one `[a-z0-9_]` segment (with `-` too for a vendor token).
+fn is_segment(b: &[u8], allow_dash: bool) -> bool {
+    !b.is_empty()
+        && b.iter().all(|&c| {
+            c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' || (allow_dash && c == b'-')
         })
+}
+
+/// Whether `b` is one or more dot-separated `[a-z0-9_]` segments, in one pass: every
+/// relay checks every event's type, and commands and acks have theirs read several
+/// times on the way.
+fn is_segments(b: &[u8]) -> bool {
+    let mut after_dot = true;
+    for &c in b {
+        if c == b'.' {
+            if after_dot {
+                return false;
+            }
+            after_dot = true;
+        } else if c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'_' {
+            after_dot = false;
+        } else {
+            return false;
+        }
+    }
+    !after_dot
+}
+
+/// The index of the first `.` in `b` at or after `from`.
+fn dot(b: &[u8], from: usize) -> Option<usize> {
+    b.get(from..)?
+        .iter()
+        .position(|&c| c == b'.')
+        .map(|i| from + i)
 }
 
 impl<'a> EventType<'a> {
@@ -94,47 +123,40 @@ impl<'a> EventType<'a> {
     /// ```
     pub fn parse(raw: &'a str) -> Result<EventType<'a>, TypeSyntaxError> {
         let err = || TypeSyntaxError(raw.to_owned());
-        let mut segments = raw.split('.');
-        let first = segments.next().ok_or_else(err)?;
-        if first == "x" {
-            let vendor = segments.next().ok_or_else(err)?;
-            let category = segments.next().ok_or_else(err)?;
-            let mut rest_count = 0;
-            for s in segments {
-                if !is_segment(s, false) {
-                    return Err(err());
-                }
-                rest_count += 1;
-            }
-            if !is_segment(vendor, true) || !is_segment(category, false) || rest_count == 0 {
+        let b = raw.as_bytes();
+        let first = dot(b, 0).ok_or_else(err)?;
+        let head = b.get(..first).ok_or_else(err)?;
+        if head == b"x" {
+            // x.{vendor}.{category}.{rest}: the vendor may hold `-`, the rest is one or
+            // more segments
+            let vendor_end = dot(b, 2).ok_or_else(err)?;
+            let category_at = vendor_end + 1;
+            let category_end = dot(b, category_at).ok_or_else(err)?;
+            let rest_at = category_end + 1;
+            let ok = b.get(2..vendor_end).is_some_and(|v| is_segment(v, true))
+                && b.get(category_at..category_end)
+                    .is_some_and(|c| is_segment(c, false))
+                && b.get(rest_at..).is_some_and(is_segments);
+            if !ok {
                 return Err(err());
             }
-            let category_at = 2 + vendor.len() + 1;
             Ok(EventType {
                 raw,
-                vendor: Some((2, 2 + vendor.len())),
+                vendor: Some((2, vendor_end)),
                 category_at,
-                rest_at: category_at + category.len() + 1,
+                rest_at,
             })
         } else {
-            if !CATEGORIES.contains(&first) {
-                return Err(err());
-            }
-            let mut rest_count = 0;
-            for s in segments {
-                if !is_segment(s, false) {
-                    return Err(err());
-                }
-                rest_count += 1;
-            }
-            if rest_count == 0 {
+            let rest_at = first + 1;
+            let known = CATEGORIES.iter().any(|c| c.as_bytes() == head);
+            if !known || !b.get(rest_at..).is_some_and(is_segments) {
                 return Err(err());
             }
             Ok(EventType {
                 raw,
                 vendor: None,
                 category_at: 0,
-                rest_at: first.len() + 1,
+                rest_at,
             })
         }
     }

@@ -19,10 +19,43 @@ pub(super) enum Seen<'a> {
     Other,
 }
 
+/// A core context attribute, by its index in [`crate::event::CORE_ATTRIBUTES`]: the rules
+/// read some twenty attributes per event, and the relay runs them on every event it
+/// ingests, so they address attributes by slot rather than compare names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Attr(usize);
+
+impl Attr {
+    pub(super) const AEP: Attr = Attr(0);
+    pub(super) const ID: Attr = Attr(1);
+    pub(super) const TYPE: Attr = Attr(2);
+    pub(super) const SUBJECT: Attr = Attr(3);
+    pub(super) const TIME: Attr = Attr(4);
+    pub(super) const SOURCE: Attr = Attr(5);
+    pub(super) const AGENT: Attr = Attr(6);
+    pub(super) const SESSION: Attr = Attr(7);
+    pub(super) const RUN: Attr = Attr(8);
+    pub(super) const STEP: Attr = Attr(9);
+    pub(super) const SEQ: Attr = Attr(10);
+    pub(super) const EPOCH: Attr = Attr(11);
+    pub(super) const CAUSE: Attr = Attr(12);
+    pub(super) const TRACEPARENT: Attr = Attr(13);
+    pub(super) const SEVERITY: Attr = Attr(14);
+    pub(super) const CAPTURE: Attr = Attr(15);
+
+    /// The attribute's wire name.
+    pub(super) fn name(self) -> &'static str {
+        crate::event::CORE_ATTRIBUTES
+            .get(self.0)
+            .copied()
+            .unwrap_or_default()
+    }
+}
+
 /// What the rules need to read from an envelope.
 pub(super) trait Envelope {
-    /// A core context attribute other than `data`.
-    fn attr(&self, name: &str) -> Seen<'_>;
+    /// A core context attribute other than `data`, by its [`Attr`] slot.
+    fn attr(&self, attr: Attr) -> Seen<'_>;
     /// `data`, when present.
     fn data(&self) -> Option<Cow<'_, Value>>;
     /// Whether `data`, when present, is a JSON object; for the envelope-only rules,
@@ -63,8 +96,8 @@ fn core_slot(name: &str) -> Option<usize> {
 }
 
 impl Envelope for JsonEnvelope<'_> {
-    fn attr(&self, name: &str) -> Seen<'_> {
-        match self.core(name) {
+    fn attr(&self, attr: Attr) -> Seen<'_> {
+        match self.core.get(attr.0).copied().flatten() {
             None => Seen::Absent,
             Some(Value::String(s)) => Seen::Str(s),
             Some(Value::Number(n)) if n.is_u64() => Seen::Count,
@@ -86,30 +119,30 @@ impl Envelope for JsonEnvelope<'_> {
 }
 
 impl Envelope for Event {
-    fn attr(&self, name: &str) -> Seen<'_> {
+    fn attr(&self, attr: Attr) -> Seen<'_> {
         fn text(v: Option<&str>) -> Seen<'_> {
             v.map_or(Seen::Absent, Seen::Str)
         }
         fn count<'a>(v: Option<u64>) -> Seen<'a> {
             v.map_or(Seen::Absent, |_| Seen::Count)
         }
-        match name {
-            "aep" => Seen::Str(self.aep()),
-            "id" => Seen::Str(self.id()),
-            "type" => Seen::Str(self.event_type()),
-            "time" => Seen::Str(self.time()),
-            "source" => Seen::Str(self.source()),
-            "agent" => Seen::Str(self.agent()),
-            "subject" => text(self.subject()),
-            "session" => text(self.session()),
-            "run" => text(self.run()),
-            "step" => text(self.step()),
-            "cause" => text(self.cause()),
-            "traceparent" => text(self.traceparent()),
-            "seq" => count(self.seq()),
-            "epoch" => count(self.epoch_attr()),
-            "severity" => text(self.severity_attr().map(Severity::as_str)),
-            "capture" => text(self.capture_attr().map(Capture::as_str)),
+        match attr {
+            Attr::AEP => Seen::Str(self.aep()),
+            Attr::ID => Seen::Str(self.id()),
+            Attr::TYPE => Seen::Str(self.event_type()),
+            Attr::TIME => Seen::Str(self.time()),
+            Attr::SOURCE => Seen::Str(self.source()),
+            Attr::AGENT => Seen::Str(self.agent()),
+            Attr::SUBJECT => text(self.subject()),
+            Attr::SESSION => text(self.session()),
+            Attr::RUN => text(self.run()),
+            Attr::STEP => text(self.step()),
+            Attr::CAUSE => text(self.cause()),
+            Attr::TRACEPARENT => text(self.traceparent()),
+            Attr::SEQ => count(self.seq()),
+            Attr::EPOCH => count(self.epoch_attr()),
+            Attr::SEVERITY => text(self.severity_attr().map(Severity::as_str)),
+            Attr::CAPTURE => text(self.capture_attr().map(Capture::as_str)),
             _ => Seen::Absent,
         }
     }
@@ -135,8 +168,14 @@ impl Envelope for Event {
     }
 }
 
-const REQUIRED: [&str; 5] = ["id", "type", "time", "source", "agent"];
-const OPTIONAL_TEXT: [&str; 5] = ["subject", "session", "run", "step", "cause"];
+const REQUIRED: [Attr; 5] = [Attr::ID, Attr::TYPE, Attr::TIME, Attr::SOURCE, Attr::AGENT];
+const OPTIONAL_TEXT: [Attr; 5] = [
+    Attr::SUBJECT,
+    Attr::SESSION,
+    Attr::RUN,
+    Attr::STEP,
+    Attr::CAUSE,
+];
 
 fn issue(rule: Rule, attr: &str, message: String, section: &'static str) -> Issue {
     Issue::new(rule, Some(attr.to_owned()), message, section)
@@ -156,7 +195,7 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
     let mut out = Vec::new();
 
     // AEP-0001 §5.1 #1: consumers dispatch on the version every event carries.
-    if !matches!(e.attr("aep"), Seen::Str(crate::event::AEP_VERSION)) {
+    if !matches!(e.attr(Attr::AEP), Seen::Str(crate::event::AEP_VERSION)) {
         out.push(issue(
             Rule::Version,
             "aep",
@@ -165,8 +204,9 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
         ));
     }
 
-    for name in REQUIRED {
-        match e.attr(name) {
+    for attr in REQUIRED {
+        let name = attr.name();
+        match e.attr(attr) {
             Seen::Absent => out.push(issue(
                 Rule::Required,
                 name,
@@ -183,7 +223,7 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
         }
     }
 
-    let type_str = match e.attr("type") {
+    let type_str = match e.attr(Attr::TYPE) {
         Seen::Str(s) if !s.is_empty() => Some(s),
         _ => None,
     };
@@ -203,7 +243,7 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
         }
     });
 
-    if let Seen::Str(time) = e.attr("time") {
+    if let Seen::Str(time) = e.attr(Attr::TIME) {
         if !time.is_empty() && !format::is_date_time(time) {
             out.push(issue(
                 Rule::Format,
@@ -213,7 +253,7 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
             ));
         }
     }
-    if let Seen::Str(source) = e.attr("source") {
+    if let Seen::Str(source) = e.attr(Attr::SOURCE) {
         if !source.is_empty() && !format::is_uri(source) {
             out.push(issue(
                 Rule::Format,
@@ -224,8 +264,9 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
         }
     }
 
-    for name in OPTIONAL_TEXT {
-        match e.attr(name) {
+    for attr in OPTIONAL_TEXT {
+        let name = attr.name();
+        match e.attr(attr) {
             Seen::Absent => {}
             Seen::Str(s) if !s.is_empty() => {}
             _ => out.push(issue(
@@ -237,8 +278,9 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
         }
     }
 
-    for name in ["seq", "epoch"] {
-        if matches!(e.attr(name), Seen::Str(_) | Seen::Other) {
+    for attr in [Attr::SEQ, Attr::EPOCH] {
+        let name = attr.name();
+        if matches!(e.attr(attr), Seen::Str(_) | Seen::Other) {
             out.push(issue(
                 Rule::AttrType,
                 name,
@@ -248,7 +290,7 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
         }
     }
 
-    match e.attr("traceparent") {
+    match e.attr(Attr::TRACEPARENT) {
         Seen::Absent => {}
         Seen::Str(s) if format::is_traceparent(s) => {}
         _ => out.push(issue(
@@ -260,7 +302,7 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
         )),
     }
 
-    match e.attr("severity") {
+    match e.attr(Attr::SEVERITY) {
         Seen::Absent => {}
         Seen::Str(s) if s.parse::<Severity>().is_ok() => {}
         _ => out.push(issue(
@@ -270,7 +312,7 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
             "AEP-0001 §8.1",
         )),
     }
-    match e.attr("capture") {
+    match e.attr(Attr::CAPTURE) {
         Seen::Absent => {}
         Seen::Str(s) if s.parse::<Capture>().is_ok() => {}
         _ => out.push(issue(
@@ -334,11 +376,12 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
 /// AEP-0001 §5.2 with the AEP-0004 §2.2 foreign-emitter carve-out. Judged only for a
 /// well-formed type: a malformed one has already failed, and its scope is unknowable.
 fn scoping<E: Envelope + ?Sized>(e: &E, t: EventType<'_>, out: &mut Vec<Issue>) {
-    let has = |name| !matches!(e.attr(name), Seen::Absent);
+    let has = |attr| !matches!(e.attr(attr), Seen::Absent);
     if t.is_agent_scoped() {
-        let found: Vec<&str> = ["session", "run", "step", "seq"]
+        let found: Vec<&str> = [Attr::SESSION, Attr::RUN, Attr::STEP, Attr::SEQ]
             .into_iter()
-            .filter(|&n| has(n))
+            .filter(|&a| has(a))
+            .map(Attr::name)
             .collect();
         if !found.is_empty() {
             out.push(Issue::new(
@@ -357,8 +400,12 @@ fn scoping<E: Envelope + ?Sized>(e: &E, t: EventType<'_>, out: &mut Vec<Issue>) 
         } else {
             ("AEP-0001 §5.2", "attention.routed")
         };
-        let named = if !has("session") { "session" } else { "seq" };
-        if !has("session") || has("seq") {
+        let named = if !has(Attr::SESSION) {
+            "session"
+        } else {
+            "seq"
+        };
+        if !has(Attr::SESSION) || has(Attr::SEQ) {
             out.push(Issue::new(
                 Rule::Scoping,
                 Some(named.to_owned()),
@@ -367,7 +414,10 @@ fn scoping<E: Envelope + ?Sized>(e: &E, t: EventType<'_>, out: &mut Vec<Issue>) 
             ));
         }
     } else {
-        let missing = ["session", "seq"].into_iter().find(|&n| !has(n));
+        let missing = [Attr::SESSION, Attr::SEQ]
+            .into_iter()
+            .find(|&a| !has(a))
+            .map(Attr::name);
         if let Some(missing) = missing {
             out.push(Issue::new(
                 Rule::Scoping,
@@ -387,6 +437,28 @@ mod tests {
     fn core_slots_follow_the_core_attribute_table() {
         for (i, name) in crate::event::CORE_ATTRIBUTES.iter().enumerate() {
             assert_eq!(core_slot(name), Some(i));
+        }
+        let attrs = [
+            Attr::AEP,
+            Attr::ID,
+            Attr::TYPE,
+            Attr::SUBJECT,
+            Attr::TIME,
+            Attr::SOURCE,
+            Attr::AGENT,
+            Attr::SESSION,
+            Attr::RUN,
+            Attr::STEP,
+            Attr::SEQ,
+            Attr::EPOCH,
+            Attr::CAUSE,
+            Attr::TRACEPARENT,
+            Attr::SEVERITY,
+            Attr::CAPTURE,
+        ];
+        for (i, attr) in attrs.into_iter().enumerate() {
+            assert_eq!(attr, Attr(i));
+            assert_eq!(core_slot(attr.name()), Some(i));
         }
         assert_eq!(core_slot("acmeregion"), None);
     }

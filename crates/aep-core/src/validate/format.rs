@@ -105,7 +105,7 @@ pub fn is_date_time(s: &str) -> bool {
 /// assert!(!is_uri("aep://host a/agent"));
 /// ```
 pub fn is_uri(s: &str) -> bool {
-    let Some(colon) = s.find(':') else {
+    let Some(colon) = s.bytes().position(|b| b == b':') else {
         return false;
     };
     let scheme = &s.as_bytes()[..colon];
