@@ -14,7 +14,9 @@
 //! subscription does per event once the bytes are in); `match-parsed` and `match-json`
 //! (an attribute filter decided on a parsed event, or on the bytes with
 //! `Filter::decide_json`: a relay replaying stored events); `validate` (the envelope
-//! rules a relay checks, minus the `parsed` run that builds its input); `emit`
+//! rules a relay checks, minus the `parsed` run that builds its input); `ingest` (a
+//! relay's fast path: `EnvelopeView::read` and `validate_envelope_view`) beside
+//! `ingest-parsed` (`Event::from_slice`, `validate_envelope`, drop); `emit`
 //! (`SessionEmitter::emit` into a sink that serializes, what `HttpSink::accept` does
 //! before queueing).
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
@@ -73,6 +75,21 @@ fn main() {
                     positions.observe(&e);
                 }
                 black_box(e);
+            }
+        }
+        "ingest" => {
+            // A relay's ingest fast path: read in place, check the envelope, keep nothing.
+            for l in &lines {
+                let text = std::str::from_utf8(l.as_bytes()).unwrap();
+                let view = aep_core::EnvelopeView::read(text).unwrap();
+                assert!(black_box(aep_core::validate::validate_envelope_view(&view)).is_empty());
+            }
+        }
+        "ingest-parsed" => {
+            // The same with an owned `Event`: parse, check, drop.
+            for l in &lines {
+                let e = aep_core::Event::from_slice(l.as_bytes()).unwrap();
+                assert!(black_box(aep_core::validate::validate_envelope(&e)).is_empty());
             }
         }
         "validate" => {

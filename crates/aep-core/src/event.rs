@@ -17,6 +17,11 @@ use serde_json::Value;
 
 use crate::level::{Capture, Severity};
 
+mod scan;
+mod view;
+
+pub use view::EnvelopeView;
+
 /// The envelope version this crate writes (AEP-0001 §5.1 #1).
 ///
 /// ```
@@ -1331,6 +1336,7 @@ pub(crate) fn core_slot(name: &str) -> Option<Slot> {
 }
 
 /// The wire order of a map being read, kept on the stack for the usual envelope size.
+#[derive(Debug, Clone)]
 struct WireOrder {
     inline: [Slot; 24],
     len: usize,
@@ -1504,199 +1510,6 @@ impl<'de> Visitor<'de> for EventVisitor {
         e.agent = agent.ok_or_else(|| de::Error::missing_field("agent"))?;
         e.order = order.finish();
         Ok(e)
-    }
-}
-
-/// A direct reader for the plain envelope: an object whose keys have no escapes, whose
-/// string attributes have no escapes or control characters, and whose `seq` and `epoch`
-/// are plain integers. It gives up (`None`) on anything else, and the caller hands the
-/// line to serde_json, so it never decides differently: where it reads, it builds what
-/// [`EventVisitor`] builds, with the same wire order. `data` and extension values are
-/// read by serde_json as raw values. Per event this skips serde's per-token plumbing,
-/// which was most of the parse (AEP-0003 §3.2: every event a relay ingests is parsed).
-mod scan {
-    use super::*;
-
-    pub(super) fn envelope(text: &str) -> Option<Event> {
-        let mut r = Reader {
-            b: text.as_bytes(),
-            text,
-            at: 0,
-        };
-        r.ws();
-        r.byte(b'{')?;
-        let (mut aep, mut id, mut ty, mut time, mut source, mut agent) =
-            (None, None, None, None, None, None);
-        let mut e = Event::new("", "", "", "", "");
-        let mut order = WireOrder::new();
-        r.ws();
-        if r.peek()? == b'}' {
-            return None; // required attributes missing: serde's error
-        }
-        loop {
-            r.ws();
-            let key = r.string()?;
-            r.ws();
-            r.byte(b':')?;
-            r.ws();
-            match core_slot(key) {
-                Some(slot) => {
-                    if !order.push(slot) {
-                        return None; // duplicate: serde's error
-                    }
-                    match slot {
-                        0 => aep = Some(r.compact()?),
-                        1 => id = Some(r.compact()?),
-                        2 => ty = Some(r.compact()?),
-                        3 => e.subject = Some(r.compact()?),
-                        4 => time = Some(r.compact()?),
-                        5 => source = Some(r.compact()?),
-                        6 => agent = Some(r.compact()?),
-                        7 => e.session = Some(r.compact()?),
-                        8 => e.run = Some(r.compact()?),
-                        9 => e.step = Some(r.compact()?),
-                        10 => e.seq = Some(r.integer()?),
-                        11 => e.epoch = Some(r.integer()?),
-                        12 => e.cause = Some(r.compact()?),
-                        13 => e.traceparent = Some(r.compact()?),
-                        14 => e.severity = Some(r.string()?.parse().ok()?),
-                        15 => e.capture = Some(r.string()?.parse().ok()?),
-                        _ => e.data = Some(r.raw()?),
-                    }
-                }
-                None => {
-                    if e.extensions.iter().any(|(k, _)| k == key) {
-                        return None;
-                    }
-                    order.push(EXT);
-                    let value = r.raw()?;
-                    e.extensions.push((key.to_owned(), value));
-                }
-            }
-            r.ws();
-            match r.next()? {
-                b',' => continue,
-                b'}' => break,
-                _ => return None,
-            }
-        }
-        r.ws();
-        if r.at != r.b.len() {
-            return None;
-        }
-        e.aep = aep?;
-        e.id = id?;
-        e.ty = ty?;
-        e.time = time?;
-        e.source = source?;
-        e.agent = agent?;
-        e.order = order.finish();
-        Some(e)
-    }
-
-    struct Reader<'a> {
-        b: &'a [u8],
-        text: &'a str,
-        at: usize,
-    }
-
-    impl<'a> Reader<'a> {
-        fn peek(&self) -> Option<u8> {
-            self.b.get(self.at).copied()
-        }
-
-        fn next(&mut self) -> Option<u8> {
-            let c = self.peek()?;
-            self.at += 1;
-            Some(c)
-        }
-
-        fn byte(&mut self, want: u8) -> Option<()> {
-            (self.next()? == want).then_some(())
-        }
-
-        /// JSON whitespace.
-        fn ws(&mut self) {
-            while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
-                self.at += 1;
-            }
-        }
-
-        /// A string with no escapes and no control characters, borrowed.
-        fn string(&mut self) -> Option<&'a str> {
-            self.byte(b'"')?;
-            let start = self.at;
-            let end = start + plain_run(self.b.get(start..)?)?;
-            self.at = end + 1;
-            // `end` is at an ASCII quote, so both ends are on character boundaries
-            self.text.get(start..end)
-        }
-
-        fn compact(&mut self) -> Option<CompactString> {
-            self.string().map(CompactString::new)
-        }
-
-        /// A `u64` written as plain digits (no sign, fraction, exponent or leading zero).
-        fn integer(&mut self) -> Option<u64> {
-            let start = self.at;
-            while let Some(b'0'..=b'9') = self.peek() {
-                self.at += 1;
-            }
-            let digits = self.b.get(start..self.at)?;
-            if digits.is_empty() || (digits.len() > 1 && digits[0] == b'0') {
-                return None;
-            }
-            if let Some(b'.' | b'e' | b'E') = self.peek() {
-                return None;
-            }
-            digits.iter().try_fold(0u64, |n, d| {
-                n.checked_mul(10)?.checked_add(u64::from(d - b'0'))
-            })
-        }
-
-        /// Any JSON value, validated and kept as written, by serde_json.
-        fn raw(&mut self) -> Option<Box<RawValue>> {
-            let rest = self.text.get(self.at..)?;
-            let mut de = serde_json::Deserializer::from_str(rest);
-            let raw = <&RawValue>::deserialize(&mut de).ok()?;
-            let offset = (raw.get().as_ptr() as usize).checked_sub(rest.as_ptr() as usize)?;
-            self.at += offset + raw.get().len();
-            Some(raw.to_owned())
-        }
-    }
-
-    /// The length of the run before a closing quote, or `None` if a backslash or a
-    /// control character (which JSON forbids raw in strings) comes first. Eight bytes at
-    /// a time: in each word, the lowest byte flagged by the borrow trick is a true match
-    /// (a false flag needs a borrow from a lower, truly matching byte).
-    fn plain_run(b: &[u8]) -> Option<usize> {
-        const ONES: u64 = u64::MAX / 255;
-        const HIGH: u64 = ONES << 7;
-        let mut at = 0;
-        while let Some(word) = b.get(at..at + 8) {
-            let mut bytes = [0u8; 8];
-            bytes.copy_from_slice(word);
-            let x = u64::from_le_bytes(bytes);
-            let ctrl = x.wrapping_sub(ONES * 0x20) & !x;
-            let q = x ^ (ONES * u64::from(b'"'));
-            let quote = q.wrapping_sub(ONES) & !q;
-            let s = x ^ (ONES * u64::from(b'\\'));
-            let slash = s.wrapping_sub(ONES) & !s;
-            let hits = (ctrl | quote | slash) & HIGH;
-            if hits != 0 {
-                let i = at + (hits.trailing_zeros() / 8) as usize;
-                return (b.get(i) == Some(&b'"')).then_some(i);
-            }
-            at += 8;
-        }
-        for &c in b.get(at..)? {
-            match c {
-                b'"' => return Some(at),
-                b'\\' | 0..=0x1f => return None,
-                _ => at += 1,
-            }
-        }
-        None
     }
 }
 

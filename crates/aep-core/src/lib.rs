@@ -64,7 +64,7 @@ pub use ceiling::CaptureCeiling;
 pub use control::{ControlSender, ControlTarget, Nack, NackReason, RejectReason};
 pub use dedupe::Dedupe;
 pub use envelope::{Clock, EnvelopeFactory};
-pub use event::{Event, EventParseError, ExtensionError, AEP_VERSION};
+pub use event::{EnvelopeView, Event, EventParseError, ExtensionError, AEP_VERSION};
 pub use filter::{Filter, FilterError};
 pub use frame::{DecodeError, Frame, Message};
 pub use gating::gate_form_values;
@@ -76,5 +76,6 @@ pub use resume::{FromBudget, Position, Positions, ResumePosition};
 pub use subscription::{DeliveryMode, Registry, SubscriptionFilter};
 pub use types::EventType;
 pub use validate::{
-    validate_envelope, validate_event, validate_value, Issue, Rule, StreamValidator,
+    validate_envelope, validate_envelope_view, validate_event, validate_value, Issue, Rule,
+    StreamValidator,
 };

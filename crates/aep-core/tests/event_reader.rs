@@ -4,13 +4,49 @@
 //! (attributes, wire order, bytes written back) or the same error.
 #![allow(clippy::unwrap_used)] // test code: a broken case should fail loudly
 
-use aep_core::{Event, EventParseError};
+use aep_core::validate::{validate_envelope, validate_envelope_view};
+use aep_core::{EnvelopeView, Event, EventParseError};
 use proptest::prelude::*;
+
+/// Where the in-place view reads a line, serde_json reads the same event from it, and the
+/// envelope rules say the same of both.
+fn view_agrees(text: &str, serde: &Result<Event, EventParseError>) -> Result<(), TestCaseError> {
+    let Some(view) = EnvelopeView::read(text) else {
+        return Ok(());
+    };
+    let Ok(e) = serde else {
+        return Err(TestCaseError::fail(format!(
+            "{text}: view read, serde {serde:?}"
+        )));
+    };
+    prop_assert_eq!(view.id(), e.id());
+    prop_assert_eq!(view.event_type(), e.event_type());
+    prop_assert_eq!(view.source(), e.source());
+    prop_assert_eq!(view.agent(), e.agent());
+    prop_assert_eq!(view.session(), e.session());
+    prop_assert_eq!((view.seq(), view.epoch()), (e.seq(), e.epoch()));
+    prop_assert_eq!(
+        (view.severity(), view.capture()),
+        (e.severity(), e.capture())
+    );
+    prop_assert_eq!(view.data_raw(), e.data_raw().map(|r| r.get()));
+    let ext: Vec<(&str, &str)> = e.extensions().map(|(k, v)| (k, v.get())).collect();
+    prop_assert_eq!(view.extensions().collect::<Vec<_>>(), ext);
+    let issues = |v: Vec<aep_core::Issue>| v.iter().map(ToString::to_string).collect::<Vec<_>>();
+    prop_assert_eq!(
+        issues(validate_envelope_view(&view)),
+        issues(validate_envelope(e)),
+        "{}",
+        text
+    );
+    Ok(())
+}
 
 fn same(text: &str) -> Result<(), TestCaseError> {
     let direct = text.parse::<Event>();
     let serde: Result<Event, EventParseError> =
         serde_json::from_str::<Event>(text).map_err(Into::into);
+    view_agrees(text, &serde)?;
     match (&direct, &serde) {
         (Ok(a), Ok(b)) => {
             prop_assert_eq!(a, b, "{}", text);
@@ -139,6 +175,93 @@ proptest! {
     }
 }
 
+/// JSON-ish text for `data`: valid values and near misses, token by token.
+const DATA_TOKENS: &[&str] = &[
+    "{",
+    "}",
+    "[",
+    "]",
+    ",",
+    ":",
+    " ",
+    "\n",
+    r#""k""#,
+    r#""a\"b""#,
+    r#""\u00e9""#,
+    r#""\uZZ00""#,
+    r#""\q""#,
+    "\"",
+    "0",
+    "-1",
+    "01",
+    "1.5",
+    "1.",
+    ".5",
+    "1e400",
+    "1E+2",
+    "2e",
+    "-",
+    "true",
+    "tru",
+    "null",
+    "false",
+    "nul",
+    "\"\u{1}\"",
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(6_000))]
+
+    /// `data` built from tokens: where the view takes it, serde_json does too, and it
+    /// keeps the same bytes.
+    #[test]
+    fn data_text_reads_the_same_both_ways(tokens in prop::collection::vec(0..DATA_TOKENS.len(), 1..14)) {
+        let data: String = tokens.iter().map(|&i| DATA_TOKENS[i]).collect();
+        let text = format!(
+            r#"{{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a","data":{data}}}"#
+        );
+        same(&text)?;
+    }
+
+    /// Any JSON value serde_json writes, compact or pretty, is read by the view, and
+    /// kept byte for byte: the fast path is not a narrow one.
+    #[test]
+    fn written_json_is_read_in_place(value in json_value(), pretty in any::<bool>()) {
+        let data = if pretty {
+            serde_json::to_string_pretty(&value).unwrap()
+        } else {
+            serde_json::to_string(&value).unwrap()
+        };
+        let text = format!(
+            r#"{{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a","data":{data},"acme":{data}}}"#
+        );
+        let view = EnvelopeView::read(&text);
+        prop_assert!(view.is_some(), "{}", text);
+        prop_assert_eq!(view.unwrap().data_raw(), Some(data.as_str()));
+        same(&text)?;
+    }
+}
+
+fn json_value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::Value;
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
+            .prop_map(Value::from),
+        ".{0,12}".prop_map(Value::String),
+    ];
+    leaf.prop_recursive(6, 48, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
+            prop::collection::btree_map(".{0,6}", inner, 0..6)
+                .prop_map(|m| Value::Object(m.into_iter().collect())),
+        ]
+    })
+}
+
 #[test]
 fn a_golden_line_reads_the_same_both_ways() {
     for line in include_str!("../../../fixtures/conformance/golden/golden.jsonl")
@@ -146,6 +269,7 @@ fn a_golden_line_reads_the_same_both_ways() {
         .filter(|l| !l.trim().is_empty())
     {
         same(line).unwrap();
+        assert!(EnvelopeView::read(line).is_some(), "{line}");
     }
 }
 

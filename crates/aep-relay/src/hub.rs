@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use aep_core::frame::ErrorCode;
-use aep_core::{Capture, Event, Severity};
+use aep_core::{Capture, EnvelopeView, Event, Severity};
 use bytes::Bytes;
 use serde_json::{json, Value};
 
@@ -24,18 +24,25 @@ use crate::store::{Encoded, Store};
 
 /// Frames an event for both bindings.
 pub(crate) fn encode(event: &Event, json: &[u8]) -> Encoded {
-    let position = match (event.session(), event.seq()) {
-        (Some(session), Some(seq)) => Some((session, event.epoch(), seq)),
-        _ => None,
-    };
-    Encoded::new(
-        json,
-        event.event_type(),
-        position,
-        event.source(),
-        event.id(),
-        event.severity(),
-    )
+    let position = replay_position(event.session(), event.epoch(), event.seq());
+    let (ty, source, id) = (event.event_type(), event.source(), event.id());
+    Encoded::new(json, ty, position, source, id, event.severity())
+}
+
+/// [`encode`] for an envelope read in place.
+fn encode_view(view: &EnvelopeView<'_>, json: &[u8]) -> Encoded {
+    let position = replay_position(view.session(), view.epoch(), view.seq());
+    let (ty, source, id) = (view.event_type(), view.source(), view.id());
+    Encoded::new(json, ty, position, source, id, view.severity())
+}
+
+/// A sequenced session event's place in its session's replay order (AEP-0001 §7).
+fn replay_position(
+    session: Option<&str>,
+    epoch: u64,
+    seq: Option<u64>,
+) -> Option<(&str, u64, u64)> {
+    Some((session?, epoch, seq?))
 }
 
 /// One accepted event, parsed once and framed once.
@@ -92,6 +99,23 @@ pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> 
         raw
     };
     let json = json.trim_ascii();
+    if !keep {
+        // The fast path: most ingested events are buffered and never looked at again
+        // until replay, which reads their bytes; read them in place and keep nothing.
+        // Anything the view does not take, or an event that must be kept parsed (live,
+        // command), goes the full way below, which decides every case the same.
+        let view = std::str::from_utf8(json).ok().and_then(EnvelopeView::read);
+        if let Some(view) = view {
+            let disposition = proto::check_view(&view).map_err(LineError::Invalid)?;
+            if disposition == Disposition::Buffered {
+                return Ok(Incoming {
+                    event: None,
+                    encoded: encode_view(&view, json),
+                    disposition,
+                });
+            }
+        }
+    }
     let event = Event::from_slice(json).map_err(|e| {
         if e.is_syntax() {
             LineError::Json(e.to_string())
@@ -748,6 +772,61 @@ mod tests {
     use crate::outbox::{Drain, Piece};
 
     const LINE: &[u8] = br#"{"aep":"0.1","id":"01J0000000000000000000000A","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://t/agent/a","agent":"a","session":"s1","seq":3,"severity":"notice","data":{}}"#;
+
+    /// The in-place reading (`keep == false`) accepts, refuses and frames every line as
+    /// the full parse does: the same disposition, the same bytes to store, the same
+    /// error. Lines on both sides of the view's reach: plain, escaped, live, command,
+    /// invalid, not JSON.
+    #[test]
+    fn the_in_place_ingest_path_decides_as_the_full_parse() {
+        let base = std::str::from_utf8(LINE).unwrap();
+        let lines: Vec<String> = vec![
+            base.to_owned(),
+            base.replace(r#""data":{}"#, r#""data":{"t":"a\"b","n":[1.5e3,-0,null,true]}"#),
+            base.replace(r#""agent":"a""#, r#""agent":"\u0061""#), // escaped: full path
+            base.replace(r#""seq":3,"#, r#""seq":3,"epoch":2,"acme":"x","#),
+            base.replace(r#""seq":3,"#, ""),                          // session, no seq
+            base.replace(r#""session":"s1","seq":3,"#, ""),           // no session
+            base.replace("progress.status", "agent.heartbeat"),       // agent-scoped, has seq
+            base.replace("progress.status", "widget.spun"),           // unknown category
+            base.replace("progress.status", "Tool.X"),                // not dotted lowercase
+            base.replace(r#""seq":3,"#, r#""seq":-3,"#),
+            base.replace(r#""data":{}"#, r#""data":[]"#),
+            base.replace(r#""data":{}"#, r#""data":{"a":1,}"#),
+            base.replace(r#""data":{}"#, r#""data":{"a":01}"#),
+            base.replace(r#""session":"s1""#, r#""session":"s\n1""#),
+            base.replace(r#""time":"2026-07-03T10:15:04.221Z""#, r#""time":"yesterday""#),
+            base.replace("aep://t/agent/a", "not a uri"),
+            base.replace(r#","data":{}"#, r#","traceparent":"x","data":{}"#),
+            base.replace(r#""severity":"notice""#, r#""severity":"loud""#),
+            r#"{"aep":"0.1","id":"c1","type":"control.pause","time":"2026-07-03T10:15:04.221Z","source":"aep://t/console","agent":"console","session":"s1"}"#.to_owned(),
+            "not json".to_owned(),
+            base.replace('}', "} trailing"),
+        ];
+        for line in &lines {
+            let fast = parse_line(line.as_bytes(), false);
+            let full = parse_line(line.as_bytes(), true);
+            match (&fast, &full) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a.disposition, b.disposition, "{line}");
+                    assert_eq!(
+                        format!("{:?}", a.encoded),
+                        format!("{:?}", b.encoded),
+                        "{line}"
+                    );
+                    // a buffered event is dropped on the fast path; the others are kept
+                    assert_eq!(
+                        a.event.is_some(),
+                        a.disposition != Disposition::Buffered,
+                        "{line}"
+                    );
+                }
+                (Err(a), Err(b)) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "{line}"),
+                _ => panic!("{line}: fast {fast:?}, full {full:?}"),
+            }
+        }
+        assert!(parse_line(lines[0].as_bytes(), false).is_ok());
+    }
 
     /// Subscribes a live SSE reader with `filter` and returns its drain.
     fn reader(hub: &Hub, filter: Value) -> Drain {

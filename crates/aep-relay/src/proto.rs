@@ -12,8 +12,8 @@ use aep_core::frame::{
 };
 use aep_core::resume::ResumePosition;
 use aep_core::types::EventType;
-use aep_core::validate::{validate_envelope, Rule};
-use aep_core::{Capture, Event};
+use aep_core::validate::{validate_envelope, validate_envelope_view, Issue, Rule};
+use aep_core::{Capture, EnvelopeView, Event};
 use serde_json::Value;
 
 use crate::config::RelayConfig;
@@ -35,40 +35,58 @@ pub(crate) enum Disposition {
 /// validation; payload schemas are the consumer's business) and says what to do with it.
 /// The error is the detail of the 400 / `invalid-event` answer.
 pub(crate) fn check_envelope(event: &Event) -> Result<Disposition, String> {
+    decide(
+        validate_envelope(event),
+        event.event_type(),
+        event.session(),
+        event.seq(),
+    )
+}
+
+/// [`check_envelope`] for an envelope read in place (the ingest fast path).
+pub(crate) fn check_view(view: &EnvelopeView<'_>) -> Result<Disposition, String> {
+    decide(
+        validate_envelope_view(view),
+        view.event_type(),
+        view.session(),
+        view.seq(),
+    )
+}
+
+fn decide(
+    issues: Vec<Issue>,
+    event_type: &str,
+    session: Option<&str>,
+    seq: Option<u64>,
+) -> Result<Disposition, String> {
     let tolerated = |rule: Rule| {
         // a type outside the thirteen categories is forwarded, as the reference relay
         // does: consumers MUST tolerate unknown types (AEP-0001 §6) and a relay is not a
         // terminal consumer; only a type that is not dotted lowercase at all is refused
-        rule == Rule::TypeSyntax && is_dotted_lowercase(event.event_type())
+        rule == Rule::TypeSyntax && is_dotted_lowercase(event_type)
     };
     // the envelope rules only: `data` is never decoded on the ingest path
-    if let Some(issue) = validate_envelope(event)
-        .into_iter()
-        .find(|i| !tolerated(i.rule()))
-    {
+    if let Some(issue) = issues.into_iter().find(|i| !tolerated(i.rule())) {
         return Err(issue.to_string());
     }
     // The session goes into the SSE `id:` line verbatim; a line break in it would forge
     // fields of the stream every reader parses (AEP-0003 §3.3).
-    if event
-        .session()
-        .is_some_and(|s| !aep_core::resume::sse_line_safe(s))
-    {
+    if session.is_some_and(|s| !aep_core::resume::sse_line_safe(s)) {
         return Err("session holds CR, LF or NUL, which the SSE binding cannot carry in an id: line (AEP-0003 §3.3)".into());
     }
-    let Ok(ty) = EventType::parse(event.event_type()) else {
-        return match (event.session(), event.seq()) {
+    let Ok(ty) = EventType::parse(event_type) else {
+        return match (session, seq) {
             (Some(_), Some(_)) => Ok(Disposition::Buffered),
             _ => Ok(Disposition::Live),
         };
     };
     if ty.is_agent_scoped() {
-        if event.session().is_some() || event.seq().is_some() {
+        if session.is_some() || seq.is_some() {
             return Err("agent-scoped events omit session/seq".into());
         }
         return Ok(Disposition::Live);
     }
-    if event.session().is_none() {
+    if session.is_none() {
         return Err(if ty.is_command() {
             "command events require session (target)".into()
         } else {
@@ -76,11 +94,11 @@ pub(crate) fn check_envelope(event: &Event) -> Result<Disposition, String> {
         });
     }
     if ty.is_foreign_emitter() {
-        if event.seq().is_some() {
+        if seq.is_some() {
             return Err(if ty.is_command() {
                 "command events omit seq".into()
             } else {
-                format!("{} omits seq", event.event_type())
+                format!("{event_type} omits seq")
             });
         }
         return Ok(if ty.is_command() {
@@ -89,7 +107,7 @@ pub(crate) fn check_envelope(event: &Event) -> Result<Disposition, String> {
             Disposition::Live
         });
     }
-    if event.seq().is_none() {
+    if seq.is_none() {
         return Err("seq required (integer >= 0)".into());
     }
     Ok(Disposition::Buffered)

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::{format, payload, Issue, Rule};
-use crate::event::{check_extension_name, is_extension_value, Event, ExtensionError};
+use crate::event::{check_extension_name, is_extension_value, EnvelopeView, Event, ExtensionError};
 use crate::level::{Capture, Severity};
 use crate::types::{EventType, CATEGORIES};
 
@@ -163,6 +163,56 @@ impl Envelope for Event {
     fn each_extension(&self, f: &mut dyn FnMut(&str, Cow<'_, Value>)) {
         for (name, raw) in self.extensions() {
             let value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+            f(name, Cow::Owned(value));
+        }
+    }
+}
+
+impl Envelope for EnvelopeView<'_> {
+    fn attr(&self, attr: Attr) -> Seen<'_> {
+        fn text(v: Option<&str>) -> Seen<'_> {
+            v.map_or(Seen::Absent, Seen::Str)
+        }
+        fn count<'a>(v: Option<u64>) -> Seen<'a> {
+            v.map_or(Seen::Absent, |_| Seen::Count)
+        }
+        let p = &self.plain;
+        match attr {
+            Attr::AEP => Seen::Str(p.aep),
+            Attr::ID => Seen::Str(p.id),
+            Attr::TYPE => Seen::Str(p.ty),
+            Attr::TIME => Seen::Str(p.time),
+            Attr::SOURCE => Seen::Str(p.source),
+            Attr::AGENT => Seen::Str(p.agent),
+            Attr::SUBJECT => text(p.subject),
+            Attr::SESSION => text(p.session),
+            Attr::RUN => text(p.run),
+            Attr::STEP => text(p.step),
+            Attr::CAUSE => text(p.cause),
+            Attr::TRACEPARENT => text(p.traceparent),
+            Attr::SEQ => count(p.seq),
+            Attr::EPOCH => count(p.epoch),
+            Attr::SEVERITY => text(p.severity.map(Severity::as_str)),
+            Attr::CAPTURE => text(p.capture.map(Capture::as_str)),
+            _ => Seen::Absent,
+        }
+    }
+
+    fn data(&self) -> Option<Cow<'_, Value>> {
+        // checked as JSON when read, so it decodes; a value past serde_json's own limits
+        // counts as `null`, as for an `Event`
+        self.data_raw()
+            .map(|raw| Cow::Owned(serde_json::from_str(raw).unwrap_or(Value::Null)))
+    }
+
+    fn data_is_object(&self) -> Option<bool> {
+        // checked JSON text that opens with `{` is an object
+        self.data_raw().map(|raw| raw.starts_with('{'))
+    }
+
+    fn each_extension(&self, f: &mut dyn FnMut(&str, Cow<'_, Value>)) {
+        for (name, raw) in self.extensions() {
+            let value = serde_json::from_str(raw).unwrap_or(Value::Null);
             f(name, Cow::Owned(value));
         }
     }

@@ -34,7 +34,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::event::Event;
+use crate::event::{EnvelopeView, Event};
 use envelope::Scope;
 
 pub use format::{is_date_time, is_traceparent, is_uri};
@@ -417,6 +417,21 @@ pub fn validate_event(event: &Event) -> Vec<Issue> {
 /// ```
 pub fn validate_envelope(event: &Event) -> Vec<Issue> {
     envelope::validate(event, Scope::Envelope)
+}
+
+/// [`validate_envelope`] for an envelope read in place ([`EnvelopeView`]): the same rules,
+/// the same issues, without an owned [`Event`].
+///
+/// ```
+/// use aep_core::event::EnvelopeView;
+/// use aep_core::validate::{validate_envelope_view, Rule};
+///
+/// let line = r#"{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a","seq":3}"#;
+/// let issues = validate_envelope_view(&EnvelopeView::read(line).unwrap());
+/// assert_eq!(issues.iter().map(|i| i.rule()).collect::<Vec<_>>(), [Rule::Format, Rule::Format, Rule::Scoping]);
+/// ```
+pub fn validate_envelope_view(view: &EnvelopeView<'_>) -> Vec<Issue> {
+    envelope::validate(view, Scope::Envelope)
 }
 
 /// Validates `data` against the registered schema of `event_type` (AEP-0002 §5), for
