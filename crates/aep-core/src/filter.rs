@@ -33,7 +33,7 @@ use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
-use crate::event::{check_extension_name, Event, ExtensionError};
+use crate::event::{check_extension_name, EnvelopeView, Event, ExtensionError};
 use crate::level::{Capture, Severity};
 
 /// The core attributes a filter may name (AEP-0003 §6.2 rule 1), besides extension
@@ -612,6 +612,49 @@ impl Attrs for Event {
     }
 }
 
+/// An envelope read in place answers as the [`Event`] of the same line would: it reads
+/// the same attributes (held by `tests/event_reader.rs`).
+impl Attrs for EnvelopeView<'_> {
+    #[inline]
+    fn text(&self, attr: &Attr) -> Option<&str> {
+        let p = &self.plain;
+        match attr {
+            Attr::Id => Some(p.id),
+            Attr::Type => Some(p.ty),
+            Attr::Subject => p.subject,
+            Attr::Source => Some(p.source),
+            Attr::Agent => Some(p.agent),
+            Attr::Session => p.session,
+            Attr::Run => p.run,
+            Attr::Step => p.step,
+            Attr::Cause => p.cause,
+            _ => None,
+        }
+    }
+    #[inline]
+    fn epoch(&self) -> Option<u64> {
+        Some(EnvelopeView::epoch(self))
+    }
+    #[inline]
+    fn severity_rank(&self) -> Option<u8> {
+        Some(self.severity() as u8)
+    }
+    #[inline]
+    fn capture_rank(&self) -> Option<u8> {
+        Some(self.capture() as u8)
+    }
+    #[inline]
+    fn ext(&self, name: &str) -> Option<ExtValue<'_>> {
+        let (_, raw) = self.extensions().find(|(k, _)| *k == name)?;
+        Some(match raw.as_bytes().first() {
+            Some(b'"') => json_string(raw).map_or(ExtValue::Other, ExtValue::Str),
+            _ if raw == "true" => ExtValue::Bool(true),
+            _ if raw == "false" => ExtValue::Bool(false),
+            _ => raw.parse::<i128>().map_or(ExtValue::Other, ExtValue::Int),
+        })
+    }
+}
+
 /// An extension attribute's value when it is a JSON string, borrowed from the event
 /// unless it has escapes to decode.
 pub(crate) fn extension_string<'e>(event: &'e Event, name: &str) -> Option<Cow<'e, str>> {
@@ -958,6 +1001,11 @@ impl Filter {
         if self.preds.is_empty() {
             // `{}` matches every event
             return (json.trim_ascii_start().first() == Some(&b'{')).then_some(true);
+        }
+        // The plain envelope (a relay's stored events, almost always) is read in place
+        // in one pass; anything else picks the named members with serde_json.
+        if let Some(view) = std::str::from_utf8(json).ok().and_then(EnvelopeView::read) {
+            return Some(self.preds.iter().all(|p| p.matches(&view)));
         }
         let picked = Picked::read(&self.preds, json)?;
         Some(self.preds.iter().all(|p| p.matches(&picked)))

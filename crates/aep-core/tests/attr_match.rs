@@ -257,6 +257,40 @@ mod bad_input {
         r#"{"acme":0,"agent":"a","severity":"info","capture":"metadata","epoch":1}"#,
     ];
 
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(3_000))]
+
+        /// On whole envelopes (what a relay stores), the verdict from the bytes is the
+        /// parsed event's, and every plainly written one is decided.
+        #[test]
+        fn verdict_on_an_envelope_is_the_parsed_events(
+            agent in 0..3usize,
+            ty in 0..4usize,
+            severity in 0..4usize,
+            capture in 0..3usize,
+            epoch in 0..3usize,
+            acme in 0..6usize,
+            filter in 0..FILTERS.len(),
+        ) {
+            let agent = [r#""a""#, r#""b""#, r#""\u0061""#][agent];
+            let ty = ["tool.called", "tool.completed", "run.started", "x.acme.tool.x"][ty];
+            let severity = ["", r#","severity":"notice""#, r#","severity":"debug""#, r#","severity":"error""#][severity];
+            let capture = ["", r#","capture":"full""#, r#","capture":"none""#][capture];
+            let epoch = ["", r#","epoch":1"#, r#","epoch":0"#][epoch];
+            let acme = ["", r#","acme":"a""#, r#","acme":1"#, r#","acme":-5"#, r#","acme":true"#, r#","acme":"\u0061""#][acme];
+            let line = format!(
+                r#"{{"aep":"0.1","id":"1","type":"{ty}","time":"t","source":"s","agent":{agent},"session":"b","seq":1{epoch}{severity}{capture}{acme},"data":{{"agent":"a","n":[1.5e3,"x\"y"]}}}}"#
+            );
+            let event = aep_core::Event::from_slice(line.as_bytes()).unwrap();
+            let filter = Filter::from_json(FILTERS[filter]).unwrap();
+            let decided = filter.decide_json(line.as_bytes());
+            prop_assert!(decided.is_none_or(|d| d == filter.matches(&event)), "{} on {}", filter.to_json(), line);
+            if !line.contains("u0061") {
+                prop_assert_eq!(decided, Some(filter.matches(&event)), "{} on {}", filter.to_json(), line);
+            }
+        }
+    }
+
     #[test]
     fn bytes_that_are_not_an_object_are_left_to_a_parse() {
         let not_objects: [&[u8]; 5] = [b"not json", b"[1]", b"\"a\"", b"", b" 1"];
