@@ -1394,6 +1394,15 @@ impl WireOrder {
         true
     }
 
+    /// Records that core `slot` was seen, without keeping the order (a reading that
+    /// writes nothing back); `false` when it was seen before.
+    fn see(&mut self, slot: Slot) -> bool {
+        let bit = 1u32 << slot;
+        let fresh = self.seen & bit == 0;
+        self.seen |= bit;
+        fresh
+    }
+
     /// The order to keep, or `None` when it is the canonical one.
     fn finish(self) -> Option<Box<[Slot]>> {
         if self.canonical {

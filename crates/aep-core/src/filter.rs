@@ -979,15 +979,18 @@ impl Filter {
     }
 
     /// Decides the filter straight from an event's JSON bytes, without building an
-    /// [`Event`] or a `Value`: `Some(verdict)` when the attributes the filter names read
-    /// plainly (strings without escapes, integers written plainly), `None` when deciding
-    /// takes a parse (escapes, other number spellings, more than eight predicates, or
-    /// bytes that are not a JSON object).
+    /// [`Event`] or a `Value`. A plain envelope (what [`EnvelopeView`] reads) is always
+    /// decided, on the view. Otherwise the members the filter names are picked from the
+    /// object: `Some(verdict)` when they read plainly (strings without escapes, integers
+    /// written plainly), `None` when deciding takes a parse (escapes or other number
+    /// spellings in a named member, more than eight predicates, or bytes that are not a
+    /// JSON object).
     ///
     /// For the bytes of an event that was accepted (as a relay's stored events were),
     /// `Some(v)` is the verdict [`matches`](Self::matches) gives on the parsed event.
-    /// Members the filter does not name are skipped, not validated, so the bytes must
-    /// already be known to be an event: this is no validator.
+    /// Outside a plain envelope, members the filter does not name are skipped, not
+    /// validated, so the bytes must already be known to be an event: this is no
+    /// validator.
     ///
     /// ```
     /// use aep_core::filter::Filter;

@@ -48,10 +48,11 @@ fn replay_position(
 /// One accepted event, parsed once and framed once.
 #[derive(Debug)]
 pub(crate) struct Incoming {
-    /// The parsed event; `None` only for a buffered event parsed while no subscription
-    /// needed it (none, or all matching on the session alone: fan-out reads that from the
-    /// frame, and parses again should another kind have come in meanwhile). Boxed: a
-    /// batch holds its events in a list, which should stay small.
+    /// The parsed event; `None` only for a buffered event ingested while no subscription
+    /// needed it parsed (none, or all matching on the session alone: fan-out reads that
+    /// from the frame, and parses again should another kind have come in meanwhile), which
+    /// was read in place and never parsed into an `Event`. Boxed: a batch holds its events
+    /// in a list, which should stay small.
     pub(crate) event: Option<Box<Event>>,
     pub(crate) encoded: Encoded,
     pub(crate) disposition: Disposition,
@@ -83,9 +84,10 @@ pub(crate) fn parse_event(raw: &[u8]) -> Result<Incoming, LineError> {
 
 /// Parses and checks one event line or body. Raw line breaks (insignificant whitespace in
 /// JSON: strings cannot hold them) are removed so the event fits one SSE `data:` line;
-/// every other byte is forwarded as received. Unless `keep`, a buffered event's parsed
-/// form is dropped at once: when no subscription needs it only its bytes are, and a large
-/// batch then never holds every parsed event at the same time.
+/// every other byte is forwarded as received. Unless `keep`, a buffered event is read in
+/// place ([`EnvelopeView`]) and never parsed into an `Event` (one the view does not take
+/// is parsed and dropped at once): when no subscription needs it only its bytes are, and
+/// a large batch then never holds every parsed event at the same time.
 pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> {
     let owned;
     let json: &[u8] = if memchr::memchr2(b'\n', b'\r', raw).is_some() {
@@ -99,6 +101,7 @@ pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> 
         raw
     };
     let json = json.trim_ascii();
+    let mut checked = None;
     if !keep {
         // The fast path: most ingested events are buffered and never looked at again
         // until replay, which reads their bytes; read them in place and keep nothing.
@@ -114,6 +117,8 @@ pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> 
                     disposition,
                 });
             }
+            // checked already: the parse below reads the same attributes
+            checked = Some(disposition);
         }
     }
     let event = Event::from_slice(json).map_err(|e| {
@@ -123,7 +128,10 @@ pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> 
             LineError::Invalid(e.to_string())
         }
     })?;
-    let disposition = proto::check_envelope(&event).map_err(LineError::Invalid)?;
+    let disposition = match checked {
+        Some(disposition) => disposition,
+        None => proto::check_envelope(&event).map_err(LineError::Invalid)?,
+    };
     let encoded = encode(&event, json);
     let event = (keep || disposition != Disposition::Buffered).then(|| Box::new(event));
     Ok(Incoming {

@@ -15,12 +15,16 @@ use super::*;
 
 /// How a reading takes one JSON value (`data`, an extension value) from the line.
 pub(crate) trait RawRead<'a>: Sized {
+    /// Whether the reading records the wire order (an [`Event`] writes it back; a view
+    /// only reads).
+    const KEEPS_ORDER: bool;
     /// Reads the value at the reader's position (leading whitespace skipped), or gives up.
     fn read(r: &mut Reader<'a>) -> Option<Self>;
 }
 
 /// serde_json's reading: validated and borrowed, what an [`Event`] keeps (owned).
 impl<'a> RawRead<'a> for &'a RawValue {
+    const KEEPS_ORDER: bool = true;
     fn read(r: &mut Reader<'a>) -> Option<Self> {
         let rest = r.text.get(r.at..)?;
         let mut de = serde_json::Deserializer::from_str(rest);
@@ -37,6 +41,7 @@ impl<'a> RawRead<'a> for &'a RawValue {
 pub(crate) struct Json<'a>(pub(crate) &'a str);
 
 impl<'a> RawRead<'a> for Json<'a> {
+    const KEEPS_ORDER: bool = false;
     fn read(r: &mut Reader<'a>) -> Option<Self> {
         let start = r.at;
         skip_value(r, 0)?;
@@ -96,7 +101,12 @@ pub(crate) fn read<'a, R: RawRead<'a>>(text: &'a str) -> Option<Plain<'a, R>> {
         r.ws();
         match core_slot(key) {
             Some(slot) => {
-                if !order.push(slot) {
+                let fresh = if R::KEEPS_ORDER {
+                    order.push(slot)
+                } else {
+                    order.see(slot)
+                };
+                if !fresh {
                     return None; // duplicate: serde's error
                 }
                 match slot {
@@ -123,7 +133,9 @@ pub(crate) fn read<'a, R: RawRead<'a>>(text: &'a str) -> Option<Plain<'a, R>> {
                 if extensions.iter().any(|(k, _)| *k == key) {
                     return None;
                 }
-                order.push(EXT);
+                if R::KEEPS_ORDER {
+                    order.push(EXT);
+                }
                 let value = R::read(&mut r)?;
                 extensions.push((key, value));
             }
@@ -319,12 +331,14 @@ impl<'a> Reader<'a> {
     }
 }
 
-/// Nesting past this gives the value to serde_json, which has its own limit and error.
+/// Nesting deeper than this gives up, and the line goes to [`Event::from_slice`]; serde_json
+/// reads a raw value at any depth, so this only narrows what the in-place reading takes
+/// and keeps its recursion bounded.
 const MAX_DEPTH: u32 = 64;
 
 /// Checks and passes over one JSON value. Anything outside the grammar gives up, and so
-/// does anything serde_json might judge otherwise (deep nesting), so that where this
-/// accepts, serde_json accepts too.
+/// does nesting past [`MAX_DEPTH`] levels, so that where this accepts, serde_json accepts
+/// too.
 fn skip_value(r: &mut Reader<'_>, depth: u32) -> Option<()> {
     match r.peek()? {
         b'"' => r.skip_string(),

@@ -5,16 +5,17 @@ use super::scan::{self, Json, Plain};
 use super::Event;
 use crate::level::{Capture, Severity};
 
-/// A plain envelope line read in place: the attributes borrowed from the line, nothing
-/// allocated, `data` and extension values checked as JSON but not decoded.
+/// A plain envelope line read in place: the attributes borrowed from the line, `data`
+/// and extension values checked as JSON but not decoded. Nothing is allocated for an
+/// envelope without extension attributes (a list holds those).
 ///
 /// This is the fast path of a relay's ingest (AEP-0003 §3.2.3: check the envelope,
 /// store and forward the bytes), where most events are never looked at again. It reads
 /// the envelopes [`Event`]'s own direct reader reads (no escapes in keys or string
-/// attributes, `seq` and `epoch` as plain integers, `data` nested less than 64 deep)
-/// and answers `None` for everything else, valid or not: parse that with
-/// [`Event::from_slice`], which decides every case. Where it reads, `Event::from_slice`
-/// reads the same attributes.
+/// attributes, `seq` and `epoch` as plain integers) whose `data` and extension values
+/// nest at most 64 levels deep, and answers `None` for everything else, valid or not:
+/// parse that with [`Event::from_slice`], which decides every case (and reads deeper
+/// values too). Where it reads, `Event::from_slice` reads the same attributes.
 ///
 /// Check it with [`crate::validate::validate_envelope_view`], the rules
 /// [`crate::validate::validate_envelope`] runs on an [`Event`].
