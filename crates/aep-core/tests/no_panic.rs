@@ -5,8 +5,10 @@
 #![allow(clippy::unwrap_used)] // a test: a panic is the failure report
 
 use aep_core::types::EventType;
-use aep_core::validate::{validate_event, validate_value, Rule, StreamValidator};
-use aep_core::Event;
+use aep_core::validate::{
+    validate_envelope_view, validate_event, validate_value, Rule, StreamValidator,
+};
+use aep_core::{EnvelopeView, Event};
 use std::sync::LazyLock;
 
 use proptest::prelude::*;
@@ -37,6 +39,13 @@ fn golden_line(i: usize) -> Value {
 /// property that ties the two validators together.
 fn exercise_bytes(bytes: &[u8]) {
     let parsed = Event::from_slice(bytes);
+    // the in-place reading: where it reads, the parse reads too (the same attributes:
+    // tests/event_reader.rs)
+    if let Some(view) = std::str::from_utf8(bytes).ok().and_then(EnvelopeView::read) {
+        assert!(parsed.is_ok(), "{:?}", String::from_utf8_lossy(bytes));
+        let _ = validate_envelope_view(&view);
+        let _ = view.extensions().count();
+    }
     if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
         exercise_value(&value);
     }
