@@ -26,6 +26,23 @@ pub const CORE_COMMANDS: [&str; 4] = [
     "control.resume",
 ];
 
+/// Whether `ty` is dotted lowercase: two or more non-empty `[a-z0-9_-]` segments. That
+/// is the shape a relay forwards even outside the registered categories, as consumers
+/// tolerate unknown types (AEP-0001 §6) and a relay is not a terminal consumer; the
+/// reference relay checks the same.
+///
+/// ```
+/// use aep_core::types::is_dotted_lowercase;
+/// assert!(is_dotted_lowercase("widget.spun"));      // unknown category: forwarded
+/// assert!(is_dotted_lowercase("x.acme-co.tool.x"));
+/// assert!(!is_dotted_lowercase("tool"));            // one segment
+/// assert!(!is_dotted_lowercase("Tool.called"));
+/// assert!(!is_dotted_lowercase("tool..called"));
+/// ```
+pub fn is_dotted_lowercase(ty: &str) -> bool {
+    ty.contains('.') && crate::filter::is_pattern_body(ty)
+}
+
 /// Why a `type` string is outside the AEP-0001 §6 grammar.
 ///
 /// ```

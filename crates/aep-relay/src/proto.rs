@@ -63,7 +63,7 @@ fn decide(
         // a type outside the thirteen categories is forwarded, as the reference relay
         // does: consumers MUST tolerate unknown types (AEP-0001 §6) and a relay is not a
         // terminal consumer; only a type that is not dotted lowercase at all is refused
-        rule == Rule::TypeSyntax && is_dotted_lowercase(event_type)
+        rule == Rule::TypeSyntax && aep_core::types::is_dotted_lowercase(event_type)
     };
     // the envelope rules only: `data` is never decoded on the ingest path
     if let Some(issue) = issues.into_iter().find(|i| !tolerated(i.rule())) {
@@ -74,56 +74,14 @@ fn decide(
     if session.is_some_and(|s| !aep_core::resume::sse_line_safe(s)) {
         return Err("session holds CR, LF or NUL, which the SSE binding cannot carry in an id: line (AEP-0003 §3.3)".into());
     }
-    let Ok(ty) = EventType::parse(event_type) else {
-        return match (session, seq) {
-            (Some(_), Some(_)) => Ok(Disposition::Buffered),
-            _ => Ok(Disposition::Live),
-        };
-    };
-    if ty.is_agent_scoped() {
-        if session.is_some() || seq.is_some() {
-            return Err("agent-scoped events omit session/seq".into());
-        }
-        return Ok(Disposition::Live);
-    }
-    if session.is_none() {
-        return Err(if ty.is_command() {
-            "command events require session (target)".into()
-        } else {
-            "session required".into()
-        });
-    }
-    if ty.is_foreign_emitter() {
-        if seq.is_some() {
-            return Err(if ty.is_command() {
-                "command events omit seq".into()
-            } else {
-                format!("{event_type} omits seq")
-            });
-        }
-        return Ok(if ty.is_command() {
-            Disposition::Command
-        } else {
-            Disposition::Live
-        });
-    }
-    if seq.is_none() {
-        return Err("seq required (integer >= 0)".into());
-    }
-    Ok(Disposition::Buffered)
-}
-
-/// `{token}.{token}...` of `[a-z0-9_]`, the reference relay's type grammar.
-fn is_dotted_lowercase(ty: &str) -> bool {
-    let mut segments = 0;
-    let ok = ty.split('.').all(|seg| {
-        segments += 1;
-        !seg.is_empty()
-            && seg
-                .bytes()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
-    });
-    ok && segments >= 2
+    // validate_envelope's scoping rule (AEP-0001 §5.2, AEP-0004 §2.2) held above for
+    // every well-formed type; what is left is where the event goes
+    let command = EventType::parse(event_type).is_ok_and(|t| t.is_command());
+    Ok(match (command, session, seq) {
+        (true, _, _) => Disposition::Command,
+        (false, Some(_), Some(_)) => Disposition::Buffered,
+        _ => Disposition::Live,
+    })
 }
 
 // ---- attr-match ----------------------------------------------------------------------
