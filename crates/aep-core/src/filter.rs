@@ -563,7 +563,8 @@ enum ExtValue<'a> {
 
 /// What the matcher needs from an event, so parsed events and raw JSON objects share
 /// one implementation of §6.2. Defaults for `severity`, `capture` and `epoch` are
-/// applied by the implementations; `None` means absent (or, for raw JSON, malformed).
+/// applied by the implementations, so for those three `None` means malformed (raw JSON
+/// only); for the other attributes it means absent.
 trait Attrs {
     fn text(&self, attr: &Attr) -> Option<&str>;
     fn epoch(&self) -> Option<u64>;
@@ -602,13 +603,7 @@ impl Attrs for Event {
     }
     #[inline]
     fn ext(&self, name: &str) -> Option<ExtValue<'_>> {
-        let raw = self.extension_raw(name)?.get();
-        Some(match raw.as_bytes().first() {
-            Some(b'"') => json_string(raw).map_or(ExtValue::Other, ExtValue::Str),
-            _ if raw == "true" => ExtValue::Bool(true),
-            _ if raw == "false" => ExtValue::Bool(false),
-            _ => raw.parse::<i128>().map_or(ExtValue::Other, ExtValue::Int),
-        })
+        self.extension_raw(name).map(|raw| ext_value(raw.get()))
     }
 }
 
@@ -617,17 +612,16 @@ impl Attrs for Event {
 impl Attrs for EnvelopeView<'_> {
     #[inline]
     fn text(&self, attr: &Attr) -> Option<&str> {
-        let p = &self.plain;
         match attr {
-            Attr::Id => Some(p.id),
-            Attr::Type => Some(p.ty),
-            Attr::Subject => p.subject,
-            Attr::Source => Some(p.source),
-            Attr::Agent => Some(p.agent),
-            Attr::Session => p.session,
-            Attr::Run => p.run,
-            Attr::Step => p.step,
-            Attr::Cause => p.cause,
+            Attr::Id => Some(self.id()),
+            Attr::Type => Some(self.event_type()),
+            Attr::Subject => self.subject(),
+            Attr::Source => Some(self.source()),
+            Attr::Agent => Some(self.agent()),
+            Attr::Session => self.session(),
+            Attr::Run => self.run(),
+            Attr::Step => self.step(),
+            Attr::Cause => self.cause(),
             _ => None,
         }
     }
@@ -646,12 +640,7 @@ impl Attrs for EnvelopeView<'_> {
     #[inline]
     fn ext(&self, name: &str) -> Option<ExtValue<'_>> {
         let (_, raw) = self.extensions().find(|(k, _)| *k == name)?;
-        Some(match raw.as_bytes().first() {
-            Some(b'"') => json_string(raw).map_or(ExtValue::Other, ExtValue::Str),
-            _ if raw == "true" => ExtValue::Bool(true),
-            _ if raw == "false" => ExtValue::Bool(false),
-            _ => raw.parse::<i128>().map_or(ExtValue::Other, ExtValue::Int),
-        })
+        Some(ext_value(raw))
     }
 }
 
@@ -659,6 +648,21 @@ impl Attrs for EnvelopeView<'_> {
 /// unless it has escapes to decode.
 pub(crate) fn extension_string<'e>(event: &'e Event, name: &str) -> Option<Cow<'e, str>> {
     json_string(event.extension_raw(name)?.get())
+}
+
+/// An extension value's raw JSON as a predicate compares it (AEP-0003 §6.2): a string,
+/// an integer or a boolean; anything else equals no filter value.
+#[inline]
+fn ext_value(raw: &str) -> ExtValue<'_> {
+    match raw.as_bytes().first() {
+        Some(b'"') => json_string(raw).map_or(ExtValue::Other, ExtValue::Str),
+        _ if raw == "true" => ExtValue::Bool(true),
+        _ if raw == "false" => ExtValue::Bool(false),
+        // not an integer spelling (a `Value` holds it as a float): equals no filter value,
+        // as on the `Value` path
+        _ if raw == "-0" => ExtValue::Other,
+        _ => raw.parse::<i128>().map_or(ExtValue::Other, ExtValue::Int),
+    }
 }
 
 /// A raw JSON string literal's text, borrowed unless it has escapes to decode.
@@ -704,136 +708,6 @@ impl Attrs for Map<String, Value> {
                 _ => ExtValue::Other,
             },
             _ => ExtValue::Other,
-        })
-    }
-}
-
-/// The top-level members a filter names, borrowed from an event's JSON bytes. Built only
-/// when every picked value reads the same raw as parsed: strings without escapes and
-/// integers written plainly; anything else sends the caller down the general path.
-struct Picked<'a, 'f> {
-    preds: &'f [Pred],
-    values: [Option<&'a serde_json::value::RawValue>; Picked::MAX],
-}
-
-impl<'a, 'f> Picked<'a, 'f> {
-    /// Predicates a filter may have for this reading (one slot each); more is rare.
-    const MAX: usize = 8;
-
-    fn read(preds: &'f [Pred], json: &'a [u8]) -> Option<Picked<'a, 'f>> {
-        if preds.len() > Self::MAX {
-            return None;
-        }
-        // UTF-8 checked once for the whole line, not once per string read
-        let text = std::str::from_utf8(json).ok()?;
-        let mut de = serde_json::Deserializer::from_str(text);
-        let values = (&mut de).deserialize_map(PickVisitor { preds }).ok()?;
-        de.end().ok()?;
-        Some(Picked { preds, values })
-    }
-
-    fn get(&self, name: &str) -> Option<&'a str> {
-        let i = self.preds.iter().position(|p| p.attr.name() == name)?;
-        self.values
-            .get(i)
-            .copied()
-            .flatten()
-            .map(serde_json::value::RawValue::get)
-    }
-
-    fn raw(&self, attr: &Attr) -> Option<&'a str> {
-        let i = self.preds.iter().position(|p| &p.attr == attr)?;
-        self.values
-            .get(i)
-            .copied()
-            .flatten()
-            .map(serde_json::value::RawValue::get)
-    }
-}
-
-/// Whether a raw value reads the same borrowed as parsed: a string without escapes, or
-/// an integer of at most 18 digits with no leading zero (so it fits an `i64` and
-/// `-0` never arises); other JSON values are fine as they never equal a filter value.
-fn plain(raw: &str) -> bool {
-    match raw.as_bytes() {
-        [b'"', ..] => !raw.contains('\\'),
-        [b'-', rest @ ..] | rest @ [b'0'..=b'9', ..] => {
-            !rest.is_empty()
-                && rest.len() <= 18
-                && rest.iter().all(u8::is_ascii_digit)
-                && (rest[0] != b'0' || rest.len() == 1 && raw.as_bytes()[0] != b'-')
-        }
-        _ => true,
-    }
-}
-
-struct PickVisitor<'f> {
-    preds: &'f [Pred],
-}
-
-impl<'de> Visitor<'de> for PickVisitor<'_> {
-    type Value = [Option<&'de serde_json::value::RawValue>; Picked::MAX];
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a JSON object")
-    }
-
-    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
-        let mut values = [None; Picked::MAX];
-        // a key with escapes is not borrowable: an error here sends the caller down
-        // the general path, which decodes it
-        while let Some(key) = map.next_key::<&'de str>()? {
-            match self.preds.iter().position(|p| p.attr.name() == key) {
-                Some(i) => {
-                    let raw: &'de serde_json::value::RawValue = map.next_value()?;
-                    if !plain(raw.get()) {
-                        return Err(de::Error::custom("not plain"));
-                    }
-                    // a repeated key: the last one wins, as in a parsed map
-                    if let Some(slot) = values.get_mut(i) {
-                        *slot = Some(raw);
-                    }
-                }
-                None => {
-                    map.next_value::<de::IgnoredAny>()?;
-                }
-            }
-        }
-        Ok(values)
-    }
-}
-
-impl Attrs for Picked<'_, '_> {
-    fn text(&self, attr: &Attr) -> Option<&str> {
-        self.raw(attr)?.strip_prefix('"')?.strip_suffix('"')
-    }
-    fn epoch(&self) -> Option<u64> {
-        self.raw(&Attr::Epoch).map_or(Some(0), |r| r.parse().ok())
-    }
-    fn severity_rank(&self) -> Option<u8> {
-        match self.raw(&Attr::Severity) {
-            None => Some(Severity::Info as u8),
-            Some(r) => severity_rank(r.strip_prefix('"')?.strip_suffix('"')?),
-        }
-    }
-    fn capture_rank(&self) -> Option<u8> {
-        match self.raw(&Attr::Capture) {
-            None => Some(Capture::Metadata as u8),
-            Some(r) => capture_rank(r.strip_prefix('"')?.strip_suffix('"')?),
-        }
-    }
-    fn ext(&self, name: &str) -> Option<ExtValue<'_>> {
-        let raw = self.get(name)?;
-        Some(match raw.as_bytes().first() {
-            Some(b'"') => raw
-                .strip_prefix('"')
-                .and_then(|r| r.strip_suffix('"'))
-                .map_or(ExtValue::Other, |s| ExtValue::Str(Cow::Borrowed(s))),
-            _ if raw == "true" => ExtValue::Bool(true),
-            _ if raw == "false" => ExtValue::Bool(false),
-            _ => raw
-                .parse::<i64>()
-                .map_or(ExtValue::Other, |i| ExtValue::Int(i.into())),
         })
     }
 }
@@ -979,25 +853,20 @@ impl Filter {
     }
 
     /// Decides the filter straight from an event's JSON bytes, without building an
-    /// [`Event`] or a `Value`. A plain envelope (what [`EnvelopeView`] reads) is always
-    /// decided, on the view. Otherwise the members the filter names are picked from the
-    /// object: `Some(verdict)` when they read plainly (strings without escapes, integers
-    /// written plainly), `None` when deciding takes a parse (escapes or other number
-    /// spellings in a named member, more than eight predicates, or bytes that are not a
-    /// JSON object).
-    ///
-    /// For the bytes of an event that was accepted (as a relay's stored events were),
-    /// `Some(v)` is the verdict [`matches`](Self::matches) gives on the parsed event.
-    /// Outside a plain envelope, members the filter does not name are skipped, not
-    /// validated, so the bytes must already be known to be an event: this is no
-    /// validator.
+    /// [`Event`] or a `Value`: `Some(verdict)` for a plain envelope (what
+    /// [`EnvelopeView`] reads, as a relay's stored events almost always are), the verdict
+    /// [`matches`](Self::matches) gives on the parsed event; `None` for anything else
+    /// (escapes in a key or string attribute, say), which a parse decides.
     ///
     /// ```
     /// use aep_core::filter::Filter;
     /// let f = Filter::from_json(r#"{"agent":"a","severity":{"gte":"notice"}}"#)?;
-    /// assert_eq!(f.decide_json(br#"{"agent":"a","severity":"error","data":{"n":1}}"#), Some(true));
-    /// assert_eq!(f.decide_json(br#"{"agent":"a"}"#), Some(false)); // absent severity reads as info
-    /// assert_eq!(f.decide_json(br#"{"agent":"\u0061"}"#), None); // parse to decide
+    /// let line = r#"{"aep":"0.1","id":"1","type":"tool.called","time":"t","source":"s","agent":"a","session":"s1","seq":0,"severity":"error","data":{"n":1}}"#;
+    /// assert_eq!(f.decide_json(line.as_bytes()), Some(true));
+    /// let info = line.replace(r#""severity":"error","#, ""); // absent severity reads as info
+    /// assert_eq!(f.decide_json(info.as_bytes()), Some(false));
+    /// let escaped = line.replace(r#""agent":"a""#, r#""agent":"\u0061""#);
+    /// assert_eq!(f.decide_json(escaped.as_bytes()), None); // parse to decide
     /// # Ok::<(), aep_core::filter::FilterError>(())
     /// ```
     pub fn decide_json(&self, json: &[u8]) -> Option<bool> {
@@ -1005,13 +874,8 @@ impl Filter {
             // `{}` matches every event
             return (json.trim_ascii_start().first() == Some(&b'{')).then_some(true);
         }
-        // The plain envelope (a relay's stored events, almost always) is read in place
-        // in one pass; anything else picks the named members with serde_json.
-        if let Some(view) = std::str::from_utf8(json).ok().and_then(EnvelopeView::read) {
-            return Some(self.preds.iter().all(|p| p.matches(&view)));
-        }
-        let picked = Picked::read(&self.preds, json)?;
-        Some(self.preds.iter().all(|p| p.matches(&picked)))
+        let view = EnvelopeView::read(std::str::from_utf8(json).ok()?)?;
+        Some(self.preds.iter().all(|p| p.matches(&view)))
     }
 
     /// Whether this is `{}`, which matches every event.
