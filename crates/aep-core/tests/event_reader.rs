@@ -23,7 +23,16 @@ fn view_agrees(text: &str, serde: &Result<Event, EventParseError>) -> Result<(),
     prop_assert_eq!(view.event_type(), e.event_type());
     prop_assert_eq!(view.source(), e.source());
     prop_assert_eq!(view.agent(), e.agent());
+    prop_assert_eq!(view.time(), e.time());
     prop_assert_eq!(view.session(), e.session());
+    prop_assert_eq!(
+        (view.subject(), view.run(), view.step()),
+        (e.subject(), e.run(), e.step())
+    );
+    prop_assert_eq!(
+        (view.cause(), view.traceparent()),
+        (e.cause(), e.traceparent())
+    );
     prop_assert_eq!((view.seq(), view.epoch()), (e.seq(), e.epoch()));
     prop_assert_eq!(
         (view.severity(), view.capture()),

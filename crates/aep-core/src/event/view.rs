@@ -2,7 +2,6 @@
 //! its bytes on without keeping it.
 
 use super::scan::{self, Json, Plain};
-use super::Event;
 use crate::level::{Capture, Severity};
 
 /// A plain envelope line read in place: the attributes borrowed from the line, `data`
@@ -11,14 +10,14 @@ use crate::level::{Capture, Severity};
 ///
 /// This is the fast path of a relay's ingest (AEP-0003 §3.2.3: check the envelope,
 /// store and forward the bytes), where most events are never looked at again. It reads
-/// the envelopes [`Event`]'s own direct reader reads (no escapes in keys or string
+/// the envelopes [`Event`](super::Event)'s own direct reader reads (no escapes in keys or string
 /// attributes, `seq` and `epoch` as plain integers) whose `data` and extension values
 /// nest at most 64 levels deep, and answers `None` for everything else, valid or not:
-/// parse that with [`Event::from_slice`], which decides every case (and reads deeper
+/// parse that with [`Event::from_slice`](super::Event::from_slice), which decides every case (and reads deeper
 /// values too). Where it reads, `Event::from_slice` reads the same attributes.
 ///
 /// Check it with [`crate::validate::validate_envelope_view`], the rules
-/// [`crate::validate::validate_envelope`] runs on an [`Event`].
+/// [`crate::validate::validate_envelope`] runs on an [`Event`](super::Event).
 ///
 /// ```
 /// use aep_core::event::EnvelopeView;
@@ -35,13 +34,12 @@ use crate::level::{Capture, Severity};
 /// ```
 #[derive(Debug, Clone)]
 pub struct EnvelopeView<'a> {
-    line: &'a str,
     pub(crate) plain: Plain<'a, Json<'a>>,
 }
 
 impl<'a> EnvelopeView<'a> {
     /// Reads `line` in place, or `None` when it is not a plain envelope (including when
-    /// it is not an envelope at all): [`Event::from_slice`] then decides.
+    /// it is not an envelope at all): [`Event::from_slice`](super::Event::from_slice) then decides.
     ///
     /// ```
     /// use aep_core::event::EnvelopeView;
@@ -51,7 +49,7 @@ impl<'a> EnvelopeView<'a> {
     /// assert!(EnvelopeView::read(&line.replace('}', r#","data":{"n":[1,}}"#)).is_none());
     /// ```
     pub fn read(line: &'a str) -> Option<EnvelopeView<'a>> {
-        scan::read(line).map(|plain| EnvelopeView { line, plain })
+        scan::read(line).map(|plain| EnvelopeView { plain })
     }
 
     /// `id`.
@@ -92,6 +90,66 @@ impl<'a> EnvelopeView<'a> {
     /// ```
     pub fn agent(&self) -> &'a str {
         self.plain.agent
+    }
+
+    /// `time`, as written.
+    ///
+    /// ```
+    /// # let line = r#"{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a"}"#;
+    /// assert_eq!(aep_core::event::EnvelopeView::read(line).unwrap().time(), "t");
+    /// ```
+    pub fn time(&self) -> &'a str {
+        self.plain.time
+    }
+
+    /// `subject`, when present.
+    ///
+    /// ```
+    /// # let line = r#"{"aep":"0.1","id":"1","type":"tool.called","time":"t","source":"s","agent":"a","subject":"t_1"}"#;
+    /// assert_eq!(aep_core::event::EnvelopeView::read(line).unwrap().subject(), Some("t_1"));
+    /// ```
+    pub fn subject(&self) -> Option<&'a str> {
+        self.plain.subject
+    }
+
+    /// `run`, when present.
+    ///
+    /// ```
+    /// # let line = r#"{"aep":"0.1","id":"1","type":"run.started","time":"t","source":"s","agent":"a","run":"r1"}"#;
+    /// assert_eq!(aep_core::event::EnvelopeView::read(line).unwrap().run(), Some("r1"));
+    /// ```
+    pub fn run(&self) -> Option<&'a str> {
+        self.plain.run
+    }
+
+    /// `step`, when present.
+    ///
+    /// ```
+    /// # let line = r#"{"aep":"0.1","id":"1","type":"run.step.started","time":"t","source":"s","agent":"a","step":"p1"}"#;
+    /// assert_eq!(aep_core::event::EnvelopeView::read(line).unwrap().step(), Some("p1"));
+    /// ```
+    pub fn step(&self) -> Option<&'a str> {
+        self.plain.step
+    }
+
+    /// `cause`, when present.
+    ///
+    /// ```
+    /// # let line = r#"{"aep":"0.1","id":"1","type":"control.accepted","time":"t","source":"s","agent":"a","cause":"c1"}"#;
+    /// assert_eq!(aep_core::event::EnvelopeView::read(line).unwrap().cause(), Some("c1"));
+    /// ```
+    pub fn cause(&self) -> Option<&'a str> {
+        self.plain.cause
+    }
+
+    /// `traceparent`, when present.
+    ///
+    /// ```
+    /// # let line = r#"{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a"}"#;
+    /// assert_eq!(aep_core::event::EnvelopeView::read(line).unwrap().traceparent(), None);
+    /// ```
+    pub fn traceparent(&self) -> Option<&'a str> {
+        self.plain.traceparent
     }
 
     /// `session`, when present.
@@ -166,29 +224,5 @@ impl<'a> EnvelopeView<'a> {
     /// ```
     pub fn extensions(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
         self.plain.extensions.iter().map(|&(k, Json(v))| (k, v))
-    }
-
-    /// The line this view reads.
-    ///
-    /// ```
-    /// # let line = r#"{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a"}"#;
-    /// assert_eq!(aep_core::event::EnvelopeView::read(line).unwrap().line(), line);
-    /// ```
-    pub fn line(&self) -> &'a str {
-        self.line
-    }
-
-    /// The owned [`Event`] of the same line, for a path that read the view and must
-    /// keep the event after all. It reads the line again, so it cannot fail on a line
-    /// the view read; the `Result` is [`Event::from_slice`]'s.
-    ///
-    /// ```
-    /// # let line = r#"{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a"}"#;
-    /// let view = aep_core::event::EnvelopeView::read(line).unwrap();
-    /// assert_eq!(view.to_event()?.id(), "1");
-    /// # Ok::<(), aep_core::EventParseError>(())
-    /// ```
-    pub fn to_event(&self) -> Result<Event, super::EventParseError> {
-        self.line.parse()
     }
 }
