@@ -23,6 +23,21 @@
 
 use std::hint::black_box;
 
+/// Every mode `main` runs, for the usage message.
+const MODES: &[&str] = &[
+    "none",
+    "parse",
+    "value",
+    "consume",
+    "ingest",
+    "ingest-parsed",
+    "validate",
+    "parsed",
+    "match-parsed",
+    "match-json",
+    "emit",
+];
+
 fn line(seq: usize, session: &str) -> String {
     format!(
         r#"{{"aep":"0.1","id":"01JBENCH{seq:018}","type":"tool.called","time":"2026-01-01T00:00:00.000Z","source":"aep://bench/agent/a/session/{session}","agent":"a","session":"{session}","seq":{seq},"severity":"notice","capture":"metadata","data":{{"tool":"bash","args":{{"cmd":"ls -la"}}}}}}"#
@@ -134,7 +149,7 @@ fn main() {
             }
         }
         other => {
-            eprintln!("unknown mode {other}: none, parse, value, consume, parsed, validate, match-parsed, match-json or emit");
+            eprintln!("unknown mode {other}: one of {}", MODES.join(", "));
             std::process::exit(2);
         }
     }
