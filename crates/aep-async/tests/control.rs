@@ -889,3 +889,44 @@ async fn a_panicking_handler_refuses_its_command_and_the_agent_goes_on() {
     client.close().await;
     agent.emitter.close().await;
 }
+
+/// An ack that cannot be emitted (no session attached to ack through) leaves nothing
+/// half-done: the handler hears of it, and the sender's retry of the same envelope is
+/// decided again instead of waiting forever on an ack that never left.
+#[tokio::test]
+async fn an_ack_that_cannot_be_emitted_lets_the_retry_be_decided_again() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let target = {
+        let (calls, errors) = (calls.clone(), errors.clone());
+        ControlTarget::new(["control.pause"], move |cmd| {
+            calls.fetch_add(1, Ordering::SeqCst);
+            let result = cmd.accept();
+            errors
+                .lock()
+                .unwrap()
+                .push(result.err().map(|e| e.to_string()));
+            async {}
+        })
+    };
+    let command = aep_core::ControlSender::new("console", "h")
+        .command("control.pause", "nobody-attached")
+        .build("c1", "2026-07-03T10:15:04.221Z");
+    assert_eq!(
+        target.handle(command.clone()).unwrap(),
+        aep_core::control::Delivery::New
+    );
+    assert_eq!(
+        target.handle(command).unwrap(),
+        aep_core::control::Delivery::New,
+        "the retry is decided again"
+    );
+    assert_eq!(calls.load(Ordering::SeqCst), 2);
+    let errors = errors.lock().unwrap();
+    assert!(
+        errors
+            .iter()
+            .all(|e| e.as_deref().is_some_and(|e| e.contains("nobody-attached"))),
+        "{errors:?}"
+    );
+}

@@ -532,6 +532,27 @@ impl CommandBuilder {
         self
     }
 
+    /// The envelope stamped at `now`: a fresh monotonic ULID as its `id`
+    /// ([`crate::envelope::new_ulid`]) and `now` as its RFC 3339 `time`, as every
+    /// sender mints a command.
+    ///
+    /// ```
+    /// use std::time::{Duration, UNIX_EPOCH};
+    /// use aep_core::control::ControlSender;
+    /// let s = ControlSender::new("console", "h");
+    /// let at = UNIX_EPOCH + Duration::from_millis(1_783_073_704_221);
+    /// let a = s.command("control.pause", "s1").build_at(at);
+    /// let b = s.command("control.pause", "s1").build_at(at);
+    /// assert_eq!(a.time(), "2026-07-03T10:15:04.221Z");
+    /// assert!(a.id() < b.id() && a.id().len() == 26);
+    /// ```
+    pub fn build_at(self, now: std::time::SystemTime) -> Event {
+        self.build(
+            crate::envelope::new_ulid(now).to_string(),
+            crate::envelope::rfc3339_millis(now),
+        )
+    }
+
     /// The envelope, with the caller's fresh `id` (the idempotency key, AEP-0004 §2.3:
     /// a ULID, say) and RFC 3339 `time`. No `seq`, ever.
     pub fn build(self, id: impl Into<String>, time: impl Into<String>) -> Event {
@@ -578,7 +599,8 @@ pub struct Settled {
 
 #[derive(Debug)]
 struct Pending {
-    /// Shared with the transmissions queued for it: a command is never copied.
+    /// Shared with the transmissions queued for it (`poll_transmit_shared`); only
+    /// `poll_transmit` hands out a copy.
     command: Arc<Event>,
     policy: SendPolicy,
     deadline: Instant,
@@ -1399,7 +1421,8 @@ pub struct TargetConfig {
     pub accepts: Vec<String>,
     /// How many acknowledged commands are remembered for dedupe and re-ack, oldest
     /// forgotten first (default 10 000). A forgotten command's redelivery reads as new
-    /// (AEP-0004 §3). Commands awaiting a decision or a record are never forgotten.
+    /// (AEP-0004 §3). Commands awaiting a decision or a record are not forgotten (one
+    /// whose ack cannot be emitted is [`ControlTarget::abandon`]ed by its driver).
     pub dedupe_capacity: usize,
     /// How long the application may take to decide before the target rejects the
     /// command `busy` itself, so that every command is acked within the window
@@ -1419,6 +1442,16 @@ impl TargetConfig {
             dedupe_capacity: DEFAULT_DEDUPE_CAPACITY,
             decision_window: Some(DEFAULT_ACK_WINDOW),
         }
+    }
+
+    /// Whether `command_type` is declared in [`accepts`](Self::accepts) (AEP-0004 §4.2).
+    ///
+    /// ```
+    /// let config = aep_core::control::TargetConfig::new(["control.pause"]);
+    /// assert!(config.accepts("control.pause") && !config.accepts("control.cancel"));
+    /// ```
+    pub fn accepts(&self, command_type: &str) -> bool {
+        self.accepts.iter().any(|t| t == command_type)
     }
 
     /// Sets the dedupe capacity.
@@ -1525,7 +1558,7 @@ impl ControlTarget {
 
     /// Whether `command_type` is in `accepts`.
     pub fn accepts(&self, command_type: &str) -> bool {
-        self.config.accepts.iter().any(|t| t == command_type)
+        self.config.accepts(command_type)
     }
 
     /// Feeds one delivery of a command, at `now`.
@@ -1566,12 +1599,7 @@ impl ControlTarget {
             Entry::Vacant(vacant) => vacant,
         };
         let session = command.session().map(CompactString::from);
-        if !self
-            .config
-            .accepts
-            .iter()
-            .any(|t| t == command.event_type())
-        {
+        if !self.config.accepts(command.event_type()) {
             vacant.insert(Slot::Minting);
             self.output.push_back(TargetOutput::EmitAck(AckToEmit {
                 key,
@@ -1694,6 +1722,36 @@ impl ControlTarget {
             }
         }
         Ok(())
+    }
+
+    /// Forgets a command whose ack could not be emitted (its session has no emitter, the
+    /// sink is closed), so it does not stay awaiting a record forever: no ack left the
+    /// target, and a redelivery reads as new and is decided again (AEP-0004 §3: one ack
+    /// per command is what was never sent).
+    ///
+    /// ```
+    /// use std::time::Instant;
+    /// use aep_core::control::{ControlSender, ControlTarget, Decision, Delivery, TargetOutput};
+    /// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
+    /// let mut target = ControlTarget::new(["control.pause"]);
+    /// target.handle_command(Instant::now(), cmd.clone())?;
+    /// let Some(TargetOutput::Decide(incoming)) = target.poll_output() else { panic!() };
+    /// target.decide(incoming.key(), Decision::Accept)?;
+    /// let Some(TargetOutput::EmitAck(ack)) = target.poll_output() else { panic!() };
+    /// // ... emitting the ack failed
+    /// target.abandon(ack.key())?;
+    /// assert_eq!(target.remembered(), 0);
+    /// assert_eq!(target.handle_command(Instant::now(), cmd)?, Delivery::New);
+    /// # Ok::<(), aep_core::control::TargetError>(())
+    /// ```
+    pub fn abandon(&mut self, key: &CommandKey) -> Result<(), TargetError> {
+        match self.slots.get(key) {
+            Some(Slot::Minting) => {
+                self.slots.remove(key);
+                Ok(())
+            }
+            _ => Err(TargetError::NotAwaitingRecord(key.id().to_owned())),
+        }
     }
 
     /// Advances time: commands still undecided past the decision window are rejected

@@ -51,7 +51,6 @@ use std::time::SystemTime;
 
 use aep_async::{EmitError, EmitOptions, Emitter, SessionEmitter, Sink, SinkFuture};
 use aep_core::control::{is_command_type, ControlSender, ACCEPTED, REJECTED};
-use aep_core::envelope::{new_ulid, rfc3339_millis};
 use aep_core::frame::{RosterEntry, RosterReply};
 use aep_core::Event;
 use serde_json::{json, Value};
@@ -394,9 +393,7 @@ impl ControlStub {
         if !is_command_type(command_type) {
             return Err(NotACommand(command_type.to_owned()));
         }
-        let now = SystemTime::now();
-        Ok(f(self.builder.command(command_type, session))
-            .build(new_ulid(now).to_string(), rfc3339_millis(now)))
+        Ok(f(self.builder.command(command_type, session)).build_at(SystemTime::now()))
     }
 
     /// Client side: captures one outbound command (the transport's `send`).

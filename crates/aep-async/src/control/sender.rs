@@ -236,11 +236,7 @@ impl ControlSender {
         if let Some(c) = options.capture {
             b = b.capture(c);
         }
-        let now = std::time::SystemTime::now();
-        b.build(
-            aep_core::envelope::new_ulid(now).to_string(),
-            aep_core::envelope::rfc3339_millis(now),
-        )
+        b.build_at(std::time::SystemTime::now())
     }
 
     /// Sends a command and waits for its settlement: the `control.accepted` event, or

@@ -383,7 +383,12 @@ fn drain(
                             tracing::warn!(error = %e, "ack not recorded");
                         }
                     }
-                    Err(e) => tracing::warn!(error = %e, command = key.id(), "ack not emitted"),
+                    // No ack left: forgotten, so a redelivery is decided again rather
+                    // than waiting on a record that will never come.
+                    Err(e) => {
+                        tracing::warn!(error = %e, command = key.id(), "ack not emitted");
+                        let _ = st.core.abandon(key);
+                    }
                 }
                 if mine == Some(key) {
                     minted = Some(result);
