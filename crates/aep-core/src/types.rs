@@ -43,6 +43,29 @@ pub fn is_dotted_lowercase(ty: &str) -> bool {
     ty.contains('.') && crate::filter::is_pattern_body(ty)
 }
 
+/// [`EventType::claims_session`] for an event as received, its `type` a string: an event
+/// with a `session` and a `seq` claims the session for the connection that sent it, unless
+/// its type is one that claims nothing. A type outside the registered categories claims
+/// when sequenced: a relay forwards and buffers it (AEP-0001 §6), and routes the session's
+/// commands by it (AEP-0004 §4). One rule for the relay and for the emitter that tracks
+/// its own claims.
+///
+/// ```
+/// use aep_core::types::claims_session;
+/// assert!(claims_session("tool.completed", true, true));
+/// assert!(claims_session("widget.spun", true, true)); // unknown category, sequenced
+/// assert!(!claims_session("tool.completed", true, false));
+/// assert!(!claims_session("tool.completed", false, true));
+/// assert!(!claims_session("control.pause", true, true));
+/// ```
+pub fn claims_session(event_type: &str, has_session: bool, has_seq: bool) -> bool {
+    has_session
+        && match EventType::parse(event_type) {
+            Ok(t) => t.claims_session(has_seq),
+            Err(_) => has_seq,
+        }
+}
+
 /// Why a `type` string is outside the AEP-0001 §6 grammar.
 ///
 /// ```

@@ -76,12 +76,15 @@ fn decide(
     }
     // validate_envelope's scoping rule (AEP-0001 §5.2, AEP-0004 §2.2) held above for
     // every well-formed type; what is left is where the event goes
-    let command = EventType::parse(event_type).is_ok_and(|t| t.is_command());
-    Ok(match (command, session, seq) {
-        (true, _, _) => Disposition::Command,
-        (false, Some(_), Some(_)) => Disposition::Buffered,
-        _ => Disposition::Live,
-    })
+    Ok(
+        if EventType::parse(event_type).is_ok_and(|t| t.is_command()) {
+            Disposition::Command
+        } else if aep_core::types::claims_session(event_type, session.is_some(), seq.is_some()) {
+            Disposition::Buffered
+        } else {
+            Disposition::Live
+        },
+    )
 }
 
 // ---- attr-match ----------------------------------------------------------------------

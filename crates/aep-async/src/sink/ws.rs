@@ -242,13 +242,13 @@ const TAKE_CHUNK: usize = 24;
 /// session); `session.ended` lets it go.
 fn claim_of(event: &Event) -> Option<Claim> {
     let session = event.session()?;
-    let ty = EventType::parse(event.event_type()).ok()?;
-    if !ty.claims_session(event.seq().is_some()) {
+    let ty = event.event_type();
+    if !aep_core::types::claims_session(ty, true, event.seq().is_some()) {
         return None;
     }
     Some(Claim {
         session: session.into(),
-        ends: ty.ends_session(),
+        ends: EventType::parse(ty).is_ok_and(|t| t.ends_session()),
     })
 }
 
@@ -458,5 +458,40 @@ impl Worker {
                 None
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(ty: &str, session: Option<&str>, seq: Option<u64>) -> Option<(String, bool)> {
+        let mut e = Event::new("1", ty, "t", "aep://h/agent/a", "a");
+        e.set_session(session.map(str::to_owned));
+        e.set_seq(seq);
+        claim_of(&e).map(|c| (c.session.to_string(), c.ends))
+    }
+
+    /// What the sink re-claims after a reconnect is what a relay counts as a claim
+    /// (`aep_core::types::claims_session`): sequenced events, unknown categories
+    /// included; never commands, agent-scoped or unsequenced ones.
+    #[test]
+    fn claims_follow_the_core_rule() {
+        assert_eq!(
+            claim("tool.called", Some("s"), Some(1)),
+            Some(("s".into(), false))
+        );
+        assert_eq!(
+            claim("session.ended", Some("s"), Some(9)),
+            Some(("s".into(), true))
+        );
+        assert_eq!(
+            claim("widget.spun", Some("s"), Some(2)),
+            Some(("s".into(), false))
+        );
+        assert_eq!(claim("tool.called", Some("s"), None), None);
+        assert_eq!(claim("control.pause", Some("s"), None), None);
+        assert_eq!(claim("attention.routed", Some("s"), None), None);
+        assert_eq!(claim("agent.heartbeat", None, None), None);
     }
 }
