@@ -45,7 +45,7 @@
 //! ```
 
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -60,6 +60,7 @@ use crate::event::Event;
 use crate::frame::{ErrorFrame, Frame};
 use crate::level::Capture;
 use crate::types::EventType;
+use crate::FastMap;
 
 pub use crate::frame::DEFAULT_ACK_WINDOW;
 
@@ -1133,8 +1134,8 @@ impl fmt::Debug for CommandKey {
 
 impl CommandKey {
     /// A key.
-    pub fn new(source: impl Into<String>, id: impl Into<String>) -> CommandKey {
-        CommandKey::from_parts(&source.into(), &id.into())
+    pub fn new(source: impl AsRef<str>, id: impl AsRef<str>) -> CommandKey {
+        CommandKey::from_parts(source.as_ref(), id.as_ref())
     }
 
     fn from_parts(source: &str, id: &str) -> CommandKey {
@@ -1486,11 +1487,6 @@ enum Slot {
     /// The ack as emitted, shared with whoever emitted it.
     Recorded(Arc<Event>),
 }
-
-/// The target's maps are keyed by what senders choose (`source`, `id`); foldhash with a
-/// random seed is as resistant to chosen keys as `dedupe` needs, at a fraction of
-/// SipHash's cost per command.
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
 
 /// The receiving side of control (AEP-0004 §2.3, §3, §4.2, §7).
 ///

@@ -59,6 +59,11 @@ pub mod subscription;
 pub mod types;
 pub mod validate;
 
+/// The crate's maps keyed by what peers choose (ids, sources, sessions): foldhash with a
+/// random seed resists chosen keys as well as dedupe and projection need, at a fraction
+/// of SipHash's cost per event.
+pub(crate) type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+
 pub use capture::{downlevel, downlevel_in_place, downlevel_redacting};
 pub use ceiling::CaptureCeiling;
 pub use control::{ControlSender, ControlTarget, Nack, NackReason, RejectReason};

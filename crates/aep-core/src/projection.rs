@@ -50,7 +50,6 @@
 
 use std::borrow::Cow;
 use std::collections::hash_map::Entry;
-use std::collections::HashMap;
 use std::fmt;
 use std::hash::BuildHasher;
 
@@ -63,7 +62,7 @@ use crate::resume::Position;
 use crate::types::EventType;
 use crate::Event;
 
-type FastMap<K, V> = HashMap<K, V, foldhash::fast::RandomState>;
+use crate::FastMap;
 
 /// The status of a run (AEP-0002 §2 convention 5): running until the first terminal
 /// event closes it.
