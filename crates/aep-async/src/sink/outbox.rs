@@ -12,7 +12,7 @@
 //! queued when it next grows: with a backlog (an emitter faster than its relay) that is
 //! a copy of the backlog per batch.
 
-use std::cell::RefCell;
+use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -38,8 +38,10 @@ const SCRATCH_KEEP: usize = 64 * 1024;
 
 thread_local! {
     /// Where `push` serializes before taking the lock, so the lock is held for a copy,
-    /// not for a serialization.
-    static SCRATCH: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(1024));
+    /// not for a serialization. Taken out while in use: a push that finds it gone (one
+    /// nested in another, or one while the thread's locals are torn down) serializes
+    /// into a fresh buffer, which is then kept.
+    static SCRATCH: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
 }
 
 /// What a queued event says about the session it carries, for a sink that re-claims
@@ -63,7 +65,7 @@ struct Item {
 }
 
 /// A run of queued lines taken for delivery, in acceptance order, sharing one buffer.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug)]
 pub(crate) struct Batch {
     /// The lines, each followed by `\n`.
     body: Bytes,
@@ -89,13 +91,17 @@ impl Batch {
         self.body.clone()
     }
 
-    /// Each line with what it claims, if anything.
+    /// Each line with what it claims, if anything: the batch is used up, so the claims
+    /// move out rather than being copied.
     #[cfg_attr(not(feature = "ws"), allow(dead_code))]
-    pub(crate) fn lines_with_claims(&self) -> impl Iterator<Item = (Bytes, Option<Claim>)> + '_ {
-        let mut claims = self.claims.iter().peekable();
-        self.lines().enumerate().map(move |(i, line)| {
-            let claim = claims.next_if(|(at, _)| *at == i).map(|(_, c)| c.clone());
-            (line, claim)
+    pub(crate) fn into_lines_with_claims(self) -> impl Iterator<Item = (Bytes, Option<Claim>)> {
+        let Batch { body, ends, claims } = self;
+        let mut claims = claims.into_iter().peekable();
+        let mut start = 0;
+        ends.into_iter().enumerate().map(move |(i, end)| {
+            let line = body.slice(start..end);
+            start = end + 1;
+            (line, claims.next_if(|(at, _)| *at == i).map(|(_, c)| c))
         })
     }
 
@@ -197,37 +203,15 @@ impl Outbox {
         event: &Event,
         claim: Option<Claim>,
     ) -> Result<(), EmitError> {
-        let severity = event.severity();
-        let serialize = |line: &mut Vec<u8>| {
-            line.clear();
-            event.write_json(line);
-            line.push(b'\n');
-        };
-        let mut claim = Some(claim);
-        let pushed = SCRATCH.try_with(|scratch| {
-            // A re-entrant push (none exists today) would find the scratch borrowed:
-            // it serializes into a buffer of its own instead of failing.
-            let mut own = Vec::new();
-            let mut borrowed = scratch.try_borrow_mut();
-            let line = match borrowed.as_deref_mut() {
-                Ok(s) => s,
-                Err(_) => &mut own,
-            };
-            serialize(line);
-            let pushed = self.enqueue(line, severity, claim.take().flatten());
-            if line.capacity() > SCRATCH_KEEP {
-                // one huge event should not pin its size for the thread's lifetime
-                *line = Vec::with_capacity(1024);
-            }
-            pushed
-        });
-        // No scratch while the thread's locals are torn down (an emitter dropped from
-        // another thread-local): a buffer of its own.
-        let pushed = pushed.unwrap_or_else(|_| {
-            let mut line = Vec::new();
-            serialize(&mut line);
-            self.enqueue(&line, severity, claim.take().flatten())
-        });
+        let mut line = SCRATCH.try_with(Cell::take).unwrap_or_default();
+        line.clear();
+        event.write_json(&mut line);
+        line.push(b'\n');
+        let pushed = self.enqueue(&line, event.severity(), claim);
+        // one huge event should not pin its size for the thread's lifetime
+        if line.capacity() <= SCRATCH_KEEP {
+            let _ = SCRATCH.try_with(|s| s.set(line));
+        }
         let (dropped, wake) = pushed?;
         self.settle_report(dropped);
         if wake {
@@ -735,7 +719,7 @@ mod tests {
         // And what is left is the newest ten, in order, each with its own claim.
         let batch = outbox.take(100, usize::MAX);
         let mut seqs = Vec::new();
-        for (line, claim) in batch.lines_with_claims() {
+        for (line, claim) in batch.into_lines_with_claims() {
             let seq = Event::from_slice(&line).unwrap().seq().unwrap();
             assert_eq!(claim.map(|c| c.session.to_string()), Some(seq.to_string()));
             seqs.push(seq);
@@ -820,7 +804,7 @@ mod tests {
             .collect();
         assert_eq!(seqs, vec![1, 2, 3]);
         let claims: Vec<_> = batch
-            .lines_with_claims()
+            .into_lines_with_claims()
             .map(|(_, c)| c.map(|c| c.session))
             .collect();
         assert_eq!(claims, vec![None, Some("b".into()), Some("c".into())]);
@@ -911,9 +895,10 @@ mod tests {
                         .lines()
                         .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
                         .collect();
-                    let newlines = batch.ndjson().iter().filter(|&&b| b == b'\n').count();
+                    let body = batch.ndjson();
+                    let newlines = body.iter().filter(|&&b| b == b'\n').count();
                     assert_eq!(newlines, got.len());
-                    for ((_, c), seq) in batch.lines_with_claims().zip(&got) {
+                    for ((_, c), seq) in batch.into_lines_with_claims().zip(&got) {
                         assert_eq!(c.is_some(), seq % 2 == 0, "line {seq}");
                         if let Some(c) = c {
                             assert_eq!(&*c.session, seq.to_string());
@@ -925,7 +910,7 @@ mod tests {
                         assert_eq!(got.len(), had.min(max_events), "takes all it may");
                     }
                     // the byte budget holds, but a batch always carries one line
-                    assert!(got.len() <= 1 || batch.ndjson().len() <= max_bytes);
+                    assert!(got.len() <= 1 || body.len() <= max_bytes);
                     if max_events > 0 && had > 0 {
                         assert!(!got.is_empty(), "at least one line per batch");
                     }

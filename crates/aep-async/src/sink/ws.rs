@@ -353,7 +353,7 @@ impl Worker {
                         if batch.is_empty() {
                             break;
                         }
-                        for (line, claim) in batch.lines_with_claims() {
+                        for (line, claim) in batch.into_lines_with_claims() {
                             self.unsent.push((text(line), claim));
                         }
                     }
