@@ -67,6 +67,30 @@ async fn batches_ndjson_in_order_with_version_and_token() {
     assert!(head.contains("content-type: application/x-ndjson"));
 }
 
+/// A batch of one is sent as a JSON body, not NDJSON (AEP-0003 §3.2): the line as
+/// serialized, with no trailing newline.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_event_goes_as_one_json_body() {
+    let server = Scripted::start(|_| status_response(202)).await;
+    let sink = HttpSink::builder(&server.url).build().unwrap();
+    let emitter = Emitter::new("a", "h", sink);
+    let event = emitter
+        .session("s")
+        .emit("tool.called", json!({"tool": "ls"}))
+        .unwrap();
+    emitter.flush().await;
+    assert_eq!(emitter.stats().delivered, 1);
+    let requests = server.requests.lock().unwrap().clone();
+    assert_eq!(requests.len(), 1);
+    let (head, body) = requests[0].split_once("\r\n\r\n").unwrap();
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("content-type: application/json"),
+        "{head}"
+    );
+    assert_eq!(body, event.to_json());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn retries_5xx_with_the_same_ids_then_succeeds() {
     let calls = Arc::new(AtomicUsize::new(0));

@@ -252,6 +252,36 @@ fn claim_of(event: &Event) -> Option<Claim> {
     })
 }
 
+/// Notes what `sent` events claim in `claims`: per session, the last event that claims
+/// it is kept (a copy, not a slice, which would keep the whole outbox run it came from
+/// alive as long as the session lasts); a session that has ended is not claimed again,
+/// which also bounds the map to the live sessions.
+fn note_claims(claims: &mut HashMap<String, Utf8Bytes>, sent: &[(Utf8Bytes, Option<Claim>)]) {
+    // the last claim per session in this write, and which line carries it
+    let mut last: HashMap<&str, Option<usize>> = HashMap::new();
+    for (i, (_, claim)) in sent.iter().enumerate() {
+        if let Some(claim) = claim {
+            last.insert(&claim.session, (!claim.ends).then_some(i));
+        }
+    }
+    for (session, at) in last {
+        match at.and_then(|i| sent.get(i)) {
+            None => {
+                claims.remove(session);
+            }
+            Some((text, _)) => {
+                let own = Utf8Bytes::from(text.as_str());
+                match claims.get_mut(session) {
+                    Some(slot) => *slot = own,
+                    None => {
+                        claims.insert(session.to_owned(), own);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// The text of one outbox line, without copying it.
 fn text(line: bytes::Bytes) -> Utf8Bytes {
     // The outbox holds serializer output, which is UTF-8: the fallback is never taken.
@@ -397,34 +427,9 @@ impl Worker {
         }
     }
 
-    /// Notes what the flushed events claim: per session, the last event that claims it
-    /// is kept (a copy, not a slice, which would keep the whole outbox run it came from
-    /// alive as long as the session lasts); a session that has ended is not claimed
-    /// again, which also bounds the map to the live sessions. Empties `unsent`.
+    /// Notes what the flushed events claim ([`note_claims`]). Empties `unsent`.
     fn claim_sent(&mut self) {
-        // the last claim per session in this write, and which line carries it
-        let mut last: HashMap<&str, Option<usize>> = HashMap::new();
-        for (i, (_, claim)) in self.unsent.iter().enumerate() {
-            if let Some(claim) = claim {
-                last.insert(&claim.session, (!claim.ends).then_some(i));
-            }
-        }
-        for (session, at) in last {
-            match at.and_then(|i| self.unsent.get(i)) {
-                None => {
-                    self.claims.remove(session);
-                }
-                Some((text, _)) => {
-                    let own = Utf8Bytes::from(text.as_str());
-                    match self.claims.get_mut(session) {
-                        Some(slot) => *slot = own,
-                        None => {
-                            self.claims.insert(session.to_owned(), own);
-                        }
-                    }
-                }
-            }
-        }
+        note_claims(&mut self.claims, &self.unsent);
         self.unsent.clear();
     }
 
@@ -470,6 +475,53 @@ mod tests {
         e.set_session(session.map(str::to_owned));
         e.set_seq(seq);
         claim_of(&e).map(|c| (c.session.to_string(), c.ends))
+    }
+
+    /// Per session the last claiming line is kept; a session's end forgets it, within
+    /// one write and across writes; lines without a claim change nothing.
+    #[test]
+    fn the_last_claim_per_session_is_kept_until_the_session_ends() {
+        let line = |text: &str, session: &str, ends: bool| {
+            let claim = Claim {
+                session: session.into(),
+                ends,
+            };
+            (Utf8Bytes::from(text), Some(claim))
+        };
+        let mut claims = HashMap::new();
+        note_claims(
+            &mut claims,
+            &[
+                line("a1", "a", false),
+                line("b1", "b", false),
+                (Utf8Bytes::from("x"), None),
+                line("a2", "a", false),
+            ],
+        );
+        let texts = |c: &HashMap<String, Utf8Bytes>| {
+            let mut v: Vec<(String, String)> =
+                c.iter().map(|(k, t)| (k.clone(), t.to_string())).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(
+            texts(&claims),
+            [("a".into(), "a2".into()), ("b".into(), "b1".into())]
+        );
+        note_claims(
+            &mut claims,
+            &[line("b2", "b", false), line("b3", "b", true)],
+        );
+        assert_eq!(texts(&claims), [("a".to_owned(), "a2".to_owned())]);
+        note_claims(
+            &mut claims,
+            &[line("a3", "a", true), line("a4", "a", false)],
+        );
+        assert_eq!(
+            texts(&claims),
+            [("a".to_owned(), "a4".to_owned())],
+            "claimed again after"
+        );
     }
 
     /// What the sink re-claims after a reconnect is what a relay counts as a claim
