@@ -58,10 +58,33 @@ pub const CORE_ATTRIBUTES: [&str; 17] = [
 ];
 
 /// Where an attribute sits in the wire order. Core attributes are indexed as in
-/// [`CORE_ATTRIBUTES`]; `EXT` stands for "the next extension attribute".
-type Slot = u8;
+/// [`CORE_ATTRIBUTES`] (named in [`slot`]); `EXT` stands for "the next extension
+/// attribute".
+pub(crate) type Slot = u8;
 const DATA: Slot = 16;
 const EXT: Slot = 17;
+
+/// The core attributes' slots, by name: the reader, the writer, the setters and the
+/// envelope rules all address attributes by these.
+pub(crate) mod slot {
+    use super::Slot;
+    pub(crate) const AEP: Slot = 0;
+    pub(crate) const ID: Slot = 1;
+    pub(crate) const TYPE: Slot = 2;
+    pub(crate) const SUBJECT: Slot = 3;
+    pub(crate) const TIME: Slot = 4;
+    pub(crate) const SOURCE: Slot = 5;
+    pub(crate) const AGENT: Slot = 6;
+    pub(crate) const SESSION: Slot = 7;
+    pub(crate) const RUN: Slot = 8;
+    pub(crate) const STEP: Slot = 9;
+    pub(crate) const SEQ: Slot = 10;
+    pub(crate) const EPOCH: Slot = 11;
+    pub(crate) const CAUSE: Slot = 12;
+    pub(crate) const TRACEPARENT: Slot = 13;
+    pub(crate) const SEVERITY: Slot = 14;
+    pub(crate) const CAPTURE: Slot = 15;
+}
 
 /// One AEP event: the envelope of AEP-0001 §5.
 ///
@@ -838,7 +861,7 @@ impl Event {
     /// assert_eq!(e.capture(), aep_core::Capture::Metadata);
     /// ```
     pub fn set_capture(&mut self, capture: Option<Capture>) {
-        self.set_slot_present(15, capture.is_some());
+        self.set_slot_present(slot::CAPTURE, capture.is_some());
         self.capture = capture;
     }
 
@@ -852,7 +875,7 @@ impl Event {
     /// assert!(!e.to_json().contains("severity"));
     /// ```
     pub fn set_severity(&mut self, severity: Option<Severity>) {
-        self.set_slot_present(14, severity.is_some());
+        self.set_slot_present(slot::SEVERITY, severity.is_some());
         self.severity = severity;
     }
 
@@ -899,7 +922,7 @@ impl Event {
     /// assert_eq!(e.subject(), None);
     /// ```
     pub fn set_subject(&mut self, v: Option<String>) {
-        self.set_slot_present(3, v.is_some());
+        self.set_slot_present(slot::SUBJECT, v.is_some());
         self.subject = v.map(CompactString::from);
     }
     /// Sets `session`.
@@ -912,7 +935,7 @@ impl Event {
     /// assert_eq!(e.session(), None);
     /// ```
     pub fn set_session(&mut self, v: Option<String>) {
-        self.set_slot_present(7, v.is_some());
+        self.set_slot_present(slot::SESSION, v.is_some());
         self.session = v.map(CompactString::from);
     }
     /// Sets `run`.
@@ -925,7 +948,7 @@ impl Event {
     /// assert_eq!(e.run(), None);
     /// ```
     pub fn set_run(&mut self, v: Option<String>) {
-        self.set_slot_present(8, v.is_some());
+        self.set_slot_present(slot::RUN, v.is_some());
         self.run = v.map(CompactString::from);
     }
     /// Sets `step`.
@@ -938,7 +961,7 @@ impl Event {
     /// assert_eq!(e.step(), None);
     /// ```
     pub fn set_step(&mut self, v: Option<String>) {
-        self.set_slot_present(9, v.is_some());
+        self.set_slot_present(slot::STEP, v.is_some());
         self.step = v.map(CompactString::from);
     }
     /// Sets `seq`.
@@ -951,7 +974,7 @@ impl Event {
     /// assert!(!e.to_json().contains("seq"));
     /// ```
     pub fn set_seq(&mut self, v: Option<u64>) {
-        self.set_slot_present(10, v.is_some());
+        self.set_slot_present(slot::SEQ, v.is_some());
         self.seq = v;
     }
     /// Sets `epoch` (`None` removes the attribute; readers then see 0).
@@ -964,7 +987,7 @@ impl Event {
     /// assert_eq!((e.epoch(), e.epoch_attr()), (0, None));
     /// ```
     pub fn set_epoch(&mut self, v: Option<u64>) {
-        self.set_slot_present(11, v.is_some());
+        self.set_slot_present(slot::EPOCH, v.is_some());
         self.epoch = v;
     }
     /// Sets `cause`.
@@ -977,7 +1000,7 @@ impl Event {
     /// assert_eq!(e.cause(), None);
     /// ```
     pub fn set_cause(&mut self, v: Option<String>) {
-        self.set_slot_present(12, v.is_some());
+        self.set_slot_present(slot::CAUSE, v.is_some());
         self.cause = v.map(CompactString::from);
     }
     /// Sets `traceparent`.
@@ -990,7 +1013,7 @@ impl Event {
     /// assert_eq!(e.traceparent(), None);
     /// ```
     pub fn set_traceparent(&mut self, v: Option<String>) {
-        self.set_slot_present(13, v.is_some());
+        self.set_slot_present(slot::TRACEPARENT, v.is_some());
         self.traceparent = v.map(CompactString::from);
     }
 
@@ -1235,24 +1258,24 @@ impl Event {
     /// The flag says whether the name is a core one (plain ASCII, nothing to escape).
     fn walk<E>(&self, mut f: impl FnMut(&str, bool, Attr<'_>) -> Result<(), E>) -> Result<(), E> {
         let mut ext = self.extensions.iter();
-        let mut write = |slot: Slot| -> Result<(), E> {
-            let value = match slot {
-                0 => Some(Attr::Str(self.aep.as_str())),
-                1 => Some(Attr::Str(self.id.as_str())),
-                2 => Some(Attr::Str(self.ty.as_str())),
-                3 => opt_str(&self.subject),
-                4 => Some(Attr::Str(self.time.as_str())),
-                5 => Some(Attr::Str(self.source.as_str())),
-                6 => Some(Attr::Str(self.agent.as_str())),
-                7 => opt_str(&self.session),
-                8 => opt_str(&self.run),
-                9 => opt_str(&self.step),
-                10 => self.seq.map(Attr::Number),
-                11 => self.epoch.map(Attr::Number),
-                12 => opt_str(&self.cause),
-                13 => opt_str(&self.traceparent),
-                14 => self.severity.map(|v| Attr::Str(v.as_str())),
-                15 => self.capture.map(|v| Attr::Str(v.as_str())),
+        let mut write = |at: Slot| -> Result<(), E> {
+            let value = match at {
+                slot::AEP => Some(Attr::Str(self.aep.as_str())),
+                slot::ID => Some(Attr::Str(self.id.as_str())),
+                slot::TYPE => Some(Attr::Str(self.ty.as_str())),
+                slot::SUBJECT => opt_str(&self.subject),
+                slot::TIME => Some(Attr::Str(self.time.as_str())),
+                slot::SOURCE => Some(Attr::Str(self.source.as_str())),
+                slot::AGENT => Some(Attr::Str(self.agent.as_str())),
+                slot::SESSION => opt_str(&self.session),
+                slot::RUN => opt_str(&self.run),
+                slot::STEP => opt_str(&self.step),
+                slot::SEQ => self.seq.map(Attr::Number),
+                slot::EPOCH => self.epoch.map(Attr::Number),
+                slot::CAUSE => opt_str(&self.cause),
+                slot::TRACEPARENT => opt_str(&self.traceparent),
+                slot::SEVERITY => self.severity.map(|v| Attr::Str(v.as_str())),
+                slot::CAPTURE => self.capture.map(|v| Attr::Str(v.as_str())),
                 DATA => self.data.as_deref().map(Attr::Raw),
                 _ => {
                     return match ext.next() {
@@ -1261,13 +1284,13 @@ impl Event {
                     }
                 }
             };
-            match (CORE_ATTRIBUTES.get(slot as usize), value) {
+            match (CORE_ATTRIBUTES.get(at as usize), value) {
                 (Some(name), Some(value)) => f(name, true, value),
                 _ => Ok(()),
             }
         };
         match &self.order {
-            Some(order) => order.iter().try_for_each(|&slot| write(slot)),
+            Some(order) => order.iter().try_for_each(|&at| write(at)),
             None => self.canonical_slots().try_for_each(write),
         }
     }
@@ -1314,22 +1337,22 @@ enum Key {
 /// scan of [`CORE_ATTRIBUTES`] compares against every name.
 pub(crate) fn core_slot(name: &str) -> Option<Slot> {
     Some(match name {
-        "aep" => 0,
-        "id" => 1,
-        "type" => 2,
-        "subject" => 3,
-        "time" => 4,
-        "source" => 5,
-        "agent" => 6,
-        "session" => 7,
-        "run" => 8,
-        "step" => 9,
-        "seq" => 10,
-        "epoch" => 11,
-        "cause" => 12,
-        "traceparent" => 13,
-        "severity" => 14,
-        "capture" => 15,
+        "aep" => slot::AEP,
+        "id" => slot::ID,
+        "type" => slot::TYPE,
+        "subject" => slot::SUBJECT,
+        "time" => slot::TIME,
+        "source" => slot::SOURCE,
+        "agent" => slot::AGENT,
+        "session" => slot::SESSION,
+        "run" => slot::RUN,
+        "step" => slot::STEP,
+        "seq" => slot::SEQ,
+        "epoch" => slot::EPOCH,
+        "cause" => slot::CAUSE,
+        "traceparent" => slot::TRACEPARENT,
+        "severity" => slot::SEVERITY,
+        "capture" => slot::CAPTURE,
         "data" => DATA,
         _ => return None,
     })
@@ -1480,22 +1503,22 @@ impl<'de> Visitor<'de> for EventVisitor {
                         return Err(dup(slot));
                     }
                     match slot {
-                        0 => aep = Some(map.next_value::<CompactString>()?),
-                        1 => id = Some(map.next_value::<CompactString>()?),
-                        2 => ty = Some(map.next_value::<CompactString>()?),
-                        3 => set_once(&mut e.subject, map.next_value()?, slot)?,
-                        4 => time = Some(map.next_value::<CompactString>()?),
-                        5 => source = Some(map.next_value::<CompactString>()?),
-                        6 => agent = Some(map.next_value::<CompactString>()?),
-                        7 => set_once(&mut e.session, map.next_value()?, slot)?,
-                        8 => set_once(&mut e.run, map.next_value()?, slot)?,
-                        9 => set_once(&mut e.step, map.next_value()?, slot)?,
-                        10 => set_once(&mut e.seq, map.next_value()?, slot)?,
-                        11 => set_once(&mut e.epoch, map.next_value()?, slot)?,
-                        12 => set_once(&mut e.cause, map.next_value()?, slot)?,
-                        13 => set_once(&mut e.traceparent, map.next_value()?, slot)?,
-                        14 => set_once(&mut e.severity, map.next_value()?, slot)?,
-                        15 => set_once(&mut e.capture, map.next_value()?, slot)?,
+                        slot::AEP => aep = Some(map.next_value::<CompactString>()?),
+                        slot::ID => id = Some(map.next_value::<CompactString>()?),
+                        slot::TYPE => ty = Some(map.next_value::<CompactString>()?),
+                        slot::SUBJECT => set_once(&mut e.subject, map.next_value()?, slot)?,
+                        slot::TIME => time = Some(map.next_value::<CompactString>()?),
+                        slot::SOURCE => source = Some(map.next_value::<CompactString>()?),
+                        slot::AGENT => agent = Some(map.next_value::<CompactString>()?),
+                        slot::SESSION => set_once(&mut e.session, map.next_value()?, slot)?,
+                        slot::RUN => set_once(&mut e.run, map.next_value()?, slot)?,
+                        slot::STEP => set_once(&mut e.step, map.next_value()?, slot)?,
+                        slot::SEQ => set_once(&mut e.seq, map.next_value()?, slot)?,
+                        slot::EPOCH => set_once(&mut e.epoch, map.next_value()?, slot)?,
+                        slot::CAUSE => set_once(&mut e.cause, map.next_value()?, slot)?,
+                        slot::TRACEPARENT => set_once(&mut e.traceparent, map.next_value()?, slot)?,
+                        slot::SEVERITY => set_once(&mut e.severity, map.next_value()?, slot)?,
+                        slot::CAPTURE => set_once(&mut e.capture, map.next_value()?, slot)?,
                         _ => set_once(&mut e.data, map.next_value()?, slot)?,
                     }
                 }

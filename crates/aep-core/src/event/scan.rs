@@ -110,23 +110,24 @@ pub(crate) fn read<'a, R: RawRead<'a>>(text: &'a str) -> Option<Plain<'a, R>> {
                     return None; // duplicate: serde's error
                 }
                 match slot {
-                    0 => aep = Some(r.string()?),
-                    1 => id = Some(r.string()?),
-                    2 => ty = Some(r.string()?),
-                    3 => subject = Some(r.string()?),
-                    4 => time = Some(r.string()?),
-                    5 => source = Some(r.string()?),
-                    6 => agent = Some(r.string()?),
-                    7 => session = Some(r.string()?),
-                    8 => run = Some(r.string()?),
-                    9 => step = Some(r.string()?),
-                    10 => seq = Some(r.integer()?),
-                    11 => epoch = Some(r.integer()?),
-                    12 => cause = Some(r.string()?),
-                    13 => traceparent = Some(r.string()?),
-                    14 => severity = Some(r.string()?.parse().ok()?),
-                    15 => capture = Some(r.string()?.parse().ok()?),
-                    _ => data = Some(R::read(&mut r)?),
+                    slot::AEP => aep = Some(r.string()?),
+                    slot::ID => id = Some(r.string()?),
+                    slot::TYPE => ty = Some(r.string()?),
+                    slot::SUBJECT => subject = Some(r.string()?),
+                    slot::TIME => time = Some(r.string()?),
+                    slot::SOURCE => source = Some(r.string()?),
+                    slot::AGENT => agent = Some(r.string()?),
+                    slot::SESSION => session = Some(r.string()?),
+                    slot::RUN => run = Some(r.string()?),
+                    slot::STEP => step = Some(r.string()?),
+                    slot::SEQ => seq = Some(r.integer()?),
+                    slot::EPOCH => epoch = Some(r.integer()?),
+                    slot::CAUSE => cause = Some(r.string()?),
+                    slot::TRACEPARENT => traceparent = Some(r.string()?),
+                    slot::SEVERITY => severity = Some(r.string()?.parse().ok()?),
+                    slot::CAPTURE => capture = Some(r.string()?.parse().ok()?),
+                    DATA => data = Some(R::read(&mut r)?),
+                    _ => return None, // not a core slot: core_slot gives none other
                 }
             }
             None => {

@@ -6,7 +6,9 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use super::{format, payload, Issue, Rule};
-use crate::event::{check_extension_name, is_extension_value, EnvelopeView, Event, ExtensionError};
+use crate::event::{
+    check_extension_name, is_extension_value, slot, EnvelopeView, Event, ExtensionError,
+};
 use crate::level::{Capture, Severity};
 use crate::types::{EventType, CATEGORIES};
 
@@ -26,22 +28,22 @@ pub(super) enum Seen<'a> {
 pub(super) struct Attr(usize);
 
 impl Attr {
-    pub(super) const AEP: Attr = Attr(0);
-    pub(super) const ID: Attr = Attr(1);
-    pub(super) const TYPE: Attr = Attr(2);
-    pub(super) const SUBJECT: Attr = Attr(3);
-    pub(super) const TIME: Attr = Attr(4);
-    pub(super) const SOURCE: Attr = Attr(5);
-    pub(super) const AGENT: Attr = Attr(6);
-    pub(super) const SESSION: Attr = Attr(7);
-    pub(super) const RUN: Attr = Attr(8);
-    pub(super) const STEP: Attr = Attr(9);
-    pub(super) const SEQ: Attr = Attr(10);
-    pub(super) const EPOCH: Attr = Attr(11);
-    pub(super) const CAUSE: Attr = Attr(12);
-    pub(super) const TRACEPARENT: Attr = Attr(13);
-    pub(super) const SEVERITY: Attr = Attr(14);
-    pub(super) const CAPTURE: Attr = Attr(15);
+    pub(super) const AEP: Attr = Attr(slot::AEP as usize);
+    pub(super) const ID: Attr = Attr(slot::ID as usize);
+    pub(super) const TYPE: Attr = Attr(slot::TYPE as usize);
+    pub(super) const SUBJECT: Attr = Attr(slot::SUBJECT as usize);
+    pub(super) const TIME: Attr = Attr(slot::TIME as usize);
+    pub(super) const SOURCE: Attr = Attr(slot::SOURCE as usize);
+    pub(super) const AGENT: Attr = Attr(slot::AGENT as usize);
+    pub(super) const SESSION: Attr = Attr(slot::SESSION as usize);
+    pub(super) const RUN: Attr = Attr(slot::RUN as usize);
+    pub(super) const STEP: Attr = Attr(slot::STEP as usize);
+    pub(super) const SEQ: Attr = Attr(slot::SEQ as usize);
+    pub(super) const EPOCH: Attr = Attr(slot::EPOCH as usize);
+    pub(super) const CAUSE: Attr = Attr(slot::CAUSE as usize);
+    pub(super) const TRACEPARENT: Attr = Attr(slot::TRACEPARENT as usize);
+    pub(super) const SEVERITY: Attr = Attr(slot::SEVERITY as usize);
+    pub(super) const CAPTURE: Attr = Attr(slot::CAPTURE as usize);
 
     /// The attribute's wire name.
     pub(super) fn name(self) -> &'static str {
