@@ -930,3 +930,20 @@ async fn an_ack_that_cannot_be_emitted_lets_the_retry_be_decided_again() {
         "{errors:?}"
     );
 }
+
+/// A send's future stays small (a console keeps thousands in flight, each a task):
+/// the command is built after the one await that may take long, not held across it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_send_future_stays_small() {
+    let relay = relay().await;
+    let client = ControlClient::connect(relay.url(), fast()).await.unwrap();
+    let send = client.send("control.pause", "s1", SendOptions::new());
+    let size = std::mem::size_of_val(&send);
+    eprintln!("send future: {size} bytes");
+    drop(send);
+    // 480 bytes measured (debug build); an Event (384) held across the await would
+    // take it well past this, and the margin leaves room for another compiler's layout
+    assert!(size <= 640, "send future is {size} bytes");
+    client.close().await;
+    relay.shutdown().await.unwrap();
+}

@@ -270,6 +270,8 @@ impl ControlClient {
             return Err(ControlError::Closed);
         }
         self.ensure_subscribed(session).await?;
+        // Built here rather than by way of `send_command`, which holds the envelope
+        // across the wait above: every send's future would grow by an `Event`.
         let command = self.sender.command(command_type, session, &options);
         let rx = self.sender.start(command, options.policy())?;
         settlement(rx).await
