@@ -271,6 +271,37 @@ fn json_value() -> impl Strategy<Value = serde_json::Value> {
     })
 }
 
+/// Near misses a token generator rarely builds: mismatched or unclosed brackets, a
+/// member without its colon, a key that is not a string, a literal cut short.
+#[test]
+fn malformed_data_is_never_read_in_place() {
+    for data in [
+        "[1}",
+        "{\"a\":1]",
+        "[}",
+        "{]",
+        "[[1]}",
+        "{\"a\":[1}}",
+        "[1,2",
+        "{\"a\" 1}",
+        "{1:2}",
+        "{\"a\":}",
+        "[,1]",
+        "tru",
+        "nul",
+        "-",
+        "1e",
+        "\"\\u12\"",
+        "{\"a\":1,}",
+    ] {
+        let text = format!(
+            r#"{{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a","data":{data}}}"#
+        );
+        assert!(EnvelopeView::read(&text).is_none(), "{text}");
+        same(&text).unwrap();
+    }
+}
+
 #[test]
 fn a_golden_line_reads_the_same_both_ways() {
     for line in include_str!("../../../fixtures/conformance/golden/golden.jsonl")

@@ -343,46 +343,29 @@ const MAX_DEPTH: u32 = 64;
 fn skip_value(r: &mut Reader<'_>, depth: u32) -> Option<()> {
     match r.peek()? {
         b'"' => r.skip_string(),
-        b'{' => {
+        open @ (b'{' | b'[') => {
             if depth >= MAX_DEPTH {
                 return None;
             }
+            let (object, close) = (open == b'{', if open == b'{' { b'}' } else { b']' });
             r.at += 1;
             r.ws();
-            if r.peek()? == b'}' {
+            if r.peek()? == close {
                 r.at += 1;
                 return Some(());
             }
             loop {
-                r.skip_string()?;
-                r.ws();
-                r.byte(b':')?;
-                r.ws();
-                skip_value(r, depth + 1)?;
-                r.ws();
-                match r.next()? {
-                    b',' => r.ws(),
-                    b'}' => return Some(()),
-                    _ => return None,
+                if object {
+                    r.skip_string()?;
+                    r.ws();
+                    r.byte(b':')?;
+                    r.ws();
                 }
-            }
-        }
-        b'[' => {
-            if depth >= MAX_DEPTH {
-                return None;
-            }
-            r.at += 1;
-            r.ws();
-            if r.peek()? == b']' {
-                r.at += 1;
-                return Some(());
-            }
-            loop {
                 skip_value(r, depth + 1)?;
                 r.ws();
                 match r.next()? {
                     b',' => r.ws(),
-                    b']' => return Some(()),
+                    c if c == close => return Some(()),
                     _ => return None,
                 }
             }
