@@ -442,6 +442,11 @@ impl Outbox {
                 continue;
             }
             if let Some(claim) = item.claim {
+                if claims.is_empty() {
+                    // one allocation of the size needed, not a doubling series that
+                    // overshoots it (see the WS sink's TAKE_CHUNK)
+                    claims.reserve_exact(taken - line);
+                }
                 claims.push((line, claim));
             }
             line += 1;

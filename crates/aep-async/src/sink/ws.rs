@@ -233,8 +233,9 @@ struct Worker {
 const READ_BATCH: usize = 256;
 /// How many events one write carries at most.
 const WRITE_BATCH: usize = 1024;
-/// Events taken from the outbox at a time: a larger take allocates past glibc's 1 KiB
-/// large-request threshold, which consolidates the allocator's fast bins every time.
+/// Events taken from the outbox at a time: a take's claims list (32 bytes a line) stays
+/// under glibc's 1 KiB large-request threshold, past which every allocation
+/// consolidates the allocator's fast bins.
 const TAKE_CHUNK: usize = 24;
 
 /// What an event says about its session for re-claiming after a reconnect: a session
