@@ -31,6 +31,7 @@ use std::str::FromStr;
 
 use serde::de::{self, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::event::{check_extension_name, EnvelopeView, Event, ExtensionError};
@@ -573,76 +574,52 @@ trait Attrs {
     fn ext(&self, name: &str) -> Option<ExtValue<'_>>;
 }
 
-impl Attrs for Event {
-    #[inline]
-    fn text(&self, attr: &Attr) -> Option<&str> {
-        match attr {
-            Attr::Id => Some(self.id()),
-            Attr::Type => Some(self.event_type()),
-            Attr::Subject => self.subject(),
-            Attr::Source => Some(self.source()),
-            Attr::Agent => Some(self.agent()),
-            Attr::Session => self.session(),
-            Attr::Run => self.run(),
-            Attr::Step => self.step(),
-            Attr::Cause => self.cause(),
-            _ => None,
+/// One body for the types that answer through accessors of the same names: an
+/// [`Event`], and an [`EnvelopeView`], which reads the same attributes from the same line
+/// (held by `tests/event_reader.rs`). `$raw` is the raw JSON text of extension `$name`.
+macro_rules! attrs_from_accessors {
+    ($ty:ty, |$this:ident, $name:ident| $raw:expr) => {
+        impl Attrs for $ty {
+            #[inline]
+            fn text(&self, attr: &Attr) -> Option<&str> {
+                match attr {
+                    Attr::Id => Some(self.id()),
+                    Attr::Type => Some(self.event_type()),
+                    Attr::Subject => self.subject(),
+                    Attr::Source => Some(self.source()),
+                    Attr::Agent => Some(self.agent()),
+                    Attr::Session => self.session(),
+                    Attr::Run => self.run(),
+                    Attr::Step => self.step(),
+                    Attr::Cause => self.cause(),
+                    _ => None,
+                }
+            }
+            #[inline]
+            fn epoch(&self) -> Option<u64> {
+                Some(<$ty>::epoch(self))
+            }
+            #[inline]
+            fn severity_rank(&self) -> Option<u8> {
+                Some(self.severity() as u8)
+            }
+            #[inline]
+            fn capture_rank(&self) -> Option<u8> {
+                Some(self.capture() as u8)
+            }
+            #[inline]
+            fn ext(&self, $name: &str) -> Option<ExtValue<'_>> {
+                let $this = self;
+                $raw.map(ext_value)
+            }
         }
-    }
-    #[inline]
-    fn epoch(&self) -> Option<u64> {
-        Some(Event::epoch(self))
-    }
-    #[inline]
-    fn severity_rank(&self) -> Option<u8> {
-        Some(self.severity() as u8)
-    }
-    #[inline]
-    fn capture_rank(&self) -> Option<u8> {
-        Some(self.capture() as u8)
-    }
-    #[inline]
-    fn ext(&self, name: &str) -> Option<ExtValue<'_>> {
-        self.extension_raw(name).map(|raw| ext_value(raw.get()))
-    }
+    };
 }
 
-/// An envelope read in place answers as the [`Event`] of the same line would: it reads
-/// the same attributes (held by `tests/event_reader.rs`).
-impl Attrs for EnvelopeView<'_> {
-    #[inline]
-    fn text(&self, attr: &Attr) -> Option<&str> {
-        match attr {
-            Attr::Id => Some(self.id()),
-            Attr::Type => Some(self.event_type()),
-            Attr::Subject => self.subject(),
-            Attr::Source => Some(self.source()),
-            Attr::Agent => Some(self.agent()),
-            Attr::Session => self.session(),
-            Attr::Run => self.run(),
-            Attr::Step => self.step(),
-            Attr::Cause => self.cause(),
-            _ => None,
-        }
-    }
-    #[inline]
-    fn epoch(&self) -> Option<u64> {
-        Some(EnvelopeView::epoch(self))
-    }
-    #[inline]
-    fn severity_rank(&self) -> Option<u8> {
-        Some(self.severity() as u8)
-    }
-    #[inline]
-    fn capture_rank(&self) -> Option<u8> {
-        Some(self.capture() as u8)
-    }
-    #[inline]
-    fn ext(&self, name: &str) -> Option<ExtValue<'_>> {
-        let (_, raw) = self.extensions().find(|(k, _)| *k == name)?;
-        Some(ext_value(raw))
-    }
-}
+attrs_from_accessors!(Event, |event, name| event
+    .extension_raw(name)
+    .map(RawValue::get));
+attrs_from_accessors!(EnvelopeView<'_>, |view, name| view.extension(name));
 
 /// An extension attribute's value when it is a JSON string, borrowed from the event
 /// unless it has escapes to decode.

@@ -225,4 +225,15 @@ impl<'a> EnvelopeView<'a> {
     pub fn extensions(&self) -> impl Iterator<Item = (&'a str, &'a str)> + '_ {
         self.plain.extensions.iter().map(|&(k, Json(v))| (k, v))
     }
+
+    /// The JSON text of extension attribute `name`, when present.
+    ///
+    /// ```
+    /// # let line = r#"{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a","acme":7}"#;
+    /// let view = aep_core::event::EnvelopeView::read(line).unwrap();
+    /// assert_eq!((view.extension("acme"), view.extension("other")), (Some("7"), None));
+    /// ```
+    pub fn extension(&self, name: &str) -> Option<&'a str> {
+        self.extensions().find(|(k, _)| *k == name).map(|(_, v)| v)
+    }
 }
