@@ -106,6 +106,7 @@ impl Batch {
     }
 
     /// Each line, without its `\n`, sharing the batch's buffer.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     pub(crate) fn lines(&self) -> impl Iterator<Item = Bytes> + '_ {
         let mut start = 0;
         self.ends.iter().map(move |&end| {
