@@ -548,15 +548,15 @@ impl CommandBuilder {
     /// assert!(a.id() < b.id() && a.id().len() == 26);
     /// ```
     pub fn build_at(self, now: std::time::SystemTime) -> Event {
-        self.build(
-            crate::envelope::new_ulid(now).to_string(),
-            crate::envelope::rfc3339_millis(now),
-        )
+        // Both written on the stack: the event copies them into its own text.
+        let (mut id, mut time) = ([0; ulid::ULID_LEN], [0; 24]);
+        let id = crate::envelope::new_ulid(now).array_to_str(&mut id);
+        self.build(&*id, crate::envelope::rfc3339_millis_into(now, &mut time))
     }
 
     /// The envelope, with the caller's fresh `id` (the idempotency key, AEP-0004 §2.3:
     /// a ULID, say) and RFC 3339 `time`. No `seq`, ever.
-    pub fn build(self, id: impl Into<String>, time: impl Into<String>) -> Event {
+    pub fn build(self, id: impl AsRef<str>, time: impl AsRef<str>) -> Event {
         let mut e =
             Event::new(id, self.ty, time, self.source, self.agent).with_session(self.session);
         if let Some(r) = self.run {

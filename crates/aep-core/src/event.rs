@@ -8,7 +8,6 @@
 use std::fmt;
 use std::str::FromStr;
 
-use compact_str::CompactString;
 use serde::de::{self, DeserializeOwned, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -107,20 +106,14 @@ pub(crate) mod slot {
 /// ```
 #[derive(Clone)]
 pub struct Event {
-    aep: CompactString,
-    id: CompactString,
-    ty: CompactString,
-    subject: Option<CompactString>,
-    time: CompactString,
-    source: CompactString,
-    agent: CompactString,
-    session: Option<CompactString>,
-    run: Option<CompactString>,
-    step: Option<CompactString>,
+    /// The text of every string attribute (`aep` through `traceparent`), back to back;
+    /// [`Span`]s say where each one is. One allocation holds them all: a control round
+    /// trip builds or parses an event six times (AEP-0004 §3), and one allocation per
+    /// long attribute (ids, `source`, `cause`) was a fifth of the allocator's work.
+    text: String,
+    spans: [Span; STRING_SLOTS],
     seq: Option<u64>,
     epoch: Option<u64>,
-    cause: Option<CompactString>,
-    traceparent: Option<CompactString>,
     severity: Option<Severity>,
     capture: Option<Capture>,
     data: Option<Box<RawValue>>,
@@ -129,6 +122,34 @@ pub struct Event {
     /// attributes in §5.1 order, then extensions, then `data`); `None` otherwise, so
     /// the common case costs no allocation.
     order: Option<Box<[Slot]>>,
+}
+
+/// How many core attributes are strings: slots `aep`..`step`, `cause`, `traceparent`.
+const STRING_SLOTS: usize = 12;
+
+/// Where a string attribute's text sits in [`Event::text`]; [`Span::ABSENT`] when the
+/// attribute is absent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Span {
+    start: u32,
+    end: u32,
+}
+
+impl Span {
+    const ABSENT: Span = Span {
+        start: u32::MAX,
+        end: u32::MAX,
+    };
+}
+
+/// The index in [`Event::spans`] of a string attribute's slot (`seq` and `epoch`, the
+/// two integer slots between `step` and `cause`, have none).
+const fn span_index(slot: Slot) -> usize {
+    if slot < slot::SEQ {
+        slot as usize
+    } else {
+        slot as usize - 2
+    }
 }
 
 /// A line or value that is not an AEP envelope this crate can represent: not a JSON
@@ -277,27 +298,51 @@ impl Event {
     /// assert_eq!(e.to_json(), r#"{"aep":"0.1","id":"01J","type":"agent.heartbeat","time":"2026-07-03T10:00:00.000Z","source":"aep://h/agent/a","agent":"a"}"#);
     /// ```
     pub fn new(
-        id: impl Into<String>,
-        event_type: impl Into<String>,
-        time: impl Into<String>,
-        source: impl Into<String>,
-        agent: impl Into<String>,
+        id: impl AsRef<str>,
+        event_type: impl AsRef<str>,
+        time: impl AsRef<str>,
+        source: impl AsRef<str>,
+        agent: impl AsRef<str>,
     ) -> Event {
+        Event::from_strs(
+            id.as_ref(),
+            event_type.as_ref(),
+            time.as_ref(),
+            source.as_ref(),
+            agent.as_ref(),
+        )
+    }
+
+    /// [`new`](Self::new) from borrowed text.
+    pub(crate) fn from_strs(
+        id: &str,
+        event_type: &str,
+        time: &str,
+        source: &str,
+        agent: &str,
+    ) -> Event {
+        // Room for the attributes a builder usually adds next (`session`, `cause`, ...),
+        // so that they do not grow the text again.
+        const ROOM: usize = 64;
+        let len = AEP_VERSION.len() + id.len() + event_type.len() + time.len();
+        let mut event = Event::with_capacity(len + source.len() + agent.len() + ROOM);
+        event.append(slot::AEP, AEP_VERSION);
+        event.append(slot::ID, id);
+        event.append(slot::TYPE, event_type);
+        event.append(slot::TIME, time);
+        event.append(slot::SOURCE, source);
+        event.append(slot::AGENT, agent);
+        event
+    }
+
+    /// An event with no attribute at all yet (not a valid envelope until the required
+    /// ones are put), its text sized for `capacity` bytes.
+    fn with_capacity(capacity: usize) -> Event {
         Event {
-            aep: CompactString::const_new(AEP_VERSION),
-            id: CompactString::from(id.into()),
-            ty: CompactString::from(event_type.into()),
-            subject: None,
-            time: CompactString::from(time.into()),
-            source: CompactString::from(source.into()),
-            agent: CompactString::from(agent.into()),
-            session: None,
-            run: None,
-            step: None,
+            text: String::with_capacity(capacity),
+            spans: [Span::ABSENT; STRING_SLOTS],
             seq: None,
             epoch: None,
-            cause: None,
-            traceparent: None,
             severity: None,
             capture: None,
             data: None,
@@ -306,27 +351,104 @@ impl Event {
         }
     }
 
-    /// [`new`](Self::new) from borrowed text: what fits inline is never allocated.
-    pub(crate) fn from_strs(
-        id: &str,
-        event_type: &str,
-        time: &str,
-        source: &str,
-        agent: &str,
-    ) -> Event {
-        let mut event = Event::new(
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-            String::new(),
-        );
-        event.id = CompactString::new(id);
-        event.ty = CompactString::new(event_type);
-        event.time = CompactString::new(time);
-        event.source = CompactString::new(source);
-        event.agent = CompactString::new(agent);
-        event
+    /// The text of string attribute `slot`, `None` when absent.
+    #[inline]
+    fn str_at(&self, slot: Slot) -> Option<&str> {
+        let span = self.spans.get(span_index(slot))?;
+        // An absent span (`u32::MAX`) lies past the end of any text, so `get` answers
+        // `None` for it too.
+        self.text.get(span.start as usize..span.end as usize)
+    }
+
+    /// A required string attribute's text; empty only for an event still being read.
+    #[inline]
+    fn required(&self, slot: Slot) -> &str {
+        self.str_at(slot).unwrap_or_default()
+    }
+
+    /// Sets string attribute `slot` to `value` (`None`: absent), appending its text.
+    /// The old value's text stays behind unless it was the last in the text; once such
+    /// leftovers outweigh the live text, the text is rebuilt, so that an event set over
+    /// and over does not grow without bound.
+    fn put(&mut self, slot: Slot, value: Option<&str>) {
+        let old = self.spans.get(span_index(slot)).copied();
+        let replaced = match old {
+            Some(old) if old != Span::ABSENT => {
+                if old.end as usize == self.text.len() {
+                    self.text.truncate(old.start as usize);
+                }
+                true
+            }
+            _ => false,
+        };
+        match value {
+            Some(v) => self.append(slot, v),
+            None => {
+                if let Some(cell) = self.spans.get_mut(span_index(slot)) {
+                    *cell = Span::ABSENT;
+                }
+            }
+        }
+        // Only a replaced or removed value can leave text behind; checking there keeps
+        // the text within twice the live text (plus a little) at all times.
+        if replaced && self.text.len() > 2 * self.live_len() + 64 {
+            self.compact();
+        }
+    }
+
+    /// Appends `value` as string attribute `slot`'s text, whatever it was before.
+    #[inline]
+    fn append(&mut self, slot: Slot, value: &str) {
+        let start = self.text.len();
+        let span = match (u32::try_from(start), u32::try_from(start + value.len())) {
+            // Empty text sits at 0, not at the end, where truncating the last value
+            // would leave it past the end.
+            _ if value.is_empty() => Span { start: 0, end: 0 },
+            (Ok(start), Ok(end)) if end != u32::MAX => {
+                self.text.push_str(value);
+                Span { start, end }
+            }
+            // Attribute text past 4 GiB cannot be addressed: the attribute reads as
+            // empty instead of panicking (no line that large is ever read).
+            _ => Span { start: 0, end: 0 },
+        };
+        if let Some(cell) = self.spans.get_mut(span_index(slot)) {
+            *cell = span;
+        }
+    }
+
+    /// How many bytes of the text belong to present attributes.
+    fn live_len(&self) -> usize {
+        self.spans
+            .iter()
+            .filter(|s| **s != Span::ABSENT)
+            .map(|s| s.end.saturating_sub(s.start) as usize)
+            .sum()
+    }
+
+    /// Rebuilds the text with only the present attributes' text.
+    #[cold]
+    fn compact(&mut self) {
+        let live = self.live_len();
+        let old = std::mem::replace(&mut self.text, String::with_capacity(live));
+        let spans = std::mem::replace(&mut self.spans, [Span::ABSENT; STRING_SLOTS]);
+        for (at, span) in spans.into_iter().enumerate() {
+            if let Some(v) = old.get(span.start as usize..span.end as usize) {
+                // Every span fitted in `u32` before, and the rebuilt text is shorter.
+                let start = self.text.len() as u32;
+                self.text.push_str(v);
+                let span = match v.is_empty() {
+                    true => Span { start: 0, end: 0 },
+                    false => Span {
+                        start,
+                        end: self.text.len() as u32,
+                    },
+                };
+                if let Some(cell) = self.spans.get_mut(at) {
+                    *cell = span;
+                }
+            }
+        }
     }
 
     /// Reads one event from JSON bytes.
@@ -430,7 +552,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn aep(&self) -> &str {
-        self.aep.as_str()
+        self.required(slot::AEP)
     }
     /// `id`: unique per `source`; consumers dedupe on `(source, id)` (AEP-0001 §7).
     ///
@@ -440,7 +562,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn id(&self) -> &str {
-        self.id.as_str()
+        self.required(slot::ID)
     }
     /// `type`, e.g. `tool.completed` or `x.acme.tool.synced`.
     ///
@@ -450,7 +572,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn event_type(&self) -> &str {
-        self.ty.as_str()
+        self.required(slot::TYPE)
     }
     /// `subject`: the acted-upon entity.
     ///
@@ -462,7 +584,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn subject(&self) -> Option<&str> {
-        self.subject.as_deref()
+        self.str_at(slot::SUBJECT)
     }
     /// `time`: RFC 3339; display metadata only, never ordering authority.
     ///
@@ -472,7 +594,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn time(&self) -> &str {
-        self.time.as_str()
+        self.required(slot::TIME)
     }
     /// `source`: the emitting agent or session, as a URI.
     ///
@@ -482,7 +604,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn source(&self) -> &str {
-        self.source.as_str()
+        self.required(slot::SOURCE)
     }
     /// `agent`: the stable logical identity of the emitter.
     ///
@@ -492,7 +614,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn agent(&self) -> &str {
-        self.agent.as_str()
+        self.required(slot::AGENT)
     }
     /// `session`, absent on agent-scoped events.
     ///
@@ -504,7 +626,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn session(&self) -> Option<&str> {
-        self.session.as_deref()
+        self.str_at(slot::SESSION)
     }
     /// `run`.
     ///
@@ -516,7 +638,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn run(&self) -> Option<&str> {
-        self.run.as_deref()
+        self.str_at(slot::RUN)
     }
     /// `step`.
     ///
@@ -528,7 +650,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn step(&self) -> Option<&str> {
-        self.step.as_deref()
+        self.str_at(slot::STEP)
     }
     /// `seq`, absent on agent-scoped and foreign-emitter events (AEP-0001 §5.2).
     ///
@@ -576,7 +698,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn cause(&self) -> Option<&str> {
-        self.cause.as_deref()
+        self.str_at(slot::CAUSE)
     }
     /// `traceparent`: W3C Trace Context.
     ///
@@ -588,7 +710,7 @@ impl Event {
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
     pub fn traceparent(&self) -> Option<&str> {
-        self.traceparent.as_deref()
+        self.str_at(slot::TRACEPARENT)
     }
     /// `severity`, defaulting to [`Severity::Info`].
     ///
@@ -886,8 +1008,8 @@ impl Event {
     /// e.set_id("01K");
     /// assert_eq!(e.id(), "01K");
     /// ```
-    pub fn set_id(&mut self, id: impl Into<String>) {
-        self.id = CompactString::from(id.into());
+    pub fn set_id(&mut self, id: impl AsRef<str>) {
+        self.put(slot::ID, Some(id.as_ref()));
     }
 
     /// Sets `time`.
@@ -897,8 +1019,8 @@ impl Event {
     /// e.set_time("2026-07-03T10:00:00.000Z");
     /// assert_eq!(e.time(), "2026-07-03T10:00:00.000Z");
     /// ```
-    pub fn set_time(&mut self, time: impl Into<String>) {
-        self.time = CompactString::from(time.into());
+    pub fn set_time(&mut self, time: impl AsRef<str>) {
+        self.put(slot::TIME, Some(time.as_ref()));
     }
 
     /// Sets `source`.
@@ -908,8 +1030,8 @@ impl Event {
     /// e.set_source("aep://h/agent/b");
     /// assert_eq!(e.source(), "aep://h/agent/b");
     /// ```
-    pub fn set_source(&mut self, source: impl Into<String>) {
-        self.source = CompactString::from(source.into());
+    pub fn set_source(&mut self, source: impl AsRef<str>) {
+        self.put(slot::SOURCE, Some(source.as_ref()));
     }
 
     /// Sets `subject`.
@@ -922,8 +1044,7 @@ impl Event {
     /// assert_eq!(e.subject(), None);
     /// ```
     pub fn set_subject(&mut self, v: Option<String>) {
-        self.set_slot_present(slot::SUBJECT, v.is_some());
-        self.subject = v.map(CompactString::from);
+        self.set_str(slot::SUBJECT, v.as_deref());
     }
     /// Sets `session`.
     ///
@@ -935,8 +1056,7 @@ impl Event {
     /// assert_eq!(e.session(), None);
     /// ```
     pub fn set_session(&mut self, v: Option<String>) {
-        self.set_slot_present(slot::SESSION, v.is_some());
-        self.session = v.map(CompactString::from);
+        self.set_str(slot::SESSION, v.as_deref());
     }
     /// Sets `run`.
     ///
@@ -948,8 +1068,7 @@ impl Event {
     /// assert_eq!(e.run(), None);
     /// ```
     pub fn set_run(&mut self, v: Option<String>) {
-        self.set_slot_present(slot::RUN, v.is_some());
-        self.run = v.map(CompactString::from);
+        self.set_str(slot::RUN, v.as_deref());
     }
     /// Sets `step`.
     ///
@@ -961,8 +1080,7 @@ impl Event {
     /// assert_eq!(e.step(), None);
     /// ```
     pub fn set_step(&mut self, v: Option<String>) {
-        self.set_slot_present(slot::STEP, v.is_some());
-        self.step = v.map(CompactString::from);
+        self.set_str(slot::STEP, v.as_deref());
     }
     /// Sets `seq`.
     ///
@@ -1000,8 +1118,7 @@ impl Event {
     /// assert_eq!(e.cause(), None);
     /// ```
     pub fn set_cause(&mut self, v: Option<String>) {
-        self.set_slot_present(slot::CAUSE, v.is_some());
-        self.cause = v.map(CompactString::from);
+        self.set_str(slot::CAUSE, v.as_deref());
     }
     /// Sets `traceparent`.
     ///
@@ -1013,8 +1130,7 @@ impl Event {
     /// assert_eq!(e.traceparent(), None);
     /// ```
     pub fn set_traceparent(&mut self, v: Option<String>) {
-        self.set_slot_present(slot::TRACEPARENT, v.is_some());
-        self.traceparent = v.map(CompactString::from);
+        self.set_str(slot::TRACEPARENT, v.as_deref());
     }
 
     /// Builder form of [`Event::set_subject`].
@@ -1023,8 +1139,8 @@ impl Event {
     /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_subject("t_1");
     /// assert_eq!(e.subject(), Some("t_1"));
     /// ```
-    pub fn with_subject(mut self, v: impl Into<String>) -> Self {
-        self.set_subject(Some(v.into()));
+    pub fn with_subject(mut self, v: impl AsRef<str>) -> Self {
+        self.set_str(slot::SUBJECT, Some(v.as_ref()));
         self
     }
     /// Builder form of [`Event::set_session`].
@@ -1033,8 +1149,8 @@ impl Event {
     /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_session("s1");
     /// assert_eq!(e.session(), Some("s1"));
     /// ```
-    pub fn with_session(mut self, v: impl Into<String>) -> Self {
-        self.set_session(Some(v.into()));
+    pub fn with_session(mut self, v: impl AsRef<str>) -> Self {
+        self.set_str(slot::SESSION, Some(v.as_ref()));
         self
     }
     /// Builder form of [`Event::set_run`].
@@ -1043,8 +1159,8 @@ impl Event {
     /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_run("r1");
     /// assert_eq!(e.run(), Some("r1"));
     /// ```
-    pub fn with_run(mut self, v: impl Into<String>) -> Self {
-        self.set_run(Some(v.into()));
+    pub fn with_run(mut self, v: impl AsRef<str>) -> Self {
+        self.set_str(slot::RUN, Some(v.as_ref()));
         self
     }
     /// Builder form of [`Event::set_step`].
@@ -1053,8 +1169,8 @@ impl Event {
     /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_step("p1");
     /// assert_eq!(e.step(), Some("p1"));
     /// ```
-    pub fn with_step(mut self, v: impl Into<String>) -> Self {
-        self.set_step(Some(v.into()));
+    pub fn with_step(mut self, v: impl AsRef<str>) -> Self {
+        self.set_str(slot::STEP, Some(v.as_ref()));
         self
     }
     /// Builder form of [`Event::set_seq`].
@@ -1083,8 +1199,8 @@ impl Event {
     /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_cause("01I");
     /// assert_eq!(e.cause(), Some("01I"));
     /// ```
-    pub fn with_cause(mut self, v: impl Into<String>) -> Self {
-        self.set_cause(Some(v.into()));
+    pub fn with_cause(mut self, v: impl AsRef<str>) -> Self {
+        self.set_str(slot::CAUSE, Some(v.as_ref()));
         self
     }
     /// Builder form of [`Event::set_traceparent`].
@@ -1093,8 +1209,8 @@ impl Event {
     /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
     /// assert_eq!(e.traceparent(), Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
     /// ```
-    pub fn with_traceparent(mut self, v: impl Into<String>) -> Self {
-        self.set_traceparent(Some(v.into()));
+    pub fn with_traceparent(mut self, v: impl AsRef<str>) -> Self {
+        self.set_str(slot::TRACEPARENT, Some(v.as_ref()));
         self
     }
     /// Builder form of [`Event::set_severity`].
@@ -1132,6 +1248,12 @@ impl Event {
 
     /// Keeps a non-canonical wire order consistent when an attribute appears or
     /// disappears: a new attribute goes where the canonical order puts it.
+    /// Sets optional string attribute `slot`, keeping a recorded wire order true.
+    fn set_str(&mut self, slot: Slot, value: Option<&str>) {
+        self.set_slot_present(slot, value.is_some());
+        self.put(slot, value);
+    }
+
     fn set_slot_present(&mut self, slot: Slot, present: bool) {
         let Some(order) = self.order.take() else {
             return;
@@ -1155,21 +1277,22 @@ impl Event {
     }
 
     fn canonical_slots(&self) -> impl Iterator<Item = Slot> + '_ {
+        let has = |slot| self.str_at(slot).is_some();
         let present = [
             true,
             true,
             true,
-            self.subject.is_some(),
+            has(slot::SUBJECT),
             true,
             true,
             true,
-            self.session.is_some(),
-            self.run.is_some(),
-            self.step.is_some(),
+            has(slot::SESSION),
+            has(slot::RUN),
+            has(slot::STEP),
             self.seq.is_some(),
             self.epoch.is_some(),
-            self.cause.is_some(),
-            self.traceparent.is_some(),
+            has(slot::CAUSE),
+            has(slot::TRACEPARENT),
             self.severity.is_some(),
             self.capture.is_some(),
         ];
@@ -1187,20 +1310,9 @@ impl PartialEq for Event {
         let raw_eq = |a: &Option<Box<RawValue>>, b: &Option<Box<RawValue>>| {
             a.as_ref().map(|r| r.get()) == b.as_ref().map(|r| r.get())
         };
-        self.aep == other.aep
-            && self.id == other.id
-            && self.ty == other.ty
-            && self.subject == other.subject
-            && self.time == other.time
-            && self.source == other.source
-            && self.agent == other.agent
-            && self.session == other.session
-            && self.run == other.run
-            && self.step == other.step
+        (0..STRING_SLOTS).all(|at| span_text(self, at) == span_text(other, at))
             && self.seq == other.seq
             && self.epoch == other.epoch
-            && self.cause == other.cause
-            && self.traceparent == other.traceparent
             && self.severity == other.severity
             && self.capture == other.capture
             && raw_eq(&self.data, &other.data)
@@ -1215,6 +1327,11 @@ impl PartialEq for Event {
 }
 
 impl Eq for Event {}
+
+fn span_text(e: &Event, at: usize) -> Option<&str> {
+    let span = e.spans.get(at)?;
+    e.text.get(span.start as usize..span.end as usize)
+}
 
 impl fmt::Debug for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -1241,10 +1358,6 @@ impl FromStr for Event {
     }
 }
 
-fn opt_str(v: &Option<CompactString>) -> Option<Attr<'_>> {
-    v.as_ref().map(|v| Attr::Str(v.as_str()))
-}
-
 /// One attribute's value as written, borrowed from the event.
 enum Attr<'a> {
     Str(&'a str),
@@ -1260,20 +1373,9 @@ impl Event {
         let mut ext = self.extensions.iter();
         let mut write = |at: Slot| -> Result<(), E> {
             let value = match at {
-                slot::AEP => Some(Attr::Str(self.aep.as_str())),
-                slot::ID => Some(Attr::Str(self.id.as_str())),
-                slot::TYPE => Some(Attr::Str(self.ty.as_str())),
-                slot::SUBJECT => opt_str(&self.subject),
-                slot::TIME => Some(Attr::Str(self.time.as_str())),
-                slot::SOURCE => Some(Attr::Str(self.source.as_str())),
-                slot::AGENT => Some(Attr::Str(self.agent.as_str())),
-                slot::SESSION => opt_str(&self.session),
-                slot::RUN => opt_str(&self.run),
-                slot::STEP => opt_str(&self.step),
                 slot::SEQ => self.seq.map(Attr::Number),
                 slot::EPOCH => self.epoch.map(Attr::Number),
-                slot::CAUSE => opt_str(&self.cause),
-                slot::TRACEPARENT => opt_str(&self.traceparent),
+                slot::AEP..=slot::TRACEPARENT => self.str_at(at).map(Attr::Str),
                 slot::SEVERITY => self.severity.map(|v| Attr::Str(v.as_str())),
                 slot::CAPTURE => self.capture.map(|v| Attr::Str(v.as_str())),
                 DATA => self.data.as_deref().map(Attr::Raw),
@@ -1472,14 +1574,6 @@ fn dup<E: de::Error>(slot: Slot) -> E {
     ))
 }
 
-fn set_once<T, E: de::Error>(field: &mut Option<T>, value: T, slot: Slot) -> Result<(), E> {
-    if field.is_some() {
-        return Err(dup(slot));
-    }
-    *field = Some(value);
-    Ok(())
-}
-
 impl<'de> Visitor<'de> for EventVisitor {
     type Value = Event;
 
@@ -1488,13 +1582,7 @@ impl<'de> Visitor<'de> for EventVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Event, A::Error> {
-        let mut aep = None;
-        let mut id = None;
-        let mut ty = None;
-        let mut time = None;
-        let mut source = None;
-        let mut agent = None;
-        let mut e = Event::new("", "", "", "", "");
+        let mut e = Event::with_capacity(192);
         let mut order = WireOrder::new();
         while let Some(key) = map.next_key::<Key>()? {
             match key {
@@ -1503,23 +1591,14 @@ impl<'de> Visitor<'de> for EventVisitor {
                         return Err(dup(slot));
                     }
                     match slot {
-                        slot::AEP => aep = Some(map.next_value::<CompactString>()?),
-                        slot::ID => id = Some(map.next_value::<CompactString>()?),
-                        slot::TYPE => ty = Some(map.next_value::<CompactString>()?),
-                        slot::SUBJECT => set_once(&mut e.subject, map.next_value()?, slot)?,
-                        slot::TIME => time = Some(map.next_value::<CompactString>()?),
-                        slot::SOURCE => source = Some(map.next_value::<CompactString>()?),
-                        slot::AGENT => agent = Some(map.next_value::<CompactString>()?),
-                        slot::SESSION => set_once(&mut e.session, map.next_value()?, slot)?,
-                        slot::RUN => set_once(&mut e.run, map.next_value()?, slot)?,
-                        slot::STEP => set_once(&mut e.step, map.next_value()?, slot)?,
-                        slot::SEQ => set_once(&mut e.seq, map.next_value()?, slot)?,
-                        slot::EPOCH => set_once(&mut e.epoch, map.next_value()?, slot)?,
-                        slot::CAUSE => set_once(&mut e.cause, map.next_value()?, slot)?,
-                        slot::TRACEPARENT => set_once(&mut e.traceparent, map.next_value()?, slot)?,
-                        slot::SEVERITY => set_once(&mut e.severity, map.next_value()?, slot)?,
-                        slot::CAPTURE => set_once(&mut e.capture, map.next_value()?, slot)?,
-                        _ => set_once(&mut e.data, map.next_value()?, slot)?,
+                        slot::SEQ => e.seq = Some(map.next_value()?),
+                        slot::EPOCH => e.epoch = Some(map.next_value()?),
+                        slot::SEVERITY => e.severity = Some(map.next_value()?),
+                        slot::CAPTURE => e.capture = Some(map.next_value()?),
+                        DATA => e.data = Some(map.next_value()?),
+                        // The text goes straight into the event's own, without a
+                        // `String` of its own on the way.
+                        _ => map.next_value_seed(StrSlot(&mut e, slot))?,
                     }
                 }
                 Key::Other(name) => {
@@ -1534,14 +1613,41 @@ impl<'de> Visitor<'de> for EventVisitor {
                 }
             }
         }
-        e.aep = aep.ok_or_else(|| de::Error::missing_field("aep"))?;
-        e.id = id.ok_or_else(|| de::Error::missing_field("id"))?;
-        e.ty = ty.ok_or_else(|| de::Error::missing_field("type"))?;
-        e.time = time.ok_or_else(|| de::Error::missing_field("time"))?;
-        e.source = source.ok_or_else(|| de::Error::missing_field("source"))?;
-        e.agent = agent.ok_or_else(|| de::Error::missing_field("agent"))?;
+        for (at, name) in [
+            (slot::AEP, "aep"),
+            (slot::ID, "id"),
+            (slot::TYPE, "type"),
+            (slot::TIME, "time"),
+            (slot::SOURCE, "source"),
+            (slot::AGENT, "agent"),
+        ] {
+            if e.str_at(at).is_none() {
+                return Err(de::Error::missing_field(name));
+            }
+        }
         e.order = order.finish();
         Ok(e)
+    }
+}
+
+/// Reads one string attribute's value into an event being read.
+struct StrSlot<'e>(&'e mut Event, Slot);
+
+impl<'de> de::DeserializeSeed<'de> for StrSlot<'_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl Visitor<'_> for StrSlot<'_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string")
+    }
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<(), E> {
+        self.0.put(self.1, Some(v));
+        Ok(())
     }
 }
 
@@ -1640,6 +1746,83 @@ mod tests {
         assert!(
             err.to_string().contains("duplicate attribute `id`"),
             "{err}"
+        );
+    }
+
+    /// The string attributes with a setter, and how to call it.
+    fn setters() -> Vec<(Slot, fn(&mut Event, Option<String>))> {
+        vec![
+            (slot::ID, |e, v| e.set_id(v.unwrap_or_default())),
+            (slot::TIME, |e, v| e.set_time(v.unwrap_or_default())),
+            (slot::SOURCE, |e, v| e.set_source(v.unwrap_or_default())),
+            (slot::SUBJECT, Event::set_subject),
+            (slot::SESSION, Event::set_session),
+            (slot::RUN, Event::set_run),
+            (slot::STEP, Event::set_step),
+            (slot::CAUSE, Event::set_cause),
+            (slot::TRACEPARENT, Event::set_traceparent),
+        ]
+    }
+
+    proptest::proptest! {
+        /// Attributes set, replaced and removed in any order read back as last set,
+        /// write and read back equal, and the shared text never holds more than twice
+        /// the live text (plus 64 bytes): an event set over and over does not grow.
+        #[test]
+        fn string_attributes_set_in_any_order_read_back_and_stay_bounded(
+            ops in proptest::collection::vec(
+                (0..9usize, proptest::option::of("[a-z0-9\\u{e9}\"\\\\]{0,40}")),
+                0..60,
+            ),
+        ) {
+            let setters = setters();
+            let mut e = Event::new("1", "agent.idle", "t", "s", "a");
+            let mut model: Vec<Option<String>> = vec![
+                Some("1".into()), Some("t".into()), Some("s".into()),
+                None, None, None, None, None, None,
+            ];
+            for (which, value) in ops {
+                let (slot, set) = setters[which];
+                let value = if which < 3 { Some(value.unwrap_or_default()) } else { value };
+                set(&mut e, value.clone());
+                model[which] = value;
+                for (i, (slot, _)) in setters.iter().enumerate() {
+                    proptest::prop_assert_eq!(e.str_at(*slot), model[i].as_deref());
+                }
+                proptest::prop_assert!(e.text.len() <= 2 * e.live_len() + 64);
+                let _ = slot;
+            }
+            proptest::prop_assert_eq!(e.aep(), AEP_VERSION);
+            proptest::prop_assert_eq!(e.event_type(), "agent.idle");
+            proptest::prop_assert_eq!(e.agent(), "a");
+            let back: Event = e.to_json().parse().unwrap();
+            proptest::prop_assert_eq!(&back, &e);
+            let via_serde: Event = serde_json::from_str(&e.to_json()).unwrap();
+            proptest::prop_assert_eq!(&via_serde, &e);
+            proptest::prop_assert_eq!(e.clone(), e);
+        }
+    }
+
+    #[test]
+    fn equal_events_with_different_leftover_text_are_equal() {
+        let mut a = Event::new("1", "agent.idle", "t", "s", "a").with_session("s1");
+        a.set_subject(Some("x".repeat(30)));
+        a.set_session(Some("s2".into())); // leaves "s1"... behind `subject`
+        a.set_subject(None);
+        let b = Event::new("1", "agent.idle", "t", "s", "a").with_session("s2");
+        assert_ne!(a.text, b.text);
+        assert_eq!(a, b);
+        assert_eq!(a.to_json(), b.to_json());
+    }
+
+    #[test]
+    fn an_event_stays_small_to_move() {
+        // Events are moved through channels, futures and results on every hop; the
+        // attribute text lives behind one pointer so that a move stays a few lines.
+        assert!(
+            std::mem::size_of::<Event>() <= 232,
+            "{}",
+            std::mem::size_of::<Event>()
         );
     }
 

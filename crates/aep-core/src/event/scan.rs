@@ -178,33 +178,39 @@ pub(crate) fn read<'a, R: RawRead<'a>>(text: &'a str) -> Option<Plain<'a, R>> {
 /// Reads `text` as a plain envelope into an [`Event`], or gives up.
 pub(super) fn envelope(text: &str) -> Option<Event> {
     let p = read::<&RawValue>(text)?;
-    let text = |s: &str| CompactString::new(s);
-    let opt = |s: Option<&str>| s.map(CompactString::new);
-    Some(Event {
-        aep: text(p.aep),
-        id: text(p.id),
-        ty: text(p.ty),
-        subject: opt(p.subject),
-        time: text(p.time),
-        source: text(p.source),
-        agent: text(p.agent),
-        session: opt(p.session),
-        run: opt(p.run),
-        step: opt(p.step),
-        seq: p.seq,
-        epoch: p.epoch,
-        cause: opt(p.cause),
-        traceparent: opt(p.traceparent),
-        severity: p.severity,
-        capture: p.capture,
-        data: p.data.map(ToOwned::to_owned),
-        extensions: p
-            .extensions
-            .into_iter()
-            .map(|(k, v)| (k.to_owned(), v.to_owned()))
-            .collect(),
-        order: p.order.finish(),
-    })
+    let strings = [
+        (slot::AEP, Some(p.aep)),
+        (slot::ID, Some(p.id)),
+        (slot::TYPE, Some(p.ty)),
+        (slot::SUBJECT, p.subject),
+        (slot::TIME, Some(p.time)),
+        (slot::SOURCE, Some(p.source)),
+        (slot::AGENT, Some(p.agent)),
+        (slot::SESSION, p.session),
+        (slot::RUN, p.run),
+        (slot::STEP, p.step),
+        (slot::CAUSE, p.cause),
+        (slot::TRACEPARENT, p.traceparent),
+    ];
+    let len = strings.iter().filter_map(|(_, v)| *v).map(str::len).sum();
+    let mut event = Event::with_capacity(len);
+    for (at, value) in strings {
+        if let Some(value) = value {
+            event.append(at, value);
+        }
+    }
+    event.seq = p.seq;
+    event.epoch = p.epoch;
+    event.severity = p.severity;
+    event.capture = p.capture;
+    event.data = p.data.map(ToOwned::to_owned);
+    event.extensions = p
+        .extensions
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    event.order = p.order.finish();
+    Some(event)
 }
 
 pub(crate) struct Reader<'a> {
