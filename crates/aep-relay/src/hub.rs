@@ -15,6 +15,7 @@ use aep_core::frame::ErrorCode;
 use aep_core::{Capture, EnvelopeView, Event, Severity};
 use bytes::Bytes;
 use serde_json::{json, Value};
+use smallvec::SmallVec;
 
 use crate::config::RelayConfig;
 use crate::journal::Journal;
@@ -77,9 +78,10 @@ impl Incoming {
     }
 }
 
-/// Parses and checks one event line or body, keeping the parsed event.
-pub(crate) fn parse_event(raw: &[u8]) -> Result<Incoming, LineError> {
-    parse_line(raw, true)
+/// Parses and checks one event (a WebSocket text message, UTF-8 already), keeping the
+/// parsed event.
+pub(crate) fn parse_event(text: &str) -> Result<Incoming, LineError> {
+    parse_text(text, true)
 }
 
 /// Parses and checks one event line or body. Raw line breaks (insignificant whitespace in
@@ -89,16 +91,35 @@ pub(crate) fn parse_event(raw: &[u8]) -> Result<Incoming, LineError> {
 /// is parsed and dropped at once): when no subscription needs it only its bytes are, and
 /// a large batch then never holds every parsed event at the same time.
 pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> {
+    match std::str::from_utf8(raw) {
+        Ok(text) => parse_text(text, keep),
+        Err(_) => {
+            // serde_json's reading of the bytes says where the bad byte is, in the
+            // event as it would have been forwarded
+            let json: Vec<u8> = raw
+                .iter()
+                .copied()
+                .filter(|&b| b != b'\n' && b != b'\r')
+                .collect();
+            Err(match Event::from_slice(json.trim_ascii()) {
+                Err(e) if !e.is_syntax() => LineError::Invalid(e.to_string()),
+                Err(e) => LineError::Json(e.to_string()),
+                // unreachable: the bytes are not UTF-8
+                Ok(_) => LineError::Json("invalid UTF-8".to_owned()),
+            })
+        }
+    }
+}
+
+/// [`parse_line`] for text known to be UTF-8: it is checked once, by whoever had bytes.
+fn parse_text(text: &str, keep: bool) -> Result<Incoming, LineError> {
     let owned;
-    let json: &[u8] = if memchr::memchr2(b'\n', b'\r', raw).is_some() {
-        owned = raw
-            .iter()
-            .copied()
-            .filter(|&b| b != b'\n' && b != b'\r')
-            .collect::<Vec<u8>>();
+    let json: &str = if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
+        // Dropping ASCII bytes keeps the text UTF-8.
+        owned = text.replace(['\n', '\r'], "");
         &owned
     } else {
-        raw
+        text
     };
     let json = json.trim_ascii();
     let mut checked = None;
@@ -107,13 +128,12 @@ pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> 
         // until replay, which reads their bytes; read them in place and keep nothing.
         // Anything the view does not take, or an event that must be kept parsed (live,
         // command), goes the full way below, which decides every case the same.
-        let view = std::str::from_utf8(json).ok().and_then(EnvelopeView::read);
-        if let Some(view) = view {
+        if let Some(view) = EnvelopeView::read(json) {
             let disposition = proto::check_view(&view).map_err(LineError::Invalid)?;
             if disposition == Disposition::Buffered {
                 return Ok(Incoming {
                     event: None,
-                    encoded: encode_view(&view, json),
+                    encoded: encode_view(&view, json.as_bytes()),
                     disposition,
                 });
             }
@@ -121,7 +141,7 @@ pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> 
             checked = Some(disposition);
         }
     }
-    let event = Event::from_slice(json).map_err(|e| {
+    let event = json.parse::<Event>().map_err(|e| {
         if e.is_syntax() {
             LineError::Json(e.to_string())
         } else {
@@ -132,7 +152,7 @@ pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> 
         Some(disposition) => disposition,
         None => proto::check_envelope(&event).map_err(LineError::Invalid)?,
     };
-    let encoded = encode(&event, json);
+    let encoded = encode(&event, json.as_bytes());
     let event = (keep || disposition != Disposition::Buffered).then(|| Box::new(event));
     Ok(Incoming {
         event,
@@ -310,7 +330,8 @@ impl Hub {
     where
         I: IntoIterator<Item = &'a Incoming> + Clone,
     {
-        let mut fan_out = Vec::new();
+        // Inline for the usual batch (a WebSocket ingests one event at a time).
+        let mut fan_out: SmallVec<[bool; 16]> = SmallVec::new();
         let subs = {
             let mut st = self.lock();
             for incoming in batch.clone() {
@@ -706,15 +727,16 @@ fn truthy(v: &Value) -> bool {
 /// Dropping it flushes what it holds, so an ingest whose request is cancelled still
 /// delivers every event it had accepted for a reader.
 struct Runs<'a> {
-    outboxes: Vec<&'a Outbox>,
-    runs: Vec<outbox::Run>,
+    // Inline for a handful of readers: this is built for every WebSocket event.
+    outboxes: SmallVec<[&'a Outbox; 4]>,
+    runs: SmallVec<[outbox::Run; 4]>,
     /// Subscription index -> index into `runs`.
-    run_of: Vec<usize>,
+    run_of: SmallVec<[usize; 8]>,
 }
 
 impl<'a> Runs<'a> {
     fn new(subs: &'a [Arc<Sub>]) -> Runs<'a> {
-        let mut outboxes: Vec<&'a Outbox> = Vec::new();
+        let mut outboxes: SmallVec<[&'a Outbox; 4]> = SmallVec::new();
         // A WS event is ingested alone, so this runs per event: a scan for the usual
         // handful of subscriptions, a map past that.
         let mut by_queue: HashMap<*const Outbox, usize> = HashMap::new();
@@ -839,6 +861,37 @@ mod tests {
         // the escaped agent and session, `seq` -3, severity `loud`, the trailing comma
         // and the `01` in `data`, and the two that are not one JSON object
         assert_eq!(in_place, lines.len() - 8);
+    }
+
+    /// Bytes that are not UTF-8 are refused as not JSON, with the position of the bad
+    /// byte in the line as it would have been forwarded (line breaks dropped, trimmed);
+    /// line breaks in valid text are dropped from what is stored, on both paths.
+    #[test]
+    fn lines_are_checked_for_utf8_once_and_refused_with_a_position() {
+        let base = std::str::from_utf8(LINE).unwrap();
+        let mut bad = b"\n  ".to_vec();
+        bad.extend_from_slice(base.replace(r#""agent":"a""#, r#""agent":"aX""#).as_bytes());
+        let at = bad.iter().position(|&b| b == b'X').unwrap();
+        bad[at] = 0xff;
+        for keep in [false, true] {
+            match parse_line(&bad, keep) {
+                Err(LineError::Json(detail)) => {
+                    // column of the bad byte once the leading "\n  " is gone
+                    let column = at - 3 + 1;
+                    assert!(detail.contains(&format!("column {column}")), "{detail}");
+                }
+                other => panic!("{other:?}"),
+            }
+        }
+        let broken = base.replacen(',', ",\r\n ", 3);
+        for keep in [false, true] {
+            let incoming = parse_line(broken.as_bytes(), keep).unwrap();
+            // only the line breaks go; the space after them is forwarded as received
+            let stored = base.replacen(',', ", ", 3);
+            assert_eq!(&*incoming.encoded.json(), stored.as_bytes());
+            let event = parse_event(&broken).unwrap();
+            assert_eq!(event.event.unwrap().to_json(), base);
+        }
     }
 
     /// Subscribes a live SSE reader with `filter` and returns its drain.

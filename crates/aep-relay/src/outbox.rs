@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use aep_core::{Capture, Event, Severity};
 use bytes::Bytes;
+use smallvec::SmallVec;
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 
@@ -86,7 +87,9 @@ pub(crate) enum Delivery {
 /// go out as one queue item, so a batch costs a send and a wakeup per run, not per event.
 #[derive(Debug, Default)]
 pub(crate) struct Run {
-    events: Vec<Bytes>,
+    /// One event inline: a WebSocket ingest offers one at a time, and a run of one goes
+    /// out as it is, so it should cost no list.
+    events: SmallVec<[Bytes; 1]>,
     bytes: usize,
 }
 
@@ -246,7 +249,7 @@ impl Outbox {
                 Some(one) => Item::Event(one),
                 None => return,
             },
-            _ => Item::Events(events, len),
+            _ => Item::Events(events.into_vec(), len),
         };
         self.enqueue(item, len);
     }

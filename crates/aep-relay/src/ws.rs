@@ -180,7 +180,7 @@ async fn on_text(
     // ingest, parsed once. Anything else (frames, subscription lifecycle messages, an
     // event to refuse) takes the general path below, which reads it as a `Value`.
     if session.hello.is_some() {
-        if let Ok(incoming) = parse_event(text.as_bytes()) {
+        if let Ok(incoming) = parse_event(text) {
             let direct = incoming.event.as_deref().is_some_and(|e| {
                 let ty = e.event_type();
                 frame::is_event_type(ty) && !LifecycleMessage::is_lifecycle_type(ty)
@@ -232,7 +232,7 @@ async fn on_text(
     }
 
     if is_event {
-        match parse_event(text.as_bytes()) {
+        match parse_event(text) {
             Ok(incoming) => {
                 hub.ingest(std::slice::from_ref(&incoming), Some(conn))
                     .await
