@@ -83,6 +83,36 @@ impl EmitOptions {
     }
 }
 
+/// The optional attributes of one event being built, borrowed: an [`EmitOptions`]'
+/// own, or a control target's ack, which has only a `cause` and need not build options
+/// (and a `String` for it) per ack.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Attrs<'a> {
+    pub(crate) subject: Option<&'a str>,
+    pub(crate) run: Option<&'a str>,
+    pub(crate) step: Option<&'a str>,
+    pub(crate) cause: Option<&'a str>,
+    pub(crate) traceparent: Option<&'a str>,
+    pub(crate) severity: Option<Severity>,
+    pub(crate) capture: Option<Capture>,
+    pub(crate) extensions: &'a [(String, Value)],
+}
+
+impl EmitOptions {
+    fn attrs(&self) -> Attrs<'_> {
+        Attrs {
+            subject: self.subject.as_deref(),
+            run: self.run.as_deref(),
+            step: self.step.as_deref(),
+            cause: self.cause.as_deref(),
+            traceparent: self.traceparent.as_deref(),
+            severity: self.severity,
+            capture: self.capture,
+            extensions: &self.extensions,
+        }
+    }
+}
+
 struct Inner {
     agent: String,
     host: String,
@@ -237,38 +267,56 @@ impl Emitter {
                 reason: "is agent-scoped and carries no run or step (AEP-0002 §4)",
             });
         }
-        let event = self.build(&self.inner.envelope, event_type, &data, opts)?;
+        let event = self.build(&self.inner.envelope, event_type, Some(&data), opts.attrs())?;
         self.inner.sink.accept(&event)?;
         Ok(event)
     }
 
+    /// The event of `event_type` with `data` (`None`: no payload) and `attrs`, stamped
+    /// by `envelope`, with the capture ceiling applied.
     fn build(
         &self,
         envelope: &EnvelopeFactory,
         event_type: &str,
-        data: &impl Serialize,
-        opts: EmitOptions,
+        data: Option<&impl Serialize>,
+        attrs: Attrs<'_>,
     ) -> Result<Event, EmitError> {
         let inner = &*self.inner;
         let mut event = envelope.event(event_type);
         set_extensions(
             &mut event,
-            opts.extensions.iter().map(|(n, v)| (n.as_str(), v.clone())),
+            attrs
+                .extensions
+                .iter()
+                .map(|(n, v)| (n.as_str(), v.clone())),
         )?;
-        event.set_subject(opts.subject);
-        event.set_run(opts.run);
-        event.set_step(opts.step);
-        event.set_cause(opts.cause);
-        event.set_traceparent(opts.traceparent);
-        event.set_severity(opts.severity);
-        let raw = serde_json::value::to_raw_value(data).map_err(|source| EmitError::Payload {
-            event_type: event_type.to_owned(),
-            source,
-        })?;
-        if !is_empty_payload(&raw) {
-            event.set_data_raw(Some(raw));
+        if let Some(v) = attrs.subject {
+            event = event.with_subject(v);
         }
-        let asked = opts.capture.unwrap_or(inner.ceiling);
+        if let Some(v) = attrs.run {
+            event = event.with_run(v);
+        }
+        if let Some(v) = attrs.step {
+            event = event.with_step(v);
+        }
+        if let Some(v) = attrs.cause {
+            event = event.with_cause(v);
+        }
+        if let Some(v) = attrs.traceparent {
+            event = event.with_traceparent(v);
+        }
+        event.set_severity(attrs.severity);
+        if let Some(data) = data {
+            let raw =
+                serde_json::value::to_raw_value(data).map_err(|source| EmitError::Payload {
+                    event_type: event_type.to_owned(),
+                    source,
+                })?;
+            if !is_empty_payload(&raw) {
+                event.set_data_raw(Some(raw));
+            }
+        }
+        let asked = attrs.capture.unwrap_or(inner.ceiling);
         event.set_capture(Some(asked));
         if let Some(redactor) = &inner.redactor {
             // An emitter enforcing its ceiling runs the §9.4 pipeline itself (AEP-0003
@@ -445,6 +493,17 @@ impl SessionEmitter {
         data: impl Serialize,
         opts: EmitOptions,
     ) -> Result<Event, EmitError> {
+        self.emit_attrs(event_type, Some(&data), opts.attrs())
+    }
+
+    /// [`emit_with`](Self::emit_with) from borrowed attributes; `data` `None` for no
+    /// payload.
+    pub(crate) fn emit_attrs(
+        &self,
+        event_type: &str,
+        data: Option<&impl Serialize>,
+        attrs: Attrs<'_>,
+    ) -> Result<Event, EmitError> {
         if parse_type(event_type)?.is_agent_scoped() {
             return Err(EmitError::Scope {
                 event_type: event_type.to_owned(),
@@ -453,8 +512,8 @@ impl SessionEmitter {
         }
         let mut event = self
             .emitter
-            .build(&self.envelope, event_type, &data, opts)?;
-        event.set_session(Some(self.session.clone()));
+            .build(&self.envelope, event_type, data, attrs)?
+            .with_session(&self.session);
         event.set_epoch(Some(self.emitter.epoch()));
         let mut seq = self.seq.lock().unwrap_or_else(|p| p.into_inner());
         event.set_seq(Some(*seq));

@@ -490,34 +490,30 @@ pub enum SendError {
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until build()"]
 pub struct CommandBuilder {
-    source: String,
-    agent: String,
-    ty: String,
-    session: String,
-    run: Option<String>,
-    subject: Option<String>,
-    cause: Option<String>,
+    /// The envelope so far, its `id` and `time` empty until [`build`](Self::build):
+    /// the text goes into the event once, not into a `String` per attribute first.
+    event: Event,
     data: Option<Value>,
     capture: Capture,
 }
 
 impl CommandBuilder {
     /// Narrows the target to a run.
-    pub fn run(mut self, run: impl Into<String>) -> Self {
-        self.run = Some(run.into());
+    pub fn run(mut self, run: impl AsRef<str>) -> Self {
+        self.event = self.event.with_run(run);
         self
     }
 
     /// Sets `subject` (for `control.attention.respond`: the `attention.requested` id,
     /// AEP-0004 §6).
-    pub fn subject(mut self, subject: impl Into<String>) -> Self {
-        self.subject = Some(subject.into());
+    pub fn subject(mut self, subject: impl AsRef<str>) -> Self {
+        self.event = self.event.with_subject(subject);
         self
     }
 
     /// Sets `cause`: the event that prompted the command (AEP-0004 §6).
-    pub fn cause(mut self, cause: impl Into<String>) -> Self {
-        self.cause = Some(cause.into());
+    pub fn cause(mut self, cause: impl AsRef<str>) -> Self {
+        self.event = self.event.with_cause(cause);
         self
     }
 
@@ -557,17 +553,9 @@ impl CommandBuilder {
     /// The envelope, with the caller's fresh `id` (the idempotency key, AEP-0004 §2.3:
     /// a ULID, say) and RFC 3339 `time`. No `seq`, ever.
     pub fn build(self, id: impl AsRef<str>, time: impl AsRef<str>) -> Event {
-        let mut e =
-            Event::new(id, self.ty, time, self.source, self.agent).with_session(self.session);
-        if let Some(r) = self.run {
-            e = e.with_run(r);
-        }
-        if let Some(s) = self.subject {
-            e = e.with_subject(s);
-        }
-        if let Some(c) = self.cause {
-            e = e.with_cause(c);
-        }
+        let mut e = self.event;
+        e.set_id(id);
+        e.set_time(time);
         e = e.with_capture(self.capture);
         if let Some(d) = self.data {
             e = e.with_data(d);
@@ -763,17 +751,12 @@ impl ControlSender {
     /// Starts a command of `command_type` addressed to `session`, from this sender.
     pub fn command(
         &self,
-        command_type: impl Into<String>,
-        session: impl Into<String>,
+        command_type: impl AsRef<str>,
+        session: impl AsRef<str>,
     ) -> CommandBuilder {
+        let ty = command_type.as_ref();
         CommandBuilder {
-            source: self.source.clone(),
-            agent: self.agent.clone(),
-            ty: command_type.into(),
-            session: session.into(),
-            run: None,
-            subject: None,
-            cause: None,
+            event: Event::from_strs("", ty, "", &self.source, &self.agent).with_session(session),
             data: None,
             capture: Capture::Metadata,
         }
