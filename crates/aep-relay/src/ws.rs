@@ -137,6 +137,9 @@ struct Session {
     subscriptions: Lifecycle,
 }
 
+/// How many WebSocket messages one connection reads before it lets other tasks run.
+const READ_RUN: usize = 64;
+
 async fn read_loop(
     hub: &Arc<Hub>,
     conn: u64,
@@ -144,7 +147,16 @@ async fn read_loop(
     mut stream: SplitStream<WebSocket>,
 ) {
     let mut session = Session::default();
+    let mut since_yield = 0usize;
     while let Some(Ok(message)) = stream.next().await {
+        // A burst that has arrived whole is read without ever waiting on the socket;
+        // handing the runtime back every few messages lets the writers send what was
+        // fanned out so far, so the next hop starts on it while this one reads on.
+        since_yield += 1;
+        if since_yield == READ_RUN {
+            since_yield = 0;
+            tokio::task::yield_now().await;
+        }
         if outbox.is_closed() {
             continue;
         }
