@@ -8,8 +8,9 @@
 //! ```
 //!
 //! Per relay: p50/p99 latency of sequential commands (after a warm-up) and the median
-//! commands/s over `--rounds` bursts of `--concurrent` commands in flight at once. The
-//! Rust relay runs in this process on its own runtime thread; the reference relay is
+//! commands/s over `--rounds` bursts of `--concurrent` commands in flight at once, after
+//! one burst that is not counted (for both clients). The Rust relay runs in this process
+//! on its own runtime thread; the reference relay is
 //! `../shared/tools/reference-relay.sh`; the Python SDK is
 //! `../shared/reference/python-sdk` (run with `python3`). The target is a Rust
 //! `ControlTarget` over the WebSocket sink that accepts at once.
@@ -181,7 +182,9 @@ async fn rust_client(url: &str, session: &str, args: &Args) -> Result<Figures, S
     }
     lat.sort();
     let mut rates = Vec::new();
-    for _ in 0..args.rounds {
+    // One burst first, not counted: the first one grows maps, queues and socket
+    // buffers that later ones reuse (py_bench.py does the same).
+    for round in 0..=args.rounds {
         let t = Instant::now();
         let tasks: Vec<_> = (0..args.concurrent)
             .map(|_| {
@@ -195,7 +198,9 @@ async fn rust_client(url: &str, session: &str, args: &Args) -> Result<Figures, S
                 .map_err(|e| e.to_string())?
                 .map_err(|e| e.to_string())?;
         }
-        rates.push(args.concurrent as f64 / t.elapsed().as_secs_f64());
+        if round > 0 {
+            rates.push(args.concurrent as f64 / t.elapsed().as_secs_f64());
+        }
     }
     rates.sort_by(f64::total_cmp);
     client.close().await;
