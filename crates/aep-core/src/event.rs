@@ -1749,8 +1749,11 @@ mod tests {
         );
     }
 
+    /// How a test sets one string attribute.
+    type Setter = fn(&mut Event, Option<String>);
+
     /// The string attributes with a setter, and how to call it.
-    fn setters() -> Vec<(Slot, fn(&mut Event, Option<String>))> {
+    fn setters() -> Vec<(Slot, Setter)> {
         vec![
             (slot::ID, |e, v| e.set_id(v.unwrap_or_default())),
             (slot::TIME, |e, v| e.set_time(v.unwrap_or_default())),
