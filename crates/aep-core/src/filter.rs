@@ -812,6 +812,21 @@ impl Filter {
         self.preds.iter().all(|p| p.matches(event))
     }
 
+    /// [`matches`](Self::matches) for an envelope read in place: the same verdict as on
+    /// the parsed event (a relay that forwards bytes decides without building one).
+    ///
+    /// ```
+    /// use aep_core::{filter::Filter, EnvelopeView};
+    /// let f = Filter::from_json(r#"{"session":"s1","type":["control.accepted"]}"#)?;
+    /// let line = r#"{"aep":"0.1","id":"1","type":"control.accepted","time":"t","source":"s","agent":"a","session":"s1","seq":0}"#;
+    /// assert!(f.matches_view(&EnvelopeView::read(line).unwrap()));
+    /// # Ok::<(), aep_core::filter::FilterError>(())
+    /// ```
+    #[inline]
+    pub fn matches_view(&self, view: &EnvelopeView<'_>) -> bool {
+        self.preds.iter().all(|p| p.matches(view))
+    }
+
     /// Whether a raw JSON event matches (for callers that have not parsed into
     /// [`Event`]). A value that is not an object matches nothing; an attribute of the
     /// wrong JSON type matches no predicate on it.

@@ -308,7 +308,7 @@ enum Refusal {
 /// What one run of lines parsed to: the events, or its first refusal of each kind.
 #[derive(Debug, Default)]
 struct Parsed {
-    events: Vec<Incoming>,
+    events: Vec<Incoming<'static>>,
     json: Option<String>,
     invalid: Option<(usize, String)>,
 }
@@ -355,7 +355,7 @@ fn parse_segment(hub: &Hub, first: usize, lines: &[Bytes]) -> Parsed {
 }
 
 /// The batch's events in line order, or why it is refused.
-fn settle(runs: Vec<Parsed>) -> Result<Vec<Vec<Incoming>>, Refusal> {
+fn settle(runs: Vec<Parsed>) -> Result<Vec<Vec<Incoming<'static>>>, Refusal> {
     if let Some(detail) = runs.iter().find_map(|r| r.json.clone()) {
         return Err(Refusal::Json(detail));
     }

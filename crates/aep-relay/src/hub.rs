@@ -46,15 +46,19 @@ fn replay_position(
     Some((session?, epoch, seq?))
 }
 
-/// One accepted event, parsed once and framed once.
+/// One accepted event, parsed (or read in place) once and framed once.
 #[derive(Debug)]
-pub(crate) struct Incoming {
-    /// The parsed event; `None` only for a buffered event ingested while no subscription
-    /// needed it parsed (none, or all matching on the session alone: fan-out reads that
-    /// from the frame, and parses again should another kind have come in meanwhile):
-    /// read in place, or parsed and dropped when the view did not take it. Boxed: a batch
-    /// holds its events in a list, which should stay small.
+pub(crate) struct Incoming<'t> {
+    /// The parsed event; `None` for an event read in place: a buffered event ingested
+    /// while no subscription needed it parsed (none, or all matching on the session
+    /// alone: fan-out reads that from the frame, and parses again should another kind
+    /// have come in meanwhile), or a WebSocket event, whose `view` is kept. Boxed: a
+    /// batch holds its events in a list, which should stay small.
     pub(crate) event: Option<Box<Event>>,
+    /// A WebSocket event read in place, borrowed from its message for the ingest:
+    /// routing and attribute filters read it, so no `Event` is built for a command, an
+    /// ack or a live event (only a subscription that lowers `capture` parses one).
+    pub(crate) view: Option<EnvelopeView<'t>>,
     pub(crate) encoded: Encoded,
     pub(crate) disposition: Disposition,
 }
@@ -68,20 +72,50 @@ pub(crate) enum LineError {
     Invalid(String),
 }
 
-impl Incoming {
+impl Incoming<'_> {
     /// The session an event is buffered under.
     fn session(&self) -> Option<&str> {
-        match &self.event {
-            Some(event) => event.session(),
-            None => self.encoded.session(),
+        match (&self.event, &self.view) {
+            (Some(event), _) => event.session(),
+            (None, Some(view)) => view.session(),
+            (None, None) => self.encoded.session(),
+        }
+    }
+
+    /// The event's `type`, `session` and `id`, from the event or its in-place reading;
+    /// `None` for a buffered event read in place and dropped.
+    pub(crate) fn routing(&self) -> Option<(&str, Option<&str>, &str)> {
+        match (&self.event, &self.view) {
+            (Some(e), _) => Some((e.event_type(), e.session(), e.id())),
+            (None, Some(v)) => Some((v.event_type(), v.session(), v.id())),
+            (None, None) => None,
         }
     }
 }
 
 /// Parses and checks one event (a WebSocket text message, UTF-8 already), keeping the
 /// parsed event.
-pub(crate) fn parse_event(text: &str) -> Result<Incoming, LineError> {
+pub(crate) fn parse_event(text: &str) -> Result<Incoming<'static>, LineError> {
     parse_text(text, true)
+}
+
+/// Checks one WebSocket event read in place, keeping the reading (borrowed from `text`)
+/// for routing and fan-out; one the in-place reading does not take (escapes, raw line
+/// breaks, ...) is parsed as [`parse_event`] does, which decides every case the same.
+pub(crate) fn read_event(text: &str) -> Result<Incoming<'_>, LineError> {
+    if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_none() {
+        let json = text.trim_ascii();
+        if let Some(view) = EnvelopeView::read(json) {
+            let disposition = proto::check_view(&view).map_err(LineError::Invalid)?;
+            return Ok(Incoming {
+                event: None,
+                encoded: encode_view(&view, json.as_bytes()),
+                view: Some(view),
+                disposition,
+            });
+        }
+    }
+    parse_event(text)
 }
 
 /// Parses and checks one event line or body. Raw line breaks (insignificant whitespace in
@@ -90,7 +124,7 @@ pub(crate) fn parse_event(text: &str) -> Result<Incoming, LineError> {
 /// place ([`EnvelopeView`]) and never parsed into an `Event` (one the view does not take
 /// is parsed and dropped at once): when no subscription needs it only its bytes are, and
 /// a large batch then never holds every parsed event at the same time.
-pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> {
+pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming<'static>, LineError> {
     match std::str::from_utf8(raw) {
         Ok(text) => parse_text(text, keep),
         Err(_) => {
@@ -112,7 +146,7 @@ pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming, LineError> 
 }
 
 /// [`parse_line`] for text known to be UTF-8: it is checked once, by whoever had bytes.
-fn parse_text(text: &str, keep: bool) -> Result<Incoming, LineError> {
+fn parse_text(text: &str, keep: bool) -> Result<Incoming<'static>, LineError> {
     let owned;
     let json: &str = if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
         // Dropping ASCII bytes keeps the text UTF-8.
@@ -133,6 +167,7 @@ fn parse_text(text: &str, keep: bool) -> Result<Incoming, LineError> {
             if disposition == Disposition::Buffered {
                 return Ok(Incoming {
                     event: None,
+                    view: None,
                     encoded: encode_view(&view, json.as_bytes()),
                     disposition,
                 });
@@ -156,6 +191,7 @@ fn parse_text(text: &str, keep: bool) -> Result<Incoming, LineError> {
     let event = (keep || disposition != Disposition::Buffered).then(|| Box::new(event));
     Ok(Incoming {
         event,
+        view: None,
         encoded,
         disposition,
     })
@@ -326,9 +362,9 @@ impl Hub {
 
     /// Accepts a batch already checked whole: admission, routing, then fan-out in order.
     /// The lock is taken once for the batch; each subscriber gets its events in runs.
-    pub(crate) async fn ingest<'a, I>(&self, batch: I, from_conn: Option<u64>)
+    pub(crate) async fn ingest<'a, 't: 'a, I>(&self, batch: I, from_conn: Option<u64>)
     where
-        I: IntoIterator<Item = &'a Incoming> + Clone,
+        I: IntoIterator<Item = &'a Incoming<'t>> + Clone,
     {
         // Inline for the usual batch (a WebSocket ingests one event at a time).
         let mut fan_out: SmallVec<[bool; 16]> = SmallVec::new();
@@ -378,6 +414,14 @@ impl Hub {
                 if sub.outbox.is_closed() {
                     continue;
                 }
+                if let (None, Some(view), None) = (&incoming.event, &incoming.view, sub.capture) {
+                    // read in place and forwarded as received: nothing to lower
+                    if sub.filter.matches_view(view) {
+                        let bytes = outbox::pick(&incoming.encoded, sub.binding);
+                        runs.offer(at, &sub.outbox, bytes, severity).await;
+                    }
+                    continue;
+                }
                 let event = match &incoming.event {
                     Some(event) => Some(&**event),
                     None => match (
@@ -413,16 +457,16 @@ impl Hub {
 
     /// Routes a command to exactly one target (AEP-0004 §4); `true` when it is then fanned
     /// out for audit. Refusals answer the sender with a cause-correlated `error` frame.
-    fn route(&self, st: &mut State, incoming: &Incoming, from_conn: Option<u64>) -> bool {
-        // a command is never buffered, so its parsed form is always kept
-        let Some(event) = &incoming.event else {
+    fn route(&self, st: &mut State, incoming: &Incoming<'_>, from_conn: Option<u64>) -> bool {
+        // a command is never buffered, so its parsed form or its reading is always kept
+        let Some((command_type, session, command_id)) = incoming.routing() else {
             return false;
         };
-        let session = event.session().unwrap_or_default();
+        let session = session.unwrap_or_default();
         let refuse = |st: &State, code: ErrorCode, detail: String| {
             tracing::debug!(code = code.as_str(), session, "command refused");
             if let Some(conn) = from_conn.and_then(|c| st.conns.get(&c)) {
-                let frame = proto::error_frame(code, None, Some(event.id()), Some(&detail));
+                let frame = proto::error_frame(code, None, Some(command_id), Some(&detail));
                 conn.outbox.push_frame(Bytes::from(frame));
             }
         };
@@ -456,7 +500,7 @@ impl Hub {
                     .hello
                     .as_ref()
                     .and_then(|h| h.accepts.as_ref())
-                    .is_none_or(|a| a.iter().any(|t| t == event.event_type()));
+                    .is_none_or(|a| a.iter().any(|t| t == command_type));
                 if accepted {
                     // forwarded as received, byte for byte (AEP-0004 §4.4)
                     target.outbox.push_frame(incoming.encoded.json());
@@ -464,7 +508,7 @@ impl Hub {
                     refuse(
                         st,
                         ErrorCode::Unsupported,
-                        format!("target does not accept {}", event.event_type()),
+                        format!("target does not accept {command_type}"),
                     );
                 }
                 true
@@ -838,23 +882,13 @@ mod tests {
             in_place += usize::from(EnvelopeView::read(line).is_some());
             let fast = parse_line(line.as_bytes(), false);
             let full = parse_line(line.as_bytes(), true);
-            match (&fast, &full) {
-                (Ok(a), Ok(b)) => {
-                    assert_eq!(a.disposition, b.disposition, "{line}");
-                    assert_eq!(
-                        format!("{:?}", a.encoded),
-                        format!("{:?}", b.encoded),
-                        "{line}"
-                    );
-                    // a buffered event is dropped on the fast path; the others are kept
-                    assert_eq!(
-                        a.event.is_some(),
-                        a.disposition != Disposition::Buffered,
-                        "{line}"
-                    );
-                }
-                (Err(a), Err(b)) => assert_eq!(format!("{a:?}"), format!("{b:?}"), "{line}"),
-                _ => panic!("{line}: fast {fast:?}, full {full:?}"),
+            if let Some((a, _)) = same_outcome(line, &fast, &full) {
+                // a buffered event is dropped on the fast path; the others are kept
+                assert_eq!(
+                    a.event.is_some(),
+                    a.disposition != Disposition::Buffered,
+                    "{line}"
+                );
             }
         }
         // both sides of the view's reach are covered: all are read in place but eight,
@@ -891,6 +925,112 @@ mod tests {
             assert_eq!(&*incoming.encoded.json(), stored.as_bytes());
             let event = parse_event(&broken).unwrap();
             assert_eq!(event.event.unwrap().to_json(), base);
+        }
+    }
+
+    /// A WebSocket event read in place is accepted, refused and framed as the parse
+    /// does, and keeps its reading (no event built) wherever the reading takes it;
+    /// routing reads the same `type`, `session` and `id` from either.
+    #[test]
+    fn a_websocket_event_read_in_place_decides_as_the_parse() {
+        let base = std::str::from_utf8(LINE).unwrap();
+        let command = r#"{"aep":"0.1","id":"c1","type":"control.pause","time":"2026-07-03T10:15:04.221Z","source":"aep://t/console","agent":"console","session":"s1"}"#;
+        let lines = [
+            base.to_owned(),
+            command.to_owned(),
+            base.replace("progress.status", "agent.heartbeat"), // agent-scoped with seq: refused
+            base.replace("progress.status", "agent.heartbeat")
+                .replace(r#""session":"s1","seq":3,"#, ""), // agent-scoped: live
+            base.replace(r#""agent":"a""#, r#""agent":"\u0061""#), // escaped: parsed
+            base.replacen(',', ",\n", 2),                       // line breaks: parsed
+            base.replace(r#""severity":"notice""#, r#""severity":"loud""#),
+            "not json".to_owned(),
+        ];
+        let mut in_place = 0;
+        for line in &lines {
+            if let Some((a, b)) = same_outcome(line, &read_event(line), &parse_event(line)) {
+                assert_eq!(a.routing(), b.routing(), "{line}");
+                assert_eq!(a.session(), b.session(), "{line}");
+                assert!(a.view.is_some() != a.event.is_some(), "{line}");
+                in_place += usize::from(a.view.is_some());
+            }
+        }
+        // buffered, command and live; not the escaped one or the one with line breaks
+        assert_eq!(in_place, 3);
+    }
+
+    /// Fan-out of an event read in place reaches the readers a parsed one reaches, and a
+    /// reader that lowers `capture` gets the lowered event.
+    #[tokio::test]
+    async fn a_websocket_event_read_in_place_fans_out_as_a_parsed_one() {
+        let line = std::str::from_utf8(LINE).unwrap().replace(
+            r#""data":{}"#,
+            r#""capture":"full","data":{"status":"reading"}"#,
+        );
+        let mut lowered_once = Vec::new();
+        for in_place in [true, false] {
+            let hub = Hub::new(RelayConfig::default()).unwrap();
+            let mut by_session = reader(&hub, json!({ "session": "s1" }));
+            let mut by_type = reader(&hub, json!({ "type": "progress.*", "agent": "a" }));
+            let mut other_type = reader(&hub, json!({ "type": "tool.started" }));
+            let mut severe = reader(&hub, json!({ "severity": { "gte": "warning" } }));
+            let (outbox, rx) = hub.outbox();
+            hub.subscribe(
+                &outbox,
+                Binding::Ws,
+                None,
+                proto::parse_filter(&json!({})).unwrap(),
+                Some(Capture::Metadata),
+                ReplayAsk::default(),
+                None,
+                None,
+                true,
+            );
+            let mut lowered =
+                Drain::new(rx, outbox, Binding::Ws, std::time::Duration::from_secs(60));
+            let incoming = if in_place {
+                read_event(&line).unwrap()
+            } else {
+                parse_event(&line).unwrap()
+            };
+            assert_eq!(incoming.view.is_some(), in_place);
+            hub.ingest(std::slice::from_ref(&incoming), Some(7)).await;
+            let sse = incoming.encoded.sse();
+            assert_eq!(next_data(&mut by_session), Some(sse.clone()));
+            assert_eq!(next_data(&mut by_type), Some(sse));
+            assert_eq!(next_data(&mut other_type), None);
+            assert_eq!(next_data(&mut severe), None);
+            let got = next_data(&mut lowered).unwrap();
+            let got: Value = serde_json::from_slice(&got).unwrap();
+            // lowered from `full`, and the same bytes either way
+            assert_eq!(got["capture"], "metadata", "in place: {in_place}");
+            lowered_once.push(got);
+        }
+        assert_eq!(lowered_once[0], lowered_once[1]);
+    }
+
+    /// Asserts that two readings of `line` accept it alike (disposition, stored frame)
+    /// or refuse it alike (error); returns both when accepted, for more checks.
+    fn same_outcome<'x>(
+        line: &str,
+        a: &'x Result<Incoming<'x>, LineError>,
+        b: &'x Result<Incoming<'x>, LineError>,
+    ) -> Option<(&'x Incoming<'x>, &'x Incoming<'x>)> {
+        match (a, b) {
+            (Ok(a), Ok(b)) => {
+                assert_eq!(a.disposition, b.disposition, "{line}");
+                assert_eq!(
+                    format!("{:?}", a.encoded),
+                    format!("{:?}", b.encoded),
+                    "{line}"
+                );
+                Some((a, b))
+            }
+            (Err(a), Err(b)) => {
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "{line}");
+                None
+            }
+            _ => panic!("{line}: {a:?} against {b:?}"),
         }
     }
 

@@ -17,7 +17,7 @@ use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use serde_json::Value;
 
-use crate::hub::{parse_event, Hello, Hub, LineError, ReplayAsk};
+use crate::hub::{parse_event, read_event, Hello, Hub, LineError, ReplayAsk};
 use crate::outbox::{Binding, Drain, End, Outbox, Piece};
 use crate::proto::{self, Filter, FromPosition};
 use crate::subscriptions::Lifecycle;
@@ -192,9 +192,8 @@ async fn on_text(
     // ingest, parsed once. Anything else (frames, subscription lifecycle messages, an
     // event to refuse) takes the general path below, which reads it as a `Value`.
     if session.hello.is_some() {
-        if let Ok(incoming) = parse_event(text) {
-            let direct = incoming.event.as_deref().is_some_and(|e| {
-                let ty = e.event_type();
+        if let Ok(incoming) = read_event(text) {
+            let direct = incoming.routing().is_some_and(|(ty, _, _)| {
                 frame::is_event_type(ty) && !LifecycleMessage::is_lifecycle_type(ty)
             });
             if direct {
