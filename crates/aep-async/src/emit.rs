@@ -351,8 +351,21 @@ fn parse_type(event_type: &str) -> Result<EventType<'_>, EmitError> {
     EventType::parse(event_type).map_err(|_| EmitError::Type(event_type.to_owned()))
 }
 
+/// `null` and `{}` are no payload: such an event carries no `data` at all.
 fn is_empty_payload(raw: &RawValue) -> bool {
     matches!(raw.get(), "null" | "{}")
+}
+
+/// [`is_empty_payload`] before serializing: `None` for a value that would carry no
+/// `data`, so that a caller holding a `Value` (a control target's ack) need not
+/// serialize it only to have it dropped.
+pub(crate) fn payload_of(data: &Value) -> Option<&Value> {
+    let empty = match data {
+        Value::Null => true,
+        Value::Object(m) => m.is_empty(),
+        _ => false,
+    };
+    (!empty).then_some(data)
 }
 
 /// Configuration of an [`Emitter`].
@@ -529,5 +542,29 @@ impl SessionEmitter {
     /// re-acknowledges a retransmitted command (AEP-0004 §3).
     pub fn redeliver(&self, event: &Event) -> Result<(), EmitError> {
         self.emitter.inner.sink.accept(event)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Deciding on the value and deciding on its serialized text agree.
+    #[test]
+    fn payload_of_agrees_with_the_serialized_check() {
+        for v in [
+            json!(null),
+            json!({}),
+            json!({"reason": "busy"}),
+            json!([]),
+            json!(""),
+            json!(0),
+            json!(false),
+            json!({"": null}),
+        ] {
+            let raw = serde_json::value::to_raw_value(&v).unwrap();
+            assert_eq!(payload_of(&v).is_none(), is_empty_payload(&raw), "{v}");
+        }
     }
 }

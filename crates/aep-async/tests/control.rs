@@ -121,6 +121,10 @@ async fn accepted_rejected_and_unsupported_through_the_rust_relay() {
     assert_eq!(ack.cause(), Some(cmd.id()));
     assert_eq!(ack.session(), Some("s-basic"));
     assert!(
+        ack.data_raw().is_none(),
+        "an accept carries no payload: {ack}"
+    );
+    assert!(
         ack.seq().is_some(),
         "acks are ordinary sequenced session events"
     );

@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 use super::error::ControlError;
 use super::timer::{self, Arm, Timed};
 use super::Few;
-use crate::emit::{Attrs, EmitOptions, SessionEmitter};
+use crate::emit::{self, Attrs, EmitOptions, SessionEmitter};
 
 type HandlerFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 type Handler = Arc<dyn Fn(Command) -> HandlerFuture + Send + Sync>;
@@ -365,14 +365,12 @@ fn drain(
                 let key = ack.key();
                 let session = ack.session().unwrap_or_default();
                 let data = ack.data();
-                // An accept's `{}` is no payload: not serialized only to be dropped.
-                let data = Some(&data).filter(|d| d.as_object().is_none_or(|m| !m.is_empty()));
                 let result = match st.sessions.get(session).and_then(Weak::upgrade) {
                     None => Err(ControlError::UnknownSession(session.to_owned())),
                     Some(s) => s
                         .emit_attrs(
                             ack.ack_type(),
-                            data,
+                            emit::payload_of(&data),
                             Attrs {
                                 cause: Some(ack.cause()),
                                 ..Attrs::default()
