@@ -867,7 +867,7 @@ impl Filter {
             return (json.trim_ascii_start().first() == Some(&b'{')).then_some(true);
         }
         let view = EnvelopeView::read(std::str::from_utf8(json).ok()?)?;
-        Some(self.preds.iter().all(|p| p.matches(&view)))
+        Some(self.matches_view(&view))
     }
 
     /// Whether this is `{}`, which matches every event.

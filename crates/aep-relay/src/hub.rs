@@ -46,21 +46,40 @@ fn replay_position(
     Some((session?, epoch, seq?))
 }
 
-/// One accepted event, parsed (or read in place) once and framed once.
+/// One accepted event, read once and framed once.
 #[derive(Debug)]
 pub(crate) struct Incoming<'t> {
-    /// The parsed event; `None` for an event read in place: a buffered event ingested
-    /// while no subscription needed it parsed (none, or all matching on the session
-    /// alone: fan-out reads that from the frame, and parses again should another kind
-    /// have come in meanwhile), or a WebSocket event, whose `view` is kept. Boxed: a
-    /// batch holds its events in a list, which should stay small.
-    pub(crate) event: Option<Box<Event>>,
-    /// A WebSocket event read in place, borrowed from its message for the ingest:
-    /// routing and attribute filters read it, so no `Event` is built for a command, an
-    /// ack or a live event (only a subscription that lowers `capture` parses one).
-    pub(crate) view: Option<EnvelopeView<'t>>,
+    pub(crate) reading: Reading<'t>,
     pub(crate) encoded: Encoded,
     pub(crate) disposition: Disposition,
+}
+
+/// What is kept of an accepted event besides its bytes. Boxed: a batch holds its events
+/// in a list, which should stay small.
+#[derive(Debug)]
+pub(crate) enum Reading<'t> {
+    /// Parsed: a subscription needs the event (or the view did not take it).
+    Parsed(Box<Event>),
+    /// A WebSocket event read in place, borrowed from its message for the ingest:
+    /// routing and attribute filters read it, so no `Event` is built for a command, an
+    /// ack or a live event (a subscription with a capture ceiling parses one it matches).
+    InPlace(Box<EnvelopeView<'t>>),
+    /// Nothing: a buffered event ingested while no subscription needed it parsed (none,
+    /// or all matching on the session alone: fan-out reads that from the frame, and
+    /// parses again should another kind have come in meanwhile).
+    Dropped,
+}
+
+/// What an ingest path keeps of an accepted event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Keep {
+    /// Only the bytes of a buffered event (read in place, never parsed when the view
+    /// takes it); a live event or a command is parsed.
+    Bytes,
+    /// The parsed event, always.
+    Parsed,
+    /// The in-place reading (a WebSocket message, alive for its ingest).
+    Reading,
 }
 
 /// Why one line was refused.
@@ -75,105 +94,111 @@ pub(crate) enum LineError {
 impl Incoming<'_> {
     /// The session an event is buffered under.
     fn session(&self) -> Option<&str> {
-        match (&self.event, &self.view) {
-            (Some(event), _) => event.session(),
-            (None, Some(view)) => view.session(),
-            (None, None) => self.encoded.session(),
+        match &self.reading {
+            Reading::Parsed(event) => event.session(),
+            Reading::InPlace(view) => view.session(),
+            Reading::Dropped => self.encoded.session(),
         }
     }
 
-    /// The event's `type`, `session` and `id`, from the event or its in-place reading;
-    /// `None` for a buffered event read in place and dropped.
+    /// The event's `type`, `session` and `id`; `None` once dropped (a buffered event,
+    /// never routed).
     pub(crate) fn routing(&self) -> Option<(&str, Option<&str>, &str)> {
-        match (&self.event, &self.view) {
-            (Some(e), _) => Some((e.event_type(), e.session(), e.id())),
-            (None, Some(v)) => Some((v.event_type(), v.session(), v.id())),
-            (None, None) => None,
+        match &self.reading {
+            Reading::Parsed(e) => Some((e.event_type(), e.session(), e.id())),
+            Reading::InPlace(v) => Some((v.event_type(), v.session(), v.id())),
+            Reading::Dropped => None,
+        }
+    }
+
+    /// This event without a borrowed reading (never taken by the paths that call it).
+    fn detached(self) -> Incoming<'static> {
+        Incoming {
+            reading: match self.reading {
+                Reading::Parsed(event) => Reading::Parsed(event),
+                Reading::InPlace(_) | Reading::Dropped => Reading::Dropped,
+            },
+            encoded: self.encoded,
+            disposition: self.disposition,
         }
     }
 }
 
-/// Parses and checks one event (a WebSocket text message, UTF-8 already), keeping the
-/// parsed event.
-pub(crate) fn parse_event(text: &str) -> Result<Incoming<'static>, LineError> {
-    parse_text(text, true)
-}
-
-/// Checks one WebSocket event read in place, keeping the reading (borrowed from `text`)
-/// for routing and fan-out; one the in-place reading does not take (escapes, raw line
-/// breaks, ...) is parsed as [`parse_event`] does, which decides every case the same.
+/// Checks one WebSocket event (a text message, UTF-8 already), keeping its in-place
+/// reading, borrowed from `text`, for routing and fan-out; one the reading does not take
+/// (escapes, ...) is parsed, which decides every case the same.
 pub(crate) fn read_event(text: &str) -> Result<Incoming<'_>, LineError> {
-    if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_none() {
-        let json = text.trim_ascii();
-        if let Some(view) = EnvelopeView::read(json) {
-            let disposition = proto::check_view(&view).map_err(LineError::Invalid)?;
-            return Ok(Incoming {
-                event: None,
-                encoded: encode_view(&view, json.as_bytes()),
-                view: Some(view),
-                disposition,
-            });
-        }
-    }
-    parse_event(text)
+    read_text(text, Keep::Reading)
 }
 
-/// Parses and checks one event line or body. Raw line breaks (insignificant whitespace in
-/// JSON: strings cannot hold them) are removed so the event fits one SSE `data:` line;
-/// every other byte is forwarded as received. Unless `keep`, a buffered event is read in
-/// place ([`EnvelopeView`]) and never parsed into an `Event` (one the view does not take
-/// is parsed and dropped at once): when no subscription needs it only its bytes are, and
-/// a large batch then never holds every parsed event at the same time.
+/// Checks one event line or body; see [`read_text`]. Bytes that are not UTF-8 are not
+/// JSON: serde_json's error says where the bad byte is.
 pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming<'static>, LineError> {
+    let keep = if keep { Keep::Parsed } else { Keep::Bytes };
     match std::str::from_utf8(raw) {
-        Ok(text) => parse_text(text, keep),
-        Err(_) => {
-            // serde_json's reading of the bytes says where the bad byte is, in the
-            // event as it would have been forwarded
-            let json: Vec<u8> = raw
-                .iter()
-                .copied()
-                .filter(|&b| b != b'\n' && b != b'\r')
-                .collect();
-            Err(match Event::from_slice(json.trim_ascii()) {
-                Err(e) if !e.is_syntax() => LineError::Invalid(e.to_string()),
-                Err(e) => LineError::Json(e.to_string()),
+        Ok(text) => read_text(text, keep).map(Incoming::detached),
+        Err(_) => Err(LineError::Json(
+            match Event::from_slice(trim_json_ws(raw)) {
+                Err(e) => e.to_string(),
                 // unreachable: the bytes are not UTF-8
-                Ok(_) => LineError::Json("invalid UTF-8".to_owned()),
-            })
-        }
+                Ok(_) => "invalid UTF-8".to_owned(),
+            },
+        )),
     }
 }
 
-/// [`parse_line`] for text known to be UTF-8: it is checked once, by whoever had bytes.
-fn parse_text(text: &str, keep: bool) -> Result<Incoming<'static>, LineError> {
+/// JSON's insignificant whitespace (RFC 8259 §2), no more: a form feed is not JSON.
+const JSON_WS: [char; 4] = [' ', '\t', '\n', '\r'];
+
+fn trim_json_ws(b: &[u8]) -> &[u8] {
+    let is_ws = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
+    let start = b.iter().position(|c| !is_ws(c)).unwrap_or(b.len());
+    let end = b.iter().rposition(|c| !is_ws(c)).map_or(start, |i| i + 1);
+    b.get(start..end).unwrap_or_default()
+}
+
+/// Reads and checks one event as received. Raw line breaks are whitespace between
+/// tokens (strings cannot hold them, and text holding one there is refused as not JSON):
+/// they are removed from the stored bytes only, so the event fits one SSE `data:` line;
+/// every other byte is forwarded as received. With [`Keep::Bytes`], a buffered event is
+/// read in place ([`EnvelopeView`]) and never parsed into an `Event` (one the view does
+/// not take is parsed and dropped at once): when no subscription needs it only its bytes
+/// are, and a large batch then never holds every parsed event at the same time.
+fn read_text(text: &str, keep: Keep) -> Result<Incoming<'_>, LineError> {
+    let json = text.trim_matches(JSON_WS);
     let owned;
-    let json: &str = if memchr::memchr2(b'\n', b'\r', text.as_bytes()).is_some() {
-        // Dropping ASCII bytes keeps the text UTF-8.
-        owned = text.replace(['\n', '\r'], "");
-        &owned
+    let line: &[u8] = if memchr::memchr2(b'\n', b'\r', json.as_bytes()).is_some() {
+        owned = json.replace(['\n', '\r'], "");
+        owned.as_bytes()
     } else {
-        text
+        json.as_bytes()
     };
-    let json = json.trim_ascii();
     let mut checked = None;
-    if !keep {
-        // The fast path: most ingested events are buffered and never looked at again
-        // until replay, which reads their bytes; read them in place and keep nothing.
-        // Anything the view does not take, or an event that must be kept parsed (live,
-        // command), goes the full way below, which decides every case the same.
+    if keep != Keep::Parsed {
+        // Most events are read in place: a buffered one is then never looked at again
+        // until replay, which reads its bytes, and a WebSocket one is routed and matched
+        // on the reading. Anything the view does not take goes the full way below,
+        // which decides every case the same.
         if let Some(view) = EnvelopeView::read(json) {
             let disposition = proto::check_view(&view).map_err(LineError::Invalid)?;
-            if disposition == Disposition::Buffered {
-                return Ok(Incoming {
-                    event: None,
-                    view: None,
-                    encoded: encode_view(&view, json.as_bytes()),
-                    disposition,
-                });
+            match keep {
+                Keep::Reading => {
+                    return Ok(Incoming {
+                        encoded: encode_view(&view, line),
+                        reading: Reading::InPlace(Box::new(view)),
+                        disposition,
+                    })
+                }
+                _ if disposition == Disposition::Buffered => {
+                    return Ok(Incoming {
+                        encoded: encode_view(&view, line),
+                        reading: Reading::Dropped,
+                        disposition,
+                    })
+                }
+                // checked already: the parse below reads the same attributes
+                _ => checked = Some(disposition),
             }
-            // checked already: the parse below reads the same attributes
-            checked = Some(disposition);
         }
     }
     let event = json.parse::<Event>().map_err(|e| {
@@ -187,11 +212,14 @@ fn parse_text(text: &str, keep: bool) -> Result<Incoming<'static>, LineError> {
         Some(disposition) => disposition,
         None => proto::check_envelope(&event).map_err(LineError::Invalid)?,
     };
-    let encoded = encode(&event, json.as_bytes());
-    let event = (keep || disposition != Disposition::Buffered).then(|| Box::new(event));
+    let encoded = encode(&event, line);
+    let reading = if keep == Keep::Bytes && disposition == Disposition::Buffered {
+        Reading::Dropped
+    } else {
+        Reading::Parsed(Box::new(event))
+    };
     Ok(Incoming {
-        event,
-        view: None,
+        reading,
         encoded,
         disposition,
     })
@@ -414,17 +442,25 @@ impl Hub {
                 if sub.outbox.is_closed() {
                     continue;
                 }
-                if let (None, Some(view), None) = (&incoming.event, &incoming.view, sub.capture) {
-                    // read in place and forwarded as received: nothing to lower
-                    if sub.filter.matches_view(view) {
-                        let bytes = outbox::pick(&incoming.encoded, sub.binding);
-                        runs.offer(at, &sub.outbox, bytes, severity).await;
+                let event = match &incoming.reading {
+                    Reading::Parsed(event) => Some(&**event),
+                    Reading::InPlace(view) => {
+                        if !sub.filter.matches_view(view) {
+                            continue;
+                        }
+                        if sub.capture.is_none() {
+                            // forwarded as received: nothing to lower
+                            let bytes = outbox::pick(&incoming.encoded, sub.binding);
+                            runs.offer(at, &sub.outbox, bytes, severity).await;
+                            continue;
+                        }
+                        // lowering to the reader's ceiling needs the parsed event
+                        if parsed_again.is_none() {
+                            parsed_again = Event::from_slice(&incoming.encoded.json()).ok();
+                        }
+                        parsed_again.as_ref()
                     }
-                    continue;
-                }
-                let event = match &incoming.event {
-                    Some(event) => Some(&**event),
-                    None => match (
+                    Reading::Dropped => match (
                         sub.capture,
                         sub.filter.decide_session(incoming.encoded.session()),
                     ) {
@@ -460,6 +496,7 @@ impl Hub {
     fn route(&self, st: &mut State, incoming: &Incoming<'_>, from_conn: Option<u64>) -> bool {
         // a command is never buffered, so its parsed form or its reading is always kept
         let Some((command_type, session, command_id)) = incoming.routing() else {
+            debug_assert!(false, "a command read and dropped");
             return false;
         };
         let session = session.unwrap_or_default();
@@ -885,7 +922,7 @@ mod tests {
             if let Some((a, _)) = same_outcome(line, &fast, &full) {
                 // a buffered event is dropped on the fast path; the others are kept
                 assert_eq!(
-                    a.event.is_some(),
+                    matches!(a.reading, Reading::Parsed(_)),
                     a.disposition != Disposition::Buffered,
                     "{line}"
                 );
@@ -918,13 +955,37 @@ mod tests {
             }
         }
         let broken = base.replacen(',', ",\r\n ", 3);
+        // only the line breaks go; the space after them is forwarded as received
+        let stored = base.replacen(',', ", ", 3);
         for keep in [false, true] {
             let incoming = parse_line(broken.as_bytes(), keep).unwrap();
-            // only the line breaks go; the space after them is forwarded as received
-            let stored = base.replacen(',', ", ", 3);
             assert_eq!(&*incoming.encoded.json(), stored.as_bytes());
-            let event = parse_event(&broken).unwrap();
-            assert_eq!(event.event.unwrap().to_json(), base);
+        }
+        let incoming = read_event(&broken).unwrap();
+        assert_eq!(&*incoming.encoded.json(), stored.as_bytes());
+    }
+
+    /// A line break is whitespace between tokens only: inside a string it is not JSON,
+    /// and is refused, not removed (which would read `"s\n1"` as `"s1"`); a form feed
+    /// is not JSON whitespace either.
+    #[test]
+    fn a_line_break_inside_a_string_is_refused_not_removed() {
+        let base = std::str::from_utf8(LINE).unwrap();
+        for bad in [
+            base.replace(r#""session":"s1""#, "\"session\":\"s\n1\""),
+            base.replace(r#""agent":"a""#, "\"agent\":\"a\r\""),
+            format!("\u{c}{base}"),
+        ] {
+            for keep in [false, true] {
+                assert!(
+                    matches!(parse_line(bad.as_bytes(), keep), Err(LineError::Json(_))),
+                    "{bad:?}"
+                );
+            }
+            assert!(
+                matches!(read_event(&bad), Err(LineError::Json(_))),
+                "{bad:?}"
+            );
         }
     }
 
@@ -942,21 +1003,24 @@ mod tests {
             base.replace("progress.status", "agent.heartbeat")
                 .replace(r#""session":"s1","seq":3,"#, ""), // agent-scoped: live
             base.replace(r#""agent":"a""#, r#""agent":"\u0061""#), // escaped: parsed
-            base.replacen(',', ",\n", 2),                       // line breaks: parsed
+            base.replacen(',', ",\n", 2),                       // line breaks: whitespace
+            format!(" \t{base}\r\n"),                           // padded
+            base.replace(r#""seq":3,"#, r#""seq":3,"acme":"x","#), // an extension attribute
             base.replace(r#""severity":"notice""#, r#""severity":"loud""#),
             "not json".to_owned(),
         ];
         let mut in_place = 0;
         for line in &lines {
-            if let Some((a, b)) = same_outcome(line, &read_event(line), &parse_event(line)) {
+            let parsed = read_text(line, Keep::Parsed);
+            if let Some((a, b)) = same_outcome(line, &read_event(line), &parsed) {
                 assert_eq!(a.routing(), b.routing(), "{line}");
                 assert_eq!(a.session(), b.session(), "{line}");
-                assert!(a.view.is_some() != a.event.is_some(), "{line}");
-                in_place += usize::from(a.view.is_some());
+                assert!(!matches!(a.reading, Reading::Dropped), "{line}");
+                in_place += usize::from(matches!(a.reading, Reading::InPlace(_)));
             }
         }
-        // buffered, command and live; not the escaped one or the one with line breaks
-        assert_eq!(in_place, 3);
+        // all accepted but the escaped one
+        assert_eq!(in_place, 6);
     }
 
     /// Fan-out of an event read in place reaches the readers a parsed one reaches, and a
@@ -965,7 +1029,7 @@ mod tests {
     async fn a_websocket_event_read_in_place_fans_out_as_a_parsed_one() {
         let line = std::str::from_utf8(LINE).unwrap().replace(
             r#""data":{}"#,
-            r#""capture":"full","data":{"status":"reading"}"#,
+            r#""capture":"full","acme":"x","data":{"status":"reading"}"#,
         );
         let mut lowered_once = Vec::new();
         for in_place in [true, false] {
@@ -974,32 +1038,40 @@ mod tests {
             let mut by_type = reader(&hub, json!({ "type": "progress.*", "agent": "a" }));
             let mut other_type = reader(&hub, json!({ "type": "tool.started" }));
             let mut severe = reader(&hub, json!({ "severity": { "gte": "warning" } }));
-            let (outbox, rx) = hub.outbox();
-            hub.subscribe(
-                &outbox,
-                Binding::Ws,
-                None,
-                proto::parse_filter(&json!({})).unwrap(),
-                Some(Capture::Metadata),
-                ReplayAsk::default(),
-                None,
-                None,
-                true,
-            );
-            let mut lowered =
-                Drain::new(rx, outbox, Binding::Ws, std::time::Duration::from_secs(60));
+            let mut notice = reader(&hub, json!({ "severity": { "gte": "notice" } }));
+            let mut by_ext = reader(&hub, json!({ "acme": "x" }));
+            let ceiling = |filter: Value| {
+                let (outbox, rx) = hub.outbox();
+                hub.subscribe(
+                    &outbox,
+                    Binding::Ws,
+                    None,
+                    proto::parse_filter(&filter).unwrap(),
+                    Some(Capture::Metadata),
+                    ReplayAsk::default(),
+                    None,
+                    None,
+                    true,
+                );
+                Drain::new(rx, outbox, Binding::Ws, std::time::Duration::from_secs(60))
+            };
+            let mut lowered = ceiling(json!({}));
+            let mut lowered_other = ceiling(json!({ "session": "s2" }));
             let incoming = if in_place {
                 read_event(&line).unwrap()
             } else {
-                parse_event(&line).unwrap()
+                read_text(&line, Keep::Parsed).unwrap()
             };
-            assert_eq!(incoming.view.is_some(), in_place);
+            assert_eq!(matches!(incoming.reading, Reading::InPlace(_)), in_place);
             hub.ingest(std::slice::from_ref(&incoming), Some(7)).await;
             let sse = incoming.encoded.sse();
             assert_eq!(next_data(&mut by_session), Some(sse.clone()));
             assert_eq!(next_data(&mut by_type), Some(sse));
             assert_eq!(next_data(&mut other_type), None);
             assert_eq!(next_data(&mut severe), None);
+            assert_eq!(next_data(&mut notice), Some(incoming.encoded.sse()));
+            assert_eq!(next_data(&mut by_ext), Some(incoming.encoded.sse()));
+            assert_eq!(next_data(&mut lowered_other), None);
             let got = next_data(&mut lowered).unwrap();
             let got: Value = serde_json::from_slice(&got).unwrap();
             // lowered from `full`, and the same bytes either way
@@ -1064,7 +1136,7 @@ mod tests {
         let hub = Hub::new(RelayConfig::default()).unwrap();
         assert!(!hub.needs_parsed());
         let incoming = parse_line(LINE, hub.needs_parsed()).unwrap();
-        assert!(incoming.event.is_none());
+        assert!(matches!(incoming.reading, Reading::Dropped));
         assert_eq!(incoming.session(), Some("s1"));
         // subscribers arrive between parsing and ingest: the session alone is decided on
         // the frame, anything else parses the event again

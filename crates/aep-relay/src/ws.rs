@@ -17,7 +17,7 @@ use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use serde_json::Value;
 
-use crate::hub::{parse_event, read_event, Hello, Hub, LineError, ReplayAsk};
+use crate::hub::{read_event, Hello, Hub, LineError, ReplayAsk};
 use crate::outbox::{Binding, Drain, End, Outbox, Piece};
 use crate::proto::{self, Filter, FromPosition};
 use crate::subscriptions::Lifecycle;
@@ -188,19 +188,24 @@ async fn on_text(
     session: &mut Session,
     text: &str,
 ) {
-    // After `hello`, events are the traffic: one whose envelope parses goes straight to
-    // ingest, parsed once. Anything else (frames, subscription lifecycle messages, an
-    // event to refuse) takes the general path below, which reads it as a `Value`.
+    // After `hello`, events are the traffic: one that is accepted goes straight to
+    // ingest, read once. Anything else (frames, subscription lifecycle messages, an
+    // event to refuse) takes the general path below, which reads it as a `Value`; an
+    // event's refusal is the one read here.
+    let mut refusal = None;
     if session.hello.is_some() {
-        if let Ok(incoming) = read_event(text) {
-            let direct = incoming.routing().is_some_and(|(ty, _, _)| {
-                frame::is_event_type(ty) && !LifecycleMessage::is_lifecycle_type(ty)
-            });
-            if direct {
-                hub.ingest(std::slice::from_ref(&incoming), Some(conn))
-                    .await;
-                return;
+        match read_event(text) {
+            Ok(incoming) => {
+                let direct = incoming.routing().is_some_and(|(ty, _, _)| {
+                    frame::is_event_type(ty) && !LifecycleMessage::is_lifecycle_type(ty)
+                });
+                if direct {
+                    hub.ingest(std::slice::from_ref(&incoming), Some(conn))
+                        .await;
+                    return;
+                }
             }
+            Err(LineError::Invalid(detail) | LineError::Json(detail)) => refusal = Some(detail),
         }
     }
     let Ok(message) = serde_json::from_str::<Value>(text) else {
@@ -243,22 +248,13 @@ async fn on_text(
     }
 
     if is_event {
-        match parse_event(text) {
-            Ok(incoming) => {
-                hub.ingest(std::slice::from_ref(&incoming), Some(conn))
-                    .await
-            }
-            Err(LineError::Invalid(detail) | LineError::Json(detail)) => {
-                let cause = message.get("id").and_then(Value::as_str);
-                let frame = proto::error_frame(
-                    ErrorCode::from("invalid-event"),
-                    None,
-                    cause,
-                    Some(&detail),
-                );
-                send(outbox, frame);
-            }
-        }
+        // After `hello` an event that was not ingested above was refused there: its
+        // type reads the same in the envelope as in this `Value`.
+        let detail = refusal.unwrap_or_else(|| "not an acceptable event".to_owned());
+        let cause = message.get("id").and_then(Value::as_str);
+        let frame =
+            proto::error_frame(ErrorCode::from("invalid-event"), None, cause, Some(&detail));
+        send(outbox, frame);
         return;
     }
 
