@@ -58,6 +58,32 @@ fn session_events_carry_session_epoch_and_monotonic_seq() {
     assert_eq!(written.len(), 3);
     assert_eq!(written[2], a, "redelivery is byte-identical");
     assert_eq!(s.next_seq(), 2);
+    // every optional attribute of the options reaches the event, each in its own place
+    let c = s
+        .emit_with(
+            "tool.completed",
+            json!({}),
+            EmitOptions::new()
+                .subject("t_1")
+                .run("r2")
+                .step("p2")
+                .cause("01CAUSE")
+                .traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+                .severity(Severity::Warning)
+                .extension("acmeregion", "eu-1"),
+        )
+        .unwrap();
+    assert_eq!(
+        (c.subject(), c.run(), c.step(), c.cause()),
+        (Some("t_1"), Some("r2"), Some("p2"), Some("01CAUSE"))
+    );
+    assert_eq!(
+        c.traceparent(),
+        Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+    );
+    assert_eq!(c.severity_attr(), Some(Severity::Warning));
+    assert_eq!(c.extension_str("acmeregion"), Some("eu-1"));
+    assert!(c.data_raw().is_none(), "{{}} is no payload");
     std::fs::remove_file(&path).ok();
 }
 
