@@ -551,7 +551,16 @@ impl CommandBuilder {
     }
 
     /// The envelope, with the caller's fresh `id` (the idempotency key, AEP-0004 §2.3:
-    /// a ULID, say) and RFC 3339 `time`. No `seq`, ever.
+    /// a ULID's text, say) and RFC 3339 `time`. No `seq`, ever. Most callers want
+    /// [`build_at`](Self::build_at), which mints both.
+    ///
+    /// ```
+    /// use aep_core::control::ControlSender;
+    /// let s = ControlSender::new("console", "h");
+    /// let id = ulid::Ulid::new().to_string();
+    /// let cmd = s.command("control.pause", "s1").build(&id, "2026-07-03T10:00:00.000Z");
+    /// assert_eq!(cmd.id(), id);
+    /// ```
     pub fn build(self, id: impl AsRef<str>, time: impl AsRef<str>) -> Event {
         let mut e = self.event;
         e.set_id(id);

@@ -171,8 +171,8 @@ pub fn rfc3339_millis(t: SystemTime) -> String {
     rfc3339_millis_into(t, &mut buf).to_owned()
 }
 
-/// [`rfc3339_millis`] into a buffer on the caller's stack: an emitted event's `time`
-/// fits inline in the event, so it need not pass through a `String` first.
+/// [`rfc3339_millis`] into a buffer on the caller's stack: an emitted event copies its
+/// `time` into its own text, so it need not pass through a `String` first.
 pub(crate) fn rfc3339_millis_into(t: SystemTime, buf: &mut [u8; 24]) -> &str {
     let millis: i128 = match t.duration_since(UNIX_EPOCH) {
         Ok(after) => after.as_millis() as i128,
