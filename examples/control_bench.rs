@@ -9,7 +9,13 @@
 //!
 //! Per relay: p50/p99 latency of sequential commands (after a warm-up) and the median
 //! commands/s over `--rounds` bursts of `--concurrent` commands in flight at once, after
-//! one burst that is not counted (for both clients). The Rust relay runs in this process
+//! one burst that is not counted (for both clients), with the 10th and 90th percentile
+//! bursts beside it. Defaults: `--sequential 3000 --concurrent 1000 --rounds 201`.
+//!
+//! Why 201 bursts: a Rust burst of 1,000 commands lasts about 6 ms, so 21 of them span
+//! about 150 ms, and on a shared machine one busy moment of another tenant that long moves
+//! a run's median by a third. 201 bursts span 1-2 s for the Rust client (about 15 s for
+//! the Python one, whose bursts last about 70 ms). The Rust relay runs in this process
 //! on its own runtime thread; the reference relay is
 //! `../shared/tools/reference-relay.sh`; the Python SDK is
 //! `../shared/reference/python-sdk` (run with `python3`). The target is a Rust
@@ -35,9 +41,9 @@ struct Args {
 
 fn parse() -> Result<Args, String> {
     let mut a = Args {
-        sequential: 5_000,
+        sequential: 3_000,
         concurrent: 1_000,
-        rounds: 5,
+        rounds: 201,
         relays: vec!["rust".into(), "reference".into()],
         python: true,
     };
@@ -149,6 +155,17 @@ struct Figures {
     p50_us: f64,
     p99_us: f64,
     cmds_per_s: f64,
+    /// The 10th and 90th percentile bursts, commands/s.
+    p10_p90: (f64, f64),
+}
+
+impl Figures {
+    fn print(&self, relay: &str, client: &str) {
+        println!(
+            "{relay:<10} {client:<8} {:>10.0} {:>10.0} {:>12.0} {:>10.0}-{:.0}",
+            self.p50_us, self.p99_us, self.cmds_per_s, self.p10_p90.0, self.p10_p90.1
+        );
+    }
 }
 
 fn pct(sorted: &[Duration], p: f64) -> f64 {
@@ -208,6 +225,13 @@ async fn rust_client(url: &str, session: &str, args: &Args) -> Result<Figures, S
         p50_us: pct(&lat, 0.5),
         p99_us: pct(&lat, 0.99),
         cmds_per_s: rates.get(rates.len() / 2).copied().unwrap_or(0.0),
+        p10_p90: (
+            rates.get(rates.len() / 10).copied().unwrap_or(0.0),
+            rates
+                .get((rates.len() * 9 / 10).min(rates.len().saturating_sub(1)))
+                .copied()
+                .unwrap_or(0.0),
+        ),
     })
 }
 
@@ -233,6 +257,7 @@ fn python_client(url: &str, session: &str, args: &Args) -> Result<Figures, Strin
         p50_us: f("p50_us"),
         p99_us: f("p99_us"),
         cmds_per_s: f("cmds_per_s"),
+        p10_p90: (f("p10"), f("p90")),
     })
 }
 
@@ -250,8 +275,8 @@ async fn main() -> std::process::ExitCode {
         args.sequential, args.concurrent, args.rounds
     );
     println!(
-        "{:<10} {:<8} {:>10} {:>10} {:>12}",
-        "relay", "client", "p50 us", "p99 us", "commands/s"
+        "{:<10} {:<8} {:>10} {:>10} {:>12} {:>16}",
+        "relay", "client", "p50 us", "p99 us", "commands/s", "bursts p10-p90"
     );
     for kind in &args.relays {
         let (relay, url) = match Relay::start(kind) {
@@ -289,10 +314,7 @@ async fn main() -> std::process::ExitCode {
             tokio::spawn(async move { rust_client(&url, &session, &args).await })
         };
         match driver.await.unwrap_or_else(|e| Err(e.to_string())) {
-            Ok(f) => println!(
-                "{kind:<10} {:<8} {:>10.0} {:>10.0} {:>12.0}",
-                "rust", f.p50_us, f.p99_us, f.cmds_per_s
-            ),
+            Ok(f) => f.print(kind, "rust"),
             Err(e) => eprintln!("control_bench: {kind} rust client: {e}"),
         }
         if args.python {
@@ -300,10 +322,7 @@ async fn main() -> std::process::ExitCode {
             let a = args.clone();
             let res = tokio::task::spawn_blocking(move || python_client(&u, &s2, &a)).await;
             match res {
-                Ok(Ok(f)) => println!(
-                    "{kind:<10} {:<8} {:>10.0} {:>10.0} {:>12.0}",
-                    "python", f.p50_us, f.p99_us, f.cmds_per_s
-                ),
+                Ok(Ok(f)) => f.print(kind, "python"),
                 Ok(Err(e)) => eprintln!("control_bench: {kind} python client: {e}"),
                 Err(e) => eprintln!("control_bench: {kind} python client: {e}"),
             }

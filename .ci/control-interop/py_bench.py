@@ -1,5 +1,6 @@
 """The Python SDK's asyncio ControlClient, measured the way examples/control_bench.rs
-measures the Rust one: sequential round trips (p50/p99) and commands/s with N in flight.
+measures the Rust one: sequential round trips (p50/p99) and commands/s with N in flight
+(the median burst, and the 10th and 90th percentile ones).
 
 usage: py_bench.py URL TOKEN SESSION SEQUENTIAL CONCURRENT ROUNDS
 Prints one JSON object.
@@ -39,7 +40,9 @@ async def main():
             rates.append(concurrent / (time.perf_counter() - t))
     await client.close()
     print(json.dumps({"p50_us": pct(lat, 0.5) * 1e6, "p99_us": pct(lat, 0.99) * 1e6,
-                      "cmds_per_s": sorted(rates)[len(rates) // 2]}))
+                      "cmds_per_s": sorted(rates)[len(rates) // 2],
+                      "p10": sorted(rates)[len(rates) // 10],
+                      "p90": pct(rates, 0.9)}))
 
 
 asyncio.run(main())
