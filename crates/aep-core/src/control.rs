@@ -487,7 +487,7 @@ pub enum SendError {
 /// assert_eq!(cmd.to_json(), r#"{"aep":"0.1","id":"01JCMD","type":"control.cancel","time":"2026-07-03T10:00:00.000Z","source":"aep://bot-1/agent/telegram-sink","agent":"telegram-sink","session":"s1","run":"r2","capture":"metadata","data":{"scope":"run"}}"#);
 /// assert_eq!(cmd.seq(), None);
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 #[must_use = "a builder does nothing until build()"]
 pub struct CommandBuilder {
     /// The envelope so far, its `id` and `time` empty until [`build`](Self::build):
@@ -495,6 +495,33 @@ pub struct CommandBuilder {
     event: Event,
     data: Option<Value>,
     capture: Capture,
+}
+
+/// What the command will carry; `id` and `time` are left out, as they are not minted
+/// until [`build`](CommandBuilder::build).
+///
+/// ```
+/// use aep_core::control::ControlSender;
+/// let b = ControlSender::new("console", "h").command("control.pause", "s1").run("r1");
+/// let shown = format!("{b:?}");
+/// assert!(shown.contains(r#"type: "control.pause""#) && shown.contains(r#"run: Some("r1")"#));
+/// assert!(!shown.contains("time"));
+/// ```
+impl fmt::Debug for CommandBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let e = &self.event;
+        f.debug_struct("CommandBuilder")
+            .field("type", &e.event_type())
+            .field("source", &e.source())
+            .field("agent", &e.agent())
+            .field("session", &e.session())
+            .field("run", &e.run())
+            .field("subject", &e.subject())
+            .field("cause", &e.cause())
+            .field("capture", &self.capture)
+            .field("data", &self.data)
+            .finish()
+    }
 }
 
 impl CommandBuilder {

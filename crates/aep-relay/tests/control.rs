@@ -179,3 +179,77 @@ async fn control_needs_a_token_even_on_localhost() {
     );
     relay.shutdown().await.unwrap();
 }
+
+/// `s` with its first character written as a `\u` escape: the same JSON string, but text
+/// the relay's in-place reading does not take, so it is parsed instead.
+fn escaped(s: &str) -> String {
+    let mut chars = s.chars();
+    let first = chars.next().unwrap();
+    format!("\\u{:04x}{}", u32::from(first), chars.as_str())
+}
+
+#[tokio::test]
+async fn command_written_with_escapes_is_routed_and_refused_by_its_decoded_attributes() {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let relay = relay().await;
+    let s = session();
+    let mut target = claim(&relay, &s, json!(["control.pause"])).await;
+    let mut audit = Sse::open(
+        &relay,
+        &format!(
+            "filter={}",
+            q(&json!({ "session": s, "type": "control.*" }))
+        ),
+    )
+    .await;
+    let mut console = sender(&relay).await;
+    // routed by the session it decodes to, forwarded as written
+    let cmd = command("control.pause", &s);
+    let id = cmd["id"].as_str().unwrap().to_owned();
+    let text = cmd
+        .to_string()
+        .replace(&format!("\"{s}\""), &format!("\"{}\"", escaped(&s)))
+        .replace(&format!("\"{id}\""), &format!("\"{}\"", escaped(&id)));
+    assert_ne!(text, cmd.to_string());
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), cmd);
+    console
+        .stream
+        .send(Message::Text(text.clone().into()))
+        .await
+        .unwrap();
+    assert_eq!(target.recv_text().await.unwrap(), text);
+    assert_eq!(
+        audit.next_event().await.unwrap().data.as_deref(),
+        Some(text.as_str())
+    );
+    // refused with the decoded id as `cause`, so the sender can match it (AEP-0004 §4.2)
+    let other = session();
+    let cmd = command("control.pause", &other);
+    let id = cmd["id"].as_str().unwrap().to_owned();
+    let text = cmd
+        .to_string()
+        .replace(&format!("\"{id}\""), &format!("\"{}\"", escaped(&id)));
+    console
+        .stream
+        .send(Message::Text(text.into()))
+        .await
+        .unwrap();
+    let err = console.recv().await.unwrap();
+    assert_eq!(err["code"], "no-route");
+    assert_eq!(err["cause"], json!(id));
+    // an undeclared type is judged by its decoded value too
+    let cmd = command("control.cancel", &s);
+    let text = cmd
+        .to_string()
+        .replace("\"control.cancel\"", "\"control\\u002ecancel\"");
+    console
+        .stream
+        .send(Message::Text(text.into()))
+        .await
+        .unwrap();
+    let err = console.recv().await.unwrap();
+    assert_eq!(err["code"], "unsupported");
+    assert_eq!(err["cause"], cmd["id"]);
+    relay.shutdown().await.unwrap();
+}

@@ -99,3 +99,61 @@ async fn an_evicted_session_does_not_come_back() {
     assert_eq!(sessions, vec![json!(b)]);
     relay.shutdown().await.unwrap();
 }
+
+/// Events that arrive over a WebSocket are journaled as the HTTP ones are, whichever way
+/// the relay read them: in place, parsed for an escape, or with line breaks between
+/// tokens (which are dropped from what is stored, AEP-0003 §3.3).
+#[tokio::test]
+async fn events_ingested_over_a_websocket_survive_a_restart_as_stored() {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let dir = TempDir::new();
+    let s = session();
+    let plain = ev("session.started", &s, 0).to_string();
+    let with_escape = {
+        let text = ev("progress.status", &s, 1).to_string();
+        format!(
+            "{},\"note\":\"caf\\u00e9 \\\"q\\\"\"}}",
+            &text[..text.len() - 1]
+        )
+    };
+    let broken = ev("progress.status", &s, 2)
+        .to_string()
+        .replacen(',', ",\r\n", 2);
+    let stored = [
+        plain.clone(),
+        with_escape.clone(),
+        broken.replace("\r\n", ""),
+    ];
+    let held =
+        |got: &[SseMessage]| -> Vec<String> { got.iter().filter_map(|m| m.data.clone()).collect() };
+    let from = format!("from={}", q(&json!([{ "session": s }])));
+    {
+        let relay = builder().data_dir(&dir.0).start().await.unwrap();
+        let mut producer = Ws::hello(&relay, "emitter", json!({})).await;
+        for text in [&plain, &with_escape, &broken] {
+            producer
+                .stream
+                .send(Message::Text(text.clone().into()))
+                .await
+                .unwrap();
+        }
+        let mut got = Vec::new();
+        for _ in 0..200 {
+            got = held(&replay(&relay, &from).await);
+            if got.len() == stored.len() {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        assert_eq!(got, stored, "held as stored before the restart");
+        relay.shutdown().await.unwrap();
+    }
+    let relay = builder().data_dir(&dir.0).start().await.unwrap();
+    assert_eq!(
+        held(&replay(&relay, &from).await),
+        stored,
+        "and replayed byte-identically after it"
+    );
+    relay.shutdown().await.unwrap();
+}
