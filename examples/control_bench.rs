@@ -4,22 +4,33 @@
 //!
 //! ```text
 //! cargo run --release --example control_bench -- [--sequential N] [--concurrent N]
-//!     [--rounds N] [--relays rust,reference] [--no-python]
+//!     [--blocks N] [--bursts N] [--python-bursts N] [--relays rust,reference]
+//!     [--no-python]
 //! ```
 //!
-//! Per relay: p50/p99 latency of sequential commands (after a warm-up) and the median
-//! commands/s over `--rounds` bursts of `--concurrent` commands in flight at once, after
-//! one burst that is not counted (for both clients), with the 10th and 90th percentile
-//! bursts beside it. Defaults: `--sequential 3000 --concurrent 1000 --rounds 201`.
+//! Per relay and client: p50/p99 latency of sequential commands (after a warm-up), then
+//! commands/s in bursts of `--concurrent` commands in flight at once: the median burst,
+//! with the 10th and 90th percentile bursts beside it. The `ratio` row is the Rust median
+//! over the Python one, with the spread of the block-by-block ratios.
 //!
-//! Why 201 bursts: a Rust burst of 1,000 commands lasts about 6 ms, so 21 of them span
-//! about 150 ms, and on a shared machine one busy moment of another tenant that long moves
-//! a run's median by a third. 201 bursts span 1-2 s for the Rust client (about 15 s for
-//! the Python one, whose bursts last about 70 ms). The Rust relay runs in this process
-//! on its own runtime thread; the reference relay is
+//! The bursts run in `--blocks` blocks, the two clients taking turns: in each block one
+//! uncounted and `--bursts` counted Rust bursts, then one uncounted and
+//! `--python-bursts` counted Python bursts. Defaults: `--sequential 3000 --concurrent
+//! 1000 --blocks 20 --bursts 20 --python-bursts 2` (400 Rust bursts of about 6 ms, 40
+//! Python bursts of about 70 ms). Why:
+//! - a slow moment of a shared machine (another tenant) then falls on both clients
+//!   alike, instead of on whichever ran its bursts then;
+//! - the first burst after the other client's turn runs on a cold pipeline (parked
+//!   threads, idle virtual CPUs: Rust bursts 70 ms apart measured about a quarter
+//!   slower than back to back), so each turn starts with an uncounted one;
+//! - turns are long (about 120 ms and 200 ms): with turns of 10 Rust bursts the Rust
+//!   rate still measured about 5% below back to back, with 20 the same.
+//!
+//! The Rust relay runs in this process on its own runtime thread; the reference relay is
 //! `../shared/tools/reference-relay.sh`; the Python SDK is
-//! `../shared/reference/python-sdk` (run with `python3`). The target is a Rust
-//! `ControlTarget` over the WebSocket sink that accepts at once.
+//! `../shared/reference/python-sdk` (run with `python3`,
+//! `.ci/control-interop/py_bench.py --paired`). The target is a Rust `ControlTarget`
+//! over the WebSocket sink that accepts at once.
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -34,7 +45,9 @@ const TOKEN: &str = "bench";
 struct Args {
     sequential: usize,
     concurrent: usize,
-    rounds: usize,
+    blocks: usize,
+    bursts: usize,
+    python_bursts: usize,
     relays: Vec<String>,
     python: bool,
 }
@@ -43,7 +56,9 @@ fn parse() -> Result<Args, String> {
     let mut a = Args {
         sequential: 3_000,
         concurrent: 1_000,
-        rounds: 201,
+        blocks: 20,
+        bursts: 20,
+        python_bursts: 2,
         relays: vec!["rust".into(), "reference".into()],
         python: true,
     };
@@ -58,7 +73,9 @@ fn parse() -> Result<Args, String> {
         match flag.as_str() {
             "--sequential" => a.sequential = n()?,
             "--concurrent" => a.concurrent = n()?,
-            "--rounds" => a.rounds = n()?,
+            "--blocks" => a.blocks = n()?,
+            "--bursts" => a.bursts = n()?,
+            "--python-bursts" => a.python_bursts = n()?,
             "--relays" => a.relays = v.split(',').map(str::to_owned).collect(),
             _ => return Err(format!("unknown flag {flag}")),
         }
@@ -150,22 +167,36 @@ impl Relay {
     }
 }
 
-#[derive(Debug)]
+/// One client's figures: sequential latency, and the rate of each counted burst.
+#[derive(Debug, Default)]
 struct Figures {
     p50_us: f64,
     p99_us: f64,
-    cmds_per_s: f64,
-    /// The 10th and 90th percentile bursts, commands/s.
-    p10_p90: (f64, f64),
+    /// Commands/s of each counted burst, in the order they ran.
+    rates: Vec<f64>,
+    /// The median burst of each block.
+    blocks: Vec<f64>,
 }
 
 impl Figures {
     fn print(&self, relay: &str, client: &str) {
+        let (p10, p50, p90) = spread(&self.rates);
         println!(
-            "{relay:<10} {client:<8} {:>10.0} {:>10.0} {:>12.0} {:>10.0}-{:.0}",
-            self.p50_us, self.p99_us, self.cmds_per_s, self.p10_p90.0, self.p10_p90.1
+            "{relay:<10} {client:<8} {:>10.0} {:>10.0} {p50:>12.0} {p10:>10.0}-{p90:.0}",
+            self.p50_us, self.p99_us
         );
     }
+}
+
+/// The 10th, 50th and 90th percentile of `xs`.
+fn spread(xs: &[f64]) -> (f64, f64, f64) {
+    let mut xs = xs.to_vec();
+    xs.sort_by(f64::total_cmp);
+    let at = |p: f64| {
+        let i = ((xs.len() as f64 * p) as usize).min(xs.len().saturating_sub(1));
+        xs.get(i).copied().unwrap_or(0.0)
+    };
+    (at(0.1), at(0.5), at(0.9))
 }
 
 fn pct(sorted: &[Duration], p: f64) -> f64 {
@@ -173,7 +204,12 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
     sorted.get(i).map_or(0.0, |d| d.as_secs_f64() * 1e6)
 }
 
-async fn rust_client(url: &str, session: &str, args: &Args) -> Result<Figures, String> {
+/// Connects, warms up and measures sequential round trips.
+async fn rust_sequential(
+    url: &str,
+    session: &str,
+    args: &Args,
+) -> Result<(ControlClient, Figures), String> {
     let client = ControlClient::connect(
         url,
         ClientOptions::new()
@@ -198,67 +234,174 @@ async fn rust_client(url: &str, session: &str, args: &Args) -> Result<Figures, S
         lat.push(t.elapsed());
     }
     lat.sort();
-    let mut rates = Vec::new();
-    // One burst first, not counted: the first one grows maps, queues and socket
-    // buffers that later ones reuse (py_bench.py does the same).
-    for round in 0..=args.rounds {
-        let t = Instant::now();
-        let tasks: Vec<_> = (0..args.concurrent)
-            .map(|_| {
-                let c = client.clone();
-                let s = session.to_owned();
-                tokio::spawn(async move { c.send("control.pause", &s, SendOptions::new()).await })
-            })
-            .collect();
-        for task in tasks {
-            task.await
-                .map_err(|e| e.to_string())?
-                .map_err(|e| e.to_string())?;
-        }
-        if round > 0 {
-            rates.push(args.concurrent as f64 / t.elapsed().as_secs_f64());
-        }
-    }
-    rates.sort_by(f64::total_cmp);
-    client.close().await;
-    Ok(Figures {
+    let figures = Figures {
         p50_us: pct(&lat, 0.5),
         p99_us: pct(&lat, 0.99),
-        cmds_per_s: rates.get(rates.len() / 2).copied().unwrap_or(0.0),
-        p10_p90: (
-            rates.get(rates.len() / 10).copied().unwrap_or(0.0),
-            rates
-                .get((rates.len() * 9 / 10).min(rates.len().saturating_sub(1)))
-                .copied()
-                .unwrap_or(0.0),
-        ),
-    })
+        ..Figures::default()
+    };
+    Ok((client, figures))
 }
 
-fn python_client(url: &str, session: &str, args: &Args) -> Result<Figures, String> {
-    let sdk = shared().join("reference/python-sdk");
-    let script =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(".ci/control-interop/py_bench.py");
-    let out = Command::new("python3")
-        .arg(script)
-        .args([url, TOKEN, session])
-        .arg((args.sequential / 2).max(1).to_string())
-        .arg(args.concurrent.to_string())
-        .arg(args.rounds.to_string())
-        .env("PYTHONPATH", sdk)
-        .output()
-        .map_err(|e| e.to_string())?;
-    if !out.status.success() {
-        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+/// One burst of `n` commands in flight at once, each sent from a task of its own;
+/// returns commands/s.
+async fn rust_burst(client: &ControlClient, session: &str, n: usize) -> Result<f64, String> {
+    let t = Instant::now();
+    let tasks: Vec<_> = (0..n)
+        .map(|_| {
+            let c = client.clone();
+            let s = session.to_owned();
+            tokio::spawn(async move { c.send("control.pause", &s, SendOptions::new()).await })
+        })
+        .collect();
+    for task in tasks {
+        task.await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| e.to_string())?;
     }
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| e.to_string())?;
-    let f = |k: &str| v.get(k).and_then(serde_json::Value::as_f64).unwrap_or(0.0);
-    Ok(Figures {
-        p50_us: f("p50_us"),
-        p99_us: f("p99_us"),
-        cmds_per_s: f("cmds_per_s"),
-        p10_p90: (f("p10"), f("p90")),
-    })
+    Ok(n as f64 / t.elapsed().as_secs_f64())
+}
+
+/// The Python SDK's `ControlClient` in a child process (`py_bench.py --paired`), driven
+/// one burst at a time so that its bursts interleave with the Rust client's. Killed
+/// when dropped.
+struct PyClient {
+    child: Child,
+    stdin: std::process::ChildStdin,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl PyClient {
+    /// Starts the client; returns once its sequential round trips are measured.
+    fn start(url: &str, session: &str, args: &Args) -> Result<(PyClient, Figures), String> {
+        let sdk = shared().join("reference/python-sdk");
+        let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(".ci/control-interop/py_bench.py");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .args([url, TOKEN, session])
+            .arg((args.sequential / 2).max(1).to_string())
+            .arg(args.concurrent.to_string())
+            .arg("--paired")
+            .env("PYTHONPATH", sdk)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("python3: {e}"))?;
+        let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err("python3: no pipes".into());
+        };
+        let mut py = PyClient {
+            child,
+            stdin,
+            stdout: std::io::BufReader::new(stdout),
+        };
+        let v = py.line()?;
+        let f = |k: &str| v.get(k).and_then(serde_json::Value::as_f64).unwrap_or(0.0);
+        let figures = Figures {
+            p50_us: f("p50_us"),
+            p99_us: f("p99_us"),
+            ..Figures::default()
+        };
+        Ok((py, figures))
+    }
+
+    /// Runs one burst; returns commands/s.
+    fn burst(&mut self) -> Result<f64, String> {
+        use std::io::Write;
+        writeln!(self.stdin, "burst")
+            .and_then(|()| self.stdin.flush())
+            .map_err(|e| format!("py_bench.py: {e}"))?;
+        let v = self.line()?;
+        v.get("rate")
+            .and_then(serde_json::Value::as_f64)
+            .ok_or_else(|| format!("py_bench.py: no rate in {v}"))
+    }
+
+    fn line(&mut self) -> Result<serde_json::Value, String> {
+        use std::io::BufRead;
+        let mut line = String::new();
+        match self.stdout.read_line(&mut line) {
+            Ok(0) => Err("py_bench.py exited (its stderr is above)".into()),
+            Ok(_) => serde_json::from_str(&line).map_err(|e| format!("py_bench.py: {e}: {line}")),
+            Err(e) => Err(format!("py_bench.py: {e}")),
+        }
+    }
+}
+
+impl Drop for PyClient {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Both clients' figures, the clients taking turns block by block (see the module
+/// docs). A Python failure is reported and the Rust client goes on alone.
+async fn measure(
+    url: &str,
+    [session, py_session]: [&str; 2],
+    args: &Args,
+) -> Result<(Figures, Option<Figures>), String> {
+    let (client, mut rust) = rust_sequential(url, session, args).await?;
+    let mut python = None;
+    if args.python {
+        let (u, s, a) = (url.to_owned(), py_session.to_owned(), args.clone());
+        match tokio::task::spawn_blocking(move || PyClient::start(&u, &s, &a)).await {
+            Ok(Ok(started)) => python = Some(started),
+            Ok(Err(e)) => eprintln!("control_bench: python client: {e}"),
+            Err(e) => eprintln!("control_bench: python client: {e}"),
+        }
+    }
+    for _ in 0..args.blocks {
+        let mut block = Vec::with_capacity(args.bursts);
+        for burst in 0..=args.bursts {
+            let rate = rust_burst(&client, session, args.concurrent).await?;
+            if burst > 0 {
+                block.push(rate);
+            }
+        }
+        rust.blocks.push(spread(&block).1);
+        rust.rates.extend(block);
+        if let Some((py, mut figures)) = python.take() {
+            let n = args.python_bursts;
+            let turn = tokio::task::spawn_blocking(move || {
+                let mut py = py;
+                let rates = (0..=n).map(|_| py.burst()).collect::<Result<Vec<f64>, _>>();
+                (py, rates)
+            });
+            match turn.await {
+                Ok((py, Ok(rates))) => {
+                    let block = rates.get(1..).unwrap_or_default();
+                    figures.blocks.push(spread(block).1);
+                    figures.rates.extend_from_slice(block);
+                    python = Some((py, figures));
+                }
+                Ok((_, Err(e))) => eprintln!("control_bench: python client: {e}"),
+                Err(e) => eprintln!("control_bench: python client: {e}"),
+            }
+        }
+    }
+    client.close().await;
+    Ok((rust, python.map(|(_, figures)| figures)))
+}
+
+/// The ratio of the two medians, and the spread of the block-by-block ratios (each
+/// block's median Rust burst over its median Python burst).
+fn print_ratio(relay: &str, rust: &Figures, python: &Figures) {
+    let paired: Vec<f64> = rust
+        .blocks
+        .iter()
+        .zip(&python.blocks)
+        .map(|(r, p)| r / p)
+        .collect();
+    let (p10, _, p90) = spread(&paired);
+    let ratio = spread(&rust.rates).1 / spread(&python.rates).1;
+    println!(
+        "{relay:<10} {:<8} {:>10} {:>10} {:>11.1}x {p10:>9.1}x-{p90:.1}x",
+        "ratio", "", "", ratio
+    );
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -271,8 +414,9 @@ async fn main() -> std::process::ExitCode {
         }
     };
     println!(
-        "control round trips: {} sequential (p50/p99), {} in flight x {} rounds (median commands/s)",
-        args.sequential, args.concurrent, args.rounds
+        "control round trips: {} sequential (p50/p99); bursts of {} in flight, {} blocks of \
+         {} Rust and {} Python bursts (commands/s: median and 10th-90th percentile bursts)",
+        args.sequential, args.concurrent, args.blocks, args.bursts, args.python_bursts
     );
     println!(
         "{:<10} {:<8} {:>10} {:>10} {:>12} {:>16}",
@@ -300,9 +444,17 @@ async fn main() -> std::process::ExitCode {
             continue;
         };
         let emitter = Emitter::new("bench-target", "bench", sink);
+        // A session per client: each client's subscription then carries its own acks
+        // only, and neither spends its turn reading the other's traffic.
         let session = format!("bench-{kind}");
-        let s = target.attach(emitter.session(&session));
-        let _ = s.emit("session.started", json!({}));
+        let py_session = format!("bench-{kind}-python");
+        let held: Vec<_> = [&session, &py_session]
+            .map(|s| target.attach(emitter.session(s)))
+            .into_iter()
+            .collect();
+        for s in &held {
+            let _ = s.emit("session.started", json!({}));
+        }
         emitter.flush().await;
         tokio::time::sleep(Duration::from_millis(200)).await;
         // The client runs as a task on the runtime, as application code does: driven from
@@ -310,22 +462,23 @@ async fn main() -> std::process::ExitCode {
         // across cores (measured: p50 136-175 us that way, 115-120 us as a task, the
         // same commands/s).
         let driver = {
-            let (url, session, args) = (url.clone(), session.clone(), args.clone());
-            tokio::spawn(async move { rust_client(&url, &session, &args).await })
+            let (url, session, py_session, args) = (
+                url.clone(),
+                session.clone(),
+                py_session.clone(),
+                args.clone(),
+            );
+            tokio::spawn(async move { measure(&url, [&session, &py_session], &args).await })
         };
         match driver.await.unwrap_or_else(|e| Err(e.to_string())) {
-            Ok(f) => f.print(kind, "rust"),
-            Err(e) => eprintln!("control_bench: {kind} rust client: {e}"),
-        }
-        if args.python {
-            let (u, s2) = (url.clone(), session.clone());
-            let a = args.clone();
-            let res = tokio::task::spawn_blocking(move || python_client(&u, &s2, &a)).await;
-            match res {
-                Ok(Ok(f)) => f.print(kind, "python"),
-                Ok(Err(e)) => eprintln!("control_bench: {kind} python client: {e}"),
-                Err(e) => eprintln!("control_bench: {kind} python client: {e}"),
+            Ok((rust, python)) => {
+                rust.print(kind, "rust");
+                if let Some(python) = python {
+                    python.print(kind, "python");
+                    print_ratio(kind, &rust, &python);
+                }
             }
+            Err(e) => eprintln!("control_bench: {kind} rust client: {e}"),
         }
         emitter.close().await;
         relay.stop();

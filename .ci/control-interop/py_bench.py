@@ -3,7 +3,13 @@ measures the Rust one: sequential round trips (p50/p99) and commands/s with N in
 (the median burst, and the 10th and 90th percentile ones).
 
 usage: py_bench.py URL TOKEN SESSION SEQUENTIAL CONCURRENT ROUNDS
-Prints one JSON object.
+       py_bench.py URL TOKEN SESSION SEQUENTIAL CONCURRENT --paired
+
+The first prints one JSON object. With --paired (how control_bench.rs drives it), it
+prints {"p50_us", "p99_us"} after the sequential round trips, then runs one burst per
+"burst" line read from stdin and prints {"rate"} for each, until stdin closes: the
+bench interleaves these bursts with the Rust client's, so that a slow moment of the
+machine falls on both clients alike.
 """
 import asyncio
 import json
@@ -13,12 +19,24 @@ import time
 from aep_sdk import aio
 
 url, token, session = sys.argv[1:4]
-sequential, concurrent, rounds = (int(x) for x in sys.argv[4:7])
+sequential, concurrent = int(sys.argv[4]), int(sys.argv[5])
+paired = sys.argv[6] == "--paired"
+rounds = 0 if paired else int(sys.argv[6])
 
 
 def pct(xs, p):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(len(xs) * p))]
+
+
+def emit(obj):
+    print(json.dumps(obj), flush=True)
+
+
+async def burst(client):
+    t = time.perf_counter()
+    await asyncio.gather(*(client.send("control.pause", session) for _ in range(concurrent)))
+    return concurrent / (time.perf_counter() - t)
 
 
 async def main():
@@ -31,18 +49,24 @@ async def main():
         t = time.perf_counter()
         await client.send("control.pause", session)
         lat.append(time.perf_counter() - t)
+    latency = {"p50_us": pct(lat, 0.5) * 1e6, "p99_us": pct(lat, 0.99) * 1e6}
+    if paired:
+        emit(latency)
+        loop = asyncio.get_running_loop()
+        # read off the loop, so the client's connection is served while it waits
+        while (await loop.run_in_executor(None, sys.stdin.readline)).strip() == "burst":
+            emit({"rate": await burst(client)})
+        await client.close()
+        return
     rates = []
     # One burst first, not counted, as control_bench.rs does for the Rust client.
     for round in range(rounds + 1):
-        t = time.perf_counter()
-        await asyncio.gather(*(client.send("control.pause", session) for _ in range(concurrent)))
+        rate = await burst(client)
         if round > 0:
-            rates.append(concurrent / (time.perf_counter() - t))
+            rates.append(rate)
     await client.close()
-    print(json.dumps({"p50_us": pct(lat, 0.5) * 1e6, "p99_us": pct(lat, 0.99) * 1e6,
-                      "cmds_per_s": sorted(rates)[len(rates) // 2],
-                      "p10": sorted(rates)[len(rates) // 10],
-                      "p90": pct(rates, 0.9)}))
+    emit({**latency, "cmds_per_s": pct(rates, 0.5), "p10": pct(rates, 0.1),
+          "p90": pct(rates, 0.9)})
 
 
 asyncio.run(main())
