@@ -24,7 +24,7 @@
 //!   threads, idle virtual CPUs: Rust bursts 70 ms apart measured about a quarter
 //!   slower than back to back), so each turn starts with an uncounted one;
 //! - turns are long (about 120 ms and 200 ms): with turns of 10 Rust bursts the Rust
-//!   rate still measured about 5% below back to back, with 20 the same.
+//!   rate still measured about 5% below back to back; with 20, no different from it.
 //!
 //! The Rust relay runs in this process on its own runtime thread; the reference relay is
 //! `../shared/tools/reference-relay.sh`; the Python SDK is
@@ -80,6 +80,11 @@ fn parse() -> Result<Args, String> {
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
+    if a.concurrent == 0 || a.blocks == 0 || a.bursts == 0 || a.python_bursts == 0 {
+        return Err(
+            "--concurrent, --blocks, --bursts and --python-bursts must be at least 1".into(),
+        );
+    }
     Ok(a)
 }
 
@@ -91,7 +96,10 @@ fn shared() -> std::path::PathBuf {
 
 /// A relay for the duration of the bench: in-process Rust, or the reference child.
 enum Relay {
-    Rust(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>),
+    Rust(
+        std::sync::mpsc::Sender<()>,
+        Option<std::thread::JoinHandle<()>>,
+    ),
     Reference(Child),
 }
 
@@ -125,7 +133,7 @@ impl Relay {
                     });
                 });
                 let url = url_rx.recv().map_err(|e| e.to_string())??;
-                Ok((Relay::Rust(stop_tx, thread), url))
+                Ok((Relay::Rust(stop_tx, Some(thread)), url))
             }
             "reference" => {
                 let port = std::net::TcpListener::bind("127.0.0.1:0")
@@ -141,30 +149,47 @@ impl Relay {
                     .spawn()
                     .map_err(|e| e.to_string())?;
                 let url = format!("http://127.0.0.1:{port}");
+                // Held from here: dropped on the way out, it is killed.
+                let relay = Relay::Reference(child);
                 for _ in 0..300 {
                     if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                        return Ok((Relay::Reference(child), url));
+                        return Ok((relay, url));
                     }
                     std::thread::sleep(Duration::from_millis(100));
                 }
-                Err("the reference relay did not start".into())
+                Err("the reference relay did not start in 30 s".into())
             }
             other => Err(format!("unknown relay {other}")),
         }
     }
 
     fn stop(self) {
+        drop(self);
+    }
+}
+
+/// Stopped however the bench ends, so no relay outlives it.
+impl Drop for Relay {
+    fn drop(&mut self) {
         match self {
             Relay::Rust(stop, thread) => {
                 let _ = stop.send(());
-                let _ = thread.join();
+                if let Some(thread) = thread.take() {
+                    let _ = thread.join();
+                }
             }
-            Relay::Reference(mut child) => {
+            Relay::Reference(child) => {
                 let _ = child.kill();
                 let _ = child.wait();
             }
         }
     }
+}
+
+/// Sequential round trips for the Python client: half the Rust client's, as each takes
+/// about twice as long.
+fn python_sequential(args: &Args) -> usize {
+    (args.sequential / 2).max(1)
 }
 
 /// One client's figures: sequential latency, and the rate of each counted burst.
@@ -188,7 +213,9 @@ impl Figures {
     }
 }
 
-/// The 10th, 50th and 90th percentile of `xs`.
+/// The 10th percentile, the median and the 90th percentile of `xs`. The median of an
+/// even count is the mean of the middle two: a block of two Python bursts would
+/// otherwise count its faster one.
 fn spread(xs: &[f64]) -> (f64, f64, f64) {
     let mut xs = xs.to_vec();
     xs.sort_by(f64::total_cmp);
@@ -196,7 +223,12 @@ fn spread(xs: &[f64]) -> (f64, f64, f64) {
         let i = ((xs.len() as f64 * p) as usize).min(xs.len().saturating_sub(1));
         xs.get(i).copied().unwrap_or(0.0)
     };
-    (at(0.1), at(0.5), at(0.9))
+    let median = match xs.len() {
+        0 => 0.0,
+        n if n % 2 == 0 => (xs[n / 2 - 1] + xs[n / 2]) / 2.0,
+        n => xs[n / 2],
+    };
+    (at(0.1), median, at(0.9))
 }
 
 fn pct(sorted: &[Duration], p: f64) -> f64 {
@@ -279,7 +311,7 @@ impl PyClient {
         let mut child = Command::new("python3")
             .arg(script)
             .args([url, TOKEN, session])
-            .arg((args.sequential / 2).max(1).to_string())
+            .arg(python_sequential(args).to_string())
             .arg(args.concurrent.to_string())
             .arg("--paired")
             .env("PYTHONPATH", sdk)
@@ -413,10 +445,18 @@ async fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
+    let (py_sequential, py_bursts) = match args.python {
+        true => (
+            format!(", {} for Python", python_sequential(&args)),
+            format!(" and 1+{} Python", args.python_bursts),
+        ),
+        false => Default::default(),
+    };
     println!(
-        "control round trips: {} sequential (p50/p99); bursts of {} in flight, {} blocks of \
-         {} Rust and {} Python bursts (commands/s: median and 10th-90th percentile bursts)",
-        args.sequential, args.concurrent, args.blocks, args.bursts, args.python_bursts
+        "control round trips: {} sequential for Rust{py_sequential} (p50/p99); bursts of {} in \
+         flight, {} blocks of 1+{} Rust{py_bursts} bursts (the first of each turn uncounted; \
+         commands/s: median and 10th-90th percentile bursts)",
+        args.sequential, args.concurrent, args.blocks, args.bursts,
     );
     println!(
         "{:<10} {:<8} {:>10} {:>10} {:>12} {:>16}",

@@ -1,11 +1,12 @@
-"""The Python SDK's asyncio ControlClient, measured the way examples/control_bench.rs
-measures the Rust one: sequential round trips (p50/p99) and commands/s with N in flight
-(the median burst, and the 10th and 90th percentile ones).
+"""The Python SDK's asyncio ControlClient: sequential round trips (p50/p99) and
+commands/s in bursts of N in flight (the median burst, and the 10th and 90th percentile
+ones).
 
 usage: py_bench.py URL TOKEN SESSION SEQUENTIAL CONCURRENT ROUNDS
        py_bench.py URL TOKEN SESSION SEQUENTIAL CONCURRENT --paired
 
-The first prints one JSON object. With --paired (how control_bench.rs drives it), it
+The first runs one uncounted and ROUNDS counted bursts back to back and prints one
+JSON object. With --paired (how examples/control_bench.rs drives it), it
 prints {"p50_us", "p99_us"} after the sequential round trips, then runs one burst per
 "burst" line read from stdin and prints {"rate"} for each, until stdin closes: the
 bench interleaves these bursts with the Rust client's, so that a slow moment of the

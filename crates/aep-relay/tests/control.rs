@@ -223,6 +223,17 @@ async fn command_written_with_escapes_is_routed_and_refused_by_its_decoded_attri
         audit.next_event().await.unwrap().data.as_deref(),
         Some(text.as_str())
     );
+    // a declared type written with an escape is routed too, and forwarded as written
+    let cmd = command("control.pause", &s);
+    let text = cmd
+        .to_string()
+        .replace("\"control.pause\"", "\"control\\u002epause\"");
+    console
+        .stream
+        .send(Message::Text(text.clone().into()))
+        .await
+        .unwrap();
+    assert_eq!(target.recv_text().await.unwrap(), text);
     // refused with the decoded id as `cause`, so the sender can match it (AEP-0004 §4.2)
     let other = session();
     let cmd = command("control.pause", &other);
