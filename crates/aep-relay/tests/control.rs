@@ -40,31 +40,23 @@ async fn sender(relay: &aep_relay::RelayHandle) -> Ws {
     Ws::hello(relay, "consumer", json!({})).await
 }
 
+/// An SSE reader of `session`'s control traffic: the relay's audit copy (AEP-0004 §4).
+async fn audit(relay: &aep_relay::RelayHandle, session: &str) -> Sse {
+    let filter = json!({ "session": session, "type": "control.*" });
+    Sse::open(relay, &format!("filter={}", q(&filter))).await
+}
+
 #[tokio::test]
 async fn command_is_forwarded_byte_identically_to_one_target_and_audited_not_buffered() {
     let relay = relay().await;
     let s = session();
     let mut target = claim(&relay, &s, json!(["control.pause"])).await;
-    let mut audit = Sse::open(
-        &relay,
-        &format!(
-            "filter={}",
-            q(&json!({ "session": s, "type": "control.*" }))
-        ),
-    )
-    .await;
+    let mut audit = audit(&relay, &s).await;
     let mut console = sender(&relay).await;
     // unusual spacing and key order: forwarding must not re-serialize
     let cmd = command("control.pause", &s);
     let text = format!("{{ \"data\" : {{}} ,{}", &cmd.to_string()[1..]);
-    use futures::SinkExt;
-    console
-        .stream
-        .send(tokio_tungstenite::tungstenite::Message::Text(
-            text.clone().into(),
-        ))
-        .await
-        .unwrap();
+    console.send_text(&text).await;
     assert_eq!(target.recv_text().await.unwrap(), text);
     assert_eq!(
         audit.next_event().await.unwrap().data.as_deref(),
@@ -190,19 +182,10 @@ fn escaped(s: &str) -> String {
 
 #[tokio::test]
 async fn command_written_with_escapes_is_routed_and_refused_by_its_decoded_attributes() {
-    use futures::SinkExt;
-    use tokio_tungstenite::tungstenite::Message;
     let relay = relay().await;
     let s = session();
     let mut target = claim(&relay, &s, json!(["control.pause"])).await;
-    let mut audit = Sse::open(
-        &relay,
-        &format!(
-            "filter={}",
-            q(&json!({ "session": s, "type": "control.*" }))
-        ),
-    )
-    .await;
+    let mut audit = audit(&relay, &s).await;
     let mut console = sender(&relay).await;
     // routed by the session it decodes to, forwarded as written
     let cmd = command("control.pause", &s);
@@ -213,11 +196,7 @@ async fn command_written_with_escapes_is_routed_and_refused_by_its_decoded_attri
         .replace(&format!("\"{id}\""), &format!("\"{}\"", escaped(&id)));
     assert_ne!(text, cmd.to_string());
     assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), cmd);
-    console
-        .stream
-        .send(Message::Text(text.clone().into()))
-        .await
-        .unwrap();
+    console.send_text(&text).await;
     assert_eq!(target.recv_text().await.unwrap(), text);
     assert_eq!(
         audit.next_event().await.unwrap().data.as_deref(),
@@ -228,11 +207,7 @@ async fn command_written_with_escapes_is_routed_and_refused_by_its_decoded_attri
     let text = cmd
         .to_string()
         .replace("\"control.pause\"", "\"control\\u002epause\"");
-    console
-        .stream
-        .send(Message::Text(text.clone().into()))
-        .await
-        .unwrap();
+    console.send_text(&text).await;
     assert_eq!(target.recv_text().await.unwrap(), text);
     // refused with the decoded id as `cause`, so the sender can match it (AEP-0004 §4.2)
     let other = session();
@@ -241,11 +216,7 @@ async fn command_written_with_escapes_is_routed_and_refused_by_its_decoded_attri
     let text = cmd
         .to_string()
         .replace(&format!("\"{id}\""), &format!("\"{}\"", escaped(&id)));
-    console
-        .stream
-        .send(Message::Text(text.into()))
-        .await
-        .unwrap();
+    console.send_text(&text).await;
     let err = console.recv().await.unwrap();
     assert_eq!(err["code"], "no-route");
     assert_eq!(err["cause"], json!(id));
@@ -254,11 +225,7 @@ async fn command_written_with_escapes_is_routed_and_refused_by_its_decoded_attri
     let text = cmd
         .to_string()
         .replace("\"control.cancel\"", "\"control\\u002ecancel\"");
-    console
-        .stream
-        .send(Message::Text(text.into()))
-        .await
-        .unwrap();
+    console.send_text(&text).await;
     let err = console.recv().await.unwrap();
     assert_eq!(err["code"], "unsupported");
     assert_eq!(err["cause"], cmd["id"]);

@@ -105,8 +105,6 @@ async fn an_evicted_session_does_not_come_back() {
 /// tokens (which are dropped from what is stored, AEP-0003 §3.3).
 #[tokio::test]
 async fn events_ingested_over_a_websocket_survive_a_restart_as_stored() {
-    use futures::SinkExt;
-    use tokio_tungstenite::tungstenite::Message;
     let dir = TempDir::new();
     let s = session();
     let plain = ev("session.started", &s, 0).to_string();
@@ -130,11 +128,7 @@ async fn events_ingested_over_a_websocket_survive_a_restart_as_stored() {
         let relay = builder().data_dir(&dir.0).start().await.unwrap();
         let mut producer = Ws::hello(&relay, "emitter", json!({})).await;
         for text in [&plain, &with_escape, &broken] {
-            producer
-                .stream
-                .send(Message::Text(text.clone().into()))
-                .await
-                .unwrap();
+            producer.send_text(text).await;
         }
         let mut got = Vec::new();
         for _ in 0..200 {

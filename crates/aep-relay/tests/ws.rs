@@ -312,13 +312,7 @@ async fn ping_is_answered_and_unknown_frames_are_ignored() {
 async fn bad_json_is_answered_and_the_connection_survives() {
     let relay = relay().await;
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
-    use futures::SinkExt;
-    ws.stream
-        .send(tokio_tungstenite::tungstenite::Message::Text(
-            "{nope".into(),
-        ))
-        .await
-        .unwrap();
+    ws.send_text("{nope").await;
     assert_eq!(
         ws.recv().await.unwrap(),
         json!({ "type": "error", "code": "bad-json" })

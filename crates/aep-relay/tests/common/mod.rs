@@ -229,8 +229,13 @@ impl Ws {
     }
 
     pub async fn send(&mut self, frame: &Value) {
+        self.send_text(&frame.to_string()).await;
+    }
+
+    /// Sends `text` as written: spacing, key order and escapes kept.
+    pub async fn send_text(&mut self, text: &str) {
         self.stream
-            .send(Message::Text(frame.to_string().into()))
+            .send(Message::Text(text.into()))
             .await
             .expect("ws send");
     }
