@@ -619,7 +619,7 @@ macro_rules! attrs_from_accessors {
 attrs_from_accessors!(Event, |event, name| event
     .extension_raw(name)
     .map(RawValue::get));
-attrs_from_accessors!(EnvelopeView<'_>, |view, name| view.extension(name));
+attrs_from_accessors!(EnvelopeView<'_>, |view, name| view.extension_raw(name));
 
 /// An extension attribute's value when it is a JSON string, borrowed from the event
 /// unless it has escapes to decode.

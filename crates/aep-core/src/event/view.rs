@@ -226,14 +226,16 @@ impl<'a> EnvelopeView<'a> {
         self.plain.extensions.iter().map(|&(k, Json(v))| (k, v))
     }
 
-    /// The JSON text of extension attribute `name`, when present.
+    /// The JSON text of extension attribute `name`, when present (as
+    /// [`Event::extension_raw`](crate::Event::extension_raw) gives it).
     ///
     /// ```
-    /// # let line = r#"{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a","acme":7}"#;
+    /// # let line = r#"{"aep":"0.1","id":"1","type":"agent.idle","time":"t","source":"s","agent":"a","acme":"x"}"#;
     /// let view = aep_core::event::EnvelopeView::read(line).unwrap();
-    /// assert_eq!((view.extension("acme"), view.extension("other")), (Some("7"), None));
+    /// assert_eq!(view.extension_raw("acme"), Some(r#""x""#));
+    /// assert_eq!(view.extension_raw("other"), None);
     /// ```
-    pub fn extension(&self, name: &str) -> Option<&'a str> {
+    pub fn extension_raw(&self, name: &str) -> Option<&'a str> {
         self.extensions().find(|(k, _)| *k == name).map(|(_, v)| v)
     }
 }
