@@ -493,8 +493,6 @@ pub struct CommandBuilder {
     /// The envelope so far, its `id` and `time` empty until [`build`](Self::build):
     /// the text goes into the event once, not into a `String` per attribute first.
     event: Event,
-    data: Option<Value>,
-    capture: Capture,
 }
 
 /// What the command will carry; `id` and `time` are left out, as they are not minted
@@ -518,8 +516,8 @@ impl fmt::Debug for CommandBuilder {
             .field("run", &e.run())
             .field("subject", &e.subject())
             .field("cause", &e.cause())
-            .field("capture", &self.capture)
-            .field("data", &self.data)
+            .field("capture", &e.capture())
+            .field("data", &e.data_raw())
             .finish()
     }
 }
@@ -546,13 +544,13 @@ impl CommandBuilder {
 
     /// Sets the payload.
     pub fn data(mut self, data: Value) -> Self {
-        self.data = Some(data);
+        self.event = self.event.with_data(data);
         self
     }
 
     /// Sets `capture` (default `metadata`, as the other SDKs write it).
     pub fn capture(mut self, capture: Capture) -> Self {
-        self.capture = capture;
+        self.event = self.event.with_capture(capture);
         self
     }
 
@@ -571,10 +569,7 @@ impl CommandBuilder {
     /// assert!(a.id() < b.id() && a.id().len() == 26);
     /// ```
     pub fn build_at(self, now: std::time::SystemTime) -> Event {
-        // Both written on the stack: the event copies them into its own text.
-        let (mut id, mut time) = ([0; ulid::ULID_LEN], [0; 24]);
-        let id = crate::envelope::new_ulid(now).array_to_str(&mut id);
-        self.build(&*id, crate::envelope::rfc3339_millis_into(now, &mut time))
+        crate::envelope::with_id_and_time(now, |id, time| self.build(id, time))
     }
 
     /// The envelope, with the caller's fresh `id` (the idempotency key, AEP-0004 §2.3:
@@ -592,10 +587,6 @@ impl CommandBuilder {
         let mut e = self.event;
         e.set_id(id);
         e.set_time(time);
-        e = e.with_capture(self.capture);
-        if let Some(d) = self.data {
-            e = e.with_data(d);
-        }
         e
     }
 }
@@ -792,9 +783,9 @@ impl ControlSender {
     ) -> CommandBuilder {
         let ty = command_type.as_ref();
         CommandBuilder {
-            event: Event::from_strs("", ty, "", &self.source, &self.agent).with_session(session),
-            data: None,
-            capture: Capture::Metadata,
+            event: Event::from_strs("", ty, "", &self.source, &self.agent)
+                .with_session(session)
+                .with_capture(Capture::Metadata),
         }
     }
 

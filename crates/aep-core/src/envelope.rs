@@ -171,6 +171,15 @@ pub fn rfc3339_millis(t: SystemTime) -> String {
     rfc3339_millis_into(t, &mut buf).to_owned()
 }
 
+/// Mints a fresh `id` ([`new_ulid`]) and `time` ([`rfc3339_millis`]) for `now` on the
+/// stack and lends both to `f`: every minted envelope (an emitted event, a command, a
+/// re-stamped event) copies them into its own text, so no `String` is made for either.
+pub(crate) fn with_id_and_time<R>(now: SystemTime, f: impl FnOnce(&str, &str) -> R) -> R {
+    let (mut id, mut time) = ([0; ulid::ULID_LEN], [0; 24]);
+    let id = new_ulid(now).array_to_str(&mut id);
+    f(id, rfc3339_millis_into(now, &mut time))
+}
+
 /// [`rfc3339_millis`] into a buffer on the caller's stack: an emitted event copies its
 /// `time` into its own text, so it need not pass through a `String` first.
 pub(crate) fn rfc3339_millis_into(t: SystemTime, buf: &mut [u8; 24]) -> &str {
@@ -390,15 +399,9 @@ impl<C: Clock> EnvelopeFactory<C> {
     /// assert_eq!(one.agent(), "a");
     /// ```
     pub fn event(&self, event_type: impl AsRef<str>) -> Event {
-        let now = self.clock.now();
-        let (mut id, mut time) = ([0; ulid::ULID_LEN], [0; 24]);
-        let mut event = Event::from_strs(
-            new_ulid(now).array_to_str(&mut id),
-            event_type.as_ref(),
-            rfc3339_millis_into(now, &mut time),
-            &self.source,
-            &self.agent,
-        );
+        let mut event = with_id_and_time(self.clock.now(), |id, time| {
+            Event::from_strs(id, event_type.as_ref(), time, &self.source, &self.agent)
+        });
         for (name, value) in &self.extensions {
             // Checked by `with_extension`; a refusal here cannot happen.
             let _ = event.set_extension(name, value.clone());
@@ -419,9 +422,10 @@ impl<C: Clock> EnvelopeFactory<C> {
     /// assert_eq!(e.time(), "1970-01-01T00:00:00.000Z");
     /// ```
     pub fn stamp(&self, event: &mut Event) {
-        let now = self.clock.now();
-        event.set_id(new_ulid(now).to_string());
-        event.set_time(rfc3339_millis(now));
+        with_id_and_time(self.clock.now(), |id, time| {
+            event.set_id(id);
+            event.set_time(time);
+        });
     }
 
     /// The current time of this factory's clock, as an AEP `time` string.
