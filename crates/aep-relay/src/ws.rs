@@ -208,12 +208,16 @@ async fn on_text(
             Err(LineError::Invalid(detail) | LineError::Json(detail)) => refusal = Some(detail),
         }
     }
-    let Ok(message) = serde_json::from_str::<Value>(text) else {
-        send(
-            outbox,
-            proto::error_frame(ErrorCode::from("bad-json"), None, None, None),
-        );
-        return;
+    let message = match serde_json::from_str::<Value>(text) {
+        Ok(message) => message,
+        Err(e) => {
+            // serde's reason and position in the message as sent, as an HTTP ingest
+            // gives for a line it cannot read
+            let detail = e.to_string();
+            let frame = proto::error_frame(ErrorCode::from("bad-json"), None, None, Some(&detail));
+            send(outbox, frame);
+            return;
+        }
     };
     let ty = message.get("type").and_then(Value::as_str);
     let is_event = ty.is_some_and(frame::is_event_type);
@@ -250,7 +254,9 @@ async fn on_text(
     if is_event {
         // After `hello` an event that was not ingested above was refused there: its
         // type reads the same in the envelope as in this `Value`.
-        let detail = refusal.unwrap_or_else(|| "not an acceptable event".to_owned());
+        debug_assert!(refusal.is_some(), "an accepted event was not ingested");
+        let detail =
+            refusal.unwrap_or_else(|| "not an AEP envelope this relay can read".to_owned());
         let cause = message.get("id").and_then(Value::as_str);
         let frame =
             proto::error_frame(ErrorCode::from("invalid-event"), None, cause, Some(&detail));

@@ -123,6 +123,31 @@ async fn malformed_json_is_400_invalid_json() {
     relay.shutdown().await.unwrap();
 }
 
+/// A line break is whitespace between JSON tokens, and is dropped from what is stored
+/// (an SSE `data:` line cannot hold one); inside a string it is not JSON at all.
+#[tokio::test]
+async fn line_breaks_between_tokens_are_read_and_inside_strings_refused() {
+    let relay = relay().await;
+    let s = session();
+    let pretty = serde_json::to_string_pretty(&ev("session.started", &s, 0)).unwrap();
+    assert!(pretty.contains('\n'));
+    assert_eq!(post_json_text(&relay, &pretty).await.status(), 202);
+    let got = replay(&relay, &format!("filter={}", q(&json!({ "session": s })))).await;
+    let stored: Vec<String> = got.iter().filter_map(|m| m.data.clone()).collect();
+    assert_eq!(stored, vec![pretty.replace('\n', "")]);
+
+    let broken = ev("progress.status", &s, 1)
+        .to_string()
+        .replace(&format!("\"{s}\""), &format!("\"{s}\n\""));
+    let r = post_json_text(&relay, &broken).await;
+    assert_eq!(r.status(), 400);
+    let body = body(r).await;
+    assert_eq!(body["error"], "invalid-json");
+    let detail = body["detail"].as_str().unwrap();
+    assert!(detail.contains("control character"), "{detail}");
+    relay.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn batch_cap_refuses_whole_with_413() {
     let relay = builder().max_batch(3).start().await.unwrap();

@@ -313,10 +313,24 @@ async fn bad_json_is_answered_and_the_connection_survives() {
     let relay = relay().await;
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
     ws.send_text("{nope").await;
+    let err = ws.recv().await.unwrap();
     assert_eq!(
-        ws.recv().await.unwrap(),
-        json!({ "type": "error", "code": "bad-json" })
+        (&err["type"], &err["code"]),
+        (&json!("error"), &json!("bad-json"))
     );
+    // the reason, with where in the message it was found
+    let detail = err["detail"].as_str().unwrap();
+    assert!(detail.contains("line 1 column 2"), "{detail}");
+    // after hello too, for an event whose string holds a raw line break
+    let s = session();
+    let broken = ev("session.started", &s, 0)
+        .to_string()
+        .replace(&format!("\"{s}\""), &format!("\"{s}\n\""));
+    ws.send_text(&broken).await;
+    let err = ws.recv().await.unwrap();
+    assert_eq!(err["code"], "bad-json");
+    let detail = err["detail"].as_str().unwrap();
+    assert!(detail.contains("control character"), "{detail}");
     ws.send(&json!({ "type": "ping", "t": 2 })).await;
     assert_eq!(ws.recv().await.unwrap()["type"], "pong");
     relay.shutdown().await.unwrap();

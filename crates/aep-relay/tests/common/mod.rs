@@ -68,12 +68,17 @@ pub async fn post_ndjson(relay: &RelayHandle, events: &[Value]) -> reqwest::Resp
 }
 
 pub async fn post_json(relay: &RelayHandle, event: &Value) -> reqwest::Response {
+    post_json_text(relay, &event.to_string()).await
+}
+
+/// One `application/json` body, sent as written.
+pub async fn post_json_text(relay: &RelayHandle, text: &str) -> reqwest::Response {
     client()
         .post(format!("{}/events", relay.url()))
         .bearer_auth(TOKEN)
         .header("aep-version", "0.1")
         .header("content-type", "application/json")
-        .body(event.to_string())
+        .body(text.to_owned())
         .send()
         .await
         .expect("post")
