@@ -113,6 +113,10 @@ impl Incoming<'_> {
 
     /// This event without a borrowed reading (never taken by the paths that call it).
     fn detached(self) -> Incoming<'static> {
+        debug_assert!(
+            !matches!(self.reading, Reading::InPlace(_)),
+            "an in-place reading detached: its routing would be lost"
+        );
         Incoming {
             reading: match self.reading {
                 Reading::Parsed(event) => Reading::Parsed(event),
@@ -137,24 +141,25 @@ pub(crate) fn parse_line(raw: &[u8], keep: bool) -> Result<Incoming<'static>, Li
     let keep = if keep { Keep::Parsed } else { Keep::Bytes };
     match std::str::from_utf8(raw) {
         Ok(text) => read_text(text, keep).map(Incoming::detached),
+        // serde_json finds the bad byte and says where, in the line as forwarded
         Err(_) => Err(LineError::Json(
-            match Event::from_slice(trim_json_ws(raw)) {
-                Err(e) => e.to_string(),
-                // unreachable: the bytes are not UTF-8
-                Ok(_) => "invalid UTF-8".to_owned(),
-            },
+            Event::from_slice(raw.get(json_ws_trimmed(raw)).unwrap_or_default())
+                .err()
+                .map_or_else(
+                    || "invalid UTF-8".to_owned(), // cannot be: the bytes are not UTF-8
+                    |e| e.to_string(),
+                ),
         )),
     }
 }
 
-/// JSON's insignificant whitespace (RFC 8259 §2), no more: a form feed is not JSON.
-const JSON_WS: [char; 4] = [' ', '\t', '\n', '\r'];
-
-fn trim_json_ws(b: &[u8]) -> &[u8] {
+/// Where `b` is without JSON's insignificant whitespace (RFC 8259 §2) at either end, and
+/// no more (a form feed is not JSON). Only ASCII is cut, so UTF-8 text stays UTF-8.
+fn json_ws_trimmed(b: &[u8]) -> std::ops::Range<usize> {
     let is_ws = |c: &u8| matches!(c, b' ' | b'\t' | b'\n' | b'\r');
     let start = b.iter().position(|c| !is_ws(c)).unwrap_or(b.len());
     let end = b.iter().rposition(|c| !is_ws(c)).map_or(start, |i| i + 1);
-    b.get(start..end).unwrap_or_default()
+    start..end
 }
 
 /// Reads and checks one event as received. Raw line breaks are whitespace between
@@ -165,7 +170,9 @@ fn trim_json_ws(b: &[u8]) -> &[u8] {
 /// not take is parsed and dropped at once): when no subscription needs it only its bytes
 /// are, and a large batch then never holds every parsed event at the same time.
 fn read_text(text: &str, keep: Keep) -> Result<Incoming<'_>, LineError> {
-    let json = text.trim_matches(JSON_WS);
+    let json = text
+        .get(json_ws_trimmed(text.as_bytes()))
+        .unwrap_or_default();
     let owned;
     let line: &[u8] = if memchr::memchr2(b'\n', b'\r', json.as_bytes()).is_some() {
         owned = json.replace(['\n', '\r'], "");
@@ -448,7 +455,7 @@ impl Hub {
                         if !sub.filter.matches_view(view) {
                             continue;
                         }
-                        if sub.capture.is_none() {
+                        if !proto::lowers(view.capture(), sub.capture) {
                             // forwarded as received: nothing to lower
                             let bytes = outbox::pick(&incoming.encoded, sub.binding);
                             runs.offer(at, &sub.outbox, bytes, severity).await;
@@ -458,7 +465,13 @@ impl Hub {
                         if parsed_again.is_none() {
                             parsed_again = Event::from_slice(&incoming.encoded.json()).ok();
                         }
-                        parsed_again.as_ref()
+                        // matched already, on the view
+                        if let Some(event) = parsed_again.as_ref() {
+                            let bytes =
+                                outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
+                            runs.offer(at, &sub.outbox, bytes, severity).await;
+                        }
+                        continue;
                     }
                     Reading::Dropped => match (
                         sub.capture,
@@ -938,7 +951,7 @@ mod tests {
     /// byte in the line as it would have been forwarded (line breaks dropped, trimmed);
     /// line breaks in valid text are dropped from what is stored, on both paths.
     #[test]
-    fn lines_are_checked_for_utf8_once_and_refused_with_a_position() {
+    fn bytes_that_are_not_utf8_are_refused_as_not_json_with_a_position() {
         let base = std::str::from_utf8(LINE).unwrap();
         let mut bad = b"\n  ".to_vec();
         bad.extend_from_slice(base.replace(r#""agent":"a""#, r#""agent":"aX""#).as_bytes());
@@ -1040,14 +1053,14 @@ mod tests {
             let mut severe = reader(&hub, json!({ "severity": { "gte": "warning" } }));
             let mut notice = reader(&hub, json!({ "severity": { "gte": "notice" } }));
             let mut by_ext = reader(&hub, json!({ "acme": "x" }));
-            let ceiling = |filter: Value| {
+            let ceiling_at = |filter: Value, capture: Capture| {
                 let (outbox, rx) = hub.outbox();
                 hub.subscribe(
                     &outbox,
                     Binding::Ws,
                     None,
                     proto::parse_filter(&filter).unwrap(),
-                    Some(Capture::Metadata),
+                    Some(capture),
                     ReplayAsk::default(),
                     None,
                     None,
@@ -1055,8 +1068,10 @@ mod tests {
                 );
                 Drain::new(rx, outbox, Binding::Ws, std::time::Duration::from_secs(60))
             };
+            let ceiling = |filter: Value| ceiling_at(filter, Capture::Metadata);
             let mut lowered = ceiling(json!({}));
             let mut lowered_other = ceiling(json!({ "session": "s2" }));
+            let mut roomy = ceiling_at(json!({ "session": "s1" }), Capture::Full);
             let incoming = if in_place {
                 read_event(&line).unwrap()
             } else {
@@ -1072,6 +1087,8 @@ mod tests {
             assert_eq!(next_data(&mut notice), Some(incoming.encoded.sse()));
             assert_eq!(next_data(&mut by_ext), Some(incoming.encoded.sse()));
             assert_eq!(next_data(&mut lowered_other), None);
+            // a ceiling at or above the event's level forwards it as received
+            assert_eq!(next_data(&mut roomy), Some(incoming.encoded.json()));
             let got = next_data(&mut lowered).unwrap();
             let got: Value = serde_json::from_slice(&got).unwrap();
             // lowered from `full`, and the same bytes either way

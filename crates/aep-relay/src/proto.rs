@@ -101,11 +101,13 @@ pub(crate) fn parse_filter(value: &Value) -> Result<Filter, String> {
 /// Down-levels `event` to a subscription's capture ceiling (AEP-0003 §6.4, AEP-0001
 /// §8.2); `None` when the event already sits at or below it and goes out unchanged.
 pub(crate) fn downlevel(event: &Event, ceiling: Capture) -> Option<Event> {
-    let held = event.capture();
-    if honored_level(held, ceiling) == held {
-        return None;
-    }
-    Some(aep_core::capture::downlevel(event, ceiling))
+    lowers(event.capture(), Some(ceiling)).then(|| aep_core::capture::downlevel(event, ceiling))
+}
+
+/// Whether a reader's capture ceiling (none: no ceiling) lowers an event held at `held`;
+/// when not, the event goes out exactly as received.
+pub(crate) fn lowers(held: Capture, ceiling: Option<Capture>) -> bool {
+    ceiling.is_some_and(|c| honored_level(held, c) != held)
 }
 
 // ---- resume positions --------------------------------------------------------------
