@@ -229,5 +229,7 @@ async fn command_written_with_escapes_is_routed_and_refused_by_its_decoded_attri
     let err = console.recv().await.unwrap();
     assert_eq!(err["code"], "unsupported");
     assert_eq!(err["cause"], cmd["id"]);
+    let detail = err["detail"].as_str().unwrap();
+    assert!(detail.contains("control.cancel"), "named decoded: {detail}");
     relay.shutdown().await.unwrap();
 }
