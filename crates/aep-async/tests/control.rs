@@ -935,6 +935,53 @@ async fn an_ack_that_cannot_be_emitted_lets_the_retry_be_decided_again() {
     );
 }
 
+/// A session detached from the target is no longer acked through: its next command is
+/// refused to the handler with the session named, and left to be decided again.
+#[tokio::test]
+async fn a_detached_session_is_no_longer_acked() {
+    let path = std::env::temp_dir().join(format!("aep-detach-{}.jsonl", std::process::id()));
+    let errors = Arc::new(Mutex::new(Vec::new()));
+    let target = {
+        let errors = errors.clone();
+        ControlTarget::new(["control.pause"], move |cmd| {
+            let result = cmd.accept().map(|_| ()).map_err(|e| e.to_string());
+            errors.lock().unwrap().push(result);
+            async {}
+        })
+    };
+    let emitter = Emitter::new("agent", "h", aep_async::JsonlSink::open(&path).unwrap());
+    let held = target.attach(emitter.session("s-detach"));
+    let command = |id: &str| {
+        aep_core::ControlSender::new("console", "h")
+            .command("control.pause", "s-detach")
+            .build(id, "2026-07-03T10:15:04.221Z")
+    };
+    target.handle(command("c1")).unwrap();
+    target.detach("s-detach");
+    let c2 = command("c2");
+    assert_eq!(
+        target.handle(c2.clone()).unwrap(),
+        aep_core::control::Delivery::New
+    );
+    assert_eq!(
+        target.handle(c2).unwrap(),
+        aep_core::control::Delivery::New,
+        "not recorded: decided again"
+    );
+    {
+        let errors = errors.lock().unwrap();
+        assert_eq!(errors.len(), 3);
+        assert_eq!(errors[0], Ok(()), "acked while attached");
+        for e in &errors[1..] {
+            let e = e.as_ref().unwrap_err();
+            assert!(e.contains("`s-detach` is not attached"), "{e}");
+        }
+    }
+    drop(held);
+    emitter.close().await;
+    let _ = std::fs::remove_file(&path);
+}
+
 /// A send's future stays small (a console keeps thousands in flight, each a task):
 /// the command is built after the one await that may take long, not held across it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
