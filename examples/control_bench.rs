@@ -8,7 +8,8 @@
 //!     [--no-python]
 //! ```
 //!
-//! Per relay and client: p50/p99 latency of sequential commands (after a warm-up), then
+//! Per relay and client: p50/p99 latency of sequential commands (after a warm-up of 200
+//! commands for Rust, 100 for Python; Python runs half the sequential count), then
 //! commands/s in bursts of `--concurrent` commands in flight at once: the median burst,
 //! with the 10th and 90th percentile bursts beside it. The `ratio` row is the Rust median
 //! over the Python one, with the spread of the block-by-block ratios.
@@ -16,8 +17,9 @@
 //! The bursts run in `--blocks` blocks, the two clients taking turns: in each block one
 //! uncounted and `--bursts` counted Rust bursts, then one uncounted and
 //! `--python-bursts` counted Python bursts. Defaults: `--sequential 3000 --concurrent
-//! 1000 --blocks 20 --bursts 20 --python-bursts 2` (400 Rust bursts of about 6 ms, 40
-//! Python bursts of about 70 ms). Why:
+//! 1000 --blocks 20 --bursts 20 --python-bursts 2 --relays rust,reference`, with Python
+//! (400 Rust bursts of about 6 ms, 40 Python bursts of about 70 ms); `--no-python`
+//! measures the Rust client alone. Why:
 //! - a slow moment of a shared machine (another tenant) then falls on both clients
 //!   alike, instead of on whichever ran its bursts then;
 //! - the first burst after the other client's turn runs on a cold pipeline (parked
@@ -28,8 +30,8 @@
 //!
 //! The Rust relay runs in this process on its own runtime thread; the reference relay is
 //! `../shared/tools/reference-relay.sh`; the Python SDK is
-//! `../shared/reference/python-sdk` (run with `python3`,
-//! `.ci/control-interop/py_bench.py --paired`). The target is a Rust `ControlTarget`
+//! `../shared/reference/python-sdk` (run with `python3` through
+//! `.ci/control-interop/py_bench.py`). The target is a Rust `ControlTarget`
 //! over the WebSocket sink that accepts at once.
 
 use std::process::{Child, Command, Stdio};
@@ -80,9 +82,18 @@ fn parse() -> Result<Args, String> {
             _ => return Err(format!("unknown flag {flag}")),
         }
     }
-    if a.concurrent == 0 || a.blocks == 0 || a.bursts == 0 || a.python_bursts == 0 {
+    if [
+        a.sequential,
+        a.concurrent,
+        a.blocks,
+        a.bursts,
+        a.python_bursts,
+    ]
+    .contains(&0)
+    {
         return Err(
-            "--concurrent, --blocks, --bursts and --python-bursts must be at least 1".into(),
+            "--sequential, --concurrent, --blocks, --bursts and --python-bursts must be at least 1"
+                .into(),
         );
     }
     Ok(a)
@@ -161,10 +172,6 @@ impl Relay {
             }
             other => Err(format!("unknown relay {other}")),
         }
-    }
-
-    fn stop(self) {
-        drop(self);
     }
 }
 
@@ -293,7 +300,7 @@ async fn rust_burst(client: &ControlClient, session: &str, n: usize) -> Result<f
     Ok(n as f64 / t.elapsed().as_secs_f64())
 }
 
-/// The Python SDK's `ControlClient` in a child process (`py_bench.py --paired`), driven
+/// The Python SDK's `ControlClient` in a child process (`py_bench.py`), driven
 /// one burst at a time so that its bursts interleave with the Rust client's. Killed
 /// when dropped.
 struct PyClient {
@@ -313,7 +320,6 @@ impl PyClient {
             .args([url, TOKEN, session])
             .arg(python_sequential(args).to_string())
             .arg(args.concurrent.to_string())
-            .arg("--paired")
             .env("PYTHONPATH", sdk)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -330,10 +336,14 @@ impl PyClient {
             stdout: std::io::BufReader::new(stdout),
         };
         let v = py.line()?;
-        let f = |k: &str| v.get(k).and_then(serde_json::Value::as_f64).unwrap_or(0.0);
+        let f = |k: &str| {
+            v.get(k)
+                .and_then(serde_json::Value::as_f64)
+                .ok_or_else(|| format!("py_bench.py: no {k} in {v}"))
+        };
         let figures = Figures {
-            p50_us: f("p50_us"),
-            p99_us: f("p99_us"),
+            p50_us: f("p50_us")?,
+            p99_us: f("p99_us")?,
             ..Figures::default()
         };
         Ok((py, figures))
@@ -386,7 +396,7 @@ async fn measure(
             Err(e) => eprintln!("control_bench: python client: {e}"),
         }
     }
-    for _ in 0..args.blocks {
+    for done in 0..args.blocks {
         let mut block = Vec::with_capacity(args.bursts);
         for burst in 0..=args.bursts {
             let rate = rust_burst(&client, session, args.concurrent).await?;
@@ -410,13 +420,20 @@ async fn measure(
                     figures.rates.extend_from_slice(block);
                     python = Some((py, figures));
                 }
-                Ok((_, Err(e))) => eprintln!("control_bench: python client: {e}"),
-                Err(e) => eprintln!("control_bench: python client: {e}"),
+                Ok((_, Err(e))) => stopped(done, &e),
+                Err(e) => stopped(done, &e.to_string()),
             }
         }
     }
     client.close().await;
     Ok((rust, python.map(|(_, figures)| figures)))
+}
+
+fn stopped(blocks: usize, e: &str) {
+    eprintln!(
+        "control_bench: the python client failed after {blocks} blocks ({e}); \
+         its figures are left out and the Rust client goes on alone"
+    );
 }
 
 /// The ratio of the two medians, and the spread of the block-by-block ratios (each
@@ -480,7 +497,7 @@ async fn main() -> std::process::ExitCode {
             .build();
         let Ok(sink) = sink else {
             eprintln!("control_bench: sink");
-            relay.stop();
+            drop(relay);
             continue;
         };
         let emitter = Emitter::new("bench-target", "bench", sink);
@@ -521,7 +538,7 @@ async fn main() -> std::process::ExitCode {
             Err(e) => eprintln!("control_bench: {kind} rust client: {e}"),
         }
         emitter.close().await;
-        relay.stop();
+        drop(relay);
     }
     std::process::ExitCode::SUCCESS
 }
