@@ -148,7 +148,17 @@ async fn read_loop(
 ) {
     let mut session = Session::default();
     let mut since_yield = 0usize;
-    while let Some(Ok(message)) = stream.next().await {
+    loop {
+        let message = match stream.next().await {
+            Some(Ok(message)) => message,
+            Some(Err(e)) => {
+                if let Some(close) = closing_for(e) {
+                    outbox.end(close);
+                }
+                break;
+            }
+            None => break,
+        };
         // A burst that has arrived whole is read without ever waiting on the socket;
         // handing the runtime back every few messages lets the writers send what was
         // fanned out so far, so the next hop starts on it while this one reads on.
@@ -174,6 +184,20 @@ async fn read_loop(
             Message::Ping(_) | Message::Pong(_) => continue,
         };
         on_text(hub, conn, outbox, &mut session, text.as_str()).await;
+    }
+}
+
+/// How to close after a message that could not be read: with the RFC 6455 §7.4.1 code
+/// for what was wrong with it, so the peer learns why; `None` when the connection itself
+/// is gone.
+fn closing_for(e: axum::Error) -> Option<End> {
+    use tungstenite::Error;
+    let inner = e.into_inner();
+    match inner.downcast_ref::<Error>()? {
+        Error::Utf8(_) => Some(End::Close(1007, "a text message that is not UTF-8")),
+        Error::Capacity(_) => Some(End::Close(1009, "message larger than this relay takes")),
+        Error::Protocol(_) => Some(End::Close(1002, "WebSocket protocol error")),
+        _ => None,
     }
 }
 

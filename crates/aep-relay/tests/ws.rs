@@ -368,3 +368,33 @@ async fn idle_sockets_get_ping_frames() {
     assert!(ping["t"].is_u64());
     relay.shutdown().await.unwrap();
 }
+
+/// A text frame that is not UTF-8, or a message past the relay's size cap, ends that
+/// connection with the RFC 6455 §7.4.1 code for it (the WebSocket layer refuses both
+/// before any AEP reading), and nothing else: the relay serves other connections on.
+#[tokio::test]
+async fn a_broken_or_oversized_frame_ends_its_connection_only() {
+    use futures::SinkExt;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
+    use tokio_tungstenite::tungstenite::Message;
+    let relay = builder().max_body(4096).start().await.unwrap();
+    let not_utf8 = Message::Frame(Frame::message(
+        vec![b'{', 0xff, b'}'],
+        OpCode::Data(Data::Text),
+        true,
+    ));
+    let oversized = Message::text(format!("{{\"pad\":\"{}\"}}", "x".repeat(8192)));
+    for (what, message, code) in [
+        ("not UTF-8", not_utf8, 1007),
+        ("oversized", oversized, 1009),
+    ] {
+        let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
+        let _ = ws.stream.send(message).await;
+        assert_eq!(ws.close_code().await, Some(code), "{what}");
+        let mut other = Ws::hello(&relay, "consumer", json!({})).await;
+        other.send(&json!({ "type": "ping", "t": 1 })).await;
+        assert_eq!(other.recv().await.unwrap()["type"], "pong", "{what}");
+    }
+    relay.shutdown().await.unwrap();
+}
