@@ -894,25 +894,29 @@ async fn a_panicking_handler_refuses_its_command_and_the_agent_goes_on() {
     agent.emitter.close().await;
 }
 
+/// What each call of a handler's `accept` returned, in order.
+type Accepts = Arc<Mutex<Vec<Result<(), String>>>>;
+
+/// A target that accepts every `control.pause` and records how each accept went.
+fn recording_target() -> (ControlTarget, Accepts) {
+    let accepts = Accepts::default();
+    let target = {
+        let accepts = accepts.clone();
+        ControlTarget::new(["control.pause"], move |cmd| {
+            let result = cmd.accept().map(|_| ()).map_err(|e| e.to_string());
+            accepts.lock().unwrap().push(result);
+            async {}
+        })
+    };
+    (target, accepts)
+}
+
 /// An ack that cannot be emitted (no session attached to ack through) leaves nothing
 /// half-done: the handler hears of it, and the sender's retry of the same envelope is
 /// decided again instead of waiting forever on an ack that never left.
 #[tokio::test]
 async fn an_ack_that_cannot_be_emitted_lets_the_retry_be_decided_again() {
-    let calls = Arc::new(AtomicUsize::new(0));
-    let errors = Arc::new(Mutex::new(Vec::new()));
-    let target = {
-        let (calls, errors) = (calls.clone(), errors.clone());
-        ControlTarget::new(["control.pause"], move |cmd| {
-            calls.fetch_add(1, Ordering::SeqCst);
-            let result = cmd.accept();
-            errors
-                .lock()
-                .unwrap()
-                .push(result.err().map(|e| e.to_string()));
-            async {}
-        })
-    };
+    let (target, accepts) = recording_target();
     let command = aep_core::ControlSender::new("console", "h")
         .command("control.pause", "nobody-attached")
         .build("c1", "2026-07-03T10:15:04.221Z");
@@ -925,13 +929,13 @@ async fn an_ack_that_cannot_be_emitted_lets_the_retry_be_decided_again() {
         aep_core::control::Delivery::New,
         "the retry is decided again"
     );
-    assert_eq!(calls.load(Ordering::SeqCst), 2);
-    let errors = errors.lock().unwrap();
+    let accepts = accepts.lock().unwrap();
+    assert_eq!(accepts.len(), 2, "the handler called once per delivery");
     assert!(
-        errors
+        accepts
             .iter()
-            .all(|e| e.as_deref().is_some_and(|e| e.contains("nobody-attached"))),
-        "{errors:?}"
+            .all(|e| e.as_ref().is_err_and(|e| e.contains("nobody-attached"))),
+        "{accepts:?}"
     );
 }
 
@@ -940,15 +944,7 @@ async fn an_ack_that_cannot_be_emitted_lets_the_retry_be_decided_again() {
 #[tokio::test]
 async fn a_detached_session_is_no_longer_acked() {
     let path = std::env::temp_dir().join(format!("aep-detach-{}.jsonl", std::process::id()));
-    let errors = Arc::new(Mutex::new(Vec::new()));
-    let target = {
-        let errors = errors.clone();
-        ControlTarget::new(["control.pause"], move |cmd| {
-            let result = cmd.accept().map(|_| ()).map_err(|e| e.to_string());
-            errors.lock().unwrap().push(result);
-            async {}
-        })
-    };
+    let (target, errors) = recording_target();
     let emitter = Emitter::new("agent", "h", aep_async::JsonlSink::open(&path).unwrap());
     let held = target.attach(emitter.session("s-detach"));
     let command = |id: &str| {
