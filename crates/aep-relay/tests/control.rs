@@ -113,7 +113,41 @@ async fn command_with_two_claimants_is_refused_ambiguous() {
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     assert_eq!(err["code"], "ambiguous");
-    let _ = b.recv().await;
+    drop(b); // the second claim held until here
+    relay.shutdown().await.unwrap();
+}
+
+/// The refusal counts every claimant, not only the two that decide it is ambiguous.
+#[tokio::test]
+async fn ambiguous_refusal_counts_every_claimant() {
+    let relay = relay().await;
+    let s = session();
+    let mut a = claim(&relay, &s, json!(["control.pause"])).await;
+    let mut others = Vec::new();
+    for name in ["b", "c"] {
+        let mut ws = Ws::hello(&relay, name, json!({})).await;
+        ws.send(&ev("session.started", &s, 0)).await;
+        others.push(ws);
+    }
+    let mut console = sender(&relay).await;
+    let mut detail = String::new();
+    for _ in 0..50 {
+        let cmd = command("control.pause", &s);
+        console.send(&cmd).await;
+        let err = console.recv().await.unwrap();
+        assert_eq!(err["cause"], cmd["id"]);
+        detail = err["detail"].as_str().unwrap_or_default().to_owned();
+        if detail.contains("3 connected emitters") {
+            break;
+        }
+        if err["code"] != "ambiguous" {
+            // a claim not landed yet: the command went to `a`
+            let _ = a.recv().await;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(detail, format!("3 connected emitters claim session {s}"));
+    drop(others); // the claims held until here
     relay.shutdown().await.unwrap();
 }
 
