@@ -1,5 +1,5 @@
 //! Criterion benchmarks of the envelope and attr-match hot paths (issue 2, "Performance"):
-//! parse, validate, write back, evaluate filters.
+//! parse, validate, write back, read a type, evaluate filters.
 //!
 //! Goals: parsing a line into `Event` costs at most 1.5x `serde_json::Value` on the same
 //! bytes (both measured here, same run); attr-match evaluation on a parsed event under
@@ -165,5 +165,17 @@ fn attr_match(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, parse, validate, write, attr_match);
+/// `EventType::parse`: a relay reads every event's type, and a command and its ack have
+/// theirs read about a dozen times between console and agent.
+fn event_type(c: &mut Criterion) {
+    let mut g = c.benchmark_group("type");
+    for raw in ["control.accepted", "tool.completed", "x.acme.control.restart"] {
+        g.bench_function(format!("parse/{raw}"), |b| {
+            b.iter(|| aep_core::types::EventType::parse(black_box(raw)).is_ok())
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, parse, validate, write, event_type, attr_match);
 criterion_main!(benches);

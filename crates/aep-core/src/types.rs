@@ -59,10 +59,30 @@ pub fn is_dotted_lowercase(ty: &str) -> bool {
 /// assert!(!claims_session("control.pause", true, true));
 /// ```
 pub fn claims_session(event_type: &str, has_session: bool, has_seq: bool) -> bool {
+    claims_session_parsed(EventType::parse(event_type).ok().as_ref(), has_session, has_seq)
+}
+
+/// [`claims_session`] for a `type` already parsed (`None`: outside the grammar), for
+/// callers that read the type for other decisions too: a relay and an emitter read each
+/// event's type once.
+///
+/// ```
+/// use aep_core::types::{claims_session_parsed, EventType};
+/// let t = EventType::parse("tool.completed")?;
+/// assert!(claims_session_parsed(Some(&t), true, true));
+/// assert!(claims_session_parsed(None, true, true)); // unknown category, sequenced
+/// assert!(!claims_session_parsed(None, true, false));
+/// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+/// ```
+pub fn claims_session_parsed(
+    event_type: Option<&EventType<'_>>,
+    has_session: bool,
+    has_seq: bool,
+) -> bool {
     has_session
-        && match EventType::parse(event_type) {
-            Ok(t) => t.claims_session(has_seq),
-            Err(_) => has_seq,
+        && match event_type {
+            Some(t) => t.claims_session(has_seq),
+            None => has_seq,
         }
 }
 

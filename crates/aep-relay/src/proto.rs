@@ -11,7 +11,7 @@ use aep_core::frame::{
     Identity, ReplayCapability, ReplayExhausted, Role,
 };
 use aep_core::resume::ResumePosition;
-use aep_core::types::EventType;
+use aep_core::types::{claims_session_parsed, EventType};
 use aep_core::validate::{validate_envelope, validate_envelope_view, Issue, Rule};
 use aep_core::{Capture, EnvelopeView, Event};
 use serde_json::Value;
@@ -76,15 +76,14 @@ fn decide(
     }
     // validate_envelope's scoping rule (AEP-0001 §5.2, AEP-0004 §2.2) held above for
     // every well-formed type; what is left is where the event goes
-    Ok(
-        if EventType::parse(event_type).is_ok_and(|t| t.is_command()) {
-            Disposition::Command
-        } else if aep_core::types::claims_session(event_type, session.is_some(), seq.is_some()) {
-            Disposition::Buffered
-        } else {
-            Disposition::Live
-        },
-    )
+    let parsed = EventType::parse(event_type).ok();
+    Ok(if parsed.as_ref().is_some_and(EventType::is_command) {
+        Disposition::Command
+    } else if claims_session_parsed(parsed.as_ref(), session.is_some(), seq.is_some()) {
+        Disposition::Buffered
+    } else {
+        Disposition::Live
+    })
 }
 
 // ---- attr-match ----------------------------------------------------------------------

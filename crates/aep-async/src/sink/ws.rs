@@ -246,13 +246,13 @@ const TAKE_CHUNK: usize = 24;
 /// session); `session.ended` lets it go.
 fn claim_of(event: &Event) -> Option<Claim> {
     let session = event.session()?;
-    let ty = event.event_type();
-    if !aep_core::types::claims_session(ty, true, event.seq().is_some()) {
+    let ty = EventType::parse(event.event_type()).ok();
+    if !aep_core::types::claims_session_parsed(ty.as_ref(), true, event.seq().is_some()) {
         return None;
     }
     Some(Claim {
         session: session.into(),
-        ends: EventType::parse(ty).is_ok_and(|t| t.ends_session()),
+        ends: ty.is_some_and(|t| t.ends_session()),
     })
 }
 
