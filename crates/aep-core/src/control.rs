@@ -1149,11 +1149,21 @@ impl CommandKey {
     }
 
     fn from_parts(source: &str, id: &str) -> CommandKey {
-        let mut text = String::with_capacity(source.len() + id.len());
-        text.push_str(source);
-        text.push_str(id);
+        // Joined on the stack when short, as they nearly always are: `Arc<str>` copies
+        // its text into its own allocation, so a joined `String` would be a second one
+        // per command.
+        let mut buf = [0u8; 128];
+        let joined = buf
+            .get_mut(..source.len() + id.len())
+            .and_then(|dst| {
+                let (a, b) = dst.split_at_mut(source.len());
+                a.copy_from_slice(source.as_bytes());
+                b.copy_from_slice(id.as_bytes());
+                std::str::from_utf8(dst).ok()
+            })
+            .map(Arc::from);
         CommandKey {
-            text: Arc::from(text),
+            text: joined.unwrap_or_else(|| Arc::from([source, id].concat())),
             split: source.len(),
         }
     }

@@ -261,6 +261,23 @@ impl Sim {
     }
 }
 
+/// Keys join `source` and `id` on the stack when short and on the heap when not; both
+/// read back the same, and a split in another place is another key.
+#[test]
+fn command_keys_of_any_length_read_back() {
+    for len in [0, 1, 60, 101, 102, 127, 128, 129, 400] {
+        let source = format!("aep://h/agent/{}", "é".repeat(len / 2));
+        let id = "i".repeat(len);
+        let key = CommandKey::new(&source, &id);
+        assert_eq!((key.source(), key.id()), (source.as_str(), id.as_str()), "{len}");
+        assert_eq!(key, CommandKey::new(&source, &id));
+        if !id.is_empty() {
+            let moved = format!("{source}{}", &id[..1]);
+            assert_ne!(key, CommandKey::new(moved, &id[1..]), "{len}");
+        }
+    }
+}
+
 #[test]
 fn accepted() {
     let mut sim = Sim::new(&["control.pause"]);
