@@ -56,6 +56,7 @@ use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use crate::dedupe::CompactId;
 use crate::event::Event;
 use crate::frame::{ErrorFrame, Frame};
 use crate::level::Capture;
@@ -615,6 +616,10 @@ pub struct Settled {
 
 #[derive(Debug)]
 struct Pending {
+    /// The command's `id`, held in the table itself: a lookup compares it without
+    /// following two pointers (the `Arc`, then the event's text) into memory that a
+    /// thousand commands in flight have likely pushed out of cache.
+    id: CompactId,
     /// Shared with the transmissions queued for it (`poll_transmit_shared`); only
     /// `poll_transmit` hands out a copy.
     command: Arc<Event>,
@@ -624,8 +629,8 @@ struct Pending {
     order: u64,
 }
 
-/// The pending commands by `id`, the id read from the command itself: no key string
-/// is allocated per command.
+/// The pending commands by `id`, kept inline with each entry: no key string is
+/// allocated per command.
 #[derive(Default)]
 struct PendingSet {
     table: hashbrown::HashTable<Pending>,
@@ -641,7 +646,7 @@ impl fmt::Debug for PendingSet {
 }
 
 impl PendingSet {
-    fn hash(&self, id: &str) -> u64 {
+    fn hash(&self, id: &[u8]) -> u64 {
         std::hash::BuildHasher::hash_one(&self.hasher, id)
     }
 
@@ -650,26 +655,29 @@ impl PendingSet {
     }
 
     fn get(&self, id: &str) -> Option<&Pending> {
-        self.table.find(self.hash(id), |p| p.command.id() == id)
+        let id = id.as_bytes();
+        self.table.find(self.hash(id), |p| p.id.as_bytes() == id)
     }
 
     fn get_mut(&mut self, id: &str) -> Option<&mut Pending> {
+        let id = id.as_bytes();
         let hash = self.hash(id);
-        self.table.find_mut(hash, |p| p.command.id() == id)
+        self.table.find_mut(hash, |p| p.id.as_bytes() == id)
     }
 
     fn insert(&mut self, pending: Pending) {
-        let hash = self.hash(pending.command.id());
+        let hash = self.hash(pending.id.as_bytes());
         let hasher = &self.hasher;
         self.table.insert_unique(hash, pending, |p| {
-            std::hash::BuildHasher::hash_one(hasher, p.command.id())
+            std::hash::BuildHasher::hash_one(hasher, p.id.as_bytes())
         });
     }
 
     fn remove(&mut self, id: &str) -> Option<Pending> {
+        let id = id.as_bytes();
         let hash = self.hash(id);
         self.table
-            .find_entry(hash, |p| p.command.id() == id)
+            .find_entry(hash, |p| p.id.as_bytes() == id)
             .ok()
             .map(|e| e.remove().0)
     }
@@ -841,6 +849,7 @@ impl ControlSender {
         let order = self.next_order;
         self.next_order += 1;
         self.pending.insert(Pending {
+            id: CompactId::new(command.id()),
             command,
             policy,
             deadline: now + policy.ack_window,
@@ -1125,12 +1134,30 @@ impl ControlSender {
 /// Cheap to clone: the target keeps a key in its dedupe map, its eviction order, its
 /// deadline queue and every output about the command, so both strings live in one
 /// shared buffer.
-#[derive(Clone, PartialEq, Eq, Hash)]
+#[derive(Clone, Eq)]
 pub struct CommandKey {
     /// `source` then `id`, back to back.
     text: Arc<str>,
     /// Where `id` starts in `text`.
     split: usize,
+}
+
+impl PartialEq for CommandKey {
+    fn eq(&self, other: &Self) -> bool {
+        // Clones of one key share their text, and the target's tables hold clones (the
+        // dedupe map, its eviction order): comparing the pointers first spares reading
+        // text long out of cache. `Arc`'s own shortcut does not apply to `Arc<str>`.
+        self.split == other.split
+            && (Arc::ptr_eq(&self.text, &other.text) || self.text == other.text)
+    }
+}
+
+// Written out beside `PartialEq`, and hashing what it compares: equal keys hash equal.
+impl std::hash::Hash for CommandKey {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.text.hash(state);
+        self.split.hash(state);
+    }
 }
 
 impl fmt::Debug for CommandKey {

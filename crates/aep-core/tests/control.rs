@@ -271,6 +271,7 @@ fn command_keys_of_any_length_read_back() {
         let key = CommandKey::new(&source, &id);
         assert_eq!((key.source(), key.id()), (source.as_str(), id.as_str()), "{len}");
         assert_eq!(key, CommandKey::new(&source, &id));
+        assert_eq!(key, key.clone());
         if !id.is_empty() {
             let moved = format!("{source}{}", &id[..1]);
             assert_ne!(key, CommandKey::new(moved, &id[1..]), "{len}");
