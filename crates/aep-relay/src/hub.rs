@@ -54,19 +54,18 @@ pub(crate) struct Incoming<'t> {
     pub(crate) disposition: Disposition,
 }
 
-/// What is kept of an accepted event besides its bytes. A parsed event is boxed, as a
-/// batch holds its events in a list; an in-place reading is not: it lives for one
-/// WebSocket message, and a box for it was two of the 25 allocations of a command's
-/// round trip (the command and its ack).
+/// What is kept of an accepted event besides its bytes. Small, as a batch holds its
+/// events in a list: a parsed event is boxed, and an in-place reading is borrowed from
+/// where the WebSocket reader keeps it for the message (boxing it was two of the 25
+/// allocations of a command's round trip: the command's and its ack's).
 #[derive(Debug)]
-#[allow(clippy::large_enum_variant)] // see above: the large variant is the hot one
 pub(crate) enum Reading<'t> {
     /// Parsed: a subscription needs the event (or the view did not take it).
     Parsed(Box<Event>),
     /// A WebSocket event read in place, borrowed from its message for the ingest:
     /// routing and attribute filters read it, so no `Event` is built for a command, an
     /// ack or a live event (a subscription with a capture ceiling parses one it matches).
-    InPlace(EnvelopeView<'t>),
+    InPlace(&'t EnvelopeView<'t>),
     /// Nothing: a buffered event ingested while no subscription needed it parsed (none,
     /// or all matching on the session alone: fan-out reads that from the frame, and
     /// parses again should another kind have come in meanwhile).
@@ -74,15 +73,15 @@ pub(crate) enum Reading<'t> {
 }
 
 /// What an ingest path keeps of an accepted event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Keep {
+#[derive(Debug)]
+pub(crate) enum Keep<'t> {
     /// Only the bytes of a buffered event (read in place, never parsed when the view
     /// takes it); a live event or a command is parsed.
     Bytes,
     /// The parsed event, always.
     Parsed,
-    /// The in-place reading (a WebSocket message, alive for its ingest).
-    Reading,
+    /// The in-place reading (a WebSocket message, alive for its ingest), put here.
+    Reading(&'t mut Option<EnvelopeView<'t>>),
 }
 
 /// Why one line was refused.
@@ -132,10 +131,13 @@ impl Incoming<'_> {
 }
 
 /// Checks one WebSocket event (a text message, UTF-8 already), keeping its in-place
-/// reading, borrowed from `text`, for routing and fan-out; one the reading does not take
-/// (escapes, ...) is parsed, which decides every case the same.
-pub(crate) fn read_event(text: &str) -> Result<Incoming<'_>, LineError> {
-    read_text(text, Keep::Reading)
+/// reading, borrowed from `text`, in `slot` for routing and fan-out; one the reading
+/// does not take (escapes, ...) is parsed, which decides every case the same.
+pub(crate) fn read_event<'t>(
+    text: &'t str,
+    slot: &'t mut Option<EnvelopeView<'t>>,
+) -> Result<Incoming<'t>, LineError> {
+    read_text(text, Keep::Reading(slot))
 }
 
 /// Checks one event line or body; see [`read_text`]. Bytes that are not UTF-8 are not
@@ -172,7 +174,8 @@ fn json_ws_trimmed(b: &[u8]) -> std::ops::Range<usize> {
 /// read in place ([`EnvelopeView`]) and never parsed into an `Event` (one the view does
 /// not take is parsed and dropped at once): when no subscription needs it only its bytes
 /// are, and a large batch then never holds every parsed event at the same time.
-fn read_text(text: &str, keep: Keep) -> Result<Incoming<'_>, LineError> {
+fn read_text<'t>(text: &'t str, keep: Keep<'t>) -> Result<Incoming<'t>, LineError> {
+    let bytes_only = matches!(keep, Keep::Bytes);
     let json = text
         .get(json_ws_trimmed(text.as_bytes()))
         .unwrap_or_default();
@@ -184,7 +187,7 @@ fn read_text(text: &str, keep: Keep) -> Result<Incoming<'_>, LineError> {
         json.as_bytes()
     };
     let mut checked = None;
-    if keep != Keep::Parsed {
+    if !matches!(keep, Keep::Parsed) {
         // Most events are read in place: a buffered one is then never looked at again
         // until replay, which reads its bytes, and a WebSocket one is routed and matched
         // on the reading. Anything the view does not take goes the full way below,
@@ -192,10 +195,10 @@ fn read_text(text: &str, keep: Keep) -> Result<Incoming<'_>, LineError> {
         if let Some(view) = EnvelopeView::read(json) {
             let disposition = proto::check_view(&view).map_err(LineError::Invalid)?;
             match keep {
-                Keep::Reading => {
+                Keep::Reading(slot) => {
                     return Ok(Incoming {
                         encoded: encode_view(&view, line),
-                        reading: Reading::InPlace(view),
+                        reading: Reading::InPlace(slot.insert(view)),
                         disposition,
                     })
                 }
@@ -223,7 +226,7 @@ fn read_text(text: &str, keep: Keep) -> Result<Incoming<'_>, LineError> {
         None => proto::check_envelope(&event).map_err(LineError::Invalid)?,
     };
     let encoded = encode(&event, line);
-    let reading = if keep == Keep::Bytes && disposition == Disposition::Buffered {
+    let reading = if bytes_only && disposition == Disposition::Buffered {
         Reading::Dropped
     } else {
         Reading::Parsed(Box::new(event))
@@ -975,7 +978,8 @@ mod tests {
             let incoming = parse_line(broken.as_bytes(), keep).unwrap();
             assert_eq!(&*incoming.encoded.json(), stored.as_bytes());
         }
-        let incoming = read_event(&broken).unwrap();
+        let mut slot = None;
+        let incoming = read_event(&broken, &mut slot).unwrap();
         assert_eq!(&*incoming.encoded.json(), stored.as_bytes());
     }
 
@@ -997,7 +1001,7 @@ mod tests {
                 );
             }
             assert!(
-                matches!(read_event(&bad), Err(LineError::Json(_))),
+                matches!(read_event(&bad, &mut None), Err(LineError::Json(_))),
                 "{bad:?}"
             );
         }
@@ -1026,7 +1030,8 @@ mod tests {
         let mut in_place = 0;
         for line in &lines {
             let parsed = read_text(line, Keep::Parsed);
-            if let Some((a, b)) = same_outcome(line, &read_event(line), &parsed) {
+            let mut slot = None;
+            if let Some((a, b)) = same_outcome(line, &read_event(line, &mut slot), &parsed) {
                 assert_eq!(a.routing(), b.routing(), "{line}");
                 assert_eq!(a.session(), b.session(), "{line}");
                 assert!(!matches!(a.reading, Reading::Dropped), "{line}");
@@ -1073,8 +1078,9 @@ mod tests {
             let mut lowered = ceiling(json!({}));
             let mut lowered_other = ceiling(json!({ "session": "s2" }));
             let mut roomy = ceiling_at(json!({ "session": "s1" }), Capture::Full);
+            let mut slot = None;
             let incoming = if in_place {
-                read_event(&line).unwrap()
+                read_event(&line, &mut slot).unwrap()
             } else {
                 read_text(&line, Keep::Parsed).unwrap()
             };

@@ -218,7 +218,8 @@ async fn on_text(
     // event's refusal is the one read here.
     let mut refusal = None;
     if session.hello.is_some() {
-        match read_event(text) {
+        let mut reading = None;
+        match read_event(text, &mut reading) {
             Ok(incoming) => {
                 let direct = incoming.routing().is_some_and(|(ty, _, _)| {
                     frame::is_event_type(ty) && !LifecycleMessage::is_lifecycle_type(ty)
