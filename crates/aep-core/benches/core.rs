@@ -169,7 +169,11 @@ fn attr_match(c: &mut Criterion) {
 /// theirs read about a dozen times between console and agent.
 fn event_type(c: &mut Criterion) {
     let mut g = c.benchmark_group("type");
-    for raw in ["control.accepted", "tool.completed", "x.acme.control.restart"] {
+    for raw in [
+        "control.accepted",
+        "tool.completed",
+        "x.acme.control.restart",
+    ] {
         g.bench_function(format!("parse/{raw}"), |b| {
             b.iter(|| aep_core::types::EventType::parse(black_box(raw)).is_ok())
         });

@@ -59,7 +59,11 @@ pub fn is_dotted_lowercase(ty: &str) -> bool {
 /// assert!(!claims_session("control.pause", true, true));
 /// ```
 pub fn claims_session(event_type: &str, has_session: bool, has_seq: bool) -> bool {
-    claims_session_parsed(EventType::parse(event_type).ok().as_ref(), has_session, has_seq)
+    claims_session_parsed(
+        EventType::parse(event_type).ok().as_ref(),
+        has_session,
+        has_seq,
+    )
 }
 
 /// [`claims_session`] for a `type` already parsed (`None`: outside the grammar), for

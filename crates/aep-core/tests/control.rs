@@ -269,7 +269,11 @@ fn command_keys_of_any_length_read_back() {
         let source = format!("aep://h/agent/{}", "é".repeat(len / 2));
         let id = "i".repeat(len);
         let key = CommandKey::new(&source, &id);
-        assert_eq!((key.source(), key.id()), (source.as_str(), id.as_str()), "{len}");
+        assert_eq!(
+            (key.source(), key.id()),
+            (source.as_str(), id.as_str()),
+            "{len}"
+        );
         assert_eq!(key, CommandKey::new(&source, &id));
         assert_eq!(key, key.clone());
         if !id.is_empty() {
