@@ -616,10 +616,11 @@ pub struct Settled {
 
 #[derive(Debug)]
 struct Pending {
-    /// The command's `id`, held in the table itself: a lookup compares it without
-    /// following two pointers (the `Arc`, then the event's text) into memory that a
-    /// thousand commands in flight have likely pushed out of cache.
-    id: CompactId,
+    /// The command's `id` when it fits inline (30 bytes: a ULID does), held in the table
+    /// itself: a lookup compares it without following two pointers (the `Arc`, then the
+    /// event's text) into memory that a thousand commands in flight have likely pushed
+    /// out of cache. A longer id is read from the command, so no id costs an allocation.
+    id: Option<CompactId>,
     /// Shared with the transmissions queued for it (`poll_transmit_shared`); only
     /// `poll_transmit` hands out a copy.
     command: Arc<Event>,
@@ -629,8 +630,8 @@ struct Pending {
     order: u64,
 }
 
-/// The pending commands by `id`, kept inline with each entry: no key string is
-/// allocated per command.
+/// The pending commands by `id`, kept inline with each entry when short and read from
+/// the command when not: no key string is allocated per command.
 #[derive(Default)]
 struct PendingSet {
     table: hashbrown::HashTable<Pending>,
@@ -645,9 +646,19 @@ impl fmt::Debug for PendingSet {
     }
 }
 
+impl Pending {
+    fn id_bytes(&self) -> &[u8] {
+        match &self.id {
+            Some(inline) => inline.as_bytes(),
+            None => self.command.id().as_bytes(),
+        }
+    }
+}
+
 impl PendingSet {
-    fn hash(&self, id: &[u8]) -> u64 {
-        std::hash::BuildHasher::hash_one(&self.hasher, id)
+    /// The one hash of an id: over its bytes, whether read from an entry or asked for.
+    fn hash(hasher: &foldhash::fast::RandomState, id: &[u8]) -> u64 {
+        std::hash::BuildHasher::hash_one(hasher, id)
     }
 
     fn contains(&self, id: &str) -> bool {
@@ -656,28 +667,28 @@ impl PendingSet {
 
     fn get(&self, id: &str) -> Option<&Pending> {
         let id = id.as_bytes();
-        self.table.find(self.hash(id), |p| p.id.as_bytes() == id)
+        self.table
+            .find(Self::hash(&self.hasher, id), |p| p.id_bytes() == id)
     }
 
     fn get_mut(&mut self, id: &str) -> Option<&mut Pending> {
         let id = id.as_bytes();
-        let hash = self.hash(id);
-        self.table.find_mut(hash, |p| p.id.as_bytes() == id)
+        let hash = Self::hash(&self.hasher, id);
+        self.table.find_mut(hash, |p| p.id_bytes() == id)
     }
 
     fn insert(&mut self, pending: Pending) {
-        let hash = self.hash(pending.id.as_bytes());
+        let hash = Self::hash(&self.hasher, pending.id_bytes());
         let hasher = &self.hasher;
-        self.table.insert_unique(hash, pending, |p| {
-            std::hash::BuildHasher::hash_one(hasher, p.id.as_bytes())
-        });
+        self.table
+            .insert_unique(hash, pending, |p| Self::hash(hasher, p.id_bytes()));
     }
 
     fn remove(&mut self, id: &str) -> Option<Pending> {
         let id = id.as_bytes();
-        let hash = self.hash(id);
+        let hash = Self::hash(&self.hasher, id);
         self.table
-            .find_entry(hash, |p| p.id.as_bytes() == id)
+            .find_entry(hash, |p| p.id_bytes() == id)
             .ok()
             .map(|e| e.remove().0)
     }
@@ -849,7 +860,7 @@ impl ControlSender {
         let order = self.next_order;
         self.next_order += 1;
         self.pending.insert(Pending {
-            id: CompactId::new(command.id()),
+            id: CompactId::inline(command.id()),
             command,
             policy,
             deadline: now + policy.ack_window,

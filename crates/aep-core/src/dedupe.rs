@@ -28,8 +28,8 @@ use crate::Event;
 /// Ids up to this many bytes (a ULID is 26) are stored inline, without an allocation.
 const INLINE: usize = 30;
 
-/// An id kept without an allocation when short: the key of the dedupe ring here and of
-/// the projection's `(source, id)` memory.
+/// An id kept without an allocation when short: the key of the dedupe ring here, of
+/// the projection's `(source, id)` memory, and of the control sender's pending set.
 #[derive(Clone)]
 pub(crate) enum CompactId {
     Inline { len: u8, bytes: [u8; INLINE] },
@@ -49,6 +49,11 @@ impl CompactId {
             }
             _ => CompactId::Heap(src.into()),
         }
+    }
+
+    /// The id inline, or `None` when it is too long to be held without an allocation.
+    pub(crate) fn inline(id: &str) -> Option<CompactId> {
+        (id.len() <= INLINE).then(|| CompactId::new(id))
     }
 
     pub(crate) fn as_bytes(&self) -> &[u8] {

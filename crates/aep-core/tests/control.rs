@@ -261,25 +261,59 @@ impl Sim {
     }
 }
 
-/// Keys join `source` and `id` on the stack when short and on the heap when not; both
-/// read back the same, and a split in another place is another key.
+/// Keys join `source` and `id` on the stack up to 128 bytes and on the heap past them;
+/// both read back the same, hash the same, and a split in another place is another key.
 #[test]
 fn command_keys_of_any_length_read_back() {
-    for len in [0, 1, 60, 101, 102, 127, 128, 129, 400] {
-        let source = format!("aep://h/agent/{}", "é".repeat(len / 2));
-        let id = "i".repeat(len);
-        let key = CommandKey::new(&source, &id);
-        assert_eq!(
-            (key.source(), key.id()),
-            (source.as_str(), id.as_str()),
-            "{len}"
-        );
-        assert_eq!(key, CommandKey::new(&source, &id));
+    let mut seen = std::collections::HashSet::new();
+    // 14 bytes of source plus the id: joined lengths 14 to 154, across the boundary
+    for id_len in (0..=140).chain([400]) {
+        let source = "aep://h/agent/";
+        let id = "é".repeat(id_len / 2) + &"i".repeat(id_len % 2);
+        let key = CommandKey::new(source, &id);
+        assert_eq!((key.source(), key.id()), (source, id.as_str()), "{id_len}");
+        assert_eq!(key, CommandKey::new(source, &id));
         assert_eq!(key, key.clone());
-        if !id.is_empty() {
-            let moved = format!("{source}{}", &id[..1]);
-            assert_ne!(key, CommandKey::new(moved, &id[1..]), "{len}");
+        assert!(
+            seen.insert(key.clone()),
+            "{id_len}: keys of different ids collide"
+        );
+        assert!(seen.contains(&CommandKey::new(source, &id)), "{id_len}");
+        if let Some(first) = id.chars().next() {
+            let moved = format!("{source}{first}");
+            assert_ne!(
+                key,
+                CommandKey::new(moved, &id[first.len_utf8()..]),
+                "{id_len}"
+            );
         }
+    }
+}
+
+/// Ids past the 30 bytes the sender holds inline (a UUID is 36) are found by the id
+/// the command carries: settled by their ack, and refused when sent twice while pending.
+#[test]
+fn long_command_ids_settle_by_their_ack() {
+    for id in [
+        "0123456789abcdefghijklmnopqrstu",      // 31 bytes
+        "123e4567-e89b-12d3-a456-426614174000", // a UUID
+        "c".repeat(300).as_str(),
+    ] {
+        let t = Instant::now();
+        let mut s = ControlSender::new("console", "h");
+        s.send(t, s.command("control.pause", "s1").build(id, "t"))
+            .unwrap();
+        assert!(s.is_pending(id));
+        assert!(s
+            .send(t, s.command("control.pause", "s1").build(id, "t"))
+            .is_err());
+        let ack = Event::new("a1", "control.accepted", "t", "aep://t/agent/a", "a")
+            .with_session("s1")
+            .with_seq(1)
+            .with_cause(id);
+        assert!(s.handle_event(&ack), "{id}");
+        assert_eq!(s.poll_settled().unwrap().command_id, id);
+        assert!(!s.is_pending(id));
     }
 }
 
