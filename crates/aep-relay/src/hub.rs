@@ -56,8 +56,8 @@ pub(crate) struct Incoming<'t> {
 
 /// What is kept of an accepted event besides its bytes. Small, as a batch holds its
 /// events in a list: a parsed event is boxed, and an in-place reading is borrowed from
-/// where the WebSocket reader keeps it for the message (boxing it was two of the 25
-/// allocations of a command's round trip: the command's and its ack's).
+/// where the WebSocket reader keeps it for the message (boxing it cost an allocation
+/// per message, two per command round trip: the command's and its ack's).
 #[derive(Debug)]
 pub(crate) enum Reading<'t> {
     /// Parsed: a subscription needs the event (or the view did not take it).

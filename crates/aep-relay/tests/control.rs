@@ -16,24 +16,31 @@ async fn claim(relay: &aep_relay::RelayHandle, session: &str, accepts: Value) ->
     )
     .await;
     target.send(&ev("session.started", session, 0)).await;
-    // the claim lands once the event is buffered: wait for it through the roster
+    claims_landed(relay, session, 1).await;
+    target
+}
+
+/// Waits until `n` connections claim `session`: a claim lands once its event is
+/// buffered, which the roster shows (one entry per claiming connection).
+async fn claims_landed(relay: &aep_relay::RelayHandle, session: &str, n: usize) {
     let mut probe = Ws::hello(relay, "consumer", json!({})).await;
     for _ in 0..100 {
         probe
             .send(&json!({ "type": "roster", "id": "probe" }))
             .await;
         let reply = probe.recv().await.unwrap();
-        if reply["entries"]
+        let claims = reply["entries"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|e| e["session"] == session)
-        {
-            return target;
+            .filter(|e| e["session"] == session)
+            .count();
+        if claims >= n {
+            return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
-    panic!("claim never landed");
+    panic!("{n} claims on {session} never landed");
 }
 
 async fn sender(relay: &aep_relay::RelayHandle) -> Ws {
@@ -91,64 +98,34 @@ async fn command_without_a_live_claimant_is_refused_no_route() {
     relay.shutdown().await.unwrap();
 }
 
+/// Two claimants, or any more, make a command ambiguous; the refusal counts them all
+/// (AEP-0004 §4, item 5).
 #[tokio::test]
 async fn command_with_two_claimants_is_refused_ambiguous() {
-    let relay = relay().await;
-    let s = session();
-    let mut a = claim(&relay, &s, json!(["control.pause"])).await;
-    let mut b = Ws::hello(&relay, "both", json!({})).await;
-    b.send(&ev("session.started", &s, 0)).await;
-    let mut console = sender(&relay).await;
-    let mut err = Value::Null;
-    for _ in 0..50 {
-        let cmd = command("control.pause", &s);
-        console.send(&cmd).await;
-        err = console.recv().await.unwrap();
-        assert_eq!(err["cause"], cmd["id"]);
-        if err["code"] == "ambiguous" {
-            break;
+    for claimants in [2, 3] {
+        let relay = relay().await;
+        let s = session();
+        let mut held = Vec::new();
+        for _ in 0..claimants {
+            let mut ws = Ws::hello(&relay, "emitter", json!({})).await;
+            ws.send(&ev("session.started", &s, 0)).await;
+            held.push(ws);
         }
-        // the second claim not landed yet: the command went to `a`
-        let _ = a.recv().await;
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    assert_eq!(err["code"], "ambiguous");
-    drop(b); // the second claim held until here
-    relay.shutdown().await.unwrap();
-}
-
-/// The refusal counts every claimant, not only the two that decide it is ambiguous.
-#[tokio::test]
-async fn ambiguous_refusal_counts_every_claimant() {
-    let relay = relay().await;
-    let s = session();
-    let mut a = claim(&relay, &s, json!(["control.pause"])).await;
-    let mut others = Vec::new();
-    for name in ["b", "c"] {
-        let mut ws = Ws::hello(&relay, name, json!({})).await;
-        ws.send(&ev("session.started", &s, 0)).await;
-        others.push(ws);
-    }
-    let mut console = sender(&relay).await;
-    let mut detail = String::new();
-    for _ in 0..50 {
+        claims_landed(&relay, &s, claimants).await;
+        let mut console = sender(&relay).await;
         let cmd = command("control.pause", &s);
         console.send(&cmd).await;
         let err = console.recv().await.unwrap();
+        assert_eq!(err["type"], "error");
+        assert_eq!(err["code"], "ambiguous");
         assert_eq!(err["cause"], cmd["id"]);
-        detail = err["detail"].as_str().unwrap_or_default().to_owned();
-        if detail.contains("3 connected emitters") {
-            break;
-        }
-        if err["code"] != "ambiguous" {
-            // a claim not landed yet: the command went to `a`
-            let _ = a.recv().await;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        assert_eq!(
+            err["detail"],
+            format!("{claimants} connected emitters claim session {s}")
+        );
+        drop(held); // the claims held until here
+        relay.shutdown().await.unwrap();
     }
-    assert_eq!(detail, format!("3 connected emitters claim session {s}"));
-    drop(others); // the claims held until here
-    relay.shutdown().await.unwrap();
 }
 
 #[tokio::test]

@@ -65,8 +65,8 @@ pub(crate) async fn open(
         }
         // TCP_NODELAY: AEP messages are small and often answered (commands, acks,
         // pongs); Nagle would hold one back behind an unacknowledged one. A 32 KiB read
-        // buffer: this tungstenite zero-fills the buffer's whole free space before each
-        // read, which at the 128 KiB default costs more than the read.
+        // buffer: tungstenite zero-fills up to `read_buffer_size` of free buffer before
+        // each read, which at the 128 KiB default costs more than the read.
         let config = WebSocketConfig::default().read_buffer_size(32 * 1024);
         let (mut ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(config), true)
             .await
