@@ -911,6 +911,19 @@ fn recording_target() -> (ControlTarget, Accepts) {
     (target, accepts)
 }
 
+/// Delivers `command` twice and asserts both deliveries are new: nothing recorded an
+/// ack for the first, so the retry is decided again.
+fn assert_decided_twice(target: &ControlTarget, command: Event) {
+    for delivery in 1..=2 {
+        assert_eq!(
+            target.handle(command.clone()).unwrap(),
+            aep_core::control::Delivery::New,
+            "delivery {delivery} of {} is decided",
+            command.id()
+        );
+    }
+}
+
 /// An ack that cannot be emitted (no session attached to ack through) leaves nothing
 /// half-done: the handler hears of it, and the sender's retry of the same envelope is
 /// decided again instead of waiting forever on an ack that never left.
@@ -920,15 +933,7 @@ async fn an_ack_that_cannot_be_emitted_lets_the_retry_be_decided_again() {
     let command = aep_core::ControlSender::new("console", "h")
         .command("control.pause", "nobody-attached")
         .build("c1", "2026-07-03T10:15:04.221Z");
-    assert_eq!(
-        target.handle(command.clone()).unwrap(),
-        aep_core::control::Delivery::New
-    );
-    assert_eq!(
-        target.handle(command).unwrap(),
-        aep_core::control::Delivery::New,
-        "the retry is decided again"
-    );
+    assert_decided_twice(&target, command);
     let accepts = accepts.lock().unwrap();
     assert_eq!(accepts.len(), 2, "the handler called once per delivery");
     assert!(
@@ -954,16 +959,7 @@ async fn a_detached_session_is_no_longer_acked() {
     };
     target.handle(command("c1")).unwrap();
     target.detach("s-detach");
-    let c2 = command("c2");
-    assert_eq!(
-        target.handle(c2.clone()).unwrap(),
-        aep_core::control::Delivery::New
-    );
-    assert_eq!(
-        target.handle(c2).unwrap(),
-        aep_core::control::Delivery::New,
-        "not recorded: decided again"
-    );
+    assert_decided_twice(&target, command("c2"));
     {
         let errors = errors.lock().unwrap();
         assert_eq!(errors.len(), 3);
