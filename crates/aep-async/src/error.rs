@@ -6,9 +6,11 @@ use std::fmt;
 
 /// What went wrong below the protocol: the exchange with the relay did not complete.
 ///
-/// The three kinds are the Python and TypeScript SDKs' taxonomy. A timeout is always
-/// [`TransportErrorKind::Network`], never a bare elapsed error, because to a caller an
-/// endpoint that never answers is the same trouble as one that cannot be reached.
+/// The three kinds are the Python and TypeScript SDKs' taxonomy. A timeout is of kind
+/// [`TransportErrorKind::Network`] (retried like any network failure), and
+/// [`TransportError::is_timeout`] tells it apart; [`TransportError::is_connect`] tells
+/// a failure to establish the connection (TCP, TLS, the upgrade, the `hello` exchange)
+/// from one on an established connection, as reqwest's error does.
 ///
 /// ```
 /// use aep_async::{TransportError, TransportErrorKind};
@@ -17,12 +19,26 @@ use std::fmt;
 /// assert_eq!(e.kind(), TransportErrorKind::Http { status: 401 });
 /// assert_eq!(e.status(), Some(401));
 /// assert!(!e.is_network());
+/// let t = TransportError::timeout("no hello within 30000 ms");
+/// assert!(t.is_network() && t.is_timeout());
 /// ```
 #[derive(Debug)]
 pub struct TransportError {
     kind: TransportErrorKind,
+    detail: Detail,
     message: String,
     source: Option<Box<dyn StdError + Send + Sync + 'static>>,
+}
+
+/// What a `Network` error was, beyond its kind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Detail {
+    /// Nothing more is known.
+    Other,
+    /// A deadline passed.
+    Timeout,
+    /// The connection could not be established.
+    Connect,
 }
 
 /// The class of a [`TransportError`].
@@ -32,6 +48,7 @@ pub struct TransportError {
 /// assert_ne!(TransportErrorKind::Network, TransportErrorKind::Parse);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TransportErrorKind {
     /// Connect, TLS, read or write failed, the connection dropped, a WebSocket
     /// handshake misbehaved, or a deadline passed (connect or per-request timeout).
@@ -62,24 +79,49 @@ impl TransportError {
     ) -> Self {
         TransportError {
             kind: TransportErrorKind::Network,
+            detail: Detail::Other,
             message: message.into(),
             source: Some(Box::new(source)),
         }
     }
 
-    /// A network failure without an underlying error value (a deadline, a stream
-    /// that ended early).
+    /// A network failure without an underlying error value (a stream that ended
+    /// early, a socket closed by the endpoint).
     ///
     /// ```
-    /// let e = aep_async::TransportError::network_msg("connect timeout after 30000 ms");
-    /// assert!(e.is_timeout_or_network());
+    /// let e = aep_async::TransportError::network_msg("socket closed by the endpoint");
+    /// assert!(e.is_network() && !e.is_timeout());
     /// ```
     pub fn network_msg(message: impl Into<String>) -> Self {
         TransportError {
             kind: TransportErrorKind::Network,
+            detail: Detail::Other,
             message: message.into(),
             source: None,
         }
+    }
+
+    /// A deadline that passed (a connect, `hello` or request timeout): a `Network`
+    /// error for which [`TransportError::is_timeout`] holds.
+    ///
+    /// ```
+    /// let e = aep_async::TransportError::timeout("connect timeout after 30000 ms");
+    /// assert!(e.is_timeout() && e.is_retryable());
+    /// ```
+    pub fn timeout(message: impl Into<String>) -> Self {
+        TransportError {
+            detail: Detail::Timeout,
+            ..TransportError::network_msg(message)
+        }
+    }
+
+    /// Marks a `Network` error as one that happened while establishing the connection
+    /// ([`TransportError::is_connect`]). A timeout stays a timeout.
+    pub(crate) fn while_connecting(mut self) -> Self {
+        if self.kind == TransportErrorKind::Network && self.detail == Detail::Other {
+            self.detail = Detail::Connect;
+        }
+        self
     }
 
     /// A refusing HTTP status.
@@ -90,6 +132,7 @@ impl TransportError {
     pub fn http(status: u16, message: impl Into<String>) -> Self {
         TransportError {
             kind: TransportErrorKind::Http { status },
+            detail: Detail::Other,
             message: message.into(),
             source: None,
         }
@@ -108,6 +151,7 @@ impl TransportError {
     ) -> Self {
         TransportError {
             kind: TransportErrorKind::Parse,
+            detail: Detail::Other,
             message: message.into(),
             source: Some(Box::new(source)),
         }
@@ -131,9 +175,40 @@ impl TransportError {
         self.kind == TransportErrorKind::Network
     }
 
-    /// Alias of [`TransportError::is_network`], named for readers looking for timeouts.
-    pub fn is_timeout_or_network(&self) -> bool {
-        self.is_network()
+    /// Whether a deadline passed (connect, `hello`, request): a `Network` error.
+    ///
+    /// ```
+    /// assert!(!aep_async::TransportError::network_msg("reset").is_timeout());
+    /// ```
+    pub fn is_timeout(&self) -> bool {
+        self.detail == Detail::Timeout
+    }
+
+    /// Whether the connection could not be established (TCP connect, TLS, the
+    /// WebSocket upgrade or the `hello` exchange failed for a network reason); a
+    /// refused upgrade is [`TransportErrorKind::Http`] instead, and a deadline
+    /// [`TransportError::is_timeout`].
+    ///
+    /// ```
+    /// assert!(!aep_async::TransportError::network_msg("reset").is_connect());
+    /// ```
+    pub fn is_connect(&self) -> bool {
+        self.detail == Detail::Connect
+    }
+
+    /// A copy for fan-out to several receivers: kind, status, timeout and connect
+    /// marks and message kept; the source is kept only in the message.
+    pub(crate) fn copy(&self) -> TransportError {
+        let message = match &self.source {
+            Some(source) => format!("{}: {source}", self.message),
+            None => self.message.clone(),
+        };
+        TransportError {
+            kind: self.kind,
+            detail: self.detail,
+            message,
+            source: None,
+        }
     }
 
     /// Whether the endpoint answered with a 4xx: the request itself was refused, and
@@ -162,7 +237,13 @@ impl TransportError {
             Some(status) => {
                 TransportError::http(status.as_u16(), format!("{context}: HTTP {status}"))
             }
-            None if e.is_timeout() => TransportError::network(format!("{context}: timed out"), e),
+            None if e.is_timeout() => TransportError {
+                detail: Detail::Timeout,
+                ..TransportError::network(format!("{context}: timed out"), e)
+            },
+            None if e.is_connect() => {
+                TransportError::network(format!("{context}: {e}"), e).while_connecting()
+            }
             None => TransportError::network(format!("{context}: {e}"), e),
         }
     }

@@ -54,6 +54,7 @@ pub mod hub;
 pub mod remote;
 pub mod sink;
 pub mod subscribe;
+mod transport;
 
 pub use aep_core::resume::ResumePosition;
 #[cfg(feature = "ws")]

@@ -34,7 +34,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::TransportError;
 use crate::hub::{Ended, Rejected};
-use crate::subscribe::ws::{hello, open, WsStream};
+use crate::transport::ws::{classify, close_socket, hello, open, Inbound, WsStream};
 
 /// Why a remote subscription was not created.
 ///
@@ -260,10 +260,27 @@ async fn run(
                 }
             }
             incoming = ws.next() => {
-                let text = match incoming {
-                    Some(Ok(Message::Text(text))) => text,
-                    Some(Ok(Message::Close(_))) | Some(Err(_)) | None => break,
-                    Some(Ok(_)) => continue,
+                // Lifecycle messages and deliveries are not AEP messages: they come as
+                // `Undecodable`; the transport answers `ping` (AEP-0003 §3.5 rule 5).
+                let text = match classify(incoming) {
+                    Inbound::Undecodable(text, _) => text,
+                    Inbound::Reply(pong) => {
+                        if ws.send(Message::text(pong)).await.is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                    Inbound::End(_) => break,
+                    Inbound::Closing(c) => {
+                        tracing::info!(reason = ?c.reason, "the relay is closing the connection");
+                        continue;
+                    }
+                    Inbound::Binary(e) => {
+                        tracing::warn!(error = %e, "ignoring a message");
+                        continue;
+                    }
+                    // AEP-0003 frames and events (replay-exhausted, pong): nothing to do
+                    Inbound::Message(_) | Inbound::Nothing => continue,
                 };
                 let Ok(value) = serde_json::from_str::<Value>(text.as_str()) else { continue };
                 if value.get("delivery").is_some() {
@@ -275,7 +292,7 @@ async fn run(
                     continue;
                 }
                 let Ok(message) = LifecycleMessage::from_value(&value) else {
-                    // AEP-0003 frames (ping, replay-exhausted, closing): nothing to do
+                    tracing::debug!("ignoring a message that is no lifecycle message");
                     continue;
                 };
                 match message {
@@ -317,5 +334,5 @@ async fn run(
     for (_, sub) in live.drain() {
         sub.end(Ended::SessionClosed);
     }
-    let _ = ws.close(None).await;
+    close_socket(&mut ws, "lifecycle connection closed").await;
 }

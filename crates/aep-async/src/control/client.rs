@@ -16,12 +16,13 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_tungstenite::tungstenite::Message;
 use tracing::Instrument;
 
-use super::duplex::{classify, close_socket, Inbound};
 use super::error::{ControlError, NackError};
 use super::sender::{settlement, ControlSender, SendOptions};
 use crate::error::TransportError;
-use crate::subscribe::ws::{hello as crate_hello, open, ws_error, WsStream};
-use crate::subscribe::Backoff;
+use crate::transport::ws::{
+    classify, close_socket, hello as crate_hello, open, ws_error, Inbound, WsStream,
+};
+use crate::transport::Backoff;
 
 /// How a [`ControlClient`] connects and who it says it is.
 ///
@@ -523,7 +524,12 @@ impl Task {
                         }
                     }
                     Inbound::Nothing => {}
-                    Inbound::Bad(e) => tracing::warn!(error = %e, "ignoring a message"),
+                    Inbound::Closing(c) => {
+                        tracing::info!(reason = ?c.reason, "the endpoint is closing the connection");
+                    }
+                    Inbound::Binary(e) | Inbound::Undecodable(_, e) => {
+                        tracing::warn!(error = %e, "ignoring a message");
+                    }
                     Inbound::End(e) => return Ended::Dropped(e),
                 },
                 () = self.outgoing.ready.notified() => {

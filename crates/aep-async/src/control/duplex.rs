@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use aep_core::frame::{self, Closing, Frame, Hello, Identity, Message as AepMessage, Role};
+use aep_core::frame::{Hello, Identity, Message as AepMessage, Role};
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, oneshot};
@@ -10,7 +10,9 @@ use tokio_tungstenite::tungstenite::Message;
 use tracing::Instrument;
 
 use crate::error::TransportError;
-use crate::subscribe::ws::{hello as crate_hello, open, ws_error, WsStream};
+use crate::transport::ws::{
+    classify, close_socket, hello as crate_hello, open, ws_error, Inbound, WsStream,
+};
 
 /// How to open a [`Duplex`].
 ///
@@ -186,59 +188,6 @@ fn closed() -> TransportError {
 
 type Write = SplitSink<WsStream, Message>;
 
-/// Sends our `closing` frame and the WebSocket close (AEP-0003 §3.5).
-pub(crate) async fn close_socket(write: &mut Write, reason: &str) {
-    let closing = Frame::Closing(Closing::new(reason)).to_json();
-    let _ = write.send(Message::text(closing)).await;
-    let _ = write.close().await;
-}
-
-/// What one inbound WebSocket message means to a reader.
-// Lives for one match on the read path; boxing the large variant would cost an
-// allocation per message for no gain.
-#[allow(clippy::large_enum_variant)]
-pub(crate) enum Inbound {
-    /// An AEP message for the reader.
-    Message(AepMessage),
-    /// A reply to write back (a `pong` for a `ping`).
-    Reply(String),
-    /// Nothing to do (a WebSocket-level ping or pong).
-    Nothing,
-    /// A message that is not an AEP message.
-    Bad(TransportError),
-    /// The connection ended.
-    End(Option<TransportError>),
-}
-
-/// Classifies one read from the socket. AEP `ping` frames are answered here, once for
-/// every user of a socket (AEP-0003 §3.5).
-pub(crate) fn classify(
-    read: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
-) -> Inbound {
-    match read {
-        None | Some(Ok(Message::Close(_))) => Inbound::End(None),
-        Some(Err(e)) => Inbound::End(Some(ws_error(e))),
-        Some(Ok(Message::Text(text))) => match frame::decode(text.as_str()) {
-            Ok(AepMessage::Frame(f @ Frame::Ping(_))) => match f.pong() {
-                Some(p) => Inbound::Reply(p.to_json()),
-                None => Inbound::Nothing,
-            },
-            Ok(m) => Inbound::Message(m),
-            Err(e) => Inbound::Bad(TransportError::parse("undecodable WebSocket message", e)),
-        },
-        Some(Ok(Message::Binary(b))) => Inbound::Bad(TransportError::parse(
-            "binary WebSocket message: AEP messages are JSON text (AEP-0003 §2)",
-            BinaryFrame(b.len()),
-        )),
-        Some(Ok(_)) => Inbound::Nothing,
-    }
-}
-
-/// A binary message of this many bytes arrived where JSON text was expected.
-#[derive(Debug, thiserror::Error)]
-#[error("binary message of {0} bytes")]
-pub(crate) struct BinaryFrame(pub(crate) usize);
-
 async fn serve(
     ws: WsStream,
     mut ops: mpsc::UnboundedReceiver<Op>,
@@ -260,7 +209,12 @@ async fn serve(
                     }
                 }
                 Inbound::Nothing => {}
-                Inbound::Bad(e) => {
+                Inbound::Closing(c) => {
+                    // the endpoint's orderly close: the reader sees it, the end follows
+                    let closing = AepMessage::Frame(aep_core::frame::Frame::Closing(c));
+                    let _ = inbound.send(Ok(closing)).await;
+                }
+                Inbound::Binary(e) | Inbound::Undecodable(_, e) => {
                     let _ = inbound.send(Err(e)).await;
                 }
                 Inbound::End(e) => {

@@ -341,7 +341,7 @@ impl Worker {
         };
         match tokio::time::timeout(timeout, send).await {
             Ok(r) => r,
-            Err(_) => Err(TransportError::network_msg(format!(
+            Err(_) => Err(TransportError::timeout(format!(
                 "ingest timeout after {} ms",
                 timeout.as_millis()
             ))),

@@ -6,7 +6,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aep_core::frame::{self, Frame, Message as AepMessage, Role};
+use aep_core::frame::{Frame, Message as AepMessage, Role};
 use aep_core::{Event, EventType};
 use futures::stream::SplitSink;
 use futures::{FutureExt, SinkExt, StreamExt};
@@ -18,8 +18,10 @@ use super::{
     Sink, SinkFuture,
 };
 use crate::error::{EmitError, TransportError};
-use crate::subscribe::ws::{hello, open, ws_error, WsStream};
-use crate::subscribe::Backoff;
+use crate::transport::ws::{
+    classify, close_socket, hello, open, ws_error, Inbound, WsRead, WsStream,
+};
+use crate::transport::Backoff;
 
 /// Receives control commands (AEP-0004) that arrive on an emitter's socket.
 ///
@@ -377,7 +379,7 @@ impl Worker {
             }
             let (live, _, closed, _) = self.outbox.level();
             if closed && live == 0 {
-                let _ = write.close().await;
+                close_socket(&mut write, "emitter closed").await;
                 return Ok(());
             }
             tokio::select! {
@@ -412,22 +414,33 @@ impl Worker {
     /// whether it did.
     async fn read_one(
         &self,
-        msg: Option<Result<Message, tokio_tungstenite::tungstenite::Error>>,
+        msg: WsRead,
         write: &mut SplitSink<WsStream, Message>,
     ) -> Result<bool, TransportError> {
-        match msg {
-            None | Some(Ok(Message::Close(_))) => {
-                Err(TransportError::network_msg("socket closed by the endpoint"))
+        let reply = match classify(msg) {
+            Inbound::End(e) => {
+                return Err(e.unwrap_or_else(|| {
+                    TransportError::network_msg("socket closed by the endpoint")
+                }))
             }
-            Some(Err(e)) => Err(ws_error(e)),
-            Some(Ok(Message::Text(text))) => match self.inbound(text.as_str()) {
-                Some(reply) => {
-                    write.feed(Message::text(reply)).await.map_err(ws_error)?;
-                    Ok(true)
-                }
-                None => Ok(false),
-            },
-            Some(Ok(_)) => Ok(false),
+            Inbound::Message(m) => self.inbound(m),
+            Inbound::Reply(pong) => Some(pong),
+            Inbound::Closing(c) => {
+                tracing::info!(reason = ?c.reason, "the endpoint is closing the connection");
+                None
+            }
+            Inbound::Binary(error) | Inbound::Undecodable(_, error) => {
+                (self.outbox.report)(DeliveryReport::Endpoint { error });
+                None
+            }
+            Inbound::Nothing => None,
+        };
+        match reply {
+            Some(reply) => {
+                write.feed(Message::text(reply)).await.map_err(ws_error)?;
+                Ok(true)
+            }
+            None => Ok(false),
         }
     }
 
@@ -438,10 +451,9 @@ impl Worker {
     }
 
     /// Handles one inbound message; returns the reply to send, if any.
-    fn inbound(&self, text: &str) -> Option<String> {
-        // a text frame's payload: tungstenite has checked it is UTF-8
-        match frame::decode(text) {
-            Ok(AepMessage::Event(event)) => {
+    fn inbound(&self, message: AepMessage) -> Option<String> {
+        match message {
+            AepMessage::Event(event) => {
                 let is_command = EventType::parse(event.event_type()).is_ok_and(|t| t.is_command());
                 match (&self.cfg.hook, is_command) {
                     (Some(hook), true) => hook.command(event),
@@ -449,7 +461,7 @@ impl Worker {
                 }
                 None
             }
-            Ok(AepMessage::Frame(Frame::Error(e))) => {
+            AepMessage::Frame(Frame::Error(e)) => {
                 (self.outbox.report)(DeliveryReport::Endpoint {
                     error: TransportError::network_msg(format!(
                         "endpoint error frame: {} {}",
@@ -459,13 +471,8 @@ impl Worker {
                 });
                 None
             }
-            Ok(AepMessage::Frame(f)) => f.pong().map(|p| p.to_json()),
-            Err(e) => {
-                (self.outbox.report)(DeliveryReport::Endpoint {
-                    error: TransportError::parse("undecodable message from the endpoint", e),
-                });
-                None
-            }
+            // other frames (`pong`, unknown ones) are ignored (AEP-0003 §2)
+            AepMessage::Frame(_) => None,
         }
     }
 }

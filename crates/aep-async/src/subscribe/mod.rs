@@ -593,31 +593,3 @@ fn subscribe_ws(url: &str, options: SubscribeOptions) -> Subscription {
 fn subscribe_ws(_url: &str, options: SubscribeOptions) -> Subscription {
     unavailable(&options, "the `ws` feature of aep-async is off")
 }
-
-/// Exponential backoff between `initial` and `max`.
-#[cfg(any(feature = "sse", feature = "ws"))]
-#[derive(Debug)]
-pub(crate) struct Backoff {
-    initial: Duration,
-    max: Duration,
-    next: Duration,
-}
-
-#[cfg(any(feature = "sse", feature = "ws"))]
-impl Backoff {
-    pub(crate) fn new(initial: Duration, max: Duration) -> Self {
-        Backoff {
-            initial,
-            max,
-            next: initial,
-        }
-    }
-    pub(crate) fn reset(&mut self) {
-        self.next = self.initial;
-    }
-    pub(crate) fn next_delay(&mut self) -> Duration {
-        let d = self.next;
-        self.next = (self.next * 2).min(self.max);
-        d
-    }
-}

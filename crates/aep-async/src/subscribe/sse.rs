@@ -12,8 +12,9 @@ use aep_core::Event;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use super::{Backoff, From, Notice, Shared, SubscribeOptions};
+use super::{From, Notice, Shared, SubscribeOptions};
 use crate::error::TransportError;
+use crate::transport::Backoff;
 use aep_core::resume::{is_replay_complete_comment, parse_replay_exhausted_comment};
 
 /// How one stream request ended, when it did not fail.
@@ -242,7 +243,7 @@ impl SseTask {
             r = tokio::time::timeout(timeout, req.send()) => match r {
                 Ok(Ok(res)) => res,
                 Ok(Err(e)) => return Err(TransportError::from_reqwest("stream", e)),
-                Err(_) => return Err(TransportError::network_msg(format!(
+                Err(_) => return Err(TransportError::timeout(format!(
                     "connect timeout after {} ms", timeout.as_millis()))),
             },
             _ = self.shared.cancel.cancelled() => return Ok(Ended::Cancelled),

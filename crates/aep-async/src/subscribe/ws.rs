@@ -7,138 +7,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aep_core::frame::{
-    self, Capabilities, Frame, Hello, IdFrame, Identity, Message as AepMessage, ReplayFrom, Role,
-};
-use aep_core::{Capture, Event};
+use aep_core::frame::{self, Frame, IdFrame, Message as AepMessage, ReplayFrom, Role};
+use aep_core::{Event, Filter};
 use futures::{FutureExt, SinkExt, StreamExt};
-use tokio::net::TcpStream;
 use tokio::sync::mpsc;
-use tokio_tungstenite::tungstenite::client::IntoClientRequest;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
-use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 use tracing::Instrument;
 
-use super::{unavailable, Backoff, From, Notice, Shared, SubscribeOptions, Subscription};
+use super::{unavailable, From, Notice, Shared, SubscribeOptions, Subscription};
 use crate::error::TransportError;
-use aep_core::Filter;
-
-pub(crate) type WsStream = WebSocketStream<MaybeTlsStream<TcpStream>>;
-
-/// `http(s)://host/base` to `ws(s)://host/base/socket`.
-pub(crate) fn socket_url(base: &str) -> String {
-    let base = base.trim_end_matches('/');
-    let base = if let Some(rest) = base.strip_prefix("https://") {
-        format!("wss://{rest}")
-    } else if let Some(rest) = base.strip_prefix("http://") {
-        format!("ws://{rest}")
-    } else {
-        base.to_owned()
-    };
-    format!("{base}/socket")
-}
-
-/// Opens `{base}/socket`, sends `hello` and waits for the endpoint's, all within
-/// `timeout`. Returns the socket and the endpoint's `hello`.
-pub(crate) async fn open(
-    base: &str,
-    token: Option<&str>,
-    timeout: Duration,
-    hello: &Hello,
-) -> Result<(WsStream, Hello), TransportError> {
-    let hello_text = Frame::Hello(Box::new(hello.clone())).to_json();
-    let establish = async {
-        let url = socket_url(base);
-        let mut request = url
-            .as_str()
-            .into_client_request()
-            .map_err(|e| TransportError::network(format!("bad socket URL `{url}`"), e))?;
-        if let Some(t) = token {
-            let value = format!("Bearer {t}")
-                .parse()
-                .map_err(|e| TransportError::network("token is not a valid header value", e))?;
-            request.headers_mut().insert(
-                tokio_tungstenite::tungstenite::http::header::AUTHORIZATION,
-                value,
-            );
-        }
-        // TCP_NODELAY: AEP messages are small and often answered (commands, acks,
-        // pongs); Nagle would hold one back behind an unacknowledged one. A 32 KiB read
-        // buffer: tungstenite zero-fills up to `read_buffer_size` of free buffer before
-        // each read, which at the 128 KiB default costs more than the read.
-        let config = WebSocketConfig::default().read_buffer_size(32 * 1024);
-        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(config), true)
-            .await
-            .map_err(ws_error)?;
-        ws.send(Message::text(hello_text)).await.map_err(ws_error)?;
-        loop {
-            match ws.next().await {
-                Some(Ok(Message::Text(text))) => match frame::decode(text.as_str()) {
-                    Ok(AepMessage::Frame(Frame::Hello(h))) => return Ok((ws, *h)),
-                    Ok(AepMessage::Frame(Frame::Error(e))) => {
-                        return Err(TransportError::network_msg(format!(
-                            "hello refused: {}",
-                            e.code.as_str()
-                        )))
-                    }
-                    Ok(_) => continue,
-                    Err(e) => return Err(TransportError::parse("undecodable hello", e)),
-                },
-                Some(Ok(_)) => continue,
-                Some(Err(e)) => return Err(ws_error(e)),
-                None => return Err(TransportError::network_msg("socket closed before hello")),
-            }
-        }
-    };
-    match tokio::time::timeout(timeout, establish).await {
-        Ok(r) => r,
-        Err(_) => Err(TransportError::network_msg(format!(
-            "WebSocket connect timeout after {} ms",
-            timeout.as_millis()
-        ))),
-    }
-}
-
-/// The `hello` this crate sends (AEP-0003 §4): `accepts` is the control declaration of
-/// an emitter with a command hook.
-pub(crate) fn hello(
-    role: Role,
-    agent: &str,
-    instance: &str,
-    accepts: Option<Vec<String>>,
-) -> Hello {
-    let mut caps = Capabilities::default();
-    caps.capture = Some(Capture::ALL.to_vec());
-    caps.filters = Some(vec!["attr-match".to_owned()]);
-    caps.control = accepts.map(frame::ControlCapability::accepting);
-    Hello::new(role)
-        .with_identity(Identity::new(agent).with_instance(instance))
-        .with_capabilities(caps)
-}
-
-pub(crate) fn ws_error(e: tokio_tungstenite::tungstenite::Error) -> TransportError {
-    use tokio_tungstenite::tungstenite::Error as E;
-    match e {
-        E::Http(res) => {
-            let status = res.status();
-            TransportError::http(
-                status.as_u16(),
-                format!("WebSocket upgrade refused: {status}"),
-            )
-        }
-        other => TransportError::network(format!("WebSocket: {other}"), other),
-    }
-}
-
-/// A copy of a transport error for fan-out to several subscriptions (the source is kept
-/// only in its message).
-pub(crate) fn copy_error(e: &TransportError) -> TransportError {
-    match e.status() {
-        Some(s) => TransportError::http(s, e.to_string()),
-        None => TransportError::network_msg(e.to_string()),
-    }
-}
+use crate::transport::ws::{classify, close_socket, hello, open, ws_error, Inbound, WsStream};
+use crate::transport::Backoff;
 
 /// Configuration of a [`WsConnection`].
 ///
@@ -378,7 +257,7 @@ impl ConnTask {
                 Some(Err(e)) => e,
             };
             for sub in self.subs.values() {
-                sub.shared.notify(Notice::Error(copy_error(&error)));
+                sub.shared.notify(Notice::Error(error.copy()));
             }
             let delay = backoff.next_delay();
             let sleep = tokio::time::sleep(delay);
@@ -426,7 +305,7 @@ impl ConnTask {
             tokio::select! {
                 cmd = self.rx.recv() => match cmd {
                     None => {
-                        let _ = write.close().await;
+                        close_socket(&mut write, "every subscription closed").await;
                         return Flow::Stop;
                     }
                     Some(Command::Subscribe(mut entry)) => {
@@ -445,14 +324,29 @@ impl ConnTask {
                     let mut taken = 0;
                     // Take what is already buffered before handing batches over.
                     while let Some(msg) = next.take() {
-                        match msg {
-                            None => return Flow::Reconnect(TransportError::network_msg("socket closed by the endpoint")),
-                            Some(Err(e)) => return Flow::Reconnect(ws_error(e)),
-                            Some(Ok(Message::Text(text))) => {
-                                self.handle_text(text.as_str(), &mut batches, &mut outgoing, backoff);
+                        match classify(msg) {
+                            Inbound::Message(AepMessage::Event(event)) => self.route(event, &mut batches),
+                            Inbound::Message(AepMessage::Frame(f)) => {
+                                self.handle_frame(f, &mut outgoing, backoff);
                             }
-                            Some(Ok(Message::Close(_))) => return Flow::Reconnect(TransportError::network_msg("socket closed by the endpoint")),
-                            Some(Ok(_)) => {}
+                            Inbound::Reply(pong) => outgoing.push(pong),
+                            Inbound::Closing(c) => {
+                                let reason = c.reason.unwrap_or_default();
+                                for sub in self.subs.values() {
+                                    sub.shared.notify(Notice::Closing { reason: reason.clone() });
+                                }
+                            }
+                            Inbound::Binary(err) | Inbound::Undecodable(_, err) => {
+                                for sub in self.subs.values() {
+                                    sub.shared.notify(Notice::Error(err.copy()));
+                                }
+                            }
+                            Inbound::Nothing => {}
+                            Inbound::End(e) => {
+                                return Flow::Reconnect(e.unwrap_or_else(|| {
+                                    TransportError::network_msg("socket closed by the endpoint")
+                                }))
+                            }
                         }
                         taken += 1;
                         if taken < 512 {
@@ -476,28 +370,7 @@ impl ConnTask {
         }
     }
 
-    fn handle_text(
-        &mut self,
-        // a text frame's payload, which tungstenite has checked is UTF-8
-        text: &str,
-        batches: &mut HashMap<String, Vec<Event>>,
-        outgoing: &mut Vec<String>,
-        backoff: &mut Backoff,
-    ) {
-        let frame = match frame::decode(text) {
-            Ok(AepMessage::Event(event)) => {
-                self.route(event, batches);
-                return;
-            }
-            Ok(AepMessage::Frame(f)) => f,
-            Err(e) => {
-                let err = TransportError::parse("undecodable WebSocket message; dropped", e);
-                for sub in self.subs.values() {
-                    sub.shared.notify(Notice::Error(copy_parse(&err)));
-                }
-                return;
-            }
-        };
+    fn handle_frame(&mut self, frame: Frame, outgoing: &mut Vec<String>, backoff: &mut Backoff) {
         match frame {
             Frame::Subscribed(ack) => {
                 if let Some(sub) = self.subs.get_mut(&ack.id) {
@@ -545,20 +418,8 @@ impl ConnTask {
                     });
                 }
             }
-            Frame::Closing(c) => {
-                let reason = c.reason.unwrap_or_default();
-                for sub in self.subs.values() {
-                    sub.shared.notify(Notice::Closing {
-                        reason: reason.clone(),
-                    });
-                }
-            }
-            ping @ Frame::Ping(_) => {
-                if let Some(pong) = ping.pong() {
-                    outgoing.push(pong.to_json());
-                }
-            }
-            // `unsubscribed`, `pong`, and unknown frames are ignored (AEP-0003 §2).
+            // `unsubscribed`, `pong`, and unknown frames are ignored (AEP-0003 §2);
+            // `ping` and `closing` were taken by the transport.
             _ => {}
         }
     }
@@ -582,19 +443,5 @@ impl ConnTask {
             }
             batches.entry((*last).clone()).or_default().push(event);
         }
-    }
-}
-
-fn copy_parse(e: &TransportError) -> TransportError {
-    TransportError::parse(e.to_string(), std::io::Error::other("see message"))
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn socket_url_maps_schemes() {
-        assert_eq!(super::socket_url("http://h:1/"), "ws://h:1/socket");
-        assert_eq!(super::socket_url("https://h/x"), "wss://h/x/socket");
-        assert_eq!(super::socket_url("ws://h"), "ws://h/socket");
     }
 }
