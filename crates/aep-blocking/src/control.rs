@@ -10,7 +10,7 @@ use std::fmt;
 use std::time::Duration;
 
 pub use aep_async::control::{
-    Accepted, Command, ControlError, Decision, NackError, NackOrigin, NackReason, RejectReason,
+    Accepted, Command, ControlError, Decision, Nack, NackOrigin, NackReason, RejectReason,
     SendOptions,
 };
 #[cfg(feature = "ws")]
@@ -25,6 +25,9 @@ use crate::runtime::Runtime;
 
 /// Sends commands over its own WebSocket and waits for each one's settlement; the
 /// blocking face of [`aep_async::ControlClient`].
+///
+/// Like every blocking call, [`connect`](Self::connect) runs on the
+/// [shared](Runtime::shared) runtime and [`connect_on`](Self::connect_on) on a given one.
 ///
 /// ```no_run
 /// use aep_blocking::control::{ClientOptions, ControlClient, SendOptions};
@@ -41,6 +44,7 @@ use crate::runtime::Runtime;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 #[derive(Debug, Clone)]
 pub struct ControlClient {
     inner: aep_async::ControlClient,
@@ -117,7 +121,7 @@ impl ControlClient {
 }
 
 /// The raw WebSocket binding, `hello` done: events and frames in and out; the blocking
-/// face of [`aep_async::Duplex`].
+/// face of [`aep_async::control::Duplex`].
 ///
 /// ```no_run
 /// use aep_blocking::control::{open_duplex, DuplexOptions};
@@ -132,8 +136,9 @@ impl ControlClient {
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub struct Duplex {
-    inner: aep_async::Duplex,
+    inner: aep_async::control::Duplex,
     runtime: Runtime,
 }
 
@@ -148,19 +153,22 @@ impl fmt::Debug for Duplex {
 
 /// Opens `{base}/socket` on the [shared](Runtime::shared) runtime and exchanges `hello`.
 #[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub fn open_duplex(base: &str, options: DuplexOptions) -> Result<Duplex, Error> {
     open_duplex_on(&Runtime::shared()?, base, options)
 }
 
 /// [`open_duplex`] on a given runtime.
 #[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub fn open_duplex_on(
     runtime: &Runtime,
     base: &str,
     options: DuplexOptions,
 ) -> Result<Duplex, Error> {
     let base = base.to_owned();
-    let inner = runtime.block_on(async move { aep_async::open_duplex(&base, options).await })??;
+    let inner = runtime
+        .block_on(async move { aep_async::control::open_duplex(&base, options).await })??;
     Ok(Duplex {
         inner,
         runtime: runtime.clone(),
@@ -232,7 +240,7 @@ impl Duplex {
 ///     } else if let Ok(accepted) = cmd.accept() {
 ///         let _ = accepted.emit("run.paused", json!({}));
 ///     }
-/// });
+/// })?;
 /// let sink = WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1")
 ///     .token("secret")
 ///     .command_hook(target.clone())
@@ -257,7 +265,10 @@ impl fmt::Debug for ControlTarget {
 
 impl ControlTarget {
     /// A target accepting `accepts`, deciding with `handler`, with the defaults.
-    pub fn new<I, S, F>(accepts: I, handler: F) -> ControlTarget
+    ///
+    /// Fails with [`Error::Runtime`] when the handler's thread cannot be started: a
+    /// target without it could only refuse every command.
+    pub fn new<I, S, F>(accepts: I, handler: F) -> Result<ControlTarget, Error>
     where
         I: IntoIterator<Item = S>,
         S: Into<String>,
@@ -273,10 +284,14 @@ impl ControlTarget {
     /// use std::time::Duration;
     /// use aep_blocking::control::ControlTarget;
     /// let builder = aep_async::ControlTarget::builder(["control.pause"]).ack_window(Duration::from_secs(2));
-    /// let target = ControlTarget::with_builder(builder, |cmd| { let _ = cmd.accept(); });
+    /// let target = ControlTarget::with_builder(builder, |cmd| { let _ = cmd.accept(); })?;
     /// assert_eq!(target.accepts(), ["control.pause"]);
+    /// # Ok::<(), aep_blocking::Error>(())
     /// ```
-    pub fn with_builder<F>(builder: aep_async::control::ControlTargetBuilder, handler: F) -> Self
+    pub fn with_builder<F>(
+        builder: aep_async::control::ControlTargetBuilder,
+        handler: F,
+    ) -> Result<ControlTarget, Error>
     where
         F: Fn(Command) + Send + Sync + 'static,
     {
@@ -285,22 +300,25 @@ impl ControlTarget {
         // arrival order. The thread ends when the last clone of the target is dropped
         // (the channel's sender lives in the async handler).
         let (tx, rx) = std::sync::mpsc::channel::<Command>();
-        let spawned = std::thread::Builder::new()
+        std::thread::Builder::new()
             .name("aep-control-target".into())
             .spawn(move || {
                 while let Ok(cmd) = rx.recv() {
-                    handler(cmd);
+                    // A handler that panics rejects its command `refused` (the command
+                    // is dropped undecided while unwinding); the commands after it are
+                    // still decided.
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(cmd)));
                 }
-            });
-        let tx = spawned.ok().map(|_| std::sync::Mutex::new(tx));
+            })
+            .map_err(Error::Runtime)?;
+        let tx = std::sync::Mutex::new(tx);
         let inner = builder.handler(move |cmd| {
-            // Without a handler thread, dropping the command rejects it `refused`.
-            if let Some(tx) = &tx {
-                let _ = tx.lock().unwrap_or_else(|p| p.into_inner()).send(cmd);
-            }
+            // The thread outlives every sender (it ends when they are all gone), so a
+            // failed send only returns the command, whose drop rejects it `refused`.
+            let _ = tx.lock().unwrap_or_else(|p| p.into_inner()).send(cmd);
             std::future::ready(())
         });
-        ControlTarget { inner }
+        Ok(ControlTarget { inner })
     }
 
     /// The declared command types.
@@ -320,10 +338,15 @@ impl ControlTarget {
         self.inner.detach(session);
     }
 
-    /// Feeds one delivery of a command from a transport you own: new commands go to the
-    /// handler; undeclared types are nacked and redeliveries re-acked before this
-    /// returns.
-    pub fn handle(&self, runtime: &Runtime, command: Event) -> Result<(), Error> {
+    /// Feeds one delivery of a command from a transport you own, on the
+    /// [shared](Runtime::shared) runtime: new commands go to the handler; undeclared
+    /// types are nacked and redeliveries re-acked before this returns.
+    pub fn handle(&self, command: Event) -> Result<(), Error> {
+        self.handle_on(&Runtime::shared()?, command)
+    }
+
+    /// [`ControlTarget::handle`] on `runtime` instead.
+    pub fn handle_on(&self, runtime: &Runtime, command: Event) -> Result<(), Error> {
         let inner = self.inner.clone();
         runtime.enter(|| inner.handle(command))?;
         Ok(())

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aep_async::{DeliveryStats, EmitError, EmitOptions, Sink};
+use aep_core::redact::Redactor;
 use aep_core::{Capture, Event};
 use serde::Serialize;
 
@@ -47,7 +48,7 @@ impl Emitter {
         Self::builder(agent, host).build(sink)
     }
 
-    /// Configure epoch, capture ceiling and runtime before choosing the sink.
+    /// Configure epoch, capture ceiling and redactor before choosing the sink.
     ///
     /// ```
     /// use aep_blocking::{Emitter, JsonlSink};
@@ -64,15 +65,14 @@ impl Emitter {
     pub fn builder(agent: impl Into<String>, host: impl Into<String>) -> EmitterBuilder {
         EmitterBuilder {
             inner: aep_async::Emitter::builder(agent, host),
-            runtime: None,
         }
     }
 
     /// Wraps an async emitter; `runtime` is where [`Emitter::flush`] waits.
-    pub fn from_async(inner: aep_async::Emitter, runtime: Runtime) -> Self {
+    pub fn from_async_on(runtime: &Runtime, inner: aep_async::Emitter) -> Self {
         Emitter {
             inner,
-            runtime: Some(runtime),
+            runtime: Some(runtime.clone()),
         }
     }
 
@@ -168,16 +168,15 @@ impl Emitter {
 /// let rt = aep_blocking::Runtime::new()?;
 /// let emitter = aep_blocking::Emitter::builder("a", "h")
 ///     .epoch(1)
-///     .runtime(&rt)
-///     .build(aep_blocking::JsonlSink::open(&path)?);
+///     .build_on(&rt, aep_blocking::JsonlSink::open(&path)?);
 /// assert!(emitter.runtime().is_some_and(|r| r.same_as(&rt)));
 /// # std::fs::remove_file(&path).ok();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build`"]
 pub struct EmitterBuilder {
     inner: aep_async::EmitterBuilder,
-    runtime: Option<Runtime>,
 }
 
 impl EmitterBuilder {
@@ -191,16 +190,44 @@ impl EmitterBuilder {
         self.inner = self.inner.capture(ceiling);
         self
     }
-    /// The runtime to wait on (default: [`Runtime::shared`]).
-    pub fn runtime(mut self, runtime: &Runtime) -> Self {
-        self.runtime = Some(runtime.clone());
+    /// Runs the redaction pipeline (AEP-0003 §9.4) on every event's `redacted`-gated
+    /// content, as [`aep_async::EmitterBuilder::redactor`].
+    ///
+    /// ```
+    /// use aep_blocking::{EmitOptions, Emitter, JsonlSink};
+    /// use aep_core::redact::{RedactOptions, Redactor};
+    /// use aep_core::Capture;
+    /// # let path = std::env::temp_dir().join(format!("aep-blocking-redactor-{}.jsonl", std::process::id()));
+    /// let emitter = Emitter::builder("a", "h")
+    ///     .capture(Capture::Redacted)
+    ///     .redactor(Redactor::new(RedactOptions::new())?)
+    ///     .build(JsonlSink::open(&path)?);
+    /// let e = emitter.session("s").emit_with(
+    ///     "tool.failed",
+    ///     serde_json::json!({"tool": {"name": "Bash"}, "error": {"type": "E", "message": "export API_KEY=abc123"}}),
+    ///     EmitOptions::new().capture(Capture::Full),
+    /// )?;
+    /// assert!(!e.to_json().contains("abc123"));
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn redactor(mut self, redactor: Redactor) -> Self {
+        self.inner = self.inner.redactor(redactor);
         self
     }
-    /// Finishes with the sink events go to.
+    /// Finishes with the sink events go to; [`Emitter::flush`] and [`Emitter::close`]
+    /// wait on the [shared](Runtime::shared) runtime.
     pub fn build(self, sink: impl Sink) -> Emitter {
         Emitter {
             inner: self.inner.build(sink),
-            runtime: self.runtime,
+            runtime: None,
+        }
+    }
+    /// [`EmitterBuilder::build`] waiting on `runtime` instead.
+    pub fn build_on(self, runtime: &Runtime, sink: impl Sink) -> Emitter {
+        Emitter {
+            inner: self.inner.build(sink),
+            runtime: Some(runtime.clone()),
         }
     }
 }

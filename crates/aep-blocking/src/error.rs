@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use aep_async::control::{ControlError, NackError};
+use aep_async::control::{ControlError, Nack};
 use aep_async::{EmitError, TransportError};
 
 /// What a blocking call can fail with.
@@ -26,8 +26,9 @@ pub enum Error {
          use aep_async in async code, or call from a plain std::thread"
     )]
     InsideRuntime,
-    /// The background runtime could not be started.
-    #[error("starting the aep-blocking runtime thread: {0}")]
+    /// A background thread (the runtime's, or a control target's handler thread) could
+    /// not be started.
+    #[error("starting an aep-blocking thread: {0}")]
     Runtime(#[source] std::io::Error),
     /// The runtime shut down before the call finished (its last user dropped it, or the
     /// caller-provided runtime stopped).
@@ -62,11 +63,11 @@ impl Error {
     /// AEP-0004 §3).
     ///
     /// ```
-    /// use aep_async::control::{ControlError, NackError, NackReason};
-    /// let e = aep_blocking::Error::from(ControlError::from(NackError::timeout("no ack")));
+    /// use aep_async::control::{ControlError, Nack, NackReason};
+    /// let e = aep_blocking::Error::from(ControlError::from(Nack::timeout("no ack")));
     /// assert_eq!(e.nack().map(|n| n.reason()), Some(NackReason::Timeout));
     /// ```
-    pub fn nack(&self) -> Option<&NackError> {
+    pub fn nack(&self) -> Option<&Nack> {
         match self {
             Error::Control(e) => e.nack(),
             _ => None,

@@ -31,6 +31,10 @@
 //! ## Layout
 //!
 //! - [`runtime`](mod@runtime): [`Runtime`] (owned thread, caller's handle, or the shared one).
+//!   Every call that needs a runtime takes the shared one, and has an `_on` form whose
+//!   first argument is the [`Runtime`] to use instead ([`subscribe_on`],
+//!   [`EmitterBuilder::build_on`], `SinkBuilder::build_on`, `ControlClient::connect_on`,
+//!   `open_duplex_on`, [`ControlTarget::handle_on`]).
 //! - [`error`](mod@error): [`Error`].
 //! - [`emit`](mod@emit): [`Emitter`], [`SessionEmitter`], [`EmitterBuilder`].
 //! - [`sink`](mod@sink): `HttpSink` (feature `http`), `WsSink` (feature `ws`), [`JsonlSink`].
@@ -54,29 +58,41 @@ pub mod sink;
 pub mod subscribe;
 
 pub use aep_async::{
-    DeliveryReport, DeliveryStats, EmitError, EmitOptions, From, Notice, ResumePosition,
+    DeliveryReport, DeliveryStats, EmitError, EmitOptions, Notice, ResumePosition, StartFrom,
     SubscribeOptions, Transport, TransportError, TransportErrorKind,
 };
 #[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub use control::{open_duplex, open_duplex_on, ControlClient, Duplex};
-pub use control::{ControlTarget, NackError, SendOptions};
+pub use control::{ControlTarget, SendOptions};
 pub use emit::{Emitter, EmitterBuilder, SessionEmitter};
 pub use error::Error;
 pub use runtime::Runtime;
 pub use sink::{AsyncSinkBuilder, JsonlSink, NetSink, Sink, SinkBuilder};
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use sink::{HttpSink, HttpSinkBuilder};
 #[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub use sink::{WsSink, WsSinkBuilder};
-pub use subscribe::{
-    subscribe, subscribe_on, RecvError, RecvTimeoutError, Subscription, TryRecvError,
-};
+#[cfg(any(feature = "sse", feature = "ws"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "sse", feature = "ws"))))]
+pub use subscribe::{subscribe, subscribe_on};
+pub use subscribe::{RecvError, RecvTimeoutError, Subscription, TryRecvError};
 
 const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Runtime>();
     assert_send_sync::<Emitter>();
     assert_send_sync::<SessionEmitter>();
+    assert_send_sync::<ControlTarget>();
+    #[cfg(feature = "ws")]
+    {
+        assert_send_sync::<ControlClient>();
+        assert_send_sync::<WsSink>();
+    }
+    #[cfg(feature = "http")]
+    assert_send_sync::<HttpSink>();
     const fn assert_send<T: Send>() {}
     assert_send::<Subscription>();
 };

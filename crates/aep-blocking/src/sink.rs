@@ -58,38 +58,33 @@ impl AsyncSinkBuilder for aep_async::WsSinkBuilder {
 /// # let _ = builder;
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build`"]
 pub struct SinkBuilder<B> {
     inner: B,
-    runtime: Option<Runtime>,
 }
 
 impl<B: AsyncSinkBuilder> SinkBuilder<B> {
     /// Starts from an async builder configured elsewhere.
     pub fn from_async(inner: B) -> Self {
-        SinkBuilder {
-            inner,
-            runtime: None,
-        }
+        SinkBuilder { inner }
     }
     /// Any option of the async builder.
     pub fn configure(mut self, f: impl FnOnce(B) -> B) -> Self {
         self.inner = f(self.inner);
         self
     }
-    /// The runtime that delivers (default: [`Runtime::shared`]).
-    pub fn runtime(mut self, runtime: &Runtime) -> Self {
-        self.runtime = Some(runtime.clone());
-        self
-    }
-    /// Starts the delivery task; fails when the runtime or the client cannot be
-    /// created.
+    /// Starts the delivery task on the [shared](Runtime::shared) runtime; fails when
+    /// the runtime or the client cannot be created.
     pub fn build(self) -> Result<NetSink<B::Sink>, Error> {
-        let runtime = match self.runtime {
-            Some(rt) => rt,
-            None => Runtime::shared()?,
-        };
+        self.build_on(&Runtime::shared()?)
+    }
+    /// [`SinkBuilder::build`] delivering on `runtime` instead.
+    pub fn build_on(self, runtime: &Runtime) -> Result<NetSink<B::Sink>, Error> {
         let inner = runtime.enter(|| self.inner.start())?;
-        Ok(NetSink { inner, runtime })
+        Ok(NetSink {
+            inner,
+            runtime: runtime.clone(),
+        })
     }
 }
 

@@ -91,6 +91,7 @@ pub enum RecvTimeoutError {
 /// # let _ = resume_from;
 /// # Ok::<(), aep_blocking::Error>(())
 /// ```
+#[must_use = "a subscription is closed when dropped: keep it and read it"]
 pub struct Subscription {
     inner: aep_async::Subscription,
     runtime: Runtime,
@@ -106,6 +107,8 @@ impl fmt::Debug for Subscription {
 }
 
 /// Subscribes to the relay at `url` on the [shared](Runtime::shared) runtime.
+#[cfg(any(feature = "sse", feature = "ws"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "sse", feature = "ws"))))]
 ///
 /// Returns at once; connecting happens in the background. Fails only when the shared
 /// runtime has to be started and cannot be.
@@ -114,6 +117,8 @@ pub fn subscribe(url: &str, options: SubscribeOptions) -> Result<Subscription, E
 }
 
 /// [`subscribe()`] on a given runtime.
+#[cfg(any(feature = "sse", feature = "ws"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "sse", feature = "ws"))))]
 ///
 /// ```no_run
 /// let rt = aep_blocking::Runtime::new()?;

@@ -49,7 +49,8 @@ fn agent(url: &str, session: &str) -> (Emitter, SessionEmitter) {
                 }
             }
         },
-    );
+    )
+    .unwrap();
     let sink = WsSink::builder(url, "sync-agent", "host-a/1")
         .token(TOKEN)
         .command_hook(target.clone())
@@ -170,5 +171,44 @@ fn duplex_speaks_frames_and_control_refuses_inside_a_runtime() {
     assert!(
         matches!(denied, Error::Transport(ref e) if e.status() == Some(401)),
         "{denied:?}"
+    );
+}
+
+/// A handler that panics rejects its command `refused` (the command is dropped
+/// undecided), and the commands after it are still decided: one bug does not leave the
+/// target refusing everything.
+#[test]
+fn a_panicking_handler_rejects_its_command_and_the_next_is_decided() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let panicked = AtomicBool::new(false);
+    let target = ControlTarget::new(["control.pause"], move |cmd| {
+        if !panicked.swap(true, Ordering::SeqCst) {
+            panic!("a bug in the handler (this panic is the test)");
+        }
+        let _ = cmd.accept();
+    })
+    .unwrap();
+    let sink = aep_testing::MemorySink::new();
+    let emitter = Emitter::new("agent", "host-a", sink.clone());
+    let _session = target.attach(emitter.session("s1"));
+    let commands = aep_testing::ControlStub::new();
+    for _ in 0..2 {
+        let command = commands.command("control.pause", "s1").unwrap();
+        target.handle(command).unwrap();
+    }
+    let deadline = Instant::now() + PATIENCE;
+    while sink.len() < 2 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let acks: Vec<_> = sink
+        .events()
+        .iter()
+        .map(|e| e.event_type().to_owned())
+        .collect();
+    assert_eq!(acks, ["control.rejected", "control.accepted"]);
+    let rejected = &sink.events()[0];
+    assert_eq!(
+        rejected.data().map(|d| d["reason"].clone()),
+        Some(json!("refused"))
     );
 }

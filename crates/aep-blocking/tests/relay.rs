@@ -334,8 +334,8 @@ fn caller_provided_runtime_and_drop_without_runtime() {
         .build()
         .unwrap();
     let rt = Runtime::from_handle(tokio_rt.handle().clone());
-    let sink = HttpSink::builder(relay.url()).runtime(&rt).build().unwrap();
-    let emitter = Emitter::builder("coder", "host-a").runtime(&rt).build(sink);
+    let sink = HttpSink::builder(relay.url()).build_on(&rt).unwrap();
+    let emitter = Emitter::builder("coder", "host-a").build_on(&rt, sink);
     assert!(emitter.runtime().is_some_and(|r| r.same_as(&rt)));
     emitter
         .session("s-own")
