@@ -147,7 +147,7 @@ fn agent(url: &str, token: Option<String>, session_id: &str) -> Result<(), BoxEr
             );
         }
         let _ = answered_tx.try_send(());
-    });
+    })?;
     let mut sink =
         WsSink::builder(url, "blocking-agent", "localhost/1").command_hook(target.clone());
     if let Some(t) = token {

@@ -19,7 +19,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use aep_async::{subscribe, From, Notice, ResumePosition, SubscribeOptions, Transport};
+use aep_async::{subscribe, Notice, ResumePosition, SubscribeOptions, Transport};
 use futures::StreamExt;
 
 /// The command line; `tests/examples.rs` builds it with [`parse`] too.
@@ -70,7 +70,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
                 if let Ok(text) = std::fs::read_to_string(&path) {
                     let positions: Vec<ResumePosition> =
                         serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
-                    opts = opts.from(From::Positions(positions));
+                    opts = opts.from_positions(positions);
                 }
                 from_file = Some(path);
             }

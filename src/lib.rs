@@ -1,20 +1,23 @@
 //! # agenteventprotocol-sdk: the Rust SDK for the Agent Event Protocol
 //!
-//! One dependency; features pick what compiles. The tokio API sits at the crate root
-//! (as `reqwest` does), the rest in modules:
+//! One dependency; features pick what compiles. The tokio API's everyday types sit at
+//! the crate root (as `reqwest` does), the rest in modules:
 //!
 //! | path | feature | what |
 //! |---|---|---|
 //! | [`core`] | always | envelopes, filters, projection, control state machines (no IO) |
 //! | `aep::{Emitter, subscribe, ..}` | `async` (default) | emit and consume on tokio |
+//! | `aep::{emit, sink, subscribe, error}` | `async` | the same, with every option type |
 //! | `aep::control` | `async` (`ws` for the client) | commands and acks (AEP-0004) |
+//! | `aep::lifecycle` | `async` (`ws` for a relay) | the subscription lifecycle model: `Hub`, `LifecycleConnection` |
 //! | `aep::blocking` | `blocking` | the same API for synchronous code |
 //! | `aep::relay` | `relay` | the embeddable relay |
 //! | `aep::testing` | `testing` | relay-free test doubles |
 //!
 //! Transports: `http` (emit over HTTP), `sse` (subscribe over SSE), `ws` (WebSocket
 //! emit, subscribe and control); TLS: `rustls` (default) or `native-tls`. The default is
-//! `async` with every transport over rustls.
+//! `async` with every transport over rustls. An item that needs a feature says so in
+//! its docs; naming a transport that is compiled out does not compile.
 //!
 //! ```no_run
 //! # #[cfg(all(feature = "http", feature = "sse"))]
@@ -37,8 +40,9 @@
 //! ## Layout
 //!
 //! - [`core`]: `aep-sdk-core`, every protocol rule, sans-IO.
-//! - crate root (feature `async`): everything `aep-async` exports, its `control`
-//!   module included.
+//! - crate root (feature `async`): the everyday names of `aep-async`, listed one by one
+//!   below (nothing that would shadow the prelude under `use aep::*`); its modules
+//!   `emit`, `sink`, `subscribe`, `control`, `lifecycle` and `error` hold the rest.
 //! - `blocking` (feature `blocking`): `aep-blocking`.
 //! - `relay` (feature `relay`): `aep-relay`.
 //! - `testing` (feature `testing`): `aep-testing`.
@@ -47,9 +51,27 @@
 
 pub use aep_core as core;
 
+// `subscribe` is the module and, with `sse` or `ws`, the function of the same name.
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
-pub use aep_async::*;
+pub use aep_async::{control, emit, error, lifecycle, sink, subscribe};
+
+// The everyday names at the root, one by one: a name added to aep-async does not reach
+// `use aep::*` users unless it is listed here.
+#[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
+pub use aep_async::{CommandHook, ControlClient, WsSink, WsSinkBuilder};
+#[cfg(feature = "async")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async")))]
+pub use aep_async::{
+    ControlError, ControlSender, ControlTarget, DeliveryReport, DeliveryStats, EmitError,
+    EmitOptions, Emitter, EmitterBuilder, JsonlSink, Notice, ReportHandler, ResumePosition,
+    SessionEmitter, Sink, SinkFuture, StartFrom, SubscribeOptions, Subscription, Transport,
+    TransportError, TransportErrorKind,
+};
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use aep_async::{HttpSink, HttpSinkBuilder};
 #[cfg(feature = "blocking")]
 #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub use aep_blocking as blocking;

@@ -25,6 +25,7 @@ use crate::sink::{DeliveryStats, Sink};
 /// # let _ = opts;
 /// ```
 #[derive(Debug, Clone, Default)]
+#[must_use]
 pub struct EmitOptions {
     subject: Option<String>,
     run: Option<String>,
@@ -378,6 +379,7 @@ pub(crate) fn payload_of(data: &Value) -> Option<&Value> {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build`"]
 pub struct EmitterBuilder {
     agent: String,
     host: String,

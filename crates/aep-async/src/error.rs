@@ -117,6 +117,7 @@ impl TransportError {
 
     /// Marks a `Network` error as one that happened while establishing the connection
     /// ([`TransportError::is_connect`]). A timeout stays a timeout.
+    #[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
     pub(crate) fn while_connecting(mut self) -> Self {
         if self.kind == TransportErrorKind::Network && self.detail == Detail::Other {
             self.detail = Detail::Connect;
@@ -198,6 +199,7 @@ impl TransportError {
 
     /// A copy for fan-out to several receivers: kind, status, timeout and connect
     /// marks and message kept; the source is kept only in the message.
+    #[cfg(feature = "ws")]
     pub(crate) fn copy(&self) -> TransportError {
         let message = match &self.source {
             Some(source) => format!("{}: {source}", self.message),

@@ -25,49 +25,88 @@
 //!
 //! ## Layout
 //!
-//! - [`hub`]: [`Hub`], an in-process producer of the subscription model
-//!   ([`aep_core::subscription`]), each subscriber a `Stream` of deliveries.
-//! - `remote` (feature `ws`): `LifecycleConnection`, the subscription lifecycle
-//!   against a relay's WebSocket (the Rust relay's), each subscription a `Stream`.
-//! - [`error`]: [`TransportError`] (network, HTTP status, parse) and [`EmitError`].
 //! - [`emit`]: [`Emitter`], [`SessionEmitter`], [`EmitOptions`].
 //! - [`sink`]: the [`Sink`] trait; [`JsonlSink`], `HttpSink` (feature `http`), `WsSink`
 //!   (feature `ws`); the bounded outbox that drops `debug`/`info` first.
-//! - [`control`]: [`ControlClient`], [`ControlSender`], [`ControlTarget`], [`Duplex`]
-//!   (AEP-0004 commands and acks).
-//! - [`subscribe`](mod@subscribe): [`subscribe()`], [`SubscribeOptions`], [`Subscription`],
-//!   [`Notice`]; SSE (feature `sse`) and WebSocket (feature `ws`) transports.
+//! - [`subscribe`](mod@subscribe): [`subscribe()`], [`SubscribeOptions`],
+//!   [`Subscription`], [`Notice`]: the event stream of AEP-0003 over SSE (feature `sse`)
+//!   or WebSocket (feature `ws`, with `subscribe::ws::WsConnection` to multiplex).
+//! - [`control`]: `ControlClient` and `Duplex` (feature `ws`), [`ControlSender`],
+//!   [`ControlTarget`] (AEP-0004 commands and acks).
+//! - [`lifecycle`]: the subscription lifecycle model (requested, created or rejected,
+//!   cancelled, expired; delivery modes): [`lifecycle::Hub`] in process,
+//!   `lifecycle::LifecycleConnection` (feature `ws`) against a relay that serves it.
+//! - [`error`]: [`TransportError`] (network, HTTP status, parse) and [`EmitError`].
+//!
+//! Every WebSocket of the crate is opened and read through one internal transport layer
+//! (`hello`, `ping`, `closing`, binary refusal, the reconnect schedule), so every loop
+//! behaves the same on the wire.
 //!
 //! ## Features
 //!
-//! `http` (HTTP emit), `sse` (SSE subscriptions), `ws` (WebSocket sink and
-//! subscriptions), `rustls` (default TLS) or `native-tls`. All but `native-tls` are on
-//! by default; each builds alone.
+//! `http` (HTTP emit), `sse` (SSE subscriptions), `ws` (WebSocket sink, subscriptions,
+//! control and the lifecycle connection), `rustls` (default TLS) or `native-tls`. All
+//! but `native-tls` are on by default; each builds alone. An item that needs a feature
+//! says so in its docs.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod control;
 pub mod emit;
 pub mod error;
-pub mod hub;
-#[cfg(feature = "ws")]
-pub mod remote;
+pub mod lifecycle;
 pub mod sink;
 pub mod subscribe;
+#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 mod transport;
 
 pub use aep_core::resume::ResumePosition;
 #[cfg(feature = "ws")]
-pub use control::{open_duplex, ClientOptions, ControlClient, Duplex, DuplexOptions};
-pub use control::{Command, ControlError, ControlSender, ControlTarget, NackError, SendOptions};
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
+pub use control::ControlClient;
+pub use control::{ControlError, ControlSender, ControlTarget};
 pub use emit::{EmitOptions, Emitter, EmitterBuilder, SessionEmitter};
 pub use error::{EmitError, TransportError, TransportErrorKind};
-pub use hub::{Hub, HubSession, Subscriber};
-#[cfg(feature = "ws")]
-pub use remote::{LifecycleConnection, RemoteSubscriber};
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use sink::http::{HttpSink, HttpSinkBuilder};
 #[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub use sink::ws::{CommandHook, WsSink, WsSinkBuilder};
 pub use sink::{DeliveryReport, DeliveryStats, JsonlSink, ReportHandler, Sink, SinkFuture};
-pub use subscribe::{subscribe, From, Notice, SubscribeOptions, Subscription, Transport};
+#[cfg(any(feature = "sse", feature = "ws"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "sse", feature = "ws"))))]
+pub use subscribe::subscribe;
+pub use subscribe::{Notice, StartFrom, SubscribeOptions, Subscription, Transport};
+
+// What a user shares across tasks and threads must stay shareable: a change that makes
+// one of these !Send or !Sync fails here, not in a user's build.
+const _: () = {
+    const fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<Emitter>();
+    assert_send_sync::<SessionEmitter>();
+    assert_send_sync::<JsonlSink>();
+    assert_send_sync::<ControlSender>();
+    assert_send_sync::<ControlTarget>();
+    assert_send_sync::<ControlError>();
+    assert_send_sync::<EmitError>();
+    assert_send_sync::<TransportError>();
+    assert_send_sync::<SubscribeOptions>();
+    assert_send_sync::<lifecycle::Hub>();
+    assert_send_sync::<lifecycle::HubSession>();
+    #[cfg(feature = "http")]
+    assert_send_sync::<HttpSink>();
+    #[cfg(feature = "ws")]
+    {
+        assert_send_sync::<WsSink>();
+        assert_send_sync::<ControlClient>();
+        assert_send_sync::<control::Duplex>();
+        assert_send_sync::<subscribe::ws::WsConnection>();
+        assert_send_sync::<lifecycle::LifecycleConnection>();
+    }
+    const fn assert_send<T: Send>() {}
+    assert_send::<Subscription>();
+    assert_send::<lifecycle::Subscriber>();
+    #[cfg(feature = "ws")]
+    assert_send::<lifecycle::RemoteSubscriber>();
+};

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use aep_async::hub::{Ended, Hub, HubConfig};
+use aep_async::lifecycle::{Ended, Hub, HubConfig};
 use aep_core::subscription::{
     DeliveryMode, Field, SubscriptionFilter, SubscriptionRequested, TOPIC_ATTR,
 };
@@ -20,7 +20,7 @@ fn seq(id: &str, ty: &str, session: &str, n: u64) -> Event {
     event(id, ty).with_session(session).with_seq(n)
 }
 
-async fn next_id(sub: &mut aep_async::Subscriber) -> String {
+async fn next_id(sub: &mut aep_async::lifecycle::Subscriber) -> String {
     tokio::time::timeout(Duration::from_secs(5), sub.next())
         .await
         .expect("a delivery")

@@ -182,8 +182,8 @@ async fn against_the_rust_relay_over_sse_and_websocket() {
 /// the field, `from_cursor` replay, and a confirmed cancel.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn against_the_rust_relays_lifecycle_surface() {
-    use aep_async::hub::Ended;
-    use aep_async::remote::{LifecycleConnection, SubscribeError};
+    use aep_async::lifecycle::Ended;
+    use aep_async::lifecycle::{LifecycleConnection, SubscribeError};
     use aep_core::subscription::DeliveryMode;
 
     let relay = aep_relay::Relay::builder()
@@ -263,8 +263,8 @@ async fn against_the_rust_relays_lifecycle_surface() {
 /// cancel after it has nothing to confirm.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_expiry_ends_the_remote_subscriber() {
-    use aep_async::hub::Ended;
-    use aep_async::remote::LifecycleConnection;
+    use aep_async::lifecycle::Ended;
+    use aep_async::lifecycle::LifecycleConnection;
 
     let config = aep_relay::RelayConfig::default()
         .with_token(TOKEN)

@@ -16,13 +16,14 @@ use tokio::sync::{mpsc, oneshot, Notify};
 use tokio_tungstenite::tungstenite::Message;
 use tracing::Instrument;
 
-use super::error::{ControlError, NackError};
+use super::error::ControlError;
 use super::sender::{settlement, ControlSender, SendOptions};
 use crate::error::TransportError;
 use crate::transport::ws::{
     classify, close_socket, hello as crate_hello, open, ws_error, Inbound, WsStream,
 };
 use crate::transport::Backoff;
+use aep_core::control::Nack;
 
 /// How a [`ControlClient`] connects and who it says it is.
 ///
@@ -36,6 +37,7 @@ use crate::transport::Backoff;
 /// # let _ = opts;
 /// ```
 #[derive(Clone)]
+#[must_use]
 pub struct ClientOptions {
     token: Option<String>,
     agent: String,
@@ -162,7 +164,7 @@ struct Shared {
 /// `hello` as a consumer; [`send`](Self::send) subscribes to the target session's acks
 /// (once per session: acks are ordinary session events, and a fresh subscriber only sees
 /// live traffic), transmits the command and resolves to the `control.accepted` event or
-/// a [`NackError`]. Any number of tasks may send at once; the handle is cheap to clone.
+/// a [`Nack`](ControlError::Nack). Any number of tasks may send at once; the handle is cheap to clone.
 ///
 /// **Reconnects.** When the connection drops, the client reconnects in the background
 /// (backoff from [`ClientOptions::backoff`]), says `hello` again, re-subscribes every
@@ -337,7 +339,7 @@ impl ControlClient {
         match tokio::time::timeout(window, rx).await {
             Ok(Ok(r)) => r,
             Ok(Err(_)) => Err(ControlError::Closed),
-            Err(_) => Err(NackError::timeout(format!(
+            Err(_) => Err(Nack::timeout(format!(
                 "no roster reply within {} ms",
                 window.as_millis()
             ))
@@ -632,14 +634,14 @@ impl Task {
     fn error_frame(&mut self, e: ErrorFrame) {
         if let Some(id) = e.id.as_deref() {
             if let Some(w) = self.rosters.remove(id) {
-                let _ = w.send(Err(NackError::from_error_frame(&e).into()));
+                let _ = w.send(Err(Nack::from_error_frame(&e).into()));
                 return;
             }
             if let Some((session, _)) = self.sessions.iter().find(|(_, s)| s.id == id) {
                 let session = session.clone();
                 if let Some(sub) = self.sessions.remove(&session) {
                     for w in sub.waiters {
-                        let _ = w.send(Err(NackError::from_error_frame(&e).into()));
+                        let _ = w.send(Err(Nack::from_error_frame(&e).into()));
                     }
                 }
                 return;

@@ -24,6 +24,7 @@ use crate::transport::ws::{
 /// # let _ = opts;
 /// ```
 #[derive(Clone)]
+#[must_use]
 pub struct DuplexOptions {
     pub(crate) token: Option<String>,
     pub(crate) connect_timeout: Duration,

@@ -1,30 +1,19 @@
 //! What a control call can fail with.
 
-use aep_core::control::{SendError, TargetError};
+use aep_core::control::{Nack, SendError, TargetError};
 
 use crate::error::{EmitError, TransportError};
 
-/// A command that was not accepted: a `control.rejected` ack, a relay's
-/// `cause`-correlated `error` frame, or the `timeout` the sender synthesizes (AEP-0004
-/// §3, §4.2). Its [`reason`](aep_core::control::Nack::reason) is one of the
-/// [`NackReason`](aep_core::control::NackReason)s; unknown wire reasons and relay codes
-/// read as `invalid` with the original spelling kept in the detail;
-/// [`is_synthesized`](aep_core::control::Nack::is_synthesized) tells the local timeout
-/// from a wire answer.
-///
-/// ```
-/// use aep_async::control::{NackError, NackReason};
-/// let e = NackError::timeout("no ack within 10000 ms x 3");
-/// assert_eq!(e.reason(), NackReason::Timeout);
-/// assert!(e.is_synthesized());
-/// ```
-pub type NackError = aep_core::control::Nack;
-
 /// Why a control call did not produce its answer.
 ///
+/// A nack is [`aep_core::control::Nack`] (re-exported as [`Nack`](crate::control::Nack)):
+/// a `control.rejected` ack, a relay's `cause`-correlated `error` frame, or the
+/// `timeout` the sender synthesizes (AEP-0004 §3, §4.2); unknown wire reasons and relay
+/// codes read as `invalid` with the original spelling kept in the detail.
+///
 /// ```
-/// use aep_async::control::{ControlError, NackError, NackReason};
-/// let e = ControlError::from(NackError::timeout("duplex closed"));
+/// use aep_async::control::{ControlError, Nack, NackReason};
+/// let e = ControlError::from(Nack::timeout("duplex closed"));
 /// assert_eq!(e.nack().map(|n| n.reason()), Some(NackReason::Timeout));
 /// assert!(ControlError::Closed.nack().is_none());
 /// ```
@@ -33,7 +22,7 @@ pub type NackError = aep_core::control::Nack;
 pub enum ControlError {
     /// The command (or roster request) was answered with a refusal, or timed out.
     #[error(transparent)]
-    Nack(#[from] NackError),
+    Nack(#[from] Nack),
     /// The command was never sent: it breaks a rule of AEP-0004 §2 (not a command type,
     /// no session, carries `seq`, already pending).
     #[error(transparent)]
@@ -62,7 +51,7 @@ pub enum ControlError {
 
 impl ControlError {
     /// The nack, when the command was answered with one (or timed out).
-    pub fn nack(&self) -> Option<&NackError> {
+    pub fn nack(&self) -> Option<&Nack> {
         match self {
             ControlError::Nack(n) => Some(n),
             _ => None,

@@ -42,52 +42,17 @@ mod client;
 #[cfg(feature = "ws")]
 mod duplex;
 
-pub use error::{ControlError, NackError};
+pub use error::ControlError;
 pub use sender::{ControlSender, SendOptions};
 pub use target::{Accepted, Command, ControlTarget, ControlTargetBuilder};
 
 #[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub use client::{ClientOptions, ControlClient};
 #[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub use duplex::{open_duplex, Duplex, DuplexOptions};
 
-/// What one step of a state machine produced, held outside the lock until delivered:
-/// almost always a single item, which is kept inline, so a command or an ack costs no
-/// allocation here (and no buffer crossing glibc's 1 KiB free-list threshold, as a
-/// `Vec` growing to four envelopes would).
-#[derive(Debug)]
-pub(crate) struct Few<T> {
-    first: Option<T>,
-    rest: Vec<T>,
-}
-
-impl<T> Default for Few<T> {
-    fn default() -> Self {
-        Few {
-            first: None,
-            rest: Vec::new(),
-        }
-    }
-}
-
-impl<T> Few<T> {
-    pub(crate) fn push(&mut self, item: T) {
-        if self.first.is_none() {
-            self.first = Some(item);
-        } else {
-            self.rest.push(item);
-        }
-    }
-}
-
-impl<T> IntoIterator for Few<T> {
-    type Item = T;
-    type IntoIter = std::iter::Chain<std::option::IntoIter<T>, std::vec::IntoIter<T>>;
-    fn into_iter(self) -> Self::IntoIter {
-        self.first.into_iter().chain(self.rest)
-    }
-}
-
 pub use aep_core::control::{
-    Decision, NackOrigin, NackReason, RejectReason, DEFAULT_ACK_WINDOW, DEFAULT_RETRIES,
+    Decision, Nack, NackOrigin, NackReason, RejectReason, DEFAULT_ACK_WINDOW, DEFAULT_RETRIES,
 };

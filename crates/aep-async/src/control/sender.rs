@@ -12,9 +12,10 @@ use aep_core::{Capture, Event};
 use serde_json::Value;
 use tokio::sync::{oneshot, Notify};
 
-use super::error::{ControlError, NackError};
+use super::error::ControlError;
 use super::timer::{self, Arm, Timed};
-use super::Few;
+use aep_core::control::Nack;
+use smallvec::SmallVec;
 
 /// The optional parts of one command and its timing.
 ///
@@ -29,6 +30,7 @@ use super::Few;
 /// # let _ = opts;
 /// ```
 #[derive(Debug, Clone, Default)]
+#[must_use]
 pub struct SendOptions {
     run: Option<String>,
     subject: Option<String>,
@@ -90,9 +92,9 @@ impl SendOptions {
     }
 }
 
-type Reply = oneshot::Sender<Result<Event, NackError>>;
+type Reply = oneshot::Sender<Result<Event, Nack>>;
 /// Where a command's settlement arrives.
-pub(crate) type Settlement = oneshot::Receiver<Result<Event, NackError>>;
+pub(crate) type Settlement = oneshot::Receiver<Result<Event, Nack>>;
 
 /// Waits for a started command's settlement.
 pub(crate) async fn settlement(rx: Settlement) -> Result<Event, ControlError> {
@@ -132,7 +134,7 @@ impl Drop for Inner {
 /// Give it a function that writes one command envelope to your duplex; feed it every
 /// inbound event ([`handle_event`](Self::handle_event)) and frame
 /// ([`handle_frame`](Self::handle_frame)). [`send`](Self::send) then resolves to the
-/// `control.accepted` event or a [`NackError`]. Correlation, the identical-envelope
+/// `control.accepted` event or a [`Nack`]. Correlation, the identical-envelope
 /// retries and the synthesized `timeout` are [`aep_core::control::ControlSender`]'s;
 /// this type adds the clock (one timer task) and a waiter per command, so any number
 /// of tasks may send at once. Cheap to clone.
@@ -410,10 +412,13 @@ impl Timed for Inner {
     }
 }
 
+/// What one step of the state machine produced, held outside the lock until delivered:
+/// almost always one command or one settlement, kept inline, so a command or an ack
+/// costs no allocation here.
 #[derive(Default)]
 struct Output {
-    transmit: Few<Arc<Event>>,
-    settled: Few<(Reply, Result<Event, NackError>)>,
+    transmit: SmallVec<[Arc<Event>; 1]>,
+    settled: SmallVec<[(Reply, Result<Event, Nack>); 1]>,
 }
 
 /// Takes everything the core state machine produced.

@@ -19,8 +19,8 @@ use tokio::sync::Notify;
 
 use super::error::ControlError;
 use super::timer::{self, Arm, Timed};
-use super::Few;
 use crate::emit::{self, Attrs, EmitOptions, SessionEmitter};
+use smallvec::SmallVec;
 
 type HandlerFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 type Handler = Arc<dyn Fn(Command) -> HandlerFuture + Send + Sync>;
@@ -60,6 +60,7 @@ impl Drop for Inner {
 /// # let _ = target;
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `handler`"]
 pub struct ControlTargetBuilder {
     config: TargetConfig,
 }
@@ -353,10 +354,10 @@ fn drain(
     st: &mut State,
     mine: Option<&CommandKey>,
 ) -> (
-    Few<core::IncomingCommand>,
+    SmallVec<[core::IncomingCommand; 1]>,
     Option<Result<Minted, ControlError>>,
 ) {
-    let mut decide = Few::default();
+    let mut decide = SmallVec::new();
     let mut minted = None;
     while let Some(out) = st.core.poll_output() {
         match out {

@@ -1,22 +1,5 @@
-//! An in-process subscription hub: the subscription model for a producer that fans its
-//! events out inside one program, each subscriber a [`Stream`] of deliveries.
-//!
-//! The hub drives [`aep_core::subscription::Registry`]: validation, ids, downgrade of
-//! the delivery mode, cancellation, session close and routing are the registry's; the
-//! hub adds the channels, a clock (tokio time, so tests run on a paused clock), and a
-//! bounded replay buffer for `from_cursor`.
-//!
-//! Delivery by effective mode:
-//! - `best_effort`: a full subscriber queue drops the delivery, counted in
-//!   [`Subscriber::dropped`];
-//! - `at_least_once` and `replayable`: [`Hub::publish`] waits for room, so nothing is
-//!   dropped; a subscriber that never reads holds its producer back;
-//! - `replayable`: `from_cursor` (`{session}:{epoch}:{seq}`) first yields the buffered
-//!   events of that session after the position, then goes live, with no event twice and
-//!   none missing in between.
-//!
-//! After a cancel, an event that was already routed may still arrive (the document's
-//! "events in flight"); then the stream ends.
+//! The in-process producer of the subscription lifecycle model: see the module docs
+//! of [`crate::lifecycle`].
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -40,7 +23,7 @@ use tokio::time::{Instant, Sleep};
 ///
 /// ```
 /// use std::time::Duration;
-/// use aep_async::hub::HubConfig;
+/// use aep_async::lifecycle::HubConfig;
 /// use aep_core::subscription::DeliveryMode;
 /// let config = HubConfig::new()
 ///     .with_max_delivery(DeliveryMode::Replayable)
@@ -50,6 +33,7 @@ use tokio::time::{Instant, Sleep};
 /// assert_eq!(config.capacity(), 64);
 /// ```
 #[derive(Debug, Clone, Copy)]
+#[must_use]
 pub struct HubConfig {
     registry: RegistryConfig,
     capacity: usize,
@@ -109,10 +93,11 @@ impl HubConfig {
 /// Why a subscriber's stream ended.
 ///
 /// ```
-/// use aep_async::hub::Ended;
+/// use aep_async::lifecycle::Ended;
 /// assert_ne!(Ended::Cancelled, Ended::Expired);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Ended {
     /// Cancelled by its subscriber (`subscription.cancelled`).
     Cancelled,
@@ -122,24 +107,40 @@ pub enum Ended {
     SessionClosed,
 }
 
-/// A request the hub refused: the `subscription.rejected` it answered, as an error
-/// (its message names the field at fault). Derefs to the message.
+/// A request that was refused: the `subscription.rejected` answer, as an error (its
+/// message names the field at fault).
 ///
 /// ```
-/// use aep_async::hub::Hub;
+/// use aep_async::lifecycle::Hub;
 /// use aep_core::subscription::SubscriptionFilter;
 /// let err = Hub::new().session().subscribe(&SubscriptionFilter::new()).unwrap_err();
 /// assert_eq!(err.to_string(), "subscription rejected: subscription must include at least one filter criterion");
 /// assert_eq!(err.code(), "subscription_rejected");
+/// assert_eq!(err.rejection().message(), err.message());
 /// ```
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("subscription rejected: {}", .0.message())]
-pub struct Rejected(pub SubscriptionRejected);
+pub struct Rejected(SubscriptionRejected);
 
-impl std::ops::Deref for Rejected {
-    type Target = SubscriptionRejected;
-    fn deref(&self) -> &SubscriptionRejected {
+impl Rejected {
+    pub(crate) fn new(rejected: SubscriptionRejected) -> Self {
+        Rejected(rejected)
+    }
+    /// The `subscription.rejected` message as answered.
+    pub fn rejection(&self) -> &SubscriptionRejected {
         &self.0
+    }
+    /// The `subscription.rejected` message, owned.
+    pub fn into_rejection(self) -> SubscriptionRejected {
+        self.0
+    }
+    /// The rejection's code (`subscription_rejected`).
+    pub fn code(&self) -> &str {
+        self.0.code()
+    }
+    /// What was wrong, naming the field at fault.
+    pub fn message(&self) -> &str {
+        self.0.message()
     }
 }
 
@@ -225,7 +226,7 @@ impl Inner {
 /// subscribe with a [`SubscriptionFilter`]. Cloning is cheap; clones share the hub.
 ///
 /// ```
-/// use aep_async::hub::Hub;
+/// use aep_async::lifecycle::Hub;
 /// use aep_core::subscription::{DeliveryMode, SubscriptionFilter};
 /// use aep_core::Event;
 /// use futures::StreamExt;
@@ -363,7 +364,7 @@ impl Hub {
 /// [`HubSession::close`]) cancels all of them.
 ///
 /// ```
-/// use aep_async::hub::{Ended, Hub};
+/// use aep_async::lifecycle::{Ended, Hub};
 /// use aep_core::subscription::{Field, SubscriptionFilter};
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let hub = Hub::new();
@@ -397,7 +398,7 @@ impl HubSession {
     /// message names the field at fault.
     ///
     /// ```
-    /// use aep_async::hub::Hub;
+    /// use aep_async::lifecycle::Hub;
     /// use aep_core::subscription::SubscriptionRequested;
     /// let hub = Hub::new();
     /// let req = SubscriptionRequested::from_payload(serde_json::json!({"types": []}));
@@ -411,11 +412,11 @@ impl HubSession {
         let created = st
             .registry
             .handle_request(&self.key, request, now)
-            .map_err(Rejected)?;
+            .map_err(Rejected::new)?;
         let id = created.subscription_id().to_owned();
         let Some(sub) = st.registry.get(&self.key, &id) else {
             // just registered under this lock: unreachable, but never a panic
-            return Err(Rejected(SubscriptionRejected::new(
+            return Err(Rejected::new(SubscriptionRejected::new(
                 Some(id),
                 request.payload().clone(),
                 &aep_core::subscription::SubscriptionError::NoCriterion,
@@ -488,7 +489,7 @@ fn replay_after(
 /// close; [`Subscriber::ended`] says which. Dropping it cancels the subscription.
 ///
 /// ```
-/// use aep_async::hub::{Ended, Hub};
+/// use aep_async::lifecycle::{Ended, Hub};
 /// use aep_core::subscription::SubscriptionFilter;
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let hub = Hub::new();
@@ -500,6 +501,7 @@ fn replay_after(
 /// assert!(hub.is_empty());
 /// # Ok(()) }
 /// ```
+#[must_use = "a subscriber is cancelled when dropped"]
 pub struct Subscriber {
     inner: Arc<Inner>,
     session: String,

@@ -1,18 +1,5 @@
-//! The consumer side of the subscription model's lifecycle on a relay's WebSocket (the
-//! Rust relay's `/socket`; see the `aep-relay` crate docs): `subscription.requested` ->
-//! `subscription.created` | `subscription.rejected`, deliveries with their effective
-//! mode, `subscription.cancelled`, `subscription.expired`.
-//!
-//! Against a relay without this surface (the reference relay), subscribe with
-//! [`SubscribeOptions::subscription_filter`](crate::SubscribeOptions::subscription_filter)
-//! instead: the lowered filter on the wire, the residual applied locally.
-//!
-//! One connection carries any number of subscriptions; it is the session, so closing it
-//! (dropping the [`LifecycleConnection`]) cancels them all. A slow reader holds the
-//! socket back, and the relay applies each subscription's mode to that backpressure.
-//! The connection does not reconnect: its subscriptions end with
-//! [`Ended::SessionClosed`], and a `replayable` one can be requested again from the
-//! cursor of the last event taken.
+//! The consumer side of the subscription lifecycle model against a relay: see the
+//! module docs of [`crate::lifecycle`].
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
@@ -32,18 +19,19 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
+use super::hub::{Ended, Rejected};
 use crate::error::TransportError;
-use crate::hub::{Ended, Rejected};
 use crate::transport::ws::{classify, close_socket, hello, open, Inbound, WsStream};
 
 /// Why a remote subscription was not created.
 ///
 /// ```
-/// use aep_async::remote::SubscribeError;
+/// use aep_async::lifecycle::SubscribeError;
 /// let err = SubscribeError::Closed;
 /// assert_eq!(err.to_string(), "the connection to the relay is closed");
 /// ```
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum SubscribeError {
     /// The relay answered `subscription.rejected`.
     #[error(transparent)]
@@ -70,7 +58,7 @@ enum Command {
 /// A WebSocket connection to a relay speaking the subscription lifecycle.
 ///
 /// ```no_run
-/// use aep_async::remote::LifecycleConnection;
+/// use aep_async::lifecycle::LifecycleConnection;
 /// use aep_core::subscription::{DeliveryMode, SubscriptionFilter};
 /// use futures::StreamExt;
 ///
@@ -85,6 +73,7 @@ enum Command {
 /// }
 /// # Ok(()) }
 /// ```
+#[must_use = "dropping the connection cancels its subscriptions"]
 pub struct LifecycleConnection {
     commands: mpsc::UnboundedSender<Command>,
     close: CancellationToken,
@@ -140,11 +129,12 @@ impl LifecycleConnection {
 /// Dropping it cancels the subscription.
 ///
 /// ```no_run
-/// # async fn run(mut sub: aep_async::remote::RemoteSubscriber) {
+/// # async fn run(mut sub: aep_async::lifecycle::RemoteSubscriber) {
 /// let confirmed = sub.cancel().await;
 /// assert!(confirmed.is_some() || sub.ended().is_some());
 /// # }
 /// ```
+#[must_use = "a subscription is cancelled when dropped"]
 pub struct RemoteSubscriber {
     commands: mpsc::UnboundedSender<Command>,
     created: SubscriptionCreated,
@@ -309,7 +299,7 @@ async fn run(
                     }
                     LifecycleMessage::Rejected(rejected) => {
                         if let Some(reply) = pending.pop_front() {
-                            let _ = reply.send(Err(Rejected(rejected).into()));
+                            let _ = reply.send(Err(Rejected::new(rejected).into()));
                         }
                     }
                     LifecycleMessage::Cancelled(c) => {

@@ -28,6 +28,7 @@ use crate::error::{EmitError, TransportError};
 /// # let _ = builder;
 /// ```
 #[derive(Clone)]
+#[must_use = "a builder does nothing until `build`"]
 pub struct HttpSinkBuilder {
     base: String,
     token: Option<String>,
@@ -269,9 +270,10 @@ impl Worker {
         let events = batch.len();
         let (body, content_type) = encode(batch);
         let started = Instant::now();
-        let mut delay = cfg.retry_initial;
         let mut attempt = 0u32;
         loop {
+            let delay =
+                crate::transport::reconnect_delay(cfg.retry_initial, cfg.retry_max, attempt);
             attempt += 1;
             let error = match self.post(body.clone(), content_type).await {
                 Ok(()) => {
@@ -303,7 +305,6 @@ impl Worker {
                 attempt,
             });
             tokio::time::sleep(delay).await;
-            delay = (delay * 2).min(cfg.retry_max);
         }
     }
 

@@ -17,6 +17,7 @@ use aep_core::{Event, Severity};
 use crate::error::{EmitError, TransportError};
 
 #[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
 pub mod jsonl;
 #[cfg(any(feature = "http", feature = "ws"))]
@@ -28,6 +29,7 @@ pub(crate) use outbox::Claim;
 #[cfg(any(feature = "http", feature = "ws"))]
 pub(crate) use outbox::{default_handler, AbandonGuard, Outbox};
 #[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub mod ws;
 
 /// A boxed future returned by [`Sink`] methods.
@@ -81,6 +83,7 @@ pub trait Sink: Send + Sync + fmt::Debug + 'static {
 /// assert_eq!(s.pending(), 0);
 /// ```
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DeliveryStats {
     /// Events taken by `accept`.
     pub accepted: u64,

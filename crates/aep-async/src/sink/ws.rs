@@ -66,6 +66,7 @@ pub trait CommandHook: Send + Sync + fmt::Debug + 'static {
 /// # let _ = builder;
 /// ```
 #[derive(Clone)]
+#[must_use = "a builder does nothing until `build`"]
 pub struct WsSinkBuilder {
     base: String,
     agent: String,

@@ -3,7 +3,7 @@
 //!
 //! - `(source, id)` dedupe, bounded (AEP-0001 §7.4);
 //! - [`Subscription::positions`]: the latest `(session, epoch, seq)` per session, to
-//!   persist and pass back as [`From::Positions`];
+//!   persist and pass back as [`StartFrom::Positions`];
 //! - reconnect with exponential backoff, resuming exactly from the positions of what the
 //!   caller has taken from the stream (no gap; duplicates collapsed before the caller);
 //! - a resume set larger than `from_budget` encoded characters: the newest positions
@@ -11,6 +11,10 @@
 //! - a 4xx on a resume-carrying request shrinks the set and retries; `from=all`
 //!   refused falls back to live-only;
 //! - markers and errors go to the [`Notice`] handler, never into the stream.
+//!
+//! A build without `sse` and `ws` has the types but no [`Transport`] to run them on.
+// In such a build nothing constructs a subscription.
+#![cfg_attr(not(any(feature = "sse", feature = "ws")), allow(dead_code))]
 
 use std::collections::VecDeque;
 use std::fmt;
@@ -33,18 +37,21 @@ use crate::error::TransportError;
 #[cfg(feature = "sse")]
 mod sse;
 #[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub mod ws;
 
-/// Where a subscription starts.
+/// Where a subscription starts (the `from` of AEP-0003 §5, §7).
 ///
 /// ```
-/// use aep_async::From;
+/// use aep_async::StartFrom;
 /// use aep_core::resume::ResumePosition;
-/// let from = From::Positions(vec![ResumePosition::new("s1", 0, 41)]);
-/// assert_ne!(from, From::All);
+/// let from = StartFrom::Positions(vec![ResumePosition::new("s1", 0, 41)]);
+/// assert_ne!(from, StartFrom::All);
+/// assert_eq!(StartFrom::default(), StartFrom::Live);
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub enum From {
+#[non_exhaustive]
+pub enum StartFrom {
     /// Live delivery only (the default).
     #[default]
     Live,
@@ -56,19 +63,38 @@ pub enum From {
     All,
 }
 
-/// The consuming binding.
+/// The consuming binding. A variant exists only with its feature (`sse`, `ws`), so
+/// naming a binding that is compiled out is a compile error, not a subscription that
+/// ends at once; the enum is `#[non_exhaustive]`, so a crate that matches on it keeps
+/// compiling when another crate in the build turns the other feature on.
+///
+/// Without [`SubscribeOptions::transport`], a subscription uses SSE, or WebSocket in a
+/// build without the `sse` feature.
 ///
 /// ```
-/// assert_eq!(aep_async::Transport::default(), aep_async::Transport::Sse);
+/// # #[cfg(feature = "ws")] {
+/// use aep_async::{SubscribeOptions, Transport};
+/// let opts = SubscribeOptions::new().transport(Transport::WebSocket);
+/// # let _ = opts; }
 /// ```
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Transport {
     /// Server-Sent Events, `GET {base}/stream` (AEP-0003 §3.3).
-    #[default]
+    #[cfg(feature = "sse")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "sse")))]
     Sse,
     /// WebSocket, `{base}/socket` with `subscribe` frames (AEP-0003 §6.5).
+    #[cfg(feature = "ws")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
     WebSocket,
 }
+
+/// The binding of a subscription that names none.
+#[cfg(feature = "sse")]
+const DEFAULT_TRANSPORT: Transport = Transport::Sse;
+#[cfg(all(feature = "ws", not(feature = "sse")))]
+const DEFAULT_TRANSPORT: Transport = Transport::WebSocket;
 
 /// Something the caller may want to know that is not an event.
 ///
@@ -130,6 +156,7 @@ pub type NoticeHandler = Arc<dyn Fn(Notice) + Send + Sync>;
 ///
 /// | option | default |
 /// |---|---|
+/// | transport | SSE (WebSocket in a build without `sse`) |
 /// | filter | `{}` (everything) |
 /// | capture ceiling | none (the endpoint's) |
 /// | from | live only |
@@ -141,7 +168,7 @@ pub type NoticeHandler = Arc<dyn Fn(Notice) + Send + Sync>;
 /// | dedupe memory | 50 000 `(source, id)` keys |
 ///
 /// ```
-/// use aep_async::{SubscribeOptions, Transport};
+/// use aep_async::SubscribeOptions;
 /// use aep_core::Capture;
 /// use serde_json::json;
 ///
@@ -149,16 +176,17 @@ pub type NoticeHandler = Arc<dyn Fn(Notice) + Send + Sync>;
 ///     .filter(json!({"type": ["attention.*"], "severity": {"gte": "notice"}}))
 ///     .capture(Capture::Metadata)
 ///     .token("secret")
-///     .transport(Transport::WebSocket)
+///     .from_all()
 ///     .on_notice(|n| eprintln!("{n:?}"));
-/// assert_eq!(opts.get_from_budget(), 6000);
+/// # let _ = opts;
 /// ```
 #[derive(Clone)]
+#[must_use = "options do nothing until passed to subscribe()"]
 pub struct SubscribeOptions {
     pub(crate) filter: Value,
     pub(crate) capture: Option<Capture>,
     pub(crate) token: Option<String>,
-    pub(crate) from: From,
+    pub(crate) from: StartFrom,
     pub(crate) live: bool,
     pub(crate) backoff_initial: Duration,
     pub(crate) backoff_max: Duration,
@@ -167,7 +195,7 @@ pub struct SubscribeOptions {
     pub(crate) connect_timeout: Duration,
     pub(crate) dedupe_capacity: usize,
     pub(crate) buffer: usize,
-    pub(crate) transport: Transport,
+    pub(crate) transport: Option<Transport>,
     pub(crate) on_notice: Option<NoticeHandler>,
     pub(crate) residual: Option<Residual>,
 }
@@ -196,7 +224,7 @@ impl Default for SubscribeOptions {
             filter: Value::Object(Default::default()),
             capture: None,
             token: None,
-            from: From::Live,
+            from: StartFrom::Live,
             live: true,
             backoff_initial: Duration::from_millis(500),
             backoff_max: Duration::from_secs(10),
@@ -205,7 +233,7 @@ impl Default for SubscribeOptions {
             connect_timeout: Duration::from_secs(30),
             dedupe_capacity: 50_000,
             buffer: 256,
-            transport: Transport::Sse,
+            transport: None,
             on_notice: None,
             residual: None,
         }
@@ -229,7 +257,7 @@ impl SubscribeOptions {
     /// plus a residual predicate applied here to what the relay delivers. Replaces
     /// [`SubscribeOptions::filter`]. The filter's `from_cursor`
     /// (`{session}:{epoch}:{seq}`, [`aep_core::subscription::Cursor`]) becomes the resume
-    /// position ([`From::Positions`]); a malformed cursor is refused here with a
+    /// position ([`StartFrom::Positions`]); a malformed cursor is refused here with a
     /// [`CursorError`] that says why, rather than dropped. The effective delivery mode is
     /// the endpoint's (AEP-0003 §8.4), whatever `delivery_mode` asks.
     ///
@@ -251,7 +279,7 @@ impl SubscribeOptions {
         if let Some(text) = filter.from_cursor() {
             let cursor = Cursor::parse(text)?;
             let at = ResumePosition::new(cursor.session(), cursor.epoch(), cursor.seq());
-            self.from = From::Positions(vec![at]);
+            self.from = StartFrom::Positions(vec![at]);
         }
         Ok(self)
     }
@@ -265,18 +293,18 @@ impl SubscribeOptions {
         self.token = Some(token.into());
         self
     }
-    /// Where to start.
-    pub fn from(mut self, from: From) -> Self {
+    /// Where to start (default [`StartFrom::Live`]).
+    pub fn start_from(mut self, from: StartFrom) -> Self {
         self.from = from;
         self
     }
-    /// Resume from persisted positions.
+    /// Resume from persisted positions: [`StartFrom::Positions`].
     pub fn from_positions(self, positions: Vec<ResumePosition>) -> Self {
-        self.from(From::Positions(positions))
+        self.start_from(StartFrom::Positions(positions))
     }
-    /// Replay everything the endpoint holds first (AEP-0003 §5).
+    /// Replay everything the endpoint holds first (AEP-0003 §5): [`StartFrom::All`].
     pub fn from_all(self) -> Self {
-        self.from(From::All)
+        self.start_from(StartFrom::All)
     }
     /// `live=false`: one history pass (SSE `live=0`) that ends at `replay-complete`.
     /// Only the SSE transport offers it.
@@ -300,10 +328,6 @@ impl SubscribeOptions {
         self.from_budget = chars;
         self
     }
-    /// The budget set by [`SubscribeOptions::from_budget`].
-    pub fn get_from_budget(&self) -> usize {
-        self.from_budget
-    }
     /// Most `live=0` drain requests per (re)connect.
     pub fn max_replay_chunks(mut self, n: usize) -> Self {
         self.max_replay_chunks = n;
@@ -324,9 +348,9 @@ impl SubscribeOptions {
         self.dedupe_capacity = n;
         self
     }
-    /// The binding.
+    /// The binding (default SSE, or WebSocket in a build without `sse`).
     pub fn transport(mut self, t: Transport) -> Self {
-        self.transport = t;
+        self.transport = Some(t);
         self
     }
     /// Where [`Notice`]s go (default: `tracing`, errors at `warn`).
@@ -361,7 +385,7 @@ impl fmt::Debug for Shared {
 impl Shared {
     fn new(opts: &SubscribeOptions) -> Self {
         let positions = match &opts.from {
-            From::Positions(ps) => ps.iter().cloned().collect(),
+            StartFrom::Positions(ps) => ps.iter().cloned().collect(),
             _ => Positions::new(),
         };
         Shared {
@@ -439,6 +463,7 @@ impl Shared {
 /// sub.close(); // idempotent
 /// # let _ = resume_from; }
 /// ```
+#[must_use = "a subscription is closed when dropped: keep it and read it"]
 pub struct Subscription {
     rx: mpsc::Receiver<Vec<Event>>,
     buf: VecDeque<Event>,
@@ -480,7 +505,7 @@ impl Subscription {
 
     /// The latest `(session, epoch, seq)` per session among the events taken from the
     /// stream, least recently advanced first. Persist it; resume with
-    /// [`From::Positions`].
+    /// [`SubscribeOptions::from_positions`].
     pub fn positions(&self) -> Vec<ResumePosition> {
         self.shared.positions()
     }
@@ -531,16 +556,16 @@ impl Stream for Subscription {
 /// Returns at once; connecting, resuming and reconnecting happen in a background task
 /// on the current tokio runtime. Called outside a runtime, the subscription ends at once
 /// with a `Network` [`Notice::Error`]. With [`Transport::WebSocket`] the subscription
-/// opens its own connection; use [`ws::WsConnection`] to multiplex several on one.
+/// opens its own connection; use `ws::WsConnection` to multiplex several on one.
 ///
 /// ```no_run
-/// use aep_async::{subscribe, From, SubscribeOptions};
+/// use aep_async::{subscribe, SubscribeOptions};
 /// use futures::StreamExt;
 ///
 /// # async fn run(saved: Vec<aep_core::resume::ResumePosition>) {
 /// let mut sub = subscribe(
 ///     "http://127.0.0.1:8787",
-///     SubscribeOptions::new().from(From::Positions(saved)).token("secret"),
+///     SubscribeOptions::new().from_positions(saved).token("secret"),
 /// );
 /// while let Some(event) = sub.next().await {
 ///     // handle it; `sub.positions()` is what to persist
@@ -548,13 +573,19 @@ impl Stream for Subscription {
 /// }
 /// # }
 /// ```
+#[cfg(any(feature = "sse", feature = "ws"))]
+#[cfg_attr(docsrs, doc(cfg(any(feature = "sse", feature = "ws"))))]
 pub fn subscribe(url: &str, options: SubscribeOptions) -> Subscription {
-    match options.transport {
+    match options.transport.unwrap_or(DEFAULT_TRANSPORT) {
+        #[cfg(feature = "sse")]
         Transport::Sse => subscribe_sse(url, options),
+        #[cfg(feature = "ws")]
         Transport::WebSocket => subscribe_ws(url, options),
     }
 }
 
+/// A subscription that ends at once, having told its notice handler why.
+#[cfg(any(feature = "sse", feature = "ws"))]
 fn unavailable(options: &SubscribeOptions, why: &str) -> Subscription {
     let (sub, shared, tx) = Subscription::new(options);
     shared.notify(Notice::Error(TransportError::network_msg(why.to_owned())));
@@ -573,11 +604,6 @@ fn subscribe_sse(url: &str, options: SubscribeOptions) -> Subscription {
     sub
 }
 
-#[cfg(not(feature = "sse"))]
-fn subscribe_sse(_url: &str, options: SubscribeOptions) -> Subscription {
-    unavailable(&options, "the `sse` feature of aep-async is off")
-}
-
 #[cfg(feature = "ws")]
 fn subscribe_ws(url: &str, options: SubscribeOptions) -> Subscription {
     let conn = ws::WsConnection::builder(url)
@@ -587,9 +613,4 @@ fn subscribe_ws(url: &str, options: SubscribeOptions) -> Subscription {
         .connect();
     // The subscription holds the only handle: the connection ends with it.
     conn.subscribe(options)
-}
-
-#[cfg(not(feature = "ws"))]
-fn subscribe_ws(_url: &str, options: SubscribeOptions) -> Subscription {
-    unavailable(&options, "the `ws` feature of aep-async is off")
 }

@@ -12,7 +12,7 @@ use aep_core::Event;
 use tokio::sync::mpsc;
 use tracing::Instrument;
 
-use super::{From, Notice, Shared, SubscribeOptions};
+use super::{Notice, Shared, StartFrom, SubscribeOptions};
 use crate::error::TransportError;
 use crate::transport::Backoff;
 use aep_core::resume::{is_replay_complete_comment, parse_replay_exhausted_comment};
@@ -86,7 +86,7 @@ impl SseTask {
         let live = self.opts.live;
         let budget = FromBudget::new(self.opts.from_budget, self.opts.max_replay_chunks);
         let mut backoff = Backoff::new(self.opts.backoff_initial, self.opts.backoff_max);
-        let mut pending_all = self.opts.from == From::All;
+        let mut pending_all = self.opts.from == StartFrom::All;
         let mut from_cap: Option<usize> = None;
         let mut attempt = 0u32;
         while !self.cancelled() {

@@ -14,7 +14,7 @@ use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
 use tracing::Instrument;
 
-use super::{unavailable, From, Notice, Shared, SubscribeOptions, Subscription};
+use super::{unavailable, Notice, Shared, StartFrom, SubscribeOptions, Subscription};
 use crate::error::TransportError;
 use crate::transport::ws::{classify, close_socket, hello, open, ws_error, Inbound, WsStream};
 use crate::transport::Backoff;
@@ -28,6 +28,7 @@ use crate::transport::Backoff;
 /// # let _ = conn; }
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `connect`"]
 pub struct WsConnectionBuilder {
     base: String,
     token: Option<String>,
@@ -105,6 +106,7 @@ impl WsConnectionBuilder {
 /// # let _ = (attention, errors); }
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "the connection ends when its last handle and subscription are dropped"]
 pub struct WsConnection {
     cmd: Option<mpsc::UnboundedSender<Command>>,
     next_id: Arc<AtomicU64>,
@@ -140,7 +142,7 @@ impl WsConnection {
         let entry = SubEntry {
             id: id.clone(),
             route: Filter::from_value(&options.filter).ok(),
-            pending_all: options.from == From::All,
+            pending_all: options.from == StartFrom::All,
             options,
             shared,
             tx,

@@ -1,6 +1,7 @@
 //! The client side of the bindings every loop of this crate shares: the WebSocket layer
-//! ([`ws`]: connect and `hello` under one timeout, message classification, `ping`
-//! answered, binary refused, orderly `closing`) and the reconnect schedule.
+//! (`ws`: connect and `hello` under one timeout, message classification, `ping`
+//! answered, binary refused, orderly `closing`) and the reconnect schedule (also the
+//! HTTP sink's retry schedule).
 //!
 //! Each loop (the WebSocket sink, WebSocket subscriptions, the control client and
 //! `Duplex`, the lifecycle connection, the SSE subscription) keeps only what is its own:
@@ -24,6 +25,7 @@ pub(crate) fn reconnect_delay(initial: Duration, max: Duration, attempt: u32) ->
 }
 
 /// The reconnect schedule of one loop: counts failed attempts since the last success.
+#[cfg(any(feature = "sse", feature = "ws"))]
 #[derive(Debug, Clone)]
 pub(crate) struct Backoff {
     initial: Duration,
@@ -31,6 +33,7 @@ pub(crate) struct Backoff {
     attempt: u32,
 }
 
+#[cfg(any(feature = "sse", feature = "ws"))]
 impl Backoff {
     pub(crate) fn new(initial: Duration, max: Duration) -> Self {
         Backoff {
@@ -82,6 +85,7 @@ mod tests {
         assert_eq!(reconnect_delay(Duration::ZERO, MS(10), 5), Duration::ZERO);
     }
 
+    #[cfg(any(feature = "sse", feature = "ws"))]
     #[test]
     fn backoff_counts_attempts_and_a_success_resets_it() {
         let mut b = Backoff::new(MS(100), MS(1000));
