@@ -13,7 +13,7 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use aep_async::control::{ClientOptions, ControlClient, ControlError, SendOptions};
+use aep::control::{ClientOptions, ControlClient, ControlError, SendOptions};
 use serde_json::json;
 
 const USAGE: &str = "usage: control --url URL [--token T] --session S TYPE [--data JSON] [--run R] [--subject ID] [--ack-window-ms MS] [--retries N]";

@@ -37,8 +37,8 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use aep_async::control::{ClientOptions, ControlClient, ControlTarget, SendOptions};
-use aep_async::{Emitter, WsSink};
+use aep::control::{ClientOptions, ControlClient, ControlTarget, SendOptions};
+use aep::{Emitter, WsSink};
 use serde_json::json;
 
 const TOKEN: &str = "bench";

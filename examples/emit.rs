@@ -12,7 +12,7 @@
 
 use std::process::ExitCode;
 
-use aep_async::{Emitter, HttpSink};
+use aep::{Emitter, HttpSink};
 use serde_json::json;
 
 /// The command line; `tests/examples.rs` builds it with [`parse`] too.

@@ -19,7 +19,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use aep_async::{subscribe, Notice, ResumePosition, SubscribeOptions, Transport};
+use aep::{subscribe, Notice, ResumePosition, SubscribeOptions, Transport};
 use futures::StreamExt;
 
 /// The command line; `tests/examples.rs` builds it with [`parse`] too.

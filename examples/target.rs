@@ -26,8 +26,8 @@ use std::collections::{HashMap, HashSet};
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
-use aep_async::control::{ControlTarget, RejectReason};
-use aep_async::{CommandHook, EmitOptions, Emitter, WsSink};
+use aep::control::{ControlTarget, RejectReason};
+use aep::{CommandHook, EmitOptions, Emitter, WsSink};
 use serde_json::json;
 
 struct Args {

@@ -8,17 +8,10 @@ use aep_async::lifecycle::{Ended, Hub, HubConfig};
 use aep_core::subscription::{
     DeliveryMode, Field, SubscriptionFilter, SubscriptionRequested, TOPIC_ATTR,
 };
-use aep_core::Event;
 use futures::StreamExt;
 use serde_json::json;
 
-fn event(id: &str, ty: &str) -> Event {
-    Event::new(id, ty, "2026-07-09T10:00:00.000Z", "memory:main", "agent-a")
-}
-
-fn seq(id: &str, ty: &str, session: &str, n: u64) -> Event {
-    event(id, ty).with_session(session).with_seq(n)
-}
+use aep_test_support::events::{event, session_event as seq};
 
 async fn next_id(sub: &mut aep_async::lifecycle::Subscriber) -> String {
     tokio::time::timeout(Duration::from_secs(5), sub.next())

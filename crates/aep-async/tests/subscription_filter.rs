@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use aep_async::{subscribe, SubscribeOptions, Transport};
 use aep_core::subscription::{Field, SubscriptionFilter, TOPIC_ATTR};
+use aep_test_support::events::{json_event, ndjson, with};
 use common::{ReferenceRelay, Relay, RelayConfig};
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -20,14 +21,11 @@ const TOKEN: &str = "t";
 const PATIENCE: Duration = Duration::from_secs(30);
 
 fn event(id: &str, ty: &str, session: &str, seq: u64, topic: Option<&str>) -> Value {
-    let mut e = json!({
-        "aep": "0.1", "id": id, "type": ty, "time": "2026-07-09T10:00:00.000Z",
-        "source": "aep://test/agent/a", "agent": "a", "session": session, "seq": seq,
-    });
-    if let Some(topic) = topic {
-        e[TOPIC_ATTR] = json!(topic);
+    let e = with(json_event(ty, session, seq), "id", json!(id));
+    match topic {
+        Some(topic) => with(e, TOPIC_ATTR, json!(topic)),
+        None => e,
     }
-    e
 }
 
 /// `tool.*.progress` or `run.*`, on topic `tasks.t1`: an inner `*` the wire cannot say,
@@ -58,7 +56,7 @@ fn events(session: &str) -> Vec<Value> {
 const EXPECTED: [&str; 4] = ["e1", "e4", "e6", "e9"];
 
 async fn post(url: &str, events: &[Value]) {
-    let body: String = events.iter().map(|e| format!("{e}\n")).collect();
+    let body = ndjson(events);
     let status = reqwest::Client::new()
         .post(format!("{url}/events"))
         .bearer_auth(TOKEN)

@@ -132,7 +132,7 @@ pub(crate) async fn open(
     match tokio::time::timeout(timeout, establish).await {
         Ok(r) => r.map_err(TransportError::while_connecting),
         Err(_) => Err(TransportError::timeout(format!(
-            "WebSocket connect and hello timed out after {} ms",
+            "WebSocket connect timeout after {} ms (connect, upgrade and hello)",
             timeout.as_millis()
         ))),
     }

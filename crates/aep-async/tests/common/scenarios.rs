@@ -1,7 +1,7 @@
 // End-to-end scenarios of issue 6 ("Done when"), written once against the `TestRelay`
 // alias and `include!`d by `reference_relay.rs` (the Node reference relay) and
 // `rust_relay.rs` (the embedded `aep_relay`), so both relays run the same assertions.
-// `TestRelay` must offer `start(cfg)`, `stopped(port, cfg)`, `start_now()` and
+// `TestRelay` must offer `start(cfg)`, `stopped(cfg)`, `start_now()` and
 // implement `common::Relay`.
 
 use std::sync::{Arc, Mutex};
@@ -13,9 +13,7 @@ use aep_async::{
     Transport, WsSink,
 };
 use aep_core::{Event, Severity};
-use common::{
-    free_port, sse_response, status_response, Notices, Relay, RelayConfig, Scripted, Silent,
-};
+use common::{sse_response, status_response, Notices, Relay, RelayConfig, Scripted, Silent};
 use futures::{SinkExt, StreamExt};
 use serde_json::json;
 
@@ -100,8 +98,7 @@ async fn http_emit_then_sse_history_pass() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn relay_down_at_start_then_delivered_and_streamed() {
-    let port = free_port();
-    let mut relay = TestRelay::stopped(port, RelayConfig::default());
+    let mut relay = TestRelay::stopped(RelayConfig::default());
     let url = relay.url();
     let reports: Arc<Mutex<Vec<String>>> = Arc::default();
     let emitter = Emitter::new("coder", "host-a", http_sink(&url, &reports));

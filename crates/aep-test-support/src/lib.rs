@@ -1,0 +1,18 @@
+//! What the SDK's integration tests share, so each helper is written once (never
+//! published).
+//!
+//! - [`events`]: events as parsed envelopes or as JSON values, and NDJSON bodies;
+//! - [`relay`]: the embedded relay on a port it holds for its whole life, so a test
+//!   can stop it and start it again on the same address without racing anyone for the
+//!   port;
+//! - [`servers`]: servers that misbehave on purpose (silent, scripted) and canned
+//!   HTTP responses;
+//! - [`sse`]: an SSE parser for tests that read a stream by hand;
+//! - [`wait`]: polling a condition with a deadline, async or blocking.
+#![allow(clippy::unwrap_used)]
+
+pub mod events;
+pub mod relay;
+pub mod servers;
+pub mod sse;
+pub mod wait;
