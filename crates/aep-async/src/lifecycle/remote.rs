@@ -326,3 +326,33 @@ async fn run(
     }
     close_socket(&mut ws, "lifecycle connection closed").await;
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::transport::ws::testing::{exchange_hello, serve};
+
+    /// The lifecycle connection reads through the transport layer: it answers an AEP
+    /// `ping` (AEP-0003 §3.5 rule 5), and a refused binary message does not end it.
+    #[tokio::test]
+    async fn answers_ping_and_survives_a_binary_message() {
+        let (url, server) = serve(|mut ws| async move {
+            exchange_hello(&mut ws).await;
+            ws.send(Message::binary(vec![0u8; 4])).await.unwrap();
+            for t in [1, 2] {
+                let ping = format!(r#"{{"type":"ping","t":{t}}}"#);
+                ws.send(Message::text(ping)).await.unwrap();
+                let wait = std::time::Duration::from_secs(10);
+                let read = tokio::time::timeout(wait, ws.next()).await;
+                let pong = read.expect("a pong").unwrap().unwrap().into_text().unwrap();
+                assert_eq!(pong.as_str(), format!(r#"{{"type":"pong","t":{t}}}"#));
+            }
+        })
+        .await;
+        let conn = LifecycleConnection::connect(&url, None).await.unwrap();
+        server.await.unwrap();
+        drop(conn);
+    }
+}

@@ -220,6 +220,45 @@ where
     let _ = write.close().await;
 }
 
+/// A real WebSocket server for the tests of the loops that read through this layer.
+#[cfg(test)]
+pub(crate) mod testing {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use tokio::net::TcpListener;
+
+    pub(crate) type Server = WebSocketStream<TcpStream>;
+
+    /// A one-connection server: `script` runs with the accepted socket.
+    pub(crate) async fn serve<F, Fut>(script: F) -> (String, tokio::task::JoinHandle<()>)
+    where
+        F: FnOnce(Server) -> Fut + Send + 'static,
+        Fut: std::future::Future<Output = ()> + Send,
+    {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let task = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+            script(ws).await;
+        });
+        (url, task)
+    }
+
+    /// Reads the client's hello and answers with ours.
+    pub(crate) async fn exchange_hello(ws: &mut Server) {
+        let first = ws.next().await.unwrap().unwrap();
+        let text = first.into_text().unwrap();
+        assert!(matches!(
+            frame::decode(text.as_str()),
+            Ok(AepMessage::Frame(Frame::Hello(_)))
+        ));
+        let ours = Frame::Hello(Box::new(Hello::new(Role::Both))).to_json();
+        ws.send(Message::text(ours)).await.unwrap();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     //! The transport against a real WebSocket server on `127.0.0.1:0` that says what
@@ -236,35 +275,7 @@ mod tests {
         assert_eq!(socket_url("ws://h"), "ws://h/socket");
     }
 
-    type Server = WebSocketStream<TcpStream>;
-
-    /// A one-connection server: `script` runs with the accepted socket.
-    async fn serve<F, Fut>(script: F) -> (String, tokio::task::JoinHandle<()>)
-    where
-        F: FnOnce(Server) -> Fut + Send + 'static,
-        Fut: std::future::Future<Output = ()> + Send,
-    {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let task = tokio::spawn(async move {
-            let (tcp, _) = listener.accept().await.unwrap();
-            let ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
-            script(ws).await;
-        });
-        (url, task)
-    }
-
-    /// Reads the client's hello and answers with ours.
-    async fn exchange_hello(ws: &mut Server) {
-        let first = ws.next().await.unwrap().unwrap();
-        let text = first.into_text().unwrap();
-        assert!(matches!(
-            frame::decode(text.as_str()),
-            Ok(AepMessage::Frame(Frame::Hello(_)))
-        ));
-        let ours = Frame::Hello(Box::new(Hello::new(Role::Both))).to_json();
-        ws.send(Message::text(ours)).await.unwrap();
-    }
+    use super::testing::{exchange_hello, serve};
 
     fn client_hello() -> Hello {
         hello(Role::Consumer, "test", "transport", None)
