@@ -23,6 +23,9 @@
 
 use std::hint::black_box;
 
+mod common;
+use common::{event_line, SerializingSink};
+
 /// Every mode `main` runs, for the usage message.
 const MODES: &[&str] = &[
     "none",
@@ -38,35 +41,13 @@ const MODES: &[&str] = &[
     "emit",
 ];
 
-fn line(seq: usize, session: &str) -> String {
-    format!(
-        r#"{{"aep":"0.1","id":"01JBENCH{seq:018}","type":"tool.called","time":"2026-01-01T00:00:00.000Z","source":"aep://bench/agent/a/session/{session}","agent":"a","session":"{session}","seq":{seq},"severity":"notice","capture":"metadata","data":{{"tool":"bash","args":{{"cmd":"ls -la"}}}}}}"#
-    )
-}
-
-#[derive(Debug, Default)]
-struct SerializingSink(std::sync::Mutex<Vec<u8>>);
-
-impl aep_async::Sink for SerializingSink {
-    fn accept(&self, event: &aep_core::Event) -> Result<(), aep_async::EmitError> {
-        let mut buf = self.0.lock().unwrap();
-        buf.clear();
-        event.write_json(&mut buf);
-        Ok(())
-    }
-    fn flush(&self) -> aep_async::SinkFuture<'_> {
-        Box::pin(async {})
-    }
-    fn close(&self) -> aep_async::SinkFuture<'_> {
-        Box::pin(async {})
-    }
-}
-
 fn main() {
     let mut args = std::env::args().skip(1).filter(|a| a != "--bench");
     let mode = args.next().unwrap_or_else(|| "consume".into());
     let n: usize = args.next().and_then(|v| v.parse().ok()).unwrap_or(20_000);
-    let lines: Vec<String> = (0..n).map(|i| line(i, &format!("s{}", i % 10))).collect();
+    let lines: Vec<String> = (0..n)
+        .map(|i| event_line("a", &format!("s{}", i % 10), i))
+        .collect();
     match mode.as_str() {
         "none" => {
             black_box(&lines);

@@ -26,6 +26,9 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::TcpListener;
 
+mod common;
+use common::{event_line, SerializingSink};
+
 /// CPU seconds this process has used (user + system), from /proc/self/stat: robust to
 /// the machine's load, unlike wall time.
 fn cpu_seconds() -> f64 {
@@ -97,12 +100,6 @@ async fn serve(respond: Responder) -> String {
     url
 }
 
-fn event_line(agent: &str, session: &str, seq: usize) -> String {
-    format!(
-        r#"{{"aep":"0.1","id":"01JBENCH{seq:018}","type":"tool.called","time":"2026-01-01T00:00:00.000Z","source":"aep://bench/agent/{agent}/session/{session}","agent":"{agent}","session":"{session}","seq":{seq},"severity":"notice","capture":"metadata","data":{{"tool":"bash","args":{{"cmd":"ls -la"}}}}}}"#
-    )
-}
-
 async fn emit_sdk(url: &str, n: usize, sessions: usize) -> Duration {
     let sink = HttpSink::builder(url)
         .max_batch(
@@ -171,24 +168,6 @@ async fn consume_filtered(
     let d = t.elapsed();
     assert_eq!(got, n, "{transport:?}");
     d
-}
-
-#[derive(Debug, Default)]
-struct NullSink(std::sync::Mutex<Vec<u8>>);
-
-impl aep_async::Sink for NullSink {
-    fn accept(&self, event: &aep_core::Event) -> Result<(), aep_async::EmitError> {
-        let mut buf = self.0.lock().unwrap();
-        buf.clear();
-        event.write_json(&mut buf);
-        Ok(())
-    }
-    fn flush(&self) -> aep_async::SinkFuture<'_> {
-        Box::pin(async {})
-    }
-    fn close(&self) -> aep_async::SinkFuture<'_> {
-        Box::pin(async {})
-    }
 }
 
 #[derive(Debug, Default)]
@@ -346,7 +325,7 @@ async fn main() {
     // No IO: building envelopes into a sink that only serializes (what HttpSink's
     // accept does before queueing).
     {
-        let sink = NullSink::default();
+        let sink = SerializingSink::default();
         let emitter = Emitter::new("a", "bench", sink);
         let s = emitter.session("s0");
         let data = json!({"tool": "bash", "args": {"cmd": "ls -la"}});

@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use aep_async::{subscribe, SubscribeOptions, Transport};
 use aep_core::subscription::{Field, SubscriptionFilter, TOPIC_ATTR};
-use aep_test_support::events::{json_event, ndjson, with};
+use aep_test_support::events::{json_event, with};
+use aep_test_support::http::post_ndjson;
 use common::{ReferenceRelay, Relay, RelayConfig};
 use futures::StreamExt;
 use serde_json::{json, Value};
@@ -53,20 +54,19 @@ fn events(session: &str) -> Vec<Value> {
     ]
 }
 
+/// The embedded Rust relay with the test's token.
+async fn rust_relay() -> aep_relay::RelayHandle {
+    aep_relay::Relay::builder()
+        .token(TOKEN)
+        .start()
+        .await
+        .unwrap()
+}
+
 const EXPECTED: [&str; 4] = ["e1", "e4", "e6", "e9"];
 
 async fn post(url: &str, events: &[Value]) {
-    let body = ndjson(events);
-    let status = reqwest::Client::new()
-        .post(format!("{url}/events"))
-        .bearer_auth(TOKEN)
-        .header("aep-version", "0.1")
-        .header("content-type", "application/x-ndjson")
-        .body(body)
-        .send()
-        .await
-        .unwrap()
-        .status();
+    let status = post_ndjson(url, TOKEN, events).await.status();
     assert!(status.is_success(), "ingest refused: {status}");
 }
 
@@ -164,11 +164,7 @@ async fn against_the_reference_relay_over_sse_and_websocket() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn against_the_rust_relay_over_sse_and_websocket() {
-    let relay = aep_relay::Relay::builder()
-        .token(TOKEN)
-        .start()
-        .await
-        .unwrap();
+    let relay = rust_relay().await;
     let url = relay.url().to_owned();
     assert_eq!(run(&url, Transport::Sse, "s-rust-sse").await, EXPECTED);
     assert_eq!(run(&url, Transport::WebSocket, "s-rust-ws").await, EXPECTED);
@@ -184,11 +180,7 @@ async fn against_the_rust_relays_lifecycle_surface() {
     use aep_async::lifecycle::{LifecycleConnection, SubscribeError};
     use aep_core::subscription::DeliveryMode;
 
-    let relay = aep_relay::Relay::builder()
-        .token(TOKEN)
-        .start()
-        .await
-        .unwrap();
+    let relay = rust_relay().await;
     let url = relay.url().to_owned();
     let conn = LifecycleConnection::connect(&url, Some(TOKEN))
         .await

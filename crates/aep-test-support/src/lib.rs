@@ -2,6 +2,7 @@
 //! published).
 //!
 //! - [`events`]: events as parsed envelopes or as JSON values, and NDJSON bodies;
+//! - [`http`]: posting events to a relay as a plain HTTP producer;
 //! - [`relay`]: the embedded relay on a port it holds for its whole life, so a test
 //!   can stop it and start it again on the same address without racing anyone for the
 //!   port;
@@ -12,6 +13,7 @@
 #![allow(clippy::unwrap_used)]
 
 pub mod events;
+pub mod http;
 pub mod relay;
 pub mod servers;
 pub mod sse;

@@ -48,25 +48,25 @@ impl Recorder {
     /// after [`PATIENCE`].
     pub async fn wait_for(&self, needle: &str) {
         let deadline = Instant::now() + PATIENCE;
-        while !self.any(needle) {
-            assert!(
-                Instant::now() < deadline,
-                "nothing recorded contains {needle:?}: {:?}",
-                self.all()
-            );
+        while !self.seen_by(needle, deadline) {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
     /// [`Recorder::wait_for`] for a plain thread.
     pub fn wait_for_blocking(&self, needle: &str) {
         let deadline = Instant::now() + PATIENCE;
-        while !self.any(needle) {
-            assert!(
-                Instant::now() < deadline,
-                "nothing recorded contains {needle:?}: {:?}",
-                self.all()
-            );
+        while !self.seen_by(needle, deadline) {
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+    /// Whether `needle` was recorded; panics with what was if `deadline` has passed.
+    fn seen_by(&self, needle: &str, deadline: Instant) -> bool {
+        let seen = self.any(needle);
+        assert!(
+            seen || Instant::now() < deadline,
+            "nothing recorded contains {needle:?}: {:?}",
+            self.all()
+        );
+        seen
     }
 }
