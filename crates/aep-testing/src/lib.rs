@@ -232,6 +232,7 @@ impl ScriptedSource {
 /// # let _ = script;
 /// ```
 #[derive(Debug, Clone)]
+#[must_use = "a builder does nothing until `build`"]
 pub struct ScriptedSourceBuilder {
     agent: String,
     host: String,

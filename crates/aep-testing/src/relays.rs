@@ -32,6 +32,7 @@ pub async fn start_relay() -> io::Result<RelayHandle> {
 /// # Ok::<(), std::io::Error>(())
 /// ```
 #[derive(Debug)]
+#[must_use = "dropping the relay shuts it down"]
 pub struct ThreadRelay {
     url: String,
     stop: Option<oneshot::Sender<()>>,
