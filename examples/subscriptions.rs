@@ -1,5 +1,5 @@
-//! The seed's subscription model (`aep::core::subscription`): a typed filter, its
-//! lifecycle, and the same filter served by any AEP-0003 relay.
+//! The subscription lifecycle model (`aep::core::subscription`, `aep::lifecycle`): a typed
+//! filter, its lifecycle, and the same filter served by any AEP-0003 relay.
 //!
 //! ```text
 //! cargo run --example subscriptions                  # starts an embedded relay
@@ -40,7 +40,7 @@ async fn main() -> Result<(), BoxError> {
 
 /// The researcher's filter: memory additions of any kind (`*` inside a pattern, which
 /// attr-match cannot say) addressed to it. The types are a vendor's (`x.acme.*`,
-/// AEP-0002 §3): the seed's `memory.*` is not a registered AEP category.
+/// AEP-0002 §3): `memory.*` is not a registered AEP category.
 fn researcher_filter() -> Result<SubscriptionFilter, BoxError> {
     Ok(SubscriptionFilter::new()
         .with_types(["x.acme.memory.*.added"])?

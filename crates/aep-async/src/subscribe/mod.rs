@@ -252,7 +252,7 @@ impl SubscribeOptions {
         self.residual = None;
         self
     }
-    /// The seed's subscription filter (type patterns with `*` anywhere, `topic`,
+    /// A subscription lifecycle filter (type patterns with `*` anywhere, `topic`,
     /// `target`, ...): lowered to an attr-match wire filter any AEP-0003 relay serves,
     /// plus a residual predicate applied here to what the relay delivers. Replaces
     /// [`SubscribeOptions::filter`]. The filter's `from_cursor`
