@@ -20,8 +20,8 @@ use aep::blocking::control::{
     ClientOptions, ControlClient, ControlTarget, RejectReason, SendOptions,
 };
 use aep::blocking::{subscribe, EmitOptions, Emitter, Notice, Runtime, SubscribeOptions, WsSink};
-use aep::core::projection::StateProjection;
-use aep::core::Severity;
+use aep::protocol::projection::StateProjection;
+use aep::protocol::Severity;
 use serde_json::json;
 
 mod common;

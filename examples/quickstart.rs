@@ -13,7 +13,7 @@
 //! 4. the dashboard sees the request live and answers it with a
 //!    `control.attention.respond` command; the agent accepts it, records the answer,
 //!    resolves the request and carries on; the dashboard gets the ack;
-//! 5. the dashboard folds everything it saw with `aep::core::projection` and prints the
+//! 5. the dashboard folds everything it saw with `aep::protocol::projection` and prints the
 //!    projected state.
 
 use std::error::Error;
@@ -21,8 +21,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aep::control::{ClientOptions, ControlClient, ControlTarget, RejectReason, SendOptions};
-use aep::core::projection::StateProjection;
-use aep::core::{Event, Severity};
+use aep::protocol::projection::StateProjection;
+use aep::protocol::{Event, Severity};
 use aep::{subscribe, EmitOptions, Emitter, Notice, SubscribeOptions, WsSink};
 use futures::StreamExt;
 use serde_json::json;
@@ -60,7 +60,7 @@ pub async fn quickstart(args: Args) -> Result<(), BoxError> {
 
     let session_id = format!(
         "quickstart-{}",
-        aep::core::envelope::new_ulid(std::time::SystemTime::now())
+        aep::protocol::envelope::new_ulid(std::time::SystemTime::now())
     );
     let result = tokio::time::timeout(DEADLINE, run(&url, token, &session_id)).await;
     if let Some(relay) = relay {

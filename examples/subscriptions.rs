@@ -1,4 +1,4 @@
-//! The subscription lifecycle model (`aep::core::subscription`, `aep::lifecycle`): a typed
+//! The subscription lifecycle model (`aep::protocol::subscription`, `aep::lifecycle`): a typed
 //! filter, its lifecycle, and the same filter served by any AEP-0003 relay.
 //!
 //! ```text
@@ -19,7 +19,7 @@ use std::error::Error;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use aep::core::subscription::{
+use aep::protocol::subscription::{
     Field, LifecycleMessage, Registry, RegistryConfig, SubscriptionCancelled, SubscriptionFilter,
     SubscriptionRequested, TARGET_ATTR,
 };
@@ -92,7 +92,7 @@ fn lifecycle() -> Result<(), BoxError> {
     }
 
     // Routing: the registry names the subscriptions an event goes to.
-    let mut event = aep::core::Event::new(
+    let mut event = aep::protocol::Event::new(
         "01JEV",
         "x.acme.memory.fact.added",
         "2026-07-09T10:00:00.000Z",

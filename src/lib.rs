@@ -5,7 +5,7 @@
 //!
 //! | path | feature | what |
 //! |---|---|---|
-//! | [`core`] | always | envelopes, filters, projection, control state machines (no IO) |
+//! | [`protocol`] | always | envelopes, filters, projection, control state machines (no IO) |
 //! | `aep::{Emitter, subscribe, ..}` | `async` (default) | emit and consume on tokio |
 //! | `aep::{emit, sink, subscribe, error}` | `async` | the same, with every option type |
 //! | `aep::control` | `async` (`ws` for the client) | commands and acks (AEP-0004) |
@@ -39,7 +39,9 @@
 //!
 //! ## Layout
 //!
-//! - [`core`]: `aep-sdk-core`, every protocol rule, sans-IO.
+//! - [`protocol`]: `aep-sdk-core`, every protocol rule, sans-IO. (Not `core`: under
+//!   `use aep::*` that would shadow the `core` crate, as an `aep::From` would the
+//!   prelude's `From`.)
 //! - crate root (feature `async`): the everyday names of `aep-async`, listed one by one
 //!   below (nothing that would shadow the prelude under `use aep::*`); its modules
 //!   `emit`, `sink`, `subscribe`, `control`, `lifecycle` and `error` hold the rest.
@@ -49,7 +51,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub use aep_core as core;
+pub use aep_core as protocol;
 
 // `subscribe` is the module and, with `sse` or `ws`, the function of the same name.
 #[cfg(feature = "async")]
