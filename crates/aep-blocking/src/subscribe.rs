@@ -9,13 +9,14 @@
 use std::fmt;
 use std::time::Duration;
 
-#[cfg(any(feature = "sse", feature = "ws"))]
+// Without a transport only the docs name these.
+#[cfg_attr(not(any(feature = "sse", feature = "ws")), allow(unused_imports))]
 use aep_async::SubscribeOptions;
 use aep_core::resume::ResumePosition;
 use aep_core::Event;
 use futures::{FutureExt, StreamExt};
 
-#[cfg(any(feature = "sse", feature = "ws"))]
+#[cfg_attr(not(any(feature = "sse", feature = "ws")), allow(unused_imports))]
 use crate::error::Error;
 use crate::runtime::Runtime;
 
@@ -32,7 +33,7 @@ pub enum RecvError {
     /// failed for good (the reason went to the notice handler).
     #[error("the subscription ended")]
     Closed,
-    /// Called from inside a tokio runtime: see [`Error::InsideRuntime`](crate::Error::InsideRuntime).
+    /// Called from inside a tokio runtime: see [`Error::InsideRuntime`].
     #[error("recv called from inside a tokio runtime; use aep_async there")]
     InsideRuntime,
 }
@@ -68,7 +69,7 @@ pub enum RecvTimeoutError {
     /// The subscription ended.
     #[error("the subscription ended")]
     Closed,
-    /// Called from inside a tokio runtime: see [`Error::InsideRuntime`](crate::Error::InsideRuntime).
+    /// Called from inside a tokio runtime: see [`Error::InsideRuntime`].
     #[error("recv_timeout called from inside a tokio runtime; use aep_async there")]
     InsideRuntime,
 }
@@ -77,7 +78,7 @@ pub enum RecvTimeoutError {
 /// delivery order, as [`aep_async::Subscription`].
 ///
 /// Nothing that goes wrong ends it early: network failures are retried (resuming
-/// exactly), and problems go to [`SubscribeOptions::on_notice`](aep_async::SubscribeOptions::on_notice). Iterating ends when
+/// exactly), and problems go to [`SubscribeOptions::on_notice`]. Iterating ends when
 /// the subscription does, or at once (with nothing received) when called inside a tokio
 /// runtime; `recv` says which. Dropping it closes it; no runtime needed.
 ///
@@ -174,7 +175,7 @@ impl Subscription {
     }
 
     /// The latest `(session, epoch, seq)` per session among the events taken so far;
-    /// persist it and resume with [`SubscribeOptions::from_positions`](aep_async::SubscribeOptions::from_positions).
+    /// persist it and resume with [`SubscribeOptions::from_positions`].
     pub fn positions(&self) -> Vec<ResumePosition> {
         self.inner.positions()
     }
