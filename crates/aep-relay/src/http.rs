@@ -505,7 +505,7 @@ fn stream(hub: Arc<Hub>, headers: &HeaderMap, query: &HashMap<String, String>) -
         Ok(parsed) => parsed,
         Err(why) => return refuse(why),
     };
-    let (outbox, rx) = hub.outbox();
+    let (outbox, rx) = hub.outbox(tokio_util::sync::CancellationToken::new());
     let id = hub.subscribe(
         &outbox,
         Binding::Sse,

@@ -16,10 +16,11 @@ use aep_core::{Capture, EnvelopeView, Event, Severity};
 use bytes::Bytes;
 use serde_json::{json, Value};
 use smallvec::SmallVec;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::RelayConfig;
 use crate::journal::Journal;
-use crate::outbox::{self, Binding, End, Outbox, ReplayJob};
+use crate::outbox::{self, Binding, Bounds, End, Outbox, Pacing, ReplayJob};
 use crate::proto::{self, Disposition, Filter, FromPosition};
 use crate::store::{Encoded, Store};
 
@@ -366,18 +367,21 @@ impl Hub {
         self.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    /// A fresh queue sized by the configured bounds.
+    /// A fresh queue sized by the configured bounds; `shed` is cancelled if its reader
+    /// is disconnected past the hard bound (see [`Outbox::shed`]).
     pub(crate) fn outbox(
         &self,
+        shed: CancellationToken,
     ) -> (
         Arc<Outbox>,
         tokio::sync::mpsc::UnboundedReceiver<outbox::Item>,
     ) {
-        Outbox::new(
-            self.config.soft_backpressure,
-            self.config.hard_backpressure,
-            self.config.lag_grace,
-        )
+        let bounds = Bounds {
+            soft: self.config.soft_backpressure,
+            hard: self.config.hard_backpressure,
+            grace: self.config.lag_grace,
+        };
+        Outbox::new(bounds, shed)
     }
 
     /// Whether a live subscription needs parsed events now; ingest keeps them only then.
@@ -464,7 +468,7 @@ impl Hub {
                         if !proto::lowers(view.capture(), sub.capture) {
                             // forwarded as received: nothing to lower
                             let bytes = outbox::pick(&incoming.encoded, sub.binding);
-                            runs.offer(at, &sub.outbox, bytes, severity).await;
+                            runs.offer(at, &sub.outbox, bytes, severity);
                             continue;
                         }
                         // lowering to the reader's ceiling needs the parsed event
@@ -475,7 +479,7 @@ impl Hub {
                         if let Some(event) = parsed_again.as_ref() {
                             let bytes =
                                 outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
-                            runs.offer(at, &sub.outbox, bytes, severity).await;
+                            runs.offer(at, &sub.outbox, bytes, severity);
                         }
                         continue;
                     }
@@ -487,7 +491,7 @@ impl Hub {
                             // decided on the frame alone: the session is in its id line
                             if hit {
                                 let bytes = outbox::pick(&incoming.encoded, sub.binding);
-                                runs.offer(at, &sub.outbox, bytes, severity).await;
+                                runs.offer(at, &sub.outbox, bytes, severity);
                             }
                             continue;
                         }
@@ -504,10 +508,12 @@ impl Hub {
                     continue;
                 }
                 let bytes = outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
-                runs.offer(at, &sub.outbox, bytes, severity).await;
+                runs.offer(at, &sub.outbox, bytes, severity);
             }
         }
+        // every reader has what it could take; only now wait for those that must catch up
         runs.flush_all();
+        runs.pace().await;
     }
 
     /// Routes a command to exactly one target (AEP-0004 §4); `true` when it is then fanned
@@ -823,11 +829,13 @@ fn truthy(v: &Value) -> bool {
 /// its queue, so they share a run: the connection then gets a session's events in ingest
 /// order whichever subscriptions matched them (AEP-0003 §7 resumes by high-water mark).
 /// Dropping it flushes what it holds, so an ingest whose request is cancelled still
-/// delivers every event it had accepted for a reader.
+/// delivers every event it had accepted for a reader that could take it.
 struct Runs<'a> {
     // Inline for a handful of readers: this is built for every WebSocket event.
     outboxes: SmallVec<[&'a Outbox; 4]>,
     runs: SmallVec<[outbox::Run; 4]>,
+    /// Per run, when this ingest waits for that reader: the rest of the batch for it.
+    pacing: SmallVec<[Option<Pacing<'a>>; 4]>,
     /// Subscription index -> index into `runs`.
     run_of: SmallVec<[usize; 8]>,
 }
@@ -857,33 +865,62 @@ impl<'a> Runs<'a> {
             })
             .collect();
         let runs = outboxes.iter().map(|_| outbox::Run::default()).collect();
+        let pacing = outboxes.iter().map(|_| None).collect();
         Runs {
             outboxes,
             runs,
+            pacing,
             run_of,
         }
     }
 
-    /// Offers one event to subscription `sub`'s queue; waits only when its reader must
-    /// first catch up, and then hands every other reader what it has been given so far.
-    async fn offer(&mut self, sub: usize, outbox: &Outbox, bytes: Bytes, severity: Severity) {
+    /// Offers one event to subscription `sub`'s queue without waiting. A reader that
+    /// must first catch up (and that no other ingest waits for) is held for
+    /// [`Runs::pace`], with every later event of the batch for it, in order.
+    fn offer(&mut self, sub: usize, outbox: &'a Outbox, bytes: Bytes, severity: Severity) {
         let Some(run) = self.run_of.get(sub).copied() else {
             return;
         };
-        let Some(pending) = self.runs.get_mut(run) else {
+        let (Some(pending), Some(pacing)) = (self.runs.get_mut(run), self.pacing.get_mut(run))
+        else {
             return;
         };
-        if let Err(bytes) = outbox.offer_now(pending, bytes, severity) {
-            self.flush_all();
-            if let Some(pending) = self.runs.get_mut(run) {
-                outbox.offer(pending, bytes, severity).await;
-            }
+        if let Some(held) = pacing {
+            held.push(bytes, severity);
+            return;
+        }
+        if let Err(held) = outbox.offer_now(pending, bytes, severity) {
+            // what this reader was given before goes out ahead of what it waits for
+            outbox.flush(pending);
+            *pacing = Some(held);
         }
     }
 
     fn flush_all(&mut self) {
         for (outbox, run) in self.outboxes.iter().zip(self.runs.iter_mut()) {
             outbox.flush(run);
+        }
+    }
+
+    /// Waits for the readers that must catch up, all at once: the lag grace at most,
+    /// whatever their number (AEP-0003 §8.4).
+    async fn pace(&mut self) {
+        let mut waits = self.pacing.iter_mut().filter_map(Option::take);
+        let Some(first) = waits.next() else {
+            return;
+        };
+        match waits.next() {
+            None => {
+                first.run().await;
+            }
+            Some(second) => {
+                let all: Vec<_> = [first, second]
+                    .into_iter()
+                    .chain(waits)
+                    .map(Pacing::run)
+                    .collect();
+                futures::future::join_all(all).await;
+            }
         }
     }
 }
@@ -1060,7 +1097,7 @@ mod tests {
             let mut notice = reader(&hub, json!({ "severity": { "gte": "notice" } }));
             let mut by_ext = reader(&hub, json!({ "acme": "x" }));
             let ceiling_at = |filter: Value, capture: Capture| {
-                let (outbox, rx) = hub.outbox();
+                let (outbox, rx) = hub.outbox(CancellationToken::new());
                 hub.subscribe(
                     &outbox,
                     Binding::Ws,
@@ -1132,7 +1169,7 @@ mod tests {
 
     /// Subscribes a live SSE reader with `filter` and returns its drain.
     fn reader(hub: &Hub, filter: Value) -> Drain {
-        let (outbox, rx) = hub.outbox();
+        let (outbox, rx) = hub.outbox(CancellationToken::new());
         let filter = proto::parse_filter(&filter).unwrap();
         hub.subscribe(
             &outbox,
@@ -1146,6 +1183,13 @@ mod tests {
             true,
         );
         Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60))
+    }
+
+    /// The JSON of one SSE message.
+    fn sse_data(message: &[u8]) -> &[u8] {
+        let start = memchr::memmem::find(message, b"data: ").unwrap() + 6;
+        let end = start + memchr::memchr(b'\n', &message[start..]).unwrap();
+        &message[start..end]
     }
 
     fn next_data(drain: &mut Drain) -> Option<Bytes> {
@@ -1186,36 +1230,54 @@ mod tests {
         format!(r#"{{"aep":"0.1","id":"{id}","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://t/agent/a","agent":"a","session":"s1","seq":{seq},"severity":"notice","data":{{}}}}"#).into_bytes()
     }
 
-    /// A fan-out that must wait for a slow reader first hands the others what they were
-    /// given, so an ingest cancelled meanwhile (its HTTP client gone) loses none of it.
+    /// An ingest that must wait for a slow reader first hands every other reader the
+    /// whole batch, and waits for that one reader only; a second ingest meanwhile does
+    /// not wait at all (AEP-0003 §8.4: a lagging reader never holds anyone up).
     #[tokio::test]
-    async fn a_slow_reader_neither_holds_back_nor_costs_a_fast_one_its_events() {
+    async fn a_slow_reader_holds_back_neither_the_others_nor_a_second_ingest() {
+        let e1 = parse_line(&line("e1", 1), true).unwrap();
+        // one event fits under the soft bound, a second does not
+        let soft = e1.encoded.sse().len() + 150;
         let cfg = RelayConfig::default()
-            .with_soft_backpressure(1)
+            .with_soft_backpressure(soft)
             .with_hard_backpressure(1 << 20)
             .with_lag_grace(std::time::Duration::from_secs(10));
         let hub = Hub::new(cfg).unwrap();
         let mut fast = reader(&hub, json!({}));
-        let _slow = reader(&hub, json!({})); // never read: past the soft bound after e1
-        let e1 = parse_line(&line("e1", 1), true).unwrap();
+        let _slow = reader(&hub, json!({})); // never read
         hub.ingest(std::slice::from_ref(&e1), None).await;
         assert!(next_data(&mut fast).is_some(), "e1 reaches the fast reader");
-        let e2 = parse_line(&line("e2", 2), true).unwrap();
-        let e3 = parse_line(&line("e3", 3), true).unwrap();
-        let batch = [e2, e3];
-        // the ingest waits on the slow reader (lag grace); the caller gives up after 200 ms
-        let r = tokio::time::timeout(
-            std::time::Duration::from_millis(200),
-            hub.ingest(&batch, None),
+        let batch = [
+            parse_line(&line("e2", 2), true).unwrap(),
+            parse_line(&line("e3", 3), true).unwrap(),
+        ];
+        let first = hub.ingest(&batch, None);
+        tokio::pin!(first);
+        let r = tokio::time::timeout(std::time::Duration::from_millis(100), &mut first).await;
+        assert!(
+            r.is_err(),
+            "the ingest waits for the slow reader (lag grace)"
+        );
+        let mut ids = Vec::new();
+        let mut read = |fast: &mut Drain| {
+            while let Some(got) = next_data(fast) {
+                let event = aep_core::Event::from_slice(sse_data(&got)).unwrap();
+                ids.push(event.id().to_owned());
+            }
+        };
+        // the fast reader has the whole batch though the ingest has not finished
+        read(&mut fast);
+        let e4 = parse_line(&line("e4", 4), true).unwrap();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            hub.ingest(std::slice::from_ref(&e4), None),
         )
-        .await;
-        assert!(r.is_err(), "ingest is waiting on the slow reader");
-        // the batch was admitted to the store whole (e1, e2, e3) ...
-        assert_eq!(hub.lock().store.replay("s1", 0, -1).events.len(), 3);
-        // ... and reaches the fast reader although the ingest never finished
-        let got = next_data(&mut fast).expect("e2 reaches the fast reader");
-        let text = String::from_utf8_lossy(&got);
-        assert!(text.contains(r#""id":"e2""#), "{text}");
+        .await
+        .expect("a second ingest does not wait for the reader the first waits for");
+        read(&mut fast);
+        // the batch was admitted whole
+        assert_eq!(hub.lock().store.replay("s1", 0, -1).events.len(), 4);
+        assert_eq!(ids, ["e2", "e3", "e4"]);
     }
 
     fn typed(id: &str, ty: &str, seq: u64) -> Vec<u8> {
@@ -1233,7 +1295,7 @@ mod tests {
 
     async fn in_order_on_one_connection(others: usize) {
         let hub = Hub::new(RelayConfig::default()).unwrap();
-        let (outbox, rx) = hub.outbox();
+        let (outbox, rx) = hub.outbox(CancellationToken::new());
         let live = |outbox: &Arc<Outbox>, ty: &str| {
             let filter = proto::parse_filter(&json!({ "type": ty })).unwrap();
             let ask = ReplayAsk::default();
@@ -1250,7 +1312,7 @@ mod tests {
             );
         };
         for i in 0..others {
-            let (other, _rx) = hub.outbox();
+            let (other, _rx) = hub.outbox(CancellationToken::new());
             live(&other, &format!("x.other.t{i}"));
         }
         for ty in ["progress.status", "tool.called"] {

@@ -1,12 +1,22 @@
 //! The queue toward one SSE subscriber or one WebSocket connection, with backpressure
 //! (AEP-0003 §8.4).
 //!
-//! Ingest pushes; the connection's writer drains. The queue counts the bytes it holds.
-//! Past the soft bound, ingest first waits (up to the lag grace) for the writer to catch
-//! up, so a reader that keeps up loses nothing however fast events arrive. One that stays
-//! past the soft bound is lagging: `debug`/`info` are dropped for it and counted; past
-//! the hard bound it is disconnected, so `notice` and above are never dropped silently.
+//! Ingest pushes; the connection's writer drains. Everything queued counts toward the
+//! bounds: events, and the frames the relay writes itself (`pong`, `roster`, `error`,
+//! routed commands), each at its length plus a fixed cost per queue item, so a flood of
+//! tiny frames is bounded like one of large events.
+//!
+//! Past the soft bound, one ingest at a time may wait for the reader, at most the lag
+//! grace, so a reader that keeps up with a fast producer loses nothing; every other ingest
+//! goes on without waiting, and so do the other readers (they were handed the whole batch
+//! first). A reader still past the soft bound when the grace ends is lagging: `debug` and
+//! `info` are dropped for it, counted, until it has drained to half the soft bound. Past
+//! the hard bound it is disconnected: nothing more is queued, the writer gets what was
+//! queued out with the close, and a connection that cannot take even that within the
+//! drain timeout is dropped ([`Outbox::shed`]), so `notice` and above are never dropped
+//! silently and a reader that never reads holds at most the hard bound.
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,6 +26,7 @@ use bytes::Bytes;
 use smallvec::SmallVec;
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 
 use crate::proto::{self, Filter};
 use crate::store::{Encoded, ReplayPart};
@@ -61,10 +72,26 @@ pub(crate) enum Item {
     Frame(Bytes),
     /// A live event.
     Event(Bytes),
-    /// Live events offered together, and their total length.
+    /// Live events offered together, and what they cost.
     Events(Vec<Bytes>, usize),
     Replay(Box<ReplayJob>),
     End(End),
+}
+
+/// What one queue item costs beside its bytes: its slot in the channel and the shared
+/// handle of its bytes, rounded up (a `pong` is 25 bytes of text in 100 of memory).
+const ITEM_COST: usize = 64;
+/// What each event of a run costs beside its bytes (its handle in the run's list).
+const EVENT_COST: usize = std::mem::size_of::<Bytes>();
+
+/// What queuing `bytes` as a frame costs toward the bounds.
+fn frame_cost(bytes: &Bytes) -> usize {
+    bytes.len() + ITEM_COST
+}
+
+/// What queuing `bytes` as a lone event costs: a run of one.
+fn event_cost(bytes: &Bytes) -> usize {
+    bytes.len() + EVENT_COST + ITEM_COST
 }
 
 /// What a writer sends next.
@@ -93,10 +120,47 @@ pub(crate) struct Run {
     bytes: usize,
 }
 
+impl Run {
+    /// What the run costs toward the bounds once queued.
+    fn cost(&self) -> usize {
+        match self.events.len() {
+            0 => 0,
+            n => self.bytes + n * EVENT_COST + ITEM_COST,
+        }
+    }
+
+    /// What adding an event of `len` bytes adds to [`Run::cost`].
+    fn cost_of(&self, len: usize) -> usize {
+        let first = if self.events.is_empty() { ITEM_COST } else { 0 };
+        len + EVENT_COST + first
+    }
+}
+
 /// A run is queued once it holds this much (the writer's chunk size) ...
 const RUN_BYTES: usize = 64 * 1024;
 /// ... or this many events, so a reader starts writing while ingest is still fanning out.
 const RUN_EVENTS: usize = 256;
+
+/// The backpressure bounds of one queue (AEP-0003 §8.4).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Bounds {
+    /// Past this many bytes queued, `debug`/`info` may be dropped.
+    pub(crate) soft: usize,
+    /// Past this many, the reader is disconnected.
+    pub(crate) hard: usize,
+    /// How long one ingest waits for a reader past the soft bound.
+    pub(crate) grace: Duration,
+}
+
+impl Bounds {
+    /// A queue that never lags, drops or disconnects: drained at once by a task that
+    /// applies a queue with real bounds downstream.
+    pub(crate) const UNBOUNDED: Bounds = Bounds {
+        soft: usize::MAX,
+        hard: usize::MAX,
+        grace: Duration::ZERO,
+    };
+}
 
 /// The queue toward one reader.
 #[derive(Debug)]
@@ -104,31 +168,35 @@ pub(crate) struct Outbox {
     tx: mpsc::UnboundedSender<Item>,
     queued: AtomicUsize,
     lagging: AtomicBool,
+    /// An ingest is waiting for this reader: every other one goes on without waiting.
+    paced: AtomicBool,
     closed: AtomicBool,
     dropped: AtomicU64,
     progress: Notify,
-    soft: usize,
-    hard: usize,
-    grace: Duration,
+    /// Cancelled when the reader is disconnected past the hard bound.
+    shed: CancellationToken,
+    bounds: Bounds,
 }
 
 impl Outbox {
+    /// A queue with `bounds`; `shed` is cancelled when its reader is disconnected past
+    /// the hard bound (the connection's own token, so whoever serves the connection
+    /// can drop it).
     pub(crate) fn new(
-        soft: usize,
-        hard: usize,
-        grace: Duration,
+        bounds: Bounds,
+        shed: CancellationToken,
     ) -> (Arc<Outbox>, mpsc::UnboundedReceiver<Item>) {
         let (tx, rx) = mpsc::unbounded_channel();
         let outbox = Outbox {
             tx,
             queued: AtomicUsize::new(0),
             lagging: AtomicBool::new(false),
+            paced: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             dropped: AtomicU64::new(0),
             progress: Notify::new(),
-            soft,
-            hard,
-            grace,
+            shed,
+            bounds,
         };
         (Arc::new(outbox), rx)
     }
@@ -137,30 +205,60 @@ impl Outbox {
         self.closed.load(Ordering::Acquire)
     }
 
+    /// Cancelled once the reader is disconnected past the hard bound: its connection
+    /// gets the drain timeout to write what was queued, then is dropped.
+    pub(crate) fn shed(&self) -> &CancellationToken {
+        &self.shed
+    }
+
     /// Events dropped toward this reader so far.
     pub(crate) fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
 
-    fn enqueue(&self, item: Item, len: usize) -> bool {
-        self.queued.fetch_add(len, Ordering::AcqRel);
+    /// Bytes queued toward this reader (as counted for the bounds).
+    pub(crate) fn queued(&self) -> usize {
+        self.queued.load(Ordering::Acquire)
+    }
+
+    /// Whether an item of `cost` may join `queued`: anything fits an empty queue, so one
+    /// item larger than the bound still goes out alone.
+    fn fits(&self, queued: usize, cost: usize) -> bool {
+        queued == 0 || queued.saturating_add(cost) <= self.bounds.hard
+    }
+
+    fn enqueue(&self, item: Item, cost: usize) -> bool {
+        self.queued.fetch_add(cost, Ordering::AcqRel);
         self.tx.send(item).is_ok()
     }
 
+    /// Disconnects the reader past the hard bound (AEP-0003 §8.4): nothing more is
+    /// queued, and whoever serves the connection is told to drop it.
+    fn disconnect(&self) {
+        tracing::debug!(
+            queued = self.queued(),
+            "subscriber past the hard bound: disconnecting"
+        );
+        self.end(End::Backpressure);
+        self.shed.cancel();
+    }
+
     /// Queues a frame that must not be dropped; past the hard bound the reader is
-    /// disconnected instead.
+    /// disconnected instead. `false` when it was not queued.
     pub(crate) fn push_frame(&self, bytes: Bytes) -> bool {
         if self.is_closed() {
             return false;
         }
-        if self.queued.load(Ordering::Acquire) > self.hard {
-            self.end(End::Backpressure);
+        let cost = frame_cost(&bytes);
+        if !self.fits(self.queued(), cost) {
+            self.disconnect();
             return false;
         }
-        self.enqueue(Item::Frame(bytes), 0)
+        self.enqueue(Item::Frame(bytes), cost)
     }
 
-    /// Queues a replay to run in the writer.
+    /// Queues a replay to run in the writer. Its events are the store's, shared, so
+    /// they do not count toward the bounds; the writer streams them at the reader's pace.
     pub(crate) fn push_replay(&self, job: ReplayJob) {
         if !self.is_closed() {
             self.enqueue(Item::Replay(Box::new(job)), 0);
@@ -175,55 +273,71 @@ impl Outbox {
         }
     }
 
-    /// Offers one live event (AEP-0003 §8.4) and queues it.
+    /// Offers one live event (AEP-0003 §8.4) and queues it, waiting (the lag grace at
+    /// most) when the reader must first catch up and no other ingest waits for it.
     pub(crate) async fn deliver(&self, bytes: Bytes, severity: Severity) -> Delivery {
         let mut run = Run::default();
-        let delivery = self.offer(&mut run, bytes, severity).await;
-        self.flush(&mut run);
-        delivery
-    }
-
-    /// Offers one live event (AEP-0003 §8.4) as part of `run`; [`Outbox::flush`] queues
-    /// what is left of the run. The bounds count the run as if it were queued already.
-    pub(crate) async fn offer(&self, run: &mut Run, bytes: Bytes, severity: Severity) -> Delivery {
-        let mut bytes = bytes;
-        loop {
-            match self.offer_now(run, bytes, severity) {
-                Ok(delivery) => return delivery,
-                Err(back) => bytes = back,
+        match self.offer_now(&mut run, bytes, severity) {
+            Ok(delivery) => {
+                self.flush(&mut run);
+                delivery
             }
-            // the writer can only catch up on what it has been given
-            self.flush(run);
-            if !self.wait_below_soft().await {
-                tracing::debug!("subscriber lagging: dropping debug/info for it");
-                self.lagging.store(true, Ordering::Release);
-            }
+            Err(pacing) => pacing.run().await,
         }
     }
 
-    /// [`Outbox::offer`] without waiting: the event back when the queue is past the soft
-    /// bound and the reader not yet declared lagging, so the caller must wait first.
-    /// Every other case is decided here, synchronously, which is all but always.
+    /// Offers one live event (AEP-0003 §8.4) as part of `run`, without waiting;
+    /// [`Outbox::flush`] queues what is left of the run. The bounds count the run as if
+    /// it were queued already.
+    ///
+    /// `Err` when the reader is past the soft bound, not lagging, and nobody waits for
+    /// it yet: the caller now does, through the [`Pacing`] returned, which holds this
+    /// event; every later event of the caller's batch for this reader goes to it too, in
+    /// order. To every other caller meanwhile the reader is lagging.
     pub(crate) fn offer_now(
         &self,
         run: &mut Run,
         bytes: Bytes,
         severity: Severity,
+    ) -> Result<Delivery, Pacing<'_>> {
+        self.admit(run, bytes, severity, false).map_err(|bytes| {
+            let mut pacing = Pacing {
+                outbox: self,
+                events: VecDeque::new(),
+            };
+            pacing.push(bytes, severity);
+            pacing
+        })
+    }
+
+    /// Decides one event. `pacing`: the caller is the one ingest that waits for this
+    /// reader; anyone else gets `Err` only after taking that role.
+    fn admit(
+        &self,
+        run: &mut Run,
+        bytes: Bytes,
+        severity: Severity,
+        pacing: bool,
     ) -> Result<Delivery, Bytes> {
         if self.is_closed() {
             *run = Run::default();
             return Ok(Delivery::Closed);
         }
-        let queued = self.queued.load(Ordering::Acquire) + run.bytes;
-        if queued > self.hard {
-            tracing::debug!(queued, "subscriber past the hard bound: disconnecting");
+        let queued = self.queued().saturating_add(run.cost());
+        if !self.fits(queued, run.cost_of(bytes.len())) {
             // what was offered before goes out ahead of the end
             self.flush(run);
-            self.end(End::Backpressure);
+            self.disconnect();
             return Ok(Delivery::Closed);
         }
-        if queued > self.soft {
-            if !self.lagging.load(Ordering::Acquire) {
+        if queued > self.bounds.soft {
+            let lagging = self.lagging.load(Ordering::Acquire)
+                || !(pacing
+                    || self
+                        .paced
+                        .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
+                        .is_ok());
+            if !lagging {
                 return Err(bytes);
             }
             if severity.is_droppable() {
@@ -241,7 +355,8 @@ impl Outbox {
 
     /// Queues what `run` holds.
     pub(crate) fn flush(&self, run: &mut Run) {
-        let len = std::mem::take(&mut run.bytes);
+        let cost = run.cost();
+        run.bytes = 0;
         let mut events = std::mem::take(&mut run.events);
         let item = match events.len() {
             0 => return,
@@ -249,44 +364,92 @@ impl Outbox {
                 Some(one) => Item::Event(one),
                 None => return,
             },
-            _ => Item::Events(events.into_vec(), len),
+            _ => Item::Events(events.into_vec(), cost),
         };
-        self.enqueue(item, len);
+        self.enqueue(item, cost);
     }
 
-    /// Waits up to the lag grace for the writer to bring the queue under the soft bound.
-    async fn wait_below_soft(&self) -> bool {
-        let deadline = Instant::now() + self.grace;
+    /// Waits until the writer has brought the queue under the soft bound, or the queue
+    /// ended; `false` when `deadline` passed first.
+    async fn wait_below_soft(&self, deadline: Instant) -> bool {
         loop {
             let notified = self.progress.notified();
             tokio::pin!(notified);
             notified.as_mut().enable();
-            if self.is_closed() || self.queued.load(Ordering::Acquire) <= self.soft {
+            if self.is_closed() || self.queued() <= self.bounds.soft {
                 return true;
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
-                return self.queued.load(Ordering::Acquire) <= self.soft;
+                return self.queued() <= self.bounds.soft;
             }
         }
     }
 
-    /// The writer took `len` queued bytes.
-    fn taken(&self, len: usize) {
-        if len == 0 {
+    /// The writer took what cost `cost`.
+    fn taken(&self, cost: usize) {
+        if cost == 0 {
             return;
         }
         let left = self
             .queued
-            .fetch_sub(len, Ordering::AcqRel)
-            .saturating_sub(len);
-        if left <= self.soft / 2 {
+            .fetch_sub(cost, Ordering::AcqRel)
+            .saturating_sub(cost);
+        if left <= self.bounds.soft / 2 {
             self.lagging.store(false, Ordering::Release);
         }
         // only a wait for the queue to fall under the soft bound listens (and `notify_waiters`
         // takes a lock): nobody to tell while it stays above
-        if left <= self.soft {
+        if left <= self.bounds.soft {
             self.progress.notify_waiters();
         }
+    }
+}
+
+/// The one ingest waiting for a reader past its soft bound, and the events of its batch
+/// that reader has not been given yet, in order. Dropping it lets another ingest wait.
+#[derive(Debug)]
+pub(crate) struct Pacing<'a> {
+    outbox: &'a Outbox,
+    events: VecDeque<(Bytes, Severity)>,
+}
+
+impl Pacing<'_> {
+    /// Holds one more event of the batch for this reader, behind the others.
+    pub(crate) fn push(&mut self, bytes: Bytes, severity: Severity) {
+        self.events.push_back((bytes, severity));
+    }
+
+    /// Queues the held events as the writer makes room, waiting the lag grace at most:
+    /// a reader not back under the soft bound by then is lagging and gets the rest as a
+    /// lagging reader does. What became of the last event.
+    pub(crate) async fn run(mut self) -> Delivery {
+        let outbox = self.outbox;
+        let deadline = Instant::now() + outbox.bounds.grace;
+        let mut run = Run::default();
+        let mut last = Delivery::Queued;
+        while let Some((bytes, severity)) = self.events.pop_front() {
+            match outbox.admit(&mut run, bytes, severity, true) {
+                Ok(Delivery::Closed) => return Delivery::Closed,
+                Ok(delivery) => last = delivery,
+                Err(bytes) => {
+                    // the writer can only catch up on what it has been given
+                    outbox.flush(&mut run);
+                    if !outbox.wait_below_soft(deadline).await {
+                        tracing::debug!("subscriber lagging: dropping debug/info for it");
+                        outbox.lagging.store(true, Ordering::Release);
+                    }
+                    self.events.push_front((bytes, severity));
+                }
+            }
+        }
+        outbox.flush(&mut run);
+        last
+    }
+}
+
+impl Drop for Pacing<'_> {
+    fn drop(&mut self) {
+        self.outbox.paced.store(false, Ordering::Release);
     }
 }
 
@@ -409,13 +572,16 @@ impl Drain {
 
     fn accept(&mut self, item: Item) -> Option<Piece> {
         match item {
-            Item::Frame(bytes) => Some(Piece::Data(bytes)),
-            Item::Event(bytes) => {
-                self.outbox.taken(bytes.len());
+            Item::Frame(bytes) => {
+                self.outbox.taken(frame_cost(&bytes));
                 Some(Piece::Data(bytes))
             }
-            Item::Events(events, len) => {
-                self.outbox.taken(len);
+            Item::Event(bytes) => {
+                self.outbox.taken(event_cost(&bytes));
+                Some(Piece::Data(bytes))
+            }
+            Item::Events(events, cost) => {
+                self.outbox.taken(cost);
                 self.run = events.into_iter();
                 self.run.next().map(Piece::Data)
             }
@@ -500,14 +666,20 @@ mod tests {
     use super::*;
 
     fn outbox(soft: usize, hard: usize) -> (Arc<Outbox>, Drain) {
-        let (outbox, rx) = Outbox::new(soft, hard, Duration::from_millis(20));
+        let bounds = Bounds {
+            soft,
+            hard,
+            grace: Duration::from_millis(20),
+        };
+        let (outbox, rx) = Outbox::new(bounds, CancellationToken::new());
         let drain = Drain::new(rx, outbox.clone(), Binding::Sse, Duration::from_secs(60));
         (outbox, drain)
     }
 
     #[tokio::test]
     async fn a_stalled_reader_loses_info_counted_and_keeps_notice() {
-        let (outbox, mut drain) = outbox(100, 1000);
+        // each 60-byte event costs 156 toward the bounds: two fit under the soft bound
+        let (outbox, mut drain) = outbox(300, 1000);
         let line = Bytes::from(vec![b'x'; 60]);
         assert_eq!(
             outbox.deliver(line.clone(), Severity::Info).await,
@@ -542,7 +714,8 @@ mod tests {
 
     #[tokio::test]
     async fn past_the_hard_bound_the_reader_is_disconnected_not_silently_dropped() {
-        let (outbox, mut drain) = outbox(100, 200);
+        // 246 per event: the second passes the soft bound, the third the hard one
+        let (outbox, mut drain) = outbox(100, 600);
         let line = Bytes::from(vec![b'x'; 150]);
         for _ in 0..2 {
             assert_eq!(
@@ -555,6 +728,7 @@ mod tests {
             Delivery::Closed
         );
         assert!(outbox.is_closed());
+        assert!(outbox.shed().is_cancelled(), "the connection is told to go");
         let mut pieces = Vec::new();
         while let Some(p) = drain.try_next() {
             pieces.push(p);
@@ -607,5 +781,77 @@ mod tests {
         }
         let want: Vec<String> = (0..300).map(|i| i.to_string()).collect();
         assert_eq!(got, want);
+    }
+
+    /// Frames the relay writes itself count like events: a peer that asks for `pong`
+    /// after `pong` and never reads is disconnected at the hard bound (AEP-0003 §8.4).
+    #[test]
+    fn frames_count_toward_the_hard_bound() {
+        let (outbox, mut drain) = outbox(1024, 64 * 1024);
+        let pong = Bytes::from_static(br#"{"type":"pong","t":1}"#);
+        let mut queued = 0;
+        while outbox.push_frame(pong.clone()) {
+            queued += 1;
+            assert!(queued < 10_000, "frames never reached the hard bound");
+        }
+        assert_eq!(queued, 64 * 1024 / frame_cost(&pong));
+        assert!(outbox.is_closed() && outbox.shed().is_cancelled());
+        // what was queued goes out, then the end; the count returns to zero
+        let mut frames = 0;
+        while let Some(piece) = drain.try_next() {
+            match piece {
+                Piece::Data(_) => frames += 1,
+                Piece::End(how) => assert_eq!(how, End::Backpressure),
+                Piece::Heartbeat => {}
+            }
+        }
+        assert_eq!(frames, queued);
+        assert_eq!(outbox.queued(), 0);
+    }
+
+    /// One ingest at a time waits for a reader past the soft bound; to any other that
+    /// reader is lagging meanwhile, so the other never waits (AEP-0003 §8.4).
+    #[tokio::test]
+    async fn only_one_ingest_waits_for_a_reader() {
+        let (outbox, mut drain) = outbox(100, 100_000);
+        let line = Bytes::from(vec![b'x'; 60]);
+        assert_eq!(
+            outbox.deliver(line.clone(), Severity::Info).await,
+            Delivery::Queued
+        );
+        let mut first = Run::default();
+        let Err(mut pacing) = outbox.offer_now(&mut first, line.clone(), Severity::Info) else {
+            panic!("past the soft bound the first ingest waits");
+        };
+        pacing.push(line.clone(), Severity::Notice);
+        let mut second = Run::default();
+        let other = |run: &mut Run, severity| outbox.offer_now(run, line.clone(), severity).ok();
+        assert_eq!(other(&mut second, Severity::Info), Some(Delivery::Dropped));
+        assert_eq!(other(&mut second, Severity::Notice), Some(Delivery::Queued));
+        outbox.flush(&mut second);
+        assert_eq!(outbox.dropped(), 1);
+        // the writer catches up: the waiting ingest queues what it held, in order
+        let reader = async {
+            let mut n = 0;
+            while let Some(Piece::Data(_)) = drain.next().await {
+                n += 1;
+                if n == 4 {
+                    break;
+                }
+            }
+            n
+        };
+        let (delivery, n) = tokio::join!(pacing.run(), reader);
+        assert_eq!((delivery, n), (Delivery::Queued, 4));
+        // and released its place: the next ingest past the bound may wait again
+        let mut third = Run::default();
+        assert!(matches!(
+            outbox.offer_now(&mut third, line.clone(), Severity::Info),
+            Ok(Delivery::Queued)
+        ));
+        outbox.flush(&mut third);
+        assert!(outbox
+            .offer_now(&mut Run::default(), line, Severity::Info)
+            .is_err());
     }
 }

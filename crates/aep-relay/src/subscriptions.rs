@@ -21,9 +21,10 @@ use aep_core::{Event, Severity};
 use bytes::Bytes;
 use serde_json::Value;
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::hub::{Hub, ReplayAsk};
-use crate::outbox::{Binding, Delivery as Offer, Drain, Outbox, Piece};
+use crate::outbox::{Binding, Bounds, Delivery as Offer, Drain, Outbox, Piece};
 use crate::proto::{self, FromPosition};
 
 /// The registry's session key: one registry per connection, so one session.
@@ -185,7 +186,7 @@ fn start(conn: &Arc<Conn>, registry: &Registry, id: &str) -> Option<Running> {
     }
     // This queue never lags or drops: the forwarder empties it at once and applies
     // the subscription's own mode toward the connection.
-    let (private, rx) = Outbox::new(usize::MAX / 2, usize::MAX, Duration::ZERO);
+    let (private, rx) = Outbox::new(Bounds::UNBOUNDED, CancellationToken::new());
     let hub_id = conn.hub.subscribe(
         &private,
         Binding::Ws,

@@ -16,6 +16,7 @@ use bytes::Bytes;
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use crate::hub::{read_event, Hello, Hub, LineError, ReplayAsk};
 use crate::outbox::{Binding, Drain, End, Outbox, Piece};
@@ -35,7 +36,7 @@ pub(crate) fn upgrade(hub: Arc<Hub>, ws: WebSocketUpgrade) -> Response {
 }
 
 async fn serve(hub: Arc<Hub>, socket: WebSocket) {
-    let (outbox, rx) = hub.outbox();
+    let (outbox, rx) = hub.outbox(CancellationToken::new());
     let conn = hub.connect(outbox.clone());
     if hub.is_shutting_down() {
         outbox.end(End::Shutdown);
@@ -45,14 +46,25 @@ async fn serve(hub: Arc<Hub>, socket: WebSocket) {
     let mut writer = tokio::spawn(write_loop(sink, drain, outbox.clone()));
     let reader = read_loop(&hub, conn, &outbox, stream);
     tokio::pin!(reader);
+    // A writer stuck on a peer that does not read never finishes by itself: past the
+    // drain timeout it is dropped, and the socket with it.
+    let drain_timeout = hub.config.drain_timeout;
+    let shed = outbox.shed().clone();
     tokio::select! {
         () = &mut reader => {
             outbox.end(End::Quiet);
-            let _ = writer.await;
+            if tokio::time::timeout(drain_timeout, &mut writer).await.is_err() {
+                writer.abort();
+            }
         }
         _ = &mut writer => {
             // we closed: give the peer a moment to answer the close handshake
             let _ = tokio::time::timeout(Duration::from_secs(2), reader).await;
+        }
+        () = async { shed.cancelled().await; tokio::time::sleep(drain_timeout).await } => {
+            // disconnected past the hard bound, and the peer did not take even what was
+            // queued before the close (AEP-0003 §8.4)
+            writer.abort();
         }
     }
     hub.disconnect(conn);
