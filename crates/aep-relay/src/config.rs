@@ -86,6 +86,7 @@ pub struct RelayConfig {
     pub(crate) drain_timeout: Duration,
     pub(crate) data_dir: Option<PathBuf>,
     pub(crate) subscription_ttl: Option<Duration>,
+    pub(crate) max_hello: usize,
 }
 
 /// A value of a `AEP_*` variable or flag that is not what it should be.
@@ -125,9 +126,30 @@ impl Default for RelayConfig {
             drain_timeout: Duration::from_secs(5),
             data_dir: None,
             subscription_ttl: None,
+            max_hello: 64 << 10,
         }
     }
 }
+
+/// Every setting's environment variable: the reference relay's, then this relay's own.
+const ENV_VARS: &[&str] = &[
+    "AEP_PORT",
+    "AEP_HOST",
+    "AEP_TOKEN",
+    "AEP_BUFFER",
+    "AEP_MAX_SESSIONS",
+    "AEP_MAX_BODY",
+    "AEP_MAX_BATCH",
+    "AEP_MAX_FROM",
+    "AEP_DATA_DIR",
+    "AEP_SOFT_BACKPRESSURE",
+    "AEP_HARD_BACKPRESSURE",
+    "AEP_HEARTBEAT_MS",
+    "AEP_LAG_GRACE_MS",
+    "AEP_DRAIN_TIMEOUT_MS",
+    "AEP_SUBSCRIPTION_TTL_MS",
+    "AEP_MAX_HELLO",
+];
 
 fn parse_num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> {
     value
@@ -137,10 +159,11 @@ fn parse_num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigE
 }
 
 impl RelayConfig {
-    /// The defaults overridden by the reference relay's environment variables that are
-    /// set: `AEP_PORT`, `AEP_HOST`, `AEP_TOKEN` (empty means no token), `AEP_BUFFER`,
-    /// `AEP_MAX_SESSIONS`, `AEP_MAX_BODY`, `AEP_MAX_BATCH`, `AEP_MAX_FROM`, and this
-    /// relay's own `AEP_DATA_DIR`.
+    /// The defaults overridden by the environment variables that are set: the
+    /// reference relay's `AEP_PORT`, `AEP_HOST`, `AEP_TOKEN` (empty means no token),
+    /// `AEP_BUFFER`, `AEP_MAX_SESSIONS`, `AEP_MAX_BODY`, `AEP_MAX_BATCH`, `AEP_MAX_FROM`,
+    /// and this relay's own, one per flag: `--max-hello` reads `AEP_MAX_HELLO`, and so on
+    /// (the binary's `--help` lists them).
     ///
     /// ```
     /// let config = aep_relay::RelayConfig::from_env()?;
@@ -163,17 +186,7 @@ impl RelayConfig {
     /// ```
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<RelayConfig, ConfigError> {
         let mut config = RelayConfig::default();
-        for name in [
-            "AEP_PORT",
-            "AEP_HOST",
-            "AEP_TOKEN",
-            "AEP_BUFFER",
-            "AEP_MAX_SESSIONS",
-            "AEP_MAX_BODY",
-            "AEP_MAX_BATCH",
-            "AEP_MAX_FROM",
-            "AEP_DATA_DIR",
-        ] {
+        for name in ENV_VARS {
             if let Some(value) = get(name) {
                 config.set(name, &value)?;
             }
@@ -222,6 +235,7 @@ impl RelayConfig {
                 self.subscription_ttl = Some(Duration::from_millis(parse_num(name, value)?))
             }
             "data-dir" => self.data_dir = (!value.is_empty()).then(|| PathBuf::from(value)),
+            "max-hello" => self.max_hello = parse_num(name, value)?,
             _ => return Err(ConfigError::new(name, value, "a known setting")),
         }
         Ok(())
@@ -314,7 +328,10 @@ impl RelayConfig {
     }
 
     /// Bytes queued toward one subscriber beyond which it is disconnected (default 8 MiB):
-    /// `notice` and above are never dropped silently (AEP-0003 §8.4).
+    /// `notice` and above are never dropped silently (AEP-0003 §8.4). Every frame counts,
+    /// the relay's own (`pong`, `roster`, `error`) too, each with a fixed overhead; a
+    /// disconnected reader gets the drain timeout to take what was queued, then its
+    /// connection is dropped.
     pub fn with_hard_backpressure(mut self, bytes: usize) -> Self {
         self.hard_backpressure = bytes;
         self
@@ -326,9 +343,12 @@ impl RelayConfig {
         self
     }
 
-    /// How long ingest waits for a subscriber past the soft bound to drain before it is
-    /// called lagging (default 1 s). A subscriber that reads at full speed is waited for
-    /// and loses nothing; one that stays behind longer loses `debug`/`info`, counted.
+    /// How long one ingest waits for a subscriber past the soft bound to drain before it
+    /// is called lagging (default 1 s). A subscriber that reads at full speed is waited
+    /// for and loses nothing; one that stays behind longer loses `debug`/`info`, counted.
+    /// Every reader is handed what it can take before any wait, the waits for several
+    /// readers run at once, and one ingest at a time waits for a given reader: no other
+    /// ingest and no other reader ever waits on it.
     pub fn with_lag_grace(mut self, grace: Duration) -> Self {
         self.lag_grace = grace;
         self
@@ -346,7 +366,9 @@ impl RelayConfig {
         self.data_dir.as_deref()
     }
 
-    /// How long a graceful shutdown waits for connections to close (default 5 s).
+    /// How long a graceful shutdown waits for connections to close (default 5 s), and how
+    /// long a reader disconnected past the hard bound gets to take what was queued before
+    /// its connection is dropped.
     pub fn with_drain_timeout(mut self, timeout: Duration) -> Self {
         self.drain_timeout = timeout;
         self
@@ -368,5 +390,23 @@ impl RelayConfig {
     /// The subscription expiry, when set.
     pub fn subscription_ttl(&self) -> Option<Duration> {
         self.subscription_ttl
+    }
+
+    /// Largest WebSocket `hello` in bytes (default 64 KiB): what a party declares is
+    /// kept for its connection's life and copied into every `roster` reply, so a larger
+    /// one is refused (`limit-exceeded`) and the socket closed with 1009.
+    ///
+    /// ```
+    /// let config = aep_relay::RelayConfig::default().with_max_hello(4096);
+    /// assert_eq!(config.max_hello(), 4096);
+    /// ```
+    pub fn with_max_hello(mut self, bytes: usize) -> Self {
+        self.max_hello = bytes;
+        self
+    }
+
+    /// Largest WebSocket `hello` in bytes.
+    pub fn max_hello(&self) -> usize {
+        self.max_hello
     }
 }

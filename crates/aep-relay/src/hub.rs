@@ -6,12 +6,12 @@
 //! subscription is registered and its replay snapshot taken under it too, so every event
 //! reaches a new subscriber exactly once: by replay or live, never both, never neither.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use aep_core::frame::ErrorCode;
+use aep_core::frame::{ErrorCode, Role};
 use aep_core::{Capture, EnvelopeView, Event, Severity};
 use bytes::Bytes;
 use serde_json::{json, Value};
@@ -253,15 +253,21 @@ pub(crate) struct Sub {
 /// What a WebSocket peer declared in its `hello` (AEP-0003 §4).
 #[derive(Debug, Clone)]
 pub(crate) struct Hello {
-    pub(crate) role: String,
+    /// `emitter`, `consumer` or `both` (rule 2): any other role is refused at `hello`.
+    pub(crate) role: Role,
     pub(crate) identity: Value,
     pub(crate) accepts: Option<Vec<String>>,
-    pub(crate) capabilities: Value,
+    /// This connection's members of each of its roster entries after `session`, as JSON
+    /// object members (`"agent":…,"instance":…,"control":…,"emits":…`), written once:
+    /// a roster is then copied, never built again from the declarations (§4.1 rule 4).
+    roster_members: String,
 }
 
 impl Hello {
-    pub(crate) fn from_frame(frame: &Value) -> Hello {
-        let capabilities = frame.get("capabilities").cloned().unwrap_or(Value::Null);
+    /// Reads the declarations of a `hello` frame whose `role` was checked already.
+    pub(crate) fn from_frame(frame: &Value, role: Role) -> Hello {
+        let no_value = Value::Null;
+        let capabilities = frame.get("capabilities").unwrap_or(&no_value);
         let accepts = capabilities
             .pointer("/control/accepts")
             .and_then(Value::as_array)
@@ -271,31 +277,50 @@ impl Hello {
                     .map(String::from)
                     .collect()
             });
-        Hello {
-            role: frame
-                .get("role")
-                .and_then(Value::as_str)
-                .unwrap_or("both")
-                .to_owned(),
-            identity: frame.get("identity").cloned().unwrap_or(Value::Null),
-            accepts,
-            capabilities,
+        let identity = frame.get("identity").cloned().unwrap_or(Value::Null);
+        let mut members = serde_json::Map::new();
+        for (key, value) in [
+            ("agent", identity.get("agent")),
+            ("instance", identity.get("instance")),
+            ("control", capabilities.get("control")),
+            ("emits", capabilities.get("emits")),
+        ] {
+            if let Some(v) = value.filter(|v| truthy(v)) {
+                members.insert(key.into(), v.clone());
+            }
         }
-    }
-
-    fn is_consumer(&self) -> bool {
-        self.role == "consumer"
+        let object = Value::Object(members).to_string();
+        let roster_members = object
+            .strip_prefix('{')
+            .and_then(|o| o.strip_suffix('}'))
+            .unwrap_or_default()
+            .to_owned();
+        Hello {
+            role,
+            identity,
+            accepts,
+            roster_members,
+        }
     }
 }
 
 #[derive(Debug)]
 struct Conn {
     outbox: Arc<Outbox>,
-    hello: Option<Hello>,
-    /// Claimed sessions, in claim order.
-    sessions: Vec<String>,
+    hello: Option<Arc<Hello>>,
+    /// Claimed sessions, in claim order ...
+    sessions: Vec<Arc<str>>,
+    /// ... and as a set: a claim is looked up for every event the connection sends.
+    claimed: HashSet<Arc<str>>,
     /// Subscription id (as JSON text) -> hub subscription id.
     subs: HashMap<String, u64>,
+}
+
+/// A `roster` reply that would not fit a reader's queue however empty.
+#[derive(Debug)]
+pub(crate) struct RosterTooLarge {
+    /// The bytes it reached before the building stopped.
+    pub(crate) at_least: usize,
 }
 
 #[derive(Debug)]
@@ -422,8 +447,10 @@ impl Hub {
                     Disposition::Buffered => {
                         if let Some(session) = incoming.session() {
                             if let Some(conn) = from_conn.and_then(|c| st.conns.get_mut(&c)) {
-                                if !conn.sessions.iter().any(|s| s == session) {
-                                    conn.sessions.push(session.to_owned());
+                                if !conn.claimed.contains(session) {
+                                    let claim: Arc<str> = Arc::from(session);
+                                    conn.claimed.insert(claim.clone());
+                                    conn.sessions.push(claim);
                                 }
                             }
                             // live fan-out forwards even a duplicate (AEP-0003 §5): the
@@ -541,8 +568,7 @@ impl Hub {
             return false;
         }
         let mut targets = st.conns.values().filter(|c| {
-            c.hello.as_ref().is_some_and(|h| !h.is_consumer())
-                && c.sessions.iter().any(|s| s == session)
+            c.hello.as_ref().is_some_and(|h| h.role.emits()) && c.claimed.contains(session)
         });
         // the first two owners decide: none, exactly one, or ambiguous (counted only
         // then, so routing a command allocates nothing)
@@ -686,6 +712,7 @@ impl Hub {
                 outbox,
                 hello: None,
                 sessions: Vec::new(),
+                claimed: HashSet::new(),
                 subs: HashMap::new(),
             },
         );
@@ -697,7 +724,7 @@ impl Hub {
         self.lock().conns.len()
     }
 
-    pub(crate) fn hello(&self, conn: u64, hello: Hello) {
+    pub(crate) fn hello(&self, conn: u64, hello: Arc<Hello>) {
         if let Some(c) = self.lock().conns.get_mut(&conn) {
             c.hello = Some(hello);
         }
@@ -714,32 +741,46 @@ impl Hub {
         self.count_parsing(&st);
     }
 
-    /// The live claim snapshot (AEP-0003 §4.1): one entry per (connection, session),
-    /// declarations relayed verbatim.
-    pub(crate) fn roster(&self) -> Vec<Value> {
-        let st = self.lock();
-        let mut entries = Vec::new();
-        for conn in st.conns.values() {
-            let Some(hello) = conn.hello.as_ref().filter(|h| !h.is_consumer()) else {
-                continue;
-            };
-            for session in &conn.sessions {
-                let mut entry = serde_json::Map::new();
-                entry.insert("session".into(), session.clone().into());
-                for (key, value) in [
-                    ("agent", hello.identity.get("agent")),
-                    ("instance", hello.identity.get("instance")),
-                    ("control", hello.capabilities.get("control")),
-                    ("emits", hello.capabilities.get("emits")),
-                ] {
-                    if let Some(v) = value.filter(|v| truthy(v)) {
-                        entry.insert(key.into(), v.clone());
-                    }
+    /// The `roster` reply to request `id` (AEP-0003 §4.1): one entry per live
+    /// (connection, session) claim, declarations relayed verbatim. Built outside the
+    /// lock from a snapshot of the claims, and never past `limit` bytes: a reply no
+    /// queue could take is refused rather than built.
+    pub(crate) fn roster_reply(&self, id: &str, limit: usize) -> Result<String, RosterTooLarge> {
+        let claims: Vec<(Arc<Hello>, Vec<Arc<str>>)> = {
+            let st = self.lock();
+            st.conns
+                .values()
+                .filter_map(|c| {
+                    let hello = c.hello.as_ref().filter(|h| h.role.emits())?;
+                    Some((hello.clone(), c.sessions.clone()))
+                })
+                .collect()
+        };
+        let mut out = String::from(r#"{"type":"roster","id":"#);
+        out.push_str(&Value::from(id).to_string());
+        out.push_str(r#","entries":["#);
+        let mut first = true;
+        for (hello, sessions) in &claims {
+            for session in sessions {
+                if !std::mem::take(&mut first) {
+                    out.push(',');
                 }
-                entries.push(Value::Object(entry));
+                out.push_str(r#"{"session":"#);
+                out.push_str(&Value::from(&**session).to_string());
+                if !hello.roster_members.is_empty() {
+                    out.push(',');
+                    out.push_str(&hello.roster_members);
+                }
+                out.push('}');
+                if out.len() > limit {
+                    return Err(RosterTooLarge {
+                        at_least: out.len(),
+                    });
+                }
             }
         }
-        entries
+        out.push_str("]}");
+        Ok(out)
     }
 
     // ---- introspection ------------------------------------------------------------------
@@ -771,7 +812,7 @@ impl Hub {
                     "role": hello.role,
                     "identity": hello.identity,
                     "accepts": hello.accepts,
-                    "sessions": c.sessions,
+                    "sessions": c.sessions.iter().map(|s| &**s).collect::<Vec<&str>>(),
                     "subscriptions": c.subs.len(),
                 }))
             })

@@ -11,21 +11,31 @@ aep-relay: an Agent Event Protocol (AEP 0.1) relay
 
 usage: aep-relay [--port P] [--host H] [--token T] [--buffer N] [...]
 
-Every flag falls back to the reference relay's environment variable, then its default:
-  --port N               AEP_PORT          8787 (0 picks a free port)
-  --host IP              AEP_HOST          0.0.0.0 (all interfaces)
-  --token T              AEP_TOKEN         none (control routing disabled without one)
-  --buffer N             AEP_BUFFER        10000 events replayed per session
-  --max-sessions N       AEP_MAX_SESSIONS  500 sessions held (least recently written evicted)
-  --max-body BYTES       AEP_MAX_BODY      16777216 (413 beyond)
-  --max-batch N          AEP_MAX_BATCH     10000 events per NDJSON batch (413 beyond)
-  --max-from N           AEP_MAX_FROM      max-sessions resume positions per request
-  --data-dir DIR         AEP_DATA_DIR      none: buffers survive restarts as JSONL logs in DIR
-  --soft-backpressure B                    1048576 bytes queued: lagging readers lose debug/info
-  --hard-backpressure B                    8388608 bytes queued: the reader is disconnected
-  --heartbeat-ms MS                        25000 between `: ping` / ping frames
-  --lag-grace-ms MS                        1000 a reader past the soft bound may take to catch up
-  --drain-timeout-ms MS                    5000 graceful-shutdown limit
+Every flag falls back to its environment variable (the reference relay's where it has
+one), then to its default:
+  --port N                 AEP_PORT               8787 (0 picks a free port)
+  --host IP                AEP_HOST               0.0.0.0 (all interfaces)
+  --token T                AEP_TOKEN              none (control routing disabled without one)
+  --buffer N               AEP_BUFFER             10000 events replayed per session
+  --max-sessions N         AEP_MAX_SESSIONS       500 sessions held (least recently written evicted)
+  --max-body BYTES         AEP_MAX_BODY           16777216 (413 beyond)
+  --max-batch N            AEP_MAX_BATCH          10000 events per NDJSON batch (413 beyond)
+  --max-from N             AEP_MAX_FROM           max-sessions resume positions per request
+  --data-dir DIR           AEP_DATA_DIR           none: buffers survive restarts as JSONL logs in DIR
+  --soft-backpressure B    AEP_SOFT_BACKPRESSURE  1048576 bytes queued to a reader: past it, one
+                                                  ingest waits up to the lag grace, then the
+                                                  reader is lagging and loses debug/info
+  --hard-backpressure B    AEP_HARD_BACKPRESSURE  8388608 bytes queued (every frame counts): the
+                                                  reader is disconnected
+  --heartbeat-ms MS        AEP_HEARTBEAT_MS       25000 between `: ping` / ping frames
+  --lag-grace-ms MS        AEP_LAG_GRACE_MS       1000 one ingest waits for a reader past the soft
+                                                  bound (no other ingest or reader waits on it)
+  --drain-timeout-ms MS    AEP_DRAIN_TIMEOUT_MS   5000 graceful-shutdown limit; also what a reader
+                                                  disconnected past the hard bound gets to take
+                                                  what was queued before its socket is dropped
+  --subscription-ttl-ms MS AEP_SUBSCRIPTION_TTL_MS none: subscription-model subscriptions expire
+  --max-hello BYTES        AEP_MAX_HELLO          65536 bytes of WebSocket hello (limit-exceeded,
+                                                  close 1009 beyond)
 
 The first line of stdout is `aep-relay listening on http://ADDR ...`.
 Logs go to stderr through tracing (RUST_LOG, default info). The token is never logged.

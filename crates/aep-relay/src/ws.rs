@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use aep_core::frame::{self, DecodeError, ErrorCode, Frame, IdFrame, ReplayFrom, Subscribe};
+use aep_core::frame::{self, DecodeError, ErrorCode, Frame, IdFrame, ReplayFrom, Role, Subscribe};
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use bytes::Bytes;
@@ -145,7 +145,7 @@ async fn close(sink: &mut SplitSink<WebSocket, Message>, how: End) {
 /// Per-connection state the reader keeps.
 #[derive(Debug, Default)]
 struct Session {
-    hello: Option<Hello>,
+    hello: Option<Arc<Hello>>,
     subscriptions: Lifecycle,
 }
 
@@ -228,6 +228,19 @@ async fn on_text(
     // ingest, read once. Anything else (frames, subscription lifecycle messages, an
     // event to refuse) takes the general path below, which reads it as a `Value`; an
     // event's refusal is the one read here.
+    let max = hub.config.max_hello;
+    if session.hello.is_none() && text.len() > max {
+        // what a party declares is kept for the connection's life and copied into every
+        // roster: its size is bounded before it is even read
+        let detail = format!(
+            "a hello of {} bytes; this relay takes {max} (AEP_MAX_HELLO)",
+            text.len()
+        );
+        let frame = proto::error_frame(ErrorCode::LimitExceeded, None, None, Some(&detail));
+        send(outbox, frame);
+        outbox.end(End::Close(1009, "hello too large"));
+        return;
+    }
     let mut refusal = None;
     if session.hello.is_some() {
         let mut reading = None;
@@ -260,26 +273,7 @@ async fn on_text(
     let is_event = ty.is_some_and(frame::is_event_type);
 
     let Some(hello) = &session.hello else {
-        let offered = match Frame::from_value(message.clone()) {
-            Ok(Frame::Hello(h)) if !is_event => h,
-            _ => {
-                send(
-                    outbox,
-                    proto::error_frame(ErrorCode::HelloRequired, None, None, None),
-                );
-                outbox.end(End::Close(1002, "hello required"));
-                return;
-            }
-        };
-        let Some(version) = offered.select_version(&proto::VERSIONS) else {
-            send(outbox, proto::version_unsupported_frame());
-            outbox.end(End::Close(1002, "version unsupported"));
-            return;
-        };
-        let declared = Hello::from_frame(&message);
-        hub.hello(conn, declared.clone());
-        session.hello = Some(declared);
-        send(outbox, proto::hello_reply(&hub.config, version));
+        on_hello(hub, conn, outbox, session, message, is_event);
         return;
     };
 
@@ -320,7 +314,7 @@ async fn on_text(
             send(outbox, Frame::Unsubscribed(IdFrame::new(id)).to_json());
         }
         Frame::RosterRequest(IdFrame { id, .. }) => {
-            if hello.role == "emitter" {
+            if !hello.role.watches() {
                 // watch-class: answered on consumer/both connections (AEP-0003 §4.1)
                 let detail = "roster is answered on consumer/both connections";
                 send(
@@ -328,10 +322,26 @@ async fn on_text(
                     proto::error_frame(ErrorCode::Unauthorized, Some(&id), None, Some(detail)),
                 );
             } else {
-                // declarations relayed verbatim, as the claimants sent them (§4.1 rule 4)
-                let reply =
-                    serde_json::json!({ "type": "roster", "id": id, "entries": hub.roster() });
-                send(outbox, reply.to_string());
+                // declarations relayed verbatim, as the claimants sent them (§4.1 rule 4);
+                // a reply larger than the queue bound could never be sent: refused, so
+                // it is never built whole
+                let limit = hub.config.hard_backpressure;
+                match hub.roster_reply(&id, limit) {
+                    Ok(reply) => send(outbox, reply),
+                    Err(too_large) => {
+                        let detail = format!(
+                            "the roster reply passed {} bytes, more than this connection may have queued (--hard-backpressure {limit})",
+                            too_large.at_least
+                        );
+                        let frame = proto::error_frame(
+                            ErrorCode::LimitExceeded,
+                            Some(&id),
+                            None,
+                            Some(&detail),
+                        );
+                        send(outbox, frame);
+                    }
+                }
             }
         }
         Frame::Ping(_) => {
@@ -342,6 +352,47 @@ async fn on_text(
         // `pong` and unknown frame types are ignored (AEP-0003 §2)
         _ => {}
     }
+}
+
+/// The first message of a connection: a `hello` (AEP-0003 §3.5 rule 1, §4), or a
+/// refusal and close.
+fn on_hello(
+    hub: &Arc<Hub>,
+    conn: u64,
+    outbox: &Arc<Outbox>,
+    session: &mut Session,
+    message: Value,
+    is_event: bool,
+) {
+    let refuse = |code: ErrorCode, detail: Option<&str>, close: End| {
+        send(outbox, proto::error_frame(code, None, None, detail));
+        outbox.end(close);
+    };
+    let hello_required = End::Close(1002, "hello required");
+    let offered = match Frame::from_value(message.clone()) {
+        Ok(Frame::Hello(h)) if !is_event => h,
+        _ => return refuse(ErrorCode::HelloRequired, None, hello_required),
+    };
+    // the reference relay reads an absent role as `both`; rule 2 allows no other
+    let role = match offered.role.clone().unwrap_or(Role::Both) {
+        role @ (Role::Emitter | Role::Consumer | Role::Both) => role,
+        other => {
+            let detail = format!(
+                "role {:?} is not emitter, consumer or both (AEP-0003 §4 rule 2)",
+                other.as_str()
+            );
+            return refuse(ErrorCode::HelloRequired, Some(&detail), hello_required);
+        }
+    };
+    let Some(version) = offered.select_version(&proto::VERSIONS) else {
+        send(outbox, proto::version_unsupported_frame());
+        outbox.end(End::Close(1002, "version unsupported"));
+        return;
+    };
+    let declared = Arc::new(Hello::from_frame(&message, role));
+    hub.hello(conn, declared.clone());
+    session.hello = Some(declared);
+    send(outbox, proto::hello_reply(&hub.config, version));
 }
 
 /// A `subscribe` frame (AEP-0003 §6.5): refused in-band from the closed code set, the

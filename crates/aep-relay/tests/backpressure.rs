@@ -10,6 +10,7 @@ use common::*;
 use serde_json::{json, Value};
 use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpSocket, TcpStream};
+use tokio_tungstenite::tungstenite::Message;
 
 /// An SSE reader that sends its request and then never reads a byte, with a small
 /// receive window so the relay's side fills quickly.
@@ -100,4 +101,137 @@ async fn readers_that_never_read_hold_up_no_emitter() {
     flood.await.unwrap();
     drop(readers);
     relay.shutdown().await.unwrap();
+}
+
+/// The peak memory these floods may cost the relay: the hard bound (8 MiB) and the
+/// socket buffers, far under what they reached unbounded (512 MiB and 412 MiB).
+const PEAK_MIB: u64 = 150;
+
+/// Whether this platform shows a process's peak memory; prints why a test skips.
+fn peak_rss_readable(relay: &RelayProcess, test: &str) -> bool {
+    let readable = relay.peak_rss_kib().is_some();
+    if !readable {
+        eprintln!(
+            "skipped: {test} because the relay's peak RSS is read from /proc/PID/status (Linux)"
+        );
+    }
+    readable
+}
+
+/// Waits until the relay holds `n` WebSocket connections; `false` after `within`.
+async fn connections_fall_to(relay: &RelayProcess, n: u64, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if relay.health().await["connections"].as_u64() == Some(n) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    false
+}
+
+async fn hello(ws: &mut Ws, role: &str, capabilities: Value) {
+    ws.send(&json!({
+        "type": "hello", "versions": ["0.1"], "role": role,
+        "identity": { "agent": "agent-a", "instance": "i-1" },
+        "capabilities": capabilities,
+    }))
+    .await;
+    assert_eq!(ws.recv().await.unwrap()["type"], "hello");
+}
+
+/// An emitter's hello declares 1 MB of `capabilities.emits`, and a consumer that never
+/// reads asks for the roster 500 times: every reply counts toward the consumer's hard
+/// bound, so it is disconnected there and the relay's memory stays bounded (the replies
+/// were queued at a size of 0: 512 MiB in 3 s, never returned).
+#[tokio::test]
+async fn a_roster_flood_from_a_reader_that_never_reads_is_cut_at_the_hard_bound() {
+    use futures::SinkExt;
+    let relay = RelayProcess::start(&["--max-hello", "2097152", "--drain-timeout-ms", "1000"]);
+    if !peak_rss_readable(&relay, "the roster flood") {
+        return;
+    }
+    let emits: Vec<String> = (0..55_000).map(|i| format!("x.category{i:06}")).collect();
+    let mut emitter = Ws::connect_url(&relay.socket_url()).await;
+    hello(&mut emitter, "emitter", json!({ "emits": emits })).await;
+    let s = session();
+    emitter.send(&ev("session.started", &s, 0)).await;
+    // a consumer that reads sees the claim, with its declarations, once
+    let mut probe = Ws::connect_url(&relay.socket_url()).await;
+    hello(&mut probe, "consumer", json!({})).await;
+    let mut entries = 0;
+    for _ in 0..100 {
+        probe.send(&json!({ "type": "roster", "id": "r" })).await;
+        let reply = probe.recv().await.unwrap();
+        entries = reply["entries"].as_array().unwrap().len();
+        if entries == 1 {
+            assert_eq!(
+                reply["entries"][0]["emits"].as_array().unwrap().len(),
+                55_000
+            );
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(entries, 1, "the claim never showed in the roster");
+    drop(probe);
+    assert!(connections_fall_to(&relay, 1, Duration::from_secs(10)).await);
+
+    let mut flood = Ws::connect_url(&relay.socket_url()).await;
+    hello(&mut flood, "consumer", json!({})).await;
+    for i in 0..500 {
+        let request = json!({ "type": "roster", "id": format!("r-{i}") }).to_string();
+        if flood
+            .stream
+            .feed(Message::Text(request.into()))
+            .await
+            .is_err()
+        {
+            break;
+        }
+    }
+    let _ = flood.stream.flush().await;
+    assert!(
+        connections_fall_to(&relay, 1, Duration::from_secs(30)).await,
+        "the consumer that never reads was not disconnected"
+    );
+    let peak = relay.peak_rss_kib().unwrap() / 1024;
+    eprintln!("roster flood: peak RSS {peak} MiB");
+    assert!(peak < PEAK_MIB, "peak RSS {peak} MiB under a roster flood");
+    drop(emitter);
+}
+
+/// Two million `ping` frames from a peer that never reads: the `pong` replies count
+/// toward its hard bound, so it is disconnected there (they were queued at a size of 0:
+/// 412 MiB, never disconnected).
+#[tokio::test]
+async fn a_ping_flood_from_a_reader_that_never_reads_is_cut_at_the_hard_bound() {
+    use futures::SinkExt;
+    let relay = RelayProcess::start(&["--drain-timeout-ms", "1000"]);
+    if !peak_rss_readable(&relay, "the ping flood") {
+        return;
+    }
+    let mut ws = Ws::connect_url(&relay.socket_url()).await;
+    hello(&mut ws, "consumer", json!({})).await;
+    let ping = r#"{"type":"ping","t":1}"#;
+    let mut sent = 0u32;
+    while sent < 2_000_000 {
+        if ws.stream.feed(Message::Text(ping.into())).await.is_err() {
+            break;
+        }
+        sent += 1;
+        if sent % 1024 == 0 && ws.stream.flush().await.is_err() {
+            break;
+        }
+    }
+    assert!(
+        connections_fall_to(&relay, 0, Duration::from_secs(30)).await,
+        "the peer that never reads was not disconnected"
+    );
+    let peak = relay.peak_rss_kib().unwrap() / 1024;
+    eprintln!(
+        "ping flood: {sent} pings sent before the relay cut the peer off; peak RSS {peak} MiB"
+    );
+    assert!(sent < 2_000_000, "the relay took every ping");
+    assert!(peak < PEAK_MIB, "peak RSS {peak} MiB under a ping flood");
 }

@@ -212,7 +212,11 @@ pub struct Ws {
 
 impl Ws {
     pub async fn connect(relay: &RelayHandle) -> Ws {
-        let url = format!("{}?access_token={TOKEN}", relay.socket_url());
+        Ws::connect_url(&format!("{}?access_token={TOKEN}", relay.socket_url())).await
+    }
+
+    /// Connects to a `/socket` URL as given.
+    pub async fn connect_url(url: &str) -> Ws {
         let (stream, _) = tokio_tungstenite::connect_async(url)
             .await
             .expect("ws connects");
@@ -289,4 +293,106 @@ impl Ws {
 /// The response body as JSON.
 pub async fn body(r: reqwest::Response) -> Value {
     serde_json::from_str(&r.text().await.expect("body")).expect("JSON body")
+}
+
+/// The relay binary run as a child process (killed when dropped), for what only a
+/// process shows: its peak memory, its exit, its first line of output.
+pub struct RelayProcess {
+    pub child: std::process::Child,
+    pub url: String,
+    /// The first line it printed (`aep-relay listening on ...`).
+    pub first_line: String,
+    /// Where its stderr goes (a file: a pipe nobody reads could fill and stall it).
+    stderr: std::path::PathBuf,
+}
+
+impl RelayProcess {
+    /// Starts `aep-relay --port 0 --host 127.0.0.1 --token TOKEN` with `args`.
+    pub fn start(args: &[&str]) -> RelayProcess {
+        Self::try_start(args)
+            .unwrap_or_else(|(status, err)| panic!("the relay did not start ({status:?}): {err}"))
+    }
+
+    /// [`RelayProcess::start`], or the exit status and output of a relay that exited
+    /// without printing its address.
+    pub fn try_start(
+        args: &[&str],
+    ) -> Result<RelayProcess, (Option<std::process::ExitStatus>, String)> {
+        use std::io::BufRead;
+        let stderr = std::env::temp_dir().join(format!("aep-relay-test-{}.log", id()));
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_aep-relay"))
+            .args(["--port", "0", "--host", "127.0.0.1", "--token", TOKEN])
+            .args(args)
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&stderr).expect("a log file"))
+            .spawn()
+            .expect("start the relay binary");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("stdout"));
+        let mut first_line = String::new();
+        let _ = stdout.read_line(&mut first_line);
+        if !first_line.contains("listening on") {
+            let status = child.wait().ok();
+            let err = std::fs::read_to_string(&stderr).unwrap_or_default();
+            let _ = std::fs::remove_file(&stderr);
+            return Err((status, format!("{first_line}{err}")));
+        }
+        let url = first_line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .expect("an address")
+            .to_owned();
+        Ok(RelayProcess {
+            child,
+            url,
+            first_line,
+            stderr,
+        })
+    }
+
+    /// The WebSocket URL of `/socket`, with the token.
+    pub fn socket_url(&self) -> String {
+        format!(
+            "ws{}/socket?access_token={TOKEN}",
+            self.url.trim_start_matches("http")
+        )
+    }
+
+    /// The peak resident memory of the relay process so far, in KiB (`VmHWM`); `None`
+    /// where `/proc` does not tell.
+    pub fn peak_rss_kib(&self) -> Option<u64> {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
+        let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+        line.split_whitespace().nth(1)?.parse().ok()
+    }
+
+    /// What it wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(&self.stderr).unwrap_or_default()
+    }
+
+    /// Kills it at once (SIGKILL), as a crash would.
+    pub fn kill(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// `/healthz`, authorized.
+    pub async fn health(&self) -> Value {
+        let r = client()
+            .get(format!("{}/healthz", self.url))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .expect("healthz");
+        body(r).await
+    }
+}
+
+impl Drop for RelayProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.stderr);
+    }
 }
