@@ -87,6 +87,9 @@ pub struct RelayConfig {
     pub(crate) data_dir: Option<PathBuf>,
     pub(crate) subscription_ttl: Option<Duration>,
     pub(crate) max_hello: usize,
+    pub(crate) max_connections: usize,
+    pub(crate) header_timeout: Duration,
+    pub(crate) hello_timeout: Duration,
 }
 
 /// A value of a `AEP_*` variable or flag that is not what it should be.
@@ -127,6 +130,9 @@ impl Default for RelayConfig {
             data_dir: None,
             subscription_ttl: None,
             max_hello: 64 << 10,
+            max_connections: 4096,
+            header_timeout: Duration::from_secs(10),
+            hello_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -149,6 +155,9 @@ const ENV_VARS: &[&str] = &[
     "AEP_DRAIN_TIMEOUT_MS",
     "AEP_SUBSCRIPTION_TTL_MS",
     "AEP_MAX_HELLO",
+    "AEP_MAX_CONNECTIONS",
+    "AEP_HEADER_TIMEOUT_MS",
+    "AEP_HELLO_TIMEOUT_MS",
 ];
 
 fn parse_num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> {
@@ -236,6 +245,13 @@ impl RelayConfig {
             }
             "data-dir" => self.data_dir = (!value.is_empty()).then(|| PathBuf::from(value)),
             "max-hello" => self.max_hello = parse_num(name, value)?,
+            "max-connections" => self.max_connections = parse_num(name, value)?,
+            "header-timeout-ms" => {
+                self.header_timeout = Duration::from_millis(parse_num(name, value)?)
+            }
+            "hello-timeout-ms" => {
+                self.hello_timeout = Duration::from_millis(parse_num(name, value)?)
+            }
             _ => return Err(ConfigError::new(name, value, "a known setting")),
         }
         Ok(())
@@ -408,5 +424,61 @@ impl RelayConfig {
     /// Largest WebSocket `hello` in bytes.
     pub fn max_hello(&self) -> usize {
         self.max_hello
+    }
+
+    /// Connections served at once, every binding together (default 4096); one more is
+    /// answered `503` and closed at once, so a flood of idle connections cannot take
+    /// the relay's file descriptors. Keep the process's open-file limit above it.
+    ///
+    /// ```
+    /// let config = aep_relay::RelayConfig::default().with_max_connections(100);
+    /// assert_eq!(config.max_connections(), 100);
+    /// ```
+    pub fn with_max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections;
+        self
+    }
+
+    /// Connections served at once.
+    pub fn max_connections(&self) -> usize {
+        self.max_connections
+    }
+
+    /// How long a client may take to send a request's headers, and how long an idle
+    /// keep-alive connection is held for its next request (default 10 s; zero: no
+    /// limit). Past it the connection is closed.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let config = aep_relay::RelayConfig::default().with_header_timeout(Duration::from_secs(5));
+    /// assert_eq!(config.header_timeout(), Duration::from_secs(5));
+    /// ```
+    pub fn with_header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// How long a client may take to send a request's headers.
+    pub fn header_timeout(&self) -> Duration {
+        self.header_timeout
+    }
+
+    /// How long a WebSocket may stay open without saying `hello` (default 10 s): past
+    /// it the relay answers `hello-required` and closes, as for any other first frame
+    /// (AEP-0003 §3.5 rule 1).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let config = aep_relay::RelayConfig::default().with_hello_timeout(Duration::from_secs(2));
+    /// assert_eq!(config.hello_timeout(), Duration::from_secs(2));
+    /// ```
+    pub fn with_hello_timeout(mut self, timeout: Duration) -> Self {
+        self.hello_timeout = timeout;
+        self
+    }
+
+    /// How long a WebSocket may stay open without saying `hello`.
+    pub fn hello_timeout(&self) -> Duration {
+        self.hello_timeout
     }
 }

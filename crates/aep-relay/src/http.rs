@@ -11,7 +11,7 @@ use std::sync::Arc;
 use aep_core::Capture;
 use axum::body::Body;
 use axum::extract::ws::WebSocketUpgrade;
-use axum::extract::{FromRequestParts, Query, Request, State};
+use axum::extract::{FromRequestParts, Query, Request};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
@@ -21,6 +21,7 @@ use serde_json::{json, Value};
 use crate::hub::{parse_line, Hub, Incoming, LineError, ReplayAsk};
 use crate::outbox::{Binding, Drain, End, Piece};
 use crate::proto::{self, Filter};
+use crate::server::ConnectionShed;
 
 const ALLOW_ORIGIN: (header::HeaderName, HeaderValue) = (
     header::ACCESS_CONTROL_ALLOW_ORIGIN,
@@ -57,7 +58,7 @@ fn authorized(hub: &Hub, headers: &HeaderMap, query: &HashMap<String, String>) -
 }
 
 /// The one entry point of every request.
-pub(crate) async fn handle(State(hub): State<Arc<Hub>>, request: Request) -> Response {
+pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
     let (mut parts, body) = request.into_parts();
     let query: HashMap<String, String> = Query::try_from_uri(&parts.uri)
         .map(|Query(q)| q)
@@ -141,7 +142,15 @@ pub(crate) async fn handle(State(hub): State<Arc<Hub>>, request: Request) -> Res
                 .into_response()
         }
         (Method::POST, "/events") => post_events(hub, &parts.headers, body).await,
-        (Method::GET, "/stream") => stream(hub, &parts.headers, &query),
+        (Method::GET, "/stream") => {
+            // dropped whole if its reader is disconnected and takes nothing more
+            let shed = parts
+                .extensions
+                .get::<ConnectionShed>()
+                .cloned()
+                .unwrap_or_default();
+            stream(hub, &parts.headers, &query, shed)
+        }
         _ => StatusCode::NOT_FOUND.into_response(),
     }
 }
@@ -500,12 +509,17 @@ impl Drop for SubGuard {
 
 const CHUNK: usize = 64 * 1024;
 
-fn stream(hub: Arc<Hub>, headers: &HeaderMap, query: &HashMap<String, String>) -> Response {
+fn stream(
+    hub: Arc<Hub>,
+    headers: &HeaderMap,
+    query: &HashMap<String, String>,
+    shed: ConnectionShed,
+) -> Response {
     let (filter, capture, ask, live) = match stream_request(&hub, headers, query) {
         Ok(parsed) => parsed,
         Err(why) => return refuse(why),
     };
-    let (outbox, rx) = hub.outbox(tokio_util::sync::CancellationToken::new());
+    let (outbox, rx) = hub.outbox(shed.0);
     let id = hub.subscribe(
         &outbox,
         Binding::Sse,

@@ -719,11 +719,6 @@ impl Hub {
         id
     }
 
-    /// WebSocket connections still open.
-    pub(crate) fn open_connections(&self) -> usize {
-        self.lock().conns.len()
-    }
-
     pub(crate) fn hello(&self, conn: u64, hello: Arc<Hello>) {
         if let Some(c) = self.lock().conns.get_mut(&conn) {
             c.hello = Some(hello);

@@ -36,6 +36,13 @@ one), then to its default:
   --subscription-ttl-ms MS AEP_SUBSCRIPTION_TTL_MS none: subscription-model subscriptions expire
   --max-hello BYTES        AEP_MAX_HELLO          65536 bytes of WebSocket hello (limit-exceeded,
                                                   close 1009 beyond)
+  --hello-timeout-ms MS    AEP_HELLO_TIMEOUT_MS   10000 a WebSocket may go without hello
+                                                  (hello-required, close 1002 past it)
+  --max-connections N      AEP_MAX_CONNECTIONS    4096 connections at once, every binding
+                                                  together (503 and close beyond); keep the
+                                                  open-file limit (ulimit -n) above it
+  --header-timeout-ms MS   AEP_HEADER_TIMEOUT_MS  10000 to send a request's headers, and to hold
+                                                  an idle keep-alive connection (0: no limit)
 
 The first line of stdout is `aep-relay listening on http://ADDR ...`.
 Logs go to stderr through tracing (RUST_LOG, default info). The token is never logged.

@@ -1,17 +1,26 @@
 //! Starting and stopping a relay: [`run`] for a listener you own, [`Relay::builder`] for a
 //! relay in the background with a handle.
+//!
+//! The accept loop is the relay's own, on hyper's HTTP/1 connection: it holds at most
+//! `max_connections` at once (one more gets `503` and is closed), closes a connection
+//! that does not send its headers within the header timeout, and can drop one
+//! connection whose reader was disconnected past the hard bound (AEP-0003 §8.4).
 
-use std::future::{Future, IntoFuture};
+use std::convert::Infallible;
+use std::future::Future;
 use std::io;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::Duration;
 
-use axum::serve::ListenerExt;
-use axum::Router;
-use tokio::net::TcpListener;
-use tokio::sync::{oneshot, Notify};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
 
 use crate::config::RelayConfig;
 use crate::hub::Hub;
@@ -32,52 +41,192 @@ pub async fn run(
     config: RelayConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let drain_timeout = config.drain_timeout;
     let hub = Arc::new(Hub::new(config)?);
+    serve(hub, listener, shutdown).await
+}
+
+/// The one connection an HTTP request came on: dropping it ends the connection (a
+/// reader disconnected past the hard bound whose socket takes nothing more).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConnectionShed(pub(crate) CancellationToken);
+
+async fn serve(
+    hub: Arc<Hub>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> io::Result<()> {
+    let max = hub.config.max_connections.max(1);
     tracing::info!(
         addr = ?listener.local_addr().ok(),
         buffer = hub.config.buffer,
         auth = hub.config.token.is_some(),
+        max_connections = max,
         "aep-relay serving"
     );
-    let app = Router::new()
-        .fallback(crate::http::handle)
-        .with_state(hub.clone());
-    let started = Arc::new(Notify::new());
-    let signal = {
-        let hub = hub.clone();
-        let started = started.clone();
-        async move {
-            shutdown.await;
-            tracing::info!("shutting down");
-            hub.shutdown();
-            started.notify_one();
-        }
-    };
-    let listener = listener.tap_io(|tcp| {
+    warn_if_descriptors_short(max);
+    let limit = Arc::new(Semaphore::new(max));
+    let (closing, closed) = watch::channel(false);
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(accepted) => accepted,
+                Err(e) => {
+                    // out of descriptors or a connection gone before it was accepted:
+                    // the relay goes on serving what it holds
+                    tracing::warn!(error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let Ok(permit) = limit.clone().try_acquire_owned() else {
+            busy(&tcp);
+            continue;
+        };
         let _ = tcp.set_nodelay(true);
-    });
-    let serve = axum::serve(listener, app)
-        .with_graceful_shutdown(signal)
-        .into_future();
-    tokio::pin!(serve);
-    tokio::select! {
-        result = &mut serve => result?,
-        () = async { started.notified().await; tokio::time::sleep(drain_timeout).await } => {
-            tracing::warn!("connections still open after the drain timeout; closing anyway");
-            hub.flush_journal();
-            return Ok(());
-        }
+        let io = Held {
+            tcp,
+            _permit: permit,
+        };
+        tokio::spawn(connection(hub.clone(), io, closed.clone()));
     }
-    tracing::debug!("http server drained");
-    // upgraded WebSockets outlive the HTTP server: wait for their close handshakes
-    let deadline = tokio::time::Instant::now() + drain_timeout;
-    while hub.open_connections() > 0 && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
+    tracing::info!("shutting down");
+    hub.shutdown();
+    let _ = closing.send(true);
+    // every connection, upgraded WebSockets included, holds a permit until it closes
+    let all = u32::try_from(max).unwrap_or(u32::MAX);
+    if tokio::time::timeout(hub.config.drain_timeout, limit.acquire_many(all))
+        .await
+        .is_err()
+    {
+        tracing::warn!("connections still open after the drain timeout; closing anyway");
     }
     hub.flush_journal();
     tracing::debug!("relay stopped");
     Ok(())
+}
+
+/// Answers a connection past the limit at once, without reading it.
+fn busy(tcp: &TcpStream) {
+    const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+    tracing::debug!("connection limit reached: 503");
+    let _ = tcp.try_write(BUSY);
+}
+
+/// Serves one connection until it ends, the relay shuts down, or its reader was
+/// disconnected past the hard bound and did not take what was queued within the drain
+/// timeout.
+async fn connection(hub: Arc<Hub>, io: Held, mut closed: watch::Receiver<bool>) {
+    let shed = ConnectionShed::default();
+    let service = {
+        let hub = hub.clone();
+        let shed = shed.clone();
+        hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
+            request.extensions_mut().insert(shed.clone());
+            let hub = hub.clone();
+            async move {
+                let request = request.map(axum::body::Body::new);
+                Ok::<_, Infallible>(crate::http::handle(hub, request).await)
+            }
+        })
+    };
+    let mut http = hyper::server::conn::http1::Builder::new();
+    let header_timeout = hub.config.header_timeout;
+    http.timer(TokioTimer::new())
+        .header_read_timeout((!header_timeout.is_zero()).then_some(header_timeout));
+    let conn = http
+        .serve_connection(TokioIo::new(io), service)
+        .with_upgrades();
+    tokio::pin!(conn);
+    let drain = hub.config.drain_timeout;
+    let dropped = async {
+        shed.0.cancelled().await;
+        tokio::time::sleep(drain).await;
+    };
+    tokio::pin!(dropped);
+    let mut draining = false;
+    loop {
+        tokio::select! {
+            _ = conn.as_mut() => return,
+            changed = closed.changed(), if !draining => {
+                if changed.is_err() || *closed.borrow() {
+                    draining = true;
+                    conn.as_mut().graceful_shutdown();
+                }
+            }
+            () = &mut dropped => return,
+        }
+    }
+}
+
+/// A connection's socket with its place under the connection limit, which it gives
+/// back when closed (after an upgrade too: the WebSocket owns it then).
+#[derive(Debug)]
+struct Held {
+    tcp: TcpStream,
+    _permit: OwnedSemaphorePermit,
+}
+
+impl AsyncRead for Held {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_read(cx, buf)
+    }
+}
+
+impl AsyncWrite for Held {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.tcp).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.tcp).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.tcp.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.tcp).poll_shutdown(cx)
+    }
+}
+
+/// Warns when the process may open fewer files than connections it would serve (Linux
+/// says how many in `/proc/self/limits`; elsewhere nothing is checked).
+fn warn_if_descriptors_short(max_connections: usize) {
+    let Ok(limits) = std::fs::read_to_string("/proc/self/limits") else {
+        return;
+    };
+    let soft = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .and_then(|l| l.split_whitespace().nth(3))
+        .and_then(|n| n.parse::<usize>().ok());
+    if let Some(soft) = soft.filter(|soft| *soft < max_connections + 64) {
+        tracing::warn!(
+            open_files = soft,
+            max_connections,
+            "the open-file limit is below the connection limit: raise it (ulimit -n) or lower --max-connections"
+        );
+    }
 }
 
 /// Entry point of the library: `Relay::builder()`.

@@ -160,8 +160,28 @@ async fn read_loop(
 ) {
     let mut session = Session::default();
     let mut since_yield = 0usize;
+    let hello_by = tokio::time::Instant::now() + hub.config.hello_timeout;
     loop {
-        let message = match stream.next().await {
+        let next = if session.hello.is_none() && !outbox.is_closed() {
+            match tokio::time::timeout_at(hello_by, stream.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    // a socket that never says hello is not held (AEP-0003 §3.5 rule 1)
+                    let detail = format!(
+                        "no hello within {} ms",
+                        hub.config.hello_timeout.as_millis()
+                    );
+                    let frame =
+                        proto::error_frame(ErrorCode::HelloRequired, None, None, Some(&detail));
+                    send(outbox, frame);
+                    outbox.end(End::Close(1002, "hello required"));
+                    continue;
+                }
+            }
+        } else {
+            stream.next().await
+        };
+        let message = match next {
             Some(Ok(message)) => message,
             Some(Err(e)) => {
                 if let Some(close) = closing_for(e) {

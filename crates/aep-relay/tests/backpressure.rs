@@ -235,3 +235,55 @@ async fn a_ping_flood_from_a_reader_that_never_reads_is_cut_at_the_hard_bound() 
     assert!(sent < 2_000_000, "the relay took every ping");
     assert!(peak < PEAK_MIB, "peak RSS {peak} MiB under a ping flood");
 }
+
+/// An SSE reader that never reads is disconnected past the hard bound, even though its
+/// socket takes nothing more: the connection is dropped once the drain timeout passes,
+/// and its subscription with it.
+#[tokio::test]
+async fn an_sse_reader_that_never_reads_is_dropped_past_the_hard_bound() {
+    let config = aep_relay::RelayConfig::default()
+        .with_token(TOKEN)
+        .with_buffer(8)
+        .with_soft_backpressure(16 << 10)
+        .with_hard_backpressure(256 << 10)
+        .with_drain_timeout(Duration::from_millis(300));
+    let relay = builder().config(config).start().await.unwrap();
+    let reader = stuck_reader(&relay).await;
+    for _ in 0..500 {
+        if subscribers(&relay).await == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let s = session();
+    let pad = "x".repeat(2000);
+    let mut gone = false;
+    // `notice` is never dropped: the reader's queue can only grow to the hard bound
+    for batch in 0..50u64 {
+        let events: Vec<Value> = (0..100)
+            .map(|i| {
+                let event = with(
+                    ev("progress.status", &s, batch * 100 + i),
+                    "severity",
+                    json!("notice"),
+                );
+                with(event, "data", json!({ "pad": pad }))
+            })
+            .collect();
+        assert_eq!(post_ndjson(&relay, &events).await.status(), 202);
+        if subscribers(&relay).await == 0 {
+            gone = true;
+            break;
+        }
+    }
+    for _ in 0..200 {
+        if gone {
+            break;
+        }
+        gone = subscribers(&relay).await == 0;
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(gone, "a reader past the hard bound was held");
+    drop(reader);
+    relay.shutdown().await.unwrap();
+}

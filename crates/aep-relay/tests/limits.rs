@@ -4,6 +4,8 @@
 
 mod common;
 
+use std::time::Duration;
+
 use common::*;
 use serde_json::json;
 
@@ -59,5 +61,144 @@ async fn a_hello_past_its_bound_is_refused_before_it_is_read() {
         "{refusal}"
     );
     assert_eq!(ws.close_code().await, Some(1009));
+    relay.shutdown().await.unwrap();
+}
+
+fn limited(config: aep_relay::RelayConfig) -> aep_relay::RelayConfig {
+    config.with_token(TOKEN).with_buffer(8)
+}
+
+/// Reads what the relay sends on a raw connection until it closes it; `None` when it
+/// is still open after `within`.
+async fn read_until_closed(tcp: &mut tokio::net::TcpStream, within: Duration) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, tcp.read(&mut buf)).await {
+            Err(_) => return None,
+            Ok(Ok(0) | Err(_)) => return Some(String::from_utf8_lossy(&got).into_owned()),
+            Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+async fn healthz(relay: &aep_relay::RelayHandle) -> u16 {
+    client()
+        .get(format!("{}/healthz", relay.url()))
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// Past `--max-connections` a connection is answered `503` at once and closed; the ones
+/// held keep being served, and a place freed is taken again.
+#[tokio::test]
+async fn connections_past_the_limit_are_answered_503_at_once() {
+    let config = limited(aep_relay::RelayConfig::default()).with_max_connections(2);
+    let relay = builder().config(config).start().await.unwrap();
+    let idle = tokio::net::TcpStream::connect(relay.local_addr())
+        .await
+        .unwrap();
+    let mut sse = Sse::open(&relay, "").await;
+    let mut third = tokio::net::TcpStream::connect(relay.local_addr())
+        .await
+        .unwrap();
+    let answer = read_until_closed(&mut third, Duration::from_secs(5))
+        .await
+        .expect("the connection past the limit is closed at once");
+    assert!(answer.starts_with("HTTP/1.1 503"), "{answer:?}");
+    // the stream held under the limit still delivers
+    let s = session();
+    assert_eq!(
+        post_json_once(&relay, &s).await,
+        None,
+        "a POST past the limit is refused"
+    );
+    drop(idle);
+    // the place freed is taken again, once the relay has seen the close
+    let mut answer = None;
+    for _ in 0..100 {
+        answer = post_json_once(&relay, &s).await;
+        if answer.is_some() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(answer, Some(202), "the freed place was not taken again");
+    assert_eq!(
+        sse.next_event().await.unwrap().json()["session"],
+        s.as_str()
+    );
+    relay.shutdown().await.unwrap();
+}
+
+/// One POST of one event on a fresh connection; `None` when it got no HTTP answer.
+async fn post_json_once(relay: &aep_relay::RelayHandle, s: &str) -> Option<u16> {
+    let r = reqwest::Client::builder()
+        .pool_max_idle_per_host(0)
+        .build()
+        .unwrap()
+        .post(format!("{}/events", relay.url()))
+        .bearer_auth(TOKEN)
+        .header("aep-version", "0.1")
+        .header("content-type", "application/json")
+        .body(ev("session.started", s, 0).to_string())
+        .send()
+        .await;
+    match r {
+        Ok(r) if r.status() == 503 => None,
+        Ok(r) => Some(r.status().as_u16()),
+        Err(_) => None,
+    }
+}
+
+/// A connection that does not finish its headers within `--header-timeout-ms` is
+/// closed, and its place under the connection limit given back.
+#[tokio::test]
+async fn a_connection_that_never_finishes_its_headers_is_closed() {
+    use tokio::io::AsyncWriteExt;
+    let config = limited(aep_relay::RelayConfig::default())
+        .with_max_connections(1)
+        .with_header_timeout(Duration::from_millis(300));
+    let relay = builder().config(config).start().await.unwrap();
+    let mut slow = tokio::net::TcpStream::connect(relay.local_addr())
+        .await
+        .unwrap();
+    slow.write_all(b"GET /healthz HTTP/1.1\r\nHost: relay\r\n")
+        .await
+        .unwrap();
+    let closed = read_until_closed(&mut slow, Duration::from_secs(10)).await;
+    assert!(closed.is_some(), "a connection without headers was held");
+    let mut served = false;
+    for _ in 0..100 {
+        if healthz(&relay).await == 200 {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(served);
+    relay.shutdown().await.unwrap();
+}
+
+/// A WebSocket that never says `hello` is answered `hello-required` and closed once
+/// `--hello-timeout-ms` passes (AEP-0003 §3.5 rule 1).
+#[tokio::test]
+async fn a_socket_that_never_says_hello_is_closed() {
+    let config =
+        limited(aep_relay::RelayConfig::default()).with_hello_timeout(Duration::from_millis(300));
+    let relay = builder().config(config).start().await.unwrap();
+    let mut ws = Ws::connect(&relay).await;
+    let refusal = ws.recv().await.unwrap();
+    assert_eq!(refusal["code"], "hello-required");
+    assert!(
+        refusal["detail"].as_str().unwrap().contains("300 ms"),
+        "{refusal}"
+    );
+    assert_eq!(ws.close_code().await, Some(1002));
     relay.shutdown().await.unwrap();
 }
