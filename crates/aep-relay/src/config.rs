@@ -90,6 +90,7 @@ pub struct RelayConfig {
     pub(crate) max_connections: usize,
     pub(crate) header_timeout: Duration,
     pub(crate) hello_timeout: Duration,
+    pub(crate) max_subscriptions: usize,
 }
 
 /// A value of a `AEP_*` variable or flag that is not what it should be.
@@ -133,6 +134,7 @@ impl Default for RelayConfig {
             max_connections: 4096,
             header_timeout: Duration::from_secs(10),
             hello_timeout: Duration::from_secs(10),
+            max_subscriptions: 100,
         }
     }
 }
@@ -158,6 +160,7 @@ const ENV_VARS: &[&str] = &[
     "AEP_MAX_CONNECTIONS",
     "AEP_HEADER_TIMEOUT_MS",
     "AEP_HELLO_TIMEOUT_MS",
+    "AEP_MAX_SUBSCRIPTIONS",
 ];
 
 fn parse_num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> {
@@ -249,6 +252,7 @@ impl RelayConfig {
             "header-timeout-ms" => {
                 self.header_timeout = Duration::from_millis(parse_num(name, value)?)
             }
+            "max-subscriptions" => self.max_subscriptions = parse_num(name, value)?,
             "hello-timeout-ms" => {
                 self.hello_timeout = Duration::from_millis(parse_num(name, value)?)
             }
@@ -480,5 +484,24 @@ impl RelayConfig {
     /// How long a WebSocket may stay open without saying `hello`.
     pub fn hello_timeout(&self) -> Duration {
         self.hello_timeout
+    }
+
+    /// Subscriptions one WebSocket connection may hold at once, `subscribe` frames and
+    /// `subscription.requested` messages together (default 100). One more is refused
+    /// with `limit-exceeded` (AEP-0003 §6.5), the connection and its other
+    /// subscriptions untouched.
+    ///
+    /// ```
+    /// let config = aep_relay::RelayConfig::default().with_max_subscriptions(10);
+    /// assert_eq!(config.max_subscriptions(), 10);
+    /// ```
+    pub fn with_max_subscriptions(mut self, subscriptions: usize) -> Self {
+        self.max_subscriptions = subscriptions;
+        self
+    }
+
+    /// Subscriptions one WebSocket connection may hold at once.
+    pub fn max_subscriptions(&self) -> usize {
+        self.max_subscriptions
     }
 }

@@ -250,6 +250,14 @@ pub(crate) struct Sub {
     outbox: Arc<Outbox>,
 }
 
+impl Sub {
+    /// Whether fan-out needs each event parsed for it (a filter on more than the
+    /// session, or a capture ceiling).
+    fn needs_parsed(&self) -> bool {
+        self.capture.is_some() || self.filter.session_only().is_none()
+    }
+}
+
 /// What a WebSocket peer declared in its `hello` (AEP-0003 §4).
 #[derive(Debug, Clone)]
 pub(crate) struct Hello {
@@ -326,7 +334,12 @@ pub(crate) struct RosterTooLarge {
 #[derive(Debug)]
 struct State {
     store: Store,
-    subs: Arc<Vec<Arc<Sub>>>,
+    /// Live subscriptions by hub id: adding or removing one costs the same whatever
+    /// their number (a list copied per change took 70 s for 50,000).
+    subs: BTreeMap<u64, Arc<Sub>>,
+    /// The list ingest fans out to without the lock, built again by the first ingest
+    /// after a change.
+    fan_out: Option<Arc<[Arc<Sub>]>>,
     conns: BTreeMap<u64, Conn>,
 }
 
@@ -365,7 +378,8 @@ impl Hub {
             config,
             state: Mutex::new(State {
                 store,
-                subs: Arc::new(Vec::new()),
+                subs: BTreeMap::new(),
+                fan_out: None,
                 conns: BTreeMap::new(),
             }),
             started: Instant::now(),
@@ -414,16 +428,6 @@ impl Hub {
         self.parsing.load(Ordering::Acquire) > 0
     }
 
-    /// Recounts the subscriptions that need parsed events, after the list changed.
-    fn count_parsing(&self, st: &State) {
-        let n = st
-            .subs
-            .iter()
-            .filter(|s| s.capture.is_some() || s.filter.session_only().is_none())
-            .count();
-        self.parsing.store(n, Ordering::Release);
-    }
-
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
     }
@@ -470,7 +474,10 @@ impl Hub {
                 };
                 fan_out.push(go);
             }
-            st.subs.clone()
+            let State { subs, fan_out, .. } = &mut *st;
+            fan_out
+                .get_or_insert_with(|| subs.values().cloned().collect())
+                .clone()
         };
         if subs.is_empty() {
             return;
@@ -665,30 +672,27 @@ impl Hub {
                 if let Some(conn) = st.conns.get_mut(&c) {
                     // re-using an id replaces that subscription
                     if let Some(old) = conn.subs.insert(key, id) {
-                        remove_sub(&mut st, old);
+                        self.remove_sub(&mut st, old);
                     }
                 }
             }
-            let mut subs = (*st.subs).clone();
-            subs.push(Arc::new(Sub {
+            let sub = Sub {
                 id,
                 conn: conn_id,
                 filter,
                 capture,
                 binding,
                 outbox: outbox.clone(),
-            }));
-            st.subs = Arc::new(subs);
+            };
+            self.add_sub(&mut st, sub);
         }
-        self.count_parsing(&st);
         id
     }
 
     /// Removes one subscription by hub id (an SSE stream that ended).
     pub(crate) fn unsubscribe(&self, id: u64) {
         let mut st = self.lock();
-        remove_sub(&mut st, id);
-        self.count_parsing(&st);
+        self.remove_sub(&mut st, id);
     }
 
     /// Removes a WebSocket subscription by its client id; `false` when there was none.
@@ -697,8 +701,7 @@ impl Hub {
         let Some(id) = st.conns.get_mut(&conn).and_then(|c| c.subs.remove(key)) else {
             return false;
         };
-        remove_sub(&mut st, id);
-        self.count_parsing(&st);
+        self.remove_sub(&mut st, id);
         true
     }
 
@@ -728,12 +731,36 @@ impl Hub {
     pub(crate) fn disconnect(&self, conn: u64) {
         let mut st = self.lock();
         if let Some(c) = st.conns.remove(&conn) {
-            let ids: Vec<u64> = c.subs.values().copied().collect();
-            for id in ids {
-                remove_sub(&mut st, id);
+            for id in c.subs.into_values() {
+                self.remove_sub(&mut st, id);
             }
         }
-        self.count_parsing(&st);
+    }
+
+    /// WebSocket subscriptions (`subscribe`) a connection holds, but for `besides`.
+    pub(crate) fn subscriptions_of(&self, conn: u64, besides: Option<&str>) -> usize {
+        let st = self.lock();
+        let Some(c) = st.conns.get(&conn) else {
+            return 0;
+        };
+        c.subs.len() - usize::from(besides.is_some_and(|id| c.subs.contains_key(id)))
+    }
+
+    fn add_sub(&self, st: &mut State, sub: Sub) {
+        if sub.needs_parsed() {
+            self.parsing.fetch_add(1, Ordering::AcqRel);
+        }
+        st.subs.insert(sub.id, Arc::new(sub));
+        st.fan_out = None;
+    }
+
+    fn remove_sub(&self, st: &mut State, id: u64) {
+        if let Some(sub) = st.subs.remove(&id) {
+            if sub.needs_parsed() {
+                self.parsing.fetch_sub(1, Ordering::AcqRel);
+            }
+            st.fan_out = None;
+        }
     }
 
     /// The `roster` reply to request `id` (AEP-0003 §4.1): one entry per live
@@ -812,8 +839,12 @@ impl Hub {
                 }))
             })
             .collect();
-        let sse = st.subs.iter().filter(|s| s.binding == Binding::Sse).count();
-        let dropped: u64 = st.subs.iter().map(|s| s.outbox.dropped()).sum();
+        let sse = st
+            .subs
+            .values()
+            .filter(|s| s.binding == Binding::Sse)
+            .count();
+        let dropped: u64 = st.subs.values().map(|s| s.outbox.dropped()).sum();
         json!({
             "ok": true,
             "relay": {
@@ -834,19 +865,12 @@ impl Hub {
     pub(crate) fn shutdown(&self) {
         self.shutting_down.store(true, Ordering::Release);
         let st = self.lock();
-        for sub in st.subs.iter().filter(|s| s.conn.is_none()) {
+        for sub in st.subs.values().filter(|s| s.conn.is_none()) {
             sub.outbox.end(End::Shutdown);
         }
         for conn in st.conns.values() {
             conn.outbox.end(End::Shutdown);
         }
-    }
-}
-
-fn remove_sub(st: &mut State, id: u64) {
-    if st.subs.iter().any(|s| s.id == id) {
-        let subs: Vec<Arc<Sub>> = st.subs.iter().filter(|s| s.id != id).cloned().collect();
-        st.subs = Arc::new(subs);
     }
 }
 

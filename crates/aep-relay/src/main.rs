@@ -38,6 +38,9 @@ one), then to its default:
                                                   close 1009 beyond)
   --hello-timeout-ms MS    AEP_HELLO_TIMEOUT_MS   10000 a WebSocket may go without hello
                                                   (hello-required, close 1002 past it)
+  --max-subscriptions N    AEP_MAX_SUBSCRIPTIONS  100 on one WebSocket, subscribe and
+                                                  subscription.requested together
+                                                  (limit-exceeded beyond)
   --max-connections N      AEP_MAX_CONNECTIONS    4096 connections at once, every binding
                                                   together (503 and close beyond); keep the
                                                   open-file limit (ulimit -n) above it

@@ -16,6 +16,7 @@ use std::time::{Duration, SystemTime};
 
 use aep_core::subscription::{
     Delivery, DeliveryMode, LifecycleMessage, Registry, RegistryConfig, SubscriptionFilter,
+    SubscriptionRejected,
 };
 use aep_core::{Event, Severity};
 use bytes::Bytes;
@@ -91,8 +92,21 @@ impl Conn {
 }
 
 impl Lifecycle {
-    /// Answers one lifecycle message (its `type` already checked).
-    pub(crate) fn on_message(&mut self, hub: &Arc<Hub>, outbox: &Arc<Outbox>, message: &Value) {
+    /// Subscriptions this connection holds through the lifecycle.
+    pub(crate) fn live(&self) -> usize {
+        self.conn.as_ref().map_or(0, |c| c.lock().running.len())
+    }
+
+    /// Answers one lifecycle message (its `type` already checked). `others`: the
+    /// AEP-0003 subscriptions the connection holds besides, which count toward the same
+    /// cap.
+    pub(crate) fn on_message(
+        &mut self,
+        hub: &Arc<Hub>,
+        outbox: &Arc<Outbox>,
+        message: &Value,
+        others: usize,
+    ) {
         let conn = self
             .conn
             .get_or_insert_with(|| {
@@ -130,6 +144,20 @@ impl Lifecycle {
             Err(_) => return,
         };
         let mut st = conn.lock();
+        let max = hub.config.max_subscriptions;
+        if let LifecycleMessage::Requested(request) = &message {
+            let held = st.running.len() + others;
+            if held >= max {
+                // a resource limit, refused as AEP-0003 §6.5 refuses a `subscribe`
+                let detail = format!(
+                    "this connection holds {held} subscriptions, the most this relay serves on one (AEP_MAX_SUBSCRIPTIONS={max})"
+                );
+                let rejected =
+                    SubscriptionRejected::limit_exceeded(request.payload().clone(), detail);
+                conn.send(&LifecycleMessage::Rejected(rejected));
+                return;
+            }
+        }
         let Some(answer) = st
             .registry
             .handle_message(SESSION, &message, SystemTime::now())

@@ -298,7 +298,10 @@ async fn on_text(
     };
 
     if ty.is_some_and(LifecycleMessage::is_lifecycle_type) {
-        session.subscriptions.on_message(hub, outbox, &message);
+        let others = hub.subscriptions_of(conn, None);
+        session
+            .subscriptions
+            .on_message(hub, outbox, &message, others);
         return;
     }
 
@@ -328,7 +331,9 @@ async fn on_text(
         Err(_) => return,
     };
     match frame {
-        Frame::Subscribe(request) => subscribe(hub, conn, outbox, request),
+        Frame::Subscribe(request) => {
+            subscribe(hub, conn, outbox, request, session.subscriptions.live())
+        }
         Frame::Unsubscribe(IdFrame { id, .. }) => {
             hub.unsubscribe_ws(conn, &id);
             send(outbox, Frame::Unsubscribed(IdFrame::new(id)).to_json());
@@ -417,7 +422,9 @@ fn on_hello(
 
 /// A `subscribe` frame (AEP-0003 §6.5): refused in-band from the closed code set, the
 /// connection surviving; otherwise `subscribed`, the replay, then live delivery.
-fn subscribe(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, request: Subscribe) {
+/// `others`: the subscription-model subscriptions the connection holds besides, which
+/// count toward the same cap.
+fn subscribe(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, request: Subscribe, others: usize) {
     let id = request.id;
     let refuse = |code: ErrorCode, detail: String| {
         send(
@@ -425,6 +432,15 @@ fn subscribe(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, request: Subscribe
             proto::error_frame(code, Some(&id), None, Some(&detail)),
         );
     };
+    // re-using an id replaces that subscription: it adds none
+    let held = hub.subscriptions_of(conn, Some(&id)) + others;
+    let max = hub.config.max_subscriptions;
+    if held >= max {
+        let detail = format!(
+            "this connection holds {held} subscriptions, the most this relay fans out to on one (AEP_MAX_SUBSCRIPTIONS={max})"
+        );
+        return refuse(ErrorCode::LimitExceeded, detail);
+    }
     let filter = match request.filter.as_ref().filter(|f| !f.is_null()) {
         None => Filter::default(),
         Some(f) => match proto::parse_filter(f) {

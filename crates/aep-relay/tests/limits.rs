@@ -202,3 +202,56 @@ async fn a_socket_that_never_says_hello_is_closed() {
     assert_eq!(ws.close_code().await, Some(1002));
     relay.shutdown().await.unwrap();
 }
+
+/// Past `--max-subscriptions` on one connection, a `subscribe` is refused with
+/// `limit-exceeded` and a `subscription.requested` rejected with the same code, both
+/// kinds counting toward one cap; re-using an id replaces rather than adds, and the
+/// connection and what it holds are untouched (AEP-0003 §6.5).
+#[tokio::test]
+async fn subscriptions_past_the_cap_are_refused_limit_exceeded() {
+    let config = limited(aep_relay::RelayConfig::default()).with_max_subscriptions(2);
+    let relay = builder().config(config).start().await.unwrap();
+    let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
+    let subscribe =
+        |id: &str| json!({ "type": "subscribe", "id": id, "filter": { "type": "x.*" } });
+    let request = json!({ "type": "subscription.requested", "payload": { "types": ["x.*"] } });
+    ws.send(&subscribe("a")).await;
+    assert_eq!(ws.recv().await.unwrap()["type"], "subscribed");
+    ws.send(&request).await;
+    assert_eq!(ws.recv().await.unwrap()["type"], "subscription.created");
+    // the cap: a third of either kind is refused, in-band
+    ws.send(&subscribe("b")).await;
+    let refusal = ws.recv().await.unwrap();
+    assert_eq!(
+        (&refusal["type"], &refusal["code"], &refusal["id"]),
+        (&json!("error"), &json!("limit-exceeded"), &json!("b"))
+    );
+    assert!(refusal["detail"]
+        .as_str()
+        .unwrap()
+        .contains("AEP_MAX_SUBSCRIPTIONS=2"));
+    ws.send(&request).await;
+    let rejected = ws.recv().await.unwrap();
+    assert_eq!(rejected["type"], "subscription.rejected");
+    assert_eq!(rejected["payload"]["error"]["code"], "limit-exceeded");
+    assert_eq!(rejected["payload"]["error"]["retryable"], true);
+    // re-using an id replaces that subscription
+    ws.send(&subscribe("a")).await;
+    assert_eq!(ws.recv().await.unwrap()["type"], "subscribed");
+    // one freed is one more allowed
+    ws.send(&json!({ "type": "unsubscribe", "id": "a" })).await;
+    assert_eq!(ws.recv().await.unwrap()["type"], "unsubscribed");
+    ws.send(&subscribe("c")).await;
+    assert_eq!(ws.recv().await.unwrap()["type"], "subscribed");
+    // what the connection holds still delivers
+    let s = session();
+    post_json(&relay, &ev("x.happened", &s, 0)).await;
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        let m = ws.recv().await.unwrap();
+        if m["type"] == "x.happened" || m["event"]["type"] == "x.happened" {
+            got.push(m);
+        }
+    }
+    relay.shutdown().await.unwrap();
+}

@@ -159,8 +159,9 @@ impl SubscriptionCreated {
     }
 }
 
-/// `subscription.rejected`: `error.code` is always `subscription_rejected`, the
-/// message names the field at fault.
+/// `subscription.rejected`: `error.code` is `subscription_rejected` and the message names
+/// the field at fault, or, for a producer's resource limit, `limit-exceeded` and the
+/// message names the limit.
 ///
 /// ```
 /// use aep_core::subscription::{SubscriptionError, SubscriptionRejected};
@@ -189,6 +190,26 @@ impl SubscriptionRejected {
             retryable: reason.retryable(),
         }
     }
+    /// A refusal for a resource limit of the producer rather than for anything in the
+    /// request: `error.code` is AEP-0003 §6.5's `limit-exceeded`, the message names the
+    /// limit, and it is retryable (the limit may free up). No id is assigned.
+    ///
+    /// ```
+    /// use aep_core::subscription::SubscriptionRejected;
+    /// let filter = serde_json::json!({ "types": ["tool.*"] });
+    /// let r = SubscriptionRejected::limit_exceeded(filter, "100 subscriptions on this connection");
+    /// assert_eq!((r.code(), r.retryable()), ("limit-exceeded", true));
+    /// assert_eq!(r.subscription_id(), None);
+    /// ```
+    pub fn limit_exceeded(filter: Value, detail: impl Into<String>) -> Self {
+        SubscriptionRejected {
+            subscription_id: None,
+            filter: Box::new(filter),
+            message: detail.into(),
+            code: crate::frame::ErrorCode::LimitExceeded.as_str().to_owned(),
+            retryable: true,
+        }
+    }
     /// The id the producer assigned to the request, when it did.
     pub fn subscription_id(&self) -> Option<&str> {
         self.subscription_id.as_deref()
@@ -197,7 +218,8 @@ impl SubscriptionRejected {
     pub fn filter(&self) -> &Value {
         &self.filter
     }
-    /// `error.code` (`subscription_rejected`).
+    /// `error.code` (`subscription_rejected`, or `limit-exceeded` for
+    /// [`SubscriptionRejected::limit_exceeded`]).
     pub fn code(&self) -> &str {
         &self.code
     }
