@@ -91,6 +91,8 @@ pub struct RelayConfig {
     pub(crate) header_timeout: Duration,
     pub(crate) hello_timeout: Duration,
     pub(crate) max_subscriptions: usize,
+    pub(crate) max_session_bytes: usize,
+    pub(crate) max_store_bytes: usize,
 }
 
 /// A value of a `AEP_*` variable or flag that is not what it should be.
@@ -135,6 +137,8 @@ impl Default for RelayConfig {
             header_timeout: Duration::from_secs(10),
             hello_timeout: Duration::from_secs(10),
             max_subscriptions: 100,
+            max_session_bytes: 64 << 20,
+            max_store_bytes: 512 << 20,
         }
     }
 }
@@ -161,6 +165,8 @@ const ENV_VARS: &[&str] = &[
     "AEP_HEADER_TIMEOUT_MS",
     "AEP_HELLO_TIMEOUT_MS",
     "AEP_MAX_SUBSCRIPTIONS",
+    "AEP_MAX_SESSION_BYTES",
+    "AEP_MAX_STORE_BYTES",
 ];
 
 fn parse_num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> {
@@ -253,6 +259,8 @@ impl RelayConfig {
                 self.header_timeout = Duration::from_millis(parse_num(name, value)?)
             }
             "max-subscriptions" => self.max_subscriptions = parse_num(name, value)?,
+            "max-session-bytes" => self.max_session_bytes = parse_num(name, value)?,
+            "max-store-bytes" => self.max_store_bytes = parse_num(name, value)?,
             "hello-timeout-ms" => {
                 self.hello_timeout = Duration::from_millis(parse_num(name, value)?)
             }
@@ -503,5 +511,42 @@ impl RelayConfig {
     /// Subscriptions one WebSocket connection may hold at once.
     pub fn max_subscriptions(&self) -> usize {
         self.max_subscriptions
+    }
+
+    /// Bytes of replay buffer per session (default 64 MiB): past it the session's
+    /// oldest events are evicted, as past [`RelayConfig::with_buffer`]'s count. An
+    /// event is counted at what the relay holds for it (its frame and index entry).
+    ///
+    /// ```
+    /// let config = aep_relay::RelayConfig::default().with_max_session_bytes(1 << 20);
+    /// assert_eq!(config.max_session_bytes(), 1 << 20);
+    /// ```
+    pub fn with_max_session_bytes(mut self, bytes: usize) -> Self {
+        self.max_session_bytes = bytes;
+        self
+    }
+
+    /// Bytes of replay buffer per session.
+    pub fn max_session_bytes(&self) -> usize {
+        self.max_session_bytes
+    }
+
+    /// Bytes of replay buffer over all sessions (default 512 MiB): past it the least
+    /// recently written sessions are evicted, as past
+    /// [`RelayConfig::with_max_sessions`]'s count. The newest event of the session
+    /// being written is always kept.
+    ///
+    /// ```
+    /// let config = aep_relay::RelayConfig::default().with_max_store_bytes(64 << 20);
+    /// assert_eq!(config.max_store_bytes(), 64 << 20);
+    /// ```
+    pub fn with_max_store_bytes(mut self, bytes: usize) -> Self {
+        self.max_store_bytes = bytes;
+        self
+    }
+
+    /// Bytes of replay buffer over all sessions.
+    pub fn max_store_bytes(&self) -> usize {
+        self.max_store_bytes
     }
 }

@@ -22,7 +22,7 @@ use crate::config::RelayConfig;
 use crate::journal::Journal;
 use crate::outbox::{self, Binding, Bounds, End, Outbox, Pacing, ReplayJob};
 use crate::proto::{self, Disposition, Filter, FromPosition};
-use crate::store::{Encoded, Store};
+use crate::store::{Encoded, Limits, Store};
 
 /// Frames an event for both bindings.
 pub(crate) fn encode(event: &Event, json: &[u8]) -> Encoded {
@@ -369,7 +369,12 @@ pub(crate) struct Hub {
 impl Hub {
     /// The shared state; with a data directory, the buffers it holds are restored.
     pub(crate) fn new(config: RelayConfig) -> std::io::Result<Hub> {
-        let mut store = Store::new(config.buffer, config.max_sessions);
+        let mut store = Store::new(Limits {
+            events: config.buffer,
+            session_bytes: config.max_session_bytes,
+            sessions: config.max_sessions,
+            bytes: config.max_store_bytes,
+        });
         let journal = match &config.data_dir {
             Some(dir) => Some(Journal::open(dir, &mut store, config.buffer)?),
             None => None,
@@ -461,8 +466,8 @@ impl Hub {
                             // relay is not a terminal consumer
                             let admission = st.store.admit(session, incoming.encoded.clone());
                             if let Some(journal) = &self.journal {
-                                if let Some(gone) = admission.evicted {
-                                    journal.remove(&gone);
+                                for gone in &admission.evicted {
+                                    journal.remove(gone);
                                 }
                                 if admission.admitted {
                                     journal.append(session, incoming.encoded.json());

@@ -18,6 +18,10 @@ one), then to its default:
   --token T                AEP_TOKEN              none (control routing disabled without one)
   --buffer N               AEP_BUFFER             10000 events replayed per session
   --max-sessions N         AEP_MAX_SESSIONS       500 sessions held (least recently written evicted)
+  --max-session-bytes B    AEP_MAX_SESSION_BYTES  67108864 bytes replayed per session (oldest
+                                                  events evicted, as past --buffer)
+  --max-store-bytes B      AEP_MAX_STORE_BYTES    536870912 bytes over all sessions (least
+                                                  recently written sessions evicted)
   --max-body BYTES         AEP_MAX_BODY           16777216 (413 beyond)
   --max-batch N            AEP_MAX_BATCH          10000 events per NDJSON batch (413 beyond)
   --max-from N             AEP_MAX_FROM           max-sessions resume positions per request

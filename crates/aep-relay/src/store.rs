@@ -11,6 +11,7 @@ use std::sync::Arc;
 
 use aep_core::Severity;
 use bytes::Bytes;
+use smallvec::SmallVec;
 
 /// One event as the relay holds and sends it. Held by value: a clone shares the frame
 /// (a reference count), so no separate allocation wraps it.
@@ -162,8 +163,21 @@ struct Session {
     name: Arc<str>,
     events: VecDeque<Encoded>,
     ids: HashSet<(u64, u64), Hasher>,
+    /// What its events hold ([`Encoded::held_bytes`]).
+    bytes: usize,
     /// The store's tick when last written; 0 before the first write.
     touched: u64,
+}
+
+impl Session {
+    /// Drops the oldest event (the lowest position).
+    fn pop_oldest(&mut self) -> Option<usize> {
+        let dropped = self.events.pop_front()?;
+        self.ids.remove(&dropped.key);
+        let bytes = dropped.held_bytes();
+        self.bytes -= bytes;
+        Some(bytes)
+    }
 }
 
 /// What a resume position yields from one session (AEP-0003 §5).
@@ -180,8 +194,22 @@ pub(crate) struct ReplayPart {
 pub(crate) struct Admission {
     /// The event was new and is now held.
     pub(crate) admitted: bool,
-    /// The session evicted to make room for a new one.
-    pub(crate) evicted: Option<Arc<str>>,
+    /// The sessions evicted to make room (for a new session, or for the bytes).
+    pub(crate) evicted: SmallVec<[Arc<str>; 1]>,
+}
+
+/// The bounds of the replay store (AEP-0003 §5): per session, its oldest events go
+/// first; over all, the least recently written sessions.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Events per session.
+    pub(crate) events: usize,
+    /// Bytes per session.
+    pub(crate) session_bytes: usize,
+    /// Sessions.
+    pub(crate) sessions: usize,
+    /// Bytes over all sessions.
+    pub(crate) bytes: usize,
 }
 
 /// All session buffers, least recently written evicted first.
@@ -190,18 +218,19 @@ pub(crate) struct Store {
     sessions: HashMap<Arc<str>, Session, Hasher>,
     recency: BTreeMap<u64, Arc<str>>,
     tick: u64,
-    buffer: usize,
-    max_sessions: usize,
+    /// What every session's events hold.
+    held: usize,
+    limits: Limits,
 }
 
 impl Store {
-    pub(crate) fn new(buffer: usize, max_sessions: usize) -> Store {
+    pub(crate) fn new(limits: Limits) -> Store {
         Store {
             sessions: HashMap::default(),
             recency: BTreeMap::new(),
             tick: 0,
-            buffer,
-            max_sessions,
+            held: 0,
+            limits,
         }
     }
 
@@ -211,13 +240,14 @@ impl Store {
     }
 
     /// Buffers one event of `session`; not admitted when `(source, id)` is already held.
+    /// The newest event of a session is always kept, whatever its size: every bound
+    /// evicts older ones, or other sessions, first.
     pub(crate) fn admit(&mut self, session: &str, event: Encoded) -> Admission {
-        let mut evicted = None;
+        let mut evicted = SmallVec::new();
         if !self.sessions.contains_key(session) {
-            if self.sessions.len() >= self.max_sessions.max(1) {
-                if let Some((_, oldest)) = self.recency.pop_first() {
-                    self.sessions.remove(&oldest);
-                    evicted = Some(oldest);
+            if self.sessions.len() >= self.limits.sessions.max(1) {
+                if let Some(oldest) = self.evict_oldest() {
+                    evicted.push(oldest);
                 }
             }
             let name: Arc<str> = Arc::from(session);
@@ -225,6 +255,7 @@ impl Store {
                 name: name.clone(),
                 events: VecDeque::new(),
                 ids: HashSet::default(),
+                bytes: 0,
                 touched: 0,
             };
             self.sessions.insert(name, held);
@@ -258,16 +289,48 @@ impl Store {
         while i > 0 && s.events[i - 1].position() > at {
             i -= 1;
         }
+        let bytes = event.held_bytes();
         s.events.insert(i, event);
-        if s.events.len() > self.buffer {
-            if let Some(dropped) = s.events.pop_front() {
-                s.ids.remove(&dropped.key);
+        s.bytes += bytes;
+        self.held += bytes;
+        while s.events.len() > self.limits.events
+            || (s.bytes > self.limits.session_bytes && s.events.len() > 1)
+        {
+            match s.pop_oldest() {
+                Some(freed) => self.held -= freed,
+                None => break,
+            }
+        }
+        // over all sessions: the least recently written go first, this one last
+        while self.held > self.limits.bytes && self.sessions.len() > 1 {
+            match self.evict_oldest() {
+                Some(oldest) => evicted.push(oldest),
+                None => break,
+            }
+        }
+        if self.held > self.limits.bytes {
+            if let Some(s) = self.sessions.get_mut(session) {
+                while self.held > self.limits.bytes && s.events.len() > 1 {
+                    match s.pop_oldest() {
+                        Some(freed) => self.held -= freed,
+                        None => break,
+                    }
+                }
             }
         }
         Admission {
             admitted: true,
             evicted,
         }
+    }
+
+    /// Evicts the least recently written session.
+    fn evict_oldest(&mut self) -> Option<Arc<str>> {
+        let (_, oldest) = self.recency.pop_first()?;
+        if let Some(gone) = self.sessions.remove(&oldest) {
+            self.held -= gone.bytes;
+        }
+        Some(oldest)
     }
 
     /// The events of `session` strictly after `(epoch, seq)`; `seq` -1 asks from the
@@ -310,17 +373,22 @@ impl Store {
 
     /// Total bytes held by buffered events (SSE messages and their index entries).
     pub(crate) fn held_bytes(&self) -> usize {
-        self.sessions
-            .values()
-            .flat_map(|s| s.events.iter())
-            .map(|e| e.held_bytes())
-            .sum()
+        self.held
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn limits(events: usize, sessions: usize) -> Limits {
+        Limits {
+            events,
+            session_bytes: usize::MAX,
+            sessions,
+            bytes: usize::MAX,
+        }
+    }
 
     fn ev(id: &str, epoch: u64, seq: u64) -> Encoded {
         Encoded::new(
@@ -335,7 +403,7 @@ mod tests {
 
     #[test]
     fn admission_dedupes_and_evicts_oldest_position() {
-        let mut store = Store::new(3, 10);
+        let mut store = Store::new(limits(3, 10));
         for i in 0..5 {
             assert!(store.admit("s", ev(&format!("e{i}"), 0, i)).admitted);
         }
@@ -351,7 +419,7 @@ mod tests {
 
     #[test]
     fn late_event_is_sorted_in() {
-        let mut store = Store::new(10, 10);
+        let mut store = Store::new(limits(10, 10));
         store.admit("s", ev("a", 0, 2));
         store.admit("s", ev("b", 0, 1));
         store.admit("s", ev("c", 1, 0));
@@ -366,12 +434,12 @@ mod tests {
 
     #[test]
     fn least_recently_written_session_is_evicted() {
-        let mut store = Store::new(10, 2);
+        let mut store = Store::new(limits(10, 2));
         store.admit("a", ev("1", 0, 0));
         store.admit("b", ev("2", 0, 0));
         store.admit("a", ev("3", 0, 1));
         let admission = store.admit("c", ev("4", 0, 0));
-        assert_eq!(admission.evicted.as_deref(), Some("b"));
+        assert_eq!(admission.evicted.as_slice(), [Arc::from("b")]);
         assert_eq!(store.len(), 2);
         assert!(store.replay("b", 0, -1).events.is_empty());
         let order: Vec<String> = store
@@ -407,5 +475,52 @@ mod tests {
             Encoded::new(b"{}", "t.x", None, "src", "i", Severity::Info).session(),
             None
         );
+    }
+
+    /// The byte bounds evict as the count bounds do: a session's oldest events first,
+    /// then the least recently written sessions, and never the newest event.
+    #[test]
+    fn bytes_are_bounded_per_session_and_over_all() {
+        let size = ev("e0", 0, 0).held_bytes();
+        let mut store = Store::new(Limits {
+            events: 100,
+            session_bytes: 3 * size,
+            sessions: 100,
+            bytes: 5 * size,
+        });
+        for i in 0..5 {
+            assert!(store.admit("a", ev(&format!("e{i}"), 0, i)).admitted);
+        }
+        let seqs = |store: &Store, s: &str| -> Vec<u64> {
+            store
+                .replay(s, 0, -1)
+                .events
+                .iter()
+                .map(|e| e.seq)
+                .collect()
+        };
+        assert_eq!(seqs(&store, "a"), [2, 3, 4], "a session's oldest go first");
+        assert_eq!(store.held_bytes(), 3 * size);
+        store.admit("b", ev("b0", 0, 0));
+        store.admit("b", ev("b1", 0, 1));
+        assert_eq!(store.held_bytes(), 5 * size);
+        // one more anywhere passes the total: the least recently written session goes
+        let admission = store.admit("b", ev("b2", 0, 2));
+        assert_eq!(admission.evicted.as_slice(), [Arc::from("a")]);
+        assert_eq!(seqs(&store, "b"), [0, 1, 2]);
+        assert_eq!(store.held_bytes(), 3 * size);
+        // an event larger than every bound is still held, alone
+        let mut store = Store::new(Limits {
+            events: 100,
+            session_bytes: size / 2,
+            sessions: 100,
+            bytes: size / 2,
+        });
+        store.admit("a", ev("x", 0, 0));
+        let admission = store.admit("c", ev("y", 0, 0));
+        assert_eq!(admission.evicted.as_slice(), [Arc::from("a")]);
+        assert_eq!(seqs(&store, "c"), [0]);
+        store.admit("c", ev("z", 0, 1));
+        assert_eq!(seqs(&store, "c"), [1]);
     }
 }

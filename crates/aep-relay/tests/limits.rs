@@ -255,3 +255,50 @@ async fn subscriptions_past_the_cap_are_refused_limit_exceeded() {
     }
     relay.shutdown().await.unwrap();
 }
+
+/// The replay store is bounded in bytes per session and over all, with the count
+/// bounds' eviction rules: a session's oldest events first, then the least recently
+/// written sessions.
+#[tokio::test]
+async fn the_replay_store_is_bounded_in_bytes() {
+    let config = limited(aep_relay::RelayConfig::default())
+        .with_buffer(1000)
+        .with_max_session_bytes(50 << 10)
+        .with_max_store_bytes(80 << 10);
+    let relay = builder().config(config).start().await.unwrap();
+    let pad = "x".repeat(10 << 10);
+    let padded =
+        |s: &str, seq: u64| with(ev("progress.status", s, seq), "data", json!({ "pad": pad }));
+    let (a, b) = (session(), session());
+    let batch: Vec<_> = (0..20).map(|i| padded(&a, i)).collect();
+    assert_eq!(post_ndjson(&relay, &batch).await.status(), 202);
+    let held = |got: &[SseMessage]| -> Vec<u64> {
+        got.iter()
+            .filter(|m| m.data.is_some())
+            .map(|m| m.json()["seq"].as_u64().unwrap())
+            .collect()
+    };
+    let of = |s: &str| format!("from={}", q(&json!([{ "session": s }])));
+    let kept = held(&replay(&relay, &of(&a)).await);
+    assert!(kept.len() < 5 && kept.last() == Some(&19), "{kept:?}");
+    assert_eq!(kept, (20 - kept.len() as u64..20).collect::<Vec<_>>());
+    // another session past the total: the least recently written one goes
+    let batch: Vec<_> = (0..5).map(|i| padded(&b, i)).collect();
+    assert_eq!(post_ndjson(&relay, &batch).await.status(), 202);
+    assert!(held(&replay(&relay, &of(&a)).await).is_empty());
+    assert!(!held(&replay(&relay, &of(&b)).await).is_empty());
+    let doc = body(
+        client()
+            .get(format!("{}/connections", relay.url()))
+            .bearer_auth(TOKEN)
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(
+        doc["relay"]["buffered_bytes"].as_u64().unwrap() <= 80 << 10,
+        "{doc}"
+    );
+    relay.shutdown().await.unwrap();
+}
