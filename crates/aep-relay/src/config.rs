@@ -54,6 +54,59 @@ impl fmt::Debug for Token {
     }
 }
 
+/// When a durable relay (`--data-dir`) answers an ingest, against when its events are
+/// on disk. In every mode the answer follows the write to the operating system, so a
+/// relay killed (`kill -9`, a crash) loses no acknowledged event; the modes differ on a
+/// crash of the machine.
+///
+/// ```
+/// use aep_relay::Fsync;
+/// assert_eq!("always".parse::<Fsync>(), Ok(Fsync::Always));
+/// assert_eq!(Fsync::default(), Fsync::Batch);
+/// assert!("sometimes".parse::<Fsync>().is_err());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Fsync {
+    /// The answer follows `fdatasync`: nothing acknowledged is lost to a power cut.
+    /// Ingests arriving together share one sync per file (group commit).
+    Always,
+    /// The answer follows the write; written files are synced every
+    /// [`RelayConfig::with_fsync_interval`], so a power cut loses at most that much.
+    #[default]
+    Batch,
+    /// The answer follows the write; the operating system syncs when it will.
+    Never,
+}
+
+impl Fsync {
+    /// The flag's spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Fsync::Always => "always",
+            Fsync::Batch => "batch",
+            Fsync::Never => "never",
+        }
+    }
+}
+
+impl fmt::Display for Fsync {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Fsync {
+    type Err = ConfigError;
+    fn from_str(s: &str) -> Result<Fsync, ConfigError> {
+        match s.trim() {
+            "always" => Ok(Fsync::Always),
+            "batch" => Ok(Fsync::Batch),
+            "never" => Ok(Fsync::Never),
+            _ => Err(ConfigError::new("fsync", s, "always, batch or never")),
+        }
+    }
+}
+
 /// The configuration of one relay: where it listens, who may talk to it, and every
 /// resource limit.
 ///
@@ -93,6 +146,8 @@ pub struct RelayConfig {
     pub(crate) max_subscriptions: usize,
     pub(crate) max_session_bytes: usize,
     pub(crate) max_store_bytes: usize,
+    pub(crate) fsync: Fsync,
+    pub(crate) fsync_interval: Duration,
 }
 
 /// A value of a `AEP_*` variable or flag that is not what it should be.
@@ -139,6 +194,8 @@ impl Default for RelayConfig {
             max_subscriptions: 100,
             max_session_bytes: 64 << 20,
             max_store_bytes: 512 << 20,
+            fsync: Fsync::Batch,
+            fsync_interval: Duration::from_secs(1),
         }
     }
 }
@@ -167,6 +224,8 @@ const ENV_VARS: &[&str] = &[
     "AEP_MAX_SUBSCRIPTIONS",
     "AEP_MAX_SESSION_BYTES",
     "AEP_MAX_STORE_BYTES",
+    "AEP_FSYNC",
+    "AEP_FSYNC_INTERVAL_MS",
 ];
 
 fn parse_num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> {
@@ -261,6 +320,14 @@ impl RelayConfig {
             "max-subscriptions" => self.max_subscriptions = parse_num(name, value)?,
             "max-session-bytes" => self.max_session_bytes = parse_num(name, value)?,
             "max-store-bytes" => self.max_store_bytes = parse_num(name, value)?,
+            "fsync" => {
+                self.fsync = value
+                    .parse()
+                    .map_err(|_| ConfigError::new(name, value, "always, batch or never"))?
+            }
+            "fsync-interval-ms" => {
+                self.fsync_interval = Duration::from_millis(parse_num(name, value)?)
+            }
             "hello-timeout-ms" => {
                 self.hello_timeout = Duration::from_millis(parse_num(name, value)?)
             }
@@ -382,8 +449,12 @@ impl RelayConfig {
         self
     }
 
-    /// Keeps every session's replay buffer in an append-only JSONL log per session under
-    /// `dir`, so a restarted relay resumes what it held (default: memory only).
+    /// Keeps every session's replay buffer in a journal under `dir`, one file per
+    /// session, one stored event's JSON per line, so a restarted relay resumes what it
+    /// held (default: memory only). An ingest is then answered `2xx` only once its
+    /// events are written ([`RelayConfig::with_fsync`] says how far), and `507` with the
+    /// reason when they could not be (a full disk); a damaged line is skipped at start
+    /// and the rest replays.
     pub fn with_data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.data_dir = Some(dir.into());
         self
@@ -548,5 +619,39 @@ impl RelayConfig {
     /// Bytes of replay buffer over all sessions.
     pub fn max_store_bytes(&self) -> usize {
         self.max_store_bytes
+    }
+
+    /// When a durable relay answers an ingest (default [`Fsync::Batch`]); see [`Fsync`].
+    ///
+    /// ```
+    /// use aep_relay::{Fsync, RelayConfig};
+    /// let config = RelayConfig::default().with_data_dir("/var/lib/aep").with_fsync(Fsync::Always);
+    /// assert_eq!(config.fsync(), Fsync::Always);
+    /// ```
+    pub fn with_fsync(mut self, fsync: Fsync) -> Self {
+        self.fsync = fsync;
+        self
+    }
+
+    /// When a durable relay answers an ingest.
+    pub fn fsync(&self) -> Fsync {
+        self.fsync
+    }
+
+    /// How often [`Fsync::Batch`] syncs the files written (default 1 s).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let config = aep_relay::RelayConfig::default().with_fsync_interval(Duration::from_millis(200));
+    /// assert_eq!(config.fsync_interval(), Duration::from_millis(200));
+    /// ```
+    pub fn with_fsync_interval(mut self, every: Duration) -> Self {
+        self.fsync_interval = every;
+        self
+    }
+
+    /// How often [`Fsync::Batch`] syncs the files written.
+    pub fn fsync_interval(&self) -> Duration {
+        self.fsync_interval
     }
 }

@@ -291,19 +291,28 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
     // handler's future is dropped then, and stopping mid-batch would leave events stored
     // but never delivered to the readers that were live.
     let ingest = tokio::spawn(async move {
-        hub.ingest(parts.iter().flatten(), None).await;
+        let stored = hub.ingest(parts.iter().flatten(), None).await;
         if parts.len() > 1 {
             // freeing thousands of parsed events takes milliseconds: not ahead of the answer
             tokio::task::spawn_blocking(move || drop(parts));
         }
+        stored
     });
-    if ingest.await.is_err() {
-        return json_response(
+    match ingest.await {
+        Ok(Ok(())) => StatusCode::ACCEPTED.into_response(),
+        // a 2xx means stored (--data-dir); a 5xx is retried (AEP-0003 §3.2.4)
+        Ok(Err(unstored)) => json_response(
+            StatusCode::INSUFFICIENT_STORAGE,
+            &json!({
+                "error": "insufficient-storage",
+                "detail": format!("{unstored}; nothing of the batch was stored, send it again"),
+            }),
+        ),
+        Err(_) => json_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             &json!({ "error": "internal", "detail": "the batch's fan-out failed" }),
-        );
+        ),
     }
-    StatusCode::ACCEPTED.into_response()
 }
 
 /// Why a batch is refused: a line that is not JSON anywhere in it wins over the first

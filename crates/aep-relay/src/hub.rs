@@ -19,10 +19,20 @@ use smallvec::SmallVec;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::RelayConfig;
-use crate::journal::Journal;
+use crate::journal::{self, Disk, Fs, Journal};
 use crate::outbox::{self, Binding, Bounds, End, Outbox, Pacing, ReplayJob};
 use crate::proto::{self, Disposition, Filter, FromPosition};
 use crate::store::{Encoded, Limits, Store};
+
+/// Events accepted but not stored: the journal could not write them (a full disk).
+#[derive(Debug)]
+pub(crate) struct Unstored(pub(crate) std::io::Error);
+
+impl std::fmt::Display for Unstored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "not stored: the journal could not write it ({})", self.0)
+    }
+}
 
 /// Frames an event for both bindings.
 pub(crate) fn encode(event: &Event, json: &[u8]) -> Encoded {
@@ -369,14 +379,27 @@ pub(crate) struct Hub {
 impl Hub {
     /// The shared state; with a data directory, the buffers it holds are restored.
     pub(crate) fn new(config: RelayConfig) -> std::io::Result<Hub> {
-        let mut store = Store::new(Limits {
+        Hub::with_disk(config, Box::new(Fs::default()))
+    }
+
+    /// [`Hub::new`] with the journal writing through `disk`.
+    pub(crate) fn with_disk(config: RelayConfig, disk: Box<dyn Disk>) -> std::io::Result<Hub> {
+        let limits = Limits {
             events: config.buffer,
             session_bytes: config.max_session_bytes,
             sessions: config.max_sessions,
             bytes: config.max_store_bytes,
-        });
+        };
+        let mut store = Store::new(limits);
         let journal = match &config.data_dir {
-            Some(dir) => Some(Journal::open(dir, &mut store, config.buffer)?),
+            Some(dir) => {
+                let options = journal::Options {
+                    fsync: config.fsync,
+                    interval: config.fsync_interval,
+                    limits,
+                };
+                Some(Journal::open(dir, &mut store, options, disk)?)
+            }
             None => None,
         };
         Ok(Hub {
@@ -441,13 +464,24 @@ impl Hub {
 
     /// Accepts a batch already checked whole: admission, routing, then fan-out in order.
     /// The lock is taken once for the batch; each subscriber gets its events in runs.
-    pub(crate) async fn ingest<'a, 't: 'a, I>(&self, batch: I, from_conn: Option<u64>)
+    ///
+    /// With a data directory the batch's new events are journaled, and this returns
+    /// once they are written as the fsync policy promises; when they could not be, they
+    /// are taken back out of the buffers and the error returned, so the emitter is not
+    /// told they were stored (a retry is then admitted anew). Live readers may have had
+    /// them meanwhile: to them the retry is a duplicate, as AEP-0001 §7.4 allows.
+    pub(crate) async fn ingest<'a, 't: 'a, I>(
+        &self,
+        batch: I,
+        from_conn: Option<u64>,
+    ) -> Result<(), Unstored>
     where
         I: IntoIterator<Item = &'a Incoming<'t>> + Clone,
     {
         // Inline for the usual batch (a WebSocket ingests one event at a time).
         let mut fan_out: SmallVec<[bool; 16]> = SmallVec::new();
-        let subs = {
+        let mut journaled = Vec::new();
+        let (subs, written) = {
             let mut st = self.lock();
             for incoming in batch.clone() {
                 let go = match incoming.disposition {
@@ -466,11 +500,13 @@ impl Hub {
                             // relay is not a terminal consumer
                             let admission = st.store.admit(session, incoming.encoded.clone());
                             if let Some(journal) = &self.journal {
-                                for gone in &admission.evicted {
+                                // under the lock: the journal sees evictions and appends
+                                // in the order the buffers did
+                                for gone in admission.evicted {
                                     journal.remove(gone);
                                 }
                                 if admission.admitted {
-                                    journal.append(session, incoming.encoded.json());
+                                    journaled.push((Arc::from(session), incoming.encoded.clone()));
                                 }
                             }
                         }
@@ -479,15 +515,54 @@ impl Hub {
                 };
                 fan_out.push(go);
             }
-            let State { subs, fan_out, .. } = &mut *st;
-            fan_out
+            let written = match &self.journal {
+                Some(journal) if !journaled.is_empty() => {
+                    let lines = journaled
+                        .iter()
+                        .map(|(session, encoded): &(Arc<str>, Encoded)| {
+                            (session.clone(), encoded.json())
+                        })
+                        .collect();
+                    Some(journal.append(lines))
+                }
+                _ => None,
+            };
+            let State {
+                subs,
+                fan_out: list,
+                ..
+            } = &mut *st;
+            let subs = list
                 .get_or_insert_with(|| subs.values().cloned().collect())
-                .clone()
+                .clone();
+            (subs, written)
         };
-        if subs.is_empty() {
-            return;
+        if !subs.is_empty() {
+            self.fan_out(&subs, batch, fan_out).await;
         }
-        let mut runs = Runs::new(&subs);
+        let Some(written) = written else {
+            return Ok(());
+        };
+        let failed = match written.await {
+            Ok(Ok(())) => return Ok(()),
+            Ok(Err(e)) => e,
+            Err(_) => std::io::Error::other("the journal writer stopped"),
+        };
+        let mut st = self.lock();
+        for (session, encoded) in &journaled {
+            st.store.withdraw(session, encoded);
+        }
+        Err(Unstored(failed))
+    }
+
+    /// Hands each live subscription the batch's events it matches (`go`: which are
+    /// fanned out at all), then waits for the readers that must catch up.
+    async fn fan_out<'a, 't: 'a, I>(&self, subs: &[Arc<Sub>], batch: I, go: SmallVec<[bool; 16]>)
+    where
+        I: IntoIterator<Item = &'a Incoming<'t>>,
+    {
+        let fan_out = go;
+        let mut runs = Runs::new(subs);
         for (incoming, go) in batch.into_iter().zip(fan_out) {
             if !go {
                 continue;
@@ -1187,7 +1262,9 @@ mod tests {
                 read_text(&line, Keep::Parsed).unwrap()
             };
             assert_eq!(matches!(incoming.reading, Reading::InPlace(_)), in_place);
-            hub.ingest(std::slice::from_ref(&incoming), Some(7)).await;
+            hub.ingest(std::slice::from_ref(&incoming), Some(7))
+                .await
+                .unwrap();
             let sse = incoming.encoded.sse();
             assert_eq!(next_data(&mut by_session), Some(sse.clone()));
             assert_eq!(next_data(&mut by_type), Some(sse));
@@ -1280,7 +1357,9 @@ mod tests {
         let mut by_type = reader(&hub, json!({ "type": "progress.status", "session": "s1" }));
         let mut other_type = reader(&hub, json!({ "type": "tool.started" }));
         assert!(hub.needs_parsed());
-        hub.ingest(std::slice::from_ref(&incoming), None).await;
+        hub.ingest(std::slice::from_ref(&incoming), None)
+            .await
+            .unwrap();
         let sse = incoming.encoded.sse();
         assert_eq!(next_data(&mut by_session), Some(sse.clone()));
         assert_eq!(next_data(&mut everything), Some(sse.clone()));
@@ -1310,7 +1389,7 @@ mod tests {
         let hub = Hub::new(cfg).unwrap();
         let mut fast = reader(&hub, json!({}));
         let _slow = reader(&hub, json!({})); // never read
-        hub.ingest(std::slice::from_ref(&e1), None).await;
+        hub.ingest(std::slice::from_ref(&e1), None).await.unwrap();
         assert!(next_data(&mut fast).is_some(), "e1 reaches the fast reader");
         let batch = [
             parse_line(&line("e2", 2), true).unwrap(),
@@ -1338,7 +1417,8 @@ mod tests {
             hub.ingest(std::slice::from_ref(&e4), None),
         )
         .await
-        .expect("a second ingest does not wait for the reader the first waits for");
+        .expect("a second ingest does not wait for the reader the first waits for")
+        .unwrap();
         read(&mut fast);
         // the batch was admitted whole
         assert_eq!(hub.lock().store.replay("s1", 0, -1).events.len(), 4);
@@ -1389,11 +1469,34 @@ mod tests {
             parse_line(&typed("t2", "tool.called", 2), true).unwrap(),
             parse_line(&typed("p3", "progress.status", 3), true).unwrap(),
         ];
-        hub.ingest(&batch, None).await;
+        hub.ingest(&batch, None).await.unwrap();
         let mut ids = Vec::new();
         while let Some(b) = next_data(&mut drain) {
             ids.push(aep_core::Event::from_slice(&b).unwrap().id().to_owned());
         }
         assert_eq!(ids, ["p1", "t2", "p3"], "wire order on the connection");
+    }
+
+    /// A batch the journal cannot write is not stored: the ingest says so, the buffer
+    /// does not keep it, and the same batch sent again once the disk has room is
+    /// admitted anew (the dedupe would otherwise take it for stored).
+    #[tokio::test]
+    async fn a_batch_the_journal_cannot_write_is_not_kept() {
+        use crate::journal::testing::{Faulty, TempDir};
+        let dir = TempDir::new();
+        let disk = Faulty::default();
+        let config = RelayConfig::default().with_data_dir(&dir.0);
+        let hub = Hub::with_disk(config, Box::new(disk.clone())).unwrap();
+        let batch = [
+            parse_line(&line("e1", 1), false).unwrap(),
+            parse_line(&line("e2", 2), false).unwrap(),
+        ];
+        disk.full.store(true, Ordering::SeqCst);
+        let unstored = hub.ingest(&batch, None).await.unwrap_err();
+        assert_eq!(unstored.0.kind(), std::io::ErrorKind::StorageFull);
+        assert!(hub.lock().store.replay("s1", 0, -1).events.is_empty());
+        disk.full.store(false, Ordering::SeqCst);
+        hub.ingest(&batch, None).await.unwrap();
+        assert_eq!(hub.lock().store.replay("s1", 0, -1).events.len(), 2);
     }
 }

@@ -1,134 +1,293 @@
-//! Durable replay (`--data-dir`): each session's buffer survives a restart.
+//! Durable replay (`--data-dir`): each session's buffer survives a restart, and an
+//! emitter's `2xx` means its events are on disk.
 //!
-//! Every event admitted to a buffer is appended, as received, to an append-only JSONL
-//! log per session (`{data-dir}/{session}.jsonl`, AEP-0003 §3.1's own durable format).
-//! An evicted session's log is removed. At start the logs are read back through the same
-//! admission as live ingest (so buffer depth and `(source, id)` dedupe hold), then each
-//! log is rewritten with only what the buffer kept. A log that grows past four buffers
-//! is trimmed to its last two while running.
+//! The journal is a set of files, one per session, named from a digest of the session
+//! name (`{readable prefix}-{32 hex digits}.jsonl`, so a name of any length fits); each
+//! line is one stored event's JSON as received, which holds the session name itself.
+//! A torn write is a cut line.
 //!
-//! Writes happen on one background thread, so ingest never waits for the disk; a
-//! graceful shutdown flushes everything. A crash loses at most what was queued.
+//! - **Writing.** Lines reach the disk on one writer thread, grouped: every append
+//!   queued while the previous group was written goes out in the next one, one write
+//!   per file, and with [`Fsync::Always`] one `fdatasync` per file per group. Each
+//!   ingest waits for its own group, so its answer follows the write [`Fsync`]
+//!   promises. A failed append is undone (the file cut back to its length before), and
+//!   the ingest told, so a full disk is answered `507` and nothing half-stored.
+//! - **Eviction.** An evicted session's file is removed; a file that grows past four
+//!   buffers is cut to its last two while running.
+//! - **Restart.** Every `*.jsonl` file is read back through the same admission as live
+//!   ingest (buffer bounds and `(source, id)` dedupe hold). A line that is not a whole
+//!   stored event (cut inside a character, an invalid byte, not JSON) is skipped,
+//!   reported, and kept in `{file}.damaged`; the rest replays. Then each session's file
+//!   is rewritten with what the buffer kept. Writing may fail (a full disk): that is
+//!   reported and the files are left as they were, and the relay serves what it read.
+//!
+//! [`Disk`] is the seam: every write goes through it, so a test can make the disk full.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::fmt;
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 
+use crate::config::Fsync;
 use crate::hub::{parse_line, Incoming};
 use crate::proto::Disposition;
-use crate::store::Store;
+use crate::store::{Limits, Store};
+
+/// Where the journal's bytes go: the one place that writes, so a test can fail it.
+pub(crate) trait Disk: Send + fmt::Debug + 'static {
+    /// Appends `lines` (whole lines, each ending in `\n`) to `file`, creating it: all of
+    /// them, or none (a failed write leaves the file as it was). A file whose last line
+    /// was cut by a torn write gets that line ended first, so it stays one damaged line.
+    fn append(&mut self, file: &Path, lines: &[u8]) -> io::Result<()>;
+
+    /// Makes what was written to `file` durable (`fdatasync`), and its directory entry
+    /// when the file is new.
+    fn sync(&mut self, file: &Path) -> io::Result<()>;
+
+    /// Replaces `file` with `lines`, each followed by `\n`, durably and atomically: a
+    /// temporary file, synced, renamed over it.
+    fn replace(&mut self, file: &Path, lines: &[Bytes]) -> io::Result<()>;
+
+    /// Removes `file`; one that is not there is removed already.
+    fn remove(&mut self, file: &Path) -> io::Result<()>;
+}
+
+/// The file system.
+#[derive(Debug, Default)]
+pub(crate) struct Fs {
+    /// Files created since their directory was last synced.
+    created: HashSet<PathBuf>,
+}
+
+impl Disk for Fs {
+    fn append(&mut self, file: &Path, lines: &[u8]) -> io::Result<()> {
+        let mut f = OpenOptions::new()
+            .read(true)
+            .append(true)
+            .create(true)
+            .open(file)?;
+        let before = f.metadata()?.len();
+        if before == 0 {
+            self.created.insert(file.to_owned());
+        }
+        let mut torn = false;
+        if before > 0 {
+            let mut last = [0u8; 1];
+            f.seek(SeekFrom::Start(before - 1))?;
+            f.read_exact(&mut last)?;
+            torn = last[0] != b'\n';
+        }
+        let written = if torn {
+            f.write_all(b"\n").and_then(|()| f.write_all(lines))
+        } else {
+            f.write_all(lines)
+        };
+        if let Err(e) = written {
+            // all or nothing: what part of it went out is taken back
+            let _ = f.set_len(before);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self, file: &Path) -> io::Result<()> {
+        File::open(file)?.sync_data()?;
+        if self.created.remove(file) {
+            sync_dir(file)?;
+        }
+        Ok(())
+    }
+
+    fn replace(&mut self, file: &Path, lines: &[Bytes]) -> io::Result<()> {
+        let name = file.file_name().and_then(|n| n.to_str()).unwrap_or("log");
+        let tmp = file.with_file_name(format!(".{name}.tmp"));
+        let written = (|| {
+            let mut out = io::BufWriter::new(File::create(&tmp)?);
+            for line in lines {
+                out.write_all(line)?;
+                out.write_all(b"\n")?;
+            }
+            out.into_inner().map_err(|e| e.into_error())?.sync_data()
+        })();
+        if let Err(e) = written.and_then(|()| fs::rename(&tmp, file)) {
+            let _ = fs::remove_file(&tmp);
+            return Err(e);
+        }
+        self.created.remove(file);
+        sync_dir(file)
+    }
+
+    fn remove(&mut self, file: &Path) -> io::Result<()> {
+        self.created.remove(file);
+        match fs::remove_file(file) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        }
+    }
+}
+
+/// Syncs the directory holding `file`, so a file created or renamed there survives a
+/// crash of the machine (a no-op where directories cannot be opened).
+fn sync_dir(file: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    if let Some(dir) = file.parent() {
+        File::open(dir)?.sync_all()?;
+    }
+    #[cfg(not(unix))]
+    let _ = file;
+    Ok(())
+}
+
+/// A session's file name: a readable prefix of the name (letters, digits, `-`, `_`) and
+/// the first 16 bytes of its SHA-256 in hex, so any name, of any length or alphabet,
+/// is one safe file name that cannot escape the directory.
+pub(crate) fn file_name(session: &str) -> String {
+    let prefix: String = session
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+        .take(40)
+        .collect();
+    let digest = aep_core::redact::ContentDigest::of_text(session).to_hex();
+    if prefix.is_empty() {
+        format!("{digest}.jsonl")
+    } else {
+        format!("{prefix}-{digest}.jsonl")
+    }
+}
+
+/// How the journal writes: the promise and the bounds of the buffers it mirrors.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Options {
+    pub(crate) fsync: Fsync,
+    /// With [`Fsync::Batch`], how often written files are synced.
+    pub(crate) interval: Duration,
+    pub(crate) limits: Limits,
+}
+
+/// What one ingest waits for: its lines written as [`Fsync`] promises.
+pub(crate) type Written = tokio::sync::oneshot::Receiver<io::Result<()>>;
 
 enum Op {
-    Append(String, Bytes),
-    Remove(String),
+    Append {
+        lines: Vec<(Arc<str>, Bytes)>,
+        done: tokio::sync::oneshot::Sender<io::Result<()>>,
+    },
+    Remove(Arc<str>),
     Flush(mpsc::Sender<()>),
 }
 
-/// The writer of the per-session logs.
-#[derive(Debug)]
-pub(crate) struct Journal {
-    tx: mpsc::Sender<Op>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl std::fmt::Debug for Op {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Debug for Op {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Op::Append(s, b) => write!(f, "Append({s}, {} bytes)", b.len()),
+            Op::Append { lines, .. } => write!(f, "Append({} lines)", lines.len()),
             Op::Remove(s) => write!(f, "Remove({s})"),
             Op::Flush(_) => f.write_str("Flush"),
         }
     }
 }
 
-/// A session name as one safe file name: safe names pass unchanged, anything else is
-/// percent-encoded, so a wire-chosen `session` can never escape the directory.
-pub(crate) fn file_name(session: &str) -> String {
-    let safe = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-';
-    let plain = session
-        .bytes()
-        .next()
-        .is_some_and(|b| b.is_ascii_alphanumeric())
-        && session.bytes().all(safe);
-    let mut out = String::with_capacity(session.len() + 6);
-    if plain {
-        out.push_str(session);
-    } else {
-        for (i, b) in session.bytes().enumerate() {
-            if safe(b) && !(i == 0 && b == b'.') {
-                out.push(b as char);
-            } else {
-                out.push_str(&format!("%{b:02X}"));
-            }
-        }
-    }
-    out.push_str(".jsonl");
-    out
+/// The writer of the session files.
+#[derive(Debug)]
+pub(crate) struct Journal {
+    tx: mpsc::Sender<Op>,
+    thread: Option<JoinHandle<()>>,
 }
 
 impl Journal {
-    /// Reads every log in `dir` into `store`, compacts the logs, and starts the writer.
-    pub(crate) fn open(dir: &Path, store: &mut Store, buffer: usize) -> io::Result<Journal> {
+    /// Reads every session file in `dir` into `store`, rewrites them with what the
+    /// store kept, and starts the writer. Fails only when `dir` cannot be created or
+    /// read; a write that fails here is reported and the relay goes on.
+    pub(crate) fn open(
+        dir: &Path,
+        store: &mut Store,
+        options: Options,
+        mut disk: Box<dyn Disk>,
+    ) -> io::Result<Journal> {
         fs::create_dir_all(dir)?;
-        let mut logs: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+        let mut files: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
         for entry in fs::read_dir(dir)? {
             let path = entry?.path();
-            if path.extension().is_some_and(|e| e == "jsonl") {
-                let modified = fs::metadata(&path)?.modified()?;
-                logs.push((modified, path));
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            if name.starts_with('.') && name.ends_with(".tmp") {
+                // a rewrite cut short: the file it was replacing is still whole
+                let _ = disk.remove(&path);
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "jsonl") {
+                continue;
+            }
+            match fs::metadata(&path) {
+                Ok(meta) if meta.is_file() => files.push((meta.modified()?, path)),
+                Ok(_) => {
+                    tracing::warn!(file = %path.display(), "not a regular file: not read");
+                }
+                Err(e) => {
+                    tracing::warn!(file = %path.display(), error = %e, "cannot be read: skipped");
+                }
             }
         }
         // oldest first, so the least recently written session is evicted first again
-        logs.sort();
-        let mut restored = 0usize;
-        for (_, path) in &logs {
-            let mut session = None;
-            for line in BufReader::new(File::open(path)?).lines() {
-                let line = line?;
-                let Ok(Incoming {
-                    encoded,
-                    disposition: Disposition::Buffered,
-                    ..
-                }) = parse_line(line.as_bytes(), false)
-                else {
-                    continue;
-                };
-                if let Some(s) = encoded.session().map(str::to_owned) {
-                    let s = s.as_str();
-                    if store.admit(s, encoded).admitted {
-                        restored += 1;
-                    }
-                    session = Some(s.to_owned());
-                }
-            }
-            match session {
-                Some(s) => compact(dir, path, &s, store)?,
-                None => fs::remove_file(path)?,
+        files.sort();
+        let (mut restored, mut damaged) = (0usize, 0usize);
+        for (_, path) in &files {
+            let read = read_file(path, store)?;
+            restored += read.restored;
+            damaged += read.damaged.len();
+            if !read.damaged.is_empty() {
+                report_damage(&mut *disk, path, &read.damaged);
             }
         }
-        tracing::info!(dir = %dir.display(), sessions = store.len(), events = restored, "replay buffers restored");
+        let compacted = compact(dir, &files, store, &mut *disk);
+        tracing::info!(
+            dir = %dir.display(),
+            sessions = store.len(),
+            events = restored,
+            damaged_lines = damaged,
+            compacted,
+            "replay buffers restored"
+        );
         let (tx, rx) = mpsc::channel();
-        let dir = dir.to_owned();
+        let mut writer = Writer {
+            dir: dir.to_owned(),
+            disk,
+            options,
+            dirty: HashSet::new(),
+            last_sync: Instant::now(),
+            sizes: HashMap::new(),
+        };
         let thread = std::thread::Builder::new()
             .name("aep-relay-journal".into())
-            .spawn(move || write_loop(&dir, &rx, buffer))?;
+            .spawn(move || writer.run(&rx))?;
         Ok(Journal {
             tx,
             thread: Some(thread),
         })
     }
 
-    pub(crate) fn append(&self, session: &str, json: Bytes) {
-        let _ = self.tx.send(Op::Append(session.to_owned(), json));
+    /// Queues `lines` (session, event JSON) to be written; the answer says when they
+    /// are, as the fsync policy promises, or why not.
+    pub(crate) fn append(&self, lines: Vec<(Arc<str>, Bytes)>) -> Written {
+        let (done, written) = tokio::sync::oneshot::channel();
+        if let Err(mpsc::SendError(Op::Append { done, .. })) =
+            self.tx.send(Op::Append { lines, done })
+        {
+            let _ = done.send(Err(io::Error::other("the journal writer has stopped")));
+        }
+        written
     }
 
-    pub(crate) fn remove(&self, session: &str) {
-        let _ = self.tx.send(Op::Remove(session.to_owned()));
+    /// Removes an evicted session's file.
+    pub(crate) fn remove(&self, session: Arc<str>) {
+        let _ = self.tx.send(Op::Remove(session));
     }
 
     /// Waits until everything queued so far is written.
@@ -151,129 +310,567 @@ impl Drop for Journal {
     }
 }
 
-/// Rewrites one log with exactly what the buffer holds of `session`.
-fn compact(dir: &Path, path: &Path, session: &str, store: &Store) -> io::Result<()> {
-    let part = store.replay(session, 0, -1);
-    if part.events.is_empty() {
-        return fs::remove_file(path);
-    }
-    let tmp = dir.join(format!(".{}.tmp", file_name(session)));
-    let mut out = io::BufWriter::new(File::create(&tmp)?);
-    for e in &part.events {
-        out.write_all(&e.json())?;
-        out.write_all(b"\n")?;
-    }
-    out.flush()?;
-    drop(out);
-    let target = dir.join(file_name(session));
-    fs::rename(&tmp, &target)?;
-    if target != path {
-        let _ = fs::remove_file(path);
-    }
-    Ok(())
+/// What one file gave back.
+#[derive(Debug, Default)]
+struct FileRead {
+    restored: usize,
+    /// Line numbers (from 1) and bytes of the lines that are not whole stored events.
+    damaged: Vec<(usize, Vec<u8>)>,
 }
 
-fn write_loop(dir: &Path, rx: &mpsc::Receiver<Op>, buffer: usize) {
-    let mut lines: HashMap<String, usize> = HashMap::new();
-    let keep = buffer.saturating_mul(2).max(1);
-    let mut pending: Vec<Op> = Vec::new();
-    while let Ok(op) = rx.recv() {
-        pending.push(op);
-        pending.extend(rx.try_iter());
-        // group consecutive appends per session: one open and one write per group
-        let mut batch: Vec<(String, Vec<u8>)> = Vec::new();
-        for op in pending.drain(..) {
-            match op {
-                Op::Append(session, json) => {
-                    match batch.last_mut().filter(|(s, _)| *s == session) {
-                        Some((_, buf)) => {
-                            buf.extend_from_slice(&json);
-                            buf.push(b'\n');
-                        }
-                        None => {
-                            let mut buf = json.to_vec();
-                            buf.push(b'\n');
-                            batch.push((session, buf));
-                        }
-                    }
-                    if let Some(n) = lines.get_mut(&batch[batch.len() - 1].0) {
-                        *n += 1;
-                    } else {
-                        lines.insert(batch[batch.len() - 1].0.clone(), 1);
-                    }
-                }
-                Op::Remove(session) => {
-                    write_batch(dir, &mut batch);
-                    lines.remove(&session);
-                    let _ = fs::remove_file(dir.join(file_name(&session)));
-                }
-                Op::Flush(done) => {
-                    write_batch(dir, &mut batch);
-                    let _ = done.send(());
-                }
-            }
+/// Admits every whole stored event of one file into `store`.
+fn read_file(path: &Path, store: &mut Store) -> io::Result<FileRead> {
+    let mut read = FileRead::default();
+    let mut lines = BufReader::new(File::open(path)?);
+    let mut line = Vec::new();
+    let mut number = 0;
+    loop {
+        line.clear();
+        if lines.read_until(b'\n', &mut line)? == 0 {
+            break;
         }
-        write_batch(dir, &mut batch);
-        for (session, n) in lines.iter_mut() {
-            if *n > keep * 2 {
-                if let Err(e) = trim(&dir.join(file_name(session)), keep) {
-                    tracing::warn!(error = %e, "could not trim a replay log");
-                }
-                *n = keep;
+        number += 1;
+        // a last line without its `\n` is a torn write, whatever it reads as
+        let whole = line.last() == Some(&b'\n');
+        if whole {
+            line.pop();
+        }
+        if line.iter().all(u8::is_ascii_whitespace) && whole {
+            continue;
+        }
+        let event = match parse_line(&line, false) {
+            Ok(Incoming {
+                encoded,
+                disposition: Disposition::Buffered,
+                ..
+            }) if whole => encoded,
+            _ => {
+                read.damaged.push((number, std::mem::take(&mut line)));
+                continue;
+            }
+        };
+        if let Some(session) = event.session().map(str::to_owned) {
+            if store.admit(&session, event).admitted {
+                read.restored += 1;
             }
         }
     }
+    Ok(read)
 }
 
-fn write_batch(dir: &Path, batch: &mut Vec<(String, Vec<u8>)>) {
-    for (session, buf) in batch.drain(..) {
-        let path = dir.join(file_name(&session));
-        let written = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| f.write_all(&buf));
-        if let Err(e) = written {
-            tracing::warn!(error = %e, path = %path.display(), "could not append to a replay log");
+/// Reports the lines of `path` that were skipped, and keeps them in `{path}.damaged`.
+fn report_damage(disk: &mut dyn Disk, path: &Path, damaged: &[(usize, Vec<u8>)]) {
+    let numbers: Vec<usize> = damaged.iter().map(|(n, _)| *n).take(10).collect();
+    let aside = path.with_extension("jsonl.damaged");
+    tracing::warn!(
+        file = %path.display(),
+        lines = damaged.len(),
+        first = ?numbers,
+        kept_in = %aside.display(),
+        "skipped journal lines that are not whole events (a torn write or a damaged byte); the rest replays"
+    );
+    let mut kept = Vec::new();
+    for (_, line) in damaged {
+        kept.extend_from_slice(line);
+        kept.push(b'\n');
+    }
+    if let Err(e) = disk.append(&aside, &kept) {
+        tracing::warn!(file = %aside.display(), error = %e, "could not keep the damaged lines");
+    }
+}
+
+/// Rewrites each held session's file with exactly what the store holds, then removes
+/// every file read that is no session's file now (evicted, or under an older name).
+/// When a rewrite fails nothing is removed: the files stay as they were, whole. Whether
+/// every rewrite was done.
+fn compact(
+    dir: &Path,
+    read: &[(std::time::SystemTime, PathBuf)],
+    store: &Store,
+    disk: &mut dyn Disk,
+) -> bool {
+    let mut targets = HashSet::new();
+    let mut done = true;
+    for part in store.replay_all() {
+        let target = dir.join(file_name(&part.session));
+        let lines: Vec<Bytes> = part.events.iter().map(|e| e.json()).collect();
+        if let Err(e) = disk.replace(&target, &lines) {
+            tracing::warn!(
+                file = %target.display(),
+                error = %e,
+                "could not rewrite a session's journal; the files are left as they were"
+            );
+            done = false;
+        }
+        targets.insert(target);
+    }
+    if done {
+        for (_, path) in read {
+            if !targets.contains(path) {
+                if let Err(e) = disk.remove(path) {
+                    tracing::warn!(file = %path.display(), error = %e, "could not remove an old journal file");
+                }
+            }
+        }
+    }
+    done
+}
+
+/// The writer thread's state.
+#[derive(Debug)]
+struct Writer {
+    dir: PathBuf,
+    disk: Box<dyn Disk>,
+    options: Options,
+    /// Files written since the last sync ([`Fsync::Batch`]).
+    dirty: HashSet<PathBuf>,
+    last_sync: Instant,
+    /// Lines and bytes appended to each file since it was last cut to size.
+    sizes: HashMap<PathBuf, (usize, usize)>,
+}
+
+/// One group of appends: the bytes per file, in first-append order, and who waits.
+#[derive(Default)]
+struct Group {
+    files: Vec<(PathBuf, Vec<u8>)>,
+    at: HashMap<PathBuf, usize>,
+    waiting: Vec<(tokio::sync::oneshot::Sender<io::Result<()>>, Vec<usize>)>,
+}
+
+impl Writer {
+    fn run(&mut self, rx: &mpsc::Receiver<Op>) {
+        let mut pending = Vec::new();
+        loop {
+            let first = if self.dirty.is_empty() {
+                match rx.recv() {
+                    Ok(op) => op,
+                    Err(_) => break,
+                }
+            } else {
+                let wait = self
+                    .options
+                    .interval
+                    .saturating_sub(self.last_sync.elapsed());
+                match rx.recv_timeout(wait) {
+                    Ok(op) => op,
+                    Err(mpsc::RecvTimeoutError::Timeout) => {
+                        self.sync_dirty();
+                        continue;
+                    }
+                    Err(mpsc::RecvTimeoutError::Disconnected) => break,
+                }
+            };
+            pending.push(first);
+            pending.extend(rx.try_iter());
+            let mut group = Group::default();
+            for op in pending.drain(..) {
+                match op {
+                    Op::Append { lines, done } => self.add(&mut group, lines, done),
+                    Op::Remove(session) => {
+                        self.commit(&mut group);
+                        let path = self.dir.join(file_name(&session));
+                        self.sizes.remove(&path);
+                        self.dirty.remove(&path);
+                        if let Err(e) = self.disk.remove(&path) {
+                            tracing::warn!(file = %path.display(), error = %e, "could not remove an evicted session's journal");
+                        }
+                    }
+                    Op::Flush(done) => {
+                        self.commit(&mut group);
+                        self.sync_dirty();
+                        let _ = done.send(());
+                    }
+                }
+            }
+            self.commit(&mut group);
+            if self.options.fsync == Fsync::Batch
+                && self.last_sync.elapsed() >= self.options.interval
+            {
+                self.sync_dirty();
+            }
+            self.trim();
+        }
+        self.sync_dirty();
+    }
+
+    fn add(
+        &mut self,
+        group: &mut Group,
+        lines: Vec<(Arc<str>, Bytes)>,
+        done: tokio::sync::oneshot::Sender<io::Result<()>>,
+    ) {
+        let mut touched = Vec::new();
+        let mut last: Option<(Arc<str>, usize)> = None;
+        for (session, json) in lines {
+            let at = match &last {
+                // a batch is mostly one session: its file is found once
+                Some((s, at)) if *s == session => *at,
+                _ => {
+                    let path = self.dir.join(file_name(&session));
+                    let at = *group.at.entry(path.clone()).or_insert_with(|| {
+                        group.files.push((path, Vec::new()));
+                        group.files.len() - 1
+                    });
+                    last = Some((session, at));
+                    at
+                }
+            };
+            if let Some((_, buf)) = group.files.get_mut(at) {
+                buf.extend_from_slice(&json);
+                buf.push(b'\n');
+            }
+            if !touched.contains(&at) {
+                touched.push(at);
+            }
+        }
+        group.waiting.push((done, touched));
+    }
+
+    /// Writes a group, one append per file, syncs as the policy says, and answers
+    /// everyone who waits on it: an ingest fails when any of its files did.
+    fn commit(&mut self, group: &mut Group) {
+        let mut failed: Vec<Option<(io::ErrorKind, String)>> =
+            Vec::with_capacity(group.files.len());
+        for (path, buf) in &group.files {
+            let mut written = self.disk.append(path, buf);
+            if written.is_ok() {
+                match self.options.fsync {
+                    Fsync::Always => written = self.disk.sync(path),
+                    Fsync::Batch => {
+                        self.dirty.insert(path.clone());
+                    }
+                    Fsync::Never => {}
+                }
+            }
+            match written {
+                Ok(()) => {
+                    let lines = memchr::memchr_iter(b'\n', buf).count();
+                    let size = self.sizes.entry(path.clone()).or_default();
+                    size.0 += lines;
+                    size.1 += buf.len();
+                    failed.push(None);
+                }
+                Err(e) => {
+                    tracing::warn!(file = %path.display(), error = %e, "could not append to a session's journal");
+                    failed.push(Some((e.kind(), e.to_string())));
+                }
+            }
+        }
+        for (done, files) in group.waiting.drain(..) {
+            let error = files
+                .iter()
+                .find_map(|at| failed.get(*at).and_then(Option::as_ref));
+            let result = match error {
+                None => Ok(()),
+                Some((kind, text)) => Err(io::Error::new(*kind, text.clone())),
+            };
+            let _ = done.send(result);
+        }
+        group.files.clear();
+        group.at.clear();
+    }
+
+    fn sync_dirty(&mut self) {
+        for path in self.dirty.drain() {
+            if let Err(e) = self.disk.sync(&path) {
+                tracing::warn!(file = %path.display(), error = %e, "could not sync a session's journal");
+            }
+        }
+        self.last_sync = Instant::now();
+    }
+
+    /// Cuts a file that grew past four buffers (in events or bytes) to its last two.
+    fn trim(&mut self) {
+        let limits = self.options.limits;
+        let keep_lines = limits.events.saturating_mul(2).max(1);
+        let keep_bytes = limits.session_bytes.saturating_mul(2).max(1);
+        let over: Vec<PathBuf> = self
+            .sizes
+            .iter()
+            .filter(|(_, (lines, bytes))| {
+                *lines > keep_lines.saturating_mul(2) || *bytes > keep_bytes.saturating_mul(2)
+            })
+            .map(|(path, _)| path.clone())
+            .collect();
+        for path in over {
+            let kept = keep_tail(&path, keep_lines, keep_bytes).and_then(|tail| {
+                let size = (tail.len(), tail.iter().map(|l| l.len() + 1).sum());
+                self.disk.replace(&path, &tail).map(|()| size)
+            });
+            match kept {
+                Ok(size) => {
+                    self.sizes.insert(path.clone(), size);
+                    self.dirty.remove(&path);
+                }
+                Err(e) => {
+                    tracing::warn!(file = %path.display(), error = %e, "could not cut a session's journal to size");
+                    // tried again once it has grown as much again
+                    self.sizes.insert(path, (keep_lines, keep_bytes));
+                }
+            }
         }
     }
 }
 
-/// Keeps the last `keep` lines of a log.
-fn trim(path: &Path, keep: usize) -> io::Result<()> {
-    let text = fs::read(path)?;
-    let count = text
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .count();
-    let skip = count.saturating_sub(keep);
-    let kept: Vec<&[u8]> = text
-        .split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .skip(skip)
-        .collect();
-    let tmp = path.with_extension("jsonl.tmp");
-    let mut out = io::BufWriter::new(File::create(&tmp)?);
-    for line in kept {
-        out.write_all(line)?;
-        out.write_all(b"\n")?;
+/// The last whole lines of a file, at most `lines` of them and `bytes` in all.
+fn keep_tail(path: &Path, lines: usize, bytes: usize) -> io::Result<Vec<Bytes>> {
+    let text = Bytes::from(fs::read(path)?);
+    let mut tail = Vec::new();
+    let mut total = 0usize;
+    for line in text.split(|&b| b == b'\n').rev().filter(|l| !l.is_empty()) {
+        if tail.len() == lines || total + line.len() + 1 > bytes {
+            break;
+        }
+        total += line.len() + 1;
+        tail.push(text.slice_ref(line));
     }
-    out.flush()?;
-    drop(out);
-    fs::rename(tmp, path)
+    tail.reverse();
+    Ok(tail)
+}
+
+/// A disk that fills up on command, for the tests of what a full disk does.
+#[cfg(test)]
+pub(crate) mod testing {
+    use std::fs;
+    use std::io;
+    use std::path::{Path, PathBuf};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use bytes::Bytes;
+
+    use super::{Disk, Fs};
+
+    /// A disk that fills up on command and records what it synced.
+    #[derive(Debug, Clone, Default)]
+    pub(crate) struct Faulty {
+        pub(crate) full: Arc<AtomicBool>,
+        pub(crate) synced: Arc<Mutex<Vec<PathBuf>>>,
+    }
+
+    impl Faulty {
+        fn check(&self) -> io::Result<()> {
+            if self.full.load(Ordering::SeqCst) {
+                return Err(io::Error::new(
+                    io::ErrorKind::StorageFull,
+                    "No space left on device (injected)",
+                ));
+            }
+            Ok(())
+        }
+    }
+
+    impl Disk for Faulty {
+        fn append(&mut self, file: &Path, lines: &[u8]) -> io::Result<()> {
+            self.check()?;
+            Fs::default().append(file, lines)
+        }
+        fn sync(&mut self, file: &Path) -> io::Result<()> {
+            self.synced.lock().unwrap().push(file.to_owned());
+            Fs::default().sync(file)
+        }
+        fn replace(&mut self, file: &Path, lines: &[Bytes]) -> io::Result<()> {
+            self.check()?;
+            Fs::default().replace(file, lines)
+        }
+        fn remove(&mut self, file: &Path) -> io::Result<()> {
+            Fs::default().remove(file)
+        }
+    }
+
+    pub(crate) struct TempDir(pub(crate) PathBuf);
+
+    impl TempDir {
+        pub(crate) fn new() -> TempDir {
+            let dir = std::env::temp_dir().join(format!("aep-journal-{}", ulid::Ulid::new()));
+            fs::create_dir_all(&dir).unwrap();
+            TempDir(dir)
+        }
+    }
+
+    impl Drop for TempDir {
+        fn drop(&mut self) {
+            let _ = fs::remove_dir_all(&self.0);
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::file_name;
+    use super::*;
 
     #[test]
-    fn session_names_cannot_escape_the_directory() {
-        assert_eq!(file_name("s_k1"), "s_k1.jsonl");
-        assert_eq!(file_name("01J0ABC"), "01J0ABC.jsonl");
-        assert_eq!(file_name("../etc/passwd"), "%2E.%2Fetc%2Fpasswd.jsonl");
-        assert_eq!(file_name("a/b"), "a%2Fb.jsonl");
-        assert_eq!(file_name(".."), "%2E..jsonl");
-        assert!(!file_name("x\0y").contains('\0'));
+    fn any_session_name_is_one_safe_file_name() {
+        let digest = |s: &str| aep_core::redact::ContentDigest::of_text(s).to_hex();
+        assert_eq!(file_name("s_k1"), format!("s_k1-{}.jsonl", digest("s_k1")));
+        for name in ["../etc/passwd", "a/b", "..", ".hidden", "x\0y", "", "é"] {
+            let file = file_name(name);
+            assert!(!file.starts_with('.'), "{file}");
+            assert!(
+                file.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b)),
+                "{file}"
+            );
+            assert!(file.ends_with(&format!("{}.jsonl", digest(name))), "{file}");
+        }
+        // a name of any length: the file name stays short, and names stay apart
+        let long = "s".repeat(300);
+        assert!(file_name(&long).len() < 100);
+        assert_ne!(file_name(&long), file_name(&"s".repeat(301)));
+    }
+
+    use std::sync::atomic::Ordering;
+
+    use super::testing::{Faulty, TempDir};
+
+    const LIMITS: Limits = Limits {
+        events: 100,
+        session_bytes: 1 << 20,
+        sessions: 100,
+        bytes: 1 << 24,
+    };
+
+    fn options(fsync: Fsync) -> Options {
+        Options {
+            fsync,
+            interval: Duration::from_secs(60),
+            limits: LIMITS,
+        }
+    }
+
+    fn line(session: &str, seq: u64, data: &str) -> String {
+        format!(
+            r#"{{"aep":"0.1","id":"e{seq}","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://t/agent/a","agent":"a","session":"{session}","seq":{seq},"data":{{"t":"{data}"}}}}"#
+        )
+    }
+
+    fn held(store: &Store, session: &str) -> Vec<u64> {
+        store
+            .replay(session, 0, -1)
+            .events
+            .iter()
+            .map(|e| e.seq)
+            .collect()
+    }
+
+    /// A line cut inside a UTF-8 character, one with an invalid byte and a last line
+    /// torn by a crash are skipped, reported and kept aside; every other line replays,
+    /// and the session's file is rewritten with exactly those.
+    #[test]
+    fn damaged_lines_are_skipped_and_kept_aside_and_the_rest_replays() {
+        let dir = TempDir::new();
+        let mut bytes = Vec::new();
+        bytes.extend_from_slice(line("s", 1, "ok").as_bytes());
+        bytes.push(b'\n');
+        let cut = line("s", 2, "été");
+        let at = cut.find('é').unwrap() + 1; // inside the two bytes of é
+        bytes.extend_from_slice(&cut.as_bytes()[..at]);
+        bytes.push(b'\n');
+        let mut invalid = line("s", 3, "xyz").into_bytes();
+        let x = invalid.iter().position(|&b| b == b'x').unwrap();
+        invalid[x] = 0xff;
+        bytes.extend_from_slice(&invalid);
+        bytes.push(b'\n');
+        bytes.extend_from_slice(line("s", 4, "ok").as_bytes());
+        bytes.push(b'\n');
+        let torn = line("s", 5, "ok");
+        bytes.extend_from_slice(&torn.as_bytes()[..torn.len() - 1]);
+        let old = dir.0.join("s.jsonl");
+        fs::write(&old, &bytes).unwrap();
+
+        let mut store = Store::new(LIMITS);
+        let journal = Journal::open(
+            &dir.0,
+            &mut store,
+            options(Fsync::Batch),
+            Box::new(Fs::default()),
+        )
+        .unwrap();
+        drop(journal);
+        assert_eq!(held(&store, "s"), [1, 4]);
+        let rewritten = fs::read_to_string(dir.0.join(file_name("s"))).unwrap();
+        assert_eq!(
+            rewritten,
+            format!("{}\n{}\n", line("s", 1, "ok"), line("s", 4, "ok"))
+        );
+        assert!(!old.exists(), "the file under its old name was replaced");
+        let aside = fs::read(dir.0.join("s.jsonl.damaged")).unwrap();
+        assert_eq!(
+            aside
+                .split(|&b| b == b'\n')
+                .filter(|l| !l.is_empty())
+                .count(),
+            3
+        );
+    }
+
+    /// On a disk that cannot be written at start the relay still restores what it
+    /// reads, and leaves the files as they were.
+    #[test]
+    fn a_full_disk_at_start_leaves_the_files_whole_and_restores_them() {
+        let dir = TempDir::new();
+        let path = dir.0.join("old-name.jsonl");
+        let text = format!("{}\n{}\n", line("s", 1, "a"), line("s", 2, "b"));
+        fs::write(&path, &text).unwrap();
+        let disk = Faulty::default();
+        disk.full.store(true, Ordering::SeqCst);
+        let mut store = Store::new(LIMITS);
+        let journal =
+            Journal::open(&dir.0, &mut store, options(Fsync::Batch), Box::new(disk)).unwrap();
+        assert_eq!(held(&store, "s"), [1, 2]);
+        assert_eq!(fs::read_to_string(&path).unwrap(), text);
+        drop(journal);
+    }
+
+    /// An append the disk cannot take is answered with the error and leaves the file
+    /// as it was; with `always`, the answer comes after the sync.
+    #[tokio::test]
+    async fn an_append_is_answered_after_its_write_or_with_why_not() {
+        let dir = TempDir::new();
+        let disk = Faulty::default();
+        let mut store = Store::new(LIMITS);
+        let journal = Journal::open(
+            &dir.0,
+            &mut store,
+            options(Fsync::Always),
+            Box::new(disk.clone()),
+        )
+        .unwrap();
+        let session: Arc<str> = Arc::from("s");
+        let lines = |seq: u64| vec![(session.clone(), Bytes::from(line("s", seq, "x")))];
+        journal.append(lines(1)).await.unwrap().unwrap();
+        let file = dir.0.join(file_name("s"));
+        assert_eq!(
+            disk.synced.lock().unwrap().as_slice(),
+            std::slice::from_ref(&file),
+            "synced before the answer"
+        );
+        disk.full.store(true, Ordering::SeqCst);
+        let err = journal.append(lines(2)).await.unwrap().unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(
+            fs::read_to_string(&file).unwrap(),
+            format!("{}\n", line("s", 1, "x"))
+        );
+        disk.full.store(false, Ordering::SeqCst);
+        journal.append(lines(2)).await.unwrap().unwrap();
+        assert_eq!(
+            fs::read_to_string(&file).unwrap(),
+            format!("{}\n{}\n", line("s", 1, "x"), line("s", 2, "x"))
+        );
+    }
+
+    /// A file whose last line was torn gets that line ended before anything is
+    /// appended, so one damaged line stays one.
+    #[test]
+    fn an_append_after_a_torn_line_starts_a_line_of_its_own() {
+        let dir = TempDir::new();
+        let file = dir.0.join("f.jsonl");
+        fs::write(&file, b"{\"torn").unwrap();
+        Fs::default().append(&file, b"{\"whole\":1}\n").unwrap();
+        assert_eq!(
+            fs::read_to_string(&file).unwrap(),
+            "{\"torn\n{\"whole\":1}\n"
+        );
     }
 }

@@ -26,13 +26,15 @@
 //!
 //! - [`config`]: [`RelayConfig`], every limit with the reference default, and [`Token`]
 //!   (compared in constant time, never printed).
-//! - `server`: [`run`] (serve a listener until a future completes), [`Relay::builder`]
-//!   and [`RelayHandle`].
+//! - `server`: [`run`] (serve a listener until a future completes), [`Server`] (restore,
+//!   then serve), [`Relay::builder`] and [`RelayHandle`]; the accept loop, with the
+//!   connection limit and the header-read timeout.
 //! - `http`: the HTTP surface (ingest, discovery, SSE, `/healthz`, `/connections`, CORS,
 //!   the auth wall); `ws`: the WebSocket binding.
 //! - `hub`: shared state, admission, routing, fan-out; `store`: the per-session replay
 //!   buffers; `outbox`: per-reader queues and backpressure.
-//! - `journal`: durable replay, an append-only JSONL log per session (`--data-dir`).
+//! - `journal`: durable replay (`--data-dir`), one file of stored events per session,
+//!   written before an ingest is answered.
 //! - `subscriptions`: the subscription model's lifecycle on `/socket` (below).
 //! - `proto`: the one seam to `aep-core` (validation, attr-match, down-leveling, frames).
 //!
@@ -78,5 +80,5 @@ mod store;
 mod subscriptions;
 mod ws;
 
-pub use config::{ConfigError, RelayConfig, Token};
-pub use server::{run, Relay, RelayBuilder, RelayHandle};
+pub use config::{ConfigError, Fsync, RelayConfig, Token};
+pub use server::{run, Relay, RelayBuilder, RelayHandle, Server};

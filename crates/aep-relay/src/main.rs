@@ -1,7 +1,7 @@
 //! The `aep-relay` binary: the reference relay's flags and environment variables, the
 //! listening address printed as the first line of stdout (so `--port 0` is usable).
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 
 use aep_relay::RelayConfig;
@@ -25,7 +25,17 @@ one), then to its default:
   --max-body BYTES         AEP_MAX_BODY           16777216 (413 beyond)
   --max-batch N            AEP_MAX_BATCH          10000 events per NDJSON batch (413 beyond)
   --max-from N             AEP_MAX_FROM           max-sessions resume positions per request
-  --data-dir DIR           AEP_DATA_DIR           none: buffers survive restarts as JSONL logs in DIR
+  --data-dir DIR           AEP_DATA_DIR           none: buffers survive restarts, journaled in DIR
+                                                  (one file per session, one event per line);
+                                                  2xx only once written, 507 when the disk
+                                                  cannot take it; damaged lines are skipped
+                                                  at start and the rest replays
+  --fsync MODE             AEP_FSYNC              batch: with --data-dir, what a 2xx waits for.
+                                                  always: fdatasync (group commit); batch: the
+                                                  write, files synced every fsync interval;
+                                                  never: the write. Every mode survives
+                                                  kill -9; only always survives a power cut
+  --fsync-interval-ms MS   AEP_FSYNC_INTERVAL_MS  1000 between syncs in batch mode
   --soft-backpressure B    AEP_SOFT_BACKPRESSURE  1048576 bytes queued to a reader: past it, one
                                                   ingest waits up to the lag grace, then the
                                                   reader is lagging and loses debug/info
@@ -117,6 +127,8 @@ fn main() -> ExitCode {
     };
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        // colors for a terminal only: a log file keeps plain `key=value` text
+        .with_ansi(std::io::stderr().is_terminal())
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
@@ -135,8 +147,15 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async move {
         let listener = tokio::net::TcpListener::bind(config.addr()).await?;
         let addr = listener.local_addr()?;
+        let buffer = config.buffer();
+        let auth_on = config.token().is_some();
+        // the journal is read before the address is printed: a relay that says it
+        // listens can serve
+        let server = tokio::task::spawn_blocking(move || aep_relay::Server::open(config))
+            .await
+            .map_err(std::io::Error::other)??;
         let host = addr.to_string();
-        let auth = if config.token().is_some() {
+        let auth = if auth_on {
             "on"
         } else {
             "OFF, control routing disabled (AEP-0004 §4.1); set AEP_TOKEN to enable"
@@ -144,12 +163,11 @@ fn main() -> ExitCode {
         let mut out = std::io::stdout().lock();
         writeln!(
             out,
-            "aep-relay listening on http://{host} (buffer {}/session, auth {auth})",
-            config.buffer()
+            "aep-relay listening on http://{host} (buffer {buffer}/session, auth {auth})"
         )?;
         out.flush()?;
         drop(out);
-        aep_relay::run(listener, config, shutdown_signal()).await
+        server.run(listener, shutdown_signal()).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -41,8 +41,55 @@ pub async fn run(
     config: RelayConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let hub = Arc::new(Hub::new(config)?);
-    serve(hub, listener, shutdown).await
+    Server::open_async(config)
+        .await?
+        .run(listener, shutdown)
+        .await
+}
+
+/// A relay ready to serve: its replay buffers restored from the data directory, if it
+/// has one. Open it before saying it serves: the binary prints its address only once
+/// [`Server::open`] has returned.
+///
+/// ```no_run
+/// # async fn demo() -> std::io::Result<()> {
+/// let config = aep_relay::RelayConfig::default().with_data_dir("/var/lib/aep-relay");
+/// let server = aep_relay::Server::open(config)?; // reads the journal: blocking
+/// let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+/// println!("listening on {}", listener.local_addr()?);
+/// server.run(listener, async { let _ = tokio::signal::ctrl_c().await; }).await
+/// # }
+/// ```
+#[derive(Debug)]
+pub struct Server {
+    hub: Arc<Hub>,
+}
+
+impl Server {
+    /// Restores what the data directory holds (it reads the journal: blocking). Fails
+    /// when the directory cannot be created or read; damaged lines, and files that
+    /// cannot be rewritten (a full disk), are reported and do not stop it.
+    pub fn open(config: RelayConfig) -> io::Result<Server> {
+        Ok(Server {
+            hub: Arc::new(Hub::new(config)?),
+        })
+    }
+
+    /// [`Server::open`] on the blocking pool.
+    async fn open_async(config: RelayConfig) -> io::Result<Server> {
+        tokio::task::spawn_blocking(move || Server::open(config))
+            .await
+            .map_err(io::Error::other)?
+    }
+
+    /// Serves on `listener` until `shutdown` completes; see [`run`].
+    pub async fn run(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> io::Result<()> {
+        serve(self.hub, listener, shutdown).await
+    }
 }
 
 /// The one connection an HTTP request came on: dropping it ends the connection (a
@@ -321,12 +368,14 @@ impl RelayBuilder {
         self
     }
 
-    /// Binds and starts serving on the current tokio runtime.
+    /// Restores the data directory (if any), binds, and starts serving on the current
+    /// tokio runtime; fails when either cannot be done.
     pub async fn start(self) -> io::Result<RelayHandle> {
+        let server = Server::open_async(self.config).await?;
         let listener = TcpListener::bind(&self.bind).await?;
         let local_addr = listener.local_addr()?;
         let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(run(listener, self.config, async move {
+        let task = tokio::spawn(server.run(listener, async move {
             let _ = rx.await;
         }));
         Ok(RelayHandle {

@@ -324,6 +324,25 @@ impl Store {
         }
     }
 
+    /// Takes back an event admitted before (its journal write failed), so the same
+    /// event sent again is admitted anew; nothing when it is no longer held.
+    pub(crate) fn withdraw(&mut self, session: &str, event: &Encoded) {
+        let Some(s) = self.sessions.get_mut(session) else {
+            return;
+        };
+        if !s.ids.remove(&event.key) {
+            return;
+        }
+        // just admitted: near the tail
+        if let Some(at) = s.events.iter().rposition(|e| e.key == event.key) {
+            if let Some(gone) = s.events.remove(at) {
+                let bytes = gone.held_bytes();
+                s.bytes -= bytes;
+                self.held -= bytes;
+            }
+        }
+    }
+
     /// Evicts the least recently written session.
     fn evict_oldest(&mut self) -> Option<Arc<str>> {
         let (_, oldest) = self.recency.pop_first()?;

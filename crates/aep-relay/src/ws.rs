@@ -270,8 +270,21 @@ async fn on_text(
                     frame::is_event_type(ty) && !LifecycleMessage::is_lifecycle_type(ty)
                 });
                 if direct {
-                    hub.ingest(std::slice::from_ref(&incoming), Some(conn))
+                    let stored = hub
+                        .ingest(std::slice::from_ref(&incoming), Some(conn))
                         .await;
+                    if let (Err(unstored), Some((_, _, id))) = (stored, incoming.routing()) {
+                        // an endpoint resource (its disk) ran out: told in-band, so the
+                        // emitter can send it again
+                        let detail = unstored.to_string();
+                        let frame = proto::error_frame(
+                            ErrorCode::LimitExceeded,
+                            None,
+                            Some(id),
+                            Some(&detail),
+                        );
+                        send(outbox, frame);
+                    }
                     return;
                 }
             }

@@ -112,8 +112,13 @@ impl Sse {
     }
 
     pub async fn open_with(relay: &RelayHandle, query: &str, headers: &[(&str, &str)]) -> Sse {
+        Sse::open_url(relay.url(), query, headers).await
+    }
+
+    /// [`Sse::open_with`] on a relay at `base` (`http://host:port`).
+    pub async fn open_url(base: &str, query: &str, headers: &[(&str, &str)]) -> Sse {
         let mut request = client()
-            .get(format!("{}/stream?{query}", relay.url()))
+            .get(format!("{base}/stream?{query}"))
             .bearer_auth(TOKEN)
             .header("accept", "text/event-stream");
         for (k, v) in headers {
@@ -181,10 +186,29 @@ impl Sse {
 
 /// A live=0 replay, read whole.
 pub async fn replay(relay: &RelayHandle, query: &str) -> Vec<SseMessage> {
-    Sse::open(relay, &format!("live=0&{query}"))
+    replay_at(relay.url(), query).await
+}
+
+/// [`replay`] from a relay at `base` (`http://host:port`).
+pub async fn replay_at(base: &str, query: &str) -> Vec<SseMessage> {
+    Sse::open_url(base, &format!("live=0&{query}"), &[])
         .await
         .read_to_end()
         .await
+}
+
+/// One NDJSON POST to a relay at `base`; `None` when it got no answer.
+pub async fn post_ndjson_at(base: &str, events: &[Value]) -> Option<reqwest::Response> {
+    let body: String = events.iter().map(|e| format!("{e}\n")).collect();
+    client()
+        .post(format!("{base}/events"))
+        .bearer_auth(TOKEN)
+        .header("aep-version", "0.1")
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .await
+        .ok()
 }
 
 pub fn q(value: &Value) -> String {
