@@ -34,6 +34,27 @@ use tokio_tungstenite::tungstenite::Message;
 
 const TOKEN: &str = "bench";
 
+const HELP: &str = "\
+relay_bench: the Rust relay against the reference relay, end to end, in one run
+
+usage: relay_bench [--events N] [--batch N] [--runs N] [--relay-bin PATH]
+                   [--reference SCRIPT | --no-reference] [--only SCENARIOS] [--stall S]
+                   [--wrap COMMAND]
+
+  --events N        events per run (default 20000)
+  --batch N         events per NDJSON POST (default 10000)
+  --runs N          runs per scenario; the median is reported (default 3)
+  --relay-bin PATH  the Rust relay (default: aep-relay beside this program)
+  --reference S     the reference relay's start script
+                    (default ../shared/tools/reference-relay.sh; needs node)
+  --no-reference    the Rust relay only
+  --only LIST       some of live-notice,live-info,replay-notice,replay-info
+  --stall S         seconds without progress before a reader counts as stalled (3)
+  --wrap COMMAND    run the Rust relay under COMMAND (a profiler), stopped by SIGTERM
+
+Build it with: cargo build --release -p aep-relay --bin aep-relay --example relay_bench
+";
+
 #[derive(Debug, Clone)]
 struct Options {
     events: usize,
@@ -72,6 +93,10 @@ fn options() -> Options {
         wrap: Vec::new(),
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{HELP}");
+        std::process::exit(0);
+    }
     let mut i = 0;
     while i < args.len() {
         let value = args.get(i + 1).cloned().unwrap_or_default();
