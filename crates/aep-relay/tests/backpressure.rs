@@ -58,22 +58,14 @@ async fn readers_that_never_read_hold_up_no_emitter() {
         let flooded = session();
         tokio::spawn(async move {
             let pad = "x".repeat(2000);
-            for batch in 0..40u64 {
-                let body: String = (0..500)
+            for batch in 0..16u64 {
+                let events: Vec<Value> = (0..500)
                     .map(|i| {
                         let event = ev("progress.status", &flooded, batch * 500 + i);
-                        format!("{}\n", with(event, "data", json!({ "pad": pad })))
+                        with(event, "data", json!({ "pad": pad }))
                     })
                     .collect();
-                let r = client()
-                    .post(format!("{url}/events"))
-                    .bearer_auth(TOKEN)
-                    .header("aep-version", "0.1")
-                    .header("content-type", "application/x-ndjson")
-                    .body(body)
-                    .send()
-                    .await
-                    .unwrap();
+                let r = post_ndjson_at(&url, &events).await.unwrap();
                 assert_eq!(r.status(), 202);
             }
         })

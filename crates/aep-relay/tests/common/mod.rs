@@ -55,16 +55,7 @@ pub fn command(ty: &str, session: &str) -> Value {
 }
 
 pub async fn post_ndjson(relay: &RelayHandle, events: &[Value]) -> reqwest::Response {
-    let body: String = events.iter().map(|e| format!("{e}\n")).collect();
-    client()
-        .post(format!("{}/events", relay.url()))
-        .bearer_auth(TOKEN)
-        .header("aep-version", "0.1")
-        .header("content-type", "application/x-ndjson")
-        .body(body)
-        .send()
-        .await
-        .expect("post")
+    post_ndjson_at(relay.url(), events).await.expect("post")
 }
 
 pub async fn post_json(relay: &RelayHandle, event: &Value) -> reqwest::Response {
