@@ -480,7 +480,7 @@ impl Hub {
     {
         // Inline for the usual batch (a WebSocket ingests one event at a time).
         let mut fan_out: SmallVec<[bool; 16]> = SmallVec::new();
-        let mut journaled = Vec::new();
+        let mut journaled: Vec<(Arc<str>, Encoded)> = Vec::new();
         let (subs, written) = {
             let mut st = self.lock();
             for incoming in batch.clone() {
@@ -500,13 +500,19 @@ impl Hub {
                             // relay is not a terminal consumer
                             let admission = st.store.admit(session, incoming.encoded.clone());
                             if let Some(journal) = &self.journal {
-                                // under the lock: the journal sees evictions and appends
-                                // in the order the buffers did
+                                // under the lock, so the journal sees evictions in the
+                                // buffers' order; an evicted session's lines of this batch
+                                // are gone with it, not written after its file is removed
                                 for gone in admission.evicted {
+                                    journaled.retain(|(s, _)| *s != gone);
                                     journal.remove(gone);
                                 }
                                 if admission.admitted {
-                                    journaled.push((Arc::from(session), incoming.encoded.clone()));
+                                    let name = match journaled.last() {
+                                        Some((last, _)) if **last == *session => last.clone(),
+                                        _ => Arc::from(session),
+                                    };
+                                    journaled.push((name, incoming.encoded.clone()));
                                 }
                             }
                         }
@@ -519,9 +525,7 @@ impl Hub {
                 Some(journal) if !journaled.is_empty() => {
                     let lines = journaled
                         .iter()
-                        .map(|(session, encoded): &(Arc<str>, Encoded)| {
-                            (session.clone(), encoded.json())
-                        })
+                        .map(|(session, encoded)| (session.clone(), encoded.json()))
                         .collect();
                     Some(journal.append(lines))
                 }
@@ -555,13 +559,16 @@ impl Hub {
         Err(Unstored(failed))
     }
 
-    /// Hands each live subscription the batch's events it matches (`go`: which are
-    /// fanned out at all), then waits for the readers that must catch up.
-    async fn fan_out<'a, 't: 'a, I>(&self, subs: &[Arc<Sub>], batch: I, go: SmallVec<[bool; 16]>)
-    where
+    /// Hands each live subscription the batch's events it matches (`fan_out`: which
+    /// events are fanned out at all), then waits for the readers that must catch up.
+    async fn fan_out<'a, 't: 'a, I>(
+        &self,
+        subs: &[Arc<Sub>],
+        batch: I,
+        fan_out: SmallVec<[bool; 16]>,
+    ) where
         I: IntoIterator<Item = &'a Incoming<'t>>,
     {
-        let fan_out = go;
         let mut runs = Runs::new(subs);
         for (incoming, go) in batch.into_iter().zip(fan_out) {
             if !go {

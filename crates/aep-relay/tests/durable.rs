@@ -346,3 +346,27 @@ async fn a_session_name_of_any_length_survives_a_restart() {
     }
     relay.shutdown().await.unwrap();
 }
+
+/// A session evicted by a later event of the same batch is not journaled after its file
+/// is removed: it does not come back on restart either.
+#[tokio::test]
+async fn a_session_evicted_within_its_batch_does_not_come_back() {
+    let dir = TempDir::new();
+    let (a, b) = (session(), session());
+    let start = || builder().max_sessions(1).data_dir(&dir.0).start();
+    {
+        let relay = start().await.unwrap();
+        let batch = [ev("session.started", &a, 0), ev("session.started", &b, 0)];
+        assert_eq!(post_ndjson(&relay, &batch).await.status(), 202);
+        relay.shutdown().await.unwrap();
+    }
+    let relay = start().await.unwrap();
+    let sessions: Vec<Value> = replay(&relay, "from=all")
+        .await
+        .iter()
+        .filter(|m| m.data.is_some())
+        .map(|m| m.json()["session"].clone())
+        .collect();
+    assert_eq!(sessions, vec![json!(b)]);
+    relay.shutdown().await.unwrap();
+}
