@@ -373,6 +373,9 @@ pub(crate) struct Hub {
     /// or a capture ceiling), readable without the lock.
     parsing: AtomicUsize,
     shutting_down: AtomicBool,
+    /// Cancelled once the drain timeout of a shutdown has passed: every connection still
+    /// open then is dropped.
+    stopped: CancellationToken,
     journal: Option<Journal>,
 }
 
@@ -414,6 +417,7 @@ impl Hub {
             next_id: AtomicU64::new(1),
             parsing: AtomicUsize::new(0),
             shutting_down: AtomicBool::new(false),
+            stopped: CancellationToken::new(),
             journal,
         })
     }
@@ -458,6 +462,11 @@ impl Hub {
 
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.shutting_down.load(Ordering::Acquire)
+    }
+
+    /// Cancelled when the relay has stopped: what is still open closes at once.
+    pub(crate) fn stopped(&self) -> &CancellationToken {
+        &self.stopped
     }
 
     // ---- ingest -----------------------------------------------------------------------

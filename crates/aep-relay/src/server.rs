@@ -150,6 +150,7 @@ async fn serve(
     {
         tracing::warn!("connections still open after the drain timeout; closing anyway");
     }
+    hub.stopped().cancel();
     hub.flush_journal();
     tracing::debug!("relay stopped");
     Ok(())
@@ -204,6 +205,7 @@ async fn connection(hub: Arc<Hub>, io: Held, mut closed: watch::Receiver<bool>) 
                 }
             }
             () = &mut dropped => return,
+            () = hub.stopped().cancelled() => return,
         }
     }
 }

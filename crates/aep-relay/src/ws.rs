@@ -66,6 +66,10 @@ async fn serve(hub: Arc<Hub>, socket: WebSocket) {
             // queued before the close (AEP-0003 §8.4)
             writer.abort();
         }
+        () = hub.stopped().cancelled() => {
+            // the relay stopped and this peer did not take its close within the drain
+            writer.abort();
+        }
     }
     hub.disconnect(conn);
 }
