@@ -90,14 +90,18 @@ async fn an_evicted_session_does_not_come_back() {
         .start()
         .await
         .unwrap();
-    let got = replay(&relay, "from=all").await;
-    let sessions: Vec<Value> = got
+    assert_eq!(sessions_held(&relay).await, vec![json!(b)]);
+    relay.shutdown().await.unwrap();
+}
+
+/// The session of every event a replay-all serves, in order.
+async fn sessions_held(relay: &aep_relay::RelayHandle) -> Vec<Value> {
+    replay(relay, "from=all")
+        .await
         .iter()
         .filter(|m| m.data.is_some())
         .map(|m| m.json()["session"].clone())
-        .collect();
-    assert_eq!(sessions, vec![json!(b)]);
-    relay.shutdown().await.unwrap();
+        .collect()
 }
 
 /// Events that arrive over a WebSocket are journaled as the HTTP ones are, whichever way
@@ -361,12 +365,6 @@ async fn a_session_evicted_within_its_batch_does_not_come_back() {
         relay.shutdown().await.unwrap();
     }
     let relay = start().await.unwrap();
-    let sessions: Vec<Value> = replay(&relay, "from=all")
-        .await
-        .iter()
-        .filter(|m| m.data.is_some())
-        .map(|m| m.json()["session"].clone())
-        .collect();
-    assert_eq!(sessions, vec![json!(b)]);
+    assert_eq!(sessions_held(&relay).await, vec![json!(b)]);
     relay.shutdown().await.unwrap();
 }
