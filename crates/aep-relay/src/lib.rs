@@ -5,7 +5,11 @@
 //! buffer, and control commands are routed to the one connection that owns their session
 //! (AEP-0004 §4). It matches the reference relay surface for surface and limit for limit,
 //! with the same environment variables, and adds a flow-controlled replay and a
-//! backpressure policy that never drops anything for a reader that keeps up.
+//! backpressure policy that never drops anything for a reader that keeps up, while a
+//! reader that does not read holds up no one and costs at most its hard bound. Limits of
+//! its own bound what one party may take (connections, header and `hello` time, `hello`
+//! size, subscriptions per connection, replay bytes; see [`RelayConfig`]), and with a
+//! data directory a `2xx` means the events are on disk ([`Fsync`]).
 //!
 //! Start one inside a test or a program:
 //!
