@@ -655,3 +655,40 @@ impl RelayConfig {
         self.fsync_interval
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every variable names a setting, and its flag spelling names the same one.
+    #[test]
+    fn every_variable_and_its_flag_set_a_setting() {
+        let sample = |name: &str| match name {
+            "AEP_HOST" => "127.0.0.1",
+            "AEP_TOKEN" => "t",
+            "AEP_DATA_DIR" => "/var/lib/aep",
+            "AEP_FSYNC" => "always",
+            _ => "7",
+        };
+        for name in ENV_VARS {
+            let mut config = RelayConfig::default();
+            config.set(name, sample(name)).unwrap();
+            let flag = name
+                .trim_start_matches("AEP_")
+                .to_ascii_lowercase()
+                .replace('_', "-");
+            config.set(&flag, sample(name)).unwrap();
+        }
+        let config = RelayConfig::from_vars(|name| match name {
+            "AEP_MAX_CONNECTIONS" => Some("9".into()),
+            "AEP_FSYNC" => Some("never".into()),
+            "AEP_HELLO_TIMEOUT_MS" => Some("250".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(config.max_connections(), 9);
+        assert_eq!(config.fsync(), Fsync::Never);
+        assert_eq!(config.hello_timeout(), Duration::from_millis(250));
+        assert!(RelayConfig::default().set("fsync", "sometimes").is_err());
+    }
+}
