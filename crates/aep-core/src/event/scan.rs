@@ -2,7 +2,7 @@
 //! string attributes have no escapes or control characters, and whose `seq` and `epoch`
 //! are plain integers. It gives up (`None`) on anything else, and the caller hands the
 //! line to serde_json, so it never decides differently: where it reads, it finds what
-//! [`EventVisitor`](super::EventVisitor) finds, with the same wire order. Per event this
+//! [`EventVisitor`](super::wire::EventVisitor) finds, with the same wire order. Per event this
 //! skips serde's per-token plumbing, which was most of the parse (AEP-0003 §3.2: every
 //! event a relay ingests is parsed).
 //!
@@ -10,6 +10,8 @@
 //! a [`RawRead`]: serde_json's `RawValue` for an [`Event`], which owns them, or this
 //! module's own grammar check for an [`EnvelopeView`](super::EnvelopeView), which only
 //! needs to know the value is JSON.
+
+use serde::Deserialize;
 
 use super::*;
 
