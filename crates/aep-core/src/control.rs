@@ -28,7 +28,7 @@
 //! let wire = sender.poll_transmit().unwrap();
 //!
 //! let mut target = ControlTarget::new(["control.pause"]);
-//! target.handle_command(t0, wire)?;
+//! target.handle_command(t0, (*wire).clone())?;
 //! let Some(TargetOutput::Decide(incoming)) = target.poll_output() else { panic!() };
 //! target.decide(incoming.key(), Decision::Accept)?;
 //! let Some(TargetOutput::EmitAck(ack)) = target.poll_output() else { panic!() };

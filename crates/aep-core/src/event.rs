@@ -5,6 +5,7 @@
 //! exact bytes of `data` (number spellings such as `0.5510` included). Reading a compact
 //! JSON line and writing it back gives the same bytes.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde_json::value::RawValue;
@@ -411,6 +412,31 @@ impl PartialEq for Event {
 }
 
 impl Eq for Event {}
+
+/// An event by value, for the APIs that keep an event only sometimes and so take
+/// `impl Into<Cow<'_, Event>>` ([`ControlSender::handle_event`]): nothing is copied.
+///
+/// [`ControlSender::handle_event`]: crate::control::ControlSender::handle_event
+impl From<Event> for Cow<'_, Event> {
+    fn from(event: Event) -> Self {
+        Cow::Owned(event)
+    }
+}
+
+/// A borrowed event, for the APIs that take `impl Into<Cow<'_, Event>>`: copied only
+/// when the API keeps it.
+///
+/// ```
+/// use std::borrow::Cow;
+/// let e = aep_core::Event::new("1", "agent.idle", "t", "s", "a");
+/// assert!(matches!(Cow::from(&e), Cow::Borrowed(_)));
+/// assert!(matches!(Cow::from(e), Cow::Owned(_)));
+/// ```
+impl<'a> From<&'a Event> for Cow<'a, Event> {
+    fn from(event: &'a Event) -> Self {
+        Cow::Borrowed(event)
+    }
+}
 
 impl fmt::Debug for Event {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -161,7 +161,7 @@ fn the_sender_ignores_acks_that_name_nothing_pending() {
     assert!(s.is_pending("c1"));
     // A rejection whose payload is missing reads as `invalid`, the normalization of
     // AEP-0004 §3 for an unrecognized reason.
-    assert!(s.handle_event(&bare("control.rejected").with_cause("c1")));
+    assert!(s.handle_event(bare("control.rejected").with_cause("c1")));
     let nack = s.poll_settled().unwrap().result.unwrap_err();
     assert_eq!(nack.reason(), NackReason::Invalid);
     assert!(!nack.is_synthesized());

@@ -635,11 +635,11 @@ fn sender_ignores_what_is_not_its_ack() {
         .with_session("s")
         .with_seq(1);
     assert!(!s.handle_event(&base), "no cause");
-    assert!(!s.handle_event(&base.clone().with_cause("other")));
-    assert!(!s.handle_event(&Event::new("b", "run.started", "t", "src", "agent").with_cause("c")));
+    assert!(!s.handle_event(base.clone().with_cause("other")));
+    assert!(!s.handle_event(Event::new("b", "run.started", "t", "src", "agent").with_cause("c")));
     assert!(s.poll_settled().is_none());
-    assert!(s.handle_event(&base.clone().with_cause("c")));
-    assert!(!s.handle_event(&base.with_cause("c")), "settles once");
+    assert!(s.handle_event(base.clone().with_cause("c")));
+    assert!(!s.handle_event(base.with_cause("c")), "settles once");
     assert_eq!(s.poll_settled().unwrap().command_id, "c");
     assert!(s.poll_settled().is_none());
 }
@@ -895,7 +895,7 @@ fn golden_stream_commands() {
     let mut sender = ControlSender::new("any", "h");
     sender.send(t, respond.clone()).unwrap();
     sender.send(t, cancel.clone()).unwrap();
-    let settling: Vec<_> = events.iter().filter(|e| sender.handle_event(e)).collect();
+    let settling: Vec<_> = events.iter().filter(|&e| sender.handle_event(e)).collect();
     assert_eq!(settling.len(), 2);
     let settled: Vec<_> = std::iter::from_fn(|| sender.poll_settled()).collect();
     assert!(settled.iter().all(|s| s.result.is_ok()));

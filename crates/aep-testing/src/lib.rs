@@ -430,7 +430,7 @@ impl ControlStub {
     pub fn transmit(&self, sender: &mut ControlSender) -> usize {
         let mut n = 0;
         while let Some(command) = sender.poll_transmit() {
-            self.send(command);
+            self.send(Arc::unwrap_or_clone(command));
             n += 1;
         }
         n

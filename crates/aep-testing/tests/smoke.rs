@@ -374,7 +374,7 @@ async fn control_stub_is_the_transport_of_the_async_sender() {
         }
     });
     wait_sent(1).await;
-    assert!(sender.handle_event(&stub.accept(&stub.sent()[0]).unwrap()));
+    assert!(sender.handle_event(stub.accept(&stub.sent()[0]).unwrap()));
     let ack = pending.await.unwrap().unwrap();
     assert_eq!(ack.event_type(), "control.accepted");
     assert_eq!(ack.cause(), Some(stub.sent()[0].id()));
@@ -389,7 +389,7 @@ async fn control_stub_is_the_transport_of_the_async_sender() {
         }
     });
     wait_sent(2).await;
-    assert!(sender.handle_event(&stub.reject(&stub.sent()[1], "busy").unwrap()));
+    assert!(sender.handle_event(stub.reject(&stub.sent()[1], "busy").unwrap()));
     let err = pending.await.unwrap().unwrap_err();
     assert_eq!(
         err.nack().map(|n| n.reason().to_string()),

@@ -607,7 +607,7 @@ impl Task {
     fn inbound(&mut self, message: AepMessage) {
         match message {
             AepMessage::Event(event) => {
-                self.sender.handle_event_owned(event);
+                self.sender.handle_event(event);
             }
             AepMessage::Frame(Frame::Subscribed(f)) => {
                 if let Some(sub) = self.sessions.values_mut().find(|s| s.id == f.id) {

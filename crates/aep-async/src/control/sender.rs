@@ -1,6 +1,7 @@
 //! [`ControlSender`]: the core sender state machine behind a mutex, with a timer task
 //! and one waiter per command, over any transport.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -299,16 +300,11 @@ impl ControlSender {
     }
 
     /// Feeds one inbound event. Returns whether it settled a pending command (an ack
-    /// whose `cause` is a pending command's `id`, AEP-0004 §6).
-    pub fn handle_event(&self, event: &Event) -> bool {
+    /// whose `cause` is a pending command's `id`, AEP-0004 §6). An accepted command
+    /// settles with the ack itself: pass the event by value and it is kept without a
+    /// copy, by reference and it is copied then.
+    pub fn handle_event<'e>(&self, event: impl Into<Cow<'e, Event>>) -> bool {
         self.feed(|core| core.handle_event(event))
-    }
-
-    /// As [`handle_event`](Self::handle_event), taking the event: an ack settles its
-    /// command with no copy made. Only the bundled client (WebSocket) feeds events it owns.
-    #[cfg(feature = "ws")]
-    pub(crate) fn handle_event_owned(&self, event: Event) -> bool {
-        self.feed(|core| core.handle_event_owned(event))
     }
 
     /// Feeds one inbound frame. Returns whether it settled a pending command (an
@@ -424,7 +420,7 @@ struct Output {
 /// Takes everything the core state machine produced.
 fn drain(st: &mut State) -> Output {
     let mut out = Output::default();
-    while let Some(c) = st.core.poll_transmit_shared() {
+    while let Some(c) = st.core.poll_transmit() {
         out.transmit.push(c);
     }
     while let Some(s) = st.core.poll_settled() {

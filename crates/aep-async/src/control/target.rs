@@ -384,7 +384,7 @@ fn drain(
                     // Shared, not copied: the record and the handler's `Accepted` hold
                     // the one ack.
                     Ok((event, _)) => {
-                        if let Err(e) = st.core.record_shared(key, Arc::clone(event)) {
+                        if let Err(e) = st.core.record(key, Arc::clone(event)) {
                             tracing::warn!(error = %e, "ack not recorded");
                         }
                     }

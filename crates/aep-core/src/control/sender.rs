@@ -1,6 +1,7 @@
 //! The sending side: command envelopes, correlation by `cause`, retries and the
 //! synthesized `timeout` (AEP-0004 §2, §3, §6, §7).
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
@@ -234,8 +235,8 @@ struct Pending {
     /// event's text) into memory that a thousand commands in flight have likely pushed
     /// out of cache. A longer id is read from the command, so no id costs an allocation.
     id: Option<CompactId>,
-    /// Shared with the transmissions queued for it (`poll_transmit_shared`); only
-    /// `poll_transmit` hands out a copy.
+    /// Shared with every transmission queued for it ([`ControlSender::poll_transmit`]):
+    /// a retry is the identical envelope (AEP-0004 §2.3), so no copy is made.
     command: Arc<Event>,
     policy: SendPolicy,
     deadline: Instant,
@@ -487,55 +488,33 @@ impl ControlSender {
     /// `control.accepted` or `control.rejected` whose `cause` is a pending command's
     /// `id` (AEP-0004 §6). Everything else is ignored.
     ///
-    /// ```
-    /// use std::time::Instant;
-    /// use aep_core::{control::ControlSender, Event};
-    /// let mut s = ControlSender::new("console", "h");
-    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
-    /// let ack = Event::new("a1", "control.accepted", "t", "aep://t/agent/a", "a")
-    ///     .with_session("s1").with_seq(3).with_cause("c1");
-    /// assert!(s.handle_event(&ack));
-    /// assert!(s.poll_settled().unwrap().result.is_ok());
-    /// assert!(!s.handle_event(&ack)); // settled once; later acks are ignored
-    /// # Ok::<(), aep_core::control::SendError>(())
-    /// ```
-    pub fn handle_event(&mut self, event: &Event) -> bool {
-        let Some((cause, accepted)) = self.take_acked(event) else {
-            return false;
-        };
-        let result = if accepted {
-            Ok(event.clone())
-        } else {
-            Err(Nack::from_rejected(event))
-        };
-        self.settled.push_back(Settled {
-            command_id: cause.to_owned(),
-            result,
-        });
-        true
-    }
-
-    /// As [`handle_event`](Self::handle_event), taking the event: an accepted command
-    /// settles with it as it came, without a copy.
+    /// Takes the event by reference or by value: an accepted command settles with the
+    /// ack itself ([`Settled::result`]), so a borrowed ack is copied then, and an owned
+    /// one is kept as it came.
     ///
     /// ```
     /// use std::time::Instant;
     /// use aep_core::{control::ControlSender, Event};
     /// let mut s = ControlSender::new("console", "h");
     /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
-    /// let ack = Event::new("a1", "control.accepted", "t", "aep://t/agent/a", "a")
-    ///     .with_session("s1").with_seq(3).with_cause("c1");
-    /// assert!(s.handle_event_owned(ack));
-    /// assert_eq!(s.poll_settled().unwrap().result.unwrap().id(), "a1");
+    /// s.send(Instant::now(), s.command("control.pause", "s1").build("c2", "t"))?;
+    /// let ack = |cause| Event::new("a1", "control.accepted", "t", "aep://t/agent/a", "a")
+    ///     .with_session("s1").with_seq(3).with_cause(cause);
+    /// assert!(s.handle_event(&ack("c1")));
+    /// assert!(s.poll_settled().unwrap().result.is_ok());
+    /// assert!(!s.handle_event(&ack("c1"))); // settled once; later acks are ignored
+    /// assert!(s.handle_event(ack("c2"))); // by value: settles without a copy
+    /// assert_eq!(s.poll_settled().unwrap().result.unwrap().cause(), Some("c2"));
     /// # Ok::<(), aep_core::control::SendError>(())
     /// ```
-    pub fn handle_event_owned(&mut self, event: Event) -> bool {
+    pub fn handle_event<'e>(&mut self, event: impl Into<Cow<'e, Event>>) -> bool {
+        let event = event.into();
         let Some((cause, accepted)) = self.take_acked(&event) else {
             return false;
         };
         let command_id = cause.to_owned();
         let result = if accepted {
-            Ok(event)
+            Ok(event.into_owned())
         } else {
             Err(Nack::from_rejected(&event))
         };
@@ -670,25 +649,22 @@ impl ControlSender {
     }
 
     /// The next command transmission to write to the duplex, first sends and retries
-    /// alike.
-    pub fn poll_transmit(&mut self) -> Option<Event> {
-        self.transmit.pop_front().map(Arc::unwrap_or_clone)
-    }
-
-    /// As [`poll_transmit`](Self::poll_transmit), without copying the envelope: the
-    /// pending command and its transmissions share it.
+    /// alike. The envelope is shared with the pending command, so retries and
+    /// [`pending_commands`](Self::pending_commands) hand out the same one; take a copy
+    /// with `Arc::unwrap_or_clone` where an owned [`Event`] is needed.
     ///
     /// ```
     /// use std::time::Instant;
     /// use aep_core::control::ControlSender;
     /// let mut s = ControlSender::new("console", "h");
     /// s.send(Instant::now(), s.command("control.pause", "s1").build("c1", "t"))?;
-    /// let wire = s.poll_transmit_shared().unwrap();
+    /// let wire = s.poll_transmit().unwrap();
     /// assert_eq!(wire.id(), "c1");
     /// assert_eq!(s.pending_commands(), [&*wire]);
+    /// assert!(s.poll_transmit().is_none());
     /// # Ok::<(), aep_core::control::SendError>(())
     /// ```
-    pub fn poll_transmit_shared(&mut self) -> Option<Arc<Event>> {
+    pub fn poll_transmit(&mut self) -> Option<Arc<Event>> {
         self.transmit.pop_front()
     }
 

@@ -609,40 +609,36 @@ impl ControlTarget {
     /// Records the ack event as emitted, so a redelivery of the command re-sends it
     /// byte-identically (AEP-0004 §3). Forgets the oldest records beyond the capacity.
     ///
-    /// ```
-    /// use std::time::Instant;
-    /// use aep_core::control::{CommandKey, ControlTarget};
-    /// use aep_core::Event;
-    /// let mut target = ControlTarget::new(["control.pause"]);
-    /// let ack = Event::new("a1", "control.accepted", "t", "aep://h", "a").with_cause("c1");
-    /// // Nothing is being minted for this command, so there is nothing to record.
-    /// assert!(target.record(&CommandKey::new("aep://c", "c1"), ack).is_err());
-    /// ```
-    pub fn record(&mut self, key: &CommandKey, ack: Event) -> Result<(), TargetError> {
-        self.record_shared(key, Arc::new(ack))
-    }
-
-    /// As [`record`](Self::record), keeping a shared ack: a driver that also hands the
-    /// emitted ack to its application records it without a copy.
+    /// Takes the ack by value or shared: a driver that also hands the emitted ack to its
+    /// application records the same `Arc` without a copy.
     ///
     /// ```
     /// use std::sync::Arc;
     /// use std::time::Instant;
-    /// use aep_core::control::{ControlSender, ControlTarget, Decision, TargetOutput};
+    /// use aep_core::control::{CommandKey, ControlSender, ControlTarget, Decision, TargetOutput};
     /// use aep_core::Event;
     /// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
     /// let mut target = ControlTarget::new(["control.pause"]);
+    /// let stray = Event::new("a0", "control.accepted", "t", "aep://h", "a").with_cause("c0");
+    /// // Nothing is being minted for this command, so there is nothing to record.
+    /// assert!(target.record(&CommandKey::new("aep://c", "c0"), stray).is_err());
+    ///
     /// target.handle_command(Instant::now(), cmd.clone())?;
     /// let Some(TargetOutput::Decide(incoming)) = target.poll_output() else { panic!() };
     /// target.decide(incoming.key(), Decision::Accept)?;
     /// let Some(TargetOutput::EmitAck(ack)) = target.poll_output() else { panic!() };
     /// let event = Arc::new(Event::new("a1", ack.ack_type(), "t", "aep://h/agent/a", "a").with_cause(ack.cause()));
-    /// target.record_shared(ack.key(), Arc::clone(&event))?;
+    /// target.record(ack.key(), Arc::clone(&event))?;
     /// target.handle_command(Instant::now(), cmd)?;
     /// assert_eq!(target.poll_output(), Some(TargetOutput::Redeliver((*event).clone())));
     /// # Ok::<(), aep_core::control::TargetError>(())
     /// ```
-    pub fn record_shared(&mut self, key: &CommandKey, ack: Arc<Event>) -> Result<(), TargetError> {
+    pub fn record(
+        &mut self,
+        key: &CommandKey,
+        ack: impl Into<Arc<Event>>,
+    ) -> Result<(), TargetError> {
+        let ack = ack.into();
         if ack.cause() != Some(key.id()) {
             return Err(TargetError::CauseMismatch {
                 id: key.id().to_owned(),
