@@ -917,7 +917,7 @@ fn assert_decided_twice(target: &ControlTarget, command: Event) {
     for delivery in 1..=2 {
         assert_eq!(
             target.handle(command.clone()).unwrap(),
-            aep_core::control::Delivery::New,
+            aep_core::control::CommandDelivery::New,
             "delivery {delivery} of {} is decided",
             command.id()
         );

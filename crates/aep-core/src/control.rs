@@ -53,7 +53,7 @@ mod target;
 pub use nack::{Nack, NackOrigin, NackReason, RejectReason, UnknownReason};
 pub use sender::{CommandBuilder, ControlSender, SendError, SendPolicy, Settled};
 pub use target::{
-    AckToEmit, CommandKey, ControlTarget, Decision, Delivery, IncomingCommand, TargetConfig,
+    AckToEmit, CommandDelivery, CommandKey, ControlTarget, Decision, IncomingCommand, TargetConfig,
     TargetError, TargetOutput,
 };
 

@@ -6,7 +6,7 @@
 use std::time::{Duration, Instant};
 
 use aep_core::capture::{downlevel, downlevel_redacting};
-use aep_core::control::{ControlSender, ControlTarget, Delivery, NackReason, TargetOutput};
+use aep_core::control::{CommandDelivery, ControlSender, ControlTarget, NackReason, TargetOutput};
 use aep_core::gating::gate_form_values;
 use aep_core::projection::{project_state, StateProjection};
 use aep_core::redact::{RedactOptions, Redactor};
@@ -119,7 +119,7 @@ fn the_target_answers_unknown_and_unaddressed_commands() {
         cmd.set_id(id);
         assert_eq!(
             target.handle_command(t0, cmd).unwrap(),
-            Delivery::Unsupported
+            CommandDelivery::Unsupported
         );
         let Some(TargetOutput::EmitAck(ack)) = target.poll_output() else {
             panic!("{ty}: no ack queued");
@@ -136,7 +136,7 @@ fn the_target_answers_unknown_and_unaddressed_commands() {
     bare_pause.set_id("b2");
     assert_eq!(
         target.handle_command(t0, bare_pause).unwrap(),
-        Delivery::New
+        CommandDelivery::New
     );
     // A non-command is refused with a typed error.
     assert!(target.handle_command(t0, bare("tool.completed")).is_err());

@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 use aep_core::control::{
-    CommandKey, ControlSender, ControlTarget, Decision, Delivery, NackOrigin, NackReason,
+    CommandDelivery, CommandKey, ControlSender, ControlTarget, Decision, NackOrigin, NackReason,
     RejectReason, SendError, SendPolicy, Settled, TargetConfig, TargetError, TargetOutput,
     DEFAULT_RETRIES,
 };
@@ -51,7 +51,7 @@ struct Sim {
     acks_on_wire: Vec<String>,
     deferred: Vec<CommandKey>,
     executed: Vec<String>,
-    deliveries: Vec<Delivery>,
+    deliveries: Vec<CommandDelivery>,
     settled: Vec<(Duration, Settled)>,
     /// The target session's emitter.
     seq: u64,
@@ -392,7 +392,7 @@ fn unsupported_is_nacked_by_the_target() {
     sim.drive();
     assert_eq!(sim.nack().reason(), NackReason::Unsupported);
     assert!(matches!(sim.nack().origin(), NackOrigin::Target(_)));
-    assert_eq!(sim.deliveries, [Delivery::Unsupported]);
+    assert_eq!(sim.deliveries, [CommandDelivery::Unsupported]);
     assert!(sim.executed.is_empty(), "never executed");
     // An unregistered verb is a command too, and unsupported.
     let mut sim = Sim::new(&["control.pause"]);
@@ -409,7 +409,10 @@ fn lost_ack_is_recovered_by_the_retry() {
     sim.drive();
     // One decision, one execution, one distinct ack event, sent twice byte-identically.
     assert_eq!(sim.executed, ["c1"]);
-    assert_eq!(sim.deliveries, [Delivery::New, Delivery::Redelivered]);
+    assert_eq!(
+        sim.deliveries,
+        [CommandDelivery::New, CommandDelivery::Redelivered]
+    );
     assert_eq!(sim.acks_on_wire.len(), 2);
     assert_eq!(sim.acks_on_wire[0], sim.acks_on_wire[1]);
     // The retry was the identical envelope, one window later.
@@ -430,7 +433,7 @@ fn lost_command_is_recovered_by_the_retry() {
     assert_eq!(sim.settled[0].0, 2 * WINDOW, "accepted on the last attempt");
     assert_eq!(sim.sent_commands.len(), 3);
     assert!(sim.sent_commands.iter().all(|c| *c == sim.sent_commands[0]));
-    assert_eq!(sim.deliveries, [Delivery::New]);
+    assert_eq!(sim.deliveries, [CommandDelivery::New]);
 }
 
 #[test]
@@ -482,7 +485,10 @@ fn duplicate_delivery_while_pending_is_answered_by_the_one_ack() {
     sim.duplicate_commands = true;
     sim.send("control.pause", "c1");
     while sim.step() {}
-    assert_eq!(sim.deliveries, [Delivery::New, Delivery::DuplicatePending]);
+    assert_eq!(
+        sim.deliveries,
+        [CommandDelivery::New, CommandDelivery::DuplicatePending]
+    );
     assert!(sim.acks_on_wire.is_empty(), "no ack for the duplicate");
     // The application decides once, later (within the window).
     sim.now += Duration::from_secs(3);
@@ -506,12 +512,15 @@ fn redelivered_command_gets_the_recorded_ack_byte_identically() {
     sim.send("control.pause", "c1");
     sim.drive();
     // Both copies arrived before the ack was minted: the second waited for it.
-    assert_eq!(sim.deliveries, [Delivery::New, Delivery::DuplicatePending]);
+    assert_eq!(
+        sim.deliveries,
+        [CommandDelivery::New, CommandDelivery::DuplicatePending]
+    );
     // A later redelivery (a replayed capture, say) elicits the recorded ack.
     let cmd: Event = sim.sent_commands[0].parse().unwrap();
     assert_eq!(
         sim.target.handle_command(sim.now, cmd).unwrap(),
-        Delivery::Redelivered
+        CommandDelivery::Redelivered
     );
     let Some(TargetOutput::Redeliver(ack)) = sim.target.poll_output() else {
         panic!()
@@ -741,11 +750,11 @@ fn dedupe_memory_is_bounded_and_forgets_oldest_first() {
     let (c1, c3) = (cmd("c1"), cmd("c3"));
     assert_eq!(
         sim.target.handle_command(sim.now, c3).unwrap(),
-        Delivery::Redelivered
+        CommandDelivery::Redelivered
     );
     assert_eq!(
         sim.target.handle_command(sim.now, c1).unwrap(),
-        Delivery::New
+        CommandDelivery::New
     );
 }
 
@@ -759,8 +768,8 @@ fn dedupe_is_per_source() {
     let b = ControlSender::new("bob", "h")
         .command("control.pause", "s")
         .build("same", "t");
-    assert_eq!(target.handle_command(t, a).unwrap(), Delivery::New);
-    assert_eq!(target.handle_command(t, b).unwrap(), Delivery::New);
+    assert_eq!(target.handle_command(t, a).unwrap(), CommandDelivery::New);
+    assert_eq!(target.handle_command(t, b).unwrap(), CommandDelivery::New);
 }
 
 #[test]

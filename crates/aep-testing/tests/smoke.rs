@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use aep_async::Emitter;
 use aep_core::control::{
-    ControlSender, ControlTarget, Decision, Delivery, NackReason, SendPolicy, TargetOutput,
+    CommandDelivery, ControlSender, ControlTarget, Decision, NackReason, SendPolicy, TargetOutput,
 };
 use aep_core::projection::{project_state, StateProjection};
 use aep_core::Event;
@@ -106,7 +106,7 @@ fn drive(
     stub: &ControlStub,
     command: &Event,
     decide: impl Fn(&Event) -> Decision,
-) -> (Delivery, Vec<Event>) {
+) -> (CommandDelivery, Vec<Event>) {
     let delivery = target
         .handle_command(Instant::now(), command.clone())
         .unwrap();
@@ -174,7 +174,7 @@ fn control_stub_target_side_acks_reacks_byte_identically_and_nacks_unsupported()
 
     let (delivery, executed) = drive(&mut target, &stub, &cmd, |_| Decision::Accept);
     let acks = acks_for(&stub, &cmd);
-    assert_eq!(delivery, Delivery::New);
+    assert_eq!(delivery, CommandDelivery::New);
     assert_eq!(executed, vec![cmd.clone()]);
     assert_eq!(acks.len(), 1);
     assert_eq!(acks[0].event_type(), "control.accepted");
@@ -183,7 +183,7 @@ fn control_stub_target_side_acks_reacks_byte_identically_and_nacks_unsupported()
     // (AEP-0004 §3), never a re-execute.
     let (delivery, executed) = drive(&mut target, &stub, &cmd, |_| Decision::Accept);
     let acks = acks_for(&stub, &cmd);
-    assert_eq!(delivery, Delivery::Redelivered);
+    assert_eq!(delivery, CommandDelivery::Redelivered);
     assert!(executed.is_empty());
     assert_eq!(acks.len(), 2);
     assert_eq!(acks[0].to_json(), acks[1].to_json());
@@ -191,7 +191,7 @@ fn control_stub_target_side_acks_reacks_byte_identically_and_nacks_unsupported()
     // A type outside `accepts` is nacked `unsupported` (AEP-0004 §4.2).
     let (delivery, executed) = drive(&mut target, &stub, &cmd_other, |_| Decision::Accept);
     let nacks = acks_for(&stub, &cmd_other);
-    assert_eq!(delivery, Delivery::Unsupported);
+    assert_eq!(delivery, CommandDelivery::Unsupported);
     assert!(executed.is_empty());
     assert_eq!(nacks.len(), 1);
     assert_eq!(nacks[0].event_type(), "control.rejected");

@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use aep_core::control::{
-    self as core, CommandKey, Decision, Delivery, RejectReason, TargetConfig, TargetOutput,
+    self as core, CommandDelivery, CommandKey, Decision, RejectReason, TargetConfig, TargetOutput,
 };
 use aep_core::Event;
 use serde::Serialize;
@@ -226,7 +226,7 @@ impl ControlTarget {
     /// handler, polled here first and continued in a task of its own if it awaits (so
     /// this needs a tokio runtime); undeclared types are nacked `unsupported` and
     /// redeliveries re-acked, before this returns.
-    pub fn handle(&self, command: Event) -> Result<Delivery, ControlError> {
+    pub fn handle(&self, command: Event) -> Result<CommandDelivery, ControlError> {
         let now = timer::now();
         let (delivery, decide, start_timer, wake) = {
             let mut st = self.inner.lock();

@@ -289,20 +289,22 @@ pub enum TargetOutput {
     Redeliver(Event),
 }
 
-/// What [`ControlTarget::handle_command`] made of a delivery.
+/// What [`ControlTarget::handle_command`] made of one delivery of a command: new, outside
+/// `accepts`, a redelivery of an acknowledged command, or a duplicate still being decided
+/// (AEP-0004 §3, §4.2).
 ///
 /// ```
 /// use std::time::Instant;
-/// use aep_core::control::{ControlSender, ControlTarget, Delivery};
+/// use aep_core::control::{ControlSender, ControlTarget, CommandDelivery};
 /// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
 /// let mut target = ControlTarget::new(["control.pause"]);
-/// assert_eq!(target.handle_command(Instant::now(), cmd.clone())?, Delivery::New);
+/// assert_eq!(target.handle_command(Instant::now(), cmd.clone())?, CommandDelivery::New);
 /// // Not decided yet: the duplicate is answered by the one ack still to come.
-/// assert_eq!(target.handle_command(Instant::now(), cmd)?, Delivery::DuplicatePending);
+/// assert_eq!(target.handle_command(Instant::now(), cmd)?, CommandDelivery::DuplicatePending);
 /// # Ok::<(), aep_core::control::TargetError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Delivery {
+pub enum CommandDelivery {
     /// A new command of an accepted type; a [`TargetOutput::Decide`] is queued.
     New,
     /// A new command outside `accepts`; an `unsupported` [`TargetOutput::EmitAck`] is
@@ -442,15 +444,15 @@ enum Slot {
 ///
 /// ```
 /// use std::time::Instant;
-/// use aep_core::control::{ControlSender, ControlTarget, Delivery, TargetOutput};
+/// use aep_core::control::{ControlSender, ControlTarget, CommandDelivery, TargetOutput};
 ///
 /// let cmd = ControlSender::new("console", "h").command("control.cancel", "s1").build("c1", "t");
 /// let mut target = ControlTarget::new(["control.pause"]);
-/// assert_eq!(target.handle_command(Instant::now(), cmd.clone())?, Delivery::Unsupported);
+/// assert_eq!(target.handle_command(Instant::now(), cmd.clone())?, CommandDelivery::Unsupported);
 /// let Some(TargetOutput::EmitAck(ack)) = target.poll_output() else { panic!() };
 /// assert_eq!(ack.data(), serde_json::json!({"reason": "unsupported"}));
 /// // Until the ack is recorded, a redelivery waits for it.
-/// assert_eq!(target.handle_command(Instant::now(), cmd)?, Delivery::DuplicatePending);
+/// assert_eq!(target.handle_command(Instant::now(), cmd)?, CommandDelivery::DuplicatePending);
 /// # Ok::<(), aep_core::control::TargetError>(())
 /// ```
 #[derive(Debug)]
@@ -503,20 +505,20 @@ impl ControlTarget {
     ///
     /// ```
     /// use std::time::Instant;
-    /// use aep_core::control::{ControlSender, ControlTarget, Delivery};
+    /// use aep_core::control::{ControlSender, ControlTarget, CommandDelivery};
     /// let sender = ControlSender::new("console", "h");
     /// let mut target = ControlTarget::new(["control.pause"]);
     /// let pause = sender.command("control.pause", "s1").build("c1", "t");
     /// let stop = sender.command("control.cancel", "s1").build("c2", "t");
-    /// assert_eq!(target.handle_command(Instant::now(), pause)?, Delivery::New);
-    /// assert_eq!(target.handle_command(Instant::now(), stop)?, Delivery::Unsupported);
+    /// assert_eq!(target.handle_command(Instant::now(), pause)?, CommandDelivery::New);
+    /// assert_eq!(target.handle_command(Instant::now(), stop)?, CommandDelivery::Unsupported);
     /// # Ok::<(), aep_core::control::TargetError>(())
     /// ```
     pub fn handle_command(
         &mut self,
         now: Instant,
         command: Event,
-    ) -> Result<Delivery, TargetError> {
+    ) -> Result<CommandDelivery, TargetError> {
         if !is_command_type(command.event_type()) {
             return Err(TargetError::NotACommand(command.event_type().to_owned()));
         }
@@ -529,9 +531,9 @@ impl ControlTarget {
                     Slot::Recorded(ack) => {
                         self.output
                             .push_back(TargetOutput::Redeliver((**ack).clone()));
-                        Delivery::Redelivered
+                        CommandDelivery::Redelivered
                     }
-                    Slot::Deciding { .. } | Slot::Minting => Delivery::DuplicatePending,
+                    Slot::Deciding { .. } | Slot::Minting => CommandDelivery::DuplicatePending,
                 });
             }
             Entry::Vacant(vacant) => vacant,
@@ -547,7 +549,7 @@ impl ControlTarget {
                     detail: None,
                 },
             }));
-            return Ok(Delivery::Unsupported);
+            return Ok(CommandDelivery::Unsupported);
         }
         let deadline = self.config.decision_window.map(|w| now + w);
         vacant.insert(Slot::Deciding { deadline, session });
@@ -556,7 +558,7 @@ impl ControlTarget {
         }
         self.output
             .push_back(TargetOutput::Decide(IncomingCommand { key, command }));
-        Ok(Delivery::New)
+        Ok(CommandDelivery::New)
     }
 
     /// Records the application's one decision about a command it was asked to decide;
@@ -665,7 +667,7 @@ impl ControlTarget {
     ///
     /// ```
     /// use std::time::Instant;
-    /// use aep_core::control::{ControlSender, ControlTarget, Decision, Delivery, TargetOutput};
+    /// use aep_core::control::{ControlSender, ControlTarget, Decision, CommandDelivery, TargetOutput};
     /// let cmd = ControlSender::new("console", "h").command("control.pause", "s1").build("c1", "t");
     /// let mut target = ControlTarget::new(["control.pause"]);
     /// target.handle_command(Instant::now(), cmd.clone())?;
@@ -675,7 +677,7 @@ impl ControlTarget {
     /// // ... emitting the ack failed
     /// target.abandon(ack.key())?;
     /// assert_eq!(target.remembered(), 0);
-    /// assert_eq!(target.handle_command(Instant::now(), cmd)?, Delivery::New);
+    /// assert_eq!(target.handle_command(Instant::now(), cmd)?, CommandDelivery::New);
     /// # Ok::<(), aep_core::control::TargetError>(())
     /// ```
     pub fn abandon(&mut self, key: &CommandKey) -> Result<(), TargetError> {
