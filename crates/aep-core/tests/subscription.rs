@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aep_core::filter::Filter;
 use aep_core::subscription::{
-    Cursor, Delivery, DeliveryMode, Field, LifecycleMessage, Registry, RegistryConfig,
+    Cursor, DeliveredEvent, DeliveryMode, Field, LifecycleMessage, Registry, RegistryConfig,
     SubscriptionError, SubscriptionFilter, SubscriptionRequested, CONVERSATION_ATTR, TARGET_ATTR,
     TASK_ATTR, TOPIC_ATTR,
 };
@@ -402,7 +402,10 @@ fn delivery_modes_downgrade_never_upgrade() {
             e.to_value(),
             "the envelope is carried unchanged"
         );
-        assert_eq!(Delivery::from_json(&delivery.to_json()).unwrap(), delivery);
+        assert_eq!(
+            DeliveredEvent::from_json(&delivery.to_json()).unwrap(),
+            delivery
+        );
     }
 }
 

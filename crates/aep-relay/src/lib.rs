@@ -59,7 +59,7 @@
 //! | `created`, `rejected` or `expired` (a producer's messages) | nothing: ignored like an unknown frame |
 //!
 //! A delivery is `{"subscription_id":"sub_0001","delivery":{"mode":"at_least_once"},
-//! "event":{…}}` ([`aep_core::subscription::Delivery`]), the envelope forwarded byte for
+//! "event":{…}}` ([`aep_core::subscription::DeliveredEvent`]), the envelope forwarded byte for
 //! byte; it is the only message on the socket without a `type`. A `from_cursor`
 //! (`{session}:{epoch}:{seq}`, the SSE id) older than the replay buffer is preceded by
 //! the AEP-0003 `replay-exhausted` frame with `sub` set to the subscription id.

@@ -6,7 +6,7 @@
 //! connection, the connection being the session. Each created subscription becomes a
 //! relay hub subscription on its lowered attr-match filter (so replay and live delivery
 //! keep the hub's exactly-once handover) with a private, never-dropping queue; a
-//! forwarding task checks the whole filter, wraps each event in a [`Delivery`] and
+//! forwarding task checks the whole filter, wraps each event in a [`DeliveredEvent`] and
 //! offers it to the connection's queue with the effective mode's drop policy.
 
 use std::collections::HashMap;
@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime};
 
 use aep_core::subscription::{
-    Delivery, DeliveryMode, LifecycleMessage, Registry, RegistryConfig, SubscriptionFilter,
+    DeliveredEvent, DeliveryMode, LifecycleMessage, Registry, RegistryConfig, SubscriptionFilter,
     SubscriptionRejected,
 };
 use aep_core::{Event, Severity};
@@ -291,7 +291,7 @@ async fn forward(conn: Weak<Conn>, mut drain: Drain, sub: Forward) {
                 event.severity().max(Severity::Notice)
             }
         };
-        let wrapped = Delivery::new(sub.id.as_str(), sub.mode, event).to_json();
+        let wrapped = DeliveredEvent::new(sub.id.as_str(), sub.mode, event).to_json();
         if conn.outbox.deliver(Bytes::from(wrapped), severity).await == Offer::Closed {
             return;
         }

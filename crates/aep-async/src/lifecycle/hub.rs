@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use aep_core::subscription::{
-    Cursor, Delivery, DeliveryMode, Registry, RegistryConfig, SubscriptionCancelled,
+    Cursor, DeliveredEvent, DeliveryMode, Registry, RegistryConfig, SubscriptionCancelled,
     SubscriptionCreated, SubscriptionFilter, SubscriptionRejected, SubscriptionRequested,
 };
 use aep_core::Event;
@@ -183,7 +183,7 @@ impl Shared {
 
 #[derive(Debug, Clone)]
 struct Target {
-    tx: mpsc::Sender<Delivery>,
+    tx: mpsc::Sender<DeliveredEvent>,
     shared: Arc<Shared>,
 }
 
@@ -318,7 +318,7 @@ impl Hub {
     /// of `at_least_once` and `replayable` subscribers; a full `best_effort` queue
     /// drops it for that subscriber.
     pub async fn publish(&self, event: Event) -> usize {
-        let targets: Vec<(Target, Delivery)> = {
+        let targets: Vec<(Target, DeliveredEvent)> = {
             let mut st = self.inner.lock();
             st.expire_due(self.inner.clock.now());
             let routed: Vec<_> = st
@@ -471,7 +471,7 @@ fn replay_after(
     filter: &SubscriptionFilter,
     id: &str,
     mode: DeliveryMode,
-) -> VecDeque<Delivery> {
+) -> VecDeque<DeliveredEvent> {
     buffer
         .iter()
         .filter(|e| {
@@ -480,11 +480,11 @@ fn replay_after(
                     .is_some_and(|seq| (e.epoch(), seq) > (from.epoch(), from.seq()))
                 && filter.matches(e)
         })
-        .map(|e| Delivery::new(id, mode, e.clone()))
+        .map(|e| DeliveredEvent::new(id, mode, e.clone()))
         .collect()
 }
 
-/// One subscription of a [`HubSession`]: a [`Stream`] of [`Delivery`]s, each carrying
+/// One subscription of a [`HubSession`]: a [`Stream`] of [`DeliveredEvent`]s, each carrying
 /// the effective mode. The stream ends after a cancel, an expiry or the session's
 /// close; [`Subscriber::ended`] says which. Dropping it cancels the subscription.
 ///
@@ -507,8 +507,8 @@ pub struct Subscriber {
     session: String,
     created: SubscriptionCreated,
     mode: DeliveryMode,
-    replay: VecDeque<Delivery>,
-    rx: mpsc::Receiver<Delivery>,
+    replay: VecDeque<DeliveredEvent>,
+    rx: mpsc::Receiver<DeliveredEvent>,
     shared: Arc<Shared>,
     expires_at: Option<Instant>,
     // Created on first poll: a timer needs the runtime, the constructor does not.
@@ -571,9 +571,9 @@ impl Drop for Subscriber {
 }
 
 impl Stream for Subscriber {
-    type Item = Delivery;
+    type Item = DeliveredEvent;
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Delivery>> {
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<DeliveredEvent>> {
         let this = self.get_mut();
         if let Some(d) = this.replay.pop_front() {
             return Poll::Ready(Some(d));

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use aep_core::frame::Role;
 use aep_core::subscription::{
-    Delivery, LifecycleMessage, SubscriptionCancelled, SubscriptionCreated, SubscriptionFilter,
-    SubscriptionRequested,
+    DeliveredEvent, LifecycleMessage, SubscriptionCancelled, SubscriptionCreated,
+    SubscriptionFilter, SubscriptionRequested,
 };
 use futures::{SinkExt, Stream, StreamExt};
 use serde_json::Value;
@@ -43,7 +43,7 @@ pub enum SubscribeError {
 
 type Created = (
     SubscriptionCreated,
-    mpsc::Receiver<Delivery>,
+    mpsc::Receiver<DeliveredEvent>,
     Arc<Mutex<Option<Ended>>>,
 );
 
@@ -124,7 +124,7 @@ impl LifecycleConnection {
     }
 }
 
-/// One subscription created by the relay: a [`Stream`] of [`Delivery`]s, ending after
+/// One subscription created by the relay: a [`Stream`] of [`DeliveredEvent`]s, ending after
 /// a cancel, an expiry or the connection's close ([`RemoteSubscriber::ended`]).
 /// Dropping it cancels the subscription.
 ///
@@ -138,7 +138,7 @@ impl LifecycleConnection {
 pub struct RemoteSubscriber {
     commands: mpsc::UnboundedSender<Command>,
     created: SubscriptionCreated,
-    deliveries: mpsc::Receiver<Delivery>,
+    deliveries: mpsc::Receiver<DeliveredEvent>,
     ended: Arc<Mutex<Option<Ended>>>,
     cancelled: bool,
 }
@@ -195,15 +195,15 @@ impl Drop for RemoteSubscriber {
 }
 
 impl Stream for RemoteSubscriber {
-    type Item = Delivery;
+    type Item = DeliveredEvent;
 
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Delivery>> {
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<DeliveredEvent>> {
         self.get_mut().deliveries.poll_recv(cx)
     }
 }
 
 struct Live {
-    tx: mpsc::Sender<Delivery>,
+    tx: mpsc::Sender<DeliveredEvent>,
     ended: Arc<Mutex<Option<Ended>>>,
 }
 
@@ -274,7 +274,7 @@ async fn run(
                 };
                 let Ok(value) = serde_json::from_str::<Value>(text.as_str()) else { continue };
                 if value.get("delivery").is_some() {
-                    let Ok(delivery) = Delivery::from_json(text.as_str()) else { continue };
+                    let Ok(delivery) = DeliveredEvent::from_json(text.as_str()) else { continue };
                     if let Some(sub) = live.get(delivery.subscription_id()) {
                         // waiting here is the backpressure the relay sees
                         let _ = sub.tx.send(delivery).await;

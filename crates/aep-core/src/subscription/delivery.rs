@@ -94,16 +94,16 @@ impl FromStr for DeliveryMode {
 /// JSON: `{"subscription_id":"sub_0001","delivery":{"mode":"at_least_once"},"event":{…}}`.
 ///
 /// ```
-/// use aep_core::subscription::{Delivery, DeliveryMode};
+/// use aep_core::subscription::{DeliveredEvent, DeliveryMode};
 /// let event: aep_core::Event = r#"{"aep":"0.1","id":"1","type":"tool.completed","time":"t","source":"s","agent":"a"}"#.parse()?;
-/// let d = Delivery::new("sub_0001", DeliveryMode::AtLeastOnce, event);
+/// let d = DeliveredEvent::new("sub_0001", DeliveryMode::AtLeastOnce, event);
 /// let json = d.to_json();
 /// assert_eq!(json, r#"{"subscription_id":"sub_0001","delivery":{"mode":"at_least_once"},"event":{"aep":"0.1","id":"1","type":"tool.completed","time":"t","source":"s","agent":"a"}}"#);
-/// assert_eq!(Delivery::from_json(&json)?, d);
+/// assert_eq!(DeliveredEvent::from_json(&json)?, d);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Delivery {
+pub struct DeliveredEvent {
     subscription_id: String,
     mode: DeliveryMode,
     event: Event,
@@ -112,7 +112,7 @@ pub struct Delivery {
 /// A delivery wrapper that could not be read.
 ///
 /// ```
-/// assert!(aep_core::subscription::Delivery::from_json(r#"{"event":{}}"#).is_err());
+/// assert!(aep_core::subscription::DeliveredEvent::from_json(r#"{"event":{}}"#).is_err());
 /// ```
 #[derive(Debug, thiserror::Error)]
 #[error("not a subscription delivery: {0}")]
@@ -132,10 +132,14 @@ struct DeliveryWire<'a> {
     event: &'a RawValue,
 }
 
-impl Delivery {
+impl DeliveredEvent {
     /// Wraps an event routed for `subscription_id` at the effective `mode`.
-    pub fn new(subscription_id: impl Into<String>, mode: DeliveryMode, event: Event) -> Delivery {
-        Delivery {
+    pub fn new(
+        subscription_id: impl Into<String>,
+        mode: DeliveryMode,
+        event: Event,
+    ) -> DeliveredEvent {
+        DeliveredEvent {
             subscription_id: subscription_id.into(),
             mode,
             event,
@@ -182,12 +186,12 @@ impl Delivery {
     }
 
     /// Reads a wrapper.
-    pub fn from_json(text: &str) -> Result<Delivery, DeliveryParseError> {
+    pub fn from_json(text: &str) -> Result<DeliveredEvent, DeliveryParseError> {
         let wire: DeliveryWire<'_> =
             serde_json::from_str(text).map_err(|e| DeliveryParseError(e.to_string()))?;
         let event = Event::from_slice(wire.event.get().as_bytes())
             .map_err(|e| DeliveryParseError(format!("`event`: {e}")))?;
-        Ok(Delivery {
+        Ok(DeliveredEvent {
             subscription_id: wire.subscription_id,
             mode: wire.delivery.mode,
             event,

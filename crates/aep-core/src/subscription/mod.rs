@@ -17,7 +17,7 @@
 //! - [`LifecycleMessage`]: `subscription.requested` / `created` / `rejected` /
 //!   `cancelled` / `expired` with the document's JSON.
 //! - [`Registry`]: the producer side as a sans-IO state machine; time is an argument.
-//! - [`DeliveryMode`] and the [`Delivery`] wrapper carrying `delivery.mode`.
+//! - [`DeliveryMode`] and the [`DeliveredEvent`] wrapper carrying `delivery.mode`.
 //! - [`Cursor`]: `from_cursor` as `{session}:{epoch}:{seq}`, the SSE `id` of AEP-0003
 //!   §3.3.
 //!
@@ -42,7 +42,7 @@ mod pattern;
 mod registry;
 
 pub use cursor::{Cursor, CursorError};
-pub use delivery::{Delivery, DeliveryMode, DeliveryParseError, UnknownDeliveryMode};
+pub use delivery::{DeliveredEvent, DeliveryMode, DeliveryParseError, UnknownDeliveryMode};
 pub use filter::{Field, Lowered, Residual, SubscriptionError, SubscriptionFilter, Values};
 pub use message::{
     LifecycleMessage, MessageError, SubscriptionCancelled, SubscriptionCreated,

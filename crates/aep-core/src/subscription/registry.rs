@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime};
 use serde_json::Value;
 
 use super::cursor::Cursor;
-use super::delivery::{Delivery, DeliveryMode};
+use super::delivery::{DeliveredEvent, DeliveryMode};
 use super::filter::{SubscriptionError, SubscriptionFilter};
 use super::message::{
     LifecycleMessage, SubscriptionCancelled, SubscriptionCreated, SubscriptionExpired,
@@ -141,8 +141,8 @@ pub struct Route<'a> {
 
 impl Route<'_> {
     /// Wraps the event for this route.
-    pub fn deliver(&self, event: Event) -> Delivery {
-        Delivery::new(self.subscription_id, self.mode, event)
+    pub fn deliver(&self, event: Event) -> DeliveredEvent {
+        DeliveredEvent::new(self.subscription_id, self.mode, event)
     }
 }
 
