@@ -508,18 +508,34 @@ impl ControlSender {
     /// # Ok::<(), aep_core::control::SendError>(())
     /// ```
     pub fn handle_event<'e>(&mut self, event: impl Into<Cow<'e, Event>>) -> bool {
-        let event = event.into();
+        match event.into() {
+            Cow::Owned(event) => self.handle_ack(event),
+            // Copied only when it settles a command.
+            Cow::Borrowed(event) => self.acks_pending(event) && self.handle_ack(event.clone()),
+        }
+    }
+
+    /// [`handle_event`](Self::handle_event) for an owned event: an accepted command
+    /// settles with it as it is.
+    fn handle_ack(&mut self, event: Event) -> bool {
         let Some((cause, accepted)) = self.take_acked(&event) else {
             return false;
         };
         let command_id = cause.to_owned();
         let result = if accepted {
-            Ok(event.into_owned())
+            Ok(event)
         } else {
             Err(Nack::from_rejected(&event))
         };
         self.settled.push_back(Settled { command_id, result });
         true
+    }
+
+    /// Whether `event` acks a pending command (AEP-0004 §6).
+    fn acks_pending(&self, event: &Event) -> bool {
+        let ty = event.event_type();
+        (ty == ACCEPTED || ty == REJECTED)
+            && event.cause().is_some_and(|c| self.pending.contains(c))
     }
 
     /// Forgets the pending command `event` acks, if any (AEP-0004 §6); returns its id
