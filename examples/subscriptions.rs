@@ -7,7 +7,7 @@
 //! ```
 //!
 //! 1. **Lifecycle, no network.** A consumer asks for a filter
-//!    (`subscription.requested`); a producer-side `Registry` confirms it
+//!    (`subscription.requested`); a producer-side `SubscriptionRegistry` confirms it
 //!    (`subscription.created`), refuses a malformed one (`subscription.rejected`, naming
 //!    the field), routes events to the live ones, expires one past its TTL
 //!    (`subscription.expired`) and confirms a cancel (`subscription.cancelled`).
@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use aep::protocol::subscription::{
-    Field, LifecycleMessage, Registry, RegistryConfig, SubscriptionCancelled, SubscriptionFilter,
-    SubscriptionRequested, TARGET_ATTR,
+    Field, LifecycleMessage, SubscriptionCancelled, SubscriptionFilter, SubscriptionRegistry,
+    SubscriptionRegistryConfig, SubscriptionRequested, TARGET_ATTR,
 };
 use aep::{subscribe, EmitOptions, Emitter, HttpSink, Notice, SubscribeOptions};
 use futures::StreamExt;
@@ -69,7 +69,9 @@ pub async fn subscriptions(args: Args) -> Result<(), BoxError> {
 /// Step 1, the lifecycle between a consumer session and a producer's registry.
 fn lifecycle() -> Result<(), BoxError> {
     let start = SystemTime::now();
-    let mut registry = Registry::new(RegistryConfig::new().with_ttl(Duration::from_secs(60)));
+    let mut registry = SubscriptionRegistry::new(
+        SubscriptionRegistryConfig::new().with_ttl(Duration::from_secs(60)),
+    );
     let show = |who: &str, message: &LifecycleMessage| println!("{who:<9} {}", message.to_json());
 
     let request = LifecycleMessage::Requested(SubscriptionRequested::new(&researcher_filter()?));

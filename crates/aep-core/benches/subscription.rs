@@ -9,7 +9,8 @@ use std::hint::black_box;
 use std::time::UNIX_EPOCH;
 
 use aep_core::subscription::{
-    DeliveryMode, Registry, RegistryConfig, SubscriptionFilter, SubscriptionRequested,
+    DeliveryMode, SubscriptionFilter, SubscriptionRegistry, SubscriptionRegistryConfig,
+    SubscriptionRequested,
 };
 use aep_core::types::CATEGORIES;
 use aep_core::Event;
@@ -61,8 +62,10 @@ fn matching(c: &mut Criterion) {
 /// `spread`: each subscription's patterns start with a segment of its own, so none but the 10 on `tool` can match a `tool.*` event (the
 /// index makes the rest free). `categories`: first segments cycle through the 13 AEP
 /// categories, so about n/13 share the event's bucket and must be checked.
-fn registry(n: usize, spread: bool) -> Registry {
-    let mut reg = Registry::new(RegistryConfig::new().with_max_delivery(DeliveryMode::AtLeastOnce));
+fn registry(n: usize, spread: bool) -> SubscriptionRegistry {
+    let mut reg = SubscriptionRegistry::new(
+        SubscriptionRegistryConfig::new().with_max_delivery(DeliveryMode::AtLeastOnce),
+    );
     let now = UNIX_EPOCH;
     for i in 0..n {
         let first = if i < 10 {

@@ -36,7 +36,7 @@
 //!   §3.4).
 //! - [`control`]: the sender and target state machines of AEP-0004.
 //! - [`subscription`]: the seed's subscription model: type patterns, lifecycle, the
-//!   producer [`Registry`], delivery modes, cursors, lowering to attr-match.
+//!   producer [`SubscriptionRegistry`], delivery modes, cursors, lowering to attr-match.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -78,7 +78,7 @@ pub use payload::{Payload, PayloadError, PayloadType};
 pub use projection::{project_state, ProjectedState, StateProjection, Violation};
 pub use redact::{ContentDigest, RedactOptions, Redactor};
 pub use resume::{FromBudget, Position, Positions, ResumePosition};
-pub use subscription::{DeliveryMode, Registry, SubscriptionFilter};
+pub use subscription::{DeliveryMode, SubscriptionFilter, SubscriptionRegistry};
 pub use types::EventType;
 pub use validate::{
     validate_envelope, validate_envelope_view, validate_event, validate_value, Issue, Rule,

@@ -6,9 +6,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aep_core::filter::Filter;
 use aep_core::subscription::{
-    Cursor, DeliveredEvent, DeliveryMode, Field, LifecycleMessage, Registry, RegistryConfig,
-    SubscriptionError, SubscriptionFilter, SubscriptionRequested, CONVERSATION_ATTR, TARGET_ATTR,
-    TASK_ATTR, TOPIC_ATTR,
+    Cursor, DeliveredEvent, DeliveryMode, Field, LifecycleMessage, SubscriptionError,
+    SubscriptionFilter, SubscriptionRegistry, SubscriptionRegistryConfig, SubscriptionRequested,
+    CONVERSATION_ATTR, TARGET_ATTR, TASK_ATTR, TOPIC_ATTR,
 };
 use aep_core::Event;
 use proptest::prelude::*;
@@ -202,8 +202,8 @@ fn empty_filter_matches_nothing_and_needs_a_primary_criterion() {
 
 // ------------------------------------------------------------------ the registry
 
-fn registry(max: DeliveryMode) -> Registry {
-    Registry::new(RegistryConfig::new().with_max_delivery(max))
+fn registry(max: DeliveryMode) -> SubscriptionRegistry {
+    SubscriptionRegistry::new(SubscriptionRegistryConfig::new().with_max_delivery(max))
 }
 
 #[test]
@@ -411,7 +411,9 @@ fn delivery_modes_downgrade_never_upgrade() {
 
 #[test]
 fn cancel_close_and_expiry() {
-    let mut reg = Registry::new(RegistryConfig::new().with_ttl(Duration::from_secs(60)));
+    let mut reg = SubscriptionRegistry::new(
+        SubscriptionRegistryConfig::new().with_ttl(Duration::from_secs(60)),
+    );
     let a = reg
         .handle_request("a", &request(json!({"types": "tool.*"})), t0())
         .unwrap();

@@ -2,7 +2,7 @@
 //! wire surface is described in the crate docs).
 //!
 //! Validation, ids, the downgrade of the requested mode, expiry and matching are
-//! [`aep_core::subscription::Registry`]'s and [`SubscriptionFilter`]'s: one registry per
+//! [`aep_core::subscription::SubscriptionRegistry`]'s and [`SubscriptionFilter`]'s: one registry per
 //! connection, the connection being the session. Each created subscription becomes a
 //! relay hub subscription on its lowered attr-match filter (so replay and live delivery
 //! keep the hub's exactly-once handover) with a private, never-dropping queue; a
@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime};
 
 use aep_core::subscription::{
-    DeliveredEvent, DeliveryMode, LifecycleMessage, Registry, RegistryConfig, SubscriptionFilter,
-    SubscriptionRejected,
+    DeliveredEvent, DeliveryMode, LifecycleMessage, SubscriptionFilter, SubscriptionRegistry,
+    SubscriptionRegistryConfig, SubscriptionRejected,
 };
 use aep_core::{Event, Severity};
 use bytes::Bytes;
@@ -55,7 +55,7 @@ struct Conn {
 }
 
 struct State {
-    registry: Registry,
+    registry: SubscriptionRegistry,
     running: HashMap<String, Running>,
 }
 
@@ -110,7 +110,8 @@ impl Lifecycle {
         let conn = self
             .conn
             .get_or_insert_with(|| {
-                let config = RegistryConfig::new().with_max_delivery(DeliveryMode::Replayable);
+                let config =
+                    SubscriptionRegistryConfig::new().with_max_delivery(DeliveryMode::Replayable);
                 let config = match hub.config.subscription_ttl() {
                     Some(ttl) => config.with_ttl(ttl),
                     None => config,
@@ -119,7 +120,7 @@ impl Lifecycle {
                     hub: hub.clone(),
                     outbox: outbox.clone(),
                     state: Mutex::new(State {
-                        registry: Registry::new(config),
+                        registry: SubscriptionRegistry::new(config),
                         running: HashMap::new(),
                     }),
                 })
@@ -199,7 +200,7 @@ impl Drop for Lifecycle {
 
 /// Registers a created subscription with the relay's hub (its lowered attr-match filter,
 /// its replay from the cursor) and starts forwarding.
-fn start(conn: &Arc<Conn>, registry: &Registry, id: &str) -> Option<Running> {
+fn start(conn: &Arc<Conn>, registry: &SubscriptionRegistry, id: &str) -> Option<Running> {
     let sub = registry.get(SESSION, id)?;
     let filter = sub.filter().clone();
     let mode = sub.mode();

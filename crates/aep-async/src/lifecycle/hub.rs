@@ -11,8 +11,9 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime};
 
 use aep_core::subscription::{
-    Cursor, DeliveredEvent, DeliveryMode, Registry, RegistryConfig, SubscriptionCancelled,
-    SubscriptionCreated, SubscriptionFilter, SubscriptionRejected, SubscriptionRequested,
+    Cursor, DeliveredEvent, DeliveryMode, SubscriptionCancelled, SubscriptionCreated,
+    SubscriptionFilter, SubscriptionRegistry, SubscriptionRegistryConfig, SubscriptionRejected,
+    SubscriptionRequested,
 };
 use aep_core::Event;
 use futures::Stream;
@@ -35,7 +36,7 @@ use tokio::time::{Instant, Sleep};
 #[derive(Debug, Clone, Copy)]
 #[must_use]
 pub struct HubConfig {
-    registry: RegistryConfig,
+    registry: SubscriptionRegistryConfig,
     capacity: usize,
     replay: usize,
 }
@@ -43,7 +44,7 @@ pub struct HubConfig {
 impl Default for HubConfig {
     fn default() -> Self {
         HubConfig {
-            registry: RegistryConfig::new().with_max_delivery(DeliveryMode::Replayable),
+            registry: SubscriptionRegistryConfig::new().with_max_delivery(DeliveryMode::Replayable),
             capacity: 256,
             replay: 1024,
         }
@@ -189,7 +190,7 @@ struct Target {
 
 #[derive(Debug)]
 struct State {
-    registry: Registry,
+    registry: SubscriptionRegistry,
     targets: HashMap<(String, String), Target>,
     replay: VecDeque<Event>,
     sessions: u64,
@@ -278,7 +279,7 @@ impl Hub {
         Hub {
             inner: Arc::new(Inner {
                 state: Mutex::new(State {
-                    registry: Registry::new(config.registry),
+                    registry: SubscriptionRegistry::new(config.registry),
                     targets: HashMap::new(),
                     replay: VecDeque::new(),
                     sessions: 0,

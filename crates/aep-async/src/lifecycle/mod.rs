@@ -19,7 +19,7 @@
 //!
 //! ## The hub
 //!
-//! The hub drives [`aep_core::subscription::Registry`]: validation, ids, downgrade of
+//! The hub drives [`aep_core::subscription::SubscriptionRegistry`]: validation, ids, downgrade of
 //! the delivery mode, cancellation, session close and routing are the registry's; the
 //! hub adds the channels, a clock (tokio time, so tests run on a paused clock), and a
 //! bounded replay buffer for `from_cursor`.

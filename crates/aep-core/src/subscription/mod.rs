@@ -16,7 +16,7 @@
 //!   attributes, AEP-0001 §5.4).
 //! - [`LifecycleMessage`]: `subscription.requested` / `created` / `rejected` /
 //!   `cancelled` / `expired` with the document's JSON.
-//! - [`Registry`]: the producer side as a sans-IO state machine; time is an argument.
+//! - [`SubscriptionRegistry`]: the producer side as a sans-IO state machine; time is an argument.
 //! - [`DeliveryMode`] and the [`DeliveredEvent`] wrapper carrying `delivery.mode`.
 //! - [`Cursor`]: `from_cursor` as `{session}:{epoch}:{seq}`, the SSE `id` of AEP-0003
 //!   §3.3.
@@ -49,7 +49,7 @@ pub use message::{
     SubscriptionExpired, SubscriptionRejected, SubscriptionRequested, REJECTED_CODE,
 };
 pub use pattern::{PatternError, TypePattern};
-pub use registry::{Registry, RegistryConfig, Route, Subscription};
+pub use registry::{Route, Subscription, SubscriptionRegistry, SubscriptionRegistryConfig};
 
 /// The extension attribute carrying a subscription's `target` (the event's target
 /// identity), e.g. `"agent:researcher"`.

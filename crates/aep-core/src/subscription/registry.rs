@@ -20,22 +20,22 @@ use crate::event::Event;
 ///
 /// ```
 /// use std::time::Duration;
-/// use aep_core::subscription::{DeliveryMode, RegistryConfig};
-/// let config = RegistryConfig::new()
+/// use aep_core::subscription::{DeliveryMode, SubscriptionRegistryConfig};
+/// let config = SubscriptionRegistryConfig::new()
 ///     .with_max_delivery(DeliveryMode::AtLeastOnce)
 ///     .with_ttl(Duration::from_secs(3600));
 /// assert!(!config.supports_replay());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct RegistryConfig {
+pub struct SubscriptionRegistryConfig {
     max_delivery: DeliveryMode,
     ttl: Option<Duration>,
 }
 
-impl RegistryConfig {
+impl SubscriptionRegistryConfig {
     /// `best_effort` only, no replay, no expiry.
     pub fn new() -> Self {
-        RegistryConfig::default()
+        SubscriptionRegistryConfig::default()
     }
 
     /// The strongest mode the producer honors (it honors every weaker one too).
@@ -66,8 +66,8 @@ impl RegistryConfig {
 ///
 /// ```
 /// use std::time::UNIX_EPOCH;
-/// use aep_core::subscription::{DeliveryMode, Registry, RegistryConfig, SubscriptionRequested};
-/// let mut reg = Registry::new(RegistryConfig::new());
+/// use aep_core::subscription::{DeliveryMode, SubscriptionRegistry, SubscriptionRegistryConfig, SubscriptionRequested};
+/// let mut reg = SubscriptionRegistry::new(SubscriptionRegistryConfig::new());
 /// let req = SubscriptionRequested::from_payload(serde_json::json!({"source": "memory:main"}));
 /// let id = reg.handle_request("c", &req, UNIX_EPOCH).unwrap().subscription_id().to_owned();
 /// let sub = reg.get("c", &id).unwrap();
@@ -155,29 +155,29 @@ struct SessionState {
 /// The producer-side subscription registry: a state machine with no IO and no clock.
 ///
 /// Drive it with:
-/// - [`Registry::handle_request`] / [`Registry::handle_message`] for what consumers send
+/// - [`SubscriptionRegistry::handle_request`] / [`SubscriptionRegistry::handle_message`] for what consumers send
 ///   (`subscription.requested` -> `created` or `rejected`; `subscription.cancelled` ->
 ///   a confirmation);
-/// - [`Registry::close_session`] when a consumer's session (its connection) ends: every
+/// - [`SubscriptionRegistry::close_session`] when a consumer's session (its connection) ends: every
 ///   subscription it created is cancelled;
-/// - [`Registry::handle_timeout`] with the current time whenever
-///   [`Registry::poll_timeout`]'s deadline passes, and before routing, to expire
+/// - [`SubscriptionRegistry::handle_timeout`] with the current time whenever
+///   [`SubscriptionRegistry::poll_timeout`]'s deadline passes, and before routing, to expire
 ///   subscriptions (`subscription.expired` for each);
-/// - [`Registry::route`] for each event to deliver.
+/// - [`SubscriptionRegistry::route`] for each event to deliver.
 ///
 /// Subscriptions are indexed by the literal first segment of their type patterns, so an
 /// event only visits subscriptions that could match its type plus those whose patterns
 /// start with `*` or that have no `types`.
 ///
-/// Cancellation takes effect for the next [`Registry::route`]; events already routed
+/// Cancellation takes effect for the next [`SubscriptionRegistry::route`]; events already routed
 /// (in flight) may still arrive, and consumers must tolerate them.
 ///
 /// ```
 /// use std::time::{Duration, UNIX_EPOCH};
-/// use aep_core::subscription::{DeliveryMode, Registry, RegistryConfig, SubscriptionRequested};
+/// use aep_core::subscription::{DeliveryMode, SubscriptionRegistry, SubscriptionRegistryConfig, SubscriptionRequested};
 /// use serde_json::json;
 ///
-/// let mut reg = Registry::new(RegistryConfig::new().with_max_delivery(DeliveryMode::AtLeastOnce));
+/// let mut reg = SubscriptionRegistry::new(SubscriptionRegistryConfig::new().with_max_delivery(DeliveryMode::AtLeastOnce));
 /// let now = UNIX_EPOCH + Duration::from_secs(1_783_073_704);
 /// let req = SubscriptionRequested::from_payload(json!({"types": ["tool.*"], "delivery_mode": "replayable"}));
 /// let created = reg.handle_request("conn-1", &req, now).unwrap();
@@ -193,8 +193,8 @@ struct SessionState {
 /// # Ok::<(), aep_core::EventParseError>(())
 /// ```
 #[derive(Debug, Default)]
-pub struct Registry {
-    config: RegistryConfig,
+pub struct SubscriptionRegistry {
+    config: SubscriptionRegistryConfig,
     slots: Vec<Option<Subscription>>,
     free: Vec<usize>,
     sessions: HashMap<String, SessionState>,
@@ -205,17 +205,17 @@ pub struct Registry {
     live: usize,
 }
 
-impl Registry {
+impl SubscriptionRegistry {
     /// An empty registry for a producer honoring `config`.
-    pub fn new(config: RegistryConfig) -> Registry {
-        Registry {
+    pub fn new(config: SubscriptionRegistryConfig) -> SubscriptionRegistry {
+        SubscriptionRegistry {
             config,
-            ..Registry::default()
+            ..SubscriptionRegistry::default()
         }
     }
 
     /// The producer's declared capabilities.
-    pub fn config(&self) -> &RegistryConfig {
+    pub fn config(&self) -> &SubscriptionRegistryConfig {
         &self.config
     }
 
@@ -234,8 +234,8 @@ impl Registry {
     /// with its effective mode and cursor.
     ///
     /// ```
-    /// use aep_core::subscription::{Registry, RegistryConfig, SubscriptionError};
-    /// let reg = Registry::new(RegistryConfig::new());
+    /// use aep_core::subscription::{SubscriptionRegistry, SubscriptionRegistryConfig, SubscriptionError};
+    /// let reg = SubscriptionRegistry::new(SubscriptionRegistryConfig::new());
     /// let err = reg.validate(&serde_json::json!({"types": "a.*", "from_cursor": "s:0:1"})).unwrap_err();
     /// assert_eq!(err, SubscriptionError::ReplayNotSupported);
     /// ```
