@@ -1,4 +1,4 @@
-//! The subscription model of the SDK's subscription document: filters, patterns,
+//! The AEP Subscription Model (the draft beside the numbered AEPs): filters, patterns,
 //! lifecycle messages, the producer registry, delivery modes, cursors, lowering.
 #![allow(clippy::unwrap_used)] // test code: a broken expectation should fail loudly
 
@@ -548,7 +548,7 @@ fn requests_from_lifecycle_messages() {
 
 // ------------------------------------------------------------------ lowering
 
-/// The seed's pattern rules as a regular expression, written independently of
+/// The Subscription Model's pattern rules as a regular expression, written independently of
 /// `TypePattern`: the oracle for the property tests.
 fn pattern_regex(p: &str) -> regex::Regex {
     let body = if p == "*" {

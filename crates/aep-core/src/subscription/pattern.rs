@@ -236,9 +236,9 @@ mod tests {
         TypePattern::parse(p).unwrap().matches(t)
     }
 
-    /// Every row of the seed's pattern table.
+    /// Every row of the Subscription Model's pattern table.
     #[test]
-    fn seed_table() {
+    fn the_models_pattern_table() {
         // "*": all event types.
         for t in ["memory.fact.added", "tool.call", "x.acme.tool.synced", "a"] {
             assert!(m("*", t), "{t}");
