@@ -35,6 +35,7 @@ use crate::{Capture, Event};
 /// assert_eq!(ceiling.for_type_str("tool.completed"), Capture::Redacted);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Selector {
     /// Every core type of a category: `attention.*`. Vendor types (`x.acme.attention.…`)
     /// are not included; select them with [`Selector::Vendor`] or [`Selector::Type`].

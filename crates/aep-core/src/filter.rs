@@ -90,6 +90,7 @@ pub const INVALID_FILTER: &str = "invalid-filter";
 /// assert_eq!(err.code(), "invalid-filter");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum FilterError {
     /// The input is not JSON.
     #[error("filter is not valid JSON: {0}")]

@@ -334,6 +334,7 @@ impl fmt::Display for Frame {
 /// # Ok::<(), aep_core::frame::DecodeError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct UnknownFrame {
     /// The frame's `type`.
     pub frame_type: String,
@@ -408,10 +409,11 @@ impl Closing {
 /// One last-delivered position in a `closing` frame.
 ///
 /// ```
-/// let d = aep_core::frame::Delivered { sub: "sub-1".into(), session: "s".into(), epoch: 0, seq: 9 };
+/// let d = aep_core::frame::Delivered::new("sub-1", "s", 0, 9);
 /// assert_eq!(serde_json::to_string(&d).unwrap(), r#"{"sub":"sub-1","session":"s","epoch":0,"seq":9}"#);
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize)]
+#[non_exhaustive]
 pub struct Delivered {
     /// The subscription id.
     pub sub: String,
@@ -421,6 +423,30 @@ pub struct Delivered {
     pub epoch: u64,
     /// Last delivered `seq`.
     pub seq: u64,
+}
+
+impl Delivered {
+    /// The last position delivered on subscription `sub` for `session`.
+    ///
+    /// ```
+    /// use aep_core::frame::{Closing, Delivered, Frame};
+    /// let mut closing = Closing::new("shutdown");
+    /// closing.delivered.push(Delivered::new("sub-1", "s", 0, 9));
+    /// assert_eq!(Frame::from(closing).to_json(), r#"{"type":"closing","reason":"shutdown","delivered":[{"sub":"sub-1","session":"s","epoch":0,"seq":9}]}"#);
+    /// ```
+    pub fn new(
+        sub: impl Into<String>,
+        session: impl Into<String>,
+        epoch: u64,
+        seq: u64,
+    ) -> Delivered {
+        Delivered {
+            sub: sub.into(),
+            session: session.into(),
+            epoch,
+            seq,
+        }
+    }
 }
 
 /// The body of `ping` and `pong` (AEP-0003 §3.5 rule 5): `t` is opaque and echoed.

@@ -27,7 +27,8 @@ use serde_json::{Map, Value};
 use crate::redact::Redactor;
 use crate::Capture;
 
-/// How an answer in `values` is gated (AEP-0006).
+/// How an answer in `values` is gated (AEP-0006). Exhaustive: AEP-0006 gates an answer
+/// as structural or as free text, nothing in between.
 ///
 /// ```
 /// use aep_core::gating::{classify, ValueClass};

@@ -35,6 +35,9 @@ impl UnknownLevel {
 /// Event severity, totally ordered `debug < info < notice < warning < error < critical`
 /// (AEP-0001 §8.1). Absent on the wire means [`Severity::Info`].
 ///
+/// Exhaustive on purpose: §8.1 fixes the six levels and their order, and a relay's
+/// backpressure rule (AEP-0003 §8.4) is written against exactly these.
+///
 /// ```
 /// use aep_core::Severity;
 /// assert!(Severity::Notice > Severity::Info);
@@ -128,6 +131,9 @@ impl FromStr for Severity {
 
 /// Content-capture level, ordered `none < metadata < redacted < full` (AEP-0001 §8.2).
 /// Absent on the wire means [`Capture::Metadata`].
+///
+/// Exhaustive on purpose: §8.2 fixes the four levels, and every payload schema's
+/// `x-aep-capture` annotation (AEP-0002 §5.1) is one of them.
 ///
 /// ```
 /// use aep_core::Capture;

@@ -69,6 +69,7 @@ pub use fold::{project_state, StateProjection};
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+#[non_exhaustive]
 pub enum RunStatus {
     /// Started, no terminal event yet.
     Running,
@@ -256,6 +257,7 @@ impl ProjectedSession {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "rule", rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Violation {
     /// One `(source, id)` named two different events (AEP-0001 §7.4); the first stays
     /// folded.

@@ -110,6 +110,7 @@ pub struct ResumePosition {
 /// assert_eq!(ResumePosition::parse_sse_id("s1:x:3"), Err(SseIdError::BadEpoch("s1:x:3".into())));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SseIdError {
     /// Fewer than two `:` separators.
     #[error("SSE id `{0}` is not `{{session}}:{{epoch}}:{{seq}}`: it needs two `:` separators")]

@@ -426,6 +426,7 @@ impl fmt::Display for EventType<'_> {
 /// assert_eq!(lookup("message.user.submitted").map(|t| t.status), Some(TypeStatus::Reserved));
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TypeStatus {
     /// Every conformant emitter of the category emits it.
     Mandatory,
@@ -443,6 +444,7 @@ pub enum TypeStatus {
 /// assert_eq!(lookup("control.accepted").map(|t| t.scope), Some(TypeScope::Session)); // acks are sequenced
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum TypeScope {
     /// Emitted by the session's owner, sequenced.
     Session,
@@ -460,6 +462,7 @@ pub enum TypeScope {
 /// assert!(!t.summary.is_empty());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RegisteredType {
     /// The type string.
     pub name: &'static str,

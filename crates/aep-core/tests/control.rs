@@ -156,6 +156,7 @@ impl Sim {
                     self.relay_ack(event.to_json());
                 }
                 TargetOutput::Redeliver(event) => self.relay_ack(event.to_json()),
+                other => panic!("unexpected target output {other:?}"),
             }
         }
         // Relay -> sender.

@@ -225,15 +225,7 @@ fn relay_liveness_and_closing() {
     ) else {
         panic!()
     };
-    assert_eq!(
-        c.delivered,
-        [Delivered {
-            sub: "sub-1".into(),
-            session: "s".into(),
-            epoch: 1,
-            seq: 9
-        }]
-    );
+    assert_eq!(c.delivered, [Delivered::new("sub-1", "s", 1, 9)]);
 }
 
 // ---------------------------------------------------------------------------
@@ -709,7 +701,7 @@ fn error_codes_parse_to_their_variant() {
         let f = ErrorFrame::subscribe_refusal("s", r);
         assert_eq!(f.id.as_deref(), Some("s"));
     }
-    for r in CommandRefusal::ALL {
+    for &r in CommandRefusal::ALL {
         assert_eq!(ErrorCode::from(r).command_refusal(), Some(r));
         assert_eq!(
             ErrorFrame::command_refusal("c", r).cause.as_deref(),

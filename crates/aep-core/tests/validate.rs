@@ -276,7 +276,7 @@ fn the_typescript_rule_vocabulary_is_covered() {
 #[test]
 fn rule_ids_round_trip_and_are_unique() {
     let mut seen = std::collections::HashSet::new();
-    for rule in Rule::ALL {
+    for &rule in Rule::ALL {
         assert!(seen.insert(rule.as_str()));
         assert_eq!(rule.as_str().parse::<Rule>(), Ok(rule));
     }

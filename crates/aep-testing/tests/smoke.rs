@@ -132,6 +132,7 @@ fn drive(
                 target.record(ack.key(), event).unwrap();
             }
             TargetOutput::Redeliver(event) => stub.emitter().redeliver(&event).unwrap(),
+            other => panic!("unexpected target output {other:?}"),
         }
     }
     (delivery, executed)

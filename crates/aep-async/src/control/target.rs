@@ -410,6 +410,7 @@ fn drain(
                     None => tracing::warn!(session, "recorded ack for a detached session"),
                 }
             }
+            other => tracing::warn!(output = ?other, "target output this driver does not know"),
         }
     }
     (decide, minted)

@@ -316,7 +316,8 @@ async fn run(
                         }
                         cancels.remove(e.subscription_id());
                     }
-                    LifecycleMessage::Requested(_) => {}
+                    // A consumer's own message echoed, or one a later model adds.
+                    _ => {}
                 }
             }
         }

@@ -11,7 +11,7 @@ use crate::event::Event;
 use crate::frame::ErrorFrame;
 
 /// The `reason` of a `control.rejected` ack: the closed wire set of AEP-0004 §3
-/// (`schemas/registry/nack-reasons.json`).
+/// (`schemas/registry/nack-reasons.json`), so this enum is exhaustive.
 ///
 /// ```
 /// use aep_core::control::RejectReason;
@@ -92,6 +92,9 @@ impl fmt::Display for RejectReason {
 /// which the sender synthesizes itself when the ack window closes on the last attempt
 /// (AEP-0004 §3) and which never appears on the wire.
 ///
+/// Exhaustive: the five wire reasons and `timeout` are all there is; a reason or relay
+/// code outside them reads as [`NackReason::Invalid`] (see [`Nack`]).
+///
 /// ```
 /// use aep_core::control::{NackReason, RejectReason};
 /// assert_eq!(NackReason::from(RejectReason::Refused), NackReason::Refused);
@@ -152,6 +155,7 @@ impl fmt::Display for NackReason {
 /// assert_eq!(Nack::timeout("no ack").origin(), &NackOrigin::Synthesized);
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum NackOrigin {
     /// The target's `control.rejected` ack event.
     Target(Box<Event>),

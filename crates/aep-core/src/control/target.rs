@@ -114,7 +114,8 @@ impl CommandKey {
     }
 }
 
-/// A target's one decision about a command (AEP-0004 §3).
+/// A target's one decision about a command (AEP-0004 §3). Exhaustive: an ack is
+/// `control.accepted` or `control.rejected`, nothing else.
 ///
 /// ```
 /// use aep_core::control::{Decision, RejectReason};
@@ -280,6 +281,7 @@ impl AckToEmit {
 /// # Ok::<(), aep_core::control::TargetError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum TargetOutput {
     /// A new command of an accepted type: decide on it ([`ControlTarget::decide`]).
     Decide(IncomingCommand),
@@ -304,6 +306,7 @@ pub enum TargetOutput {
 /// # Ok::<(), aep_core::control::TargetError>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CommandDelivery {
     /// A new command of an accepted type; a [`TargetOutput::Decide`] is queued.
     New,

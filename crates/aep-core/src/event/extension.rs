@@ -17,6 +17,7 @@ use super::CORE_ATTRIBUTES;
 /// assert_eq!(e.set_extension("acmex", 1.5.into()), Err(ExtensionError::NonScalar("acmex".into())));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ExtensionError {
     /// The name collides with a core attribute; on the wire it would be
     /// indistinguishable from the attribute itself.

@@ -9,7 +9,8 @@ use serde_json::{Map, Value};
 use super::Frame;
 use crate::event::{Event, EventParseError};
 
-/// One WebSocket text message: an event or a frame (AEP-0003 §2).
+/// One WebSocket text message: an event or a frame (AEP-0003 §2). Exhaustive: a message
+/// whose `type` holds a dot is an event, any other is a frame.
 ///
 /// ```
 /// use aep_core::frame::{decode, Message};

@@ -28,6 +28,7 @@ use super::FrameError;
 /// assert!(ErrorCode::Ambiguous.is_command_code());
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorCode {
     /// The first frame was not `hello` (AEP-0003 §3.5 rule 1).
     HelloRequired,
@@ -118,14 +119,16 @@ impl ErrorCode {
     /// ```
     pub fn command_refusal(&self) -> Option<CommandRefusal> {
         CommandRefusal::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|r| ErrorCode::from(*r) == *self)
     }
 }
 
 /// The closed set of codes refusing a `subscribe` (AEP-0003 §6.5); a `roster` request
 /// from an emitter is refused with its `unauthorized` too (§4.1 rule 2). An endpoint
-/// that builds refusals from this type cannot step outside the set.
+/// that builds refusals from this type cannot step outside the set, and the spec
+/// declares it closed, so this enum is exhaustive.
 ///
 /// ```
 /// use aep_core::frame::{ErrorFrame, Frame, SubscribeRefusal};
@@ -180,6 +183,7 @@ impl From<SubscribeRefusal> for ErrorCode {
 /// assert_eq!(Frame::from(f).to_json(), r#"{"type":"error","code":"no-route","cause":"01JCMD"}"#);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum CommandRefusal {
     /// `unauthorized`: unauthenticated binding, or a policy denial.
     Unauthorized,
@@ -198,7 +202,7 @@ impl CommandRefusal {
     /// use aep_core::frame::{CommandRefusal, ErrorCode};
     /// assert!(CommandRefusal::ALL.iter().all(|r| ErrorCode::from(*r).is_command_code()));
     /// ```
-    pub const ALL: [CommandRefusal; 4] = [
+    pub const ALL: &'static [CommandRefusal] = &[
         CommandRefusal::Unauthorized,
         CommandRefusal::Unsupported,
         CommandRefusal::Ambiguous,

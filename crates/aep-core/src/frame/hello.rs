@@ -20,6 +20,7 @@ use crate::level::Capture;
 /// assert_eq!("relay".parse::<Role>().unwrap(), Role::Other("relay".into()));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Role {
     /// Sends events.
     Emitter,

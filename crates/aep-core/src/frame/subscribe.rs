@@ -171,7 +171,8 @@ impl Subscribe {
     }
 }
 
-/// Where a subscription's replay starts (AEP-0003 §5, §6.5).
+/// Where a subscription's replay starts (AEP-0003 §5, §6.5). Exhaustive: §6.5 allows an
+/// array of positions or `"all"`, and anything else is refused `invalid-filter`.
 ///
 /// ```
 /// use aep_core::frame::ReplayFrom;

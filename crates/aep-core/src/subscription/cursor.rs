@@ -32,6 +32,7 @@ pub struct Cursor {
 /// assert_eq!(err.to_string(), "`from_cursor` `s1:0:-1` is malformed: seq `-1` is not a non-negative integer");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CursorError {
     /// Not three `:`-separated parts.
     #[error("`from_cursor` `{0}` is malformed: expected {{session}}:{{epoch}}:{{seq}}, e.g. `s_8f2c:0:42`")]

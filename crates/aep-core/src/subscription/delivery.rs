@@ -13,6 +13,10 @@ use crate::event::Event;
 /// replayable`. A producer may downgrade a requested mode to one it can honor, never
 /// upgrade it.
 ///
+/// Exhaustive: the Subscription Model defines these three guarantees, and a producer
+/// must honor each one it accepts in its own way, so a fourth would change every
+/// producer.
+///
 /// ```
 /// use aep_core::subscription::DeliveryMode;
 /// assert!(DeliveryMode::BestEffort < DeliveryMode::Replayable);
@@ -40,10 +44,18 @@ pub enum DeliveryMode {
 /// ```
 /// let err = "exactly_once".parse::<aep_core::subscription::DeliveryMode>().unwrap_err();
 /// assert!(err.to_string().starts_with("`delivery_mode` `exactly_once`"));
+/// assert_eq!(err.value(), "exactly_once");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("`delivery_mode` `{0}` is not a delivery mode: expected best_effort, at_least_once or replayable")]
-pub struct UnknownDeliveryMode(pub String);
+pub struct UnknownDeliveryMode(String);
+
+impl UnknownDeliveryMode {
+    /// The string that named no mode.
+    pub fn value(&self) -> &str {
+        &self.0
+    }
+}
 
 impl DeliveryMode {
     /// Every mode, weakest first.

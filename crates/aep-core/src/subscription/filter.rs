@@ -21,6 +21,7 @@ use crate::filter::{extension_string, Filter};
 /// assert_eq!(Field::FromCursor.envelope_attribute(), None);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum Field {
     /// `types`: event type patterns.
     Types,
@@ -44,7 +45,7 @@ pub enum Field {
 
 impl Field {
     /// Every field, in the document's order.
-    pub const ALL: [Field; 9] = [
+    pub const ALL: &'static [Field] = &[
         Field::Types,
         Field::Source,
         Field::Target,
@@ -115,6 +116,7 @@ impl fmt::Display for Field {
 /// assert_eq!(err.field(), Some("types"));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum SubscriptionError {
     /// The request's payload is not a JSON object.
     #[error("`payload` must be a JSON object: the subscription filter")]

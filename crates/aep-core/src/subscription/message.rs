@@ -22,6 +22,7 @@ pub const REJECTED_CODE: &str = "subscription_rejected";
 /// # Ok::<(), aep_core::subscription::MessageError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum LifecycleMessage {
     /// Consumer -> producer: please subscribe with this filter.
     Requested(SubscriptionRequested),
@@ -43,6 +44,7 @@ pub enum LifecycleMessage {
 /// assert_eq!(err.to_string(), "`payload.subscription_id` is required");
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum MessageError {
     /// Not JSON.
     #[error("lifecycle message is not valid JSON: {0}")]

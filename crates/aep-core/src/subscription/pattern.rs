@@ -9,6 +9,7 @@ use std::fmt;
 /// assert_eq!(TypePattern::parse("tool.").unwrap_err(), PatternError::EmptySegment("tool.".into()));
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum PatternError {
     /// `""`.
     #[error("type pattern is empty")]

@@ -124,12 +124,18 @@ impl Subscription {
 /// One routing decision: deliver the event to this subscription at this mode.
 ///
 /// ```
-/// use aep_core::subscription::{DeliveryMode, Route};
-/// let route = Route { session: "c", subscription_id: "sub_0001", mode: DeliveryMode::AtLeastOnce };
+/// use std::time::UNIX_EPOCH;
+/// use aep_core::subscription::{DeliveryMode, SubscriptionRegistry, SubscriptionRegistryConfig, SubscriptionRequested};
+/// let mut reg = SubscriptionRegistry::new(SubscriptionRegistryConfig::new().with_max_delivery(DeliveryMode::AtLeastOnce));
+/// let req = SubscriptionRequested::from_payload(serde_json::json!({"types": "tool.*", "delivery_mode": "at_least_once"}));
+/// reg.handle_request("c", &req, UNIX_EPOCH).unwrap();
 /// let event = aep_core::Event::new("1", "tool.completed", "t", "s", "a");
-/// assert_eq!(route.deliver(event).mode(), DeliveryMode::AtLeastOnce);
+/// let route = reg.route(&event).next().unwrap();
+/// assert_eq!((route.session, route.subscription_id), ("c", "sub_0001"));
+/// assert_eq!(route.deliver(event.clone()).mode(), DeliveryMode::AtLeastOnce);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Route<'a> {
     /// The consumer session.
     pub session: &'a str,

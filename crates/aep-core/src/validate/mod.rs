@@ -115,7 +115,7 @@ impl Rule {
     /// assert_eq!(Rule::ALL.iter().filter(|r| r.is_stream()).count(), 9);
     /// assert!(Rule::ALL.contains(&Rule::FormValues));
     /// ```
-    pub const ALL: [Rule; 25] = [
+    pub const ALL: &'static [Rule] = &[
         Rule::NotAnObject,
         Rule::Version,
         Rule::Required,
@@ -240,7 +240,8 @@ impl std::str::FromStr for Rule {
     type Err = UnknownRule;
     fn from_str(s: &str) -> Result<Rule, UnknownRule> {
         Rule::ALL
-            .into_iter()
+            .iter()
+            .copied()
             .find(|r| r.as_str() == s)
             .ok_or_else(|| UnknownRule(s.to_owned()))
     }
