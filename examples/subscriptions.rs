@@ -117,7 +117,10 @@ fn lifecycle() -> Result<(), BoxError> {
     let short = LifecycleMessage::Requested(SubscriptionRequested::new(
         &SubscriptionFilter::new().with_types("x.acme.context.*")?,
     ));
-    registry.handle_message("consumer-2", &short, start);
+    show("consumer", &short);
+    if let Some(reply) = registry.handle_message("consumer-2", &short, start) {
+        show("producer", &reply);
+    }
     for (session, expired) in registry.handle_timeout(start + Duration::from_secs(61)) {
         show(&format!("> {session}"), &expired.into());
     }

@@ -82,6 +82,7 @@ pub fn honored_level(event: Capture, ceiling: Capture) -> Capture {
 /// assert_eq!(downlevel(&lowered, Capture::Full), lowered); // never up-leveled
 /// # Ok::<(), aep_core::EventParseError>(())
 /// ```
+#[must_use = "the lowered event is a new value; the argument is unchanged"]
 pub fn downlevel(event: &Event, ceiling: Capture) -> Event {
     let mut out = event.clone();
     downlevel_in_place(&mut out, ceiling);

@@ -190,6 +190,7 @@ impl CaptureCeiling {
     /// let c = CaptureCeiling::default().with(Selector::Category("attention".into()), Capture::Metadata);
     /// assert_eq!(c.for_type_str("attention.requested"), Capture::Metadata);
     /// ```
+    #[must_use]
     pub fn with(mut self, selector: Selector, level: Capture) -> CaptureCeiling {
         match self.overrides.iter_mut().find(|(s, _)| *s == selector) {
             Some(slot) => slot.1 = level,

@@ -139,6 +139,7 @@ impl Frame {
     /// assert_eq!(ping.pong().unwrap().to_json(), r#"{"type":"pong","t":1700000000000}"#);
     /// # Ok::<(), aep_core::frame::DecodeError>(())
     /// ```
+    #[must_use = "a ping is answered by sending this pong (AEP-0003 §3.5)"]
     pub fn pong(&self) -> Option<Frame> {
         match self {
             Frame::Ping(p) => Some(Frame::Pong(Heartbeat::new(p.t.clone()))),

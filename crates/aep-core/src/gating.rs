@@ -148,6 +148,7 @@ fn class_of(fields: &[Value], key: &str, value: &Value) -> Option<ValueClass> {
 /// assert_eq!(serde_json::Value::Object(out), json!({"staged": true}));
 /// assert!(gate_form_values(&json!(null), &json!({"staged": true}), Capture::Full).is_empty());
 /// ```
+#[must_use]
 pub fn gate_form_values(fields: &Value, values: &Value, ceiling: Capture) -> Map<String, Value> {
     gate(fields, values, ceiling, |v| v.clone())
 }
@@ -169,6 +170,7 @@ pub fn gate_form_values(fields: &Value, values: &Value, ceiling: Capture) -> Map
 /// assert_eq!(full["contact"], "ops@example.com");
 /// # Ok::<(), aep_core::redact::RedactError>(())
 /// ```
+#[must_use]
 pub fn gate_form_values_redacting(
     fields: &Value,
     values: &Value,

@@ -137,6 +137,7 @@ pub enum RedactError {
 /// ```
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+#[must_use = "options do nothing until passed to `Redactor::new`"]
 pub struct RedactOptions {
     secret_values: Vec<String>,
     secret_names: Vec<String>,
@@ -594,6 +595,7 @@ impl Redactor {
     /// assert_eq!(r.redact_text("node 22.11.0"), "node 22.11.0");
     /// # Ok::<(), aep_core::redact::RedactError>(())
     /// ```
+    #[must_use = "the redacted text is a new value; the input is unchanged"]
     pub fn redact_text<'a>(&self, text: &'a str) -> Cow<'a, str> {
         // A replacement may rewrite a match to itself (an already-redacted assignment),
         // so "changed" means a different text, not an owned one.
@@ -683,6 +685,7 @@ impl Redactor {
     /// assert_eq!(r.redact_value(&v), json!({"token": "[REDACTED:secret]", "count": 42, "argv": ["[REDACTED:secret]"]}));
     /// # Ok::<(), aep_core::redact::RedactError>(())
     /// ```
+    #[must_use = "the redacted value is a new value; use redact_value_in_place to change it where it is"]
     pub fn redact_value(&self, value: &Value) -> Value {
         let mut out = value.clone();
         self.redact_value_in_place(&mut out);

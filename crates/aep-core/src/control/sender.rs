@@ -183,6 +183,7 @@ impl CommandBuilder {
     /// assert_eq!(a.time(), "2026-07-03T10:15:04.221Z");
     /// assert!(a.id() < b.id() && a.id().len() == 26);
     /// ```
+    #[must_use = "the command is sent by ControlSender::send"]
     pub fn build_at(self, now: std::time::SystemTime) -> Event {
         crate::envelope::with_id_and_time(now, |id, time| self.build(id, time))
     }
@@ -198,6 +199,7 @@ impl CommandBuilder {
     /// let cmd = s.command("control.pause", "s1").build(&id, "2026-07-03T10:00:00.000Z");
     /// assert_eq!(cmd.id(), id);
     /// ```
+    #[must_use = "the command is sent by ControlSender::send"]
     pub fn build(self, id: impl AsRef<str>, time: impl AsRef<str>) -> Event {
         let mut e = self.event;
         e.set_id(id);
@@ -388,6 +390,7 @@ impl ControlSender {
     }
 
     /// Sets the default [`SendPolicy`] for [`send`](Self::send).
+    #[must_use]
     pub fn with_policy(mut self, policy: SendPolicy) -> ControlSender {
         self.policy = policy;
         self

@@ -363,6 +363,7 @@ pub enum TargetError {
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
+#[must_use = "a configuration does nothing until passed to `ControlTarget::with_config`"]
 pub struct TargetConfig {
     /// The command types the target declares in `hello.capabilities.control.accepts`;
     /// authoritative (AEP-0004 §4.2).

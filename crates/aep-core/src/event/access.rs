@@ -657,6 +657,7 @@ impl Event {
     /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_subject("t_1");
     /// assert_eq!(e.subject(), Some("t_1"));
     /// ```
+    #[must_use]
     pub fn with_subject(mut self, v: impl AsRef<str>) -> Self {
         self.set_str(slot::SUBJECT, Some(v.as_ref()));
         self
@@ -667,6 +668,7 @@ impl Event {
     /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_session("s1");
     /// assert_eq!(e.session(), Some("s1"));
     /// ```
+    #[must_use]
     pub fn with_session(mut self, v: impl AsRef<str>) -> Self {
         self.set_str(slot::SESSION, Some(v.as_ref()));
         self
@@ -677,6 +679,7 @@ impl Event {
     /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_run("r1");
     /// assert_eq!(e.run(), Some("r1"));
     /// ```
+    #[must_use]
     pub fn with_run(mut self, v: impl AsRef<str>) -> Self {
         self.set_str(slot::RUN, Some(v.as_ref()));
         self
@@ -687,6 +690,7 @@ impl Event {
     /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_step("p1");
     /// assert_eq!(e.step(), Some("p1"));
     /// ```
+    #[must_use]
     pub fn with_step(mut self, v: impl AsRef<str>) -> Self {
         self.set_str(slot::STEP, Some(v.as_ref()));
         self
@@ -697,6 +701,7 @@ impl Event {
     /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_session("s").with_seq(3);
     /// assert_eq!(e.seq(), Some(3));
     /// ```
+    #[must_use]
     pub fn with_seq(mut self, v: u64) -> Self {
         self.set_seq(Some(v));
         self
@@ -707,6 +712,7 @@ impl Event {
     /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_epoch(2);
     /// assert!(e.to_json().ends_with(r#""epoch":2}"#));
     /// ```
+    #[must_use]
     pub fn with_epoch(mut self, v: u64) -> Self {
         self.set_epoch(Some(v));
         self
@@ -717,6 +723,7 @@ impl Event {
     /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_cause("01I");
     /// assert_eq!(e.cause(), Some("01I"));
     /// ```
+    #[must_use]
     pub fn with_cause(mut self, v: impl AsRef<str>) -> Self {
         self.set_str(slot::CAUSE, Some(v.as_ref()));
         self
@@ -727,6 +734,7 @@ impl Event {
     /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
     /// assert_eq!(e.traceparent(), Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
     /// ```
+    #[must_use]
     pub fn with_traceparent(mut self, v: impl AsRef<str>) -> Self {
         self.set_str(slot::TRACEPARENT, Some(v.as_ref()));
         self
@@ -738,6 +746,7 @@ impl Event {
     /// let e = Event::new("1", "error.raised", "t", "s", "a").with_severity(Severity::Critical);
     /// assert_eq!(e.severity_attr(), Some(Severity::Critical));
     /// ```
+    #[must_use]
     pub fn with_severity(mut self, v: Severity) -> Self {
         self.set_severity(Some(v));
         self
@@ -749,6 +758,7 @@ impl Event {
     /// let e = Event::new("1", "tool.completed", "t", "s", "a").with_capture(Capture::None);
     /// assert_eq!(e.capture(), Capture::None);
     /// ```
+    #[must_use]
     pub fn with_capture(mut self, v: Capture) -> Self {
         self.set_capture(Some(v));
         self
@@ -759,6 +769,7 @@ impl Event {
     /// let e = aep_core::Event::new("1", "agent.idle", "t", "s", "a").with_data(serde_json::json!({}));
     /// assert!(e.to_json().ends_with(r#""data":{}}"#));
     /// ```
+    #[must_use]
     pub fn with_data(mut self, data: Value) -> Self {
         self.set_data(data);
         self

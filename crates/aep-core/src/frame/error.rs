@@ -320,24 +320,28 @@ impl ErrorFrame {
     }
 
     /// Sets `id`.
+    #[must_use]
     pub fn with_id(mut self, id: impl Into<String>) -> ErrorFrame {
         self.id = Some(id.into());
         self
     }
 
     /// Sets `cause`.
+    #[must_use]
     pub fn with_cause(mut self, cause: impl Into<String>) -> ErrorFrame {
         self.cause = Some(cause.into());
         self
     }
 
     /// Sets `detail`.
+    #[must_use]
     pub fn with_detail(mut self, detail: impl Into<String>) -> ErrorFrame {
         self.detail = Some(detail.into());
         self
     }
 
     /// Sets `versions`.
+    #[must_use]
     pub fn with_versions<I, S>(mut self, versions: I) -> ErrorFrame
     where
         I: IntoIterator<Item = S>,

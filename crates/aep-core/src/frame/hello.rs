@@ -152,18 +152,21 @@ impl Hello {
     }
 
     /// Sets `identity`.
+    #[must_use]
     pub fn with_identity(mut self, identity: Identity) -> Hello {
         self.identity = Some(identity);
         self
     }
 
     /// Sets `capabilities`.
+    #[must_use]
     pub fn with_capabilities(mut self, capabilities: Capabilities) -> Hello {
         self.capabilities = Some(capabilities);
         self
     }
 
     /// Sets `versions` (newest first).
+    #[must_use]
     pub fn with_versions<I, S>(mut self, versions: I) -> Hello
     where
         I: IntoIterator<Item = S>,
@@ -252,6 +255,7 @@ impl Identity {
     }
 
     /// Sets `instance`.
+    #[must_use]
     pub fn with_instance(mut self, instance: impl Into<String>) -> Identity {
         self.instance = Some(instance.into());
         self
@@ -441,6 +445,7 @@ impl ControlCapability {
     /// assert_eq!(c.ack_window(), Duration::from_secs(3));
     /// assert!(c.accepts("control.pause") && !c.accepts("control.cancel"));
     /// ```
+    #[must_use]
     pub fn with_ack_window(mut self, window: Duration) -> ControlCapability {
         self.ack_window_ms = Some(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
         self

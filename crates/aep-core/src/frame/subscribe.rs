@@ -104,12 +104,14 @@ impl Subscribe {
     ///     .with_capture(Capture::Metadata);
     /// assert_eq!(Frame::from(sub).to_json(), r#"{"type":"subscribe","id":"sub-1","filter":{"type":"tool.*"},"from":"all","capture":"metadata"}"#);
     /// ```
+    #[must_use]
     pub fn with_from(mut self, from: ReplayFrom) -> Subscribe {
         self.from = Some(from);
         self
     }
 
     /// Sets the capture ceiling.
+    #[must_use]
     pub fn with_capture(mut self, capture: Capture) -> Subscribe {
         self.capture = Some(capture);
         self

@@ -76,6 +76,7 @@ impl DeliveryMode {
 
     /// The mode a producer honoring at most `supported` delivers for this request: the
     /// weaker of the two (downgrade, never upgrade).
+    #[must_use]
     pub fn downgrade_to(self, supported: DeliveryMode) -> DeliveryMode {
         self.min(supported)
     }

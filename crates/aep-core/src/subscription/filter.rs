@@ -415,12 +415,14 @@ impl SubscriptionFilter {
     }
 
     /// Sets `from_cursor` (checked against the producer's cursor form on request).
+    #[must_use]
     pub fn with_from_cursor(mut self, cursor: impl Into<String>) -> Self {
         self.from_cursor = Some(cursor.into());
         self
     }
 
     /// Sets `delivery_mode`.
+    #[must_use]
     pub fn with_delivery_mode(mut self, mode: DeliveryMode) -> Self {
         self.delivery_mode = Some(mode);
         self
@@ -596,6 +598,7 @@ impl SubscriptionFilter {
     /// assert!(!lowered.residual().is_trivial());
     /// # Ok::<(), aep_core::subscription::SubscriptionError>(())
     /// ```
+    #[must_use]
     pub fn lower(&self) -> Lowered {
         let mut wire = Map::new();
         let mut residual = Residual {

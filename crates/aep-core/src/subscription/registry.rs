@@ -27,6 +27,7 @@ use crate::event::Event;
 /// assert!(!config.supports_replay());
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[must_use = "a configuration does nothing until passed to `SubscriptionRegistry::new`"]
 pub struct SubscriptionRegistryConfig {
     max_delivery: DeliveryMode,
     ttl: Option<Duration>,
@@ -407,6 +408,7 @@ impl SubscriptionRegistry {
     /// Handles one lifecycle message from `session`: `requested` is answered with
     /// `created` or `rejected`, `cancelled` with its confirmation (`None` when the id is
     /// unknown); messages a consumer does not send are ignored.
+    #[must_use = "the reply (created, rejected, or the cancel confirmation) goes back to the consumer"]
     pub fn handle_message(
         &mut self,
         session: &str,
@@ -447,6 +449,7 @@ impl SubscriptionRegistry {
 
     /// Expires every subscription whose expiry is at or before `now`; returns, per
     /// consumer session, the `subscription.expired` to send.
+    #[must_use = "each expired subscription's consumer is owed its subscription.expired"]
     pub fn handle_timeout(&mut self, now: SystemTime) -> Vec<(String, SubscriptionExpired)> {
         let mut expired = Vec::new();
         while let Some(Reverse((at, slot, generation))) = self.expiries.peek().copied() {

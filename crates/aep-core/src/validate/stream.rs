@@ -107,6 +107,7 @@ impl StreamValidator {
     /// assert_eq!(v.finish()[0].rule(), Rule::CommandUnacked);
     /// # Ok::<(), aep_core::EventParseError>(())
     /// ```
+    #[must_use]
     pub fn require_acks(mut self, on: bool) -> StreamValidator {
         self.require_acks = on;
         self
