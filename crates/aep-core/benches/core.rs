@@ -1,4 +1,4 @@
-//! Criterion benchmarks of the envelope and attr-match hot paths (issue 2, "Performance"):
+//! Criterion benchmarks of the envelope and attr-match hot paths (PERFORMANCE.md, aep-core):
 //! parse, validate, write back, read a type, evaluate filters.
 //!
 //! Goals: parsing a line into `Event` costs at most 1.5x `serde_json::Value` on the same

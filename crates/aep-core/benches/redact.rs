@@ -1,4 +1,4 @@
-//! Redacting a 4 KiB text with the default AEP-0003 §9.4 pipeline (issue 3, Performance),
+//! Redacting a 4 KiB text with the default AEP-0003 §9.4 pipeline (PERFORMANCE.md, aep-core),
 //! plus the clean, hostile and digest variants that bound it.
 //!
 //! `cargo bench -p aep-sdk-core --bench redact -- --warm-up-time 1 --measurement-time 3`

@@ -1,4 +1,4 @@
-//! Criterion benchmarks of the subscription model (issue 5, "Performance"): matching a
+//! Criterion benchmarks of the AEP Subscription Model (PERFORMANCE.md, aep-core): matching a
 //! 10-pattern filter, and routing one event through registries of 100, 1,000 and 10,000
 //! subscriptions.
 //!

@@ -112,9 +112,10 @@ pub(crate) mod slot {
 pub struct Event {
     /// The text of the twelve string attributes (`aep` through `step`, `cause`,
     /// `traceparent`), back to back;
-    /// [`Span`]s say where each one is. One allocation holds them all: a control round
-    /// trip builds or parses an event six times (AEP-0004 §3), and one allocation per
-    /// long attribute (ids, `source`, `cause`) was a fifth of the allocator's work.
+    /// [`Span`]s say where each one is. One allocation holds them all, however many are
+    /// present: an event is built or parsed several times on every hop of a control round
+    /// trip (AEP-0004 §3), and an allocation per long attribute (ids, `source`, `cause`)
+    /// would dominate what each of those costs.
     text: String,
     spans: [Span; STRING_SLOTS],
     seq: Option<u64>,

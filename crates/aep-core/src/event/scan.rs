@@ -3,8 +3,8 @@
 //! are plain integers. It gives up (`None`) on anything else, and the caller hands the
 //! line to serde_json, so it never decides differently: where it reads, it finds what
 //! [`EventVisitor`](super::wire::EventVisitor) finds, with the same wire order. Per event this
-//! skips serde's per-token plumbing, which was most of the parse (AEP-0003 §3.2: every
-//! event a relay ingests is parsed).
+//! skips serde's per-token plumbing, which dominates the parse of an object this small
+//! (AEP-0003 §3.2: every event a relay ingests is parsed).
 //!
 //! The reading borrows from the line ([`Plain`]); `data` and extension values are read by
 //! a [`RawRead`]: serde_json's `RawValue` for an [`Event`], which owns them, or this
