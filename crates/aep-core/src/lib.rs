@@ -35,7 +35,7 @@
 //! - [`frame`]: the WebSocket frame vocabulary and the discovery document (AEP-0003 §2,
 //!   §3.4).
 //! - [`control`]: the sender and target state machines of AEP-0004.
-//! - [`subscription`]: the AEP Subscription Model (a draft beside the numbered AEPs):
+//! - [`subscription`]: the subscription lifecycle model (the draft AEP Subscription Model):
 //!   typed filters with dotted type patterns, the `subscription.*` lifecycle, the
 //!   producer [`SubscriptionRegistry`], delivery modes, cursors, lowering to attr-match.
 #![warn(missing_docs)]

@@ -1,4 +1,4 @@
-//! The AEP Subscription Model (the draft beside the numbered AEPs): filters, patterns,
+//! The subscription lifecycle model (the draft AEP Subscription Model): filters, patterns,
 //! lifecycle messages, the producer registry, delivery modes, cursors, lowering.
 #![allow(clippy::unwrap_used)] // test code: a broken expectation should fail loudly
 
@@ -548,7 +548,7 @@ fn requests_from_lifecycle_messages() {
 
 // ------------------------------------------------------------------ lowering
 
-/// The Subscription Model's pattern rules as a regular expression, written independently of
+/// The lifecycle model's pattern rules as a regular expression, written independently of
 /// `TypePattern`: the oracle for the property tests.
 fn pattern_regex(p: &str) -> regex::Regex {
     let body = if p == "*" {

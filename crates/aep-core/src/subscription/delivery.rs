@@ -13,7 +13,7 @@ use crate::event::Event;
 /// replayable`. A producer may downgrade a requested mode to one it can honor, never
 /// upgrade it.
 ///
-/// Exhaustive: the Subscription Model defines these three guarantees, and a producer
+/// Exhaustive: the lifecycle model defines these three guarantees, and a producer
 /// must honor each one it accepts in its own way, so a fourth would change every
 /// producer.
 ///

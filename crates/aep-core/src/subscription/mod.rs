@@ -1,12 +1,12 @@
-//! The AEP Subscription Model: filters with dotted type patterns, the `subscription.*`
-//! lifecycle (requested -> created | rejected, then cancelled or expired), delivery
-//! modes, cursors, and a producer-side registry.
+//! The subscription lifecycle model: filters with dotted type patterns, the
+//! `subscription.*` lifecycle (requested -> created | rejected, then cancelled or
+//! expired), delivery modes, cursors, and a producer-side registry.
 //!
-//! The model is a draft document of the protocol beside the numbered AEPs (AEP-0001 to
-//! AEP-0009 say nothing of it), offered here as a typed layer that runs over any AEP
-//! relay. It is richer than AEP-0003 §6 attr-match in its type patterns
-//! ([`TypePattern`]: `*` as one segment anywhere, `*` alone) and stricter in what it
-//! accepts (an empty filter matches nothing; a request needs one of `types`, `source`,
+//! The model is a draft document of the protocol, the AEP Subscription Model, beside the
+//! numbered AEPs (AEP-0001 to AEP-0009 say nothing of it), offered here as a typed layer
+//! that runs over any AEP relay. It is richer than AEP-0003 §6 attr-match in its type
+//! patterns ([`TypePattern`]: `*` as one segment anywhere, `*` alone) and stricter in what
+//! it accepts (an empty filter matches nothing; a request needs one of `types`, `source`,
 //! `target`, `topic`).
 //!
 //! - [`SubscriptionFilter`]: the filter's fields, JSON shape, validation and matching.

@@ -237,7 +237,7 @@ mod tests {
         TypePattern::parse(p).unwrap().matches(t)
     }
 
-    /// Every row of the Subscription Model's pattern table.
+    /// Every row of the lifecycle model's pattern table.
     #[test]
     fn the_models_pattern_table() {
         // "*": all event types.
