@@ -37,7 +37,7 @@ use serde_json::Value;
 use crate::event::{EnvelopeView, Event};
 use envelope::Scope;
 
-pub use format::{is_date_time, is_traceparent, is_uri};
+pub use format::{is_date_time, is_traceparent, is_uri, unix_nanos, TraceParent};
 pub use stream::{validate_stream, StreamValidator};
 
 /// A validation rule, with a stable id ([`Rule::as_str`]).
