@@ -1,4 +1,5 @@
-//! `aep-conformance`: runs the protocol's fixture corpus through aep-core.
+//! `aep-conformance`: runs the protocol's fixture corpus through aep-core and
+//! aep-bridge; a thin shell over the [`aep_conformance`] library (`Runner`).
 //!
 //! ```text
 //! aep-conformance [--fixtures DIR] [--json PATH|-] [--class NAME]...
@@ -11,41 +12,11 @@
 //! `--fixtures` defaults to the workspace's `fixtures/` (the corpus is its
 //! `conformance/`); `--class` runs only the named classes.
 
-mod check;
-mod fixtures;
-mod report;
-
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
-use check::Check;
-
-/// Declares the fixture classes in report order. Each is a module exposing
-/// `pub fn run(fixtures: &Path) -> Vec<Check>`, where `fixtures` is the workspace's
-/// fixture root (holding `conformance/`, `schemas/`, `projection/`); adding a class is
-/// one line here.
-macro_rules! classes {
-    ($($module:ident => $name:literal,)*) => {
-        $(mod $module;)*
-        /// Every class: its name on the command line, and its runner.
-        const CLASSES: &[(&str, fn(&Path) -> Vec<Check>)] = &[$(($name, $module::run),)*];
-    };
-}
-
-classes! {
-    golden => "golden",
-    invalid => "invalid",
-    stream => "golden-stream",
-    attr_match => "attr-match",
-    downlevel => "downlevel",
-    gating => "capture-gating",
-    redaction => "redaction",
-    projection => "projection",
-}
-
-/// The workspace's fixture directory, found from this crate's manifest at compile time.
-const DEFAULT_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../fixtures");
+use aep_conformance::{report, Runner};
 
 const USAGE: &str = "usage: aep-conformance [--fixtures DIR] [--json PATH|-] [--class NAME]...";
 
@@ -58,7 +29,7 @@ struct Options {
 
 fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut opts = Options {
-        fixtures: PathBuf::from(DEFAULT_FIXTURES),
+        fixtures: aep_conformance::workspace_fixtures(),
         json: None,
         classes: Vec::new(),
     };
@@ -69,13 +40,9 @@ fn parse_args(mut args: impl Iterator<Item = String>) -> Result<Options, String>
             "--json" => opts.json = Some(value("--json")?),
             "--class" => {
                 let name = value("--class")?;
-                if !CLASSES.iter().any(|(n, _)| *n == name) {
-                    let known: Vec<&str> = CLASSES.iter().map(|(n, _)| *n).collect();
-                    return Err(format!(
-                        "unknown class `{name}`; classes: {}",
-                        known.join(", ")
-                    ));
-                }
+                Runner::new(PathBuf::new())
+                    .class(&name)
+                    .map_err(|e| e.to_string())?;
                 opts.classes.push(name);
             }
             "-h" | "--help" => return Err(String::new()),
@@ -110,24 +77,27 @@ fn main() -> ExitCode {
         report::TOOL,
         opts.fixtures.display()
     );
-    let mut checks = Vec::new();
-    for (name, run) in CLASSES {
-        if !opts.classes.is_empty() && !opts.classes.iter().any(|c| c == name) {
-            continue;
-        }
-        for check in run(&opts.fixtures) {
-            let _ = match (&check.detail, check.pass) {
-                (Some(detail), false) => writeln!(human, "FAIL  {} — {detail}", check.name),
-                (_, pass) => writeln!(
-                    human,
-                    "{}  {}",
-                    if pass { "PASS" } else { "FAIL" },
-                    check.name
-                ),
-            };
-            checks.push(check);
-        }
+    let mut runner = Runner::new(&opts.fixtures);
+    for name in &opts.classes {
+        runner = match runner.class(name) {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("aep-conformance: {e}\n{USAGE}");
+                return ExitCode::from(2);
+            }
+        };
     }
+    let checks = runner.run_each(|check| {
+        let _ = match (&check.detail, check.pass) {
+            (Some(detail), false) => writeln!(human, "FAIL  {} — {detail}", check.name),
+            (_, pass) => writeln!(
+                human,
+                "{}  {}",
+                if pass { "PASS" } else { "FAIL" },
+                check.name
+            ),
+        };
+    });
     let failures = checks.iter().filter(|c| !c.pass).count();
     let _ = writeln!(
         human,
@@ -179,24 +149,5 @@ mod tests {
         assert!(args(&["--json"]).is_err());
         assert!(args(&["--class", "nope"]).is_err());
         assert!(args(&["--frobnicate"]).is_err());
-    }
-
-    #[test]
-    fn the_corpus_passes_every_class() {
-        let fixtures = Path::new(DEFAULT_FIXTURES);
-        for (name, run) in CLASSES {
-            let checks = run(fixtures);
-            assert!(!checks.is_empty(), "{name} ran no checks");
-            let failed: Vec<&Check> = checks.iter().filter(|c| !c.pass).collect();
-            assert!(failed.is_empty(), "{name}: {failed:#?}");
-        }
-    }
-
-    #[test]
-    fn a_missing_corpus_fails_instead_of_crashing() {
-        for (_, run) in CLASSES {
-            let checks = run(Path::new("/nonexistent/fixtures"));
-            assert!(checks.iter().any(|c| !c.pass));
-        }
     }
 }
