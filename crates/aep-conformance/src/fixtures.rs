@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use aep_core::Event;
 use serde_json::Value;
 
 use crate::check::Check;
@@ -34,6 +35,25 @@ pub fn golden(fixtures: &Path) -> Result<Vec<Value>, Check> {
         .enumerate()
         .map(|(i, line)| {
             serde_json::from_str(line).map_err(|e| {
+                Check::fail(
+                    format!("fixture readable: {REL}"),
+                    format!("line {}: {e}", i + 1),
+                )
+            })
+        })
+        .collect()
+}
+
+/// The golden corpus as events read from their own lines (so `data` keeps its exact
+/// text), beside the values [`golden`] reads.
+pub fn golden_events(fixtures: &Path) -> Result<Vec<Event>, Check> {
+    const REL: &str = "conformance/golden/golden.jsonl";
+    let text = read_text(fixtures, REL)?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .enumerate()
+        .map(|(i, line)| {
+            line.parse::<Event>().map_err(|e| {
                 Check::fail(
                     format!("fixture readable: {REL}"),
                     format!("line {}: {e}", i + 1),

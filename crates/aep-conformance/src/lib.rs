@@ -94,9 +94,13 @@ classes! {
     invalid => "invalid",
     stream => "golden-stream",
     attr_match => "attr-match",
+    ce => "ce-roundtrip",
+    otlp => "otlp",
+    ocsf => "ocsf",
     downlevel => "downlevel",
     gating => "capture-gating",
     redaction => "redaction",
+    mappings => "mappings",
     projection => "projection",
 }
 

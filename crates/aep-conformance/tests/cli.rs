@@ -38,6 +38,14 @@ fn the_corpus_passes_and_the_json_report_has_the_protocol_shape() {
     assert_eq!(count(&|n| n.starts_with("invalid rejected: ")), 35);
     assert_eq!(count(&|n| n.starts_with("attr-match: ")), 14);
     assert_eq!(count(&|n| n.starts_with("attr-match rejects: ")), 10);
+    // The AEP-0005 bridge classes and the Annex A mapping pins.
+    assert_eq!(count(&|n| n.starts_with("CE forward[")), 64);
+    assert_eq!(count(&|n| n.starts_with("CE round-trip identity[")), 64);
+    assert_eq!(count(&|n| n.starts_with("CE inbound")), 6);
+    assert_eq!(count(&|n| n.starts_with("OTLP ")), 5);
+    assert_eq!(count(&|n| n.starts_with("OCSF ")), 27);
+    assert_eq!(count(&|n| n.contains(" pin schema-valid (")), 198);
+    assert!(checks.len() >= 770, "{} checks", checks.len());
     for name in [
         "unknown-type tolerance (envelope accepts unregistered member + unknown ext attr)",
         "golden carries a kind=form round-trip",
@@ -101,4 +109,65 @@ fn a_usage_error_exits_2() {
     let out = run(&["--class", "no-such-class"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown class"));
+}
+
+#[test]
+fn a_wrong_bridge_pin_fails_the_run() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
+    let scratch = Scratch(std::env::temp_dir().join(format!(
+        "aep-conformance-pin-{}-{:?}",
+        std::process::id(),
+        std::thread::current().id()
+    )));
+    for rel in [
+        "conformance/golden/golden.jsonl",
+        "conformance/ce-roundtrip/inbound-cases.json",
+        "conformance/otlp/otlp-expected.json",
+        "schemas/registry/severity.json",
+    ] {
+        let to = scratch.0.join(rel);
+        std::fs::create_dir_all(to.parent().expect("a parent")).expect("scratch dir");
+        std::fs::copy(root.join(rel), to).expect("copy a fixture");
+    }
+    // The CE pin of golden[2] says the type maps under another root (AEP-0005 B3).
+    let pins = std::fs::read_to_string(root.join("conformance/ce-roundtrip/ce-expected.jsonl"))
+        .expect("CE pins");
+    let mut lines: Vec<String> = pins.lines().map(str::to_owned).collect();
+    lines[2] = lines[2].replace("\"dev.aep.tool.requested\"", "\"org.aep.tool.requested\"");
+    std::fs::write(
+        scratch.0.join("conformance/ce-roundtrip/ce-expected.jsonl"),
+        lines.join("\n") + "\n",
+    )
+    .expect("scratch pins");
+    // And the OTLP table of the registry disagrees with AEP-0005 §3.4 on `notice`.
+    let registry = root.join("schemas/registry/severity.json");
+    let text = std::fs::read_to_string(registry).expect("registry");
+    std::fs::write(
+        scratch.0.join("schemas/registry/severity.json"),
+        text.replace("\"INFO2\"", "\"INFO3\""),
+    )
+    .expect("scratch registry");
+
+    let fixtures = scratch.0.to_string_lossy().into_owned();
+    let out = run(&[
+        "--fixtures",
+        &fixtures,
+        "--class",
+        "ce-roundtrip",
+        "--class",
+        "otlp",
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("FAIL  CE forward[2] matches pin (tool.requested)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("PASS  CE forward[1] matches pin (run.started)"));
+    assert!(stdout.contains("PASS  CE round-trip identity[2]"));
+    assert!(
+        stdout.contains("FAIL  OTLP severity table complete"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("PASS  OTLP projection[3] matches pin (tool.completed)"));
 }
