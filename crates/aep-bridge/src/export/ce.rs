@@ -1,0 +1,362 @@
+//! The CloudEvents HTTP sink: every event as a CloudEvent (AEP-0005 §1), posted to any
+//! CE receiver in structured, binary or batched mode (CloudEvents HTTP binding §3).
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aep_async::SubscribeOptions;
+use aep_core::{Capture, Event};
+use futures::Stream;
+use tokio::time::Instant;
+
+use super::http::{endpoint, Answer, Dispatcher, HttpOptions, Prepared, Request, Retry};
+use super::{drive, Batch, Books, Count, ExportError, ExportReport, ExportStats, Pump};
+use crate::ce::{to_cloudevent, CloudEvent};
+
+/// How CloudEvents ride HTTP (CloudEvents HTTP binding §3).
+///
+/// ```
+/// assert_eq!(aep_bridge::export::CeMode::default(), aep_bridge::export::CeMode::Structured);
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum CeMode {
+    /// One event per request, the whole event as `application/cloudevents+json`.
+    #[default]
+    Structured,
+    /// One event per request, attributes as `ce-*` headers and `data` as the body.
+    Binary,
+    /// Several events per request, a JSON array as `application/cloudevents-batch+json`.
+    Batched,
+}
+
+/// Options of a [`CeSink`]. Defaults: structured mode; no capture ceiling (the CE
+/// mapping is lossless, and a relay subscription's `capture` can lower what arrives);
+/// batches (batched mode) of at most 100 events, sent at the latest 1 s after their
+/// first; the [`HttpOptions`] defaults.
+///
+/// ```
+/// use aep_bridge::export::{CeMode, CeSink};
+/// let sink = CeSink::builder("http://127.0.0.1:8080/events")
+///     .mode(CeMode::Binary)
+///     .capture(aep_core::Capture::Metadata)
+///     .build()?;
+/// # let _ = sink;
+/// # Ok::<(), aep_bridge::export::ExportError>(())
+/// ```
+pub struct CeSinkBuilder {
+    url: String,
+    mode: CeMode,
+    capture: Option<Capture>,
+    max_batch: usize,
+    linger: Duration,
+    http: HttpOptions,
+    report: Option<super::ReportHandler>,
+}
+
+impl fmt::Debug for CeSinkBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CeSinkBuilder")
+            .field("url", &self.url)
+            .field("mode", &self.mode)
+            .field("capture", &self.capture)
+            .field("http", &self.http)
+            .finish()
+    }
+}
+
+impl CeSinkBuilder {
+    /// The content mode.
+    ///
+    /// ```
+    /// let b = aep_bridge::export::CeSink::builder("http://h/ce").mode(aep_bridge::export::CeMode::Batched);
+    /// # let _ = b;
+    /// ```
+    pub fn mode(mut self, mode: CeMode) -> Self {
+        self.mode = mode;
+        self
+    }
+
+    /// A capture ceiling: the sink is a re-emitting hop, so events above it are
+    /// down-leveled (AEP-0001 §8.2, AEP-0005 §6) before they are forwarded.
+    ///
+    /// ```
+    /// let b = aep_bridge::export::CeSink::builder("http://h/ce").capture(aep_core::Capture::None);
+    /// # let _ = b;
+    /// ```
+    pub fn capture(mut self, ceiling: Capture) -> Self {
+        self.capture = Some(ceiling);
+        self
+    }
+
+    /// Most events in one batched request (at least 1).
+    ///
+    /// ```
+    /// let b = aep_bridge::export::CeSink::builder("http://h/ce").max_batch(10);
+    /// # let _ = b;
+    /// ```
+    pub fn max_batch(mut self, n: usize) -> Self {
+        self.max_batch = n.max(1);
+        self
+    }
+
+    /// How long a batch waits for company after its first event (batched mode).
+    ///
+    /// ```
+    /// let b = aep_bridge::export::CeSink::builder("http://h/ce").linger(std::time::Duration::from_millis(50));
+    /// # let _ = b;
+    /// ```
+    pub fn linger(mut self, d: Duration) -> Self {
+        self.linger = d;
+        self
+    }
+
+    /// How requests are sent.
+    ///
+    /// ```
+    /// let b = aep_bridge::export::CeSink::builder("http://h/ce").http(aep_bridge::export::HttpOptions::new().gzip(false));
+    /// # let _ = b;
+    /// ```
+    pub fn http(mut self, options: HttpOptions) -> Self {
+        self.http = options;
+        self
+    }
+
+    /// Where [`ExportReport`]s go (default: `tracing`).
+    ///
+    /// ```
+    /// let b = aep_bridge::export::CeSink::builder("http://h/ce").on_report(|r| eprintln!("{r}"));
+    /// # let _ = b;
+    /// ```
+    pub fn on_report(mut self, f: impl Fn(ExportReport) + Send + Sync + 'static) -> Self {
+        self.report = Some(Arc::new(f));
+        self
+    }
+
+    /// Checks the URL and headers and builds the client.
+    ///
+    /// ```
+    /// assert!(aep_bridge::export::CeSink::builder("mailto:x@y").build().is_err());
+    /// ```
+    pub fn build(self) -> Result<CeSink, ExportError> {
+        Ok(CeSink {
+            url: endpoint(&self.url)?,
+            mode: self.mode,
+            capture: self.capture,
+            max_batch: self.max_batch,
+            linger: self.linger,
+            http: self.http.prepare()?,
+            books: Books::new(self.report),
+        })
+    }
+}
+
+/// Forwards AEP events to a CloudEvents HTTP receiver. See the [module docs](super).
+///
+/// ```no_run
+/// use aep_bridge::export::CeSink;
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let sink = CeSink::builder("http://127.0.0.1:8080/events").build()?;
+/// let stats = sink
+///     .run_relay("http://127.0.0.1:8787", aep_async::SubscribeOptions::new(), tokio::signal::ctrl_c())
+///     .await;
+/// println!("{} forwarded", stats.exported);
+/// # Ok(()) }
+/// ```
+pub struct CeSink {
+    url: reqwest::Url,
+    mode: CeMode,
+    capture: Option<Capture>,
+    max_batch: usize,
+    linger: Duration,
+    http: Prepared,
+    books: Books,
+}
+
+impl fmt::Debug for CeSink {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("CeSink")
+            .field("url", &self.url.as_str())
+            .field("mode", &self.mode)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl CeSink {
+    /// A builder for the receiver at `url`.
+    ///
+    /// ```
+    /// let sink = aep_bridge::export::CeSink::builder("http://127.0.0.1:8080/").build()?;
+    /// # let _ = sink;
+    /// # Ok::<(), aep_bridge::export::ExportError>(())
+    /// ```
+    pub fn builder(url: impl Into<String>) -> CeSinkBuilder {
+        CeSinkBuilder {
+            url: url.into(),
+            mode: CeMode::Structured,
+            capture: None,
+            max_batch: 100,
+            linger: Duration::from_secs(1),
+            http: HttpOptions::new(),
+            report: None,
+        }
+    }
+
+    /// What the sink did so far, over every run.
+    ///
+    /// ```
+    /// let sink = aep_bridge::export::CeSink::builder("http://127.0.0.1:8080/").build()?;
+    /// assert_eq!(sink.stats().records, 0);
+    /// # Ok::<(), aep_bridge::export::ExportError>(())
+    /// ```
+    pub fn stats(&self) -> ExportStats {
+        self.books.stats()
+    }
+
+    /// Forwards every event of `events` until the stream ends; returns the counters.
+    ///
+    /// ```no_run
+    /// # async fn run(sink: aep_bridge::export::CeSink, events: Vec<aep_core::Event>) {
+    /// let stats = sink.run(futures::stream::iter(events)).await;
+    /// # let _ = stats; }
+    /// ```
+    pub async fn run(&self, events: impl Stream<Item = Event> + Send) -> ExportStats {
+        self.run_until(events, std::future::pending::<()>()).await
+    }
+
+    /// [`CeSink::run`] until `shutdown` resolves or the stream ends.
+    ///
+    /// ```no_run
+    /// # async fn run(sink: aep_bridge::export::CeSink, events: Vec<aep_core::Event>) {
+    /// let stats = sink.run_until(futures::stream::iter(events), tokio::signal::ctrl_c()).await;
+    /// # let _ = stats; }
+    /// ```
+    pub async fn run_until(
+        &self,
+        events: impl Stream<Item = Event> + Send,
+        shutdown: impl Future<Output = impl Sized> + Send,
+    ) -> ExportStats {
+        let max = match self.mode {
+            CeMode::Batched => self.max_batch,
+            CeMode::Structured | CeMode::Binary => 1,
+        };
+        let pump = CePump {
+            sink: self,
+            dispatcher: Dispatcher::start(&self.http, self.books.clone()),
+            batch: Batch::new(max, self.linger),
+        };
+        drive(pump, events, async {
+            shutdown.await;
+        })
+        .await;
+        self.stats()
+    }
+
+    /// Subscribes to the relay at `url` with `options` and forwards until `shutdown`
+    /// resolves; payloads that are not events are counted as unmapped (the notice
+    /// handler on `options` is replaced).
+    ///
+    /// ```no_run
+    /// # async fn run(sink: aep_bridge::export::CeSink) {
+    /// let stats = sink.run_relay("http://127.0.0.1:8787", aep_async::SubscribeOptions::new(), tokio::signal::ctrl_c()).await;
+    /// # let _ = stats; }
+    /// ```
+    pub async fn run_relay(
+        &self,
+        url: &str,
+        options: SubscribeOptions,
+        shutdown: impl Future<Output = impl Sized> + Send,
+    ) -> ExportStats {
+        let subscription =
+            aep_async::subscribe(url, options.on_notice(self.books.notice_handler()));
+        self.run_until(subscription, shutdown).await
+    }
+
+    fn request(&self, mut batch: Vec<CloudEvent>) -> Request {
+        let records = batch.len() as u64;
+        let request = |body: Vec<u8>, content_type, headers| Request {
+            url: self.url.clone(),
+            body,
+            content_type,
+            headers,
+            records,
+            answer: Answer::Plain,
+            retry: Retry::Http,
+        };
+        match (self.mode, batch.len()) {
+            (CeMode::Binary, 1) => {
+                let (headers, body) = batch.remove(0).to_http_binary();
+                // `to_cloudevent` writes `datacontenttype: application/json` whenever
+                // there is data, which is what the request's content type says.
+                let headers = headers
+                    .into_iter()
+                    .filter(|(k, _)| k != "content-type")
+                    .collect();
+                request(body.unwrap_or_default(), "application/json", headers)
+            }
+            (CeMode::Structured, 1) => request(
+                batch.remove(0).to_json().into_bytes(),
+                "application/cloudevents+json",
+                Vec::new(),
+            ),
+            _ => request(
+                serde_json::to_vec(&batch).unwrap_or_default(),
+                "application/cloudevents-batch+json",
+                Vec::new(),
+            ),
+        }
+    }
+}
+
+/// One run of a [`CeSink`].
+struct CePump<'a> {
+    sink: &'a CeSink,
+    dispatcher: Dispatcher,
+    batch: Batch<CloudEvent>,
+}
+
+impl Pump for CePump<'_> {
+    fn event(&mut self, event: Event) {
+        let books = &self.sink.books;
+        books.add(Count::Events, 1);
+        let event = match self.sink.capture {
+            Some(ceiling) => aep_core::capture::downlevel(&event, ceiling),
+            None => event,
+        };
+        match to_cloudevent(&event) {
+            Ok(ce) => {
+                books.add(Count::Records, 1);
+                if let Some(full) = self.batch.push(ce) {
+                    self.dispatcher.send(self.sink.request(full));
+                }
+            }
+            Err(error) => {
+                books.add(Count::Unmapped, 1);
+                books.report(ExportReport::NotMappable {
+                    id: event.id().to_owned(),
+                    error,
+                });
+            }
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.batch.deadline()
+    }
+
+    fn due(&mut self, now: Instant) {
+        if let Some(batch) = self.batch.due(now) {
+            self.dispatcher.send(self.sink.request(batch));
+        }
+    }
+
+    async fn finish(mut self) {
+        let rest = self.batch.take();
+        if !rest.is_empty() {
+            self.dispatcher.send(self.sink.request(rest));
+        }
+        self.dispatcher.close().await;
+    }
+}

@@ -1,0 +1,515 @@
+//! The OTLP/HTTP exporter (AEP-0005 §3.5): LogRecords to `/v1/logs`, and in span mode
+//! GenAI spans to `/v1/traces`, as protobuf.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use aep_async::SubscribeOptions;
+use aep_core::Event;
+use futures::Stream;
+use prost::Message;
+use tokio::time::Instant;
+
+use super::http::{endpoint, Answer, Dispatcher, HttpOptions, Prepared, Request, Retry};
+use super::{drive, earliest, Batch, Books, Count, ExportError, ExportReport, ExportStats, Pump};
+use crate::otlp::{logs_request, to_log_record, LogRecord, OtlpOptions};
+use crate::spans::{traces_request, Span, SpanAssembler, SpanOptions};
+use crate::CaptureLimit;
+
+/// Which OTLP signals an exporter writes.
+///
+/// ```
+/// use aep_bridge::export::Signals;
+/// assert_eq!(Signals::default(), Signals::Logs);
+/// assert!(Signals::LogsAndSpans.spans());
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Signals {
+    /// LogRecords, one per event (AEP-0005 §3.1).
+    #[default]
+    Logs,
+    /// Spans only: sessions, runs and tool calls (see [`crate::spans`]).
+    Spans,
+    /// Both.
+    LogsAndSpans,
+}
+
+impl Signals {
+    /// Whether LogRecords are written.
+    ///
+    /// ```
+    /// assert!(!aep_bridge::export::Signals::Spans.logs());
+    /// ```
+    pub fn logs(self) -> bool {
+        matches!(self, Signals::Logs | Signals::LogsAndSpans)
+    }
+
+    /// Whether spans are written.
+    ///
+    /// ```
+    /// assert!(!aep_bridge::export::Signals::Logs.spans());
+    /// ```
+    pub fn spans(self) -> bool {
+        matches!(self, Signals::Spans | Signals::LogsAndSpans)
+    }
+}
+
+/// Options of an [`OtlpExporter`]. Defaults: LogRecords only; `max_capture` `metadata`
+/// with [`crate::CapturePolicy::DropData`] (AEP-0005 §3.3); `service.name` from each
+/// event's `agent`; batches of at most 512 records, sent at the latest 1 s after their
+/// first record; the [`HttpOptions`] defaults (gzip on).
+///
+/// ```
+/// use aep_bridge::export::{HttpOptions, OtlpExporter, Signals};
+/// use std::time::Duration;
+/// let exporter = OtlpExporter::builder("http://127.0.0.1:4318")
+///     .signals(Signals::LogsAndSpans)
+///     .max_batch(128)
+///     .linger(Duration::from_millis(200))
+///     .http(HttpOptions::new().bearer("token"))
+///     .build()?;
+/// # let _ = exporter;
+/// # Ok::<(), aep_bridge::export::ExportError>(())
+/// ```
+pub struct OtlpExporterBuilder {
+    base: String,
+    logs_url: Option<String>,
+    traces_url: Option<String>,
+    signals: Signals,
+    capture: CaptureLimit,
+    service_name: Option<String>,
+    max_batch: usize,
+    linger: Duration,
+    max_open_spans: usize,
+    http: HttpOptions,
+    report: Option<super::ReportHandler>,
+}
+
+impl fmt::Debug for OtlpExporterBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OtlpExporterBuilder")
+            .field("base", &self.base)
+            .field("signals", &self.signals)
+            .field("capture", &self.capture)
+            .field("max_batch", &self.max_batch)
+            .field("linger", &self.linger)
+            .field("http", &self.http)
+            .finish()
+    }
+}
+
+impl OtlpExporterBuilder {
+    /// LogRecords, spans, or both.
+    ///
+    /// ```
+    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").signals(aep_bridge::export::Signals::Spans);
+    /// # let _ = b;
+    /// ```
+    pub fn signals(mut self, signals: Signals) -> Self {
+        self.signals = signals;
+        self
+    }
+
+    /// The capture ceiling (AEP-0005 §3.3): nothing above it leaves.
+    ///
+    /// ```
+    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318")
+    ///     .capture(aep_bridge::CaptureLimit::new(aep_core::Capture::None));
+    /// # let _ = b;
+    /// ```
+    pub fn capture(mut self, limit: CaptureLimit) -> Self {
+        self.capture = limit;
+        self
+    }
+
+    /// One `service.name` for every resource (a relay shared by many agents).
+    ///
+    /// ```
+    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").service_name("agents");
+    /// # let _ = b;
+    /// ```
+    pub fn service_name(mut self, name: impl Into<String>) -> Self {
+        self.service_name = Some(name.into());
+        self
+    }
+
+    /// The full URL for logs, instead of `{endpoint}/v1/logs`.
+    ///
+    /// ```
+    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").logs_endpoint("http://h:4318/custom/logs");
+    /// # let _ = b;
+    /// ```
+    pub fn logs_endpoint(mut self, url: impl Into<String>) -> Self {
+        self.logs_url = Some(url.into());
+        self
+    }
+
+    /// The full URL for traces, instead of `{endpoint}/v1/traces`.
+    ///
+    /// ```
+    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").traces_endpoint("http://h:4318/custom/traces");
+    /// # let _ = b;
+    /// ```
+    pub fn traces_endpoint(mut self, url: impl Into<String>) -> Self {
+        self.traces_url = Some(url.into());
+        self
+    }
+
+    /// Most records in one request (at least 1).
+    ///
+    /// ```
+    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").max_batch(64);
+    /// # let _ = b;
+    /// ```
+    pub fn max_batch(mut self, n: usize) -> Self {
+        self.max_batch = n.max(1);
+        self
+    }
+
+    /// How long a batch waits for company after its first record.
+    ///
+    /// ```
+    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").linger(std::time::Duration::ZERO);
+    /// # let _ = b;
+    /// ```
+    pub fn linger(mut self, d: Duration) -> Self {
+        self.linger = d;
+        self
+    }
+
+    /// Most spans waiting for their finish event (span mode; default 10 000).
+    ///
+    /// ```
+    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").max_open_spans(1000);
+    /// # let _ = b;
+    /// ```
+    pub fn max_open_spans(mut self, n: usize) -> Self {
+        self.max_open_spans = n;
+        self
+    }
+
+    /// How requests are sent (headers, gzip, timeout, retries, queue).
+    ///
+    /// ```
+    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318")
+    ///     .http(aep_bridge::export::HttpOptions::new().header("x-tenant", "a"));
+    /// # let _ = b;
+    /// ```
+    pub fn http(mut self, options: HttpOptions) -> Self {
+        self.http = options;
+        self
+    }
+
+    /// Where [`ExportReport`]s go (default: `tracing`).
+    ///
+    /// ```
+    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").on_report(|r| eprintln!("{r}"));
+    /// # let _ = b;
+    /// ```
+    pub fn on_report(mut self, f: impl Fn(ExportReport) + Send + Sync + 'static) -> Self {
+        self.report = Some(Arc::new(f));
+        self
+    }
+
+    /// Checks the endpoints and headers and builds the HTTP client.
+    ///
+    /// ```
+    /// use aep_bridge::export::{ExportError, HttpOptions, OtlpExporter};
+    /// let bad = OtlpExporter::builder("http://h:4318").http(HttpOptions::new().header("bad header", "x")).build();
+    /// assert!(matches!(bad, Err(ExportError::Header(_))));
+    /// ```
+    pub fn build(self) -> Result<OtlpExporter, ExportError> {
+        let base = self.base.trim_end_matches('/');
+        let logs = endpoint(
+            &self
+                .logs_url
+                .clone()
+                .unwrap_or_else(|| format!("{base}/v1/logs")),
+        )?;
+        let traces = endpoint(
+            &self
+                .traces_url
+                .clone()
+                .unwrap_or_else(|| format!("{base}/v1/traces")),
+        )?;
+        endpoint(&self.base)?;
+        let mut logs_options = OtlpOptions::new().capture(self.capture);
+        let mut span_options = SpanOptions::new()
+            .capture(self.capture)
+            .max_open(self.max_open_spans);
+        if let Some(name) = &self.service_name {
+            logs_options = logs_options.service_name(name.clone());
+            span_options = span_options.service_name(name.clone());
+        }
+        Ok(OtlpExporter {
+            logs,
+            traces,
+            signals: self.signals,
+            logs_options,
+            span_options,
+            max_batch: self.max_batch,
+            linger: self.linger,
+            http: self.http.prepare()?,
+            books: Books::new(self.report),
+        })
+    }
+}
+
+/// Exports AEP events to an OTLP/HTTP endpoint (a collector, or a backend's OTLP
+/// intake): [`to_log_record`] for each event, and in span mode the [`SpanAssembler`]'s
+/// spans; protobuf, gzip, batched, retried. See the [module docs](super).
+///
+/// One exporter can run several times (its counters add up); [`OtlpExporter::stats`]
+/// reads them at any time.
+///
+/// ```no_run
+/// use aep_bridge::export::OtlpExporter;
+/// use aep_async::SubscribeOptions;
+///
+/// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+/// let exporter = OtlpExporter::builder("http://127.0.0.1:4318").build()?;
+/// let options = SubscribeOptions::new().filter(serde_json::json!({"type": ["tool.*", "run.*"]}));
+/// let stats = exporter.run_relay("http://127.0.0.1:8787", options, tokio::signal::ctrl_c()).await;
+/// assert_eq!(stats.pending(), 0);
+/// # Ok(()) }
+/// ```
+pub struct OtlpExporter {
+    logs: reqwest::Url,
+    traces: reqwest::Url,
+    signals: Signals,
+    logs_options: OtlpOptions,
+    span_options: SpanOptions,
+    max_batch: usize,
+    linger: Duration,
+    http: Prepared,
+    books: Books,
+}
+
+impl fmt::Debug for OtlpExporter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OtlpExporter")
+            .field("logs", &self.logs.as_str())
+            .field("traces", &self.traces.as_str())
+            .field("signals", &self.signals)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl OtlpExporter {
+    /// A builder for the endpoint at `base` (e.g. `http://127.0.0.1:4318`; requests go
+    /// to `{base}/v1/logs` and `{base}/v1/traces`).
+    ///
+    /// ```
+    /// let exporter = aep_bridge::export::OtlpExporter::builder("http://127.0.0.1:4318").build()?;
+    /// assert_eq!(exporter.stats().events, 0);
+    /// # Ok::<(), aep_bridge::export::ExportError>(())
+    /// ```
+    pub fn builder(base: impl Into<String>) -> OtlpExporterBuilder {
+        OtlpExporterBuilder {
+            base: base.into(),
+            logs_url: None,
+            traces_url: None,
+            signals: Signals::Logs,
+            capture: CaptureLimit::default(),
+            service_name: None,
+            max_batch: 512,
+            linger: Duration::from_secs(1),
+            max_open_spans: 10_000,
+            http: HttpOptions::new(),
+            report: None,
+        }
+    }
+
+    /// What the exporter did so far, over every run.
+    ///
+    /// ```
+    /// let exporter = aep_bridge::export::OtlpExporter::builder("http://127.0.0.1:4318").build()?;
+    /// assert_eq!(exporter.stats(), Default::default());
+    /// # Ok::<(), aep_bridge::export::ExportError>(())
+    /// ```
+    pub fn stats(&self) -> ExportStats {
+        self.books.stats()
+    }
+
+    /// Exports every event of `events` until the stream ends, then sends what is
+    /// pending and waits for it to settle. Returns the counters.
+    ///
+    /// ```no_run
+    /// # async fn run(exporter: aep_bridge::export::OtlpExporter, events: Vec<aep_core::Event>) {
+    /// let stats = exporter.run(futures::stream::iter(events)).await;
+    /// # let _ = stats; }
+    /// ```
+    pub async fn run(&self, events: impl Stream<Item = Event> + Send) -> ExportStats {
+        self.run_until(events, std::future::pending::<()>()).await
+    }
+
+    /// [`OtlpExporter::run`] until `shutdown` resolves or the stream ends. Spans still
+    /// open at the end are counted as abandoned.
+    ///
+    /// ```no_run
+    /// # async fn run(exporter: aep_bridge::export::OtlpExporter, events: Vec<aep_core::Event>) {
+    /// let stats = exporter.run_until(futures::stream::iter(events), tokio::time::sleep(std::time::Duration::from_secs(5))).await;
+    /// # let _ = stats; }
+    /// ```
+    pub async fn run_until(
+        &self,
+        events: impl Stream<Item = Event> + Send,
+        shutdown: impl Future<Output = impl Sized> + Send,
+    ) -> ExportStats {
+        let pump = OtlpPump {
+            exporter: self,
+            dispatcher: Dispatcher::start(&self.http, self.books.clone()),
+            logs: Batch::new(self.max_batch, self.linger),
+            spans: Batch::new(self.max_batch, self.linger),
+            assembler: self
+                .signals
+                .spans()
+                .then(|| SpanAssembler::new(self.span_options.clone())),
+        };
+        drive(pump, events, async {
+            shutdown.await;
+        })
+        .await;
+        self.stats()
+    }
+
+    /// Subscribes to the relay at `url` with `options` (its attr-match filter, token,
+    /// resume position, transport) and exports until `shutdown` resolves. Payloads the
+    /// relay sends that are not events are counted as unmapped; the subscription's
+    /// notice handler is the exporter's (one set on `options` is replaced).
+    ///
+    /// ```no_run
+    /// # async fn run(exporter: aep_bridge::export::OtlpExporter) {
+    /// let options = aep_async::SubscribeOptions::new().token("relay-token").from_all();
+    /// let stats = exporter.run_relay("http://127.0.0.1:8787", options, tokio::signal::ctrl_c()).await;
+    /// # let _ = stats; }
+    /// ```
+    pub async fn run_relay(
+        &self,
+        url: &str,
+        options: SubscribeOptions,
+        shutdown: impl Future<Output = impl Sized> + Send,
+    ) -> ExportStats {
+        let subscription =
+            aep_async::subscribe(url, options.on_notice(self.books.notice_handler()));
+        self.run_until(subscription, shutdown).await
+    }
+
+    fn logs_request(&self, records: Vec<LogRecord>) -> Request {
+        Request {
+            url: self.logs.clone(),
+            body: logs_request(&records).encode_to_vec(),
+            content_type: "application/x-protobuf",
+            headers: Vec::new(),
+            records: records.len() as u64,
+            answer: Answer::OtlpLogs,
+            retry: Retry::Otlp,
+        }
+    }
+
+    fn traces_request(&self, spans: Vec<Span>) -> Request {
+        Request {
+            url: self.traces.clone(),
+            body: traces_request(&spans).encode_to_vec(),
+            content_type: "application/x-protobuf",
+            headers: Vec::new(),
+            records: spans.len() as u64,
+            answer: Answer::OtlpTraces,
+            retry: Retry::Otlp,
+        }
+    }
+}
+
+/// One run of an [`OtlpExporter`].
+struct OtlpPump<'a> {
+    exporter: &'a OtlpExporter,
+    dispatcher: Dispatcher,
+    logs: Batch<LogRecord>,
+    spans: Batch<Span>,
+    assembler: Option<SpanAssembler>,
+}
+
+impl OtlpPump<'_> {
+    fn send_logs(&mut self, batch: Vec<LogRecord>) {
+        if !batch.is_empty() {
+            self.dispatcher.send(self.exporter.logs_request(batch));
+        }
+    }
+
+    fn send_spans(&mut self, batch: Vec<Span>) {
+        if !batch.is_empty() {
+            self.dispatcher.send(self.exporter.traces_request(batch));
+        }
+    }
+
+    /// Counts spans the assembler gave up since the last look.
+    fn count_abandoned(&self, before: u64) {
+        if let Some(a) = &self.assembler {
+            let books = &self.exporter.books;
+            books.add(Count::Abandoned, a.abandoned().saturating_sub(before));
+        }
+    }
+}
+
+impl Pump for OtlpPump<'_> {
+    fn event(&mut self, event: Event) {
+        let books = self.exporter.books.clone();
+        books.add(Count::Events, 1);
+        if self.exporter.signals.logs() {
+            match to_log_record(&event, &self.exporter.logs_options) {
+                Ok(record) => {
+                    books.add(Count::Records, 1);
+                    if let Some(full) = self.logs.push(record) {
+                        self.send_logs(full);
+                    }
+                }
+                Err(error) => return books.unmapped(&event, error),
+            }
+        }
+        let Some(assembler) = &mut self.assembler else {
+            return;
+        };
+        let before = assembler.abandoned();
+        match assembler.push(&event) {
+            Ok(spans) => {
+                for span in spans {
+                    books.add(Count::Records, 1);
+                    if let Some(full) = self.spans.push(span) {
+                        self.send_spans(full);
+                    }
+                }
+            }
+            // In logs-and-spans mode the log mapping has refused (and counted) it.
+            Err(error) if !self.exporter.signals.logs() => books.unmapped(&event, error),
+            Err(_) => {}
+        }
+        self.count_abandoned(before);
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        earliest(self.logs.deadline(), self.spans.deadline())
+    }
+
+    fn due(&mut self, now: Instant) {
+        if let Some(batch) = self.logs.due(now) {
+            self.send_logs(batch);
+        }
+        if let Some(batch) = self.spans.due(now) {
+            self.send_spans(batch);
+        }
+    }
+
+    async fn finish(mut self) {
+        let logs = self.logs.take();
+        self.send_logs(logs);
+        let spans = self.spans.take();
+        self.send_spans(spans);
+        if let Some(a) = &self.assembler {
+            self.exporter.books.add(Count::Abandoned, a.open() as u64);
+        }
+        self.dispatcher.close().await;
+    }
+}
