@@ -381,6 +381,25 @@ impl CloudEvent {
         wire.into_event()
     }
 
+    /// Reads the JSON batched mode (`application/cloudevents-batch+json`): an array of
+    /// structured-mode events, each read as [`CloudEvent::from_json`] reads one (its
+    /// `data` kept as raw text).
+    ///
+    /// ```
+    /// use aep_bridge::ce::CloudEvent;
+    /// let batch = CloudEvent::from_json_batch(br#"[{"specversion":"1.0","id":"1","source":"s","type":"t","data":{"n":1.50}}]"#)?;
+    /// assert_eq!(batch[0].data().map(|d| d.get()), Some(r#"{"n":1.50}"#));
+    /// assert!(CloudEvent::from_json_batch(b"{}").is_err());
+    /// # Ok::<(), aep_bridge::ce::CeError>(())
+    /// ```
+    pub fn from_json_batch(bytes: &[u8]) -> Result<Vec<CloudEvent>, CeError> {
+        let items: Vec<Box<RawValue>> = serde_json::from_slice(bytes)?;
+        items
+            .iter()
+            .map(|raw| CloudEvent::from_json(raw.get().as_bytes()))
+            .collect()
+    }
+
     /// The JSON structured-mode text of this event: `specversion`, `id`, `source`,
     /// `type`, `subject`, `time`, `datacontenttype`, the extensions in order, `data`.
     ///

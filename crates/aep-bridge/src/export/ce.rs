@@ -318,7 +318,7 @@ struct CePump<'a> {
 }
 
 impl Pump for CePump<'_> {
-    fn event(&mut self, event: Event) {
+    async fn event(&mut self, event: Event) {
         let books = &self.sink.books;
         books.add(Count::Events, 1);
         let event = match self.sink.capture {
@@ -329,7 +329,7 @@ impl Pump for CePump<'_> {
             Ok(ce) => {
                 books.add(Count::Records, 1);
                 if let Some(full) = self.batch.push(ce) {
-                    self.dispatcher.send(self.sink.request(full));
+                    self.dispatcher.send(self.sink.request(full)).await;
                 }
             }
             Err(error) => {
@@ -346,16 +346,16 @@ impl Pump for CePump<'_> {
         self.batch.deadline()
     }
 
-    fn due(&mut self, now: Instant) {
+    async fn due(&mut self, now: Instant) {
         if let Some(batch) = self.batch.due(now) {
-            self.dispatcher.send(self.sink.request(batch));
+            self.dispatcher.send(self.sink.request(batch)).await;
         }
     }
 
     async fn finish(mut self) {
         let rest = self.batch.take();
         if !rest.is_empty() {
-            self.dispatcher.send(self.sink.request(rest));
+            self.dispatcher.send(self.sink.request(rest)).await;
         }
         self.dispatcher.close().await;
     }

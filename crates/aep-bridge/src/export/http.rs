@@ -25,7 +25,8 @@ use crate::proto::collector::trace::v1::ExportTraceServiceResponse;
 /// | timeout | 10 s per request, response included |
 /// | retry backoff | 500 ms doubling to 5 s |
 /// | give up after | 30 s of retries for one batch |
-/// | queue | 16 batches waiting to be sent; a full queue drops the newest |
+/// | queue | 16 batches waiting to be sent; a full queue makes the exporter wait |
+/// | drop when full | off: wait for room rather than drop |
 ///
 /// ```
 /// use aep_bridge::export::HttpOptions;
@@ -49,6 +50,7 @@ pub struct HttpOptions {
     pub(crate) retry_max: Duration,
     pub(crate) give_up_after: Duration,
     pub(crate) queue: usize,
+    pub(crate) drop_when_full: bool,
     pub(crate) client: Option<reqwest::Client>,
 }
 
@@ -62,6 +64,7 @@ impl Default for HttpOptions {
             retry_max: Duration::from_secs(5),
             give_up_after: Duration::from_secs(30),
             queue: 16,
+            drop_when_full: false,
             client: None,
         }
     }
@@ -78,6 +81,7 @@ impl fmt::Debug for HttpOptions {
             .field("retry_max", &self.retry_max)
             .field("give_up_after", &self.give_up_after)
             .field("queue", &self.queue)
+            .field("drop_when_full", &self.drop_when_full)
             .finish()
     }
 }
@@ -165,8 +169,9 @@ impl HttpOptions {
         self
     }
 
-    /// Most batches waiting to be sent (at least 1). While the endpoint is slow or
-    /// down, further batches are dropped and counted rather than held without bound.
+    /// Most batches waiting to be sent (at least 1). While they are, the exporter
+    /// reads no further events (or drops, with [`HttpOptions::drop_when_full`]):
+    /// nothing is held without bound.
     ///
     /// ```
     /// let o = aep_bridge::export::HttpOptions::new().queue(64);
@@ -174,6 +179,19 @@ impl HttpOptions {
     /// ```
     pub fn queue(mut self, batches: usize) -> Self {
         self.queue = batches.max(1);
+        self
+    }
+
+    /// Whether a batch that finds the queue full is dropped (counted and reported)
+    /// instead of waiting for room: for a deployment where the subscription must never
+    /// wait on the endpoint, at the price of losing batches while it is slow or down.
+    ///
+    /// ```
+    /// let o = aep_bridge::export::HttpOptions::new().drop_when_full(true);
+    /// # let _ = o;
+    /// ```
+    pub fn drop_when_full(mut self, drop: bool) -> Self {
+        self.drop_when_full = drop;
         self
     }
 
@@ -286,6 +304,7 @@ pub(crate) struct Dispatcher {
     tx: mpsc::Sender<Request>,
     worker: JoinHandle<()>,
     books: Books,
+    drop_when_full: bool,
 }
 
 impl Dispatcher {
@@ -300,17 +319,22 @@ impl Dispatcher {
             tx,
             worker: tokio::spawn(worker.run(rx)),
             books,
+            drop_when_full: http.options.drop_when_full,
         }
     }
 
-    /// Queues a request; a full queue drops it, counted and reported.
-    pub(crate) fn send(&self, request: Request) {
-        if let Err(e) = self.tx.try_send(request) {
-            let records = match e {
-                mpsc::error::TrySendError::Full(r) | mpsc::error::TrySendError::Closed(r) => {
-                    r.records
-                }
-            };
+    /// Queues a request, waiting for room (or, dropping when full, dropping it: counted
+    /// and reported).
+    pub(crate) async fn send(&self, request: Request) {
+        let refused = if self.drop_when_full {
+            self.tx.try_send(request).err().map(|e| match e {
+                mpsc::error::TrySendError::Full(r) | mpsc::error::TrySendError::Closed(r) => r,
+            })
+        } else {
+            self.tx.send(request).await.err().map(|e| e.0)
+        };
+        if let Some(request) = refused {
+            let records = request.records;
             self.books.add(Count::Dropped, records);
             self.books.report(ExportReport::Dropped { records });
         }

@@ -9,9 +9,12 @@
 //! | [`OcsfWriter`] | OCSF records, one JSON line each | a file or any `AsyncWrite` |
 //!
 //! The HTTP exporters batch, compress (gzip), send the headers a backend needs (an
-//! `Authorization` bearer or any header), retry with exponential backoff within a time
-//! budget, and never stall the stream: batches wait in a bounded queue, and a full queue
-//! drops the newest batch. Everything that did not arrive is counted
+//! `Authorization` bearer or any header), and retry with exponential backoff within a
+//! time budget. Batches wait in a bounded queue; when it is full the exporter reads no
+//! further events until there is room, so a slow endpoint slows the subscription down
+//! and the relay's own backpressure applies (AEP-0003 §8.4), or, with
+//! [`HttpOptions::drop_when_full`], the newest batch is dropped so that the
+//! subscription never waits. Everything that did not arrive is counted
 //! ([`ExportStats`]) and reported ([`ExportReport`]): events a mapping refuses, payloads
 //! the relay sent that are not events, batches refused, given up or dropped.
 //!
@@ -347,14 +350,16 @@ fn log_report(report: ExportReport) {
     }
 }
 
-/// What a run loop feeds: the event-by-event state of one exporter.
+/// What a run loop feeds: the event-by-event state of one exporter. Sending waits for
+/// room in the queue (unless the exporter drops when full), which is how a slow
+/// endpoint slows the stream down.
 pub(crate) trait Pump {
     /// Takes one event.
-    fn event(&mut self, event: Event);
+    fn event(&mut self, event: Event) -> impl Future<Output = ()> + Send;
     /// When the oldest pending batch must go, if any is pending.
     fn deadline(&self) -> Option<Instant>;
     /// Sends what is due at `now`.
-    fn due(&mut self, now: Instant);
+    fn due(&mut self, now: Instant) -> impl Future<Output = ()> + Send;
     /// Sends everything pending, and waits until the queue has drained.
     fn finish(self) -> impl Future<Output = ()> + Send;
 }
@@ -373,9 +378,9 @@ pub(crate) async fn drive<P: Pump + Send>(
         tokio::select! {
             biased;
             () = &mut shutdown => break,
-            () = sleep_until(deadline) => pump.due(Instant::now()),
+            () = sleep_until(deadline) => pump.due(Instant::now()).await,
             next = events.next() => match next {
-                Some(event) => pump.event(event),
+                Some(event) => pump.event(event).await,
                 None => break,
             },
         }

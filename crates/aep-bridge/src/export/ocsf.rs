@@ -23,8 +23,8 @@ type Sink = Box<dyn AsyncWrite + Send + Unpin>;
 /// flushed whenever the stream has nothing ready, so a reader sees each record soon.
 ///
 /// A write that fails (a full disk, a closed pipe) ends the run with
-/// [`ExportError::Io`]; the record being written is the only one not on disk, and the
-/// counters say how many were.
+/// [`ExportError::Io`]. A record counts as exported once the writer has flushed it;
+/// the records written but not flushed when the failure came count as failed.
 ///
 /// ```
 /// use aep_bridge::export::OcsfWriter;
@@ -152,11 +152,12 @@ impl OcsfWriter {
         let mut shutdown = std::pin::pin!(shutdown.fuse());
         let mut out = self.out.lock().await;
         let mut line = Vec::with_capacity(1024);
+        let mut unflushed = 0u64;
         loop {
             let next = match events.next().now_or_never() {
                 Some(next) => next,
                 None => {
-                    out.flush().await?;
+                    self.flush(&mut out, &mut unflushed).await?;
                     tokio::select! {
                         biased;
                         _ = &mut shutdown => break,
@@ -173,15 +174,33 @@ impl OcsfWriter {
                     serde_json::to_writer(&mut line, record.as_map())
                         .map_err(std::io::Error::from)?;
                     line.push(b'\n');
-                    out.write_all(&line).await?;
-                    self.books.add(Count::Exported, 1);
+                    unflushed += 1;
+                    if let Err(e) = out.write_all(&line).await {
+                        self.books.add(Count::Failed, unflushed);
+                        return Err(e.into());
+                    }
                 }
                 Ok(None) => self.books.add(Count::Skipped, 1),
                 Err(error) => self.books.unmapped(&event, error),
             }
         }
-        out.flush().await?;
+        self.flush(&mut out, &mut unflushed).await?;
         Ok(self.stats())
+    }
+
+    /// Flushes, settling the records written since the last flush.
+    async fn flush(&self, out: &mut BufWriter<Sink>, unflushed: &mut u64) -> std::io::Result<()> {
+        let n = std::mem::take(unflushed);
+        match out.flush().await {
+            Ok(()) => {
+                self.books.add(Count::Exported, n);
+                Ok(())
+            }
+            Err(e) => {
+                self.books.add(Count::Failed, n);
+                Err(e)
+            }
+        }
     }
 
     /// Subscribes to the relay at `url` with `options` and writes until `shutdown`

@@ -433,15 +433,19 @@ struct OtlpPump<'a> {
 }
 
 impl OtlpPump<'_> {
-    fn send_logs(&mut self, batch: Vec<LogRecord>) {
+    async fn send_logs(&self, batch: Vec<LogRecord>) {
         if !batch.is_empty() {
-            self.dispatcher.send(self.exporter.logs_request(batch));
+            self.dispatcher
+                .send(self.exporter.logs_request(batch))
+                .await;
         }
     }
 
-    fn send_spans(&mut self, batch: Vec<Span>) {
+    async fn send_spans(&self, batch: Vec<Span>) {
         if !batch.is_empty() {
-            self.dispatcher.send(self.exporter.traces_request(batch));
+            self.dispatcher
+                .send(self.exporter.traces_request(batch))
+                .await;
         }
     }
 
@@ -455,7 +459,7 @@ impl OtlpPump<'_> {
 }
 
 impl Pump for OtlpPump<'_> {
-    fn event(&mut self, event: Event) {
+    async fn event(&mut self, event: Event) {
         let books = self.exporter.books.clone();
         books.add(Count::Events, 1);
         if self.exporter.signals.logs() {
@@ -463,7 +467,7 @@ impl Pump for OtlpPump<'_> {
                 Ok(record) => {
                     books.add(Count::Records, 1);
                     if let Some(full) = self.logs.push(record) {
-                        self.send_logs(full);
+                        self.send_logs(full).await;
                     }
                 }
                 Err(error) => return books.unmapped(&event, error),
@@ -473,40 +477,43 @@ impl Pump for OtlpPump<'_> {
             return;
         };
         let before = assembler.abandoned();
-        match assembler.push(&event) {
-            Ok(spans) => {
-                for span in spans {
-                    books.add(Count::Records, 1);
-                    if let Some(full) = self.spans.push(span) {
-                        self.send_spans(full);
-                    }
+        let finished = match assembler.push(&event) {
+            Ok(spans) => spans,
+            Err(error) => {
+                // In logs-and-spans mode the log mapping has refused (and counted) it.
+                if !self.exporter.signals.logs() {
+                    books.unmapped(&event, error);
                 }
+                Vec::new()
             }
-            // In logs-and-spans mode the log mapping has refused (and counted) it.
-            Err(error) if !self.exporter.signals.logs() => books.unmapped(&event, error),
-            Err(_) => {}
-        }
+        };
         self.count_abandoned(before);
+        for span in finished {
+            books.add(Count::Records, 1);
+            if let Some(full) = self.spans.push(span) {
+                self.send_spans(full).await;
+            }
+        }
     }
 
     fn deadline(&self) -> Option<Instant> {
         earliest(self.logs.deadline(), self.spans.deadline())
     }
 
-    fn due(&mut self, now: Instant) {
+    async fn due(&mut self, now: Instant) {
         if let Some(batch) = self.logs.due(now) {
-            self.send_logs(batch);
+            self.send_logs(batch).await;
         }
         if let Some(batch) = self.spans.due(now) {
-            self.send_spans(batch);
+            self.send_spans(batch).await;
         }
     }
 
     async fn finish(mut self) {
         let logs = self.logs.take();
-        self.send_logs(logs);
+        self.send_logs(logs).await;
         let spans = self.spans.take();
-        self.send_spans(spans);
+        self.send_spans(spans).await;
         if let Some(a) = &self.assembler {
             self.exporter.books.add(Count::Abandoned, a.open() as u64);
         }

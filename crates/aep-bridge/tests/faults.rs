@@ -1,0 +1,274 @@
+//! Bad input and bad endpoints: every one ends in a typed error or a counted drop,
+//! never a hang or a silent loss.
+#![cfg(feature = "export")]
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aep_async::SubscribeOptions;
+use aep_bridge::export::{
+    CeMode, CeSink, ExportError, ExportReport, HttpOptions, OcsfWriter, OtlpExporter,
+};
+use aep_core::Event;
+use common::{golden, Answer, Endpoint};
+use futures::stream;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+
+/// Fast retries, a short budget.
+fn quick() -> HttpOptions {
+    HttpOptions::new()
+        .timeout(Duration::from_millis(300))
+        .retry_backoff(Duration::from_millis(20), Duration::from_millis(100))
+        .give_up_after(Duration::from_millis(800))
+}
+
+fn reports() -> (Arc<Mutex<Vec<String>>>, impl Fn(ExportReport) + Send + Sync) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let sink = seen.clone();
+    (seen, move |r: ExportReport| {
+        sink.lock().unwrap().push(r.to_string())
+    })
+}
+
+#[tokio::test]
+async fn an_otlp_receiver_answering_500_rejects_the_batch_for_good() {
+    let mut endpoint = Endpoint::start(|_| Answer::Status(500)).await;
+    let (seen, handler) = reports();
+    let exporter = OtlpExporter::builder(&endpoint.url)
+        .max_batch(10)
+        .http(quick())
+        .on_report(handler)
+        .build()
+        .unwrap();
+    let events = golden().into_iter().take(4);
+    let stats = exporter.run(stream::iter(events)).await;
+    assert_eq!((stats.records, stats.exported, stats.rejected), (4, 0, 4));
+    // OTLP/HTTP: 500 is not retryable; one request, no retry loop.
+    assert_eq!(endpoint.drain().len(), 1);
+    assert!(seen.lock().unwrap()[0].contains("HTTP 500"), "{seen:?}");
+}
+
+#[tokio::test]
+async fn a_503_is_retried_with_the_same_batch_until_it_is_taken() {
+    let mut endpoint = Endpoint::start(|n| Answer::Status(if n < 2 { 503 } else { 200 })).await;
+    let (seen, handler) = reports();
+    let exporter = OtlpExporter::builder(&endpoint.url)
+        .http(quick())
+        .on_report(handler)
+        .build()
+        .unwrap();
+    let stats = exporter
+        .run(stream::iter(golden().into_iter().take(3)))
+        .await;
+    assert_eq!((stats.exported, stats.failed), (3, 0));
+    let requests = endpoint.drain();
+    assert_eq!(requests.len(), 3);
+    assert!(
+        requests.windows(2).all(|w| w[0].body == w[1].body),
+        "the same bytes each time"
+    );
+    assert_eq!(requests[0].path, "/v1/logs");
+    assert_eq!(requests[0].header("content-encoding"), Some("gzip"));
+    assert_eq!(seen.lock().unwrap().len(), 2, "two retries reported");
+}
+
+#[tokio::test]
+async fn a_receiver_that_never_answers_costs_the_budget_not_a_hang() {
+    let endpoint = Endpoint::start(|_| Answer::Never).await;
+    let exporter = OtlpExporter::builder(&endpoint.url)
+        .http(quick())
+        .build()
+        .unwrap();
+    let started = std::time::Instant::now();
+    let stats = tokio::time::timeout(
+        Duration::from_secs(10),
+        exporter.run(stream::iter(golden().into_iter().take(2))),
+    )
+    .await
+    .expect("the run ends within its retry budget");
+    assert_eq!((stats.records, stats.failed, stats.exported), (2, 2, 0));
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn a_full_queue_drops_and_counts_when_told_to_rather_than_wait() {
+    let endpoint = Endpoint::start(|_| Answer::Never).await;
+    let (seen, handler) = reports();
+    let exporter = OtlpExporter::builder(&endpoint.url)
+        .max_batch(1)
+        .linger(Duration::ZERO)
+        .http(quick().queue(1).drop_when_full(true))
+        .on_report(handler)
+        .build()
+        .unwrap();
+    let stats = exporter.run(stream::iter(golden())).await;
+    assert_eq!(stats.records, 64);
+    assert!(stats.dropped > 0, "{stats:?}");
+    assert_eq!(
+        stats.pending(),
+        0,
+        "every record is accounted for: {stats:?}"
+    );
+    assert!(seen.lock().unwrap().iter().any(|r| r.contains("dropped")));
+}
+
+#[tokio::test]
+async fn an_event_no_mapping_can_read_is_counted_and_the_rest_flows() {
+    let mut endpoint = Endpoint::start(|_| Answer::Status(200)).await;
+    let (seen, handler) = reports();
+    let exporter = OtlpExporter::builder(&endpoint.url)
+        .http(HttpOptions::new().gzip(false))
+        .on_report(handler)
+        .build()
+        .unwrap();
+    let bad = Event::new(
+        "01BAD",
+        "agent.idle",
+        "the day before",
+        "aep://h/agent/a",
+        "a",
+    );
+    let tp = Event::new(
+        "01TP",
+        "agent.idle",
+        "2026-07-03T10:00:00Z",
+        "aep://h/agent/a",
+        "a",
+    )
+    .with_traceparent("00-zz-yy-01");
+    let good = golden().remove(0);
+    let stats = exporter.run(stream::iter([bad, tp, good])).await;
+    assert_eq!((stats.events, stats.unmapped, stats.exported), (3, 2, 1));
+    let reports = seen.lock().unwrap();
+    assert!(
+        reports[0].contains("01BAD") && reports[0].contains("RFC 3339"),
+        "{reports:?}"
+    );
+    assert!(reports[1].contains("traceparent"), "{reports:?}");
+    assert_eq!(endpoint.drain().len(), 1);
+}
+
+#[tokio::test]
+async fn a_cloudevents_receiver_answering_500_is_retried_then_given_up() {
+    let mut endpoint = Endpoint::start(|_| Answer::Status(500)).await;
+    let sink = CeSink::builder(format!("{}/ce", endpoint.url))
+        .http(quick())
+        .build()
+        .unwrap();
+    let stats = sink.run(stream::iter(golden().into_iter().take(1))).await;
+    assert_eq!((stats.records, stats.failed, stats.exported), (1, 1, 0));
+    // An HTTP receiver's 500 may pass: the sink retried before giving up.
+    assert!(endpoint.drain().len() >= 2);
+}
+
+#[tokio::test]
+async fn an_extension_named_like_a_ce_attribute_is_refused_not_mangled() {
+    let mut endpoint = Endpoint::start(|_| Answer::Status(202)).await;
+    let (seen, handler) = reports();
+    let sink = CeSink::builder(&endpoint.url)
+        .mode(CeMode::Structured)
+        .on_report(handler)
+        .build()
+        .unwrap();
+    let clash: Event = r#"{"aep":"0.1","id":"1","type":"agent.idle","time":"2026-07-03T10:00:00Z","source":"aep://h/agent/a","agent":"a","aepsessionid":"s9"}"#.parse().unwrap();
+    let stats = sink.run(stream::iter([clash])).await;
+    assert_eq!((stats.unmapped, stats.records), (1, 0));
+    assert!(seen.lock().unwrap()[0].contains("aepsessionid"));
+    assert!(endpoint.drain().is_empty());
+}
+
+/// A relay that serves one SSE stream: a payload that is not an event, then a good one.
+async fn lying_relay(good: &Event) -> (String, tokio::task::JoinHandle<()>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let body = format!(
+        "data: {{\"aep\":\"0.1\",\"id\": not json\n\ndata: {}\n\n",
+        good.to_json()
+    );
+    let task = tokio::spawn(async move {
+        loop {
+            let Ok((mut socket, _)) = listener.accept().await else {
+                return;
+            };
+            let body = body.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut buf).await;
+                let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n\r\n";
+                let _ = socket.write_all(head.as_bytes()).await;
+                let _ = socket.write_all(body.as_bytes()).await;
+                tokio::time::sleep(Duration::from_secs(3600)).await;
+            });
+        }
+    });
+    (url, task)
+}
+
+#[tokio::test]
+async fn a_malformed_relay_event_is_counted_and_the_next_one_exported() {
+    let good = golden().remove(0);
+    let (relay, task) = lying_relay(&good).await;
+    let mut endpoint = Endpoint::start(|_| Answer::Status(200)).await;
+    let (seen, handler) = reports();
+    let exporter = OtlpExporter::builder(&endpoint.url)
+        .linger(Duration::ZERO)
+        .on_report(handler)
+        .build()
+        .unwrap();
+    let received = tokio::time::timeout(Duration::from_secs(10), endpoint.requests.recv());
+    let run = exporter.run_relay(&relay, SubscribeOptions::new(), received);
+    let stats = run.await;
+    task.abort();
+    assert_eq!((stats.unmapped, stats.exported), (1, 1), "{stats:?}");
+    assert!(seen.lock().unwrap()[0].contains("non-event"));
+}
+
+/// A disk that is full.
+struct FullDisk;
+
+impl tokio::io::AsyncWrite for FullDisk {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        _: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::task::Poll::Ready(Err(std::io::Error::other("no space left on device")))
+    }
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Err(std::io::Error::other("no space left on device")))
+    }
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+#[tokio::test]
+async fn a_full_disk_ends_the_ocsf_writer_with_an_io_error() {
+    let writer = OcsfWriter::new(FullDisk);
+    let result = writer.run(stream::iter(golden())).await;
+    assert!(matches!(result, Err(ExportError::Io(_))), "{result:?}");
+    let stats = writer.stats();
+    assert!(stats.failed >= 1 && stats.exported == 0, "{stats:?}");
+    assert_eq!(stats.pending(), 0, "nothing written is unaccounted for");
+}
+
+#[test]
+fn unbuildable_exporters_say_why() {
+    let err = OtlpExporter::builder("ftp://h:4318").build().unwrap_err();
+    assert!(err.to_string().contains("ftp"));
+    let err = CeSink::builder("http://h/ce")
+        .http(HttpOptions::new().header("x", "line\nbreak"))
+        .build()
+        .unwrap_err();
+    assert!(matches!(err, ExportError::Header(name) if name == "x"));
+}
