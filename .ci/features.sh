@@ -32,6 +32,8 @@ check $sdk --no-default-features --features http,sse,ws,native-tls    # the plat
 check $sdk --no-default-features --features testing           # test doubles only
 check $sdk --features testing,relay                           # a test suite with an embedded relay
 check $sdk --no-default-features --features relay             # an application embedding the relay
+check $sdk --no-default-features --features bridge,rustls     # a bridge into OTLP, CloudEvents, OCSF
+check $sdk --no-default-features --features bridge,native-tls  # the same on the platform TLS
 check $sdk --all-features
 
 # The crates underneath, for users who depend on them directly.
@@ -47,5 +49,8 @@ check aep-blocking --no-default-features --features ws
 check aep-testing
 check aep-testing --features relay
 check aep-relay
+check aep-bridge                                              # the mappings and the exporters
+check aep-bridge --no-default-features                        # the pure mappings only
+check aep-bridge --no-default-features --features export,native-tls
 
 printf '\nfeatures: every documented combination builds without a warning\n'

@@ -13,6 +13,7 @@
 //! | `aep::blocking` | `blocking` | the same API for synchronous code |
 //! | `aep::relay` | `relay` | the embeddable relay |
 //! | `aep::testing` | `testing` | relay-free test doubles |
+//! | `aep::bridge` | `bridge` | CloudEvents, OpenTelemetry (OTLP) and OCSF bridges and exporters (AEP-0005) |
 //!
 //! Transports: `http` (emit over HTTP), `sse` (subscribe over SSE), `ws` (WebSocket
 //! emit, subscribe and control); TLS: `rustls` (default) or `native-tls`. The default is
@@ -48,6 +49,7 @@
 //! - `blocking` (feature `blocking`): `aep-blocking`.
 //! - `relay` (feature `relay`): `aep-relay`.
 //! - `testing` (feature `testing`): `aep-testing`.
+//! - `bridge` (feature `bridge`): `aep-bridge`.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -77,6 +79,9 @@ pub use aep_async::{HttpSink, HttpSinkBuilder};
 #[cfg(feature = "blocking")]
 #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub use aep_blocking as blocking;
+#[cfg(feature = "bridge")]
+#[cfg_attr(docsrs, doc(cfg(feature = "bridge")))]
+pub use aep_bridge as bridge;
 #[cfg(feature = "relay")]
 #[cfg_attr(docsrs, doc(cfg(feature = "relay")))]
 pub use aep_relay as relay;
