@@ -222,53 +222,137 @@ pub struct Span {
 
 impl Span {
     /// The trace id.
+    ///
+    /// ```
+    /// # let span = aep_bridge::spans::SpanAssembler::new(Default::default())
+    /// #     .push(&aep_core::Event::new("1", "tool.denied", "2026-07-03T10:00:00Z", "s", "a").with_session("x"))?.remove(0);
+    /// assert_ne!(span.trace_id(), [0; 16]);
+    /// # Ok::<(), aep_bridge::MapError>(())
+    /// ```
     pub fn trace_id(&self) -> [u8; 16] {
         self.trace_id
     }
     /// The span id.
+    ///
+    /// ```
+    /// # let span = aep_bridge::spans::SpanAssembler::new(Default::default())
+    /// #     .push(&aep_core::Event::new("1", "tool.denied", "2026-07-03T10:00:00Z", "s", "a").with_session("x"))?.remove(0);
+    /// assert_ne!(span.span_id(), [0; 8]);
+    /// # Ok::<(), aep_bridge::MapError>(())
+    /// ```
     pub fn span_id(&self) -> [u8; 8] {
         self.span_id
     }
     /// The parent span, if any.
+    ///
+    /// ```
+    /// # let span = aep_bridge::spans::SpanAssembler::new(Default::default())
+    /// #     .push(&aep_core::Event::new("1", "tool.denied", "2026-07-03T10:00:00Z", "s", "a").with_session("x"))?.remove(0);
+    /// assert_eq!(span.parent_span_id(), None); // no run or session span was open
+    /// # Ok::<(), aep_bridge::MapError>(())
+    /// ```
     pub fn parent_span_id(&self) -> Option<[u8; 8]> {
         self.parent_span_id
     }
     /// The span name (`invoke_agent coder`, `execute_tool Bash`, `session coder`).
+    ///
+    /// ```
+    /// # let span = aep_bridge::spans::SpanAssembler::new(Default::default())
+    /// #     .push(&aep_core::Event::new("1", "tool.denied", "2026-07-03T10:00:00Z", "s", "a").with_session("x").with_subject("Bash"))?.remove(0);
+    /// assert_eq!(span.name(), "execute_tool Bash");
+    /// # Ok::<(), aep_bridge::MapError>(())
+    /// ```
     pub fn name(&self) -> &str {
         &self.name
     }
     /// The resource's `service.name`.
+    ///
+    /// ```
+    /// # let span = aep_bridge::spans::SpanAssembler::new(Default::default())
+    /// #     .push(&aep_core::Event::new("1", "tool.denied", "2026-07-03T10:00:00Z", "s", "a").with_session("x"))?.remove(0);
+    /// assert_eq!(span.service_name(), "a");
+    /// # Ok::<(), aep_bridge::MapError>(())
+    /// ```
     pub fn service_name(&self) -> &str {
         &self.service_name
     }
     /// The start event's `time`.
+    ///
+    /// ```
+    /// # let span = aep_bridge::spans::SpanAssembler::new(Default::default())
+    /// #     .push(&aep_core::Event::new("1", "tool.denied", "1970-01-01T00:00:02Z", "s", "a").with_session("x"))?.remove(0);
+    /// assert_eq!(span.start_time_unix_nano(), 2_000_000_000);
+    /// # Ok::<(), aep_bridge::MapError>(())
+    /// ```
     pub fn start_time_unix_nano(&self) -> u64 {
         self.start_time_unix_nano
     }
     /// The finish event's `time` (never before the start).
+    ///
+    /// ```
+    /// # let span = aep_bridge::spans::SpanAssembler::new(Default::default())
+    /// #     .push(&aep_core::Event::new("1", "tool.denied", "1970-01-01T00:00:02Z", "s", "a").with_session("x"))?.remove(0);
+    /// assert!(span.end_time_unix_nano() >= span.start_time_unix_nano());
+    /// # Ok::<(), aep_bridge::MapError>(())
+    /// ```
     pub fn end_time_unix_nano(&self) -> u64 {
         self.end_time_unix_nano
     }
     /// The attributes, in order.
+    ///
+    /// ```
+    /// # let span = aep_bridge::spans::SpanAssembler::new(Default::default())
+    /// #     .push(&aep_core::Event::new("1", "tool.denied", "2026-07-03T10:00:00Z", "s", "a").with_session("x"))?.remove(0);
+    /// assert_eq!(span.attributes().next().map(|(k, _)| k), Some("gen_ai.agent.name"));
+    /// # Ok::<(), aep_bridge::MapError>(())
+    /// ```
     pub fn attributes(&self) -> impl ExactSizeIterator<Item = (&str, &Value)> + '_ {
         self.attributes.iter().map(|(k, v)| (k.as_str(), v))
     }
     /// One attribute.
+    ///
+    /// ```
+    /// # let span = aep_bridge::spans::SpanAssembler::new(Default::default())
+    /// #     .push(&aep_core::Event::new("1", "tool.denied", "2026-07-03T10:00:00Z", "s", "a").with_session("x"))?.remove(0);
+    /// assert_eq!(span.attribute("gen_ai.operation.name"), Some(&serde_json::json!("execute_tool")));
+    /// # Ok::<(), aep_bridge::MapError>(())
+    /// ```
     pub fn attribute(&self, key: &str) -> Option<&Value> {
         self.attributes
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v)
     }
-    /// The span events.
+    /// The span events: the other events of the run or session while it was open.
+    ///
+    /// ```
+    /// # let span = aep_bridge::spans::SpanAssembler::new(Default::default())
+    /// #     .push(&aep_core::Event::new("1", "tool.denied", "2026-07-03T10:00:00Z", "s", "a").with_session("x"))?.remove(0);
+    /// assert!(span.events().is_empty());
+    /// # Ok::<(), aep_bridge::MapError>(())
+    /// ```
     pub fn events(&self) -> &[SpanEvent] {
         &self.events
     }
     /// The links.
+    ///
+    /// ```
+    /// # let span = aep_bridge::spans::SpanAssembler::new(Default::default())
+    /// #     .push(&aep_core::Event::new("1", "tool.denied", "2026-07-03T10:00:00Z", "s", "a").with_session("x"))?.remove(0);
+    /// assert!(span.links().is_empty());
+    /// # Ok::<(), aep_bridge::MapError>(())
+    /// ```
     pub fn links(&self) -> &[SpanLink] {
         &self.links
     }
     /// The status.
+    ///
+    /// ```
+    /// # let span = aep_bridge::spans::SpanAssembler::new(Default::default())
+    /// #     .push(&aep_core::Event::new("1", "tool.denied", "2026-07-03T10:00:00Z", "s", "a").with_session("x"))?.remove(0);
+    /// assert!(matches!(span.status(), aep_bridge::spans::SpanStatus::Error(_)));
+    /// # Ok::<(), aep_bridge::MapError>(())
+    /// ```
     pub fn status(&self) -> &SpanStatus {
         &self.status
     }

@@ -8,9 +8,20 @@ use serde_json::{json, Value};
 use crate::check::Check;
 
 /// The report's `tool` for this runner.
+///
+/// ```
+/// assert_eq!(aep_conformance::report::TOOL, "run-rs");
+/// ```
 pub const TOOL: &str = "run-rs";
 
 /// Builds the `aep-conformance-report` object, `formatVersion` 1.
+///
+/// ```
+/// use aep_conformance::{report, Check};
+/// let doc = report::report(&[Check::pass("a")], "2026-07-22T12:00:00.000Z", "2026-07-22T12:00:01.000Z");
+/// assert_eq!(doc["ok"], true);
+/// assert_eq!(doc["summary"]["total"], 1);
+/// ```
 pub fn report(checks: &[Check], started_at: &str, finished_at: &str) -> Value {
     let pass = checks.iter().filter(|c| c.pass).count();
     let fail = checks.len() - pass;
@@ -42,6 +53,10 @@ pub fn report(checks: &[Check], started_at: &str, finished_at: &str) -> Value {
 }
 
 /// Now, as an ISO 8601 UTC timestamp with milliseconds (`2026-07-22T12:00:00.000Z`).
+///
+/// ```
+/// assert!(aep_conformance::report::now().ends_with('Z'));
+/// ```
 pub fn now() -> String {
     let since = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -50,6 +65,10 @@ pub fn now() -> String {
 }
 
 /// Formats milliseconds since the Unix epoch (proleptic Gregorian calendar).
+///
+/// ```
+/// assert_eq!(aep_conformance::report::timestamp(0), "1970-01-01T00:00:00.000Z");
+/// ```
 pub fn timestamp(millis: u128) -> String {
     let secs = millis / 1000;
     let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);

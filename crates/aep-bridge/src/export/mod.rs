@@ -193,6 +193,11 @@ impl fmt::Display for ExportReport {
 }
 
 /// Where [`ExportReport`]s go.
+///
+/// ```
+/// let handler: aep_bridge::export::ReportHandler = std::sync::Arc::new(|r| eprintln!("{r}"));
+/// handler(aep_bridge::export::ExportReport::Dropped { records: 1 });
+/// ```
 pub type ReportHandler = Arc<dyn Fn(ExportReport) + Send + Sync>;
 
 /// Why an exporter could not be built, or a writer failed.
