@@ -1,5 +1,5 @@
 //! The exporters: ordinary AEP consumers (AEP-0005 §3.5) that read a relay through
-//! aep-async's [`subscribe`](aep_async::subscribe) (with the operator's attr-match
+//! aep-async's [`subscribe`](aep_async::subscribe()) (with the operator's attr-match
 //! filter), or any `Stream` of events, and feed another ecosystem.
 //!
 //! | exporter | writes | where |
