@@ -21,7 +21,7 @@ use std::process::ExitCode;
 
 use aep::bridge::export::{ExportStats, HttpOptions, OcsfWriter, OtlpExporter, Signals};
 use aep::bridge::CaptureLimit;
-use aep::core::Capture;
+use aep::protocol::Capture;
 use aep::{EmitOptions, Emitter, HttpSink, SubscribeOptions};
 use serde_json::json;
 
