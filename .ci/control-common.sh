@@ -1,7 +1,8 @@
 # Shared by .ci/control-live.sh and .ci/control-interop.sh: start relays and targets in
 # the background, wait until they are ready, and stop every one of them on exit.
+# The shared directory: AEP_SHARED, or ../shared beside the repository.
 shared=${AEP_SHARED:-$(cd "$(dirname "$0")/../.." && pwd)/shared}
-[ -d "$shared/tools" ] || shared=/work/shared
+[ -d "$shared/tools" ] || { echo "no shared tools at $shared/tools: set AEP_SHARED" >&2; exit 1; }
 pids=()
 logs=$(mktemp -d)
 cleanup() {

@@ -29,7 +29,8 @@
 //!   rate still measured about 5% below back to back; with 20, no different from it.
 //!
 //! The Rust relay runs in this process on its own runtime thread; the reference relay is
-//! `../shared/tools/reference-relay.sh`; the Python SDK is
+//! `../shared/tools/reference-relay.sh` (the shared directory is `AEP_SHARED`, by default
+//! `../shared` beside the workspace root); the Python SDK is
 //! `../shared/reference/python-sdk` (run with `python3` through
 //! `.ci/control-interop/py_bench.py`). The target is a Rust `ControlTarget`
 //! over the WebSocket sink that accepts at once.
@@ -99,10 +100,12 @@ fn parse() -> Result<Args, String> {
     Ok(a)
 }
 
+/// The shared directory: `AEP_SHARED`, or `../shared` beside the workspace root.
 fn shared() -> std::path::PathBuf {
-    std::env::var("AEP_SHARED")
-        .map(Into::into)
-        .unwrap_or_else(|_| "/work/shared".into())
+    match std::env::var_os("AEP_SHARED") {
+        Some(dir) => dir.into(),
+        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+    }
 }
 
 /// A relay for the duration of the bench: in-process Rust, or the reference child.

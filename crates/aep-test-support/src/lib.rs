@@ -2,6 +2,8 @@
 //! published).
 //!
 //! - [`events`]: events as parsed envelopes or as JSON values, and NDJSON bodies;
+//! - [`external`]: what a test needs beyond Cargo (the shared directory, Node, rustfmt),
+//!   and skipping, saying why, where it is missing;
 //! - [`http`]: posting events to a relay as a plain HTTP producer;
 //! - [`relay`]: the embedded relay on a port it holds for its whole life, so a test
 //!   can stop it and start it again on the same address without racing anyone for the
@@ -13,6 +15,7 @@
 #![allow(clippy::unwrap_used)]
 
 pub mod events;
+pub mod external;
 pub mod http;
 pub mod relay;
 pub mod servers;

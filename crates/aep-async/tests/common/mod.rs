@@ -3,12 +3,21 @@
 //! Scenarios are written against [`Relay`], so they run the same against the reference
 //! relay (Node, `../shared/tools/reference-relay.sh`, [`ReferenceRelay`]) and the embedded
 //! Rust relay ([`RustRelay`]); the scenarios themselves are in `scenarios.rs`.
+//!
+//! The reference relay needs what a clone of this repository alone does not have: the
+//! shared directory (`AEP_SHARED`, by default `../shared` beside the workspace root) and a
+//! working `node`. Without them its tests skip at once, saying so
+//! ([`ReferenceRelay::skip`]); with `AEP_REQUIRE_EXTERNAL=1` (as `.ci/run` sets) a skip
+//! is a failure instead.
 #![allow(dead_code, unused_imports, clippy::unwrap_used)]
 
 use std::net::TcpListener as StdListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::OnceLock;
 use std::time::Duration;
+
+use aep_test_support::external;
 
 /// A relay the scenarios can start, kill and restart on the same port.
 pub trait Relay: Send {
@@ -45,12 +54,27 @@ pub struct ReferenceRelay {
     child: Option<Child>,
 }
 
-fn script() -> PathBuf {
-    PathBuf::from(std::env::var("AEP_SHARED").unwrap_or_else(|_| "/work/shared".into()))
-        .join("tools/reference-relay.sh")
+const SCRIPT: &str = "tools/reference-relay.sh";
+
+/// What the reference relay lacks here, if anything: its script under the shared
+/// directory, or a `node` that runs. Probed once per test binary.
+fn reference_relay_missing() -> Option<&'static str> {
+    static MISSING: OnceLock<Option<String>> = OnceLock::new();
+    MISSING
+        .get_or_init(|| match external::shared_file(SCRIPT) {
+            Err(why) => Some(why),
+            Ok(_) => external::program_missing("node"),
+        })
+        .as_deref()
 }
 
 impl ReferenceRelay {
+    /// Whether the calling test must skip because the reference relay cannot run here
+    /// (see [`external::skip_for`]).
+    pub fn skip() -> bool {
+        external::skip_for(reference_relay_missing())
+    }
+
     pub async fn start(cfg: RelayConfig) -> Self {
         Self::start_on(free_port(), cfg).await
     }
@@ -74,7 +98,7 @@ impl ReferenceRelay {
 
     fn spawn(&mut self) {
         let mut cmd = Command::new("bash");
-        cmd.arg(script())
+        cmd.arg(external::shared_dir().join(SCRIPT))
             .arg(self.port.to_string())
             .arg(self.cfg.token.clone().unwrap_or_default())
             .arg(self.cfg.buffer.unwrap_or(10_000).to_string())
@@ -86,13 +110,25 @@ impl ReferenceRelay {
         self.child = Some(cmd.spawn().expect("start the reference relay"));
     }
 
-    pub async fn wait_ready(&self) {
+    pub async fn wait_ready(&mut self) {
         for _ in 0..400 {
             if tokio::net::TcpStream::connect(("127.0.0.1", self.port))
                 .await
                 .is_ok()
             {
                 return;
+            }
+            // A relay that exited will not come up: say so now, not after the whole wait.
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                panic!(
+                    "the reference relay exited ({status}) before listening on port {}; run {} by hand to see why",
+                    self.port,
+                    external::shared_dir().join(SCRIPT).display()
+                );
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -139,6 +175,11 @@ pub type Notices = aep_test_support::wait::Recorder;
 pub struct RustRelay(aep_test_support::relay::TestRelay);
 
 impl RustRelay {
+    /// Never: the embedded relay needs nothing beyond Cargo.
+    pub fn skip() -> bool {
+        false
+    }
+
     pub async fn start(cfg: RelayConfig) -> Self {
         let mut r = Self::stopped(cfg);
         r.start_now().await;
