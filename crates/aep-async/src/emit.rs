@@ -1,6 +1,7 @@
 //! Building envelopes for one producer: [`Emitter`] (agent-scoped events) and
 //! [`SessionEmitter`] (one per session, owning `(epoch, seq)`, AEP-0001 §7).
 
+use std::cell::Cell;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
@@ -138,6 +139,15 @@ fn source(host: &str, agent: &str, session: Option<&str>) -> String {
 /// because a relay is down: delivery trouble goes to the sink's error handler. Call
 /// [`Emitter::flush`] or [`Emitter::close`] to wait for delivery.
 ///
+/// **Two ways to emit.** [`emit`](SessionEmitter::emit) never waits: when a network
+/// sink's bounded queue is full it drops `debug`/`info` events first, counting and
+/// reporting every drop (AEP-0003 §8.4), which is what a producer that must not block
+/// wants. [`emit_wait`](SessionEmitter::emit_wait) (or [`reserve`](SessionEmitter::reserve)
+/// then [`EmitPermit::emit`]) waits for room instead, so a producer faster than the
+/// network goes at its pace and loses nothing; use it for bulk data. It fails rather than
+/// waits for ever: [`EmitError::Closed`] once the sink is closed,
+/// [`EmitError::Stalled`] once the sink has delivered nothing for its `give_up_after`.
+///
 /// `epoch` (AEP-0001 §7.2) must increase each time the producer restarts without
 /// durable `seq` state; the caller owns persisting it (default 0).
 ///
@@ -255,6 +265,66 @@ impl Emitter {
         data: impl Serialize,
         opts: EmitOptions,
     ) -> Result<Event, EmitError> {
+        self.emit_agent(event_type, &data, opts.attrs(), Hand::Queue)
+    }
+
+    /// Waits for room in the sink, then emits an agent-scoped event like
+    /// [`Emitter::emit`]: backpressure instead of dropping (see [`Emitter`]).
+    ///
+    /// Fails with [`EmitError::Closed`] once the sink is closed and with
+    /// [`EmitError::Stalled`] once it has delivered nothing for its `give_up_after`;
+    /// the event is then not emitted. With a sink that never drops (JSONL) it does not
+    /// wait.
+    ///
+    /// ```
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let path = std::env::temp_dir().join(format!("aep-emitter-wait-{}.jsonl", std::process::id()));
+    /// let emitter = aep_async::Emitter::new("coder", "host-a", aep_async::JsonlSink::open(&path)?);
+    /// let hb = emitter.emit_wait("agent.heartbeat", None::<()>).await?;
+    /// assert_eq!(hb.session(), None);
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
+    /// ```
+    pub async fn emit_wait(
+        &self,
+        event_type: &str,
+        data: impl Serialize,
+    ) -> Result<Event, EmitError> {
+        self.reserve().await?.emit(event_type, data)
+    }
+
+    /// Waits for room in the sink and holds it for one agent-scoped event, emitted with
+    /// [`EmitPermit::emit`] or [`EmitPermit::emit_with`]; dropping the permit unused
+    /// gives the room back. Fails as [`Emitter::emit_wait`] does.
+    ///
+    /// ```
+    /// use aep_async::EmitOptions;
+    /// use aep_core::Severity;
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let path = std::env::temp_dir().join(format!("aep-emitter-reserve-{}.jsonl", std::process::id()));
+    /// let emitter = aep_async::Emitter::new("coder", "host-a", aep_async::JsonlSink::open(&path)?);
+    /// let permit = emitter.reserve().await?;
+    /// let hb = permit.emit_with("agent.heartbeat", None::<()>, EmitOptions::new().severity(Severity::Debug))?;
+    /// assert_eq!(hb.severity(), Severity::Debug);
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
+    /// ```
+    pub async fn reserve(&self) -> Result<EmitPermit<'_>, EmitError> {
+        self.inner.sink.reserve().await?;
+        Ok(EmitPermit {
+            scope: Scope::Agent(self),
+            used: false,
+        })
+    }
+
+    /// Builds an agent-scoped event and hands it to the sink.
+    fn emit_agent(
+        &self,
+        event_type: &str,
+        data: &impl Serialize,
+        attrs: Attrs<'_>,
+        hand: Hand<'_>,
+    ) -> Result<Event, EmitError> {
         let ty = parse_type(event_type)?;
         if !ty.is_agent_scoped() {
             return Err(EmitError::Scope {
@@ -262,14 +332,14 @@ impl Emitter {
                 reason: "is session-scoped: emit it through Emitter::session(..)",
             });
         }
-        if opts.run.is_some() || opts.step.is_some() {
+        if attrs.run.is_some() || attrs.step.is_some() {
             return Err(EmitError::Scope {
                 event_type: event_type.to_owned(),
                 reason: "is agent-scoped and carries no run or step (AEP-0002 §4)",
             });
         }
-        let event = self.build(&self.inner.envelope, event_type, Some(&data), opts.attrs())?;
-        self.inner.sink.accept(&event)?;
+        let event = self.build(&self.inner.envelope, event_type, Some(data), attrs)?;
+        hand.over(&*self.inner.sink, &event)?;
         Ok(event)
     }
 
@@ -511,6 +581,62 @@ impl SessionEmitter {
         self.emit_attrs(event_type, Some(&data), opts.attrs())
     }
 
+    /// Waits for room in the sink, then emits like [`SessionEmitter::emit`]:
+    /// backpressure instead of dropping, for a producer that may be faster than the
+    /// network (see [`Emitter`]).
+    ///
+    /// Fails with [`EmitError::Closed`] once the sink is closed and with
+    /// [`EmitError::Stalled`] once it has delivered nothing for its `give_up_after`
+    /// (default 60 s); the event is then not emitted and takes no `seq`. With a sink that
+    /// never drops (JSONL) it does not wait.
+    ///
+    /// ```no_run
+    /// use aep_async::{Emitter, HttpSink};
+    /// use serde_json::json;
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let emitter = Emitter::new("coder", "host-a", HttpSink::builder("http://127.0.0.1:8787").build()?);
+    /// let session = emitter.session("s1");
+    /// for n in 0..100_000 {
+    ///     // as fast as the relay takes them, none dropped
+    ///     session.emit_wait("tool.called", json!({"tool": "bash", "n": n})).await?;
+    /// }
+    /// emitter.close().await;
+    /// assert_eq!(emitter.stats().dropped, 0);
+    /// # Ok(()) }
+    /// ```
+    pub async fn emit_wait(
+        &self,
+        event_type: &str,
+        data: impl Serialize,
+    ) -> Result<Event, EmitError> {
+        self.reserve().await?.emit(event_type, data)
+    }
+
+    /// Waits for room in the sink and holds it for one event of this session, emitted
+    /// with [`EmitPermit::emit`] or [`EmitPermit::emit_with`] (the `seq` is taken then,
+    /// not now); dropping the permit unused gives the room back. Fails as
+    /// [`SessionEmitter::emit_wait`] does.
+    ///
+    /// ```
+    /// use aep_async::{EmitOptions, Emitter, JsonlSink};
+    /// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+    /// # let path = std::env::temp_dir().join(format!("aep-session-reserve-{}.jsonl", std::process::id()));
+    /// let session = Emitter::new("a", "h", JsonlSink::open(&path)?).session("s");
+    /// let permit = session.reserve().await?;
+    /// let e = permit.emit_with("run.started", serde_json::json!({"trigger": "user"}), EmitOptions::new().run("r1"))?;
+    /// assert_eq!((e.seq(), e.run()), (Some(0), Some("r1")));
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
+    /// ```
+    pub async fn reserve(&self) -> Result<EmitPermit<'_>, EmitError> {
+        self.emitter.inner.sink.reserve().await?;
+        Ok(EmitPermit {
+            scope: Scope::Session(self),
+            used: false,
+        })
+    }
+
     /// [`emit_with`](Self::emit_with) from borrowed attributes; `data` `None` for no
     /// payload.
     pub(crate) fn emit_attrs(
@@ -518,6 +644,17 @@ impl SessionEmitter {
         event_type: &str,
         data: Option<&impl Serialize>,
         attrs: Attrs<'_>,
+    ) -> Result<Event, EmitError> {
+        self.emit_session(event_type, data, attrs, Hand::Queue)
+    }
+
+    /// Builds a session-scoped event, stamps the next `seq` and hands it to the sink.
+    fn emit_session(
+        &self,
+        event_type: &str,
+        data: Option<&impl Serialize>,
+        attrs: Attrs<'_>,
+        hand: Hand<'_>,
     ) -> Result<Event, EmitError> {
         if parse_type(event_type)?.is_agent_scoped() {
             return Err(EmitError::Scope {
@@ -532,7 +669,7 @@ impl SessionEmitter {
         event.set_epoch(Some(self.emitter.epoch()));
         let mut seq = self.seq.lock().unwrap_or_else(|p| p.into_inner());
         event.set_seq(Some(*seq));
-        self.emitter.inner.sink.accept(&event)?;
+        hand.over(&*self.emitter.inner.sink, &event)?;
         // A refused event leaves no hole: the counter only moves once the sink took it.
         *seq += 1;
         Ok(event)
@@ -544,6 +681,113 @@ impl SessionEmitter {
     /// re-acknowledges a retransmitted command (AEP-0004 §3).
     pub fn redeliver(&self, event: &Event) -> Result<(), EmitError> {
         self.emitter.inner.sink.accept(event)
+    }
+}
+
+/// How an event goes to the sink: queued (dropping under pressure), or into a place a
+/// reservation holds, noting that the place was handed over (and so is the sink's to
+/// account for, whatever `accept_reserved` answers).
+#[derive(Debug, Clone, Copy)]
+enum Hand<'a> {
+    Queue,
+    Reserved(&'a Cell<bool>),
+}
+
+impl Hand<'_> {
+    fn over(self, sink: &dyn Sink, event: &Event) -> Result<(), EmitError> {
+        match self {
+            Hand::Queue => sink.accept(event),
+            Hand::Reserved(handed) => {
+                handed.set(true);
+                sink.accept_reserved(event)
+            }
+        }
+    }
+}
+
+/// Who a permit emits for.
+#[derive(Debug, Clone, Copy)]
+enum Scope<'a> {
+    Agent(&'a Emitter),
+    Session(&'a SessionEmitter),
+}
+
+/// A place held in the sink for one event: what [`SessionEmitter::reserve`] and
+/// [`Emitter::reserve`] give once the sink has room. Emitting through it never drops
+/// anything to make room. Dropped unused, it gives the place back.
+///
+/// An event the permit emits is built like one from [`SessionEmitter::emit`] (or
+/// [`Emitter::emit`], for a permit of the emitter): same checks, same errors. An event
+/// refused before it reaches the sink (a malformed type, a payload that does not
+/// serialize) gives the place back.
+///
+/// ```
+/// use aep_async::{Emitter, JsonlSink};
+/// # tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(async {
+/// # let path = std::env::temp_dir().join(format!("aep-permit-doc-{}.jsonl", std::process::id()));
+/// let session = Emitter::new("a", "h", JsonlSink::open(&path)?).session("s");
+/// let permit = session.reserve().await?;
+/// drop(permit); // not used: the place goes back, no seq taken
+/// let e = session.reserve().await?.emit("session.started", serde_json::json!({}))?;
+/// assert_eq!(e.seq(), Some(0));
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(()) }).unwrap();
+/// ```
+#[must_use = "a permit holds a place in the sink until it emits or is dropped"]
+pub struct EmitPermit<'a> {
+    scope: Scope<'a>,
+    used: bool,
+}
+
+impl fmt::Debug for EmitPermit<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut d = f.debug_struct("EmitPermit");
+        match self.scope {
+            Scope::Agent(e) => d.field("agent", &e.agent()),
+            Scope::Session(s) => d.field("session", &s.session()),
+        };
+        d.finish()
+    }
+}
+
+impl EmitPermit<'_> {
+    /// Emits one event into the held place; `data` as in [`SessionEmitter::emit`].
+    pub fn emit(self, event_type: &str, data: impl Serialize) -> Result<Event, EmitError> {
+        self.emit_with(event_type, data, EmitOptions::default())
+    }
+
+    /// [`EmitPermit::emit`] with optional attributes.
+    pub fn emit_with(
+        mut self,
+        event_type: &str,
+        data: impl Serialize,
+        opts: EmitOptions,
+    ) -> Result<Event, EmitError> {
+        let handed = Cell::new(false);
+        let hand = Hand::Reserved(&handed);
+        let emitted = match self.scope {
+            Scope::Agent(e) => e.emit_agent(event_type, &data, opts.attrs(), hand),
+            Scope::Session(s) => s.emit_session(event_type, Some(&data), opts.attrs(), hand),
+        };
+        // Once handed over, the place is the sink's to account for; otherwise `Drop`
+        // gives it back.
+        self.used = handed.get();
+        emitted
+    }
+
+    fn sink(&self) -> &dyn Sink {
+        match self.scope {
+            Scope::Agent(e) => &*e.inner.sink,
+            Scope::Session(s) => &*s.emitter.inner.sink,
+        }
+    }
+}
+
+impl Drop for EmitPermit<'_> {
+    fn drop(&mut self) {
+        if !self.used {
+            self.sink().release();
+        }
     }
 }
 

@@ -321,4 +321,18 @@ pub enum EmitError {
     /// The sink was closed; the event was not accepted.
     #[error("the sink is closed; build a new one to emit again")]
     Closed,
+    /// A waiting emit ([`emit_wait`](crate::SessionEmitter::emit_wait),
+    /// [`reserve`](crate::SessionEmitter::reserve)) found the queue full while the sink
+    /// had delivered nothing for `idle`, as long as its retry policy allows
+    /// (`give_up_after` of the HTTP and WebSocket sinks): the relay is down or not
+    /// reading. The event was not accepted; what was queued before stays queued.
+    #[error(
+        "the sink's queue is full and it has delivered nothing for {idle:?}: the relay is \
+         down or not reading; the event was not accepted (try again later, emit without \
+         waiting to queue it with debug/info dropped first, or raise give_up_after)"
+    )]
+    Stalled {
+        /// How long the sink had delivered nothing.
+        idle: std::time::Duration,
+    },
 }

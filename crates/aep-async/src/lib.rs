@@ -25,9 +25,11 @@
 //!
 //! ## Layout
 //!
-//! - [`emit`]: [`Emitter`], [`SessionEmitter`], [`EmitOptions`].
+//! - [`emit`]: [`Emitter`], [`SessionEmitter`], [`EmitOptions`], [`EmitPermit`]
+//!   (`emit` never waits; `emit_wait` waits for room instead of dropping).
 //! - [`sink`]: the [`Sink`] trait; [`JsonlSink`], `HttpSink` (feature `http`), `WsSink`
-//!   (feature `ws`); the bounded outbox that drops `debug`/`info` first.
+//!   (feature `ws`); the bounded outbox that drops `debug`/`info` first, or makes a
+//!   waiting producer wait.
 //! - [`subscribe`](mod@subscribe): [`subscribe()`], [`SubscribeOptions`],
 //!   [`Subscription`], [`Notice`]: the event stream of AEP-0003 over SSE (feature `sse`)
 //!   or WebSocket (feature `ws`, with `subscribe::ws::WsConnection` to multiplex).
@@ -65,7 +67,7 @@ pub use aep_core::resume::ResumePosition;
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub use control::ControlClient;
 pub use control::{ControlError, ControlSender, ControlTarget};
-pub use emit::{EmitOptions, Emitter, EmitterBuilder, SessionEmitter};
+pub use emit::{EmitOptions, EmitPermit, Emitter, EmitterBuilder, SessionEmitter};
 pub use error::{EmitError, TransportError, TransportErrorKind};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
@@ -73,7 +75,9 @@ pub use sink::http::{HttpSink, HttpSinkBuilder};
 #[cfg(feature = "ws")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub use sink::ws::{CommandHook, WsSink, WsSinkBuilder};
-pub use sink::{DeliveryReport, DeliveryStats, JsonlSink, ReportHandler, Sink, SinkFuture};
+pub use sink::{
+    DeliveryReport, DeliveryStats, JsonlSink, ReportHandler, ReserveFuture, Sink, SinkFuture,
+};
 #[cfg(any(feature = "sse", feature = "ws"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "sse", feature = "ws"))))]
 pub use subscribe::subscribe;
@@ -106,6 +110,7 @@ const _: () = {
     }
     const fn assert_send<T: Send>() {}
     assert_send::<Subscription>();
+    assert_send::<EmitPermit<'static>>();
     assert_send::<lifecycle::Subscriber>();
     #[cfg(feature = "ws")]
     assert_send::<lifecycle::RemoteSubscriber>();

@@ -9,7 +9,7 @@ use tracing::Instrument;
 
 use super::{
     default_handler, AbandonGuard, Batch, DeliveryReport, DeliveryStats, Outbox, ReportHandler,
-    Sink, SinkFuture,
+    ReserveFuture, Sink, SinkFuture,
 };
 use crate::error::{EmitError, TransportError};
 
@@ -80,8 +80,9 @@ impl HttpSinkBuilder {
         self.linger = d;
         self
     }
-    /// Bound of the queue in events (default 10 000); beyond it `debug`/`info` are
-    /// dropped first (AEP-0003 §8.4).
+    /// Bound of the queue in events (default 10 000). When it is full, `accept` (and
+    /// `emit`) drops `debug`/`info` first (AEP-0003 §8.4), while
+    /// [`reserve`](Sink::reserve) (and `emit_wait`) waits for room.
     pub fn queue_capacity(mut self, n: usize) -> Self {
         self.queue_capacity = n.max(1);
         self
@@ -100,7 +101,10 @@ impl HttpSinkBuilder {
     }
     /// How long one batch keeps being retried before it is given up and reported
     /// (default 60 s; `None` retries until it succeeds). This also bounds how long
-    /// `close()` can wait on a relay that never comes back.
+    /// `close()` can wait on a relay that never comes back, and how long the waiting
+    /// path ([`reserve`](Sink::reserve), `emit_wait`) waits on a full queue while
+    /// nothing is delivered: past it, the relay counts as gone and the wait fails with
+    /// [`EmitError::Stalled`] (with `None`, it waits for as long as the sink retries).
     pub fn give_up_after(mut self, d: Option<Duration>) -> Self {
         self.give_up_after = d;
         self
@@ -132,7 +136,8 @@ impl HttpSinkBuilder {
         };
         let outbox = Arc::new(
             Outbox::new(self.queue_capacity, self.report.clone())
-                .wake_at(self.max_batch, self.max_batch_bytes),
+                .wake_at(self.max_batch, self.max_batch_bytes)
+                .patience(self.give_up_after),
         );
         let endpoint = format!("{}/events", self.base.trim_end_matches('/'));
         let worker = Worker {
@@ -155,8 +160,11 @@ impl HttpSinkBuilder {
 /// - Network failures (timeouts included) and 5xx are retried with the same bytes, so
 ///   the same ids, with exponential backoff; a 4xx is final. Both are reported to the
 ///   handler ([`DeliveryReport`]); the emitting call never fails because of them.
-/// - When the queue is full, `debug`/`info` events are dropped first, every drop counted
-///   ([`DeliveryStats::dropped`]) and reported (AEP-0003 §8.4).
+/// - When the queue is full, `accept` drops `debug`/`info` events first, every drop
+///   counted ([`DeliveryStats::dropped`]) and reported, one report per burst (AEP-0003
+///   §8.4); [`reserve`](Sink::reserve) (what `emit_wait` uses) waits for room instead,
+///   and fails with [`EmitError::Stalled`] once nothing has been delivered for
+///   `give_up_after` (see [`HttpSinkBuilder::give_up_after`]).
 ///
 /// **Drop:** dropping the last handle closes the sink; the background task keeps
 /// delivering what was accepted (with retries, up to `give_up_after`) for as long as the
@@ -214,6 +222,15 @@ impl Drop for HttpSink {
 impl Sink for HttpSink {
     fn accept(&self, event: &Event) -> Result<(), EmitError> {
         self.outbox.push(event)
+    }
+    fn reserve(&self) -> ReserveFuture<'_> {
+        Box::pin(self.outbox.reserve())
+    }
+    fn accept_reserved(&self, event: &Event) -> Result<(), EmitError> {
+        self.outbox.push_reserved(event, None)
+    }
+    fn release(&self) {
+        self.outbox.release();
     }
     fn flush(&self) -> SinkFuture<'_> {
         Box::pin(self.outbox.flush())
@@ -295,7 +312,7 @@ impl Worker {
             {
                 tracing::warn!(%error, events, attempt, "giving up on batch");
                 (self.outbox.report)(DeliveryReport::GaveUp { error, events });
-                self.outbox.settle(0, events as u64);
+                self.outbox.give_up(events as u64);
                 return;
             }
             tracing::info!(%error, events, attempt, ?delay, "batch failed; retrying with the same ids");

@@ -4,8 +4,18 @@
 //! - `HttpSink` (feature `http`): batched NDJSON `POST {base}/events` (AEP-0003 §3.2).
 //! - `WsSink` (feature `ws`): the WebSocket binding as an emitter (AEP-0003 §3.5).
 //!
-//! The network sinks share one outbox: a bounded queue that, when full, drops `debug`
-//! and `info` events first and counts every drop (AEP-0003 §8.4).
+//! The network sinks share one outbox: a bounded queue with the two policies AEP-0003
+//! §8.4 allows an emitter's buffer.
+//!
+//! - **Drop** (the default, [`Sink::accept`], what `emit` uses): never waits; when the
+//!   queue is full, `debug` and `info` events go first, every drop is counted at once in
+//!   [`DeliveryStats::dropped`] and reported coalesced, one
+//!   [`DeliveryReport::Dropped`] per burst with its count.
+//! - **Wait** ([`Sink::reserve`], what `emit_wait` and `reserve` on the emitters use):
+//!   waits for a place in the queue, so a producer faster than the network is slowed to
+//!   its pace and loses nothing. It fails with [`EmitError::Closed`] once the sink is
+//!   closed and with [`EmitError::Stalled`] once the sink has delivered nothing for as
+//!   long as its retry policy allows (`give_up_after`), instead of waiting for ever.
 
 use std::fmt;
 use std::future::Future;
@@ -34,6 +44,9 @@ pub mod ws;
 
 /// A boxed future returned by [`Sink`] methods.
 pub type SinkFuture<'a> = Pin<Box<dyn Future<Output = ()> + Send + 'a>>;
+
+/// The boxed future of [`Sink::reserve`]: `Ok` once a place is held.
+pub type ReserveFuture<'a> = Pin<Box<dyn Future<Output = Result<(), EmitError>> + Send + 'a>>;
 
 /// Destination of finished events.
 ///
@@ -74,6 +87,28 @@ pub trait Sink: Send + Sync + fmt::Debug + 'static {
     fn stats(&self) -> DeliveryStats {
         DeliveryStats::default()
     }
+    /// Waits until the sink can take one more event without dropping any, and holds
+    /// that place (AEP-0003 §8.4's "block" rather than "drop"). Each `Ok` must be
+    /// followed by exactly one [`accept_reserved`](Sink::accept_reserved) or
+    /// [`release`](Sink::release): the emitters' [`EmitPermit`](crate::EmitPermit)
+    /// does this, so call those instead. Dropping the future before it resolves holds
+    /// nothing.
+    ///
+    /// Fails with [`EmitError::Closed`] once the sink is closed, and, for the network
+    /// sinks, with [`EmitError::Stalled`] once they have delivered nothing for their
+    /// `give_up_after` while events wait. The default, for sinks that never drop (JSONL,
+    /// test sinks), resolves at once.
+    fn reserve(&self) -> ReserveFuture<'_> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+    /// [`accept`](Sink::accept) into the place [`reserve`](Sink::reserve) held, which
+    /// it uses up whatever the outcome. Defaults to `accept`.
+    fn accept_reserved(&self, event: &Event) -> Result<(), EmitError> {
+        self.accept(event)
+    }
+    /// Gives back a place [`reserve`](Sink::reserve) held and nothing used. Defaults to
+    /// nothing.
+    fn release(&self) {}
 }
 
 /// What a sink did with the events it accepted.
@@ -106,9 +141,9 @@ impl DeliveryStats {
 /// A delivery problem, reported to the sink's handler; the emitting call never sees it.
 ///
 /// ```
-/// use aep_async::DeliveryReport;
-/// let r = DeliveryReport::Dropped { severity: aep_core::Severity::Debug, total: 1 };
-/// assert!(r.to_string().contains("dropped"));
+/// use aep_async::{DeliveryReport, TransportError};
+/// let r = DeliveryReport::GaveUp { error: TransportError::network_msg("refused"), events: 3 };
+/// assert_eq!(r.to_string(), "gave up on 3 events (network: refused)");
 /// ```
 #[derive(Debug)]
 #[non_exhaustive]
@@ -136,10 +171,17 @@ pub enum DeliveryReport {
         /// Events in the batch.
         events: usize,
     },
-    /// The bounded queue dropped an event under pressure (AEP-0003 §8.4).
+    /// The bounded queue dropped events under pressure (AEP-0003 §8.4). Drops are
+    /// counted at once in [`DeliveryStats::dropped`] and reported coalesced: one report
+    /// per burst, at most one a second, and any left when the sink is flushed, closed or
+    /// idle (the end of the burst). The `events` of all reports add up to `dropped`.
+    #[non_exhaustive]
     Dropped {
-        /// Severity of the dropped event (`debug`/`info` go first).
-        severity: Severity,
+        /// Events dropped since the previous report.
+        events: u64,
+        /// The most severe of them (`debug`/`info` go first; anything above means the
+        /// queue held nothing droppable).
+        most_severe: Severity,
         /// Drops so far on this sink.
         total: u64,
     },
@@ -173,10 +215,16 @@ impl fmt::Display for DeliveryReport {
             DeliveryReport::GaveUp { error, events } => {
                 write!(f, "gave up on {events} events ({error})")
             }
-            DeliveryReport::Dropped { severity, total } => {
+            DeliveryReport::Dropped {
+                events,
+                most_severe,
+                total,
+            } => {
+                let s = if *events == 1 { "" } else { "s" };
                 write!(
                     f,
-                    "queue full: dropped a {severity} event ({total} dropped so far)"
+                    "queue full: dropped {events} event{s}, the most severe {most_severe} \
+                     ({total} dropped so far; emit_wait waits for room instead)"
                 )
             }
             DeliveryReport::Abandoned { events } => {

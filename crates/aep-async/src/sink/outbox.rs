@@ -11,15 +11,25 @@
 //! growing buffer, because a buffer that had runs split off it copies everything still
 //! queued when it next grows: with a backlog (an emitter faster than its relay) that is
 //! a copy of the backlog per batch.
+//!
+//! Two ways in. `push` never waits: a full queue drops `debug`/`info` first (AEP-0003
+//! §8.4), counting every drop at once and reporting them coalesced, one report per burst
+//! ([`DeliveryReport::Dropped`]). `reserve` then `push_reserved` waits for room instead
+//! (the "block" of §8.4's block-or-drop): a reservation holds one place, which a `push`
+//! counts as taken, so a reserved push never drops anything. A reservation fails rather
+//! than waits forever: at close, and once the sink has delivered nothing for its
+//! `patience` while events wait (its endpoint down or not reading).
 
 use std::cell::Cell;
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use aep_core::{Event, Severity};
 use bytes::{Bytes, BytesMut};
 use tokio::sync::{watch, Notify};
+use tokio::time::Instant;
 
 use super::{DeliveryReport, DeliveryStats, ReportHandler};
 use crate::error::EmitError;
@@ -35,6 +45,10 @@ const CHUNK_MAX: usize = 1024 * 1024;
 
 /// The scratch kept between pushes, at most.
 const SCRATCH_KEEP: usize = 64 * 1024;
+
+/// Drops are reported at most this often: one report per burst, with a count, rather than
+/// one per event.
+const DROP_REPORT_INTERVAL: Duration = Duration::from_secs(1);
 
 thread_local! {
     /// Where `push` serializes before taking the lock, so the lock is held for a copy,
@@ -117,6 +131,15 @@ impl Batch {
     }
 }
 
+/// Drops counted but not yet reported: the report of a burst.
+#[derive(Debug, Clone, Copy)]
+struct UnreportedDrops {
+    events: u64,
+    most_severe: Severity,
+    /// When the report is due (the first drop of the burst plus the interval).
+    due: Instant,
+}
+
 #[derive(Debug, Default)]
 struct OutboxState {
     /// The queued lines' bytes, back to back in acceptance order, across chunks (a line
@@ -134,12 +157,62 @@ struct OutboxState {
     stats: DeliveryStats,
     closed: bool,
     urgent: bool,
+    /// Places held by reservations not yet used or released; a `push` counts them as
+    /// taken.
+    reserved: usize,
+    unreported: Option<UnreportedDrops>,
+    /// While events are pending: since when the endpoint has settled none of them
+    /// (delivered, or refused by the endpoint itself); `None` with nothing pending.
+    idle_since: Option<Instant>,
+}
+
+/// What one push did.
+struct Enqueued {
+    /// An event (this one or an older one) was dropped to make room.
+    dropped: bool,
+    /// The burst's drop report, if it is due.
+    report: Option<DeliveryReport>,
+    /// The delivery task should be woken.
+    wake: bool,
 }
 
 impl OutboxState {
     /// Lines dropped but still held as items, until taken or compacted away.
     fn dead(&self) -> usize {
         self.items.len() - self.live
+    }
+
+    /// Counts one drop toward the burst's report.
+    fn note_drop(&mut self, severity: Severity) {
+        self.stats.dropped += 1;
+        match &mut self.unreported {
+            Some(u) => {
+                u.events += 1;
+                u.most_severe = u.most_severe.max(severity);
+            }
+            None => {
+                self.unreported = Some(UnreportedDrops {
+                    events: 1,
+                    most_severe: severity,
+                    due: Instant::now() + DROP_REPORT_INTERVAL,
+                });
+            }
+        }
+    }
+
+    /// The drops to report now: all of them with `force`, else those of a burst whose
+    /// interval has passed.
+    fn drops_to_report(&mut self, force: bool) -> Option<DeliveryReport> {
+        let u = self.unreported?;
+        if !force && Instant::now() < u.due {
+            return None;
+        }
+        self.unreported = None;
+        Some(DeliveryReport::Dropped {
+            events: u.events,
+            most_severe: u.most_severe,
+            total: self.stats.dropped,
+        })
     }
 }
 
@@ -148,10 +221,14 @@ pub(crate) struct Outbox {
     state: Mutex<OutboxState>,
     capacity: usize,
     wake: Notify,
+    /// Woken when places come free (a take, a released reservation) and at close.
+    room: Notify,
     settled: watch::Sender<u64>,
     pub(crate) report: ReportHandler,
     wake_events: usize,
     wake_bytes: usize,
+    /// How long a reservation waits on a sink that delivers nothing; `None`: for ever.
+    patience: Option<Duration>,
 }
 
 impl fmt::Debug for Outbox {
@@ -169,11 +246,20 @@ impl Outbox {
             state: Mutex::new(OutboxState::default()),
             capacity: capacity.max(1),
             wake: Notify::new(),
+            room: Notify::new(),
             settled: watch::channel(0).0,
             report,
             wake_events: 1,
             wake_bytes: usize::MAX,
+            patience: None,
         }
+    }
+
+    /// How long [`reserve`](Self::reserve) waits while the sink delivers nothing before
+    /// it fails with [`EmitError::Stalled`] (`None`: for ever).
+    pub(crate) fn patience(mut self, patience: Option<Duration>) -> Self {
+        self.patience = patience;
+        self
     }
 
     /// Wake the delivery task only when the queue becomes non-empty or reaches a full
@@ -204,52 +290,91 @@ impl Outbox {
         event: &Event,
         claim: Option<Claim>,
     ) -> Result<(), EmitError> {
+        self.push_line(event, claim, false)
+    }
+
+    /// [`push_claiming`](Self::push_claiming) into the place a [`reserve`](Self::reserve)
+    /// held, which it uses up whatever the outcome: nothing is dropped to make room.
+    pub(crate) fn push_reserved(
+        &self,
+        event: &Event,
+        claim: Option<Claim>,
+    ) -> Result<(), EmitError> {
+        self.push_line(event, claim, true)
+    }
+
+    fn push_line(
+        &self,
+        event: &Event,
+        claim: Option<Claim>,
+        reserved: bool,
+    ) -> Result<(), EmitError> {
         let mut line = SCRATCH.try_with(Cell::take).unwrap_or_default();
         line.clear();
         event.write_json(&mut line);
         line.push(b'\n');
-        let pushed = self.enqueue(&line, event.severity(), claim);
+        let pushed = self.enqueue(&line, event.severity(), claim, reserved);
         // one huge event should not pin its size for the thread's lifetime
         if line.capacity() <= SCRATCH_KEEP {
             let _ = SCRATCH.try_with(|s| s.set(line));
         }
-        let (dropped, wake) = pushed?;
-        self.settle_report(dropped);
+        let Enqueued {
+            dropped,
+            report,
+            wake,
+        } = pushed?;
+        if dropped {
+            // Settled at once, so that a flush does not wait for it; only its report
+            // waits, to be coalesced with the rest of the burst.
+            self.settled.send_modify(|n| *n += 1);
+        }
+        self.send_report(report);
         if wake {
             self.wake.notify_one();
         }
         Ok(())
     }
 
-    /// Queues one serialized line (ending in `\n`); returns the drop to report, if any,
-    /// and whether to wake the delivery task.
-    #[allow(clippy::type_complexity)]
+    /// Queues one serialized line (ending in `\n`).
     fn enqueue(
         &self,
         line: &[u8],
         severity: Severity,
         claim: Option<Claim>,
-    ) -> Result<(Option<(Severity, u64)>, bool), EmitError> {
+        reserved: bool,
+    ) -> Result<Enqueued, EmitError> {
         let mut st = self.lock();
+        if reserved {
+            st.reserved = st.reserved.saturating_sub(1);
+        }
         if st.closed {
             return Err(EmitError::Closed);
         }
         st.stats.accepted += 1;
-        let mut dropped = None;
-        if st.live >= self.capacity {
+        let mut dropped = false;
+        // A held reservation counts as taken, so a reserved push always finds room.
+        if st.live + st.reserved >= self.capacity {
             let queued = match Self::drop_oldest_droppable(&mut st) {
                 Some(sev) => Some(sev),
                 None if severity.is_droppable() => None,
                 // Nothing droppable anywhere: the oldest event goes, and is reported,
                 // never silently (AEP-0003 §8.4).
-                None => Some(Self::drop_oldest(&mut st).unwrap_or(severity)),
+                None => Self::drop_oldest(&mut st),
             };
-            st.stats.dropped += 1;
-            let total = st.stats.dropped;
             match queued {
-                Some(sev) => dropped = Some((sev, total)),
-                None => return Ok((Some((severity, total)), false)),
+                Some(sev) => st.note_drop(sev),
+                // The new event is the one to go: it is droppable while nothing queued
+                // is, or every place is held by a reservation.
+                None => {
+                    st.note_drop(severity);
+                    return Ok(Enqueued {
+                        dropped: true,
+                        report: st.drops_to_report(false),
+                        wake: false,
+                    });
+                }
             }
+            dropped = true;
             Self::compact_if_sparse(&mut st);
         }
         let abs = st.head + st.items.len() as u64;
@@ -275,16 +400,86 @@ impl Outbox {
             live: true,
             claim,
         });
+        if st.idle_since.is_none() {
+            st.idle_since = Some(Instant::now());
+        }
         let wake = st.live == 1 || st.live >= self.wake_events || st.bytes >= self.wake_bytes;
-        Ok((dropped, wake))
+        let report = if dropped {
+            st.drops_to_report(false)
+        } else {
+            None
+        };
+        Ok(Enqueued {
+            dropped,
+            report,
+            wake,
+        })
     }
 
-    fn settle_report(&self, dropped: Option<(Severity, u64)>) {
-        if let Some((severity, total)) = dropped {
-            tracing::debug!(%severity, total, "outbox full: dropped an event (AEP-0003 §8.4)");
-            (self.report)(DeliveryReport::Dropped { severity, total });
-            self.settled.send_modify(|n| *n += 1);
+    /// Hands a coalesced drop report to the handler (outside the lock).
+    fn send_report(&self, report: Option<DeliveryReport>) {
+        if let Some(report) = report {
+            tracing::debug!(%report, "outbox full (AEP-0003 §8.4)");
+            (self.report)(report);
         }
+    }
+
+    /// Reports the drops not yet reported: all of them with `force`, else those whose
+    /// burst has lasted the report interval.
+    fn report_drops(&self, force: bool) {
+        let report = self.lock().drops_to_report(force);
+        self.send_report(report);
+    }
+
+    /// Waits until the queue has a place for one more event that no reservation holds,
+    /// and holds it for [`push_reserved`](Self::push_reserved) (or [`release`](Self::release)).
+    ///
+    /// Fails with [`EmitError::Closed`] once the sink is closed, and with
+    /// [`EmitError::Stalled`] when it would wait while the sink has settled nothing for
+    /// its `patience`. Cancel-safe: a future dropped before it resolves holds nothing.
+    pub(crate) async fn reserve(&self) -> Result<(), EmitError> {
+        loop {
+            // Registered before the state is read: a place freed in between still wakes.
+            let room = self.room.notified();
+            let deadline = {
+                let mut st = self.lock();
+                if st.closed {
+                    return Err(EmitError::Closed);
+                }
+                if st.live + st.reserved < self.capacity {
+                    st.reserved += 1;
+                    return Ok(());
+                }
+                // Waiting on the endpoint (events pending), not only on reservations.
+                let since = st.idle_since.filter(|_| st.stats.pending() > 0);
+                match (self.patience, since) {
+                    (Some(patience), Some(since)) => {
+                        let idle = Instant::now().saturating_duration_since(since);
+                        if idle >= patience {
+                            return Err(EmitError::Stalled { idle });
+                        }
+                        Some(since + patience)
+                    }
+                    _ => None,
+                }
+            };
+            match deadline {
+                // Woken or not, the state is read again: progress moves the deadline.
+                Some(at) => {
+                    let _ = tokio::time::timeout_at(at, room).await;
+                }
+                None => room.await,
+            }
+        }
+    }
+
+    /// Gives back a place [`reserve`](Self::reserve) held and no push used.
+    pub(crate) fn release(&self) {
+        {
+            let mut st = self.lock();
+            st.reserved = st.reserved.saturating_sub(1);
+        }
+        self.room.notify_waiters();
     }
 
     /// Marks a live item dead; its bytes stay in the buffer until taken or compacted.
@@ -463,6 +658,12 @@ impl Outbox {
         if st.live == 0 {
             st.urgent = false;
         }
+        let report = st.drops_to_report(false);
+        drop(st);
+        if taken > 0 {
+            self.room.notify_waiters();
+        }
+        self.send_report(report);
         Batch { body, ends, claims }
     }
 
@@ -472,14 +673,26 @@ impl Outbox {
         (st.live, st.bytes, st.closed, st.urgent)
     }
 
+    /// Resolves once there are events to take or the sink is closed. Meanwhile, the
+    /// last report of a burst of drops is made when it falls due.
     pub(crate) async fn wait_for_work(&self) {
         loop {
             let notified = self.wake.notified();
-            let (live, _, closed, _) = self.level();
-            if live > 0 || closed {
-                return;
+            let due = {
+                let st = self.lock();
+                if st.live > 0 || st.closed {
+                    return;
+                }
+                st.unreported.map(|u| u.due)
+            };
+            match due {
+                Some(at) => {
+                    if tokio::time::timeout_at(at, notified).await.is_err() {
+                        self.report_drops(false);
+                    }
+                }
+                None => notified.await,
             }
-            notified.await;
         }
     }
 
@@ -489,21 +702,36 @@ impl Outbox {
         self.wake.notified()
     }
 
+    /// Settles events the endpoint answered for: `delivered`, or `rejected` by the
+    /// endpoint itself (a 4xx). Either is progress: the endpoint is there.
     pub(crate) fn settle(&self, delivered: u64, rejected: u64) {
         {
             let mut st = self.lock();
             st.stats.delivered += delivered;
             st.stats.rejected += rejected;
+            if delivered + rejected > 0 {
+                st.idle_since = (st.stats.pending() > 0).then(Instant::now);
+            }
         }
         self.settled.send_modify(|n| *n += delivered + rejected);
     }
 
+    /// Settles events given up on (retries out of time): lost, counted as rejected, and
+    /// no progress, so a sink that only gives up stays idle for [`reserve`](Self::reserve).
+    #[cfg(feature = "http")]
+    pub(crate) fn give_up(&self, events: u64) {
+        self.lock().stats.rejected += events;
+        self.settled.send_modify(|n| *n += events);
+    }
+
     pub(crate) async fn flush(&self) {
-        let target = {
+        let (target, report) = {
             let mut st = self.lock();
             st.urgent = true;
-            st.stats.accepted
+            (st.stats.accepted, st.drops_to_report(true))
         };
+        // Drops are settled already: their report comes before the flush returns.
+        self.send_report(report);
         self.wake.notify_one();
         let mut rx = self.settled.subscribe();
         let _ = rx.wait_for(|&n| n >= target).await;
@@ -517,11 +745,13 @@ impl Outbox {
     pub(crate) fn mark_closed(&self) {
         self.lock().closed = true;
         self.wake.notify_one();
+        // Reservations waiting for room fail now: nothing more will be accepted.
+        self.room.notify_waiters();
     }
 
     /// Reports what is left when the delivery task is torn down by the runtime.
     pub(crate) fn abandon(&self) {
-        let left = {
+        let (left, drops) = {
             let mut st = self.lock();
             let left = st.live as u64;
             st.items.clear();
@@ -530,8 +760,13 @@ impl Outbox {
             st.live = 0;
             st.bytes = 0;
             st.stats.rejected += left;
-            left
+            // Nothing will deliver any more: refuse from now on rather than queue for
+            // nobody, and let waiting reservations fail instead of waiting for ever.
+            st.closed = true;
+            (left, st.drops_to_report(true))
         };
+        self.room.notify_waiters();
+        self.send_report(drops);
         if left > 0 {
             (self.report)(DeliveryReport::Abandoned { events: left });
             self.settled.send_modify(|n| *n += left);
@@ -602,18 +837,27 @@ mod tests {
         .with_severity(sev)
     }
 
+    /// The `Dropped` reports a handler received: (events, most severe, total).
+    fn drop_log() -> (ReportHandler, Arc<Mutex<Vec<(u64, Severity, u64)>>>) {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let handler: ReportHandler = Arc::new(move |r| {
+            if let DeliveryReport::Dropped {
+                events,
+                most_severe,
+                total,
+            } = r
+            {
+                log.lock().unwrap().push((events, most_severe, total));
+            }
+        });
+        (handler, seen)
+    }
+
     #[test]
     fn full_queue_drops_debug_info_first_and_counts() {
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let s2 = seen.clone();
-        let outbox = Outbox::new(
-            3,
-            Arc::new(move |r| {
-                if let DeliveryReport::Dropped { severity, .. } = r {
-                    s2.lock().unwrap().push(severity);
-                }
-            }),
-        );
+        let (handler, seen) = drop_log();
+        let outbox = Outbox::new(3, handler);
         outbox.push(&ev(0, Severity::Notice)).unwrap();
         outbox.push(&ev(1, Severity::Info)).unwrap();
         outbox.push(&ev(2, Severity::Error)).unwrap();
@@ -625,9 +869,187 @@ mod tests {
             .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
             .collect();
         assert_eq!(kept, vec![0, 2, 3]);
-        assert_eq!(*seen.lock().unwrap(), vec![Severity::Info, Severity::Debug]);
         let stats = outbox.stats();
-        assert_eq!((stats.accepted, stats.dropped), (5, 2));
+        assert_eq!((stats.accepted, stats.dropped), (5, 2), "counted at once");
+        assert!(
+            seen.lock().unwrap().is_empty(),
+            "reported per burst, not per drop"
+        );
+        outbox.report_drops(true);
+        assert_eq!(*seen.lock().unwrap(), vec![(2, Severity::Info, 2)]);
+    }
+
+    /// A burst of drops is one report a second with its count, and its tail is reported
+    /// when the delivery task next waits for work: the counts add up to every drop.
+    #[tokio::test(start_paused = true)]
+    async fn drop_reports_coalesce_per_burst() {
+        let (handler, seen) = drop_log();
+        let outbox = Arc::new(Outbox::new(1, handler));
+        for i in 0..500 {
+            outbox.push(&ev(i, Severity::Info)).unwrap();
+        }
+        assert!(seen.lock().unwrap().is_empty());
+        tokio::time::advance(DROP_REPORT_INTERVAL).await;
+        for i in 500..1_000 {
+            outbox.push(&ev(i, Severity::Info)).unwrap();
+        }
+        // the first drop past the interval reports the burst so far
+        assert_eq!(*seen.lock().unwrap(), vec![(500, Severity::Info, 500)]);
+        assert_eq!(outbox.take(10, usize::MAX).len(), 1);
+        // the queue is empty: the delivery task waits, and reports the tail when due
+        let waiting = tokio::spawn({
+            let outbox = outbox.clone();
+            async move { outbox.wait_for_work().await }
+        });
+        tokio::time::sleep(DROP_REPORT_INTERVAL + Duration::from_millis(1)).await;
+        assert_eq!(
+            *seen.lock().unwrap(),
+            vec![(500, Severity::Info, 500), (499, Severity::Info, 999)]
+        );
+        assert_eq!(outbox.stats().dropped, 999);
+        outbox.mark_closed();
+        waiting.await.unwrap();
+    }
+
+    #[test]
+    fn a_flush_reports_the_drops_before_it_waits() {
+        let (handler, seen) = drop_log();
+        let outbox = Outbox::new(1, handler);
+        outbox.push(&ev(0, Severity::Error)).unwrap();
+        outbox.push(&ev(1, Severity::Error)).unwrap(); // nothing droppable: #0 goes
+        let flush = outbox.flush();
+        futures::pin_mut!(flush);
+        assert!(futures::FutureExt::now_or_never(&mut flush).is_none());
+        assert_eq!(*seen.lock().unwrap(), vec![(1, Severity::Error, 1)]);
+    }
+
+    /// The futures of `reserve`, each polled once now.
+    fn try_reserve(outbox: &Outbox) -> Option<Result<(), EmitError>> {
+        futures::FutureExt::now_or_never(outbox.reserve())
+    }
+
+    #[tokio::test]
+    async fn reservations_hold_places_and_reserved_pushes_never_drop() {
+        let (handler, seen) = drop_log();
+        let outbox = Outbox::new(3, handler);
+        assert!(matches!(try_reserve(&outbox), Some(Ok(()))));
+        assert!(matches!(try_reserve(&outbox), Some(Ok(()))));
+        outbox.push(&ev(0, Severity::Notice)).unwrap();
+        assert!(try_reserve(&outbox).is_none(), "two held, one queued: full");
+        // a push counts the held places as taken: the info event goes
+        outbox.push(&ev(1, Severity::Info)).unwrap();
+        assert_eq!(outbox.stats().dropped, 1);
+        outbox.push_reserved(&ev(2, Severity::Debug), None).unwrap();
+        outbox.push_reserved(&ev(3, Severity::Info), None).unwrap();
+        let kept: Vec<_> = outbox
+            .take(10, usize::MAX)
+            .lines()
+            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
+            .collect();
+        assert_eq!(kept, vec![0, 2, 3], "the reserved ones dropped nothing");
+        assert_eq!(outbox.stats().dropped, 1);
+        outbox.report_drops(true);
+        assert_eq!(*seen.lock().unwrap(), vec![(1, Severity::Info, 1)]);
+        // and every place is free again
+        for _ in 0..3 {
+            assert!(matches!(try_reserve(&outbox), Some(Ok(()))));
+        }
+        assert!(try_reserve(&outbox).is_none());
+        outbox.release();
+        assert!(matches!(try_reserve(&outbox), Some(Ok(()))));
+    }
+
+    #[tokio::test]
+    async fn a_waiting_reservation_gets_the_place_a_take_frees() {
+        let outbox = Arc::new(Outbox::new(2, Arc::new(|_| {})));
+        outbox.push(&ev(0, Severity::Notice)).unwrap();
+        outbox.push(&ev(1, Severity::Notice)).unwrap();
+        let waiting = tokio::spawn({
+            let outbox = outbox.clone();
+            async move { outbox.reserve().await }
+        });
+        tokio::task::yield_now().await;
+        assert!(!waiting.is_finished());
+        assert_eq!(outbox.take(1, usize::MAX).len(), 1);
+        waiting.await.unwrap().unwrap();
+        outbox.push_reserved(&ev(2, Severity::Info), None).unwrap();
+        assert_eq!(outbox.stats().dropped, 0);
+        assert_eq!(outbox.take(10, usize::MAX).len(), 2);
+    }
+
+    #[tokio::test]
+    async fn closing_fails_waiting_and_later_reservations() {
+        let outbox = Arc::new(Outbox::new(1, Arc::new(|_| {})));
+        outbox.push(&ev(0, Severity::Notice)).unwrap();
+        let waiting = tokio::spawn({
+            let outbox = outbox.clone();
+            async move { outbox.reserve().await }
+        });
+        tokio::task::yield_now().await;
+        outbox.mark_closed();
+        assert!(matches!(waiting.await.unwrap(), Err(EmitError::Closed)));
+        assert!(matches!(try_reserve(&outbox), Some(Err(EmitError::Closed))));
+        // a reserved push after the close uses its place up and is refused
+        assert!(matches!(
+            outbox.push_reserved(&ev(1, Severity::Notice), None),
+            Err(EmitError::Closed)
+        ));
+    }
+
+    #[tokio::test]
+    async fn an_abandoned_outbox_fails_waiting_reservations() {
+        let outbox = Arc::new(Outbox::new(1, Arc::new(|_| {})));
+        outbox.push(&ev(0, Severity::Notice)).unwrap();
+        let waiting = tokio::spawn({
+            let outbox = outbox.clone();
+            async move { outbox.reserve().await }
+        });
+        tokio::task::yield_now().await;
+        drop(AbandonGuard(outbox.clone()));
+        assert!(matches!(waiting.await.unwrap(), Err(EmitError::Closed)));
+        assert_eq!(outbox.stats().rejected, 1);
+    }
+
+    /// Waiting is bounded by progress, not by a fixed time: each delivery restarts the
+    /// patience, giving up does not.
+    #[tokio::test(start_paused = true)]
+    async fn a_sink_that_delivers_nothing_stalls_reservations_after_its_patience() {
+        let patience = Duration::from_secs(60);
+        let outbox = Arc::new(Outbox::new(2, Arc::new(|_| {})).patience(Some(patience)));
+        outbox.push(&ev(0, Severity::Notice)).unwrap();
+        outbox.push(&ev(1, Severity::Notice)).unwrap();
+        assert_eq!(outbox.take(1, usize::MAX).len(), 1); // #0 in flight
+        assert!(matches!(try_reserve(&outbox), Some(Ok(()))));
+        outbox
+            .push_reserved(&ev(2, Severity::Notice), None)
+            .unwrap();
+        let started = Instant::now();
+        let waiting = tokio::spawn({
+            let outbox = outbox.clone();
+            async move { outbox.reserve().await }
+        });
+        tokio::time::sleep(Duration::from_secs(40)).await;
+        outbox.settle(1, 0); // #0 delivered: the endpoint is there
+        tokio::time::sleep(Duration::from_secs(30)).await;
+        assert!(
+            !waiting.is_finished(),
+            "progress at 40 s moved the deadline"
+        );
+        assert_eq!(outbox.take(1, usize::MAX).len(), 1); // #1 in flight
+        let _ = waiting.await.unwrap(); // the place #1 left
+        assert!(try_reserve(&outbox).is_none());
+        outbox.give_up(1); // #1 given up: no progress
+        let err = outbox.reserve().await.unwrap_err();
+        let EmitError::Stalled { idle } = err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(idle, patience);
+        assert_eq!(started.elapsed(), Duration::from_secs(100), "40 s + 60 s");
+        // and at once from then on, while nothing is delivered
+        assert!(matches!(
+            try_reserve(&outbox),
+            Some(Err(EmitError::Stalled { .. }))
+        ));
     }
 
     #[test]

@@ -15,7 +15,7 @@ use tracing::Instrument;
 
 use super::{
     default_handler, AbandonGuard, Claim, DeliveryReport, DeliveryStats, Outbox, ReportHandler,
-    Sink, SinkFuture,
+    ReserveFuture, Sink, SinkFuture,
 };
 use crate::error::{EmitError, TransportError};
 use crate::transport::ws::{
@@ -76,6 +76,7 @@ pub struct WsSinkBuilder {
     connect_timeout: Duration,
     backoff_initial: Duration,
     backoff_max: Duration,
+    give_up_after: Option<Duration>,
     hook: Option<Arc<dyn CommandHook>>,
     report: ReportHandler,
 }
@@ -87,6 +88,8 @@ impl fmt::Debug for WsSinkBuilder {
             .field("agent", &self.agent)
             .field("instance", &self.instance)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
+            .field("queue_capacity", &self.queue_capacity)
+            .field("give_up_after", &self.give_up_after)
             .field("hook", &self.hook)
             .finish()
     }
@@ -98,9 +101,20 @@ impl WsSinkBuilder {
         self.token = Some(token.into());
         self
     }
-    /// Bound of the outbox (default 10 000; `debug`/`info` dropped first).
+    /// Bound of the outbox (default 10 000). When it is full, `accept` (and `emit`)
+    /// drops `debug`/`info` first (AEP-0003 §8.4), while [`reserve`](Sink::reserve)
+    /// (and `emit_wait`) waits for room.
     pub fn queue_capacity(mut self, n: usize) -> Self {
         self.queue_capacity = n.max(1);
+        self
+    }
+    /// How long the waiting path ([`reserve`](Sink::reserve), `emit_wait`) waits on a
+    /// full queue while nothing is written (the relay unreachable, or not reading)
+    /// before the relay counts as gone and the wait fails with [`EmitError::Stalled`]
+    /// (default 60 s; `None` waits for as long as it takes). The sink itself never
+    /// gives up: what is queued is sent after the next reconnect.
+    pub fn give_up_after(mut self, d: Option<Duration>) -> Self {
+        self.give_up_after = d;
         self
     }
     /// Bound on the handshake and `hello` exchange (default 10 s).
@@ -128,7 +142,9 @@ impl WsSinkBuilder {
     pub fn build(self) -> Result<WsSink, TransportError> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|e| TransportError::network("WsSink::build needs a tokio runtime", e))?;
-        let outbox = Arc::new(Outbox::new(self.queue_capacity, self.report.clone()));
+        let outbox = Arc::new(
+            Outbox::new(self.queue_capacity, self.report.clone()).patience(self.give_up_after),
+        );
         let span = tracing::info_span!("aep_ws_sink", base = %self.base, agent = %self.agent);
         let claims = self.hook.is_some();
         let worker = Worker {
@@ -194,6 +210,7 @@ impl WsSink {
             connect_timeout: Duration::from_secs(10),
             backoff_initial: Duration::from_millis(500),
             backoff_max: Duration::from_secs(10),
+            give_up_after: Some(Duration::from_secs(60)),
             hook: None,
             report: default_handler(),
         }
@@ -210,6 +227,16 @@ impl Sink for WsSink {
     fn accept(&self, event: &Event) -> Result<(), EmitError> {
         let claim = if self.claims { claim_of(event) } else { None };
         self.outbox.push_claiming(event, claim)
+    }
+    fn reserve(&self) -> ReserveFuture<'_> {
+        Box::pin(self.outbox.reserve())
+    }
+    fn accept_reserved(&self, event: &Event) -> Result<(), EmitError> {
+        let claim = if self.claims { claim_of(event) } else { None };
+        self.outbox.push_reserved(event, claim)
+    }
+    fn release(&self) {
+        self.outbox.release();
     }
     fn flush(&self) -> SinkFuture<'_> {
         Box::pin(self.outbox.flush())
