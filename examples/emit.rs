@@ -7,6 +7,10 @@
 //! Without `--url` it starts an embedded relay on `127.0.0.1:0`, emits the session to it,
 //! and shuts it down once every event is delivered (so the events go with it).
 //!
+//! It emits as fast as the relay takes the events: `emit_wait` waits for room in the
+//! sink's queue rather than dropping events when the producer gets ahead of the network
+//! (plain `emit` never waits, and drops `debug`/`info` first once the queue is full).
+//!
 //! Delivery problems are printed on stderr; the exit status is 0 only when every event
 //! was accepted by the relay.
 
@@ -119,11 +123,21 @@ async fn emit_to(url: &str, args: &Args) -> bool {
     let session = emitter.session(&args.session);
     for i in 0..args.count {
         let result = match i {
-            0 => session.emit("session.started", json!({"cwd": "."})),
-            n if n + 1 == args.count => {
-                session.emit("session.ended", json!({"reason": "completed"}))
+            0 => {
+                session
+                    .emit_wait("session.started", json!({"cwd": "."}))
+                    .await
             }
-            n => session.emit("tool.called", json!({"tool": "example", "n": n})),
+            n if n + 1 == args.count => {
+                session
+                    .emit_wait("session.ended", json!({"reason": "completed"}))
+                    .await
+            }
+            n => {
+                session
+                    .emit_wait("tool.called", json!({"tool": "example", "n": n}))
+                    .await
+            }
         };
         if let Err(e) = result {
             eprintln!("emit: {e}");
