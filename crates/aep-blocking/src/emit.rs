@@ -1,13 +1,14 @@
 //! [`Emitter`] and [`SessionEmitter`] for synchronous code.
 //!
 //! Building and emitting events never waits (the async emitter already hands events to
-//! a queue), so those calls go straight to `aep_async`; only [`Emitter::flush`] and
-//! [`Emitter::close`] wait, on the runtime.
+//! a queue), so those calls go straight to `aep_async`; only the waiting calls
+//! ([`SessionEmitter::emit_wait`], [`SessionEmitter::reserve`], the same on [`Emitter`],
+//! [`Emitter::flush`] and [`Emitter::close`]) wait, on the runtime.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use aep_async::{DeliveryStats, EmitError, EmitOptions, Sink};
+use aep_async::{DeliveryStats, EmitError, EmitOptions, EmitPermit, Sink};
 use aep_core::redact::Redactor;
 use aep_core::{Capture, Event};
 use serde::Serialize;
@@ -20,6 +21,13 @@ use crate::runtime::Runtime;
 ///
 /// Cheap to clone. Emitting never waits for the network and never fails because a relay
 /// is down; [`Emitter::flush`] and [`Emitter::close`] block until delivery.
+///
+/// **Two ways to emit**, as in [`aep_async::Emitter`]: `emit` never blocks (a full
+/// queue drops `debug`/`info` first, AEP-0003 §8.4); `emit_wait` blocks until the sink
+/// has room, so bulk data goes at the network's pace and nothing is dropped. It fails
+/// with [`EmitError::Closed`] or [`EmitError::Stalled`] (inside [`Error::Emit`]) rather
+/// than blocking for ever, and with [`Error::InsideRuntime`] when called inside a tokio
+/// runtime.
 ///
 /// ```
 /// use aep_blocking::{Emitter, JsonlSink};
@@ -132,6 +140,31 @@ impl Emitter {
         opts: EmitOptions,
     ) -> Result<Event, EmitError> {
         self.inner.emit_with(event_type, data, opts)
+    }
+
+    /// Blocks until the sink has room, then emits an agent-scoped event; see
+    /// [`aep_async::Emitter::emit_wait`]. Refused with [`Error::InsideRuntime`] inside a
+    /// tokio runtime.
+    ///
+    /// ```
+    /// # let path = std::env::temp_dir().join(format!("aep-blocking-ewait-{}.jsonl", std::process::id()));
+    /// let emitter = aep_blocking::Emitter::new("a", "h", aep_blocking::JsonlSink::open(&path)?);
+    /// let hb = emitter.emit_wait("agent.heartbeat", None::<()>)?;
+    /// assert_eq!(hb.session(), None);
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn emit_wait(&self, event_type: &str, data: impl Serialize) -> Result<Event, Error> {
+        Ok(self
+            .waiter()?
+            .poll_here(self.inner.emit_wait(event_type, data))??)
+    }
+
+    /// Blocks until the sink has room and holds it for one agent-scoped event; see
+    /// [`aep_async::Emitter::reserve`]. Refused with [`Error::InsideRuntime`] inside a
+    /// tokio runtime.
+    pub fn reserve(&self) -> Result<EmitPermit<'_>, Error> {
+        Ok(self.waiter()?.poll_here(self.inner.reserve())??)
     }
 
     /// Blocks until every event accepted so far is delivered or finally reported.
@@ -282,6 +315,48 @@ impl SessionEmitter {
     ) -> Result<Event, EmitError> {
         self.inner.emit_with(event_type, data, opts)
     }
+    /// Blocks until the sink has room, then emits a session-scoped event: the waiting
+    /// path for bulk data, which loses nothing to a full queue; see
+    /// [`aep_async::SessionEmitter::emit_wait`]. Refused with [`Error::InsideRuntime`]
+    /// inside a tokio runtime.
+    ///
+    /// ```no_run
+    /// use aep_blocking::{Emitter, HttpSink};
+    ///
+    /// let emitter = Emitter::new("coder", "host-a", HttpSink::builder("http://127.0.0.1:8787").build()?);
+    /// let session = emitter.session("s1");
+    /// for n in 0..100_000 {
+    ///     session.emit_wait("tool.called", serde_json::json!({"tool": "bash", "n": n}))?;
+    /// }
+    /// emitter.close()?;
+    /// assert_eq!(emitter.stats().dropped, 0);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn emit_wait(&self, event_type: &str, data: impl Serialize) -> Result<Event, Error> {
+        Ok(self
+            .emitter
+            .waiter()?
+            .poll_here(self.inner.emit_wait(event_type, data))??)
+    }
+
+    /// Blocks until the sink has room and holds it for one event of this session,
+    /// emitted through the permit (with options, if need be); see
+    /// [`aep_async::SessionEmitter::reserve`]. Refused with [`Error::InsideRuntime`]
+    /// inside a tokio runtime.
+    ///
+    /// ```
+    /// use aep_blocking::{EmitOptions, Emitter, JsonlSink};
+    /// # let path = std::env::temp_dir().join(format!("aep-blocking-reserve-{}.jsonl", std::process::id()));
+    /// let session = Emitter::new("a", "h", JsonlSink::open(&path)?).session("s");
+    /// let e = session.reserve()?.emit_with("run.started", serde_json::json!({"trigger": "user"}), EmitOptions::new().run("r1"))?;
+    /// assert_eq!(e.seq(), Some(0));
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn reserve(&self) -> Result<EmitPermit<'_>, Error> {
+        Ok(self.emitter.waiter()?.poll_here(self.inner.reserve())??)
+    }
+
     /// Hands an already emitted event to the sink again, unchanged (AEP-0001 §7.4).
     pub fn redeliver(&self, event: &Event) -> Result<(), EmitError> {
         self.inner.redeliver(event)

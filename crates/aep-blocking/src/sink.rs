@@ -111,6 +111,15 @@ impl<S: Sink> Sink for NetSink<S> {
     fn accept(&self, event: &Event) -> Result<(), aep_async::EmitError> {
         self.inner.accept(event)
     }
+    fn reserve(&self) -> aep_async::ReserveFuture<'_> {
+        self.inner.reserve()
+    }
+    fn accept_reserved(&self, event: &Event) -> Result<(), aep_async::EmitError> {
+        self.inner.accept_reserved(event)
+    }
+    fn release(&self) {
+        self.inner.release();
+    }
     fn flush(&self) -> SinkFuture<'_> {
         self.inner.flush()
     }
@@ -171,7 +180,9 @@ impl SinkBuilder<aep_async::HttpSinkBuilder> {
     pub fn queue_capacity(self, n: usize) -> Self {
         self.configure(|b| b.queue_capacity(n))
     }
-    /// How long one batch is retried before it is given up (default 60 s).
+    /// How long one batch is retried before it is given up (default 60 s); also how
+    /// long `emit_wait` blocks on a full queue while nothing is delivered before it
+    /// fails with [`EmitError::Stalled`](aep_async::EmitError::Stalled).
     pub fn give_up_after(self, d: Option<Duration>) -> Self {
         self.configure(|b| b.give_up_after(d))
     }

@@ -1,6 +1,7 @@
 //! What only the blocking layer adds, against the embedded relay: the emit-and-consume
 //! round trip through the blocking calls, the `std::sync::mpsc`-style receive API and
-//! the iterator, calls made inside a runtime, and runtimes the caller provides. The
+//! the iterator, calls made inside a runtime, runtimes the caller provides, and the
+//! blocking waiting emit. The
 //! relay scenarios themselves (outages, resume, refusals, timeouts) are the async
 //! crate's (`aep-async/tests/common/scenarios.rs`): the blocking calls run that code.
 #![allow(clippy::unwrap_used)]
@@ -148,12 +149,21 @@ fn inside_a_runtime_waiting_calls_refuse_and_the_rest_work() {
         .unwrap();
     let (emitter, sub) = rt.block_on(async move {
         // Non-waiting calls work anywhere.
-        emitter
-            .session("s")
-            .emit("progress.status", json!({}))
-            .unwrap();
+        let session = emitter.session("s");
+        session.emit("progress.status", json!({})).unwrap();
         assert_eq!(sub.try_recv(), Err(TryRecvError::Empty));
         // Waiting calls say why they refuse, at once: no deadlock, no tokio panic.
+        assert!(matches!(
+            session.emit_wait("progress.status", json!({})),
+            Err(Error::InsideRuntime)
+        ));
+        assert!(matches!(session.reserve(), Err(Error::InsideRuntime)));
+        assert!(matches!(
+            emitter.emit_wait("agent.heartbeat", None::<()>),
+            Err(Error::InsideRuntime)
+        ));
+        assert!(matches!(emitter.reserve(), Err(Error::InsideRuntime)));
+        assert_eq!(session.next_seq(), 1, "a refused wait takes no seq");
         assert!(matches!(emitter.flush(), Err(Error::InsideRuntime)));
         assert!(emitter.close().unwrap_err().is_inside_runtime());
         assert_eq!(sub.recv(), Err(RecvError::InsideRuntime));
@@ -203,4 +213,82 @@ fn caller_provided_runtime_and_drop_without_runtime() {
     let task = owned.clone();
     drop(owned);
     drop(task);
+}
+
+/// A plain thread producing faster than the relay takes events loses nothing when it
+/// waits: over a queue of 16, every event of the burst arrives, in order.
+#[test]
+fn a_producer_faster_than_the_relay_loses_nothing_when_it_waits() {
+    let relay = ThreadRelay::start().unwrap();
+    let sink = HttpSink::builder(relay.url())
+        .queue_capacity(16)
+        .max_batch(4)
+        .on_report(|_| {})
+        .build()
+        .unwrap();
+    let emitter = Emitter::new("coder", "host-a", sink);
+    let session = emitter.session("s-bulk");
+    for i in 0..5_000 {
+        session
+            .emit_wait("tool.called", json!({"tool": "bash", "i": i}))
+            .unwrap();
+    }
+    // A permit, used with options.
+    let e = session
+        .reserve()
+        .unwrap()
+        .emit_with(
+            "tool.called",
+            json!({}),
+            aep_blocking::EmitOptions::new().subject("last"),
+        )
+        .unwrap();
+    assert_eq!(e.seq(), Some(5_000));
+    emitter.close().unwrap();
+    let stats = emitter.stats();
+    assert_eq!(
+        (stats.accepted, stats.delivered, stats.dropped),
+        (5_001, 5_001, 0)
+    );
+    let mut sub = subscribe(relay.url(), fast().from_all().history_only()).unwrap();
+    assert_eq!(seqs(&drain(&mut sub)), (0..5_001).collect::<Vec<_>>());
+}
+
+/// Waiting ends with a typed error, not a hang: `Stalled` once the relay has been gone
+/// for the sink's `give_up_after`, `Closed` once the emitter is closed.
+#[test]
+fn a_wait_ends_with_stalled_when_the_relay_is_gone_and_closed_after_close() {
+    let relay = ThreadRelay::start().unwrap();
+    let sink = HttpSink::builder(relay.url())
+        .queue_capacity(4)
+        .max_batch(1)
+        .give_up_after(Some(Duration::from_millis(300)))
+        .configure(|b| {
+            b.request_timeout(Duration::from_millis(200))
+                .retry_backoff(Duration::from_millis(20), Duration::from_millis(50))
+        })
+        .on_report(|_| {})
+        .build()
+        .unwrap();
+    let emitter = Emitter::new("coder", "host-a", sink);
+    let session = emitter.session("s");
+    session.emit_wait("tool.called", json!({})).unwrap();
+    emitter.flush().unwrap();
+    relay.shutdown().unwrap();
+    let started = std::time::Instant::now();
+    let err = loop {
+        match session.emit_wait("tool.called", json!({})) {
+            Ok(_) => assert!(started.elapsed() < PATIENCE, "no end to the wait"),
+            Err(e) => break e,
+        }
+    };
+    assert!(
+        matches!(err, Error::Emit(aep_blocking::EmitError::Stalled { .. })),
+        "{err}"
+    );
+    emitter.close().unwrap();
+    assert!(matches!(
+        session.emit_wait("tool.called", json!({})),
+        Err(Error::Emit(aep_blocking::EmitError::Closed))
+    ));
 }
