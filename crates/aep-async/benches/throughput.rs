@@ -100,8 +100,18 @@ async fn serve(respond: Responder) -> String {
     url
 }
 
-async fn emit_sdk(url: &str, n: usize, sessions: usize) -> Duration {
-    let sink = HttpSink::builder(url)
+/// `n` events through an `HttpSink`, as `agent` over sessions `{prefix}0`, `{prefix}1`,
+/// ...: `emit` into a queue that holds them all, or, with `wait`, `emit_wait` (a
+/// reservation per event) into the default queue of 10,000, so that the producer waits
+/// for room whenever it gets ahead.
+async fn emit_sdk(
+    url: &str,
+    (agent, prefix): (&str, &str),
+    n: usize,
+    sessions: usize,
+    wait: bool,
+) -> Duration {
+    let mut sink = HttpSink::builder(url)
         .max_batch(
             std::env::var("AEP_BENCH_MAX_BATCH")
                 .ok()
@@ -113,13 +123,13 @@ async fn emit_sdk(url: &str, n: usize, sessions: usize) -> Duration {
                 .ok()
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(5),
-        ))
-        .queue_capacity(n + 1)
-        .build()
-        .unwrap();
-    let emitter = Emitter::new("a", "bench", sink);
+        ));
+    if !wait {
+        sink = sink.queue_capacity(n + 1);
+    }
+    let emitter = Emitter::new(agent, "bench", sink.build().unwrap());
     let ses: Vec<_> = (0..sessions)
-        .map(|i| emitter.session(format!("s{i}")))
+        .map(|i| emitter.session(format!("{prefix}{i}")))
         .collect();
     let data = json!({"tool": "bash", "args": {"cmd": "ls -la"}});
     let t = Instant::now();
@@ -127,9 +137,17 @@ async fn emit_sdk(url: &str, n: usize, sessions: usize) -> Duration {
         // `notice`: the reference relay drops debug/info toward a reader more than
         // 1 MiB behind (AEP-0003 §8.4), which a replay burst is.
         let opts = EmitOptions::new().severity(Severity::Notice);
-        ses[i % sessions]
-            .emit_with("tool.called", &data, opts)
-            .unwrap();
+        let session = &ses[i % sessions];
+        if wait {
+            session
+                .reserve()
+                .await
+                .unwrap()
+                .emit_with("tool.called", &data, opts)
+                .unwrap();
+        } else {
+            session.emit_with("tool.called", &data, opts).unwrap();
+        }
     }
     emitter.close().await;
     let d = t.elapsed();
@@ -373,9 +391,17 @@ async fn main() {
         Arc::new(|_| b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_vec());
     let sink_url = serve(accept).await;
     let c = cpu_seconds();
-    let d = emit_sdk(&sink_url, n, sessions).await;
+    let d = emit_sdk(&sink_url, ("a", "s"), n, sessions, false).await;
     report(
         "emit: HttpSink -> in-process 202 server",
+        n,
+        d,
+        cpu_seconds() - c,
+    );
+    let c = cpu_seconds();
+    let d = emit_sdk(&sink_url, ("a", "s"), n, sessions, true).await;
+    report(
+        "emit_wait: HttpSink (queue 10k) -> in-process 202 server",
         n,
         d,
         cpu_seconds() - c,
@@ -539,7 +565,7 @@ async fn against_relay(label: &str, url: &str, n: usize, sessions: usize) {
     );
 
     let c = cpu_seconds();
-    let d = emit_sdk(url, n, sessions).await;
+    let d = emit_sdk(url, ("a", "s"), n, sessions, false).await;
     report(
         &format!("{label}: emit with HttpSink"),
         n,
@@ -608,6 +634,17 @@ async fn against_relay(label: &str, url: &str, n: usize, sessions: usize) {
             );
         }
     }
+
+    // The waiting path, last so that the rows above read what they read before it: its
+    // events are another agent's in other sessions, outside their filters and buffers.
+    let c = cpu_seconds();
+    let d = emit_sdk(url, ("w", "w"), n, sessions, true).await;
+    report(
+        &format!("{label}: emit_wait with HttpSink (queue 10k)"),
+        n,
+        d,
+        cpu_seconds() - c,
+    );
 
     // The Python SDK on the same relay, same run: the ratios.
     match python_sdk(url, 1_000, total) {
