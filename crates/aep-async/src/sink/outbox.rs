@@ -838,7 +838,9 @@ mod tests {
     }
 
     /// The `Dropped` reports a handler received: (events, most severe, total).
-    fn drop_log() -> (ReportHandler, Arc<Mutex<Vec<(u64, Severity, u64)>>>) {
+    type DropLog = Arc<Mutex<Vec<(u64, Severity, u64)>>>;
+
+    fn drop_log() -> (ReportHandler, DropLog) {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
         let handler: ReportHandler = Arc::new(move |r| {
