@@ -588,7 +588,8 @@ impl SessionEmitter {
     /// Fails with [`EmitError::Closed`] once the sink is closed and with
     /// [`EmitError::Stalled`] once it has delivered nothing for its `give_up_after`
     /// (default 60 s); the event is then not emitted and takes no `seq`. With a sink that
-    /// never drops (JSONL) it does not wait.
+    /// never drops (JSONL) it does not wait. Waiting uses tokio's timer: the runtime
+    /// must have it enabled (`#[tokio::main]` does, as does `enable_all`).
     ///
     /// ```no_run
     /// use aep_async::{Emitter, HttpSink};
