@@ -102,9 +102,12 @@ fn parse() -> Result<Args, String> {
 
 /// The shared directory: `AEP_SHARED`, or `../shared` beside the workspace root.
 fn shared() -> std::path::PathBuf {
-    match std::env::var_os("AEP_SHARED") {
+    match std::env::var_os("AEP_SHARED").filter(|d| !d.is_empty()) {
         Some(dir) => dir.into(),
-        None => std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared"),
+        None => {
+            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+            root.parent().unwrap_or(root).join("shared")
+        }
     }
 }
 
