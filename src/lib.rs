@@ -69,9 +69,9 @@ pub use aep_async::{CommandHook, ControlClient, WsSink, WsSinkBuilder};
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use aep_async::{
     ControlError, ControlSender, ControlTarget, DeliveryReport, DeliveryStats, EmitError,
-    EmitOptions, Emitter, EmitterBuilder, JsonlSink, Notice, ReportHandler, ResumePosition,
-    SessionEmitter, Sink, SinkFuture, StartFrom, SubscribeOptions, Subscription, Transport,
-    TransportError, TransportErrorKind,
+    EmitOptions, EmitPermit, Emitter, EmitterBuilder, JsonlSink, Notice, ReportHandler,
+    ReserveFuture, ResumePosition, SessionEmitter, Sink, SinkFuture, StartFrom, SubscribeOptions,
+    Subscription, Transport, TransportError, TransportErrorKind,
 };
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
