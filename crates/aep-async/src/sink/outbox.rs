@@ -161,8 +161,10 @@ struct OutboxState {
     /// taken.
     reserved: usize,
     unreported: Option<UnreportedDrops>,
-    /// While events are pending: since when the endpoint has settled none of them
-    /// (delivered, or refused by the endpoint itself); `None` with nothing pending.
+    /// Since when the endpoint has settled nothing (delivered, or refused by the endpoint
+    /// itself) while events were pending: set by the first reservation that has to wait,
+    /// moved by each settlement, cleared by one that leaves nothing pending. Never read
+    /// or set on the plain push path, which takes no clock reading.
     idle_since: Option<Instant>,
 }
 
@@ -400,9 +402,6 @@ impl Outbox {
             live: true,
             claim,
         });
-        if st.idle_since.is_none() {
-            st.idle_since = Some(Instant::now());
-        }
         let wake = st.live == 1 || st.live >= self.wake_events || st.bytes >= self.wake_bytes;
         let report = if dropped {
             st.drops_to_report(false)
@@ -451,10 +450,11 @@ impl Outbox {
                     return Ok(());
                 }
                 // Waiting on the endpoint (events pending), not only on reservations.
-                let since = st.idle_since.filter(|_| st.stats.pending() > 0);
-                match (self.patience, since) {
-                    (Some(patience), Some(since)) => {
-                        let idle = Instant::now().saturating_duration_since(since);
+                match self.patience {
+                    Some(patience) if st.stats.pending() > 0 => {
+                        let now = Instant::now();
+                        let since = *st.idle_since.get_or_insert(now);
+                        let idle = now.saturating_duration_since(since);
                         if idle >= patience {
                             return Err(EmitError::Stalled { idle });
                         }
