@@ -168,12 +168,13 @@ struct OutboxState {
     idle_since: Option<Instant>,
 }
 
-/// What one push did.
+/// What one push did (small, so that the push path moves no report around).
+#[derive(Clone, Copy)]
 struct Enqueued {
     /// An event (this one or an older one) was dropped to make room.
     dropped: bool,
-    /// The burst's drop report, if it is due.
-    report: Option<DeliveryReport>,
+    /// The burst's drop report is due.
+    report_due: bool,
     /// The delivery task should be woken.
     wake: bool,
 }
@@ -200,6 +201,11 @@ impl OutboxState {
                 });
             }
         }
+    }
+
+    /// Whether the burst's report is due (its interval has passed).
+    fn drops_due(&self) -> bool {
+        self.unreported.is_some_and(|u| Instant::now() >= u.due)
     }
 
     /// The drops to report now: all of them with `force`, else those of a burst whose
@@ -322,7 +328,7 @@ impl Outbox {
         }
         let Enqueued {
             dropped,
-            report,
+            report_due,
             wake,
         } = pushed?;
         if dropped {
@@ -330,7 +336,9 @@ impl Outbox {
             // waits, to be coalesced with the rest of the burst.
             self.settled.send_modify(|n| *n += 1);
         }
-        self.send_report(report);
+        if report_due {
+            self.report_drops(false);
+        }
         if wake {
             self.wake.notify_one();
         }
@@ -371,7 +379,7 @@ impl Outbox {
                     st.note_drop(severity);
                     return Ok(Enqueued {
                         dropped: true,
-                        report: st.drops_to_report(false),
+                        report_due: st.drops_due(),
                         wake: false,
                     });
                 }
@@ -403,14 +411,9 @@ impl Outbox {
             claim,
         });
         let wake = st.live == 1 || st.live >= self.wake_events || st.bytes >= self.wake_bytes;
-        let report = if dropped {
-            st.drops_to_report(false)
-        } else {
-            None
-        };
         Ok(Enqueued {
             dropped,
-            report,
+            report_due: dropped && st.drops_due(),
             wake,
         })
     }
