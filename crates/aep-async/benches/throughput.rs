@@ -12,7 +12,9 @@
 //! for the SDK-bound rows; `AEP_BENCH_RELAY_EVENTS`, default 20000, for the relay rows;
 //! `AEP_BENCH_RUST_RELAY_EVENTS`, default 100000, for the Rust relay's longer run;
 //! `AEP_BENCH_MAX_BATCH` and `AEP_BENCH_LINGER_MS` for the `HttpSink` under test;
-//! `AEP_BENCH_SDK_ONLY` skips both relays, `AEP_BENCH_NO_REFERENCE` the reference relay).
+//! `AEP_BENCH_SDK_ONLY` skips both relays, `AEP_BENCH_NO_REFERENCE` the reference relay;
+//! the reference relay and the Python SDK are looked for in `AEP_SHARED`, by default
+//! `../shared` beside the workspace root).
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 use std::process::{Command, Stdio};
@@ -241,8 +243,7 @@ impl aep_async::Sink for SharedSink {
 /// history of agent `a` (`consume_n` events). Returns (emit/s, consume/s), or `None`
 /// when python3 or the SDK is not here.
 fn python_sdk(url: &str, emit_n: usize, consume_n: usize) -> Option<(f64, f64)> {
-    let sdk = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/reference/python-sdk");
+    let sdk = aep_test_support::external::shared_dir().join("reference/python-sdk");
     if !sdk.exists() {
         return None;
     }
@@ -477,8 +478,7 @@ async fn main() {
         .local_addr()
         .unwrap()
         .port();
-    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/tools/reference-relay.sh");
+    let script = aep_test_support::external::shared_dir().join("tools/reference-relay.sh");
     if !script.exists() {
         println!("reference relay not available; skipped");
         return;
