@@ -28,11 +28,7 @@ fn fixtures() -> PathBuf {
 
 /// Skips with a printed reason, or fails where external tools are required.
 fn skip(why: &str) {
-    assert!(
-        std::env::var("AEP_REQUIRE_EXTERNAL").as_deref() != Ok("1"),
-        "AEP_REQUIRE_EXTERNAL=1 but {why}"
-    );
-    eprintln!("skipped: OTLP end-to-end test, because {why}");
+    aep_test_support::external::skip_for(Some(why));
 }
 
 /// The Python receiver; killed (and its stdin closed) when dropped.

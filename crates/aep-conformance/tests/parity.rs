@@ -12,19 +12,12 @@ use std::process::Command;
 use serde_json::Value;
 
 fn shared() -> PathBuf {
-    std::env::var_os("AEP_SHARED").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-        PathBuf::from,
-    )
+    aep_test_support::external::shared_dir()
 }
 
 /// Skips with a printed reason, or fails where external tools are required.
 fn skip(why: &str) {
-    assert!(
-        std::env::var("AEP_REQUIRE_EXTERNAL").as_deref() != Ok("1"),
-        "AEP_REQUIRE_EXTERNAL=1 but {why}"
-    );
-    eprintln!("skipped: run.py parity, because {why}");
+    aep_test_support::external::skip_for(Some(why));
 }
 
 fn names(report: &Value) -> Vec<String> {
