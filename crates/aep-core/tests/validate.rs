@@ -282,3 +282,68 @@ fn rule_ids_round_trip_and_are_unique() {
     }
     assert!("no-such-rule".parse::<Rule>().is_err());
 }
+
+/// AEP-0001 §8.2(a), AEP-0002 §5.1 rule 1: `data` honours the declared `capture`.
+#[test]
+fn a_field_above_the_declared_capture_is_a_payload_capture_issue() {
+    let event = |capture: Option<&str>, data: Value| {
+        let mut v = serde_json::json!({"aep": "0.1", "id": "1", "type": "tool.requested",
+            "time": "2026-07-03T10:00:00Z", "source": "aep://h/agent/a", "agent": "a",
+            "session": "s", "seq": 0, "data": data});
+        if let Some(c) = capture {
+            v["capture"] = Value::from(c);
+        }
+        v
+    };
+    let args = serde_json::json!({"tool": {"name": "Bash"}, "args": {"command": "ls"}});
+    // `args` is annotated `full`: absent capture means `metadata`
+    let issues = validate_value(&event(None, args.clone()));
+    assert_eq!(issues.len(), 1, "{issues:?}");
+    assert_eq!(issues[0].rule(), Rule::PayloadCapture);
+    assert_eq!(issues[0].attr(), Some("data.args"));
+    assert_eq!(issues[0].section(), "AEP-0002 §5.1");
+    assert!(issues[0].rule().is_payload());
+    assert!(validate_value(&event(Some("redacted"), args.clone()))
+        .iter()
+        .any(|i| i.rule() == Rule::PayloadCapture));
+    assert!(validate_value(&event(Some("full"), args.clone())).is_empty());
+    // members no schema names are `metadata` (rule 4); nested annotations are read
+    let nested = serde_json::json!({"error": {"type": "E", "message": "boom"}, "tool": {"name": "Bash"}, "vendor": 1});
+    let mut failed = event(Some("metadata"), nested);
+    failed["type"] = Value::from("tool.failed");
+    let issues = validate_value(&failed);
+    assert_eq!(
+        issues
+            .iter()
+            .map(|i| (i.rule(), i.attr()))
+            .collect::<Vec<_>>(),
+        [(Rule::PayloadCapture, Some("data.error.message"))]
+    );
+    // `none` is envelope only
+    let issues = validate_value(&event(
+        Some("none"),
+        serde_json::json!({"tool": {"name": "Bash"}}),
+    ));
+    assert_eq!(
+        issues
+            .iter()
+            .map(|i| (i.rule(), i.attr()))
+            .collect::<Vec<_>>(),
+        [(Rule::PayloadCapture, Some("data"))]
+    );
+    assert!(!validate_value(&event(Some("none"), serde_json::json!({})))
+        .iter()
+        .any(|i| i.rule() == Rule::PayloadCapture));
+    // an array of objects: each item's members are judged
+    let docs = serde_json::json!({"documents": [{"id": "d1"}, {"id": "d2", "content": "text"}]});
+    let mut returned = event(Some("redacted"), docs);
+    returned["type"] = Value::from("resource.retrieval.returned");
+    let issues: Vec<_> = validate_value(&returned)
+        .into_iter()
+        .filter(|i| i.rule() == Rule::PayloadCapture)
+        .collect();
+    assert_eq!(
+        issues.iter().map(Issue::attr).collect::<Vec<_>>(),
+        [Some("data.documents[1].content")]
+    );
+}

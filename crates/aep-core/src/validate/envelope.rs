@@ -5,7 +5,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value};
 
-use super::{format, payload, Issue, Rule};
+use super::{capture, format, payload, Issue, Rule};
 use crate::event::{
     check_extension_name, is_extension_value, slot, EnvelopeView, Event, ExtensionError,
 };
@@ -420,6 +420,15 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
 
     if let (Some(t), Some(data)) = (type_str, data_object) {
         payload::check(t, data, &mut out);
+        // an unregistered `capture` has failed above; its content level is unknowable
+        let declared = match e.attr(Attr::CAPTURE) {
+            Seen::Absent => Some(Capture::Metadata),
+            Seen::Str(s) => s.parse::<Capture>().ok(),
+            _ => None,
+        };
+        if let (Some(declared), Value::Object(members)) = (declared, data) {
+            capture::check(t, declared, members, &mut out);
+        }
     }
 
     out

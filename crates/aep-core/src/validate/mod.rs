@@ -25,6 +25,7 @@
 //! assert_eq!(issues[0].section(), "AEP-0001 §5.2");
 //! ```
 
+mod capture;
 mod envelope;
 mod format;
 mod payload;
@@ -87,6 +88,9 @@ pub enum Rule {
     PayloadRange,
     /// A payload string is malformed (schema `format`).
     PayloadFormat,
+    /// A payload field is annotated above the event's declared `capture`, or a
+    /// `capture: none` event carries `data` (AEP-0001 §8.2(a), AEP-0002 §5.1 rule 1).
+    PayloadCapture,
     /// The same `(source, id)` names two different events (AEP-0001 §7.4).
     IdCollision,
     /// `seq` did not increase within an epoch of a session (AEP-0001 §7.2).
@@ -132,6 +136,7 @@ impl Rule {
         Rule::PayloadConst,
         Rule::PayloadRange,
         Rule::PayloadFormat,
+        Rule::PayloadCapture,
         Rule::IdCollision,
         Rule::SeqRegression,
         Rule::EpochRegression,
@@ -166,6 +171,7 @@ impl Rule {
             Rule::PayloadConst => "payload-const",
             Rule::PayloadRange => "payload-range",
             Rule::PayloadFormat => "payload-format",
+            Rule::PayloadCapture => "payload-capture",
             Rule::IdCollision => "id-collision",
             Rule::SeqRegression => "seq-regression",
             Rule::EpochRegression => "epoch-regression",
@@ -194,6 +200,7 @@ impl Rule {
                 | Rule::PayloadConst
                 | Rule::PayloadRange
                 | Rule::PayloadFormat
+                | Rule::PayloadCapture
         )
     }
 
