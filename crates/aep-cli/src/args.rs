@@ -1,0 +1,112 @@
+//! Flags shared by several subcommands, and the parsers of flag values.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// Where the relay is and how to authenticate: every subcommand that talks to a relay
+/// flattens this in.
+#[derive(Debug, Clone, clap::Args)]
+pub struct RelayArgs {
+    /// The relay's base URL.
+    #[arg(
+        long,
+        env = "AEP_URL",
+        default_value = "http://127.0.0.1:8787",
+        value_name = "URL"
+    )]
+    pub url: String,
+    /// The relay's bearer token (never printed).
+    #[arg(long, env = "AEP_TOKEN", hide_env_values = true, value_name = "TOKEN")]
+    pub token: Option<Secret>,
+}
+
+impl RelayArgs {
+    /// The token, if one was given.
+    pub fn token(&self) -> Option<&str> {
+        self.token.as_ref().map(Secret::expose)
+    }
+
+    /// The base URL without a trailing slash.
+    pub fn base(&self) -> &str {
+        self.url.trim_end_matches('/')
+    }
+}
+
+/// A secret from the command line or the environment: its `Debug` never shows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    /// The secret itself, for the one place that must send it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl std::str::FromStr for Secret {
+    type Err = std::convert::Infallible;
+    fn from_str(s: &str) -> Result<Secret, Self::Err> {
+        Ok(Secret(s.to_owned()))
+    }
+}
+
+/// A JSON value given on the command line (`--data`, `--values`).
+pub fn json(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))
+}
+
+/// A JSON object given on the command line.
+pub fn json_object(text: &str) -> Result<Value, String> {
+    match json(text)? {
+        v @ Value::Object(_) => Ok(v),
+        other => Err(format!("must be a JSON object, not {}", kind(&other))),
+    }
+}
+
+/// How a JSON value is called in messages.
+pub fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// Milliseconds, as `--ack-window 10000` takes them.
+pub fn millis(text: &str) -> Result<Duration, String> {
+    text.trim()
+        .parse::<u64>()
+        .map(Duration::from_millis)
+        .map_err(|_| format!("`{text}` is not a number of milliseconds"))
+}
+
+/// The output of a subcommand that prints events or state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// One JSON document per line (the default when stdout is not a terminal).
+    Json,
+    /// Text for people (the default on a terminal).
+    Text,
+}
+
+impl Format {
+    /// The format asked for, or the default for where stdout goes.
+    pub fn or_default(asked: Option<Format>) -> Format {
+        asked.unwrap_or(if crate::term::stdout_is_terminal() {
+            Format::Text
+        } else {
+            Format::Json
+        })
+    }
+}

@@ -1,0 +1,4 @@
+//! One module per subcommand, each with its clap `Args` and its `run`.
+
+pub mod completions;
+pub mod validate;

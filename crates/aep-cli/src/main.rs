@@ -1,0 +1,63 @@
+//! `aep`: the Agent Event Protocol (AEP 0.1) on the command line, built on the public API
+//! of the Rust SDK (`agenteventprotocol-sdk`).
+//!
+//! One subcommand per module of `cmd`; `exit` holds the exit-code table every
+//! subcommand shares, `term` where output goes and how it looks, `input` the JSONL
+//! reader, `args` the flags several subcommands share.
+
+mod args;
+mod cmd;
+mod exit;
+mod input;
+mod term;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use exit::{Exit, Outcome};
+
+/// The Agent Event Protocol (AEP 0.1) on the command line: watch a relay, send and
+/// check events, steer agents, capture and replay sessions.
+#[derive(Debug, Parser)]
+#[command(name = "aep", version, propagate_version = true, after_help = exit::TABLE)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Validate(cmd::validate::Args),
+    Completions(cmd::completions::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Validate(a) => cmd::validate::run(a),
+        Command::Completions(a) => cmd::completions::run(a),
+    };
+    finish(outcome)
+}
+
+/// The exit code, after the one line that says why a subcommand failed.
+fn finish(outcome: Outcome) -> ExitCode {
+    match outcome {
+        Ok(exit) => exit.into(),
+        Err(failure) => {
+            term::error(&failure);
+            failure.exit().into()
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn runtime() -> Result<tokio::runtime::Runtime, exit::Failure> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| {
+            exit::Failure::new(Exit::Input, format!("cannot start the async runtime: {e}"))
+        })
+}

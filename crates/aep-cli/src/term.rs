@@ -1,0 +1,78 @@
+//! Where output goes and how it looks: JSON for programs on stdout, text for people on
+//! stderr, colour only on a terminal and never under `NO_COLOR` (anstream decides), a
+//! progress bar only when stderr is a terminal.
+
+use std::io::{IsTerminal, Write};
+
+use anstyle::{AnsiColor, Style};
+
+/// Whether stdout is a terminal: the default output of a subcommand that prints events
+/// is text there and JSON otherwise.
+pub fn stdout_is_terminal() -> bool {
+    std::io::stdout().is_terminal()
+}
+
+/// The style of a label: errors red, warnings yellow, notes dim.
+pub const ERROR: Style = AnsiColor::Red.on_default().bold();
+/// Warnings.
+pub const WARN: Style = AnsiColor::Yellow.on_default().bold();
+/// Success.
+pub const OK: Style = AnsiColor::Green.on_default().bold();
+/// Secondary text.
+pub const DIM: Style = Style::new().dimmed();
+/// Headers of tables.
+pub const HEAD: Style = Style::new().bold();
+
+/// Writes `label: message` to stderr, the label styled; the stream drops the colour
+/// where it does not belong.
+pub fn say(style: Style, label: &str, message: impl std::fmt::Display) {
+    let mut err = anstream::stderr().lock();
+    let _ = writeln!(err, "{style}{label}{style:#} {message}");
+}
+
+/// `error: ...` on stderr.
+pub fn error(message: impl std::fmt::Display) {
+    say(ERROR, "error:", message);
+}
+
+/// `warning: ...` on stderr.
+pub fn warn(message: impl std::fmt::Display) {
+    say(WARN, "warning:", message);
+}
+
+/// A line of plain information on stderr.
+pub fn note(message: impl std::fmt::Display) {
+    let mut err = anstream::stderr().lock();
+    let _ = writeln!(err, "{message}");
+}
+
+/// A progress bar on stderr when it is a terminal, a hidden one otherwise (so a log
+/// file or a CI transcript gets no control characters).
+pub fn progress(total: Option<u64>, unit: &str) -> indicatif::ProgressBar {
+    if !std::io::stderr().is_terminal() {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = match total {
+        Some(n) => indicatif::ProgressBar::new(n),
+        None => indicatif::ProgressBar::new_spinner(),
+    };
+    let template = match total {
+        Some(_) => {
+            format!("{{bar:40}} {{percent:>3}}% {{msg}} {{pos}}/{{len}} {unit} ({{per_sec}})")
+        }
+        None => format!("{{spinner}} {{msg}} {{pos}} {unit} ({{per_sec}})"),
+    };
+    if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
+        bar.set_style(style);
+    }
+    bar
+}
+
+/// One JSON document on stdout, pretty-printed. A closed stdout (a pipe whose reader
+/// left) is not an error worth reporting.
+pub fn print_json_pretty(value: &serde_json::Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer_pretty(&mut out, value);
+    let _ = writeln!(out);
+    let _ = out.flush();
+}

@@ -1,0 +1,173 @@
+//! What the binary tests share: running the built `aep` with a deadline, an embedded
+//! relay on `127.0.0.1:0`, and reading back what a relay holds.
+#![allow(dead_code)] // each test file uses its own part of this module
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use aep::blocking::SubscribeOptions;
+use aep::protocol::Event;
+use aep::relay::Relay;
+use aep::testing::ThreadRelay;
+
+/// The token the test relays require.
+pub const TOKEN: &str = "cli-test-token";
+
+/// What a run of `aep` left.
+#[derive(Debug)]
+pub struct Run {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    /// The exit code (a signal is a test failure).
+    pub fn code(&self) -> i32 {
+        self.status
+            .code()
+            .unwrap_or_else(|| panic!("aep died of a signal; stderr:\n{}", self.stderr))
+    }
+
+    /// Asserts the exit code, showing both streams when it is not.
+    #[track_caller]
+    pub fn expect(&self, code: i32) -> &Run {
+        assert_eq!(
+            self.code(),
+            code,
+            "exit code; stdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    /// stdout, one line per element.
+    pub fn lines(&self) -> Vec<&str> {
+        self.stdout.lines().collect()
+    }
+}
+
+/// `aep` with a clean environment for what it reads: no `AEP_*`, no colour.
+pub fn aep() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_aep"));
+    for var in ["AEP_URL", "AEP_TOKEN", "AEP_PORT", "AEP_HOST", "AEP_BUFFER"] {
+        cmd.env_remove(var);
+    }
+    cmd.env("NO_COLOR", "1");
+    cmd
+}
+
+/// Runs `aep ARGS` with `stdin`, killing it past `deadline`.
+pub fn run_with(args: &[&str], stdin: &[u8], deadline: Duration) -> Run {
+    let mut cmd = aep();
+    cmd.args(args);
+    finish(spawn(cmd), stdin, deadline)
+}
+
+/// Runs `aep ARGS` with empty stdin and a 60 s deadline.
+pub fn run(args: &[&str]) -> Run {
+    run_with(args, b"", Duration::from_secs(60))
+}
+
+/// Starts `cmd` with every stream piped.
+pub fn spawn(mut cmd: Command) -> Child {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start aep")
+}
+
+/// Feeds `stdin`, waits at most `deadline`, and collects both streams.
+pub fn finish(mut child: Child, stdin: &[u8], deadline: Duration) -> Run {
+    let mut input = child.stdin.take().expect("stdin");
+    let bytes = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&bytes);
+    });
+    let reader = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = Vec::new();
+            let _ = r.read_to_end(&mut s);
+            String::from_utf8_lossy(&s).into_owned()
+        })
+    };
+    let out = reader(Box::new(child.stdout.take().expect("stdout")));
+    let err = reader(Box::new(child.stderr.take().expect("stderr")));
+    let end = Instant::now() + deadline;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > end {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "aep still running after {deadline:?}; stderr so far:\n{}",
+                err.join().unwrap_or_default()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let _ = writer.join();
+    Run {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }
+}
+
+/// A relay with the test token.
+pub fn relay() -> ThreadRelay {
+    relay_with(Relay::builder().token(TOKEN))
+}
+
+/// A relay as `builder` configures it.
+pub fn relay_with(builder: aep::relay::RelayBuilder) -> ThreadRelay {
+    ThreadRelay::start_with(builder).expect("start the embedded relay")
+}
+
+/// Everything the relay at `url` holds, through one history pass.
+pub fn history(url: &str) -> Vec<Event> {
+    let sub = aep::blocking::subscribe(
+        url,
+        SubscribeOptions::new()
+            .token(TOKEN)
+            .from_all()
+            .history_only(),
+    )
+    .expect("subscribe");
+    sub.collect()
+}
+
+/// The workspace's fixture corpus.
+pub fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// A scratch directory removed on drop.
+pub fn scratch() -> tempfile::TempDir {
+    tempfile::tempdir().expect("a scratch directory")
+}
+
+/// A JSONL file of `lines` in `dir`.
+pub fn jsonl(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
+    let path = dir.join(name);
+    let mut text = lines.join("\n");
+    text.push('\n');
+    std::fs::write(&path, text).expect("write the JSONL file");
+    path
+}
+
+/// A session-scoped event line: `session`, `seq`, in epoch 0, with a fixed source.
+pub fn line(id: &str, ty: &str, session: &str, seq: u64, data: serde_json::Value) -> String {
+    serde_json::json!({
+        "aep": "0.1", "id": id, "type": ty, "time": "2026-07-03T10:00:00.000Z",
+        "source": format!("aep://test/agent/cli/session/{session}"), "agent": "cli",
+        "session": session, "seq": seq, "data": data,
+    })
+    .to_string()
+}
