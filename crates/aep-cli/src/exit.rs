@@ -86,3 +86,18 @@ impl fmt::Display for Failure {
 
 /// What a subcommand returns: the exit code it ended with, or why it failed.
 pub type Outcome = Result<Exit, Failure>;
+
+/// An error and its causes on one line (`what: why: root cause`), each cause once.
+pub fn describe(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let c = cause.to_string();
+        if !text.contains(&c) {
+            text.push_str(": ");
+            text.push_str(&c);
+        }
+        source = cause.source();
+    }
+    text
+}

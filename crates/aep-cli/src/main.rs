@@ -8,7 +8,11 @@
 mod args;
 mod cmd;
 mod exit;
+mod filter;
 mod input;
+mod render;
+mod signal;
+mod state;
 mod term;
 
 use std::process::ExitCode;
@@ -28,6 +32,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Tail(cmd::tail::Args),
     Validate(cmd::validate::Args),
     Completions(cmd::completions::Args),
 }
@@ -35,10 +40,17 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
+        Command::Tail(a) => block_on(cmd::tail::run(a)),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Completions(a) => cmd::completions::run(a),
     };
     finish(outcome)
+}
+
+/// Runs an async subcommand on a multi-threaded runtime (a relay, a sink's delivery
+/// task and the subcommand's own loop run side by side).
+fn block_on(command: impl std::future::Future<Output = Outcome>) -> Outcome {
+    runtime()?.block_on(command)
 }
 
 /// The exit code, after the one line that says why a subcommand failed.
@@ -52,7 +64,6 @@ fn finish(outcome: Outcome) -> ExitCode {
     }
 }
 
-#[allow(dead_code)]
 fn runtime() -> Result<tokio::runtime::Runtime, exit::Failure> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()

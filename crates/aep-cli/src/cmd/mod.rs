@@ -1,4 +1,5 @@
 //! One module per subcommand, each with its clap `Args` and its `run`.
 
 pub mod completions;
+pub mod tail;
 pub mod validate;

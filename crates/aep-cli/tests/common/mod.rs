@@ -83,20 +83,35 @@ pub fn spawn(mut cmd: Command) -> Child {
 
 /// Feeds `stdin`, waits at most `deadline`, and collects both streams.
 pub fn finish(mut child: Child, stdin: &[u8], deadline: Duration) -> Run {
-    let mut input = child.stdin.take().expect("stdin");
+    let input = child.stdin.take();
     let bytes = stdin.to_vec();
     let writer = std::thread::spawn(move || {
-        let _ = input.write_all(&bytes);
+        if let Some(mut input) = input {
+            let _ = input.write_all(&bytes);
+        }
     });
-    let reader = |mut r: Box<dyn Read + Send>| {
+    // a stream the caller took already reads as empty
+    let reader = |r: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut s = Vec::new();
-            let _ = r.read_to_end(&mut s);
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut s);
+            }
             String::from_utf8_lossy(&s).into_owned()
         })
     };
-    let out = reader(Box::new(child.stdout.take().expect("stdout")));
-    let err = reader(Box::new(child.stderr.take().expect("stderr")));
+    let out = reader(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let err = reader(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
     let end = Instant::now() + deadline;
     let status = loop {
         if let Some(status) = child.try_wait().expect("wait") {
@@ -170,4 +185,68 @@ pub fn line(id: &str, ty: &str, session: &str, seq: u64, data: serde_json::Value
         "session": session, "seq": seq, "data": data,
     })
     .to_string()
+}
+
+/// Emits `n` events into `session` of the relay at `url` (a `session.started`, then
+/// `tool.requested`s), through the SDK's blocking HTTP emitter; returns their ids.
+pub fn seed(url: &str, session: &str, n: usize) -> Vec<String> {
+    use aep::blocking::{Emitter, HttpSink};
+    let sink = HttpSink::builder(url).token(TOKEN).build().expect("sink");
+    let emitter = Emitter::new("seeder", "test", sink);
+    let s = emitter.session(session);
+    let mut ids = Vec::new();
+    for i in 0..n {
+        let e = if i == 0 {
+            s.emit("session.started", serde_json::json!({}))
+        } else {
+            s.emit(
+                "tool.requested",
+                serde_json::json!({"tool": {"name": format!("t{i}")}}),
+            )
+        };
+        ids.push(e.expect("emit").id().to_owned());
+    }
+    emitter.close().expect("delivered");
+    ids
+}
+
+/// The URL of a relay that is not there any more (started, then stopped: its port
+/// refuses connections).
+pub fn dead_relay_url() -> String {
+    let relay = relay();
+    let url = relay.url().to_owned();
+    relay.shutdown().expect("stop the relay");
+    url
+}
+
+/// Sends SIGTERM to a child (a supervisor's stop), where there is one.
+pub fn terminate(child: &Child) {
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .expect("kill -TERM");
+    assert!(status.success());
+}
+
+/// Parses every stdout line as an event.
+pub fn events(stdout: &str) -> Vec<Event> {
+    stdout
+        .lines()
+        .map(|l| l.parse::<Event>().unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
+
+/// The lines of a child's stream as they come, read on a thread of their own.
+pub fn line_channel(stream: impl Read + Send + 'static) -> std::sync::mpsc::Receiver<String> {
+    use std::io::BufRead;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stream).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    rx
 }

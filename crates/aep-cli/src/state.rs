@@ -1,0 +1,87 @@
+//! Resume positions kept in a file between runs: written whole to a temporary file and
+//! renamed over the old one, so a crash leaves the old state or the new, never half.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use aep::ResumePosition;
+use serde_json::Value;
+
+use crate::exit::Failure;
+
+/// A file of resume positions: a JSON array of `{session, epoch, seq}` (the SDK's
+/// `ResumePosition`). The reference CLI's map form, `{"SESSION": {"epoch": E, "seq":
+/// S}}`, is read too.
+#[derive(Debug, Clone)]
+pub struct StateFile {
+    path: PathBuf,
+}
+
+impl StateFile {
+    /// The state file at `path`.
+    pub fn new(path: impl Into<PathBuf>) -> StateFile {
+        StateFile { path: path.into() }
+    }
+
+    /// `NAME` in the user's data directory (`~/.local/share/aep/NAME` on Linux), if the
+    /// platform has one.
+    pub fn default_path(name: &str) -> Option<PathBuf> {
+        dirs::data_dir().map(|d| d.join("aep").join(name))
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The saved positions; none when the file does not exist. A file that cannot be
+    /// read or is not a state file is exit 6, naming it and how to start over.
+    pub fn load(&self) -> Result<Vec<ResumePosition>, Failure> {
+        let shown = self.path.display();
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => {
+                return Err(Failure::input(format!(
+                    "cannot read the state file {shown}: {e}"
+                )))
+            }
+        };
+        let bad = |why: String| {
+            Failure::input(format!(
+                "the state file {shown} is not a list of resume positions ({why}); remove it or pass --no-resume"
+            ))
+        };
+        let value: Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;
+        match value {
+            Value::Array(_) => serde_json::from_value(value).map_err(|e| bad(e.to_string())),
+            Value::Object(map) => map
+                .into_iter()
+                .map(|(session, at)| {
+                    let field = |k: &str| at.get(k).and_then(Value::as_u64);
+                    match (field("epoch").or(Some(0)), field("seq")) {
+                        (Some(epoch), Some(seq)) => Ok(ResumePosition::new(session, epoch, seq)),
+                        _ => Err(bad(format!("`{session}` has no seq"))),
+                    }
+                })
+                .collect(),
+            _ => Err(bad("neither an array nor an object".into())),
+        }
+    }
+
+    /// Replaces the saved positions, creating the directory if needed.
+    pub fn save(&self, positions: &[ResumePosition]) -> std::io::Result<()> {
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        let mut tmp = self.path.clone().into_os_string();
+        tmp.push(".tmp");
+        let tmp = PathBuf::from(tmp);
+        let mut file = std::fs::File::create(&tmp)?;
+        serde_json::to_writer(&mut file, positions)?;
+        file.write_all(b"\n")?;
+        file.sync_all()?;
+        drop(file);
+        std::fs::rename(&tmp, &self.path)
+    }
+}
