@@ -33,6 +33,10 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Tail(cmd::tail::Args),
+    Send(cmd::control::Send),
+    Respond(cmd::control::Respond),
+    Cancel(cmd::control::Cancel),
+    Roster(cmd::roster::Args),
     Validate(cmd::validate::Args),
     Completions(cmd::completions::Args),
 }
@@ -41,6 +45,10 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Tail(a) => block_on(cmd::tail::run(a)),
+        Command::Send(a) => block_on(cmd::control::send(a)),
+        Command::Respond(a) => block_on(cmd::control::respond(a)),
+        Command::Cancel(a) => block_on(cmd::control::cancel(a)),
+        Command::Roster(a) => block_on(cmd::roster::run(a)),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Completions(a) => cmd::completions::run(a),
     };
@@ -62,6 +70,20 @@ fn finish(outcome: Outcome) -> ExitCode {
             failure.exit().into()
         }
     }
+}
+
+/// This machine's name, for the `source` of what `aep` emits (`aep://HOST/agent/..`).
+pub fn host() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| {
+            !h.is_empty()
+                && h.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+        })
+        .unwrap_or_else(|| "localhost".to_owned())
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, exit::Failure> {

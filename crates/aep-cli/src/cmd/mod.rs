@@ -1,5 +1,7 @@
 //! One module per subcommand, each with its clap `Args` and its `run`.
 
 pub mod completions;
+pub mod control;
+pub mod roster;
 pub mod tail;
 pub mod validate;

@@ -250,3 +250,70 @@ pub fn line_channel(stream: impl Read + Send + 'static) -> std::sync::mpsc::Rece
     });
     rx
 }
+
+/// An agent holding one session over the WebSocket sink, deciding commands as a test
+/// needs: `control.pause`, `control.cancel` and `control.attention.respond` accepted,
+/// `control.resume` rejected `refused`, `control.x.hang` held past any short window.
+/// Every command it saw is kept.
+pub struct Agent {
+    pub seen: std::sync::Arc<std::sync::Mutex<Vec<Event>>>,
+    emitter: aep::blocking::Emitter,
+    // the target acks through this session only while it lives
+    _session: aep::blocking::SessionEmitter,
+}
+
+impl Agent {
+    /// Starts the agent and waits until the relay routes `session` to it.
+    pub fn start(url: &str, session: &str) -> Agent {
+        use aep::blocking::control::{ControlTarget, RejectReason};
+        use aep::blocking::{Emitter, WsSink};
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let accepts = [
+            "control.pause",
+            "control.resume",
+            "control.cancel",
+            "control.attention.respond",
+            "control.x.hang",
+        ];
+        let target = ControlTarget::new(accepts, move |cmd| {
+            log.lock().unwrap().push(cmd.event().clone());
+            match cmd.command_type() {
+                "control.resume" => {
+                    let _ = cmd.reject(RejectReason::Refused, "not paused");
+                }
+                "control.x.hang" => std::thread::sleep(Duration::from_secs(3)),
+                _ => {
+                    let _ = cmd.accept();
+                }
+            }
+        })
+        .expect("control target");
+        let sink = WsSink::builder(url, "test-agent", "test/1")
+            .token(TOKEN)
+            .command_hook(target.clone())
+            .build()
+            .expect("ws sink");
+        let emitter = Emitter::new("test-agent", "test", sink);
+        let s = target.attach(emitter.session(session));
+        s.emit("session.started", serde_json::json!({}))
+            .expect("emit");
+        emitter.flush().expect("flush");
+        Agent {
+            seen,
+            emitter,
+            _session: s,
+        }
+    }
+
+    /// The commands it received, in order.
+    pub fn commands(&self) -> Vec<Event> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.emitter.close();
+    }
+}

@@ -1,0 +1,256 @@
+//! `aep send`, `aep respond`, `aep cancel` and `aep roster` against the embedded relay
+//! and an agent holding a session: the exit codes 0, 3, 4, 5 and 2.
+
+#![allow(clippy::unwrap_used)] // a test: a panic is the failure report
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use aep::protocol::{Capture, Event};
+use common::{dead_relay_url, relay, relay_with, run, Agent, TOKEN};
+
+fn control(url: &str, args: &[&str]) -> common::Run {
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--url", url, "--token", TOKEN]);
+    run(&all)
+}
+
+#[test]
+fn an_accepted_command_prints_its_ack() {
+    let relay = relay();
+    let agent = Agent::start(relay.url(), "s1");
+    let r = control(
+        relay.url(),
+        &["send", "control.pause", "--session", "s1", "--run", "r1"],
+    );
+    r.expect(0);
+    let ack: Event = r.stdout.trim().parse().unwrap();
+    assert_eq!(ack.event_type(), "control.accepted");
+    let commands = agent.commands();
+    assert_eq!(commands.len(), 1);
+    assert_eq!(ack.cause(), Some(commands[0].id()));
+    assert_eq!(commands[0].run(), Some("r1"));
+    assert!(r.stderr.contains("accepted"), "{}", r.stderr);
+    // the short form names the same type
+    control(
+        relay.url(),
+        &[
+            "send",
+            "pause",
+            "--session",
+            "s1",
+            "--data",
+            r#"{"why":"x"}"#,
+        ],
+    )
+    .expect(0);
+    assert_eq!(agent.commands()[1].event_type(), "control.pause");
+    assert_eq!(
+        agent.commands()[1].data(),
+        Some(serde_json::json!({"why": "x"}))
+    );
+}
+
+#[test]
+fn a_rejection_is_exit_3_with_the_reason() {
+    let relay = relay();
+    let _agent = Agent::start(relay.url(), "s1");
+    let r = control(relay.url(), &["send", "control.resume", "--session", "s1"]);
+    r.expect(3);
+    assert!(
+        r.stderr
+            .contains("nacked by the target: refused (not paused)"),
+        "{}",
+        r.stderr
+    );
+    let rejected: Event = r.stdout.trim().parse().unwrap();
+    assert_eq!(rejected.event_type(), "control.rejected");
+}
+
+#[test]
+fn no_route_is_exit_3_within_a_second_or_two() {
+    let relay = relay();
+    let started = Instant::now();
+    let r = control(
+        relay.url(),
+        &["send", "control.pause", "--session", "nobody"],
+    );
+    r.expect(3);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(r.stderr.contains("no-route"), "{}", r.stderr);
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+}
+
+#[test]
+fn silence_past_every_window_is_exit_4() {
+    let relay = relay();
+    let _agent = Agent::start(relay.url(), "s1");
+    let started = Instant::now();
+    let r = control(
+        relay.url(),
+        &[
+            "send",
+            "control.x.hang",
+            "--session",
+            "s1",
+            "--ack-window",
+            "300",
+            "--retries",
+            "1",
+        ],
+    );
+    r.expect(4);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(r.stderr.contains("no ack"), "{}", r.stderr);
+}
+
+#[test]
+fn respond_carries_the_answer_and_names_the_request() {
+    let relay = relay();
+    let agent = Agent::start(relay.url(), "s1");
+    control(relay.url(), &["respond", "s1", "REQ1", "--option", "yes"]).expect(0);
+    control(
+        relay.url(),
+        &["respond", "s1", "REQ2", "--text", "go ahead"],
+    )
+    .expect(0);
+    control(
+        relay.url(),
+        &["respond", "s1", "REQ3", "--values", r#"{"n": 3}"#],
+    )
+    .expect(0);
+    let c = agent.commands();
+    assert_eq!(c.len(), 3);
+    assert!(c
+        .iter()
+        .all(|e| e.event_type() == "control.attention.respond"));
+    assert_eq!((c[0].subject(), c[0].cause()), (Some("REQ1"), Some("REQ1")));
+    assert_eq!(
+        c[0].data(),
+        Some(serde_json::json!({"answer": {"option": "yes"}}))
+    );
+    assert_eq!(c[0].capture(), Capture::Metadata);
+    assert_eq!(
+        c[1].data(),
+        Some(serde_json::json!({"answer": {"text": "go ahead"}}))
+    );
+    assert_eq!(c[1].capture(), Capture::Redacted);
+    assert_eq!(
+        c[2].data(),
+        Some(serde_json::json!({"answer": {"values": {"n": 3}}}))
+    );
+}
+
+#[test]
+fn cancel_names_its_scope() {
+    let relay = relay();
+    let agent = Agent::start(relay.url(), "s1");
+    control(
+        relay.url(),
+        &["cancel", "s1", "--run", "r1", "--reason", "wrong branch"],
+    )
+    .expect(0);
+    control(relay.url(), &["cancel", "s1"]).expect(0);
+    let c = agent.commands();
+    assert_eq!(c[0].run(), Some("r1"));
+    assert_eq!(
+        c[0].data(),
+        Some(serde_json::json!({"scope": "run", "reason": "wrong branch"}))
+    );
+    assert_eq!(c[0].capture(), Capture::Redacted);
+    assert_eq!(c[1].run(), None);
+    assert_eq!(c[1].data(), Some(serde_json::json!({"scope": "session"})));
+}
+
+#[test]
+fn usage_errors_are_exit_2() {
+    let url = dead_relay_url(); // nothing is contacted
+    for bad in [
+        &["respond", "s1", "REQ"][..],
+        &["respond", "s1", "REQ", "--option", "a", "--text", "b"],
+        &["respond", "s1", "REQ", "--values", "[1]"],
+        &["send", "Not A Type", "--session", "s1"],
+        &["send", "control.pause"],
+        &["send", "control.pause", "--session", "s1", "--data", "{"],
+        &[
+            "send",
+            "control.pause",
+            "--session",
+            "s1",
+            "--ack-window",
+            "soon",
+        ],
+        &["cancel"],
+    ] {
+        let r = control(&url, bad);
+        r.expect(2);
+    }
+}
+
+#[test]
+fn a_relay_down_or_refusing_is_exit_5_and_a_watch_only_relay_nacks() {
+    let r = run(&[
+        "send",
+        "pause",
+        "--session",
+        "s1",
+        "--url",
+        &dead_relay_url(),
+    ]);
+    r.expect(5);
+    assert!(
+        r.stderr
+            .contains("cannot reach the relay at http://127.0.0.1:"),
+        "{}",
+        r.stderr
+    );
+    let relay = relay();
+    let r = run(&[
+        "send",
+        "pause",
+        "--session",
+        "s1",
+        "--url",
+        relay.url(),
+        "--token",
+        "nope",
+    ]);
+    r.expect(5);
+    assert!(r.stderr.contains("refused the token"), "{}", r.stderr);
+    assert!(!r.stderr.contains("nope"), "the token is never printed");
+    // without a token of its own a relay is watch-only: control is refused in-band
+    let open = relay_with(aep::relay::Relay::builder());
+    let r = run(&["send", "pause", "--session", "s1", "--url", open.url()]);
+    r.expect(3);
+    assert!(r.stderr.contains("unauthorized"), "{}", r.stderr);
+}
+
+#[test]
+fn roster_lists_the_live_claims() {
+    let relay = relay();
+    let _agent = Agent::start(relay.url(), "s-held");
+    let r = control(relay.url(), &["roster"]);
+    r.expect(0);
+    assert!(r.stdout.starts_with("SESSION"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("s-held") && r.stdout.contains("test-agent"),
+        "{}",
+        r.stdout
+    );
+    assert!(r.stdout.contains("control.pause"), "{}", r.stdout);
+    let r = control(relay.url(), &["roster", "--json"]);
+    r.expect(0);
+    let list: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(list[0]["session"], "s-held");
+    let r = run(&["roster", "--url", &dead_relay_url()]);
+    r.expect(5);
+}
