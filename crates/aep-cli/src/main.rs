@@ -7,9 +7,11 @@
 
 mod args;
 mod cmd;
+mod deliver;
 mod exit;
 mod filter;
 mod input;
+mod probe;
 mod render;
 mod signal;
 mod state;
@@ -33,6 +35,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     Tail(cmd::tail::Args),
+    Emit(cmd::emit::Args),
     Send(cmd::control::Send),
     Respond(cmd::control::Respond),
     Cancel(cmd::control::Cancel),
@@ -45,6 +48,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Tail(a) => block_on(cmd::tail::run(a)),
+        Command::Emit(a) => block_on(cmd::emit::run(a)),
         Command::Send(a) => block_on(cmd::control::send(a)),
         Command::Respond(a) => block_on(cmd::control::respond(a)),
         Command::Cancel(a) => block_on(cmd::control::cancel(a)),

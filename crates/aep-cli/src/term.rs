@@ -46,23 +46,24 @@ pub fn note(message: impl std::fmt::Display) {
     let _ = writeln!(err, "{message}");
 }
 
-/// A progress bar on stderr when it is a terminal, a hidden one otherwise (so a log
-/// file or a CI transcript gets no control characters).
-pub fn progress(total: Option<u64>, unit: &str) -> indicatif::ProgressBar {
+/// A progress bar over the bytes of an input on stderr when it is a terminal (a spinner
+/// when the size is unknown), a hidden one otherwise, so a log file or a CI transcript
+/// gets no control characters. Its message counts events.
+pub fn progress(total_bytes: Option<u64>) -> indicatif::ProgressBar {
     if !std::io::stderr().is_terminal() {
         return indicatif::ProgressBar::hidden();
     }
-    let bar = match total {
-        Some(n) => indicatif::ProgressBar::new(n),
-        None => indicatif::ProgressBar::new_spinner(),
+    let (bar, template) = match total_bytes {
+        Some(n) => (
+            indicatif::ProgressBar::new(n),
+            "{bar:40} {bytes}/{total_bytes} {msg} ({eta} left)",
+        ),
+        None => (
+            indicatif::ProgressBar::new_spinner(),
+            "{spinner} {bytes} {msg} ({elapsed})",
+        ),
     };
-    let template = match total {
-        Some(_) => {
-            format!("{{bar:40}} {{percent:>3}}% {{msg}} {{pos}}/{{len}} {unit} ({{per_sec}})")
-        }
-        None => format!("{{spinner}} {{msg}} {{pos}} {unit} ({{per_sec}})"),
-    };
-    if let Ok(style) = indicatif::ProgressStyle::with_template(&template) {
+    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
         bar.set_style(style);
     }
     bar
@@ -73,6 +74,14 @@ pub fn progress(total: Option<u64>, unit: &str) -> indicatif::ProgressBar {
 pub fn print_json_pretty(value: &serde_json::Value) {
     let mut out = std::io::stdout().lock();
     let _ = serde_json::to_writer_pretty(&mut out, value);
+    let _ = writeln!(out);
+    let _ = out.flush();
+}
+
+/// One JSON document on stdout, on one line.
+pub fn print_json(value: &serde_json::Value) {
+    let mut out = std::io::stdout().lock();
+    let _ = serde_json::to_writer(&mut out, value);
     let _ = writeln!(out);
     let _ = out.flush();
 }

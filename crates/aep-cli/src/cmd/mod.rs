@@ -2,6 +2,7 @@
 
 pub mod completions;
 pub mod control;
+pub mod emit;
 pub mod roster;
 pub mod tail;
 pub mod validate;

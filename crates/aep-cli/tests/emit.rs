@@ -1,0 +1,185 @@
+//! `aep emit` against the embedded relay: files sent unchanged, one event from flags,
+//! bad lines and relays that are down or refuse.
+
+#![allow(clippy::unwrap_used)] // a test: a panic is the failure report
+
+mod common;
+
+use std::time::Duration;
+
+use common::{dead_relay_url, history, jsonl, line, relay, run, run_with, scratch, TOKEN};
+use serde_json::{json, Value};
+
+fn emit(url: &str, extra: &[&str]) -> common::Run {
+    let mut args = vec!["emit", "--url", url, "--token", TOKEN];
+    args.extend_from_slice(extra);
+    run(&args)
+}
+
+fn lines(session: &str, n: u64) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            line(
+                &format!("{session}-{i}"),
+                "tool.requested",
+                session,
+                i,
+                json!({"tool": {"name": "t"}}),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_file_goes_unchanged_and_a_summary_comes_back() {
+    let relay = relay();
+    let dir = scratch();
+    let mut all = lines("a", 20);
+    all.extend(lines("b", 5));
+    let file = jsonl(dir.path(), "in.jsonl", &all);
+    let r = emit(relay.url(), &[file.to_str().unwrap()]);
+    r.expect(0);
+    let summary: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(summary["sent"], 25);
+    assert_eq!(summary["delivered"], 25);
+    assert_eq!(summary["lost"], 0);
+    assert!(r.stderr.contains("sent 25 events"), "{}", r.stderr);
+    let held: Vec<String> = history(relay.url()).iter().map(|e| e.to_json()).collect();
+    assert_eq!(held.len(), 25);
+    for l in &all {
+        assert!(held.contains(l), "byte for byte: {l}");
+    }
+}
+
+#[test]
+fn stdin_with_a_dash_or_by_default() {
+    let relay = relay();
+    let text = lines("s", 3).join("\n") + "\n";
+    run_with(
+        &["emit", "-", "--url", relay.url(), "--token", TOKEN],
+        text.as_bytes(),
+        Duration::from_secs(60),
+    )
+    .expect(0);
+    assert_eq!(history(relay.url()).len(), 3);
+    let more = lines("t", 2).join("\n");
+    run_with(
+        &["emit", "--url", relay.url(), "--token", TOKEN],
+        more.as_bytes(),
+        Duration::from_secs(60),
+    )
+    .expect(0);
+    assert_eq!(history(relay.url()).len(), 5);
+}
+
+#[test]
+fn one_event_from_flags() {
+    let relay = relay();
+    let r = emit(
+        relay.url(),
+        &[
+            "--type",
+            "run.started",
+            "--session",
+            "s1",
+            "--run",
+            "r1",
+            "--data",
+            r#"{"trigger":"user"}"#,
+            "--severity",
+            "notice",
+        ],
+    );
+    r.expect(0);
+    let printed: aep::protocol::Event = r.stdout.trim().parse().unwrap();
+    assert_eq!(printed.event_type(), "run.started");
+    assert_eq!(
+        (printed.session(), printed.seq(), printed.run()),
+        (Some("s1"), Some(0), Some("r1"))
+    );
+    assert!(
+        printed.epoch() > 1_600_000_000_000,
+        "epoch is Unix milliseconds"
+    );
+    let held = history(relay.url());
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].id(), printed.id());
+    assert_eq!(held[0].data(), Some(json!({"trigger": "user"})));
+    // agent-scoped: no session
+    emit(
+        relay.url(),
+        &[
+            "--type",
+            "agent.presence",
+            "--data",
+            r#"{"state":"online"}"#,
+        ],
+    )
+    .expect(0);
+}
+
+#[test]
+fn one_event_usage_errors() {
+    let url = dead_relay_url();
+    for bad in [
+        &["--type", "run.started"][..],                   // no session
+        &["--type", "agent.presence", "--session", "s1"], // agent-scoped
+        &["--type", "control.pause", "--session", "s1"],  // a command
+        &["--type", "Not.A.Type", "--session", "s1"],
+        &["--type", "run.started", "--session", "s1", "--data", "[1]"],
+        &["--session", "s1"], // no --type
+        &["file.jsonl", "--type", "run.started"],
+    ] {
+        let r = emit(&url, bad);
+        r.expect(2);
+    }
+}
+
+#[test]
+fn a_line_that_is_not_an_event_is_exit_6_naming_it() {
+    let relay = relay();
+    let dir = scratch();
+    let mut all = lines("a", 2);
+    all.push("{\"half\": ".into());
+    all.extend(lines("b", 2));
+    let file = jsonl(dir.path(), "torn.jsonl", &all);
+    let r = emit(relay.url(), &[file.to_str().unwrap()]);
+    r.expect(6);
+    assert!(
+        r.stderr.contains("torn.jsonl:3: not an AEP event"),
+        "{}",
+        r.stderr
+    );
+    // what came before the bad line was delivered, nothing after it
+    assert_eq!(history(relay.url()).len(), 2);
+    let r = emit(
+        relay.url(),
+        &[dir.path().join("absent.jsonl").to_str().unwrap()],
+    );
+    r.expect(6);
+    assert!(r.stderr.contains("absent.jsonl"), "{}", r.stderr);
+}
+
+#[test]
+fn a_relay_down_or_refusing_is_exit_5() {
+    let dir = scratch();
+    let file = jsonl(dir.path(), "in.jsonl", &lines("a", 2));
+    let f = file.to_str().unwrap();
+    let r = run(&["emit", f, "--url", &dead_relay_url()]);
+    r.expect(5);
+    assert!(r.stderr.contains("cannot reach the relay"), "{}", r.stderr);
+    let relay = relay();
+    let r = run(&["emit", f, "--url", relay.url(), "--token", "wrong"]);
+    r.expect(5);
+    assert!(r.stderr.contains("401"), "{}", r.stderr);
+    let r = run(&["emit", f, "--url", relay.url()]);
+    r.expect(5);
+    assert!(r.stderr.contains("requires a token"), "{}", r.stderr);
+    // an envelope the relay refuses at ingest (session-scoped without seq): a 4xx
+    let mut bad: Value = serde_json::from_str(&lines("c", 1)[0]).unwrap();
+    bad.as_object_mut().unwrap().remove("seq");
+    let file = jsonl(dir.path(), "refused.jsonl", &[bad.to_string()]);
+    let r = emit(relay.url(), &[file.to_str().unwrap()]);
+    r.expect(5);
+    assert!(r.stderr.contains("refused 1 events"), "{}", r.stderr);
+}
