@@ -14,6 +14,7 @@ mod input;
 mod probe;
 mod render;
 mod signal;
+mod source;
 mod state;
 mod term;
 
@@ -40,6 +41,8 @@ enum Command {
     Respond(cmd::control::Respond),
     Cancel(cmd::control::Cancel),
     Roster(cmd::roster::Args),
+    Project(cmd::project::Args),
+    Timeline(cmd::timeline::Args),
     Validate(cmd::validate::Args),
     Completions(cmd::completions::Args),
 }
@@ -53,6 +56,8 @@ fn main() -> ExitCode {
         Command::Respond(a) => block_on(cmd::control::respond(a)),
         Command::Cancel(a) => block_on(cmd::control::cancel(a)),
         Command::Roster(a) => block_on(cmd::roster::run(a)),
+        Command::Project(a) => block_on(cmd::project::run(a)),
+        Command::Timeline(a) => block_on(cmd::timeline::run(a)),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Completions(a) => cmd::completions::run(a),
     };

@@ -3,6 +3,8 @@
 pub mod completions;
 pub mod control;
 pub mod emit;
+pub mod project;
 pub mod roster;
 pub mod tail;
+pub mod timeline;
 pub mod validate;
