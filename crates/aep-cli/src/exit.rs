@@ -19,7 +19,8 @@ pub enum Exit {
     Timeout = 4,
     /// 5: the relay is unreachable or refuses (network, 401, a 4xx on ingest).
     Relay = 5,
-    /// 6: an input that cannot be read (a missing file, a line that is not an event).
+    /// 6: an input that cannot be read (a missing file, a line that is not an event),
+    /// or an output file that cannot be written.
     Input = 6,
 }
 
@@ -38,7 +39,8 @@ Exit codes:
   3  the command was nacked (reason on stderr; a relay's no-route or ambiguous too)
   4  no ack within the ack window (timeout)
   5  the relay is unreachable or refusing (network, 401, a 4xx on ingest)
-  6  an input that cannot be read (a missing file, a line that is not JSON)";
+  6  an input that cannot be read (a missing file, a line that is not JSON),
+     or a file that cannot be written (sink)";
 
 /// Why a subcommand stopped: the exit code and one line for stderr, naming what and
 /// where (file and line, URL and status). Never a debug dump.

@@ -43,6 +43,7 @@ enum Command {
     Roster(cmd::roster::Args),
     Project(cmd::project::Args),
     Timeline(cmd::timeline::Args),
+    Sink(cmd::sink::Args),
     Validate(cmd::validate::Args),
     Completions(cmd::completions::Args),
 }
@@ -58,6 +59,7 @@ fn main() -> ExitCode {
         Command::Roster(a) => block_on(cmd::roster::run(a)),
         Command::Project(a) => block_on(cmd::project::run(a)),
         Command::Timeline(a) => block_on(cmd::timeline::run(a)),
+        Command::Sink(a) => block_on(cmd::sink::run(a)),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Completions(a) => cmd::completions::run(a),
     };

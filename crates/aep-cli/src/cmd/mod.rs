@@ -5,6 +5,7 @@ pub mod control;
 pub mod emit;
 pub mod project;
 pub mod roster;
+pub mod sink;
 pub mod tail;
 pub mod timeline;
 pub mod validate;

@@ -317,3 +317,22 @@ impl Drop for Agent {
         let _ = self.emitter.close();
     }
 }
+
+/// Waits until `check` holds, polling; panics with `what` after `deadline`.
+pub fn eventually(what: &str, deadline: Duration, mut check: impl FnMut() -> bool) {
+    let end = Instant::now() + deadline;
+    while !check() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The non-empty lines of a file (none when it does not exist).
+pub fn file_lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_owned)
+        .collect()
+}

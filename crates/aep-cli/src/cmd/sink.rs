@@ -1,0 +1,425 @@
+//! `aep sink --out DIR`: durable capture, one JSONL file per session, positions
+//! committed only after the data is on disk.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aep::protocol::{Dedupe, Event};
+use aep::{ResumePosition, SubscribeOptions};
+use futures::StreamExt;
+use serde_json::json;
+use tokio::time::Instant;
+
+use crate::args::RelayArgs;
+use crate::cmd::tail::Watch;
+use crate::exit::{Exit, Failure, Outcome};
+use crate::filter::FilterArgs;
+use crate::state::StateFile;
+use crate::term;
+
+/// Capture a relay's events durably: one JSONL file per session in DIR.
+///
+/// Writes are batched (at most 500 ms or 64 events) and each batch is fsynced before
+/// its positions are committed to the state file, so a crash leaves the state behind
+/// the files, never ahead. On restart a torn last line (a write cut by the crash) is cut
+/// off, and each session resumes after the last line its file holds: the relay replays
+/// what the files lost, and ids already written are not written again. SIGINT and
+/// SIGTERM flush, sync, save and exit 0.
+///
+/// A session's file is `DIR/SESSION.jsonl`, the session name with every byte outside
+/// `[A-Za-z0-9_-]` written `%XX`. With `--rotate-mb`, a full file is renamed
+/// `SESSION.UNIXTIME.jsonl` and a new one started. Agent-scoped events (no session:
+/// liveness, never buffered by a relay) are not captured.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    relay: RelayArgs,
+    #[command(flatten)]
+    filter: FilterArgs,
+    /// The capture directory (created if missing).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// The state file [default: DIR/.sink-state.json].
+    #[arg(long, value_name = "FILE")]
+    state: Option<PathBuf>,
+    /// Rotate a session's file once it reaches this many MiB.
+    #[arg(long, value_name = "MB")]
+    rotate_mb: Option<u64>,
+    /// `all`: also capture what the relay holds of sessions the files do not have yet.
+    #[arg(long, value_name = "all", value_parser = ["all"])]
+    from: Option<String>,
+}
+
+/// Longest a written event waits for its fsync.
+const FLUSH_EVERY: Duration = Duration::from_millis(500);
+/// Events that trigger a flush before the deadline.
+const FLUSH_AT: usize = 64;
+/// Ids remembered across restarts, read from the tail of each file.
+const TAIL_BYTES: u64 = 4 << 20;
+
+/// Runs the subcommand.
+pub async fn run(args: Args) -> Outcome {
+    let filter = args.filter.build()?;
+    let mut capture = Capture::open(&args.out, args.rotate_mb.map(|mb| mb << 20))?;
+    let state = StateFile::new(
+        args.state
+            .clone()
+            .unwrap_or_else(|| args.out.join(".sink-state.json")),
+    );
+    // the files are the authority; the state only speaks for sessions with no file
+    let mut positions: BTreeMap<String, ResumePosition> = state
+        .load()?
+        .into_iter()
+        .map(|p| (p.session().to_owned(), p))
+        .collect();
+    for p in capture.recovered() {
+        positions.insert(p.session().to_owned(), p);
+    }
+    capture.committed = positions.clone();
+    let resume: Vec<ResumePosition> = positions.into_values().collect();
+    let (tx, mut notices) = tokio::sync::mpsc::unbounded_channel();
+    let mut opts = SubscribeOptions::new().filter(filter).on_notice(move |n| {
+        let _ = tx.send(n);
+    });
+    if let Some(t) = args.relay.token() {
+        opts = opts.token(t);
+    }
+    opts = if args.from.is_some() {
+        // `all` rides a request only while no position exists (AEP-0003 §5)
+        if resume.is_empty() {
+            opts.from_all()
+        } else {
+            opts.from_positions(resume)
+        }
+    } else if resume.is_empty() {
+        opts
+    } else {
+        opts.from_positions(resume)
+    };
+    term::note(format!(
+        "sink: capturing {} into {}",
+        args.relay.base(),
+        args.out.display()
+    ));
+    let mut watch = Watch::new(args.relay.base());
+    let mut sub = aep::subscribe(args.relay.base(), opts);
+    let mut flush_at: Option<Instant> = None;
+    let shutdown = crate::signal::shutdown();
+    tokio::pin!(shutdown);
+    let failure = loop {
+        tokio::select! {
+            biased;
+            () = &mut shutdown => break None,
+            Some(n) = notices.recv() => {
+                if let Some(f) = watch.notice(n) {
+                    break Some(f);
+                }
+            }
+            event = sub.next() => {
+                let Some(event) = event else { break None };
+                capture.take(event);
+                if capture.pending() >= FLUSH_AT {
+                    flush_at = None;
+                    if let Err(f) = capture.flush(&state) {
+                        break Some(f);
+                    }
+                } else {
+                    flush_at.get_or_insert_with(|| Instant::now() + FLUSH_EVERY);
+                }
+            }
+            () = sleep_until(flush_at) => {
+                flush_at = None;
+                if let Err(f) = capture.flush(&state) {
+                    break Some(f);
+                }
+            }
+        }
+    };
+    sub.close();
+    let flushed = capture.flush(&state);
+    crate::term::print_json(&json!({
+        "events": capture.written,
+        "sessions": capture.committed.len(),
+        "out": args.out.display().to_string(),
+    }));
+    match (failure, flushed) {
+        (Some(f), _) | (None, Err(f)) => Err(f),
+        (None, Ok(())) => Ok(Exit::Success),
+    }
+}
+
+async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The capture directory: open files, events waiting for their fsync, the committed
+/// positions and the ids already written.
+struct Capture {
+    dir: PathBuf,
+    rotate: Option<u64>,
+    files: HashMap<String, Open>,
+    pending: Vec<Event>,
+    committed: BTreeMap<String, ResumePosition>,
+    recovered: Vec<ResumePosition>,
+    written_ids: Dedupe,
+    written: u64,
+}
+
+struct Open {
+    file: File,
+    path: PathBuf,
+    size: u64,
+}
+
+/// A file error: exit 6, naming the file.
+fn file_error(path: &Path, what: &str, e: std::io::Error) -> Failure {
+    Failure::input(format!("cannot {what} {}: {e}", path.display()))
+}
+
+impl Capture {
+    /// Opens `dir`, repairs each live file's torn tail, and reads back what the files
+    /// already hold.
+    fn open(dir: &Path, rotate: Option<u64>) -> Result<Capture, Failure> {
+        std::fs::create_dir_all(dir).map_err(|e| file_error(dir, "create", e))?;
+        let mut capture = Capture {
+            dir: dir.to_owned(),
+            rotate,
+            files: HashMap::new(),
+            pending: Vec::new(),
+            committed: BTreeMap::new(),
+            recovered: Vec::new(),
+            written_ids: Dedupe::with_capacity(200_000),
+            written: 0,
+        };
+        let entries = std::fs::read_dir(dir).map_err(|e| file_error(dir, "list", e))?;
+        for entry in entries {
+            let path = entry.map_err(|e| file_error(dir, "list", e))?.path();
+            let Some(session) = live_session(&path) else {
+                continue;
+            };
+            if let Some(last) = capture.recover(&path)? {
+                capture.recovered.push(ResumePosition::new(
+                    session,
+                    last.epoch(),
+                    last.seq().unwrap_or(0),
+                ));
+            }
+        }
+        Ok(capture)
+    }
+
+    /// The resume positions the files hold.
+    fn recovered(&self) -> Vec<ResumePosition> {
+        self.recovered.clone()
+    }
+
+    /// Cuts a torn last line off `path` and returns the last event it holds, noting the
+    /// ids of its tail as written.
+    fn recover(&mut self, path: &Path) -> Result<Option<Event>, Failure> {
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(|e| file_error(path, "open", e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| file_error(path, "read", e))?
+            .len();
+        let start = len.saturating_sub(TAIL_BYTES);
+        file.seek(SeekFrom::Start(start))
+            .map_err(|e| file_error(path, "read", e))?;
+        let mut tail = Vec::new();
+        file.read_to_end(&mut tail)
+            .map_err(|e| file_error(path, "read", e))?;
+        let keep = match tail.iter().rposition(|b| *b == b'\n') {
+            Some(i) => i + 1,
+            None if start == 0 => 0,
+            None => tail.len(), // one line longer than the tail: leave it
+        };
+        if keep < tail.len() {
+            let cut = tail.len() - keep;
+            term::warn(format!(
+                "{}: cut a torn last line ({cut} bytes) left by an interrupted write",
+                path.display()
+            ));
+            file.set_len(start + keep as u64)
+                .and_then(|()| file.sync_all())
+                .map_err(|e| file_error(path, "repair", e))?;
+            tail.truncate(keep);
+        }
+        let mut last = None;
+        // the first line of a tail read from the middle may be partial: skip it
+        let lines = tail.split(|b| *b == b'\n').skip(usize::from(start > 0));
+        for line in lines.filter(|l| !l.is_empty()) {
+            if let Ok(e) = Event::from_slice(line) {
+                self.written_ids.insert_event(&e);
+                last = Some(e);
+            }
+        }
+        Ok(last)
+    }
+
+    fn take(&mut self, event: Event) {
+        if event.session().is_none() || !self.written_ids.insert_event(&event) {
+            return;
+        }
+        self.pending.push(event);
+    }
+
+    fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Writes what is pending, syncs every file written, then commits the positions.
+    fn flush(&mut self, state: &StateFile) -> Result<(), Failure> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        let mut touched: Vec<String> = Vec::new();
+        for event in std::mem::take(&mut self.pending) {
+            let Some(session) = event.session().map(str::to_owned) else {
+                continue;
+            };
+            let mut line = event.to_json();
+            line.push('\n');
+            let open = self.file(&session, line.len() as u64)?;
+            open.file
+                .write_all(line.as_bytes())
+                .map_err(|e| file_error(&open.path, "write", e))?;
+            open.size += line.len() as u64;
+            if let Some(seq) = event.seq() {
+                self.committed.insert(
+                    session.clone(),
+                    ResumePosition::new(session.clone(), event.epoch(), seq),
+                );
+            }
+            if !touched.contains(&session) {
+                touched.push(session);
+            }
+            self.written += 1;
+        }
+        for session in &touched {
+            if let Some(open) = self.files.get(session) {
+                open.file
+                    .sync_data()
+                    .map_err(|e| file_error(&open.path, "sync", e))?;
+            }
+        }
+        let positions: Vec<ResumePosition> = self.committed.values().cloned().collect();
+        state
+            .save(&positions)
+            .map_err(|e| file_error(state.path(), "write", e))
+    }
+
+    /// The open file of `session`, rotated first when `incoming` bytes would take it
+    /// past the bound.
+    fn file(&mut self, session: &str, incoming: u64) -> Result<&mut Open, Failure> {
+        let full = match (self.rotate, self.files.get(session)) {
+            (Some(bound), Some(open)) => open.size > 0 && open.size + incoming > bound,
+            _ => false,
+        };
+        if full {
+            if let Some(open) = self.files.remove(session) {
+                open.file
+                    .sync_all()
+                    .map_err(|e| file_error(&open.path, "sync", e))?;
+                let rotated = self.rotated_name(session);
+                std::fs::rename(&open.path, &rotated)
+                    .map_err(|e| file_error(&open.path, "rotate", e))?;
+            }
+        }
+        if !self.files.contains_key(session) {
+            let path = self.dir.join(format!("{}.jsonl", file_stem(session)));
+            let file = OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+                .map_err(|e| file_error(&path, "open", e))?;
+            let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+            self.files
+                .insert(session.to_owned(), Open { file, path, size });
+        }
+        self.files
+            .get_mut(session)
+            .ok_or_else(|| Failure::input(format!("no file for session {session}")))
+    }
+
+    fn rotated_name(&self, session: &str) -> PathBuf {
+        let stamp = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let stem = file_stem(session);
+        let mut path = self.dir.join(format!("{stem}.{stamp}.jsonl"));
+        let mut n = 1;
+        while path.exists() {
+            path = self.dir.join(format!("{stem}.{stamp}-{n}.jsonl"));
+            n += 1;
+        }
+        path
+    }
+}
+
+/// A session name as a file name: `[A-Za-z0-9_-]` as is, every other byte `%XX`, so
+/// no name climbs out of the directory and a live file has no dot in its stem.
+pub fn file_stem(session: &str) -> String {
+    let mut out = String::with_capacity(session.len());
+    for b in session.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+/// The session of a live capture file (`STEM.jsonl`, no dot in the stem); rotated
+/// files (`STEM.TIME.jsonl`) and anything else are not live.
+fn live_session(path: &Path) -> Option<String> {
+    let name = path.file_name()?.to_str()?;
+    let stem = name.strip_suffix(".jsonl")?;
+    if stem.is_empty() || stem.contains('.') {
+        return None;
+    }
+    let bytes = stem.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = stem.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_names_round_trip_through_file_names() {
+        for s in ["s_8f2c", "a/b", "../up", "dots.in.name", "ünï", "%41", ""] {
+            let stem = file_stem(s);
+            assert!(!stem.contains('/') && !stem.contains('.'), "{stem}");
+            if !s.is_empty() {
+                let path = PathBuf::from(format!("{stem}.jsonl"));
+                assert_eq!(live_session(&path).as_deref(), Some(s));
+            }
+        }
+        assert_eq!(live_session(Path::new("s1.1700000000.jsonl")), None);
+        assert_eq!(live_session(Path::new(".sink-state.json")), None);
+        assert_eq!(live_session(Path::new("bad%zz.jsonl")), None);
+    }
+}
