@@ -96,3 +96,41 @@ pub fn http_sink(
         .build()
         .map_err(|e| Failure::relay(format!("cannot start delivery: {}", describe(&e))))
 }
+
+/// One sink behind several emitters (a replay re-emits many sessions, each with its own
+/// agent and epoch, over one connection). Closing is the owner's: call
+/// [`Shared::close`] once, after every emitter is done.
+#[derive(Debug, Clone)]
+pub struct Shared(pub Arc<HttpSink>);
+
+impl aep::Sink for Shared {
+    fn accept(&self, event: &aep::protocol::Event) -> Result<(), aep::EmitError> {
+        self.0.accept(event)
+    }
+    fn flush(&self) -> aep::SinkFuture<'_> {
+        self.0.flush()
+    }
+    fn close(&self) -> aep::SinkFuture<'_> {
+        // an emitter's close only flushes: the sink is shared
+        self.0.flush()
+    }
+    fn stats(&self) -> aep::DeliveryStats {
+        self.0.stats()
+    }
+}
+
+impl Shared {
+    /// Closes the sink for every emitter on it: waits for delivery.
+    pub async fn close(&self) {
+        aep::Sink::close(&*self.0).await;
+    }
+}
+
+/// Waits while more than half of a sink's queue (10 000 events by default) is still
+/// undelivered, so a producer faster than the relay is held back instead of having its
+/// events dropped.
+pub async fn room(sink: &dyn aep::Sink) {
+    while sink.stats().pending() >= 5_000 {
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}

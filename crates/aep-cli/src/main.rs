@@ -44,6 +44,7 @@ enum Command {
     Project(cmd::project::Args),
     Timeline(cmd::timeline::Args),
     Sink(cmd::sink::Args),
+    Replay(cmd::replay::Args),
     Validate(cmd::validate::Args),
     Completions(cmd::completions::Args),
 }
@@ -60,6 +61,7 @@ fn main() -> ExitCode {
         Command::Project(a) => block_on(cmd::project::run(a)),
         Command::Timeline(a) => block_on(cmd::timeline::run(a)),
         Command::Sink(a) => block_on(cmd::sink::run(a)),
+        Command::Replay(a) => block_on(cmd::replay::run(a)),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Completions(a) => cmd::completions::run(a),
     };

@@ -150,11 +150,7 @@ pub async fn run(args: Args) -> Outcome {
 
 /// Hands one event to the sink, waiting for room rather than dropping.
 async fn put(sink: &aep::HttpSink, event: &Event) -> Result<(), aep::EmitError> {
-    // Backpressure until the sink's own waiting path is available: hold the queue below
-    // its bound by waiting on delivery.
-    while sink.stats().pending() >= 5_000 {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    crate::deliver::room(sink).await;
     sink.accept(event)
 }
 

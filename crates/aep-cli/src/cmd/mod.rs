@@ -4,6 +4,7 @@ pub mod completions;
 pub mod control;
 pub mod emit;
 pub mod project;
+pub mod replay;
 pub mod roster;
 pub mod sink;
 pub mod tail;
