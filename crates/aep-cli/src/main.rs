@@ -45,6 +45,7 @@ enum Command {
     Timeline(cmd::timeline::Args),
     Sink(cmd::sink::Args),
     Replay(cmd::replay::Args),
+    Doctor(cmd::doctor::Args),
     Validate(cmd::validate::Args),
     Completions(cmd::completions::Args),
 }
@@ -62,6 +63,7 @@ fn main() -> ExitCode {
         Command::Timeline(a) => block_on(cmd::timeline::run(a)),
         Command::Sink(a) => block_on(cmd::sink::run(a)),
         Command::Replay(a) => block_on(cmd::replay::run(a)),
+        Command::Doctor(a) => block_on(cmd::doctor::run(a)),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Completions(a) => cmd::completions::run(a),
     };

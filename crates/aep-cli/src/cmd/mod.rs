@@ -2,6 +2,7 @@
 
 pub mod completions;
 pub mod control;
+pub mod doctor;
 pub mod emit;
 pub mod project;
 pub mod replay;
