@@ -46,6 +46,7 @@ enum Command {
     Sink(cmd::sink::Args),
     Replay(cmd::replay::Args),
     Doctor(cmd::doctor::Args),
+    Mcp(cmd::mcp::Args),
     Validate(cmd::validate::Args),
     Completions(cmd::completions::Args),
 }
@@ -64,6 +65,7 @@ fn main() -> ExitCode {
         Command::Sink(a) => block_on(cmd::sink::run(a)),
         Command::Replay(a) => block_on(cmd::replay::run(a)),
         Command::Doctor(a) => block_on(cmd::doctor::run(a)),
+        Command::Mcp(a) => block_on(cmd::mcp::run(a)),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Completions(a) => cmd::completions::run(a),
     };

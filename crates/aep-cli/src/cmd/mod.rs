@@ -4,6 +4,7 @@ pub mod completions;
 pub mod control;
 pub mod doctor;
 pub mod emit;
+pub mod mcp;
 pub mod project;
 pub mod replay;
 pub mod roster;

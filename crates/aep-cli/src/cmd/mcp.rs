@@ -1,0 +1,436 @@
+//! `aep mcp`: an MCP server on stdio (newline-delimited JSON-RPC 2.0, tools only) with
+//! the reference `aep-mcp`'s two tools: `emit_event` and `ask_human`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use aep::control::{ControlTarget, RejectReason};
+use aep::protocol::envelope::new_ulid;
+use aep::protocol::redact::{RedactOptions, Redactor};
+use aep::protocol::types::EventType;
+use aep::protocol::{Capture, Severity};
+use aep::{EmitOptions, Emitter, SessionEmitter, WsSink};
+use serde_json::{json, Value};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, oneshot};
+
+use crate::args::RelayArgs;
+use crate::exit::{describe, Exit, Failure, Outcome};
+
+/// Serve the AEP tools to a model over MCP on stdio.
+///
+/// Newline-delimited JSON-RPC 2.0 on stdin and stdout, tools capability only, two
+/// tools: `emit_event` (an AEP event from the model: a milestone a fleet observer acts
+/// on that nothing else emits; `control.*` refused) and `ask_human` (an
+/// `attention.requested` that waits for a person's answer over the control round trip:
+/// `aep respond SESSION REQUEST --option ID` answers it). Events go to the relay over
+/// WebSocket, in a session of their own (`--session`, default `mcp-ULID`) opened with
+/// `session.started` and closed with `session.ended` when stdin ends.
+///
+/// Logs go to stderr; stdout carries only the protocol.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    relay: RelayArgs,
+    /// The session the tools emit into [default: mcp-ULID].
+    #[arg(long, value_name = "SESSION")]
+    session: Option<String>,
+    /// The agent the events are from.
+    #[arg(long, value_name = "NAME", default_value = "aep-mcp")]
+    agent: String,
+    /// How long ask_human waits for an answer, in seconds, unless the call says.
+    #[arg(long, value_name = "SECS", default_value_t = 300)]
+    ask_timeout: u64,
+}
+
+/// The MCP protocol revisions this server speaks; it answers with the client's when it
+/// knows it, else the newest.
+const PROTOCOL_VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// Answers waiting for a person, by `attention.requested` id.
+type Waiting = Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>;
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// What the tools share.
+struct Server {
+    emitter: Emitter,
+    /// The server's own session, attached to the control target.
+    home: Arc<SessionEmitter>,
+    /// Sessions the model named, with their own `seq`.
+    others: Mutex<HashMap<String, SessionEmitter>>,
+    waiting: Waiting,
+    ask_timeout: Duration,
+    out: mpsc::UnboundedSender<Value>,
+}
+
+/// Runs the subcommand.
+pub async fn run(args: Args) -> Outcome {
+    crate::probe::discovery(&args.relay).await?;
+    let waiting: Waiting = Arc::default();
+    let answers = waiting.clone();
+    let target = ControlTarget::new(["control.attention.respond"], move |cmd| {
+        let answers = answers.clone();
+        async move {
+            let request = cmd.event().subject().map(str::to_owned);
+            let answer = cmd
+                .event()
+                .data()
+                .and_then(|d| d.get("answer").cloned())
+                .unwrap_or_else(|| json!({}));
+            let Some(waiter) = request.as_deref().and_then(|r| lock(&answers).remove(r)) else {
+                let _ = cmd.reject(
+                    RejectReason::Invalid,
+                    "no ask_human of this server is waiting on that request",
+                );
+                return;
+            };
+            let Ok(accepted) = cmd.accept() else { return };
+            let request = request.unwrap_or_default();
+            let opts = EmitOptions::new().subject(&request).cause(&request);
+            let capture = if answer.get("option").is_some()
+                && answer.as_object().is_some_and(|a| a.len() == 1)
+            {
+                Capture::Metadata
+            } else {
+                Capture::Redacted
+            };
+            let _ = accepted.emit_with(
+                "attention.answered",
+                json!({"answer": answer}),
+                opts.clone().capture(capture),
+            );
+            let _ = accepted.emit_with(
+                "attention.resolved",
+                json!({"resolution": "answered"}),
+                opts,
+            );
+            let _ = waiter.send(answer);
+        }
+    });
+    let mut sink = WsSink::builder(
+        args.relay.base(),
+        &args.agent,
+        format!("{}/{}", crate::host(), std::process::id()),
+    )
+    .command_hook(target.clone())
+    .on_report(|r| crate::term::warn(format!("aep mcp: {r}")));
+    if let Some(t) = args.relay.token() {
+        sink = sink.token(t);
+    }
+    let sink = sink.build().map_err(|e| {
+        Failure::relay(format!(
+            "cannot open the relay connection: {}",
+            describe(&e)
+        ))
+    })?;
+    let redactor = Redactor::new(RedactOptions::new())
+        .map_err(|e| Failure::usage(format!("redaction: {e}")))?;
+    let emitter = Emitter::builder(&args.agent, crate::host())
+        .capture(Capture::Redacted)
+        .redactor(redactor)
+        .build(sink);
+    let session = args
+        .session
+        .clone()
+        .unwrap_or_else(|| format!("mcp-{}", new_ulid(SystemTime::now())));
+    let home = target.attach(emitter.session(&session));
+    home.emit(
+        "session.started",
+        json!({"client": {"name": "aep-mcp", "version": env!("CARGO_PKG_VERSION")}}),
+    )
+    .map_err(|e| Failure::relay(format!("session.started not emitted: {e}")))?;
+    crate::term::note(format!(
+        "aep mcp: serving on stdio, emitting into session {session} at {}",
+        args.relay.base()
+    ));
+
+    let (out, mut out_rx) = mpsc::unbounded_channel::<Value>();
+    let writer = tokio::spawn(async move {
+        let mut stdout = tokio::io::stdout();
+        while let Some(message) = out_rx.recv().await {
+            let mut line = message.to_string();
+            line.push('\n');
+            if stdout.write_all(line.as_bytes()).await.is_err() || stdout.flush().await.is_err() {
+                break;
+            }
+        }
+    });
+    let server = Arc::new(Server {
+        emitter,
+        home,
+        others: Mutex::default(),
+        waiting,
+        ask_timeout: Duration::from_secs(args.ask_timeout),
+        out,
+    });
+    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    loop {
+        let line = match lines.next_line().await {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(e) => {
+                crate::term::warn(format!("aep mcp: stdin: {e}"));
+                break;
+            }
+        };
+        if line.trim().is_empty() {
+            continue;
+        }
+        server.clone().message(&line);
+    }
+    let _ = server
+        .home
+        .emit("session.ended", json!({"reason": "normal"}));
+    // a relay gone for good must not hold the exit forever
+    let _ = tokio::time::timeout(Duration::from_secs(10), server.emitter.close()).await;
+    drop(server);
+    let _ = writer.await;
+    Ok(Exit::Success)
+}
+
+impl Server {
+    fn reply(&self, id: Value, result: Value) {
+        let _ = self
+            .out
+            .send(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn error(&self, id: Value, code: i64, message: &str) {
+        let _ = self
+            .out
+            .send(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}));
+    }
+
+    /// One line from the client.
+    fn message(self: Arc<Self>, line: &str) {
+        let message: Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => return self.error(Value::Null, -32700, &format!("parse error: {e}")),
+        };
+        let Some(obj) = message.as_object() else {
+            return self.error(
+                Value::Null,
+                -32600,
+                "invalid request: a JSON-RPC message is an object (batches are not used by MCP)",
+            );
+        };
+        let id = obj.get("id").cloned();
+        let Some(method) = obj.get("method").and_then(Value::as_str) else {
+            // a response to a request of ours: we send none
+            if id.is_none() || obj.contains_key("result") || obj.contains_key("error") {
+                return;
+            }
+            return self.error(
+                id.unwrap_or(Value::Null),
+                -32600,
+                "invalid request: no method",
+            );
+        };
+        let Some(id) = id else {
+            return; // a notification (notifications/initialized, cancelled, ...)
+        };
+        let params = obj.get("params").cloned().unwrap_or(Value::Null);
+        match method {
+            "initialize" => {
+                let asked = params.get("protocolVersion").and_then(Value::as_str);
+                let version = asked
+                    .filter(|v| PROTOCOL_VERSIONS.contains(v))
+                    .unwrap_or(PROTOCOL_VERSIONS[0]);
+                self.reply(id, json!({
+                    "protocolVersion": version,
+                    "capabilities": {"tools": {"listChanged": false}},
+                    "serverInfo": {"name": "aep", "version": env!("CARGO_PKG_VERSION")},
+                    "instructions": "AEP tools: emit_event reports a milestone to the people watching this agent; ask_human asks them a question and waits for the answer.",
+                }));
+            }
+            "ping" => self.reply(id, json!({})),
+            "tools/list" => self.reply(id, json!({"tools": tools()})),
+            "tools/call" => {
+                let name = params
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned();
+                let arguments = params
+                    .get("arguments")
+                    .cloned()
+                    .unwrap_or_else(|| json!({}));
+                match name.as_str() {
+                    "emit_event" => {
+                        let result = self.emit_event(&arguments);
+                        self.reply(id, result);
+                    }
+                    "ask_human" => {
+                        // waits for a person: answered on its own task, other calls go on
+                        tokio::spawn(async move {
+                            let result = self.ask_human(&arguments).await;
+                            self.reply(id, result);
+                        });
+                    }
+                    other => self.error(
+                        id,
+                        -32602,
+                        &format!("unknown tool `{other}`: the tools are emit_event and ask_human"),
+                    ),
+                }
+            }
+            other => self.error(id, -32601, &format!("method not found: {other}")),
+        }
+    }
+
+    fn emit_event(&self, args: &Value) -> Value {
+        let text = |k: &str| args.get(k).and_then(Value::as_str);
+        let Some(event_type) = text("type") else {
+            return tool_error("`type` is required: a dotted AEP type such as `progress.milestone` or `x.vendor.thing.happened`");
+        };
+        let parsed = match EventType::parse(event_type) {
+            Ok(t) => t,
+            Err(e) => return tool_error(&format!("{e}")),
+        };
+        if parsed.is_command() {
+            return tool_error("control.* types are commands for agents, not events to emit; emit_event refuses them (AEP-0004)");
+        }
+        let mut opts = EmitOptions::new();
+        if let Some(s) = text("subject") {
+            opts = opts.subject(s);
+        }
+        if let Some(r) = text("run") {
+            opts = opts.run(r);
+        }
+        if let Some(s) = text("severity") {
+            match s.parse::<Severity>() {
+                Ok(level) => opts = opts.severity(level),
+                Err(e) => return tool_error(&format!("severity: {e}")),
+            }
+        }
+        let data = match args.get("data") {
+            None | Some(Value::Null) => json!({}),
+            Some(d @ Value::Object(_)) => d.clone(),
+            Some(_) => return tool_error("`data` must be a JSON object"),
+        };
+        let emitted = if parsed.is_agent_scoped() {
+            self.emitter.emit_with(event_type, data, opts)
+        } else {
+            match text("session") {
+                Some(s) if s != self.home.session() => {
+                    let mut others = lock(&self.others);
+                    let session = others
+                        .entry(s.to_owned())
+                        .or_insert_with(|| self.emitter.session(s));
+                    session.emit_with(event_type, data, opts)
+                }
+                _ => self.home.emit_with(event_type, data, opts),
+            }
+        };
+        match emitted {
+            Ok(e) => tool_ok(
+                json!({"id": e.id(), "type": e.event_type(), "session": e.session(), "seq": e.seq()}),
+            ),
+            Err(e) => tool_error(&e.to_string()),
+        }
+    }
+
+    async fn ask_human(&self, args: &Value) -> Value {
+        let Some(prompt) = args.get("prompt").and_then(Value::as_str) else {
+            return tool_error("`prompt` is required: the question for the person");
+        };
+        let kind = args.get("kind").and_then(Value::as_str).unwrap_or("input");
+        let mut data = json!({"kind": kind, "prompt": prompt, "respond_via": ["control"]});
+        if let Some(options) = args.get("options").and_then(Value::as_array) {
+            let options: Vec<Value> = options
+                .iter()
+                .enumerate()
+                .map(|(i, o)| match o {
+                    Value::String(label) => json!({"id": (i + 1).to_string(), "label": label}),
+                    other => other.clone(),
+                })
+                .collect();
+            data["options"] = Value::Array(options);
+        }
+        let timeout = args
+            .get("timeout_s")
+            .and_then(Value::as_u64)
+            .map(Duration::from_secs)
+            .unwrap_or(self.ask_timeout);
+        let (tx, rx) = oneshot::channel();
+        // the id is known only once emitted; the lock holds off an answer until the
+        // waiter is registered
+        let request = {
+            let mut waiting = lock(&self.waiting);
+            let opts = EmitOptions::new()
+                .capture(Capture::Redacted)
+                .severity(Severity::Notice);
+            match self.home.emit_with("attention.requested", data, opts) {
+                Ok(e) => {
+                    waiting.insert(e.id().to_owned(), tx);
+                    e.id().to_owned()
+                }
+                Err(e) => return tool_error(&format!("attention.requested not emitted: {e}")),
+            }
+        };
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(answer)) => tool_ok(json!({"answer": answer, "request_id": request})),
+            _ => {
+                lock(&self.waiting).remove(&request);
+                let opts = EmitOptions::new().subject(&request).cause(&request);
+                let _ = self.home.emit_with(
+                    "attention.timeout",
+                    json!({"after_ms": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)}),
+                    opts,
+                );
+                tool_error(&format!(
+                    "no human answer within {} s (request {request}); decide without one, or ask again",
+                    timeout.as_secs()
+                ))
+            }
+        }
+    }
+}
+
+fn tool_ok(value: Value) -> Value {
+    json!({"content": [{"type": "text", "text": value.to_string()}], "structuredContent": value, "isError": false})
+}
+
+fn tool_error(message: &str) -> Value {
+    json!({"content": [{"type": "text", "text": message}], "isError": true})
+}
+
+/// The two tools, as `tools/list` declares them.
+fn tools() -> Value {
+    json!([
+        {
+            "name": "emit_event",
+            "description": "Emit an AEP event: a milestone that a person or system watching this agent would act on, and that nothing else already emits. Do not repeat events your runtime's adapter emits on its own (tool calls, runs, sessions): this is for what only you know. control.* types are refused.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "type": {"type": "string", "description": "The AEP event type, e.g. progress.milestone, or x.VENDOR.thing.happened"},
+                    "data": {"type": "object", "description": "The payload"},
+                    "subject": {"type": "string", "description": "What the event is about (a file, a ticket, an id)"},
+                    "severity": {"type": "string", "enum": ["debug", "info", "notice", "warning", "error", "critical"]},
+                    "session": {"type": "string", "description": "Another session to emit into (default: this server's)"},
+                    "run": {"type": "string", "description": "The run the event belongs to"}
+                },
+                "required": ["type"]
+            }
+        },
+        {
+            "name": "ask_human",
+            "description": "Ask the person supervising this agent a question and wait for the answer (an AEP attention request answered over the control round trip). Returns the answer, or an error when nobody answers in time.",
+            "inputSchema": {
+                "type": "object",
+                "properties": {
+                    "prompt": {"type": "string", "description": "The question"},
+                    "options": {"type": "array", "description": "Choices: strings, or {id, label} objects", "items": {}},
+                    "kind": {"type": "string", "enum": ["permission", "input", "auth", "review", "other"], "default": "input"},
+                    "timeout_s": {"type": "integer", "minimum": 1, "description": "How long to wait, in seconds"}
+                },
+                "required": ["prompt"]
+            }
+        }
+    ])
+}
