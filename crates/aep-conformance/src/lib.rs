@@ -28,10 +28,18 @@
 //!
 //! A missing or unreadable corpus never panics: each class reports it as a failing
 //! check. [`report::report`] turns the checks into the `aep-conformance-report`
-//! document the protocol's tools share.
+//! document the protocol's tools share; [`cli::run`] is the whole command line (the
+//! `aep-conformance` binary and `aep conformance` both call it). With the `embedded`
+//! feature, [`embedded`] carries the corpus inside the binary, for a runner installed
+//! without the repository.
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod check;
+pub mod cli;
+#[cfg(feature = "embedded")]
+#[cfg_attr(docsrs, doc(cfg(feature = "embedded")))]
+pub mod embedded;
 mod fixtures;
 pub mod report;
 
