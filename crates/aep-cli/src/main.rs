@@ -47,6 +47,7 @@ enum Command {
     Replay(cmd::replay::Args),
     Doctor(cmd::doctor::Args),
     Mcp(cmd::mcp::Args),
+    Conformance(cmd::conformance::Args),
     Validate(cmd::validate::Args),
     Completions(cmd::completions::Args),
 }
@@ -66,6 +67,7 @@ fn main() -> ExitCode {
         Command::Replay(a) => block_on(cmd::replay::run(a)),
         Command::Doctor(a) => block_on(cmd::doctor::run(a)),
         Command::Mcp(a) => block_on(cmd::mcp::run(a)),
+        Command::Conformance(a) => cmd::conformance::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Completions(a) => cmd::completions::run(a),
     };

@@ -1,6 +1,7 @@
 //! One module per subcommand, each with its clap `Args` and its `run`.
 
 pub mod completions;
+pub mod conformance;
 pub mod control;
 pub mod doctor;
 pub mod emit;
