@@ -6,7 +6,6 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 
 use aep::protocol::Event;
-use serde_json::Value;
 
 use crate::exit::Failure;
 
@@ -137,12 +136,6 @@ pub fn event(name: &str, line: &Line) -> Result<Event, Failure> {
         .map_err(|e| Failure::input(format!("{}: not an AEP event: {e}", at(name, line.number))))
 }
 
-/// Parses a line as JSON; a line that is not JSON is exit 6, naming where.
-pub fn json(name: &str, line: &Line) -> Result<Value, Failure> {
-    serde_json::from_slice(&line.bytes)
-        .map_err(|e| Failure::input(format!("{}: not JSON: {e}", at(name, line.number))))
-}
-
 /// Reads every event of `path` (or stdin), stopping at the first line that is not one.
 pub fn read_events(path: &Path) -> Result<Vec<Event>, Failure> {
     let input = Input::open(path)?;
@@ -151,4 +144,37 @@ pub fn read_events(path: &Path) -> Result<Vec<Event>, Failure> {
         .lines()
         .map(|line| line.and_then(|line| event(&name, &line)))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_keep_their_numbers_without_blanks_or_line_breaks() {
+        let input = Input::from_bytes("t", b"a\r\n\n  \nb\nc".to_vec());
+        let lines: Vec<Line> = input.lines().map(|l| l.expect("a line")).collect();
+        let got: Vec<(usize, &[u8], u64)> = lines
+            .iter()
+            .map(|l| (l.number, l.bytes.as_slice(), l.offset))
+            .collect();
+        assert_eq!(
+            got,
+            [(1, &b"a"[..], 3), (4, &b"b"[..], 9), (5, &b"c"[..], 10)]
+        );
+    }
+
+    #[test]
+    fn a_line_that_is_not_an_event_names_file_and_line() {
+        let line = Line {
+            number: 7,
+            bytes: b"{\"aep\":".to_vec(),
+            offset: 0,
+        };
+        let err = event("capture.jsonl", &line).expect_err("not an event");
+        assert_eq!(err.exit(), crate::exit::Exit::Input);
+        assert!(err
+            .to_string()
+            .starts_with("capture.jsonl:7: not an AEP event"));
+    }
 }

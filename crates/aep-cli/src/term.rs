@@ -20,8 +20,6 @@ pub const WARN: Style = AnsiColor::Yellow.on_default().bold();
 pub const OK: Style = AnsiColor::Green.on_default().bold();
 /// Secondary text.
 pub const DIM: Style = Style::new().dimmed();
-/// Headers of tables.
-pub const HEAD: Style = Style::new().bold();
 
 /// Writes `label: message` to stderr, the label styled; the stream drops the colour
 /// where it does not belong.

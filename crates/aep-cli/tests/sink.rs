@@ -175,7 +175,7 @@ fn rotation_starts_a_new_file_and_keeps_every_event_once() {
         .iter()
         .filter(|f| f.starts_with("big.") && f.ends_with(".jsonl") && f.as_str() != "big.jsonl")
         .collect();
-    assert!(rotated.len() >= 1, "{files:?}");
+    assert!(!rotated.is_empty(), "{files:?}");
     for f in rotated {
         assert!(
             std::fs::metadata(dir.path().join(f)).unwrap().len() <= 1 << 20,

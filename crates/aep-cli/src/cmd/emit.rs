@@ -164,10 +164,8 @@ fn read(input: Input, tx: &mpsc::Sender<Result<Vec<(Event, u64)>, Failure>>) {
         match parsed {
             Ok(item) => {
                 chunk.push(item);
-                if chunk.len() == 512 {
-                    if tx.blocking_send(Ok(std::mem::take(&mut chunk))).is_err() {
-                        return;
-                    }
+                if chunk.len() == 512 && tx.blocking_send(Ok(std::mem::take(&mut chunk))).is_err() {
+                    return;
                 }
             }
             Err(f) => {
