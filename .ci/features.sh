@@ -48,7 +48,8 @@ check aep-blocking --no-default-features --features http,sse
 check aep-blocking --no-default-features --features ws
 check aep-testing
 check aep-testing --features relay
-check aep-relay
+check aep-relay                                               # with the binaries' command line (cli)
+check aep-relay --no-default-features                         # embedded: no clap
 check aep-bridge                                              # the mappings and the exporters
 check aep-bridge --no-default-features                        # the pure mappings only
 check aep-bridge --no-default-features --features export,native-tls

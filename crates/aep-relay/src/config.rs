@@ -200,32 +200,60 @@ impl Default for RelayConfig {
     }
 }
 
-/// Every setting's environment variable: the reference relay's, then this relay's own.
-const ENV_VARS: &[&str] = &[
-    "AEP_PORT",
-    "AEP_HOST",
-    "AEP_TOKEN",
-    "AEP_BUFFER",
-    "AEP_MAX_SESSIONS",
-    "AEP_MAX_BODY",
-    "AEP_MAX_BATCH",
-    "AEP_MAX_FROM",
-    "AEP_DATA_DIR",
-    "AEP_SOFT_BACKPRESSURE",
-    "AEP_HARD_BACKPRESSURE",
-    "AEP_HEARTBEAT_MS",
-    "AEP_LAG_GRACE_MS",
-    "AEP_DRAIN_TIMEOUT_MS",
-    "AEP_SUBSCRIPTION_TTL_MS",
-    "AEP_MAX_HELLO",
-    "AEP_MAX_CONNECTIONS",
-    "AEP_HEADER_TIMEOUT_MS",
-    "AEP_HELLO_TIMEOUT_MS",
-    "AEP_MAX_SUBSCRIPTIONS",
-    "AEP_MAX_SESSION_BYTES",
-    "AEP_MAX_STORE_BYTES",
-    "AEP_FSYNC",
-    "AEP_FSYNC_INTERVAL_MS",
+/// One setting as a command line and an environment name it: its flag, its variable
+/// (the reference relay's where it has one), the value it takes, and what it does with
+/// its default. [`RelayConfig::set`] parses every one; the `cli` feature builds the
+/// flags of both relay binaries (`aep-relay`, `aep relay`) from this table.
+#[derive(Debug, Clone, Copy)]
+// without `cli`, only the variables are read: the flags and their help build no command
+#[cfg_attr(not(feature = "cli"), allow(dead_code))]
+pub(crate) struct Setting {
+    pub(crate) flag: &'static str,
+    pub(crate) env: &'static str,
+    pub(crate) value: &'static str,
+    pub(crate) help: &'static str,
+}
+
+const fn setting(
+    flag: &'static str,
+    env: &'static str,
+    value: &'static str,
+    help: &'static str,
+) -> Setting {
+    Setting {
+        flag,
+        env,
+        value,
+        help,
+    }
+}
+
+/// Every setting: the reference relay's, then this relay's own.
+pub(crate) static SETTINGS: &[Setting] = &[
+    setting("port", "AEP_PORT", "N", "Port to listen on; 0 picks a free one [default: 8787]"),
+    setting("host", "AEP_HOST", "IP", "Address to listen on [default: 0.0.0.0, all interfaces]"),
+    setting("token", "AEP_TOKEN", "TOKEN", "Bearer token required on every surface but /healthz; without one, control routing is disabled (AEP-0004 §4.1) [default: none]"),
+    setting("buffer", "AEP_BUFFER", "N", "Events replayed per session [default: 10000]"),
+    setting("max-sessions", "AEP_MAX_SESSIONS", "N", "Sessions held; the least recently written is evicted [default: 500]"),
+    setting("max-body", "AEP_MAX_BODY", "BYTES", "Largest POST /events body; 413 beyond [default: 16777216]"),
+    setting("max-batch", "AEP_MAX_BATCH", "N", "Events per NDJSON batch; 413 beyond [default: 10000]"),
+    setting("max-from", "AEP_MAX_FROM", "N", "Resume positions per request [default: max-sessions]"),
+    setting("data-dir", "AEP_DATA_DIR", "DIR", "Journal the replay buffers in DIR (one file per session), so they survive a restart; a 2xx only once written, 507 when the disk cannot take it [default: memory only]"),
+    setting("soft-backpressure", "AEP_SOFT_BACKPRESSURE", "BYTES", "Bytes queued to a reader past which one ingest waits up to the lag grace, then the reader is lagging and loses debug/info [default: 1048576]"),
+    setting("hard-backpressure", "AEP_HARD_BACKPRESSURE", "BYTES", "Bytes queued to a reader past which it is disconnected [default: 8388608]"),
+    setting("heartbeat-ms", "AEP_HEARTBEAT_MS", "MS", "Between `: ping` comments and ping frames [default: 25000]"),
+    setting("lag-grace-ms", "AEP_LAG_GRACE_MS", "MS", "How long one ingest waits for a reader past the soft bound [default: 1000]"),
+    setting("drain-timeout-ms", "AEP_DRAIN_TIMEOUT_MS", "MS", "Graceful-shutdown limit; also what a reader disconnected past the hard bound gets to take what was queued [default: 5000]"),
+    setting("subscription-ttl-ms", "AEP_SUBSCRIPTION_TTL_MS", "MS", "Subscription-model subscriptions expire after this [default: never]"),
+    setting("max-hello", "AEP_MAX_HELLO", "BYTES", "Largest WebSocket hello; limit-exceeded and close 1009 beyond [default: 65536]"),
+    setting("max-connections", "AEP_MAX_CONNECTIONS", "N", "Connections at once, every binding together; 503 and close beyond (keep ulimit -n above it) [default: 4096]"),
+    setting("header-timeout-ms", "AEP_HEADER_TIMEOUT_MS", "MS", "To send a request's headers, and to hold an idle keep-alive connection; 0: no limit [default: 10000]"),
+    setting("hello-timeout-ms", "AEP_HELLO_TIMEOUT_MS", "MS", "A WebSocket may go this long without hello; hello-required and close 1002 past it [default: 10000]"),
+    setting("max-subscriptions", "AEP_MAX_SUBSCRIPTIONS", "N", "Subscriptions on one WebSocket, subscribe and subscription.requested together; limit-exceeded beyond [default: 100]"),
+    setting("max-session-bytes", "AEP_MAX_SESSION_BYTES", "BYTES", "Bytes replayed per session; the oldest events are evicted, as past --buffer [default: 67108864]"),
+    setting("max-store-bytes", "AEP_MAX_STORE_BYTES", "BYTES", "Bytes over all sessions; the least recently written sessions are evicted [default: 536870912]"),
+    setting("fsync", "AEP_FSYNC", "MODE", "With --data-dir, what a 2xx waits for: always (fdatasync, group commit), batch (the write; files synced every interval), never (the write). Every mode survives kill -9; only always survives a power cut [default: batch]"),
+    setting("fsync-interval-ms", "AEP_FSYNC_INTERVAL_MS", "MS", "Between syncs in batch mode [default: 1000]"),
 ];
 
 fn parse_num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> {
@@ -263,9 +291,9 @@ impl RelayConfig {
     /// ```
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Result<RelayConfig, ConfigError> {
         let mut config = RelayConfig::default();
-        for name in ENV_VARS {
-            if let Some(value) = get(name) {
-                config.set(name, &value)?;
+        for setting in SETTINGS {
+            if let Some(value) = get(setting.env) {
+                config.set(setting.env, &value)?;
             }
         }
         Ok(config)
@@ -670,13 +698,15 @@ mod tests {
             "AEP_FSYNC" => "always",
             _ => "7",
         };
-        for name in ENV_VARS {
+        for setting in SETTINGS {
+            let name = setting.env;
             let mut config = RelayConfig::default();
             config.set(name, sample(name)).unwrap();
             let flag = name
                 .trim_start_matches("AEP_")
                 .to_ascii_lowercase()
                 .replace('_', "-");
+            assert_eq!(flag, setting.flag, "the flag is the variable's spelling");
             config.set(&flag, sample(name)).unwrap();
         }
         let config = RelayConfig::from_vars(|name| match name {

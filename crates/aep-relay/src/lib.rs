@@ -73,6 +73,9 @@
 //! events after the cursor, then goes live, each event once.
 #![warn(missing_docs)]
 
+#[cfg(feature = "cli")]
+#[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
+pub mod cli;
 pub mod config;
 mod http;
 mod hub;
