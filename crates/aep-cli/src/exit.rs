@@ -20,7 +20,7 @@ pub enum Exit {
     /// 5: the relay is unreachable or refuses (network, 401, a 4xx on ingest).
     Relay = 5,
     /// 6: an input that cannot be read (a missing file, a line that is not an event),
-    /// or an output file that cannot be written.
+    /// an output file that cannot be written, or an address `aep relay` cannot bind.
     Input = 6,
 }
 
@@ -40,7 +40,7 @@ Exit codes:
   4  no ack within the ack window (timeout)
   5  the relay is unreachable or refusing (network, 401, a 4xx on ingest)
   6  an input that cannot be read (a missing file, a line that is not JSON),
-     or a file that cannot be written (sink)";
+     or a file that cannot be written (sink), an address the relay cannot bind";
 
 /// Why a subcommand stopped: the exit code and one line for stderr, naming what and
 /// where (file and line, URL and status). Never a debug dump.

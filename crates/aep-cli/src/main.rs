@@ -35,6 +35,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Relay(cmd::relay::Args),
     Tail(cmd::tail::Args),
     Emit(cmd::emit::Args),
     Send(cmd::control::Send),
@@ -55,6 +56,7 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
+        Command::Relay(a) => block_on(cmd::relay::run(a)),
         Command::Tail(a) => block_on(cmd::tail::run(a)),
         Command::Emit(a) => block_on(cmd::emit::run(a)),
         Command::Send(a) => block_on(cmd::control::send(a)),

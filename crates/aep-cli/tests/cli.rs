@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use common::{aep, finish, jsonl, line, run, scratch, spawn};
 
-const SUBCOMMANDS: [&str; 15] = [
+const SUBCOMMANDS: [&str; 16] = [
+    "relay",
     "tail",
     "emit",
     "validate",

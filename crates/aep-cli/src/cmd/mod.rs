@@ -7,6 +7,7 @@ pub mod doctor;
 pub mod emit;
 pub mod mcp;
 pub mod project;
+pub mod relay;
 pub mod replay;
 pub mod roster;
 pub mod sink;
