@@ -11,6 +11,14 @@ use serde_json::Value;
 
 #[test]
 fn the_golden_corpus_is_clean() {
+    // aep-conformance passes the golden classes: aep validate must agree
+    for class in ["golden", "golden-stream"] {
+        let checks = aep_conformance::class(class).unwrap().run(&fixtures());
+        assert!(
+            !checks.is_empty() && checks.iter().all(|c| c.pass),
+            "{class}: {checks:?}"
+        );
+    }
     let golden = fixtures().join("conformance/golden/golden.jsonl");
     let r = run(&["validate", golden.to_str().unwrap()]);
     r.expect(0);
@@ -64,9 +72,16 @@ fn every_invalid_case_fails_with_the_rule_the_corpus_expects() {
     .unwrap();
     let cases = doc["cases"].as_array().unwrap();
     assert_eq!(cases.len(), 35);
+    // aep-conformance's verdict on each case, by its check's name
+    let verdicts = aep_conformance::class("invalid").unwrap().run(&fixtures());
     let dir = scratch();
     for (n, case) in cases.iter().enumerate() {
         let name = case["name"].as_str().unwrap();
+        let verdict = verdicts
+            .iter()
+            .find(|c| c.name == format!("invalid rejected: {name}"))
+            .unwrap_or_else(|| panic!("{name}: no aep-conformance check"));
+        assert!(verdict.pass, "{name}: aep-conformance: {verdict:?}");
         let expected = cited_rules(case);
         assert!(!expected.is_empty(), "{name}: aep-core cites nothing");
         let lines: Vec<String> = match case.get("events").and_then(Value::as_array) {
