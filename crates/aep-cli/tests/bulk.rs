@@ -1,6 +1,6 @@
-//! Issue 22's bulk proof: `aep emit` of a 100,000-event file through a relay holding
-//! 200,000 events per session delivers every one, and `aep tail --from all --history`
-//! reads them all back, in order per session.
+//! Issue 22's bulk proof: `aep emit` of a 100,000-event file through a local relay
+//! started with `aep relay --buffer 200000` delivers every one, and `aep tail --from all
+//! --history --no-resume --format json` reads them all back, in order per session.
 
 #![allow(clippy::unwrap_used)] // a test: a panic is the failure report
 
@@ -9,13 +9,13 @@ mod common;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use common::{jsonl, line, relay_with, run_with, scratch, TOKEN};
+use common::{jsonl, line, run_with, scratch, AepRelay, TOKEN};
 
 #[test]
 fn a_hundred_thousand_events_go_through_and_come_back_in_order() {
     const N: u64 = 100_000;
     const SESSIONS: u64 = 4;
-    let relay = relay_with(aep::relay::Relay::builder().token(TOKEN).buffer(200_000));
+    let relay = AepRelay::start(&["--buffer", "200000", "--token", TOKEN], &[]);
     let dir = scratch();
     let lines: Vec<String> = (0..N)
         .map(|i| {
@@ -37,7 +37,7 @@ fn a_hundred_thousand_events_go_through_and_come_back_in_order() {
             "emit",
             file.to_str().unwrap(),
             "--url",
-            relay.url(),
+            &relay.url,
             "--token",
             TOKEN,
         ],
@@ -59,7 +59,7 @@ fn a_hundred_thousand_events_go_through_and_come_back_in_order() {
             "--format",
             "json",
             "--url",
-            relay.url(),
+            &relay.url,
             "--token",
             TOKEN,
         ],
@@ -78,4 +78,5 @@ fn a_hundred_thousand_events_go_through_and_come_back_in_order() {
     }
     assert_eq!(count, N);
     assert_eq!(next.len() as u64, SESSIONS);
+    relay.stop().expect(0);
 }

@@ -7,26 +7,13 @@ mod common;
 
 use std::time::Duration;
 
-use common::{aep, finish, history, line_channel, run, seed, spawn, terminate, TOKEN};
+use common::{aep, finish, history, run, seed, spawn, AepRelay, TOKEN};
 
 #[cfg(unix)]
 #[test]
 fn serves_prints_its_address_first_and_drains_on_sigterm() {
-    let mut cmd = aep();
-    cmd.args([
-        "relay",
-        "--port",
-        "0",
-        "--host",
-        "127.0.0.1",
-        "--buffer",
-        "16",
-    ])
-    .env("AEP_TOKEN", TOKEN)
-    .env("RUST_LOG", "warn");
-    let mut child = spawn(cmd);
-    let lines = line_channel(child.stdout.take().unwrap());
-    let first = lines.recv_timeout(Duration::from_secs(30)).unwrap();
+    let relay = AepRelay::start(&["--buffer", "16"], &[("AEP_TOKEN", TOKEN)]);
+    let first = &relay.first_line;
     assert!(
         first.starts_with("aep relay listening on http://127.0.0.1:")
             && first.contains("buffer 16/session, auth on"),
@@ -36,17 +23,14 @@ fn serves_prints_its_address_first_and_drains_on_sigterm() {
         !first.contains(TOKEN),
         "the token is never printed: {first}"
     );
-    let url = first
-        .split_whitespace()
-        .find(|w| w.starts_with("http://"))
-        .unwrap()
-        .to_owned();
     // the token came from AEP_TOKEN, the buffer from the flag: 20 events, 16 kept
-    let ids = seed(&url, "s-relay", 20);
-    let kept: Vec<String> = history(&url).iter().map(|e| e.id().to_owned()).collect();
+    let ids = seed(&relay.url, "s-relay", 20);
+    let kept: Vec<String> = history(&relay.url)
+        .iter()
+        .map(|e| e.id().to_owned())
+        .collect();
     assert_eq!(kept, ids[4..]);
-    terminate(&child);
-    let r = finish(child, b"", Duration::from_secs(30));
+    let r = relay.stop();
     r.expect(0);
     assert!(!r.stderr.contains(TOKEN), "{}", r.stderr);
 }

@@ -336,3 +336,74 @@ pub fn file_lines(path: &Path) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+/// `aep relay --port 0 --host 127.0.0.1 ARGS` as a child process, its address read from
+/// its first stdout line and its stderr drained as it comes (a full pipe would stall
+/// it); killed when dropped unless [`AepRelay::stop`] ended it.
+pub struct AepRelay {
+    child: Option<Child>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+    /// `http://127.0.0.1:PORT`.
+    pub url: String,
+    /// The first line it printed.
+    pub first_line: String,
+}
+
+impl AepRelay {
+    /// Starts it with `args` and `env` (each `(name, value)`), logs at `warn`.
+    pub fn start(args: &[&str], env: &[(&str, &str)]) -> AepRelay {
+        let mut cmd = aep();
+        cmd.args(["relay", "--port", "0", "--host", "127.0.0.1"])
+            .args(args)
+            .env("RUST_LOG", "warn");
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = spawn(cmd);
+        let mut err = child.stderr.take().expect("stderr");
+        let stderr = std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = err.read_to_string(&mut s);
+            s
+        });
+        let lines = line_channel(child.stdout.take().expect("stdout"));
+        let first_line = lines
+            .recv_timeout(Duration::from_secs(60))
+            .expect("aep relay prints its address");
+        let url = first_line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://"))
+            .unwrap_or_else(|| panic!("an address in {first_line:?}"))
+            .to_owned();
+        AepRelay {
+            child: Some(child),
+            stderr: Some(stderr),
+            url,
+            first_line,
+        }
+    }
+
+    /// SIGTERM, then its exit and its stderr (stdout past the first line is not kept).
+    pub fn stop(mut self) -> Run {
+        let child = self.child.take().expect("running");
+        terminate(&child);
+        let run = finish(child, b"", Duration::from_secs(30));
+        Run {
+            stderr: self
+                .stderr
+                .take()
+                .and_then(|h| h.join().ok())
+                .unwrap_or_default(),
+            ..run
+        }
+    }
+}
+
+impl Drop for AepRelay {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
