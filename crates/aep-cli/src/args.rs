@@ -67,19 +67,8 @@ pub fn json(text: &str) -> Result<Value, String> {
 pub fn json_object(text: &str) -> Result<Value, String> {
     match json(text)? {
         v @ Value::Object(_) => Ok(v),
-        other => Err(format!("must be a JSON object, not {}", kind(&other))),
-    }
-}
-
-/// How a JSON value is called in messages.
-pub fn kind(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
+        // the value as written says what it is: `[1]`, `"x"`, `null`
+        other => Err(format!("must be a JSON object {{..}}, not `{other}`")),
     }
 }
 
