@@ -20,7 +20,6 @@ pub struct Reports {
 #[derive(Debug, Default)]
 struct State {
     failure: Option<String>,
-    lost: u64,
     retries: u64,
 }
 
@@ -37,7 +36,6 @@ impl Reports {
                 }
             }
             DeliveryReport::Rejected { error, events } => {
-                st.lost += *events as u64;
                 let why = match error.status() {
                     Some(401 | 403) => format!(
                         "the relay refused the token ({}); pass --token or set AEP_TOKEN",
@@ -48,7 +46,6 @@ impl Reports {
                 st.failure.get_or_insert(why);
             }
             DeliveryReport::GaveUp { error, events } => {
-                st.lost += *events as u64;
                 st.failure.get_or_insert(format!(
                     "gave up on {events} events after retrying: {}",
                     describe(error)
@@ -69,15 +66,11 @@ impl Reports {
             None => Ok(()),
         }
     }
-
-    /// Events lost so far.
-    pub fn lost(&self) -> u64 {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner()).lost
-    }
 }
 
 /// An HTTP sink to the relay whose reports land in `reports`: batches of `batch`
-/// events, retried for at most `give_up_after` before they are reported lost.
+/// events, each request given at most `give_up_after` (10 s when that is longer), and
+/// retried for at most `give_up_after` before they are reported lost.
 pub fn http_sink(
     relay: &RelayArgs,
     batch: usize,
@@ -88,6 +81,8 @@ pub fn http_sink(
     let mut builder = HttpSink::builder(relay.base())
         .max_batch(batch)
         .give_up_after(Some(give_up_after))
+        // a request may not outlast the patience of the whole delivery
+        .request_timeout(give_up_after.min(Duration::from_secs(10)))
         .on_report(move |r| handler.take(r));
     if let Some(t) = relay.token() {
         builder = builder.token(t);
@@ -98,14 +93,24 @@ pub fn http_sink(
 }
 
 /// One sink behind several emitters (a replay re-emits many sessions, each with its own
-/// agent and epoch, over one connection). Closing is the owner's: call
-/// [`Shared::close`] once, after every emitter is done.
+/// agent and epoch, over one connection). Closing is the owner's: call [`close`] on the
+/// `HttpSink` once, after every emitter is done.
 #[derive(Debug, Clone)]
 pub struct Shared(pub Arc<HttpSink>);
 
 impl aep::Sink for Shared {
     fn accept(&self, event: &aep::protocol::Event) -> Result<(), aep::EmitError> {
         self.0.accept(event)
+    }
+    // the waiting path goes through to the one queue, so every emitter on it waits
+    fn reserve(&self) -> aep::ReserveFuture<'_> {
+        self.0.reserve()
+    }
+    fn accept_reserved(&self, event: &aep::protocol::Event) -> Result<(), aep::EmitError> {
+        self.0.accept_reserved(event)
+    }
+    fn release(&self) {
+        self.0.release()
     }
     fn flush(&self) -> aep::SinkFuture<'_> {
         self.0.flush()
@@ -119,18 +124,13 @@ impl aep::Sink for Shared {
     }
 }
 
-impl Shared {
-    /// Closes the sink for every emitter on it: waits for delivery.
-    pub async fn close(&self) {
-        aep::Sink::close(&*self.0).await;
-    }
-}
-
-/// Waits while more than half of a sink's queue (10 000 events by default) is still
-/// undelivered, so a producer faster than the relay is held back instead of having its
-/// events dropped.
-pub async fn room(sink: &dyn aep::Sink) {
-    while sink.stats().pending() >= 5_000 {
-        tokio::time::sleep(Duration::from_millis(1)).await;
+/// Closes a sink: waits for everything queued to be delivered or reported, unless the
+/// run has `failed` already, when what is queued gets `patience` more and no more (a
+/// relay that is gone would otherwise cost a request timeout per queued batch).
+pub async fn close(sink: &dyn aep::Sink, failed: bool, patience: Duration) {
+    if failed {
+        let _ = tokio::time::timeout(patience, sink.close()).await;
+    } else {
+        sink.close().await;
     }
 }

@@ -183,3 +183,60 @@ fn a_relay_down_or_refusing_is_exit_5() {
     r.expect(5);
     assert!(r.stderr.contains("refused 1 events"), "{}", r.stderr);
 }
+
+/// A relay that answers discovery and then never answers an ingest request: the
+/// connections are held open, read, and left silent.
+fn silent_relay() -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { break };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 64 * 1024];
+                let Ok(n) = conn.read(&mut buf) else { return };
+                if buf[..n].starts_with(b"GET /.well-known/aep") {
+                    let _ = conn.write_all(
+                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                    );
+                    return;
+                }
+                // read on and answer nothing, as a wedged relay
+                while matches!(conn.read(&mut buf), Ok(n) if n > 0) {}
+            });
+        }
+    });
+    url
+}
+
+#[test]
+fn a_relay_that_stops_answering_is_exit_5_not_a_hang() {
+    let dir = scratch();
+    // more than the sink's queue holds, so the waiting path has to wait
+    let file = jsonl(dir.path(), "big.jsonl", &lines("s", 12_000));
+    let r = run_with(
+        &[
+            "emit",
+            file.to_str().unwrap(),
+            "--url",
+            &silent_relay(),
+            "--give-up-after",
+            "1",
+        ],
+        b"",
+        Duration::from_secs(60),
+    );
+    r.expect(5);
+    // a batch given up, or the wait for room given up: whichever the sink saw first
+    let err = r.stderr.trim();
+    assert!(
+        err.starts_with("error: http://127.0.0.1:")
+            && (err.contains("gave up on") || err.contains("took nothing for")),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    let summary: Value = serde_json::from_str(r.stdout.trim()).unwrap();
+    assert_eq!(summary["delivered"], 0);
+    assert_eq!(summary["lost"], summary["sent"]);
+}

@@ -82,12 +82,8 @@ pub async fn run(args: Args) -> Outcome {
     let input = Input::open(&path)?;
     crate::probe::discovery(&args.relay).await?;
     let reports = Arc::new(Reports::default());
-    let sink = http_sink(
-        &args.relay,
-        args.batch,
-        Duration::from_secs(args.give_up_after),
-        &reports,
-    )?;
+    let give_up_after = Duration::from_secs(args.give_up_after);
+    let sink = http_sink(&args.relay, args.batch, give_up_after, &reports)?;
     let bar = term::progress(input.len());
     let started = Instant::now();
     let (tx, mut rx) = mpsc::channel::<Result<Vec<(Event, u64)>, Failure>>(8);
@@ -104,11 +100,7 @@ pub async fn run(args: Args) -> Outcome {
         };
         for (event, offset) in chunk {
             if let Err(e) = put(&sink, &event).await {
-                failure = Some(Failure::relay(format!(
-                    "{}: delivery stopped: {}",
-                    args.relay.base(),
-                    describe(&e)
-                )));
+                failure = Some(stopped(&args.relay, &e));
                 break 'read;
             }
             sent += 1;
@@ -122,7 +114,7 @@ pub async fn run(args: Args) -> Outcome {
     }
     drop(rx);
     let _ = reader.await;
-    sink.close().await;
+    crate::deliver::close(&sink, failure.is_some(), give_up_after).await;
     bar.finish_and_clear();
     let elapsed = started.elapsed();
     let stats = sink.stats();
@@ -130,11 +122,19 @@ pub async fn run(args: Args) -> Outcome {
         Some(f) => Err(f),
         None => reports.check(&args.relay).map(|()| Exit::Success),
     };
+    if result.is_err() && stats.delivered > 0 {
+        term::note(format!(
+            "{} of {sent} events were delivered; emitting the file again is safe: the same \
+             ids are a redelivery, deduplicated on (source, id) (AEP-0001 §7.4)",
+            stats.delivered
+        ));
+    }
     let rate = sent as f64 / elapsed.as_secs_f64().max(1e-9);
     crate::term::print_json(&json!({
         "sent": sent,
         "delivered": stats.delivered,
-        "lost": reports.lost(),
+        // refused, given up, or still queued when the run failed
+        "lost": sent.saturating_sub(stats.delivered),
         "seconds": (elapsed.as_secs_f64() * 1000.0).round() / 1000.0,
         "events_per_second": rate.round(),
     }));
@@ -148,10 +148,29 @@ pub async fn run(args: Args) -> Outcome {
     result
 }
 
-/// Hands one event to the sink, waiting for room rather than dropping.
+/// Hands one event to the sink once it has room for it (AEP-0003 §8.4's "block", not
+/// "drop"): a file faster than the relay waits here. Fails once the sink has delivered
+/// nothing for `--give-up-after` while events wait (`Stalled`).
 async fn put(sink: &aep::HttpSink, event: &Event) -> Result<(), aep::EmitError> {
-    crate::deliver::room(sink).await;
-    sink.accept(event)
+    sink.reserve().await?;
+    sink.accept_reserved(event)
+}
+
+/// Why the waiting path stopped, as one line.
+fn stopped(relay: &RelayArgs, e: &aep::EmitError) -> Failure {
+    match e {
+        aep::EmitError::Stalled { idle } => Failure::relay(format!(
+            "{}: the relay took nothing for {:.1} s while events waited: it is down or not \
+             reading (--give-up-after sets how long to wait)",
+            relay.base(),
+            idle.as_secs_f64()
+        )),
+        other => Failure::relay(format!(
+            "{}: delivery stopped: {}",
+            relay.base(),
+            describe(other)
+        )),
+    }
 }
 
 /// The reading thread: lines parsed into events, in chunks, with the byte offset of

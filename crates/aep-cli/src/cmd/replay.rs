@@ -10,12 +10,12 @@ use aep::protocol::envelope::new_ulid;
 use aep::protocol::types::EventType;
 use aep::protocol::validate::unix_nanos;
 use aep::protocol::{Capture, Event};
-use aep::{EmitOptions, Emitter, SessionEmitter};
+use aep::{EmitOptions, EmitPermit, Emitter, SessionEmitter};
 use serde_json::{json, Value};
 
 use crate::args::{millis, RelayArgs};
 use crate::deliver::{http_sink, Reports, Shared};
-use crate::exit::{Exit, Failure, Outcome};
+use crate::exit::{describe, Exit, Failure, Outcome};
 use crate::term;
 
 /// Re-emit a capture as new sessions (an `aep sink` file, an adapter's log).
@@ -104,10 +104,11 @@ pub async fn run(args: Args) -> Outcome {
     }
     crate::probe::discovery(&args.relay).await?;
     let reports = Arc::new(Reports::default());
+    let give_up_after = Duration::from_secs(30);
     let sink = Shared(Arc::new(http_sink(
         &args.relay,
         1000,
-        Duration::from_secs(30),
+        give_up_after,
         &reports,
     )?));
     let sessions: Vec<SessionEmitter> = groups
@@ -128,9 +129,20 @@ pub async fn run(args: Args) -> Outcome {
         if !pause.is_zero() {
             tokio::time::sleep(*pause).await;
         }
-        crate::deliver::room(&sink).await;
+        // waits for room in the sink rather than dropping (AEP-0003 §8.4)
+        let permit = match sessions[g].reserve().await {
+            Ok(permit) => permit,
+            Err(e) => {
+                abort = Some(Failure::relay(format!(
+                    "{}: delivery stopped: {}",
+                    args.relay.base(),
+                    describe(&e)
+                )));
+                break;
+            }
+        };
         let recorded = &groups[g].events[i];
-        match replay_one(&sessions[g], recorded, &groups[g], &ids[g]) {
+        match replay_one(permit, recorded, &groups[g], &ids[g]) {
             Ok(new_id) => {
                 ids[g].insert(recorded.id().to_owned(), new_id);
                 sent += 1;
@@ -154,7 +166,8 @@ pub async fn run(args: Args) -> Outcome {
             break;
         }
     }
-    sink.close().await;
+    // the sink itself, not `Shared`, whose close is an emitter's and only flushes
+    crate::deliver::close(&*sink.0, abort.is_some(), give_up_after).await;
     bar.finish_and_clear();
     crate::term::print_json_pretty(&summary(Some(sent)));
     if let Some(f) = abort {
@@ -273,9 +286,10 @@ fn pauses(
         .collect()
 }
 
-/// Re-emits one recorded event into its replay session; returns the new id.
+/// Re-emits one recorded event into the place `permit` holds in its replay session;
+/// returns the new id.
 fn replay_one(
-    session: &SessionEmitter,
+    permit: EmitPermit<'_>,
     e: &Event,
     group: &Group,
     ids: &HashMap<String, String>,
@@ -309,7 +323,7 @@ fn replay_one(
         }
     }
     let data = e.data().unwrap_or_else(|| json!({}));
-    session
+    permit
         .emit_with(e.event_type(), data, opts)
         .map(|new| new.id().to_owned())
         .map_err(|err| err.to_string())
