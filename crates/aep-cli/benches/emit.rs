@@ -6,10 +6,12 @@
 //! (env `AEP_BENCH_EVENTS`, default 100000; `AEP_BENCH_ROUNDS`, default 3.)
 //!
 //! Each round starts a fresh embedded relay holding 200,000 events per session (issue
-//! 22's setting) and, alternately, (a) runs the release `aep emit FILE` on the file of
-//! events and (b) hands the same events, parsed beforehand, to an `HttpSink` in this
-//! process and waits for `close`. Both are timed from the first event to the last one
-//! acknowledged by the relay; (a) also pays for its process start, reading and parsing.
+//! 22's setting) for each of: (a) the release `aep emit FILE` on the file of events;
+//! (b) the same events, parsed beforehand, handed to an `HttpSink` in this process whose
+//! queue holds them all (`accept`, no waiting), then `close`; (c) the same through the
+//! default queue and the waiting path `aep emit` takes (`reserve`, `accept_reserved`).
+//! Each is timed from the first event to the last one acknowledged by the relay; (a)
+//! also pays for its process start, reading and parsing.
 //! Every event must arrive: a round that loses one fails the bench.
 
 #![allow(clippy::unwrap_used)] // a bench: a panic is the failure report
@@ -30,7 +32,7 @@ fn env_usize(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-/// About 330 bytes per line, four sessions interleaved, as the SDK's throughput bench.
+/// About 280 bytes per line, four sessions interleaved, like the SDK's throughput bench.
 fn lines(n: usize) -> Vec<String> {
     (0..n)
         .map(|i| {
@@ -61,12 +63,13 @@ fn main() {
     println!("{n} events of ~{} bytes, {rounds} rounds", lines[0].len());
     let mut cli = Vec::new();
     let mut sdk = Vec::new();
+    let mut wait = Vec::new();
     for round in 0..rounds {
         // alternate which goes first, so neither always meets a warm machine
         for which in if round % 2 == 0 {
-            ["cli", "sdk"]
+            ["cli", "sdk", "wait"]
         } else {
-            ["sdk", "cli"]
+            ["wait", "sdk", "cli"]
         } {
             let relay = rt
                 .block_on(Relay::builder().token(TOKEN).buffer(200_000).start())
@@ -96,14 +99,24 @@ fn main() {
                 took
             } else {
                 rt.block_on(async {
-                    let sink = HttpSink::builder(&url)
-                        .token(TOKEN)
-                        .queue_capacity(n)
-                        .build()
-                        .unwrap();
+                    let builder = HttpSink::builder(&url).token(TOKEN);
+                    // (b) the whole file queued at once; (c) the default queue, waiting
+                    // for room as aep emit does
+                    let sink = if which == "sdk" {
+                        builder.queue_capacity(n)
+                    } else {
+                        builder
+                    }
+                    .build()
+                    .unwrap();
                     let started = Instant::now();
                     for e in &events {
-                        sink.accept(e).unwrap();
+                        if which == "sdk" {
+                            sink.accept(e).unwrap();
+                        } else {
+                            sink.reserve().await.unwrap();
+                            sink.accept_reserved(e).unwrap();
+                        }
                     }
                     Sink::close(&sink).await;
                     let took = started.elapsed();
@@ -118,10 +131,10 @@ fn main() {
                 took.as_secs_f64(),
                 rate
             );
-            if which == "cli" {
-                cli.push(rate)
-            } else {
-                sdk.push(rate)
+            match which {
+                "cli" => cli.push(rate),
+                "sdk" => sdk.push(rate),
+                _ => wait.push(rate),
             }
         }
     }
@@ -131,5 +144,6 @@ fn main() {
         format!("{:.0}k-{:.0}k events/s", lo / 1000.0, hi / 1000.0)
     };
     println!("aep emit FILE:   {}", span(&cli));
-    println!("HttpSink (SDK):  {}", span(&sdk));
+    println!("HttpSink, all queued (SDK):  {}", span(&sdk));
+    println!("HttpSink, reserve (SDK):     {}", span(&wait));
 }
