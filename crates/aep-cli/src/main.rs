@@ -10,6 +10,7 @@ mod cmd;
 mod deliver;
 mod exit;
 mod filter;
+mod follow;
 mod input;
 mod probe;
 mod render;

@@ -5,12 +5,11 @@ use std::path::Path;
 
 use aep::protocol::Event;
 use aep::SubscribeOptions;
-use futures::StreamExt;
 use serde_json::Value;
 
 use crate::args::RelayArgs;
-use crate::cmd::tail::Watch;
 use crate::exit::Failure;
+use crate::follow::{Follow, Step};
 use crate::input;
 
 /// Every event of `file`, or of the relay's history matching `filter`.
@@ -32,41 +31,24 @@ pub async fn events(
 
 /// One history pass over the relay (SSE, `from=all`, `live=0`).
 pub async fn history(relay: &RelayArgs, filter: Value) -> Result<Vec<Event>, Failure> {
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let mut opts = SubscribeOptions::new()
+    let opts = SubscribeOptions::new()
         .filter(filter)
         .from_all()
-        .history_only()
-        .on_notice(move |n| {
-            let _ = tx.send(n);
-        });
-    if let Some(t) = relay.token() {
-        opts = opts.token(t);
-    }
-    let mut watch = Watch::new(relay.base());
-    let mut sub = aep::subscribe(relay.base(), opts);
+        .history_only();
+    let mut follow = Follow::start(relay, opts);
     let mut events = Vec::new();
-    loop {
-        tokio::select! {
-            biased;
-            Some(notice) = rx.recv() => {
-                if let Some(f) = watch.notice(notice) {
-                    return Err(f);
-                }
-            }
-            event = sub.next() => match event {
-                Some(e) => events.push(e),
-                None => break,
-            },
+    let failure = loop {
+        match follow.next().await {
+            Step::Event(e) => events.push(e),
+            Step::End(failure) => break failure,
+            Step::Due => {}
         }
+    };
+    if let Some(f) = follow.close().or(failure) {
+        return Err(f);
     }
-    while let Ok(notice) = rx.try_recv() {
-        if let Some(f) = watch.notice(notice) {
-            return Err(f);
-        }
-    }
-    if !watch.complete {
-        return Err(watch.unfinished());
+    if !follow.watch.complete {
+        return Err(follow.watch.unfinished());
     }
     Ok(events)
 }

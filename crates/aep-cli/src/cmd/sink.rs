@@ -9,14 +9,12 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use aep::protocol::{Dedupe, Event};
 use aep::{ResumePosition, SubscribeOptions};
-use futures::StreamExt;
 use serde_json::json;
-use tokio::time::Instant;
 
 use crate::args::RelayArgs;
-use crate::cmd::tail::Watch;
 use crate::exit::{Exit, Failure, Outcome};
 use crate::filter::FilterArgs;
+use crate::follow::{Follow, Step};
 use crate::state::StateFile;
 use crate::term;
 
@@ -80,14 +78,8 @@ pub async fn run(args: Args) -> Outcome {
     }
     capture.committed = positions.clone();
     let resume: Vec<ResumePosition> = positions.into_values().collect();
-    let (tx, mut notices) = tokio::sync::mpsc::unbounded_channel();
-    let mut opts = SubscribeOptions::new().filter(filter).on_notice(move |n| {
-        let _ = tx.send(n);
-    });
-    if let Some(t) = args.relay.token() {
-        opts = opts.token(t);
-    }
-    opts = if args.from.is_some() {
+    let opts = SubscribeOptions::new().filter(filter);
+    let opts = if args.from.is_some() {
         // `all` rides a request only while no position exists (AEP-0003 §5)
         if resume.is_empty() {
             opts.from_all()
@@ -104,41 +96,29 @@ pub async fn run(args: Args) -> Outcome {
         args.relay.base(),
         args.out.display()
     ));
-    let mut watch = Watch::new(args.relay.base());
-    let mut sub = aep::subscribe(args.relay.base(), opts);
-    let mut flush_at: Option<Instant> = None;
-    let shutdown = crate::signal::shutdown();
-    tokio::pin!(shutdown);
+    let mut follow = Follow::start(&args.relay, opts);
     let failure = loop {
-        tokio::select! {
-            biased;
-            () = &mut shutdown => break None,
-            Some(n) = notices.recv() => {
-                if let Some(f) = watch.notice(n) {
-                    break Some(f);
-                }
-            }
-            event = sub.next() => {
-                let Some(event) = event else { break None };
+        match follow.next().await {
+            Step::End(failure) => break failure,
+            Step::Event(event) => {
                 capture.take(event);
                 if capture.pending() >= FLUSH_AT {
-                    flush_at = None;
+                    follow.not_due();
                     if let Err(f) = capture.flush(&state) {
                         break Some(f);
                     }
                 } else {
-                    flush_at.get_or_insert_with(|| Instant::now() + FLUSH_EVERY);
+                    follow.due_in(FLUSH_EVERY);
                 }
             }
-            () = sleep_until(flush_at) => {
-                flush_at = None;
+            Step::Due => {
                 if let Err(f) = capture.flush(&state) {
                     break Some(f);
                 }
             }
         }
     };
-    sub.close();
+    let failure = follow.close().or(failure);
     let flushed = capture.flush(&state);
     crate::term::print_json(&json!({
         "events": capture.written,
@@ -148,13 +128,6 @@ pub async fn run(args: Args) -> Outcome {
     match (failure, flushed) {
         (Some(f), _) | (None, Err(f)) => Err(f),
         (None, Ok(())) => Ok(Exit::Success),
-    }
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 

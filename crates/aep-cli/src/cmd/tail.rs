@@ -5,13 +5,12 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use aep::protocol::{Capture, Event};
-use aep::{Notice, SubscribeOptions, TransportErrorKind};
-use futures::{FutureExt, StreamExt};
-use tokio::time::Instant;
+use aep::SubscribeOptions;
 
 use crate::args::{Format, RelayArgs};
-use crate::exit::{describe, Exit, Failure, Outcome};
+use crate::exit::{Exit, Failure, Outcome};
 use crate::filter::FilterArgs;
+use crate::follow::{Follow, Step};
 use crate::render;
 use crate::state::StateFile;
 use crate::term;
@@ -90,9 +89,6 @@ pub async fn run(args: Args) -> Outcome {
     let mut opts = SubscribeOptions::new()
         .filter(filter)
         .transport(args.transport.into());
-    if let Some(t) = args.relay.token() {
-        opts = opts.token(t);
-    }
     if let Some(c) = args.capture {
         opts = opts.capture(c);
     }
@@ -107,67 +103,38 @@ pub async fn run(args: Args) -> Outcome {
     if args.history {
         opts = opts.history_only();
     }
-    let (notices, mut notice_rx) = tokio::sync::mpsc::unbounded_channel();
-    opts = opts.on_notice(move |n| {
-        let _ = notices.send(n);
-    });
     let mut out = Output::new(Format::or_default(args.format));
-    let mut watch = Watch::new(args.relay.base());
-    let mut sub = aep::subscribe(args.relay.base(), opts);
-    let mut save_at: Option<Instant> = None;
-    let shutdown = crate::signal::shutdown();
-    tokio::pin!(shutdown);
+    let mut follow = Follow::start(&args.relay, opts);
     let failure = loop {
-        tokio::select! {
-            biased;
-            () = &mut shutdown => break None,
-            Some(notice) = notice_rx.recv() => {
-                if let Some(f) = watch.notice(notice) {
-                    break Some(f);
-                }
-            }
-            event = sub.next() => {
-                let Some(event) = event else { break None };
+        match follow.next().await {
+            Step::End(failure) => break failure,
+            Step::Event(event) => {
                 let mut open = out.event(&event);
                 // take what is ready too, then flush once
                 for _ in 0..1024 {
-                    match sub.next().now_or_never() {
-                        Some(Some(e)) if open => open = out.event(&e),
+                    match follow.ready() {
+                        Some(e) if open => open = out.event(&e),
                         _ => break,
                     }
                 }
                 if !(open && out.flush()) {
                     break None; // stdout closed: the reader is gone
                 }
-                save_at.get_or_insert_with(|| Instant::now() + SAVE_EVERY);
+                follow.due_in(SAVE_EVERY);
             }
-            () = sleep_until(save_at) => {
-                save_at = None;
+            Step::Due => {
                 if let Some(state) = &state {
-                    save(state, &sub);
+                    save(state, follow.subscription());
                 }
             }
         }
     };
-    sub.close();
-    while let Ok(notice) = notice_rx.try_recv() {
-        if let Some(f) = watch.notice(notice) {
-            return finish(state.as_ref(), &sub, Err(f));
-        }
-    }
-    let result = match failure {
+    let result = match follow.close().or(failure) {
         Some(f) => Err(f),
-        None if args.history && !watch.complete => Err(watch.unfinished()),
+        None if args.history && !follow.watch.complete => Err(follow.watch.unfinished()),
         None => Ok(Exit::Success),
     };
-    finish(state.as_ref(), &sub, result)
-}
-
-async fn sleep_until(at: Option<Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
+    finish(state.as_ref(), follow.subscription(), result)
 }
 
 fn save(state: &StateFile, sub: &aep::Subscription) {
@@ -184,92 +151,6 @@ fn finish(state: Option<&StateFile>, sub: &aep::Subscription, result: Outcome) -
         save(state, sub);
     }
     result
-}
-
-/// What the notices of a subscription say about the relay.
-#[derive(Debug)]
-pub struct Watch {
-    url: String,
-    /// A connection has been established once.
-    pub connected: bool,
-    /// The history pass reached `replay-complete`.
-    pub complete: bool,
-    last_error: Option<String>,
-}
-
-impl Watch {
-    /// Watching the subscription to `url`.
-    pub fn new(url: &str) -> Watch {
-        Watch {
-            url: url.to_owned(),
-            connected: false,
-            complete: false,
-            last_error: None,
-        }
-    }
-
-    /// Reports a notice; a relay that is unreachable before the first connection, or
-    /// that refuses the token at any time, ends the run (exit 5).
-    pub fn notice(&mut self, notice: Notice) -> Option<Failure> {
-        match notice {
-            Notice::Connected { .. } => self.connected = true,
-            Notice::ReplayComplete => self.complete = true,
-            Notice::ReplayExhausted { session, earliest } => term::warn(format!(
-                "replay-exhausted: the relay no longer holds session {session} before ({}, {}); the events in between are gone from it, consult a durable capture (aep sink)",
-                earliest.epoch(),
-                earliest.seq()
-            )),
-            Notice::Error(e) => {
-                let refused = matches!(e.kind(), TransportErrorKind::Http { status } if status == 401 || status == 403);
-                let text = describe(&e);
-                if refused {
-                    return Some(Failure::relay(format!(
-                        "the relay at {} refused the token ({text}); pass --token or set AEP_TOKEN",
-                        self.url
-                    )));
-                }
-                if matches!(e.kind(), TransportErrorKind::Parse) {
-                    term::warn(format!("dropped a payload that is not an event: {text}"));
-                } else if !self.connected {
-                    return Some(Failure::relay(format!(
-                        "cannot subscribe at {}: {text}",
-                        self.url
-                    )));
-                } else {
-                    term::warn(format!("connection to {} lost ({text}); resuming", self.url));
-                }
-                self.last_error = Some(text);
-            }
-            Notice::Refused { code, detail } => {
-                return Some(Failure::relay(format!(
-                    "the relay at {} refused the subscription: {code}{}",
-                    self.url,
-                    detail.map(|d| format!(": {d}")).unwrap_or_default()
-                )))
-            }
-            Notice::AllRefused => {
-                term::warn("the relay does not replay everything (from=all); following live only")
-            }
-            Notice::ResumeShrunk { cap } => term::warn(format!(
-                "the relay refused the resume set; resuming the {cap} most recent sessions"
-            )),
-            Notice::Closing { reason } => term::note(format!("the relay is closing: {reason}")),
-            _ => {}
-        }
-        None
-    }
-
-    /// A history pass that ended without `replay-complete`.
-    pub fn unfinished(&self) -> Failure {
-        Failure::relay(format!(
-            "the history pass at {} ended before replay-complete{}",
-            self.url,
-            self.last_error
-                .as_deref()
-                .map(|e| format!(": {e}"))
-                .unwrap_or_default()
-        ))
-    }
 }
 
 /// Where events go: JSON lines, or the timeline.
