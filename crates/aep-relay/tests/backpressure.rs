@@ -24,16 +24,6 @@ async fn stuck_reader(relay: &aep_relay::RelayHandle) -> TcpStream {
     stream
 }
 
-async fn subscribers(relay: &aep_relay::RelayHandle) -> u64 {
-    let r = client()
-        .get(format!("{}/healthz", relay.url()))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
-    body(r).await["subscribers"].as_u64().unwrap()
-}
-
 /// Thirty SSE readers that never read, an emitter flooding one session: another
 /// emitter's one-event POST to another session is answered at once. (Each reader past
 /// its soft bound used to be waited for in turn, a lag grace each: 30 s.) The bound

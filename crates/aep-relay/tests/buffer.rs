@@ -11,19 +11,17 @@ use serde_json::json;
 async fn admission_dedupes_but_live_fan_out_forwards_as_received() {
     let relay = relay().await;
     let s = session();
-    let mut sse = Sse::open(&relay, &format!("filter={}", q(&json!({ "session": s })))).await;
+    let mut sse = Sse::open(&relay, &only(&s)).await;
     let event = ev("session.started", &s, 0);
     post_json(&relay, &event).await;
     post_json(&relay, &event).await;
     assert_eq!(sse.next_event().await.unwrap().json()["id"], event["id"]);
     assert_eq!(sse.next_event().await.unwrap().json()["id"], event["id"]);
-    let held = replay(&relay, &format!("from={}", q(&json!([{ "session": s }])))).await;
-    assert_eq!(held.iter().filter(|m| m.data.is_some()).count(), 1);
+    assert_eq!(data(&replay(&relay, &from(&s)).await).len(), 1);
     // the same id from another source is another event (AEP-0001 §7.4)
     let other = with(event.clone(), "source", json!("aep://elsewhere/agent/b"));
     post_json(&relay, &with(other, "seq", json!(1))).await;
-    let held = replay(&relay, &format!("from={}", q(&json!([{ "session": s }])))).await;
-    assert_eq!(held.iter().filter(|m| m.data.is_some()).count(), 2);
+    assert_eq!(data(&replay(&relay, &from(&s)).await).len(), 2);
     relay.shutdown().await.unwrap();
 }
 
@@ -58,12 +56,6 @@ async fn out_of_order_events_replay_in_position_order() {
         ],
     )
     .await;
-    let held = replay(&relay, &format!("from={}", q(&json!([{ "session": s }])))).await;
-    let seqs: Vec<u64> = held
-        .iter()
-        .filter(|m| m.data.is_some())
-        .map(|m| m.json()["seq"].as_u64().unwrap())
-        .collect();
-    assert_eq!(seqs, vec![0, 1, 2]);
+    assert_eq!(seqs(&replay(&relay, &from(&s)).await), vec![0, 1, 2]);
     relay.shutdown().await.unwrap();
 }

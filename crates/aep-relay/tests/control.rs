@@ -53,24 +53,62 @@ async fn audit(relay: &aep_relay::RelayHandle, session: &str) -> Sse {
     Sse::open(relay, &format!("filter={}", q(&filter))).await
 }
 
+/// Sends `cmd` from `console` and reads the refusal, which names it as its `cause`.
+async fn refused(console: &mut Ws, cmd: &Value) -> Value {
+    console.send(cmd).await;
+    let err = console.recv().await.unwrap();
+    assert_eq!(err["type"], "error");
+    assert_eq!(err["cause"], cmd["id"]);
+    err
+}
+
+/// A relay where a target claims a fresh session accepting `control.pause`, with an
+/// audit reader of the session's control traffic and a console to send from.
+struct Routed {
+    relay: aep_relay::RelayHandle,
+    s: String,
+    target: Ws,
+    audit: Sse,
+    console: Ws,
+}
+
+impl Routed {
+    async fn new() -> Routed {
+        let relay = relay().await;
+        let s = session();
+        let target = claim(&relay, &s, json!(["control.pause"])).await;
+        let audit = audit(&relay, &s).await;
+        let console = sender(&relay).await;
+        Routed {
+            relay,
+            s,
+            target,
+            audit,
+            console,
+        }
+    }
+
+    /// Sends `text` from the console; the target and the audit copy get it as written.
+    async fn assert_forwarded_as_written(&mut self, text: &str) {
+        self.console.send_text(text).await;
+        assert_eq!(self.target.recv_text().await.unwrap(), text);
+        assert_eq!(
+            self.audit.next_event().await.unwrap().data.as_deref(),
+            Some(text)
+        );
+    }
+}
+
 #[tokio::test]
 async fn command_is_forwarded_byte_identically_to_one_target_and_audited_not_buffered() {
-    let relay = relay().await;
-    let s = session();
-    let mut target = claim(&relay, &s, json!(["control.pause"])).await;
-    let mut audit = audit(&relay, &s).await;
-    let mut console = sender(&relay).await;
+    let mut routed = Routed::new().await;
+    let s = routed.s.clone();
     // unusual spacing and key order: forwarding must not re-serialize
     let cmd = command("control.pause", &s);
     let text = format!("{{ \"data\" : {{}} ,{}", &cmd.to_string()[1..]);
-    console.send_text(&text).await;
-    assert_eq!(target.recv_text().await.unwrap(), text);
-    assert_eq!(
-        audit.next_event().await.unwrap().data.as_deref(),
-        Some(text.as_str())
-    );
-    let held = replay(&relay, &format!("from={}", q(&json!([{ "session": s }])))).await;
-    let types: Vec<Value> = held
+    routed.assert_forwarded_as_written(&text).await;
+    let types: Vec<Value> = replay(&routed.relay, &from(&s))
+        .await
         .iter()
         .filter(|m| m.data.is_some())
         .map(|m| m.json()["type"].clone())
@@ -80,7 +118,7 @@ async fn command_is_forwarded_byte_identically_to_one_target_and_audited_not_buf
         vec![json!("session.started")],
         "commands are never buffered"
     );
-    relay.shutdown().await.unwrap();
+    routed.relay.shutdown().await.unwrap();
 }
 
 #[tokio::test]
@@ -89,12 +127,8 @@ async fn command_without_a_live_claimant_is_refused_no_route() {
     let s = session();
     post_json(&relay, &ev("session.started", &s, 0)).await;
     let mut console = sender(&relay).await;
-    let cmd = command("control.pause", &s);
-    console.send(&cmd).await;
-    let err = console.recv().await.unwrap();
-    assert_eq!(err["type"], "error");
+    let err = refused(&mut console, &command("control.pause", &s)).await;
     assert_eq!(err["code"], "no-route");
-    assert_eq!(err["cause"], cmd["id"]);
     relay.shutdown().await.unwrap();
 }
 
@@ -113,12 +147,8 @@ async fn command_with_two_claimants_is_refused_ambiguous() {
         }
         claims_landed(&relay, &s, claimants).await;
         let mut console = sender(&relay).await;
-        let cmd = command("control.pause", &s);
-        console.send(&cmd).await;
-        let err = console.recv().await.unwrap();
-        assert_eq!(err["type"], "error");
+        let err = refused(&mut console, &command("control.pause", &s)).await;
         assert_eq!(err["code"], "ambiguous");
-        assert_eq!(err["cause"], cmd["id"]);
         assert_eq!(
             err["detail"],
             format!("{claimants} connected emitters claim session {s}")
@@ -134,17 +164,11 @@ async fn undeclared_command_type_is_refused_unsupported() {
     let s = session();
     let mut target = claim(&relay, &s, json!(["control.attention.respond"])).await;
     let mut console = sender(&relay).await;
-    let cmd = command("control.pause", &s);
-    console.send(&cmd).await;
-    let err = console.recv().await.unwrap();
+    let err = refused(&mut console, &command("control.pause", &s)).await;
     assert_eq!(err["code"], "unsupported");
-    assert_eq!(err["cause"], cmd["id"]);
-    target.send(&json!({ "type": "ping", "t": 9 })).await;
-    assert_eq!(
-        target.recv().await.unwrap()["type"],
-        "pong",
-        "nothing delivered to the target"
-    );
+    target
+        .assert_pong_next("nothing delivered to the target")
+        .await;
     relay.shutdown().await.unwrap();
 }
 
@@ -169,17 +193,9 @@ async fn control_needs_a_token_even_on_localhost() {
         .send(&json!({ "type": "hello", "versions": ["0.1"], "role": "consumer" }))
         .await;
     console.recv().await.unwrap();
-    let cmd = command("control.pause", &s);
-    console.send(&cmd).await;
-    let err = console.recv().await.unwrap();
+    let err = refused(&mut console, &command("control.pause", &s)).await;
     assert_eq!(err["code"], "unauthorized");
-    assert_eq!(err["cause"], cmd["id"]);
-    target.send(&json!({ "type": "ping", "t": 1 })).await;
-    assert_eq!(
-        target.recv().await.unwrap()["type"],
-        "pong",
-        "the command never flowed"
-    );
+    target.assert_pong_next("the command never flowed").await;
     relay.shutdown().await.unwrap();
 }
 
@@ -193,11 +209,8 @@ fn escaped(s: &str) -> String {
 
 #[tokio::test]
 async fn command_written_with_escapes_is_routed_and_refused_by_its_decoded_attributes() {
-    let relay = relay().await;
-    let s = session();
-    let mut target = claim(&relay, &s, json!(["control.pause"])).await;
-    let mut audit = audit(&relay, &s).await;
-    let mut console = sender(&relay).await;
+    let mut routed = Routed::new().await;
+    let s = routed.s.clone();
     // routed by the session it decodes to, forwarded as written
     let cmd = command("control.pause", &s);
     let id = cmd["id"].as_str().unwrap().to_owned();
@@ -207,12 +220,13 @@ async fn command_written_with_escapes_is_routed_and_refused_by_its_decoded_attri
         .replace(&format!("\"{id}\""), &format!("\"{}\"", escaped(&id)));
     assert_ne!(text, cmd.to_string());
     assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), cmd);
-    console.send_text(&text).await;
-    assert_eq!(target.recv_text().await.unwrap(), text);
-    assert_eq!(
-        audit.next_event().await.unwrap().data.as_deref(),
-        Some(text.as_str())
-    );
+    routed.assert_forwarded_as_written(&text).await;
+    let Routed {
+        relay,
+        mut target,
+        mut console,
+        ..
+    } = routed;
     // a declared type written with an escape is routed too, and forwarded as written
     let cmd = command("control.pause", &s);
     let text = cmd

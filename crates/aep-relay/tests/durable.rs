@@ -51,21 +51,14 @@ async fn resume_after_a_restart_loses_nothing_that_fit_in_the_buffer() {
     assert_eq!(of_a, expected, "a's buffer, byte-identical, deduped");
     assert_eq!(of_b.len(), 1);
     // exhaustion is declared against what survived
-    let from = q(&json!([{ "session": a, "epoch": 0, "seq": 0 }]));
-    let got = replay(&relay, &format!("from={from}")).await;
+    let got = replay(&relay, &from_after(&a, 0, 0)).await;
     assert_eq!(got[0].comments, vec![format!("replay-exhausted {a} 0:4")]);
     // and the log keeps growing after the restart
     post_json(&relay, &ev("progress.status", &a, 12)).await;
     relay.shutdown().await.unwrap();
     let relay = builder().data_dir(&dir.0).start().await.unwrap();
-    let from = q(&json!([{ "session": a, "epoch": 0, "seq": 11 }]));
-    let got = replay(&relay, &format!("from={from}")).await;
-    let seqs: Vec<u64> = got
-        .iter()
-        .filter(|m| m.data.is_some())
-        .map(|m| m.json()["seq"].as_u64().unwrap())
-        .collect();
-    assert_eq!(seqs, vec![12]);
+    let got = replay(&relay, &from_after(&a, 0, 11)).await;
+    assert_eq!(seqs(&got), vec![12]);
     relay.shutdown().await.unwrap();
 }
 
@@ -73,23 +66,14 @@ async fn resume_after_a_restart_loses_nothing_that_fit_in_the_buffer() {
 async fn an_evicted_session_does_not_come_back() {
     let dir = TempDir::new();
     let (a, b) = (session(), session());
+    let start = || builder().max_sessions(1).data_dir(&dir.0).start();
     {
-        let relay = builder()
-            .max_sessions(1)
-            .data_dir(&dir.0)
-            .start()
-            .await
-            .unwrap();
+        let relay = start().await.unwrap();
         post_json(&relay, &ev("session.started", &a, 0)).await;
         post_json(&relay, &ev("session.started", &b, 0)).await; // evicts a
         relay.shutdown().await.unwrap();
     }
-    let relay = builder()
-        .max_sessions(1)
-        .data_dir(&dir.0)
-        .start()
-        .await
-        .unwrap();
+    let relay = start().await.unwrap();
     assert_eq!(sessions_held(&relay).await, vec![json!(b)]);
     relay.shutdown().await.unwrap();
 }
@@ -125,9 +109,7 @@ async fn events_ingested_over_a_websocket_survive_a_restart_as_stored() {
         with_escape.clone(),
         broken.replace("\r\n", ""),
     ];
-    let held =
-        |got: &[SseMessage]| -> Vec<String> { got.iter().filter_map(|m| m.data.clone()).collect() };
-    let from = format!("from={}", q(&json!([{ "session": s }])));
+    let from = from(&s);
     {
         let relay = builder().data_dir(&dir.0).start().await.unwrap();
         let mut producer = Ws::hello(&relay, "emitter", json!({})).await;
@@ -136,7 +118,7 @@ async fn events_ingested_over_a_websocket_survive_a_restart_as_stored() {
         }
         let mut got = Vec::new();
         for _ in 0..200 {
-            got = held(&replay(&relay, &from).await);
+            got = data(&replay(&relay, &from).await);
             if got.len() == stored.len() {
                 break;
             }
@@ -147,19 +129,11 @@ async fn events_ingested_over_a_websocket_survive_a_restart_as_stored() {
     }
     let relay = builder().data_dir(&dir.0).start().await.unwrap();
     assert_eq!(
-        held(&replay(&relay, &from).await),
+        data(&replay(&relay, &from).await),
         stored,
         "and replayed byte-identically after it"
     );
     relay.shutdown().await.unwrap();
-}
-
-fn data(got: &[SseMessage]) -> Vec<String> {
-    got.iter().filter_map(|m| m.data.clone()).collect()
-}
-
-fn from(session: &str) -> String {
-    format!("from={}", q(&json!([{ "session": session }])))
 }
 
 /// A journal line cut inside a UTF-8 character, one with an invalid byte, and a last
@@ -305,11 +279,8 @@ async fn a_relay_killed_during_ingest_loses_no_acknowledged_batch() {
             "nothing was acknowledged before the kill"
         );
         let relay = RelayProcess::start(&["--data-dir", &data_dir, "--buffer", "100000"]);
-        let held: std::collections::HashSet<u64> = replay_at(&relay.url, &from(&s))
-            .await
-            .iter()
-            .filter(|m| m.data.is_some())
-            .map(|m| m.json()["seq"].as_u64().unwrap())
+        let held: std::collections::HashSet<u64> = seqs(&replay_at(&relay.url, &from(&s)).await)
+            .into_iter()
             .collect();
         for batch in &acknowledged {
             for seq in batch * 50..(batch + 1) * 50 {

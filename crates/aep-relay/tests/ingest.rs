@@ -12,13 +12,8 @@ use serde_json::{json, Value};
 #[tokio::test]
 async fn version_gate_answers_426_with_versions() {
     let relay = relay().await;
-    let r = client()
-        .post(format!("{}/events", relay.url()))
-        .bearer_auth(TOKEN)
-        .header("aep-version", "9.9")
-        .header("content-type", "application/json")
-        .body(ev("session.started", "s", 0).to_string())
-        .send()
+    let event = ev("session.started", "s", 0).to_string();
+    let r = post(relay.url(), "9.9", "application/json", event)
         .await
         .unwrap();
     assert_eq!(r.status(), 426);
@@ -30,15 +25,8 @@ async fn version_gate_answers_426_with_versions() {
 #[tokio::test]
 async fn wrong_content_type_is_415() {
     let relay = relay().await;
-    let r = client()
-        .post(format!("{}/events", relay.url()))
-        .bearer_auth(TOKEN)
-        .header("aep-version", "0.1")
-        .header("content-type", "text/plain")
-        .body(ev("session.started", "s", 0).to_string())
-        .send()
-        .await
-        .unwrap();
+    let event = ev("session.started", "s", 0).to_string();
+    let r = post(relay.url(), "0.1", "text/plain", event).await.unwrap();
     assert_eq!(r.status(), 415);
     relay.shutdown().await.unwrap();
 }
@@ -55,13 +43,8 @@ async fn single_json_and_ndjson_batch_are_accepted_in_order() {
     );
     let batch: Vec<Value> = (1..4).map(|i| ev("progress.status", &s, i)).collect();
     assert_eq!(post_ndjson(&relay, &batch).await.status(), 202);
-    let got = replay(&relay, &format!("filter={}", q(&json!({ "session": s })))).await;
-    let seqs: Vec<u64> = got
-        .iter()
-        .filter(|m| m.data.is_some())
-        .map(|m| m.json()["seq"].as_u64().unwrap())
-        .collect();
-    assert_eq!(seqs, vec![0, 1, 2, 3]);
+    let got = replay(&relay, &only(&s)).await;
+    assert_eq!(seqs(&got), vec![0, 1, 2, 3]);
     relay.shutdown().await.unwrap();
 }
 
@@ -78,8 +61,7 @@ async fn invalid_envelope_refuses_the_batch_whole_with_the_failing_line() {
     assert_eq!(body["line"], 1);
     assert!(body["detail"].is_string());
     // nothing of the batch was ingested, not even the valid line before the bad one
-    let got = replay(&relay, &format!("filter={}", q(&json!({ "session": s })))).await;
-    assert!(got.iter().all(|m| m.data.is_none()), "{got:?}");
+    assert_nothing_held(&relay).await;
     relay.shutdown().await.unwrap();
 }
 
@@ -108,13 +90,7 @@ async fn envelope_rules_are_enforced() {
 #[tokio::test]
 async fn malformed_json_is_400_invalid_json() {
     let relay = relay().await;
-    let r = client()
-        .post(format!("{}/events", relay.url()))
-        .bearer_auth(TOKEN)
-        .header("aep-version", "0.1")
-        .header("content-type", "application/x-ndjson")
-        .body("{\"aep\":\n")
-        .send()
+    let r = post(relay.url(), "0.1", "application/x-ndjson", "{\"aep\":\n")
         .await
         .unwrap();
     assert_eq!(r.status(), 400);
@@ -132,9 +108,8 @@ async fn line_breaks_between_tokens_are_read_and_inside_strings_refused() {
     let pretty = serde_json::to_string_pretty(&ev("session.started", &s, 0)).unwrap();
     assert!(pretty.contains('\n'));
     assert_eq!(post_json_text(&relay, &pretty).await.status(), 202);
-    let got = replay(&relay, &format!("filter={}", q(&json!({ "session": s })))).await;
-    let stored: Vec<String> = got.iter().filter_map(|m| m.data.clone()).collect();
-    assert_eq!(stored, vec![pretty.replace('\n', "")]);
+    let got = replay(&relay, &only(&s)).await;
+    assert_eq!(data(&got), vec![pretty.replace('\n', "")]);
 
     let broken = ev("progress.status", &s, 1)
         .to_string()
@@ -160,8 +135,7 @@ async fn batch_cap_refuses_whole_with_413() {
         body,
         json!({ "error": "too-many-events", "max": 3, "count": 4 })
     );
-    let got = replay(&relay, &format!("filter={}", q(&json!({ "session": s })))).await;
-    assert!(got.iter().all(|m| m.data.is_none()));
+    assert_nothing_held(&relay).await;
     assert_eq!(post_ndjson(&relay, &batch[..3]).await.status(), 202);
     relay.shutdown().await.unwrap();
 }
@@ -198,15 +172,14 @@ async fn body_cap_is_answered_413_before_the_upload_ends() {
     assert!(status_line.contains("payload-too-large"), "{status_line}");
 
     // an announced length over the cap is refused without reading the body
-    let r = client()
-        .post(format!("{}/events", relay.url()))
-        .bearer_auth(TOKEN)
-        .header("aep-version", "0.1")
-        .header("content-type", "application/x-ndjson")
-        .body(vec![b' '; 65 * 1024])
-        .send()
-        .await
-        .unwrap();
+    let r = post(
+        relay.url(),
+        "0.1",
+        "application/x-ndjson",
+        vec![b' '; 65 * 1024],
+    )
+    .await
+    .unwrap();
     assert_eq!(r.status(), 413);
     let body = body(r).await;
     assert_eq!(
@@ -253,7 +226,6 @@ async fn a_session_with_a_line_break_is_refused_not_framed() {
         );
     }
     // the relay holds nothing of them: a replay of everything is empty
-    let got = replay(&relay, "from=all").await;
-    assert!(got.iter().all(|m| m.data.is_none()), "{got:?}");
+    assert_nothing_held(&relay).await;
     relay.shutdown().await.unwrap();
 }

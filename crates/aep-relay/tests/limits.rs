@@ -9,6 +9,19 @@ use std::time::Duration;
 use common::*;
 use serde_json::json;
 
+/// Asserts that `ws` is refused in-band with an `error` of `code` whose detail names
+/// `detail`, and then closed with `close`.
+async fn assert_refused_and_closed(ws: &mut Ws, code: &str, detail: &str, close: u16) {
+    let refusal = ws.recv().await.unwrap();
+    assert_eq!(refusal["type"], "error", "{refusal}");
+    assert_eq!(refusal["code"], code, "{refusal}");
+    assert!(
+        refusal["detail"].as_str().unwrap().contains(detail),
+        "{refusal}"
+    );
+    assert_eq!(ws.close_code().await, Some(close));
+}
+
 /// A `hello` whose role is none of the three of AEP-0003 §4 rule 2 is refused in-band
 /// and the socket closed, as a malformed `hello` is.
 #[tokio::test]
@@ -18,14 +31,7 @@ async fn a_hello_with_an_unknown_role_is_refused_and_closed() {
         let mut ws = Ws::connect(&relay).await;
         ws.send(&json!({ "type": "hello", "versions": ["0.1"], "role": role }))
             .await;
-        let refusal = ws.recv().await.unwrap();
-        assert_eq!(refusal["type"], "error");
-        assert_eq!(refusal["code"], "hello-required");
-        assert!(
-            refusal["detail"].as_str().unwrap().contains(role),
-            "{refusal}"
-        );
-        assert_eq!(ws.close_code().await, Some(1002));
+        assert_refused_and_closed(&mut ws, "hello-required", role, 1002).await;
     }
     // an absent role reads as `both`, as the reference relay reads it
     let mut ws = Ws::connect(&relay).await;
@@ -54,13 +60,7 @@ async fn a_hello_past_its_bound_is_refused_before_it_is_read() {
     assert_eq!(ws.recv().await.unwrap()["type"], "hello");
     let mut ws = Ws::connect(&relay).await;
     ws.send(&hello(1000)).await;
-    let refusal = ws.recv().await.unwrap();
-    assert_eq!(refusal["code"], "limit-exceeded");
-    assert!(
-        refusal["detail"].as_str().unwrap().contains("4096"),
-        "{refusal}"
-    );
-    assert_eq!(ws.close_code().await, Some(1009));
+    assert_refused_and_closed(&mut ws, "limit-exceeded", "4096", 1009).await;
     relay.shutdown().await.unwrap();
 }
 
@@ -85,13 +85,8 @@ async fn read_until_closed(tcp: &mut tokio::net::TcpStream, within: Duration) ->
 }
 
 async fn healthz(relay: &aep_relay::RelayHandle) -> u16 {
-    client()
-        .get(format!("{}/healthz", relay.url()))
-        .send()
-        .await
-        .unwrap()
-        .status()
-        .as_u16()
+    let r = get_without_token(relay.url(), "/healthz").await;
+    r.status().as_u16()
 }
 
 /// Past `--max-connections` a connection is answered `503` at once and closed; the ones
@@ -193,13 +188,7 @@ async fn a_socket_that_never_says_hello_is_closed() {
         limited(aep_relay::RelayConfig::default()).with_hello_timeout(Duration::from_millis(300));
     let relay = builder().config(config).start().await.unwrap();
     let mut ws = Ws::connect(&relay).await;
-    let refusal = ws.recv().await.unwrap();
-    assert_eq!(refusal["code"], "hello-required");
-    assert!(
-        refusal["detail"].as_str().unwrap().contains("300 ms"),
-        "{refusal}"
-    );
-    assert_eq!(ws.close_code().await, Some(1002));
+    assert_refused_and_closed(&mut ws, "hello-required", "300 ms", 1002).await;
     relay.shutdown().await.unwrap();
 }
 
@@ -272,30 +261,15 @@ async fn the_replay_store_is_bounded_in_bytes() {
     let (a, b) = (session(), session());
     let batch: Vec<_> = (0..20).map(|i| padded(&a, i)).collect();
     assert_eq!(post_ndjson(&relay, &batch).await.status(), 202);
-    let held = |got: &[SseMessage]| -> Vec<u64> {
-        got.iter()
-            .filter(|m| m.data.is_some())
-            .map(|m| m.json()["seq"].as_u64().unwrap())
-            .collect()
-    };
-    let of = |s: &str| format!("from={}", q(&json!([{ "session": s }])));
-    let kept = held(&replay(&relay, &of(&a)).await);
+    let kept = seqs(&replay(&relay, &from(&a)).await);
     assert!(kept.len() < 5 && kept.last() == Some(&19), "{kept:?}");
     assert_eq!(kept, (20 - kept.len() as u64..20).collect::<Vec<_>>());
     // another session past the total: the least recently written one goes
     let batch: Vec<_> = (0..5).map(|i| padded(&b, i)).collect();
     assert_eq!(post_ndjson(&relay, &batch).await.status(), 202);
-    assert!(held(&replay(&relay, &of(&a)).await).is_empty());
-    assert!(!held(&replay(&relay, &of(&b)).await).is_empty());
-    let doc = body(
-        client()
-            .get(format!("{}/connections", relay.url()))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    assert!(seqs(&replay(&relay, &from(&a)).await).is_empty());
+    assert!(!seqs(&replay(&relay, &from(&b)).await).is_empty());
+    let doc = get_json(relay.url(), "/connections").await;
     assert!(
         doc["relay"]["buffered_bytes"].as_u64().unwrap() <= 80 << 10,
         "{doc}"

@@ -45,17 +45,13 @@ async fn agent_scoped_events_carry_no_id_line() {
     assert_eq!(got.event.as_deref(), Some("agent.heartbeat"));
     assert_eq!(got.id, None);
     // live only: never buffered
-    assert!(replay(&relay, "from=all")
-        .await
-        .iter()
-        .all(|m| m.data.is_none()));
+    assert_nothing_held(&relay).await;
     relay.shutdown().await.unwrap();
 }
 
 #[tokio::test]
 async fn bad_filter_capture_and_from_are_refused_400() {
     let relay = relay().await;
-    let s = session();
     for (query, why) in [
         ("filter=%7Bnope".to_owned(), "bad filter JSON"),
         (
@@ -78,13 +74,7 @@ async fn bad_filter_capture_and_from_are_refused_400() {
             "resume position",
         ),
     ] {
-        let _ = &s;
-        let r = client()
-            .get(format!("{}/stream?{query}", relay.url()))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap();
+        let r = get(relay.url(), &format!("/stream?{query}")).await;
         assert_eq!(r.status(), 400, "{query}");
         assert_eq!(r.headers()["access-control-allow-origin"], "*");
         let text = r.text().await.unwrap();
@@ -99,16 +89,11 @@ async fn max_from_is_enforced() {
     let from: Vec<Value> = (0..3)
         .map(|i| json!({ "session": format!("s{i}"), "epoch": 0, "seq": 0 }))
         .collect();
-    let r = client()
-        .get(format!(
-            "{}/stream?live=0&from={}",
-            relay.url(),
-            q(&json!(from))
-        ))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let r = get(
+        relay.url(),
+        &format!("/stream?live=0&from={}", q(&json!(from))),
+    )
+    .await;
     assert_eq!(r.status(), 400);
     assert_eq!(r.text().await.unwrap(), "from too large");
     let ok = replay(&relay, &format!("from={}", q(&json!(from[..2])))).await;
@@ -191,16 +176,15 @@ async fn last_event_id_resumes_and_from_takes_precedence() {
     post_ndjson(&relay, &batch).await;
     let mut sse = Sse::open_with(&relay, "", &[("last-event-id", &format!("{s}:0:2"))]).await;
     assert_eq!(sse.next_event().await.unwrap().id, Some(format!("{s}:0:3")));
-    let from = q(&json!([{ "session": s, "epoch": 0, "seq": 0 }]));
     let got = Sse::open_with(
         &relay,
-        &format!("live=0&from={from}"),
+        &format!("live=0&{}", from_after(&s, 0, 0)),
         &[("last-event-id", &format!("{s}:0:2"))],
     )
     .await
     .read_to_end()
     .await;
-    assert_eq!(got.iter().filter(|m| m.data.is_some()).count(), 3);
+    assert_eq!(data(&got).len(), 3);
     relay.shutdown().await.unwrap();
 }
 
@@ -213,8 +197,8 @@ async fn live_0_ends_with_replay_complete_and_serves_the_filtered_session() {
         &[ev("session.started", &s, 0), ev("progress.status", &s, 1)],
     )
     .await;
-    let got = replay(&relay, &format!("filter={}", q(&json!({ "session": s })))).await;
-    assert_eq!(got.iter().filter(|m| m.data.is_some()).count(), 2);
+    let got = replay(&relay, &only(&s)).await;
+    assert_eq!(data(&got).len(), 2);
     assert_eq!(
         got.last().unwrap().comments,
         vec!["replay-complete".to_owned()]
@@ -230,30 +214,11 @@ async fn eviction_is_declared_with_replay_exhausted_before_delivery() {
         .map(|i| with(ev("progress.status", &s, i), "epoch", json!(1)))
         .collect();
     post_ndjson(&relay, &batch).await;
-    let got = replay(
-        &relay,
-        &format!(
-            "from={}",
-            q(&json!([{ "session": s, "epoch": 1, "seq": 0 }]))
-        ),
-    )
-    .await;
+    let got = replay(&relay, &from_after(&s, 1, 0)).await;
     assert_eq!(got[0].comments, vec![format!("replay-exhausted {s} 1:4")]);
-    let seqs: Vec<u64> = got
-        .iter()
-        .filter(|m| m.data.is_some())
-        .map(|m| m.json()["seq"].as_u64().unwrap())
-        .collect();
-    assert_eq!(seqs, (4..12).collect::<Vec<_>>());
+    assert_eq!(seqs(&got), (4..12).collect::<Vec<_>>());
     // no gap, no marker
-    let got = replay(
-        &relay,
-        &format!(
-            "from={}",
-            q(&json!([{ "session": s, "epoch": 1, "seq": 3 }]))
-        ),
-    )
-    .await;
+    let got = replay(&relay, &from_after(&s, 1, 3)).await;
     assert!(got[0].comments.is_empty());
     relay.shutdown().await.unwrap();
 }
@@ -304,7 +269,7 @@ async fn a_reader_that_keeps_up_gets_every_event() {
         .await
         .unwrap();
     let s = session();
-    let mut sse = Sse::open(&relay, &format!("filter={}", q(&json!({ "session": s })))).await;
+    let mut sse = Sse::open(&relay, &only(&s)).await;
     let reader = tokio::spawn(async move {
         let mut n = 0u64;
         while let Some(m) = sse.next_event().await {
@@ -348,17 +313,11 @@ async fn replay_with_an_attribute_filter_sends_exactly_the_matching_stored_bytes
     assert_eq!(post_ndjson(&relay, &events).await.status(), 202);
     let filter = json!({ "session": s, "type": "tool.*", "severity": { "gte": "notice" } });
     let got = replay(&relay, &format!("from=all&filter={}", q(&filter))).await;
-    let data: Vec<_> = got.iter().filter_map(|m| m.data.clone()).collect();
     let want: Vec<_> = [0, 3, 5].iter().map(|&i| events[i].to_string()).collect();
-    assert_eq!(data, want);
+    assert_eq!(data(&got), want);
     let by_ext = json!({ "acmenote": "a\"b" });
     let got = replay(&relay, &format!("from=all&filter={}", q(&by_ext))).await;
-    let seqs: Vec<_> = got
-        .iter()
-        .filter(|m| m.data.is_some())
-        .map(|m| m.json()["seq"].as_u64().unwrap())
-        .collect();
-    assert_eq!(seqs, vec![4, 5]);
+    assert_eq!(seqs(&got), vec![4, 5]);
     relay.shutdown().await.unwrap();
 }
 
@@ -384,16 +343,8 @@ async fn replay_under_an_attribute_filter_keeps_events_only_a_parse_can_decide()
         line(5, "b", r#"{"n":1}"#),
     ]
     .join("\n");
-    let res = reqwest::Client::new()
-        .post(format!("{}/events", relay.url()))
-        .bearer_auth(TOKEN)
-        .header("AEP-Version", "0.1")
-        .header("Content-Type", "application/x-ndjson")
-        .body(body)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 202);
+    let res = post(relay.url(), "0.1", "application/x-ndjson", body).await;
+    assert_eq!(res.unwrap().status(), 202);
     let filter = json!({ "session": s, "agent": "a" });
     let got = replay(&relay, &format!("from=all&filter={}", q(&filter))).await;
     let seqs: Vec<_> = got

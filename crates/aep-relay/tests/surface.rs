@@ -11,12 +11,7 @@ use serde_json::{json, Value};
 async fn discovery_is_served_at_events_and_well_known() {
     let relay = relay().await;
     for path in ["/events", "/.well-known/aep"] {
-        let r = client()
-            .get(format!("{}{path}", relay.url()))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap();
+        let r = get(relay.url(), path).await;
         assert_eq!(r.status(), 200);
         assert_eq!(r.headers()["content-type"], "application/json");
         let doc = body(r).await;
@@ -39,25 +34,10 @@ async fn discovery_is_served_at_events_and_well_known() {
 #[tokio::test]
 async fn healthz_is_open_and_counts_only_when_authorized() {
     let relay = relay().await;
-    let open = body(
-        client()
-            .get(format!("{}/healthz", relay.url()))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let open = body(get_without_token(relay.url(), "/healthz").await).await;
     assert_eq!(open, json!({ "ok": true }));
     post_json(&relay, &ev("session.started", &session(), 0)).await;
-    let full = body(
-        client()
-            .get(format!("{}/healthz", relay.url()))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let full = get_json(relay.url(), "/healthz").await;
     assert_eq!(full["ok"], true);
     assert_eq!(full["sessions"], 1);
     assert_eq!(full["subscribers"], 0);
@@ -82,12 +62,7 @@ async fn connections_itemizes_hello_done_sockets() {
     // the event reaches the buffer before the claim is read back
     let mut doc = Value::Null;
     for _ in 0..50 {
-        let r = client()
-            .get(format!("{}/connections", relay.url()))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap();
+        let r = get(relay.url(), "/connections").await;
         assert_eq!(r.headers()["access-control-allow-origin"], "*");
         doc = body(r).await;
         if doc["connections"][0]["sessions"] == json!([s]) {
@@ -126,19 +101,10 @@ async fn cors_preflight_precedes_the_wall_and_refusals_carry_cors() {
             .contains("last-event-id"));
         assert_eq!(r.headers()["access-control-max-age"], "86400");
     }
-    let r = client()
-        .get(format!("{}/stream", relay.url()))
-        .send()
-        .await
-        .unwrap();
+    let r = get_without_token(relay.url(), "/stream").await;
     assert_eq!(r.status(), 401);
     assert_eq!(r.headers()["access-control-allow-origin"], "*");
-    let r = client()
-        .get(format!("{}/stream?filter=%7Bnope", relay.url()))
-        .bearer_auth(TOKEN)
-        .send()
-        .await
-        .unwrap();
+    let r = get(relay.url(), "/stream?filter=%7Bnope").await;
     assert_eq!(r.status(), 400);
     assert_eq!(r.headers()["access-control-allow-origin"], "*");
     relay.shutdown().await.unwrap();
@@ -149,36 +115,10 @@ async fn token_by_header_or_query_wrong_token_refused() {
     let relay = relay().await;
     let url = format!("{}/events", relay.url());
     assert_eq!(client().get(&url).send().await.unwrap().status(), 401);
-    assert_eq!(
-        client()
-            .get(&url)
-            .bearer_auth("test-tokem")
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        401
-    );
-    assert_eq!(
-        client()
-            .get(&url)
-            .bearer_auth("test-token-")
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        401
-    );
-    assert_eq!(
-        client()
-            .get(&url)
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        200
-    );
+    for (token, status) in [("test-tokem", 401), ("test-token-", 401), (TOKEN, 200)] {
+        let r = client().get(&url).bearer_auth(token).send().await.unwrap();
+        assert_eq!(r.status(), status, "{token}");
+    }
     let q = format!("{url}?access_token={TOKEN}");
     assert_eq!(client().get(&q).send().await.unwrap().status(), 200);
     // the WebSocket upgrade is behind the same wall
@@ -190,20 +130,9 @@ async fn token_by_header_or_query_wrong_token_refused() {
 #[tokio::test]
 async fn without_a_token_everything_is_open() {
     let relay = aep_relay::Relay::builder().start().await.unwrap();
-    let r = client()
-        .get(format!("{}/events", relay.url()))
-        .send()
-        .await
-        .unwrap();
+    let r = get_without_token(relay.url(), "/events").await;
     assert_eq!(r.status(), 200);
-    let h = body(
-        client()
-            .get(format!("{}/healthz", relay.url()))
-            .send()
-            .await
-            .unwrap(),
-    )
-    .await;
+    let h = body(get_without_token(relay.url(), "/healthz").await).await;
     assert!(h["sessions"].is_u64());
     relay.shutdown().await.unwrap();
 }

@@ -188,9 +188,8 @@ async fn unsubscribe_stops_delivery() {
         json!({ "type": "unsubscribed", "id": "u" })
     );
     post_json(&relay, &ev("session.started", &s, 0)).await;
-    ws.send(&json!({ "type": "ping", "t": 1 })).await;
-    // the pong comes next: nothing was delivered in between
-    assert_eq!(ws.recv().await.unwrap(), json!({ "type": "pong", "t": 1 }));
+    ws.assert_pong_next("nothing was delivered after the unsubscribe")
+        .await;
     relay.shutdown().await.unwrap();
 }
 
@@ -198,7 +197,7 @@ async fn unsubscribe_stops_delivery() {
 async fn events_sent_on_the_socket_are_ingested_and_refused_in_band_when_invalid() {
     let relay = relay().await;
     let s = session();
-    let mut sse = Sse::open(&relay, &format!("filter={}", q(&json!({ "session": s })))).await;
+    let mut sse = Sse::open(&relay, &only(&s)).await;
     let mut ws = Ws::hello(&relay, "emitter", json!({})).await;
     let good = ev("session.started", &s, 0);
     ws.send(&good).await;
@@ -232,8 +231,7 @@ async fn a_session_with_a_line_break_is_refused_on_the_socket_too() {
         "{err}"
     );
     // nothing was stored: a full replay is only its end marker
-    let got = replay(&relay, "from=all").await;
-    assert!(got.iter().all(|m| m.data.is_none()), "{got:?}");
+    assert_nothing_held(&relay).await;
     relay.shutdown().await.unwrap();
 }
 
@@ -331,8 +329,7 @@ async fn bad_json_is_answered_and_the_connection_survives() {
     assert_eq!(err["code"], "bad-json");
     let detail = err["detail"].as_str().unwrap();
     assert!(detail.contains("control character"), "{detail}");
-    ws.send(&json!({ "type": "ping", "t": 2 })).await;
-    assert_eq!(ws.recv().await.unwrap()["type"], "pong");
+    ws.assert_pong_next("the connection survives").await;
     relay.shutdown().await.unwrap();
 }
 
@@ -393,8 +390,7 @@ async fn a_broken_or_oversized_frame_ends_its_connection_only() {
         let _ = ws.stream.send(message).await;
         assert_eq!(ws.close_code().await, Some(code), "{what}");
         let mut other = Ws::hello(&relay, "consumer", json!({})).await;
-        other.send(&json!({ "type": "ping", "t": 1 })).await;
-        assert_eq!(other.recv().await.unwrap()["type"], "pong", "{what}");
+        other.assert_pong_next(what).await;
     }
     relay.shutdown().await.unwrap();
 }

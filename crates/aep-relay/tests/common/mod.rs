@@ -1,13 +1,21 @@
 //! Helpers shared by the integration tests: a relay on 127.0.0.1:0, a plain HTTP client,
-//! an SSE reader, and a plain WebSocket client.
+//! an SSE reader, and a plain WebSocket client. Events and the SSE message parser are the
+//! workspace's (`aep-test-support`).
 #![allow(dead_code)]
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use aep_relay::{Relay, RelayBuilder, RelayHandle};
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
+
+#[allow(unused_imports)] // each test file uses its own share of these
+pub use aep_test_support::events::{
+    id, json_command as command, json_event as ev, session_id as session, with,
+};
+pub use aep_test_support::sse::SseMessage;
 
 pub const TOKEN: &str = "test-token";
 pub const WAIT: Duration = Duration::from_secs(5);
@@ -24,36 +32,6 @@ pub fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
 
-pub fn id() -> String {
-    ulid::Ulid::new().to_string()
-}
-
-pub fn session() -> String {
-    format!("s-{}", id().to_lowercase())
-}
-
-/// A session-scoped event.
-pub fn ev(ty: &str, session: &str, seq: u64) -> Value {
-    json!({
-        "aep": "0.1", "id": id(), "type": ty, "time": "2026-07-03T10:15:04.221Z",
-        "source": format!("aep://test/agent/a/session/{session}"), "agent": "a",
-        "session": session, "seq": seq,
-    })
-}
-
-pub fn with(mut event: Value, key: &str, value: Value) -> Value {
-    event[key] = value;
-    event
-}
-
-pub fn command(ty: &str, session: &str) -> Value {
-    json!({
-        "aep": "0.1", "id": id(), "type": ty, "time": "2026-07-03T10:15:04.221Z",
-        "source": "aep://test/agent/console", "agent": "console", "session": session,
-        "capture": "metadata",
-    })
-}
-
 pub async fn post_ndjson(relay: &RelayHandle, events: &[Value]) -> reqwest::Response {
     post_ndjson_at(relay.url(), events).await.expect("post")
 }
@@ -64,36 +42,59 @@ pub async fn post_json(relay: &RelayHandle, event: &Value) -> reqwest::Response 
 
 /// One `application/json` body, sent as written.
 pub async fn post_json_text(relay: &RelayHandle, text: &str) -> reqwest::Response {
-    client()
-        .post(format!("{}/events", relay.url()))
-        .bearer_auth(TOKEN)
-        .header("aep-version", "0.1")
-        .header("content-type", "application/json")
-        .body(text.to_owned())
-        .send()
+    post(relay.url(), "0.1", "application/json", text.to_owned())
         .await
         .expect("post")
 }
 
-/// One SSE message as read off the wire.
-#[derive(Debug, Clone, Default)]
-pub struct SseMessage {
-    pub event: Option<String>,
-    pub data: Option<String>,
-    pub id: Option<String>,
-    pub comments: Vec<String>,
+/// One authorized `POST /events` to a relay at `base` with the given `AEP-Version` and
+/// content type, the body sent as written; `None` when it got no answer.
+pub async fn post(
+    base: &str,
+    version: &str,
+    content_type: &str,
+    body: impl Into<reqwest::Body>,
+) -> Option<reqwest::Response> {
+    client()
+        .post(format!("{base}/events"))
+        .bearer_auth(TOKEN)
+        .header("aep-version", version)
+        .header("content-type", content_type)
+        .body(body)
+        .send()
+        .await
+        .ok()
 }
 
-impl SseMessage {
-    pub fn json(&self) -> Value {
-        serde_json::from_str(self.data.as_deref().unwrap_or("null")).expect("data is JSON")
-    }
+/// An authorized `GET` of `path` (with its query, if any) on a relay at `base`.
+pub async fn get(base: &str, path: &str) -> reqwest::Response {
+    client()
+        .get(format!("{base}{path}"))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .expect("get")
+}
+
+/// A `GET` of `path` without a token.
+pub async fn get_without_token(base: &str, path: &str) -> reqwest::Response {
+    client()
+        .get(format!("{base}{path}"))
+        .send()
+        .await
+        .expect("get")
+}
+
+/// An authorized `GET` of `path`, its body read as JSON (`/healthz`, `/connections`).
+pub async fn get_json(base: &str, path: &str) -> Value {
+    body(get(base, path).await).await
 }
 
 /// A streaming SSE reader over a plain HTTP response.
 pub struct Sse {
     response: reqwest::Response,
     buf: String,
+    ready: VecDeque<SseMessage>,
     pub ended: bool,
 }
 
@@ -120,6 +121,7 @@ impl Sse {
         Sse {
             response,
             buf: String::new(),
+            ready: VecDeque::new(),
             ended: false,
         }
     }
@@ -127,27 +129,18 @@ impl Sse {
     /// The next message, or `None` at the end of the stream or after `WAIT`.
     pub async fn next(&mut self) -> Option<SseMessage> {
         loop {
-            if let Some(at) = self.buf.find("\n\n") {
-                let raw: String = self.buf.drain(..at + 2).collect();
-                let mut msg = SseMessage::default();
-                for line in raw.lines() {
-                    if let Some(c) = line.strip_prefix(':') {
-                        msg.comments.push(c.trim().to_owned());
-                    } else if let Some(v) = line.strip_prefix("event: ") {
-                        msg.event = Some(v.to_owned());
-                    } else if let Some(v) = line.strip_prefix("data: ") {
-                        msg.data = Some(v.to_owned());
-                    } else if let Some(v) = line.strip_prefix("id: ") {
-                        msg.id = Some(v.to_owned());
-                    }
-                }
+            if let Some(msg) = self.ready.pop_front() {
                 return Some(msg);
             }
             if self.ended {
                 return None;
             }
             match tokio::time::timeout(WAIT, self.response.chunk()).await {
-                Ok(Ok(Some(chunk))) => self.buf.push_str(&String::from_utf8_lossy(&chunk)),
+                Ok(Ok(Some(chunk))) => {
+                    self.buf.push_str(&String::from_utf8_lossy(&chunk));
+                    self.ready
+                        .extend(aep_test_support::sse::take_messages(&mut self.buf));
+                }
                 _ => {
                     self.ended = true;
                 }
@@ -190,16 +183,53 @@ pub async fn replay_at(base: &str, query: &str) -> Vec<SseMessage> {
 
 /// One NDJSON POST to a relay at `base`; `None` when it got no answer.
 pub async fn post_ndjson_at(base: &str, events: &[Value]) -> Option<reqwest::Response> {
-    let body: String = events.iter().map(|e| format!("{e}\n")).collect();
-    client()
-        .post(format!("{base}/events"))
-        .bearer_auth(TOKEN)
-        .header("aep-version", "0.1")
-        .header("content-type", "application/x-ndjson")
-        .body(body)
-        .send()
-        .await
-        .ok()
+    let body = aep_test_support::events::ndjson(events);
+    post(base, "0.1", "application/x-ndjson", body).await
+}
+
+/// How many readers the relay counts (`/healthz`).
+pub async fn subscribers(relay: &RelayHandle) -> u64 {
+    get_json(relay.url(), "/healthz").await["subscribers"]
+        .as_u64()
+        .unwrap()
+}
+
+/// The query of a replay of `session` from its start.
+pub fn from(session: &str) -> String {
+    format!("from={}", q(&json!([{ "session": session }])))
+}
+
+/// The query of a replay of `session` strictly after `(epoch, seq)`.
+pub fn from_after(session: &str, epoch: u64, seq: u64) -> String {
+    format!(
+        "from={}",
+        q(&json!([{ "session": session, "epoch": epoch, "seq": seq }]))
+    )
+}
+
+/// The query of a stream filtered to `session`.
+pub fn only(session: &str) -> String {
+    format!("filter={}", q(&json!({ "session": session })))
+}
+
+/// The stored lines a replay served, in order (its messages with `data`).
+pub fn data(got: &[SseMessage]) -> Vec<String> {
+    got.iter().filter_map(|m| m.data.clone()).collect()
+}
+
+/// The `seq` of each event a replay served, in order.
+pub fn seqs(got: &[SseMessage]) -> Vec<u64> {
+    got.iter()
+        .filter(|m| m.data.is_some())
+        .map(|m| m.json()["seq"].as_u64().unwrap())
+        .collect()
+}
+
+/// Asserts that the relay holds no event at all: a replay of everything is only its end
+/// marker.
+pub async fn assert_nothing_held(relay: &RelayHandle) {
+    let got = replay(relay, "from=all").await;
+    assert!(got.iter().all(|m| m.data.is_none()), "{got:?}");
 }
 
 pub fn q(value: &Value) -> String {
@@ -291,6 +321,17 @@ impl Ws {
             }
         }
         got
+    }
+
+    /// Sends a `ping` and asserts that its `pong` is the next frame: the connection is
+    /// open and nothing was delivered to it before.
+    pub async fn assert_pong_next(&mut self, why: &str) {
+        self.send(&json!({ "type": "ping", "t": 1 })).await;
+        assert_eq!(
+            self.recv().await,
+            Some(json!({ "type": "pong", "t": 1 })),
+            "{why}"
+        );
     }
 
     /// The close frame's code, reading past anything else.
@@ -394,13 +435,7 @@ impl RelayProcess {
 
     /// `/healthz`, authorized.
     pub async fn health(&self) -> Value {
-        let r = client()
-            .get(format!("{}/healthz", self.url))
-            .bearer_auth(TOKEN)
-            .send()
-            .await
-            .expect("healthz");
-        body(r).await
+        get_json(&self.url, "/healthz").await
     }
 }
 
