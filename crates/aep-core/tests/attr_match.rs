@@ -3,6 +3,8 @@
 //! invalid filter is refused.
 #![allow(clippy::unwrap_used)] // test code: a broken fixture should fail loudly
 
+mod common;
+
 use aep_core::filter::Filter;
 use aep_core::Event;
 use serde_json::{Map, Value};
@@ -110,47 +112,34 @@ fn spec_examples_parse_and_round_trip() {
 }
 
 mod bad_input {
+    use super::common::{json, scalars, Shape};
     use aep_core::filter::Filter;
     use proptest::prelude::*;
     use serde_json::Value;
 
     fn json_value() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(Value::from),
-            any::<u64>().prop_map(Value::from),
-            any::<f64>().prop_map(Value::from),
-            prop_oneof![
-                Just("*".to_owned()),
-                Just("tool.*".to_owned()),
-                Just("notice".to_owned()),
-                Just("gte".to_owned()),
-                "[a-z.*]{0,8}",
-            ]
-            .prop_map(Value::String),
+        let strings = prop_oneof![
+            Just("*".to_owned()),
+            Just("tool.*".to_owned()),
+            Just("notice".to_owned()),
+            Just("gte".to_owned()),
+            "[a-z.*]{0,8}",
         ];
-        leaf.prop_recursive(4, 32, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-                prop::collection::vec(
-                    (
-                        prop_oneof![
-                            Just("type".to_owned()),
-                            Just("severity".to_owned()),
-                            Just("capture".to_owned()),
-                            Just("epoch".to_owned()),
-                            Just("gte".to_owned()),
-                            Just("lte".to_owned()),
-                            "[a-zA-Z0-9_]{0,22}",
-                        ],
-                        inner
-                    ),
-                    0..5
-                )
-                .prop_map(|kv| Value::Object(kv.into_iter().collect())),
-            ]
-        })
+        let keys = prop_oneof![
+            Just("type".to_owned()),
+            Just("severity".to_owned()),
+            Just("capture".to_owned()),
+            Just("epoch".to_owned()),
+            Just("gte".to_owned()),
+            Just("lte".to_owned()),
+            "[a-zA-Z0-9_]{0,22}",
+        ];
+        let shape = Shape {
+            depth: 4,
+            size: 32,
+            width: 5,
+        };
+        json(scalars(any::<f64>(), strings), keys, shape)
     }
 
     proptest! {

@@ -1,6 +1,8 @@
 //! The down-leveling corpus (`fixtures/conformance/downlevel/cases.json`, AEP-0001 §8.2):
 //! every case passes, and nothing but `capture` and `data` changes.
 
+mod common;
+
 use std::path::PathBuf;
 
 use aep_core::capture::downlevel;
@@ -93,27 +95,19 @@ fn downleveling_is_idempotent_on_the_corpus() {
 }
 
 mod property {
+    use super::common::{self, scalars, Shape};
     use aep_core::capture::{downlevel, downlevel_in_place, downlevel_redacting};
     use aep_core::{Capture, Event};
     use proptest::prelude::*;
-    use serde_json::{Map, Value};
+    use serde_json::Value;
 
     fn json() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(Value::from),
-            any::<u64>().prop_map(Value::from),
-            any::<f64>().prop_map(Value::from),
-            "[a-z]{0,6}".prop_map(Value::from),
-        ];
-        leaf.prop_recursive(5, 64, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-                prop::collection::vec((key(), inner), 0..6)
-                    .prop_map(|kv| Value::Object(kv.into_iter().collect::<Map<_, _>>())),
-            ]
-        })
+        let shape = Shape {
+            depth: 5,
+            size: 64,
+            width: 6,
+        };
+        common::json(scalars(any::<f64>(), "[a-z]{0,6}"), key(), shape)
     }
 
     /// Member names the annotated schemas use, so the pruning and degrading paths run.

@@ -4,8 +4,11 @@
 //! (attributes, wire order, bytes written back) or the same error.
 #![allow(clippy::unwrap_used)] // test code: a broken case should fail loudly
 
+mod common;
+
 use aep_core::validate::{validate_envelope, validate_envelope_view};
 use aep_core::{EnvelopeView, Event, EventParseError};
+use common::{scalars, Shape};
 use proptest::prelude::*;
 
 /// Where the in-place view reads a line, serde_json reads the same event from it, and the
@@ -252,23 +255,13 @@ proptest! {
 }
 
 fn json_value() -> impl Strategy<Value = serde_json::Value> {
-    use serde_json::Value;
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_filter("finite", |f| f.is_finite())
-            .prop_map(Value::from),
-        ".{0,12}".prop_map(Value::String),
-    ];
-    leaf.prop_recursive(6, 48, 6, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::btree_map(".{0,6}", inner, 0..6)
-                .prop_map(|m| Value::Object(m.into_iter().collect())),
-        ]
-    })
+    let floats = any::<f64>().prop_filter("finite", |f| f.is_finite());
+    let shape = Shape {
+        depth: 6,
+        size: 48,
+        width: 6,
+    };
+    common::json(scalars(floats, ".{0,12}"), ".{0,6}", shape)
 }
 
 /// Near misses a token generator rarely builds: mismatched or unclosed brackets, a

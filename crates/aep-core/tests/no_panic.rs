@@ -4,6 +4,8 @@
 
 #![allow(clippy::unwrap_used)] // a test: a panic is the failure report
 
+mod common;
+
 use aep_core::types::EventType;
 use aep_core::validate::{
     validate_envelope_view, validate_event, validate_value, Rule, StreamValidator,
@@ -11,6 +13,7 @@ use aep_core::validate::{
 use aep_core::{EnvelopeView, Event};
 use std::sync::LazyLock;
 
+use common::{scalars, Shape};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
@@ -77,23 +80,13 @@ fn exercise_value(value: &Value) {
 }
 
 fn arb_json() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::from),
-        any::<i64>().prop_map(Value::from),
-        any::<u64>().prop_map(Value::from),
-        any::<f64>()
-            .prop_map(|f| serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)),
-        "[a-z0-9._:/ -]{0,12}".prop_map(Value::from),
-        any::<String>().prop_map(Value::from),
-    ];
-    leaf.prop_recursive(4, 32, 6, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..6).prop_map(Value::Array),
-            prop::collection::vec(("[a-z_]{1,8}", inner), 0..6)
-                .prop_map(|members| Value::Object(members.into_iter().collect::<Map<_, _>>())),
-        ]
-    })
+    let strings = prop_oneof!["[a-z0-9._:/ -]{0,12}", any::<String>()];
+    let shape = Shape {
+        depth: 4,
+        size: 32,
+        width: 6,
+    };
+    common::json(scalars(any::<f64>(), strings), "[a-z_]{1,8}", shape)
 }
 
 /// Names the mutations aim at: the core attributes, `data`, and some extension names.

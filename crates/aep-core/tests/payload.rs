@@ -1,6 +1,8 @@
 //! Generated payload types against the golden corpus: every golden event of a registered
 //! type decodes into its payload type and encodes back to the same JSON value.
 
+mod common;
+
 use std::path::PathBuf;
 
 use aep_core::payload::{Payload, PAYLOAD_TYPES};
@@ -138,27 +140,21 @@ fn reserved_types_keep_free_form_json() {
 }
 
 mod property {
+    use super::common::{self, scalars, Shape};
     use aep_core::payload::Payload;
     use proptest::prelude::*;
     use serde_json::Value;
 
     fn json() -> impl Strategy<Value = Value> {
-        let leaf = prop_oneof![
-            Just(Value::Null),
-            any::<bool>().prop_map(Value::Bool),
-            any::<i64>().prop_map(Value::from),
-            // serde_json's default float parsing is not exact at extreme exponents, which
-            // is serde_json's business, not the payload types'.
-            (-1.0e6f64..1.0e6).prop_map(Value::from),
-            "[a-z]{0,6}".prop_map(Value::from),
-        ];
-        leaf.prop_recursive(4, 48, 6, |inner| {
-            prop_oneof![
-                prop::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
-                prop::collection::btree_map("[a-z_]{1,8}|tool|name|answer|kind", inner, 0..5)
-                    .prop_map(|m| Value::Object(m.into_iter().collect())),
-            ]
-        })
+        // serde_json's default float parsing is not exact at extreme exponents, which is
+        // serde_json's business, not the payload types'.
+        let leaf = scalars(-1.0e6f64..1.0e6, "[a-z]{0,6}");
+        let shape = Shape {
+            depth: 4,
+            size: 48,
+            width: 5,
+        };
+        common::json(leaf, "[a-z_]{1,8}|tool|name|answer|kind", shape)
     }
 
     proptest! {

@@ -4,10 +4,13 @@
 // A test fails by panicking: unwrapping the corpus plumbing is the report.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
 use aep_core::redact::{canonical_json, ContentDigest, RedactOptions, Redactor};
+use common::{scalars, Shape};
 use proptest::prelude::*;
 use serde_json::{json, Value};
 
@@ -261,23 +264,13 @@ fn spicy() -> impl Strategy<Value = String> {
 }
 
 fn json_values() -> impl Strategy<Value = Value> {
-    let leaf = prop_oneof![
-        Just(Value::Null),
-        any::<bool>().prop_map(Value::Bool),
-        any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_map(Value::from),
-        spicy().prop_map(Value::String),
-    ];
-    leaf.prop_recursive(4, 64, 8, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
-            prop::collection::vec(
-                (prop_oneof![spicy(), Just("token".to_owned())], inner),
-                0..8
-            )
-            .prop_map(|members| Value::Object(members.into_iter().collect())),
-        ]
-    })
+    let shape = Shape {
+        depth: 4,
+        size: 64,
+        width: 8,
+    };
+    let keys = prop_oneof![spicy(), Just("token".to_owned())];
+    common::json(scalars(any::<f64>(), spicy()), keys, shape)
 }
 
 fn pipeline() -> &'static Redactor {

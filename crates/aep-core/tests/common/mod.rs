@@ -1,0 +1,51 @@
+//! What several of aep-core's integration tests share: arbitrary JSON for their
+//! property tests, each test choosing the scalars, the member names and the size.
+#![allow(dead_code)]
+
+use proptest::prelude::*;
+use serde_json::Value;
+
+/// How far arbitrary JSON grows: nesting `depth`, about `size` values in all
+/// (`prop_recursive`'s budget), and arrays and objects of fewer than `width` items.
+pub struct Shape {
+    pub depth: u32,
+    pub size: u32,
+    pub width: usize,
+}
+
+/// JSON scalars: `null`, booleans, integers over the whole `i64` and `u64` ranges,
+/// numbers from `floats` (a non-finite one is `null`, as serde_json converts it), and
+/// strings from `strings`.
+pub fn scalars(
+    floats: impl Strategy<Value = f64> + 'static,
+    strings: impl Strategy<Value = String> + 'static,
+) -> BoxedStrategy<Value> {
+    prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(Value::from),
+        any::<u64>().prop_map(Value::from),
+        floats.prop_map(Value::from),
+        strings.prop_map(Value::String),
+    ]
+    .boxed()
+}
+
+/// Arbitrary JSON: `leaf` values, and arrays and objects of them (member names from
+/// `key`) nested as `shape` allows.
+pub fn json(
+    leaf: BoxedStrategy<Value>,
+    key: impl Strategy<Value = String> + 'static,
+    shape: Shape,
+) -> BoxedStrategy<Value> {
+    let key = key.boxed();
+    let width = shape.width;
+    leaf.prop_recursive(shape.depth, shape.size, width as u32, move |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..width).prop_map(Value::Array),
+            prop::collection::vec((key.clone(), inner), 0..width)
+                .prop_map(|members| Value::Object(members.into_iter().collect())),
+        ]
+    })
+    .boxed()
+}
