@@ -3,15 +3,18 @@
 //! name nothing pending go through capture, projection, dedupe, resume and control
 //! with a typed answer or the documented tolerance, never a panic.
 
+mod common;
+
 use std::time::{Duration, Instant};
 
 use aep_core::capture::{downlevel, downlevel_redacting};
-use aep_core::control::{CommandDelivery, ControlSender, ControlTarget, NackReason, TargetOutput};
+use aep_core::control::{CommandDelivery, ControlTarget, NackReason, TargetOutput};
 use aep_core::gating::gate_form_values;
 use aep_core::projection::{project_state, StateProjection};
 use aep_core::redact::{RedactOptions, Redactor};
 use aep_core::resume::Positions;
 use aep_core::{Capture, Dedupe, Event};
+use common::sender_with_pending;
 use serde_json::{json, Value};
 
 const LEVELS: [Capture; 4] = [
@@ -145,10 +148,7 @@ fn the_target_answers_unknown_and_unaddressed_commands() {
 
 #[test]
 fn the_sender_ignores_acks_that_name_nothing_pending() {
-    let t0 = Instant::now();
-    let mut s = ControlSender::new("console", "h");
-    s.send(t0, s.command("control.pause", "s1").build("c1", "t"))
-        .unwrap();
+    let mut s = sender_with_pending(Instant::now(), "s1", "c1");
     // Acks without `cause`, with a foreign `cause`, and non-acks settle nothing.
     for ack in [
         bare("control.accepted"),

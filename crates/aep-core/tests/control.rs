@@ -7,6 +7,8 @@
 // Test helpers outside #[test] fns panic on purpose: a failed unwrap is a failed test.
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -17,6 +19,7 @@ use aep_core::control::{
 };
 use aep_core::frame::{self, CommandRefusal, ErrorCode, ErrorFrame, Frame, Message};
 use aep_core::Event;
+use common::sender_with_pending;
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -301,9 +304,7 @@ fn long_command_ids_settle_by_their_ack() {
         "c".repeat(300).as_str(),
     ] {
         let t = Instant::now();
-        let mut s = ControlSender::new("console", "h");
-        s.send(t, s.command("control.pause", "s1").build(id, "t"))
-            .unwrap();
+        let mut s = sender_with_pending(t, "s1", id);
         assert!(s.is_pending(id));
         assert!(s
             .send(t, s.command("control.pause", "s1").build(id, "t"))
@@ -564,11 +565,8 @@ fn relay_error_frames_settle_by_cause() {
     assert!(sim.deliveries.is_empty(), "never reached the target");
 
     // Error frames for other commands, or without cause, settle nothing.
-    let mut sender = ControlSender::new("console", "h");
     let t = Instant::now();
-    sender
-        .send(t, sender.command("control.pause", "s").build("mine", "t"))
-        .unwrap();
+    let mut sender = sender_with_pending(t, "s", "mine");
     for f in [
         ErrorFrame::new(ErrorCode::NoRoute).with_cause("theirs"),
         ErrorFrame::new(ErrorCode::InvalidFilter).with_id("mine"),
@@ -585,9 +583,7 @@ fn relay_error_frames_settle_by_cause() {
         ("ambiguous", NackReason::Invalid),
         ("timeout", NackReason::Invalid),
     ] {
-        let mut s = ControlSender::new("console", "h");
-        s.send(t, s.command("control.pause", "s").build("c", "t"))
-            .unwrap();
+        let mut s = sender_with_pending(t, "s", "c");
         let frame = ErrorFrame::new(ErrorCode::from(code)).with_cause("c");
         assert!(s.handle_error_frame(&frame));
         let nack = s.poll_settled().unwrap().result.unwrap_err();
@@ -619,9 +615,7 @@ fn rejected_acks_with_odd_payloads() {
             Some(r#"{"retry_in":5}"#),
         ),
     ] {
-        let mut s = ControlSender::new("console", "h");
-        s.send(t, s.command("control.pause", "s").build("c", "t"))
-            .unwrap();
+        let mut s = sender_with_pending(t, "s", "c");
         let mut ack = Event::new("a", "control.rejected", "t", "src", "agent")
             .with_session("s")
             .with_seq(1)
@@ -637,10 +631,7 @@ fn rejected_acks_with_odd_payloads() {
 
 #[test]
 fn sender_ignores_what_is_not_its_ack() {
-    let t = Instant::now();
-    let mut s = ControlSender::new("console", "h");
-    s.send(t, s.command("control.pause", "s").build("c", "t"))
-        .unwrap();
+    let mut s = sender_with_pending(Instant::now(), "s", "c");
     let base = Event::new("a", "control.accepted", "t", "src", "agent")
         .with_session("s")
         .with_seq(1);

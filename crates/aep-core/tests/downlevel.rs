@@ -17,6 +17,16 @@ fn cases() -> Vec<Value> {
     doc["cases"].as_array().expect("cases array").clone()
 }
 
+/// The capture level a case names under `key`.
+fn level(case: &Value, key: &str) -> Capture {
+    case[key].as_str().expect(key).parse().expect("level")
+}
+
+/// A case's event, parsed.
+fn event(case: &Value) -> Event {
+    Event::from_value(&case["event"]).expect("case event parses")
+}
+
 fn envelope_without_content(event: &Event) -> Value {
     let mut v = event.to_value();
     let map = v.as_object_mut().expect("event object");
@@ -31,18 +41,9 @@ fn all_eighteen_cases_pass() {
     assert_eq!(cases.len(), 18, "the corpus holds 18 cases");
     for case in &cases {
         let name = case["name"].as_str().expect("case name");
-        let ceiling: Capture = case["ceiling"]
-            .as_str()
-            .expect("ceiling")
-            .parse()
-            .expect("level");
-        let event = Event::from_value(&case["event"]).expect("case event parses");
+        let (ceiling, event) = (level(case, "ceiling"), event(case));
         let out = downlevel(&event, ceiling);
-        let expect_capture: Capture = case["expect_capture"]
-            .as_str()
-            .expect("expect_capture")
-            .parse()
-            .expect("level");
+        let expect_capture = level(case, "expect_capture");
         let expect_data = match &case["expect_data"] {
             Value::Null => None,
             v => Some(v.clone()),
@@ -62,13 +63,8 @@ fn all_eighteen_cases_pass() {
 
 #[test]
 fn pass_through_cases_keep_bytes() {
-    for case in cases() {
-        let ceiling: Capture = case["ceiling"]
-            .as_str()
-            .expect("ceiling")
-            .parse()
-            .expect("level");
-        let event = Event::from_value(&case["event"]).expect("case event parses");
+    for case in &cases() {
+        let (ceiling, event) = (level(case, "ceiling"), event(case));
         if ceiling >= event.capture() {
             assert_eq!(
                 downlevel(&event, ceiling).to_json(),
@@ -82,13 +78,8 @@ fn pass_through_cases_keep_bytes() {
 
 #[test]
 fn downleveling_is_idempotent_on_the_corpus() {
-    for case in cases() {
-        let ceiling: Capture = case["ceiling"]
-            .as_str()
-            .expect("ceiling")
-            .parse()
-            .expect("level");
-        let event = Event::from_value(&case["event"]).expect("case event parses");
+    for case in &cases() {
+        let (ceiling, event) = (level(case, "ceiling"), event(case));
         let once = downlevel(&event, ceiling);
         assert_eq!(downlevel(&once, ceiling), once, "{}", case["name"]);
     }

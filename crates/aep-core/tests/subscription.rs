@@ -291,33 +291,20 @@ fn every_malformed_request_is_rejected_naming_the_field() {
 
 #[test]
 fn replay_and_cursors() {
+    let from = |cursor: &str| request(json!({"types": "a.*", "from_cursor": cursor}));
     let mut no_replay = registry(DeliveryMode::AtLeastOnce);
     let rejected = no_replay
-        .handle_request(
-            "c1",
-            &request(json!({"types": "a.*", "from_cursor": "s1:0:42"})),
-            t0(),
-        )
+        .handle_request("c1", &from("s1:0:42"), t0())
         .unwrap_err();
     assert_eq!(rejected.message(), "replay not supported");
     assert_eq!(rejected.code(), "subscription_rejected");
 
     let mut replay = registry(DeliveryMode::Replayable);
-    let created = replay
-        .handle_request(
-            "c1",
-            &request(json!({"types": "a.*", "from_cursor": "s1:2:42"})),
-            t0(),
-        )
-        .unwrap();
+    let created = replay.handle_request("c1", &from("s1:2:42"), t0()).unwrap();
     let sub = replay.get("c1", created.subscription_id()).unwrap();
     assert_eq!(sub.from_cursor(), Some(&Cursor::new("s1", 2, 42)));
     let bad = replay
-        .handle_request(
-            "c1",
-            &request(json!({"types": "a.*", "from_cursor": "s1:2"})),
-            t0(),
-        )
+        .handle_request("c1", &from("s1:2"), t0())
         .unwrap_err();
     assert!(
         bad.message().contains("{session}:{epoch}:{seq}"),

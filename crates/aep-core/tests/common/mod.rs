@@ -1,9 +1,22 @@
 //! What several of aep-core's integration tests share: arbitrary JSON for their
-//! property tests, each test choosing the scalars, the member names and the size.
+//! property tests, each test choosing the scalars, the member names and the size; a
+//! command sender with a command pending.
 #![allow(dead_code)]
 
+use std::time::Instant;
+
+use aep_core::control::ControlSender;
 use proptest::prelude::*;
 use serde_json::Value;
+
+/// A console's sender with one `control.pause` for `session` pending, sent at `t` with
+/// the id `id`.
+pub fn sender_with_pending(t: Instant, session: &str, id: &str) -> ControlSender {
+    let mut s = ControlSender::new("console", "h");
+    s.send(t, s.command("control.pause", session).build(id, "t"))
+        .unwrap();
+    s
+}
 
 /// How far arbitrary JSON grows: nesting `depth`, about `size` values in all
 /// (`prop_recursive`'s budget), and arrays and objects of fewer than `width` items.
