@@ -358,22 +358,17 @@ mod tests {
             "".parse::<CaptureCeiling>().unwrap(),
             CaptureCeiling::new(Capture::Metadata)
         );
+        let err = |text: &str| text.parse::<CaptureCeiling>().unwrap_err();
+        assert!(matches!(err("metadata,full"), CeilingError::Clause(_)));
         assert!(matches!(
-            "metadata,full".parse::<CaptureCeiling>(),
-            Err(CeilingError::Clause(_))
+            err("metadata,tool.*=most"),
+            CeilingError::Level(_)
         ));
         assert!(matches!(
-            "metadata,tool.*=most".parse::<CaptureCeiling>(),
-            Err(CeilingError::Level(_))
+            err("metadata,tool=full"),
+            CeilingError::Pattern(_)
         ));
-        assert!(matches!(
-            "metadata,tool=full".parse::<CaptureCeiling>(),
-            Err(CeilingError::Pattern(_))
-        ));
-        assert!(matches!(
-            "metadata,,".parse::<CaptureCeiling>(),
-            Err(CeilingError::Clause(_))
-        ));
+        assert!(matches!(err("metadata,,"), CeilingError::Clause(_)));
     }
 
     #[test]

@@ -130,31 +130,16 @@ mod tests {
     #[test]
     fn forms() {
         assert_eq!(Cursor::parse("a:b:0:7").unwrap(), Cursor::new("a:b", 0, 7));
-        assert!(matches!(Cursor::parse(""), Err(CursorError::Shape(_))));
-        assert!(matches!(Cursor::parse("s:1"), Err(CursorError::Shape(_))));
-        assert!(matches!(
-            Cursor::parse(":1:2"),
-            Err(CursorError::EmptySession(_))
-        ));
-        assert!(matches!(
-            Cursor::parse("s:x:2"),
-            Err(CursorError::Epoch { .. })
-        ));
-        assert!(matches!(
-            Cursor::parse("s:1:-2"),
-            Err(CursorError::Seq { .. })
-        ));
-        assert!(matches!(
-            Cursor::parse("s:+1:2"),
-            Err(CursorError::Epoch { .. })
-        ));
-        assert!(matches!(
-            Cursor::parse("s:1:18446744073709551616"),
-            Err(CursorError::Seq { .. })
-        ));
-        assert!(matches!(
-            Cursor::parse("s:1:"),
-            Err(CursorError::Seq { .. })
-        ));
+        let err = |text| Cursor::parse(text).unwrap_err();
+        for text in ["", "s:1"] {
+            assert!(matches!(err(text), CursorError::Shape(_)), "{text}");
+        }
+        assert!(matches!(err(":1:2"), CursorError::EmptySession(_)));
+        for text in ["s:x:2", "s:+1:2"] {
+            assert!(matches!(err(text), CursorError::Epoch { .. }), "{text}");
+        }
+        for text in ["s:1:-2", "s:1:18446744073709551616", "s:1:"] {
+            assert!(matches!(err(text), CursorError::Seq { .. }), "{text}");
+        }
     }
 }

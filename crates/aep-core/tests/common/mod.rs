@@ -18,6 +18,15 @@ pub fn sender_with_pending(t: Instant, session: &str, id: &str) -> ControlSender
     s
 }
 
+/// Text made of `len` pieces, each one of `pieces`: near the grammar a test aims at, so
+/// that much of it parses and the rest misses narrowly.
+pub fn joined(
+    pieces: &'static [&'static str],
+    len: std::ops::Range<usize>,
+) -> impl Strategy<Value = String> {
+    prop::collection::vec(prop::sample::select(pieces), len).prop_map(|parts| parts.concat())
+}
+
 /// How far arbitrary JSON grows: nesting `depth`, about `size` values in all
 /// (`prop_recursive`'s budget), and arrays and objects of fewer than `width` items.
 pub struct Shape {
