@@ -75,7 +75,7 @@ fn str_lit(s: &str) -> String {
     format!("{s:?}")
 }
 
-/// Collects the items of `payload.rs`: one named Rust type per schema object and enum.
+/// Collects the items of `payload/registered.rs`: one named Rust type per schema object and enum.
 struct Payloads<'r> {
     out: String,
     names: BTreeSet<String>,
@@ -334,7 +334,18 @@ fn sample(ty: &Ty) -> serde_json::Value {
 pub(crate) fn payload_rs(reg: &Registry) -> Result<String, Vec<String>> {
     let mut out = String::new();
     header(&mut out);
-    out.push_str(PAYLOAD_PREAMBLE);
+    // The trait, the shared types and the module docs are hand-written in
+    // `payload.rs`, which re-exports everything here.
+    out.push_str(
+        "//! The payload types of the registered types (AEP-0002 §4) as generated from their\n\
+         //! schemas: re-exported by [`crate::payload`].\n\
+         \n\
+         use serde::{Deserialize, Serialize};\n\
+         use serde_json::value::RawValue;\n\
+         use serde_json::{Map, Number, Value};\n\
+         \n\
+         use super::{decode, PayloadError, PayloadType, TextOrObject};\n\n",
+    );
     let mut p = Payloads {
         out: String::new(),
         event_type: "",
@@ -476,121 +487,19 @@ pub(crate) fn payload_rs(reg: &Registry) -> Result<String, Vec<String>> {
     Ok(out)
 }
 
-const PAYLOAD_PREAMBLE: &str = r##"//! Payload types, one per registered type of AEP-0002 §4, generated from the schema
-//! registry.
-//!
-//! Field names are those of the wire (dotted OTel GenAI names such as
-//! `gen_ai.usage.input_tokens` become `gen_ai_usage_input_tokens`); optional fields are
-//! `Option`s never written as `null`; members a schema does not name are kept in `extra`
-//! (the schemas are open, AEP-0002 §5.4), so decoding a payload and encoding it again
-//! gives the same JSON value. JSON Schema `number`s are [`serde_json::Number`]s, so an
-//! integer stays an integer through a round trip; `integer`s are `u64` where the schema
-//! sets `minimum: 0`, `i64` otherwise. Each field's doc names its `x-aep-capture` level
-//! (AEP-0002 §5.1); the same annotations drive down-leveling through
-//! [`crate::schema`].
-//!
-//! ```
-//! use aep_core::payload::{Payload, PayloadType, ToolRequested};
-//! let event: aep_core::Event = r#"{"aep":"0.1","id":"1","type":"tool.requested","time":"t","source":"s","agent":"a","data":{"tool":{"name":"Bash","call_id":"t_91"},"args_digest":"a3f9"}}"#.parse()?;
-//! let Payload::ToolRequested(p) = Payload::from_event(&event)? else { panic!("typed") };
-//! assert_eq!(p.tool.name, "Bash");
-//! assert_eq!(ToolRequested::EVENT_TYPE, "tool.requested");
-//! // The same, straight from the event:
-//! let p: ToolRequested = event.payload()?;
-//! assert_eq!(p.args_digest.as_deref(), Some("a3f9"));
-//! # Ok::<(), Box<dyn std::error::Error>>(())
-//! ```
-
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
-use serde_json::{Map, Number, Value};
-
-use crate::event::Event;
-
-/// A generated payload type and the registered type it belongs to.
-///
-/// ```
-/// use aep_core::payload::{PayloadType, RunFinished};
-/// let mut event = aep_core::Event::new("1", RunFinished::EVENT_TYPE, "t", "s", "a");
-/// event.set_payload(&RunFinished { duration_ms: Some(120), ..Default::default() })?;
-/// assert_eq!(event.data(), Some(serde_json::json!({"duration_ms": 120})));
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-pub trait PayloadType: Serialize + DeserializeOwned {
-    /// The registered type string, e.g. `tool.requested`.
-    const EVENT_TYPE: &'static str;
-}
-
-/// A member the schema allows as an object or a string (e.g. `tool.completed` `result`).
-///
-/// ```
-/// use aep_core::payload::TextOrObject;
-/// let v: TextOrObject = serde_json::from_str(r#""ok""#)?;
-/// assert_eq!(v, TextOrObject::Text("ok".into()));
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(untagged)]
-pub enum TextOrObject {
-    /// A JSON string.
-    Text(String),
-    /// A JSON object.
-    Object(Map<String, Value>),
-}
-
-/// `data` that does not match the payload schema of its registered type.
-///
-/// ```
-/// use aep_core::payload::Payload;
-/// let raw = serde_json::value::RawValue::from_string(r#"{"state":"asleep"}"#.into())?;
-/// let err = Payload::from_raw("agent.presence", Some(&raw)).unwrap_err();
-/// assert_eq!(err.event_type(), "agent.presence");
-/// # Ok::<(), serde_json::Error>(())
-/// ```
-#[derive(Debug, thiserror::Error)]
-#[error("`data` of a `{event_type}` event does not match its payload schema (AEP-0002 §5): {source}; read it as JSON with `Event::data` instead")]
-pub struct PayloadError {
-    event_type: String,
-    source: serde_json::Error,
-}
-
-impl PayloadError {
-    /// The event type whose payload failed to decode.
-    pub fn event_type(&self) -> &str {
-        &self.event_type
-    }
-}
-
-fn decode<T: DeserializeOwned>(event_type: &str, text: &str) -> Result<T, PayloadError> {
-    serde_json::from_str(text).map_err(|source| PayloadError {
-        event_type: event_type.to_owned(),
-        source,
-    })
-}
-
-impl Payload {
-    /// The typed payload of `event`: its `data` decoded by its `type`.
-    ///
-    /// ```
-    /// use aep_core::payload::Payload;
-    /// let event: aep_core::Event = r#"{"aep":"0.1","id":"1","type":"session.ended","time":"t","source":"s","agent":"a","session":"s1","data":{"runs":3}}"#.parse()?;
-    /// let Payload::SessionEnded(p) = Payload::from_event(&event)? else { panic!("typed") };
-    /// assert_eq!(p.runs, Some(3));
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn from_event(event: &Event) -> Result<Payload, PayloadError> {
-        Payload::from_raw(event.event_type(), event.data_raw())
-    }
-}
-
-"##;
-
-/// `schema.rs`: the capture annotations as static trees.
+/// `schema/annotations.rs`: the capture annotations as static trees.
 pub(crate) fn schema_rs(reg: &Registry) -> String {
     let mut out = String::new();
     header(&mut out);
-    out.push_str(SCHEMA_PREAMBLE);
+    // The types of the trees and the module docs are hand-written in `schema.rs`, which
+    // re-exports what is here.
+    out.push_str(
+        "//! Every registered type's capture annotations as static trees: re-exported by\n\
+         //! [`crate::schema`].\n\
+         \n\
+         use super::{Exception, FieldCapture, TypeCapture};\n\
+         use crate::level::Capture;\n\n",
+    );
     let annotated: Vec<&TypeDef> = reg.types.iter().filter(|t| t.root.is_some()).collect();
     for t in &annotated {
         let Some(root) = &t.root else { continue };
@@ -676,122 +585,3 @@ fn fields_lit(obj: &Object) -> String {
     s.push(']');
     s
 }
-
-const SCHEMA_PREAMBLE: &str = r##"//! Payload schema facts kept as data: every field's `x-aep-capture` annotation
-//! (AEP-0002 §5.1) as a static tree per registered type, with the `[metadata*]`
-//! exception fields of AEP-0002 §5.3 marked. The down-leveler of [`crate::capture`]
-//! reads these trees.
-//!
-//! ```
-//! use aep_core::{schema::{type_capture, Exception}, Capture};
-//! let answered = type_capture("attention.answered").expect("registered");
-//! let answer = answered.field("answer").expect("annotated");
-//! assert_eq!(answer.property("text").map(|f| f.capture), Some(Capture::Redacted));
-//! assert_eq!(answer.property("values").and_then(|f| f.exception), Some(Exception::StructuralValues));
-//! ```
-
-use crate::level::Capture;
-
-/// How a `[metadata*]` field (AEP-0002 §5.3) degrades below `redacted`. Such a field is
-/// annotated `metadata`, yet carries real content only at `redacted`+; a hop has no
-/// source context to synthesize or classify, so it degrades the field structurally.
-///
-/// ```
-/// use aep_core::schema::{type_capture, Exception};
-/// let requested = type_capture("attention.requested").expect("registered");
-/// assert_eq!(requested.field("prompt").and_then(|f| f.exception), Some(Exception::SynthesizedPrompt));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Exception {
-    /// `attention.requested` `prompt`: replaced by the AEP-0003 §9.2 synthesis from
-    /// envelope facts (`{agent} requests {kind}: {subject}`).
-    SynthesizedPrompt,
-    /// An option, form field or choice `label`: replaced by its sibling `id`, the
-    /// structural placeholder.
-    IdLabel,
-    /// `answer.values` (AEP-0006): only number and boolean entries are structural; a
-    /// string may be free text, and an array's ids cannot be checked without the
-    /// request's `field_spec`.
-    StructuralValues,
-}
-
-/// One annotated payload field: its wire name, the minimum capture level at which it may
-/// be present, and the annotations below it.
-///
-/// ```
-/// use aep_core::{schema::type_capture, Capture};
-/// let returned = type_capture("resource.retrieval.returned").expect("registered");
-/// let documents = returned.field("documents").expect("annotated");
-/// assert_eq!(documents.item("content").map(|f| f.capture), Some(Capture::Full));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FieldCapture {
-    /// The member name as on the wire.
-    pub name: &'static str,
-    /// The `x-aep-capture` level (`metadata` when unannotated, AEP-0002 §5.1 rule 4).
-    pub capture: Capture,
-    /// Set on the `[metadata*]` fields of AEP-0002 §5.3.
-    pub exception: Option<Exception>,
-    /// The annotated members when the field is an object.
-    pub properties: &'static [FieldCapture],
-    /// The annotated members of each item when the field is an array of objects.
-    pub items: &'static [FieldCapture],
-}
-
-impl FieldCapture {
-    /// The annotation of the object member `name`.
-    ///
-    /// ```
-    /// use aep_core::{schema::type_capture, Capture};
-    /// let failed = type_capture("tool.failed").expect("registered");
-    /// let error = failed.field("error").expect("annotated");
-    /// assert_eq!(error.property("message").map(|f| f.capture), Some(Capture::Redacted));
-    /// ```
-    pub fn property(&self, name: &str) -> Option<&'static FieldCapture> {
-        self.properties.iter().find(|f| f.name == name)
-    }
-
-    /// The annotation of member `name` of each array item.
-    ///
-    /// ```
-    /// use aep_core::{schema::type_capture, Capture};
-    /// let cited = type_capture("resource.citation.recorded").expect("registered");
-    /// let citations = cited.field("citations").expect("annotated");
-    /// assert_eq!(citations.item("cited_text").map(|f| f.capture), Some(Capture::Full));
-    /// ```
-    pub fn item(&self, name: &str) -> Option<&'static FieldCapture> {
-        self.items.iter().find(|f| f.name == name)
-    }
-}
-
-/// The capture annotations of one registered type's payload schema.
-///
-/// ```
-/// use aep_core::{schema::type_capture, Capture};
-/// let started = type_capture("session.started").expect("registered");
-/// assert_eq!(started.event_type, "session.started");
-/// assert_eq!(started.field("cwd").map(|f| f.capture), Some(Capture::Redacted));
-/// ```
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TypeCapture {
-    /// The registered type.
-    pub event_type: &'static str,
-    /// The annotated top-level members of `data`.
-    pub fields: &'static [FieldCapture],
-}
-
-impl TypeCapture {
-    /// The annotation of the top-level `data` member `name`.
-    ///
-    /// ```
-    /// use aep_core::{schema::type_capture, Capture};
-    /// let requested = type_capture("tool.requested").expect("registered");
-    /// assert_eq!(requested.field("args").map(|f| f.capture), Some(Capture::Full));
-    /// assert!(requested.field("vendor_field").is_none()); // defaults to metadata
-    /// ```
-    pub fn field(&self, name: &str) -> Option<&'static FieldCapture> {
-        self.fields.iter().find(|f| f.name == name)
-    }
-}
-
-"##;

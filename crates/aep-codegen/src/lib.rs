@@ -3,15 +3,20 @@
 //!
 //! Three files come out, all committed and checked fresh by this crate's tests:
 //!
-//! - `crates/aep-core/src/payload.rs`: one Rust type per registered type of
+//! - `crates/aep-core/src/payload/registered.rs`: one Rust type per registered type of
 //!   `schemas/registry/types.json` (AEP-0002 §4), plus the [`Payload`]-style enum
 //!   mapping a type name to its payload type;
-//! - `crates/aep-core/src/schema.rs`: every field's `x-aep-capture` annotation
-//!   (AEP-0002 §5.1) as a static tree, with the `[metadata*]` exception fields of
-//!   AEP-0002 §5.3 marked, for the down-leveler of `aep_core::capture`;
+//! - `crates/aep-core/src/schema/annotations.rs`: every field's `x-aep-capture`
+//!   annotation (AEP-0002 §5.1) as a static tree, with the `[metadata*]` exception
+//!   fields of AEP-0002 §5.3 marked, for the down-leveler of `aep_core::capture`;
 //! - `crates/aep-core/src/types/registry.rs`: the categories of
 //!   `schemas/registry/categories.json` (AEP-0002 §3) and every row of `types.json`
 //!   (status, scope, schema, summary) as the statics `aep_core::types` re-exports.
+//!
+//! Each is a private submodule of a hand-written module of aep-core (`payload.rs`,
+//! `schema.rs`, `types.rs`) that holds the module's docs and the types the generated
+//! data is made of, and re-exports the generated items; the generator writes only what
+//! the schemas decide.
 //!
 //! Output is deterministic: it depends on the schema files only (schema property order,
 //! registry order), and it is passed through `rustfmt` with the workspace's
@@ -42,7 +47,7 @@ pub const RERUN: &str = "cargo run -p aep-codegen";
 /// One generated file: where it goes (relative to the workspace root) and what it holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct GeneratedFile {
-    /// Path relative to the workspace root, e.g. `crates/aep-core/src/payload.rs`.
+    /// Path relative to the workspace root, e.g. `crates/aep-core/src/payload/registered.rs`.
     pub path: PathBuf,
     /// The formatted Rust source.
     pub contents: String,
@@ -83,13 +88,14 @@ pub enum CodegenError {
 /// Where the schema registry lives under the workspace root.
 pub const SCHEMAS_DIR: &str = "fixtures/schemas";
 /// Where the payload types go.
-pub const PAYLOAD_RS: &str = "crates/aep-core/src/payload.rs";
+pub const PAYLOAD_RS: &str = "crates/aep-core/src/payload/registered.rs";
 /// Where the capture annotations go.
-pub const SCHEMA_RS: &str = "crates/aep-core/src/schema.rs";
+pub const SCHEMA_RS: &str = "crates/aep-core/src/schema/annotations.rs";
 /// Where the registry facts go.
 pub const REGISTRY_RS: &str = "crates/aep-core/src/types/registry.rs";
 
-/// Generates `payload.rs`, `schema.rs` and `types/registry.rs` (in that order) from the
+/// Generates `payload/registered.rs`, `schema/annotations.rs` and `types/registry.rs` (in
+/// that order) from the
 /// schemas under `root/fixtures/schemas`.
 ///
 /// ```no_run

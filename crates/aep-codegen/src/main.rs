@@ -1,5 +1,6 @@
-//! `aep-codegen`: regenerates aep-core's payload types (`crates/aep-core/src/payload.rs`),
-//! capture annotations (`crates/aep-core/src/schema.rs`) and registry facts
+//! `aep-codegen`: regenerates aep-core's payload types
+//! (`crates/aep-core/src/payload/registered.rs`), capture annotations
+//! (`crates/aep-core/src/schema/annotations.rs`) and registry facts
 //! (`crates/aep-core/src/types/registry.rs`) from `fixtures/schemas`.
 //!
 //! Run from anywhere in the workspace: `cargo run -p aep-codegen` writes the files;
