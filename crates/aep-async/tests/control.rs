@@ -58,8 +58,10 @@ async fn agent(url: &str, session: &str, target: &ControlTarget) -> Agent {
     Agent { emitter, session }
 }
 
-/// Waits until the relay routes commands for `session` (its claim is live).
-async fn wait_claimed(client: &ControlClient, session: &str) {
+/// A console connected to `url` once the relay routes commands for `session` (its
+/// claim is live).
+async fn console_for(url: &str, session: &str) -> ControlClient {
+    let client = ControlClient::connect(url, fast()).await.unwrap();
     for _ in 0..200 {
         if client
             .roster()
@@ -68,7 +70,7 @@ async fn wait_claimed(client: &ControlClient, session: &str) {
             .iter()
             .any(|e| e.session == session)
         {
-            return;
+            return client;
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -100,8 +102,7 @@ async fn accepted_rejected_and_unsupported_through_the_rust_relay() {
     let relay = relay().await;
     let target = decisive_target(Arc::default());
     let agent = agent(relay.url(), "s-basic", &target).await;
-    let client = ControlClient::connect(relay.url(), fast()).await.unwrap();
-    wait_claimed(&client, "s-basic").await;
+    let client = console_for(relay.url(), "s-basic").await;
 
     // The roster relays the target's declaration, ack window included (AEP-0003 §4.1).
     let roster = client.roster().await.unwrap();
@@ -229,8 +230,7 @@ async fn attention_round_trip() {
             json!({"kind": "input", "prompt": "continue?", "options": [{"id": "yes", "label": "Yes"}]}),
         )
         .unwrap();
-    let client = ControlClient::connect(relay.url(), fast()).await.unwrap();
-    wait_claimed(&client, "s-att").await;
+    let client = console_for(relay.url(), "s-att").await;
     let opts = SendOptions::new()
         .subject(request.id())
         .data(json!({"answer": {"option": "yes"}}));
@@ -352,8 +352,7 @@ async fn no_route_and_ambiguous_are_refused_by_the_relay() {
 async fn a_target_that_never_acks_times_out_after_identical_retries() {
     let relay = relay().await;
     let mut silent = raw_emitter(relay.url(), "s-silent", &["control.pause"]).await;
-    let client = ControlClient::connect(relay.url(), fast()).await.unwrap();
-    wait_claimed(&client, "s-silent").await;
+    let client = console_for(relay.url(), "s-silent").await;
     let opts = SendOptions::new()
         .ack_window(Duration::from_millis(150))
         .retries(2);
@@ -672,8 +671,7 @@ async fn a_lost_ack_is_recovered_by_the_retry() {
         Act::Forward
     })
     .await;
-    let client = ControlClient::connect(&proxy.url, fast()).await.unwrap();
-    wait_claimed(&client, "s-lossy").await;
+    let client = console_for(&proxy.url, "s-lossy").await;
     let opts = SendOptions::new()
         .ack_window(Duration::from_millis(300))
         .retries(2);
@@ -719,8 +717,7 @@ async fn a_dropped_connection_is_reconnected_and_pending_commands_retransmitted(
         Act::Forward
     })
     .await;
-    let client = ControlClient::connect(&proxy.url, fast()).await.unwrap();
-    wait_claimed(&client, "s-drop").await;
+    let client = console_for(&proxy.url, "s-drop").await;
     // A long window: recovery comes from the reconnect's retransmission, not a retry.
     let opts = SendOptions::new()
         .ack_window(Duration::from_secs(60))
@@ -739,8 +736,7 @@ async fn many_commands_in_flight_from_many_tasks() {
     let decisions = Arc::new(AtomicUsize::new(0));
     let target = decisive_target(decisions.clone());
     let agent = agent(relay.url(), "s-many", &target).await;
-    let client = ControlClient::connect(relay.url(), fast()).await.unwrap();
-    wait_claimed(&client, "s-many").await;
+    let client = console_for(relay.url(), "s-many").await;
     let tasks: Vec<_> = (0..300)
         .map(|i| {
             let client = client.clone();
@@ -776,8 +772,7 @@ async fn many_commands_in_flight_from_many_tasks() {
 async fn close_is_idempotent_and_settles_pending_commands() {
     let relay = relay().await;
     let silent = raw_emitter(relay.url(), "s-close", &["control.pause"]).await;
-    let client = ControlClient::connect(relay.url(), fast()).await.unwrap();
-    wait_claimed(&client, "s-close").await;
+    let client = console_for(relay.url(), "s-close").await;
     let pending = tokio::spawn({
         let client = client.clone();
         async move {
@@ -814,8 +809,7 @@ async fn an_undecided_command_is_rejected_busy_within_the_window() {
             assert!(cmd.accept().is_err());
         });
     let agent = agent(relay.url(), "s-slow", &target).await;
-    let client = ControlClient::connect(relay.url(), fast()).await.unwrap();
-    wait_claimed(&client, "s-slow").await;
+    let client = console_for(relay.url(), "s-slow").await;
     let err = client
         .send("control.pause", "s-slow", SendOptions::new())
         .await
@@ -873,8 +867,7 @@ async fn a_panicking_handler_refuses_its_command_and_the_agent_goes_on() {
         cmd.accept().unwrap();
     });
     let agent = agent(relay.url(), "s-panic", &target).await;
-    let client = ControlClient::connect(relay.url(), fast()).await.unwrap();
-    wait_claimed(&client, "s-panic").await;
+    let client = console_for(relay.url(), "s-panic").await;
 
     let err = client
         .send("control.pause", "s-panic", SendOptions::new().run("boom"))

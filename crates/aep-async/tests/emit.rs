@@ -158,21 +158,12 @@ fn capture_ceiling_is_stamped_and_enforced() {
     let s = emitter.session("s");
     let stamped = s.emit("tool.called", json!({})).unwrap();
     assert_eq!(stamped.capture(), Capture::Redacted);
-    let lower = s
-        .emit_with(
-            "tool.called",
-            json!({}),
-            EmitOptions::new().capture(Capture::None),
-        )
-        .unwrap();
-    assert_eq!(lower.capture(), Capture::None);
-    let higher = s
-        .emit_with(
-            "tool.called",
-            json!({}),
-            EmitOptions::new().capture(Capture::Full),
-        )
-        .unwrap();
+    let asking = |capture| {
+        let options = EmitOptions::new().capture(capture);
+        s.emit_with("tool.called", json!({}), options).unwrap()
+    };
+    assert_eq!(asking(Capture::None).capture(), Capture::None);
+    let higher = asking(Capture::Full);
     // Above the ceiling: the mechanical down-leveler never mints the `redacted`
     // provenance claim, so a `full` event at a `redacted` ceiling lands on `metadata`
     // (AEP-0001 §8.2(e)).

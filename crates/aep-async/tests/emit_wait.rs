@@ -82,6 +82,19 @@ async fn assert_all_delivered(emitter: &Emitter, url: &str, n: u64, log: &Mutex<
     );
 }
 
+/// 5,000 events `emit_wait`ed into `sink` on `relay`: every one is delivered and stored,
+/// in order.
+async fn loses_nothing_when_it_waits(
+    relay: aep_relay::RelayHandle,
+    sink: impl aep_async::Sink,
+    log: &Mutex<Vec<String>>,
+) {
+    let emitter = Emitter::new("a", "h", sink);
+    emit_waiting(&emitter.session("s"), 5_000).await;
+    assert_all_delivered(&emitter, relay.url(), 5_000, log).await;
+    relay.shutdown().await.unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_producer_faster_than_http_loses_nothing_when_it_waits() {
     let relay = aep_relay::Relay::builder().start().await.unwrap();
@@ -92,10 +105,7 @@ async fn a_producer_faster_than_http_loses_nothing_when_it_waits() {
         .on_report(on_report)
         .build()
         .unwrap();
-    let emitter = Emitter::new("a", "h", sink);
-    emit_waiting(&emitter.session("s"), 5_000).await;
-    assert_all_delivered(&emitter, relay.url(), 5_000, &log).await;
-    relay.shutdown().await.unwrap();
+    loses_nothing_when_it_waits(relay, sink, &log).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -107,10 +117,7 @@ async fn a_producer_faster_than_a_websocket_loses_nothing_when_it_waits() {
         .on_report(on_report)
         .build()
         .unwrap();
-    let emitter = Emitter::new("a", "h", sink);
-    emit_waiting(&emitter.session("s"), 5_000).await;
-    assert_all_delivered(&emitter, relay.url(), 5_000, &log).await;
-    relay.shutdown().await.unwrap();
+    loses_nothing_when_it_waits(relay, sink, &log).await;
 }
 
 /// Several tasks waiting on one session: every event lands once, `seq` without a gap,

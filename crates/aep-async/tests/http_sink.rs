@@ -32,6 +32,17 @@ fn bodies(server: &Scripted) -> Vec<(String, Vec<Event>)> {
         .collect()
 }
 
+/// Emits `n` events in one session through `sink` and flushes: every one is delivered.
+async fn deliver(sink: HttpSink, n: u64) {
+    let emitter = Emitter::new("a", "h", sink);
+    let s = emitter.session("s");
+    for _ in 0..n {
+        s.emit("tool.called", json!({})).unwrap();
+    }
+    emitter.flush().await;
+    assert_eq!(emitter.stats().delivered, n);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_ndjson_in_order_with_version_and_token() {
     let server = Scripted::start(|_| status_response(202)).await;
@@ -41,13 +52,7 @@ async fn batches_ndjson_in_order_with_version_and_token() {
         .linger(Duration::from_millis(50))
         .build()
         .unwrap();
-    let emitter = Emitter::new("a", "h", sink);
-    let s = emitter.session("s");
-    for _ in 0..100 {
-        s.emit("tool.called", json!({})).unwrap();
-    }
-    emitter.flush().await;
-    assert_eq!(emitter.stats().delivered, 100);
+    deliver(sink, 100).await;
     let reqs = bodies(&server);
     let all: Vec<u64> = reqs
         .iter()
@@ -111,13 +116,7 @@ async fn retries_5xx_with_the_same_ids_then_succeeds() {
         .on_report(move |r| log.lock().unwrap().push(r.to_string()))
         .build()
         .unwrap();
-    let emitter = Emitter::new("a", "h", sink);
-    let s = emitter.session("s");
-    for _ in 0..3 {
-        s.emit("tool.called", json!({})).unwrap();
-    }
-    emitter.flush().await;
-    assert_eq!(emitter.stats().delivered, 3);
+    deliver(sink, 3).await;
     let reqs = bodies(&server);
     assert_eq!(reqs.len(), 3);
     let ids = |i: usize| {

@@ -1,8 +1,9 @@
 //! The two ordered levels of the envelope: [`Severity`] (AEP-0001 §8.1) and
 //! [`Capture`] (AEP-0001 §8.2).
 
-use std::fmt;
 use std::str::FromStr;
+
+use crate::names::{self, display_as_str};
 
 use serde::{Deserialize, Serialize};
 
@@ -109,23 +110,11 @@ impl Severity {
     }
 }
 
-impl fmt::Display for Severity {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 impl FromStr for Severity {
     type Err = UnknownLevel;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Severity::ALL
-            .into_iter()
-            .find(|l| l.as_str() == s)
-            .ok_or_else(|| UnknownLevel {
-                what: "severity",
-                value: s.to_owned(),
-                expected: "debug, info, notice, warning, error, critical",
-            })
+        let expected = "debug, info, notice, warning, error, critical";
+        level(&Severity::ALL, Severity::as_str, "severity", expected, s)
     }
 }
 
@@ -187,24 +176,29 @@ impl Capture {
     }
 }
 
-impl fmt::Display for Capture {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 impl FromStr for Capture {
     type Err = UnknownLevel;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Capture::ALL
-            .into_iter()
-            .find(|l| l.as_str() == s)
-            .ok_or_else(|| UnknownLevel {
-                what: "capture level",
-                value: s.to_owned(),
-                expected: "none, metadata, redacted, full",
-            })
+        let expected = "none, metadata, redacted, full";
+        level(&Capture::ALL, Capture::as_str, "capture level", expected, s)
     }
+}
+
+display_as_str!(Severity, Capture);
+
+/// The level of `all` spelled `s`, or the error naming `what` and what is `expected`.
+fn level<T: Copy>(
+    all: &[T],
+    as_str: fn(T) -> &'static str,
+    what: &'static str,
+    expected: &'static str,
+    s: &str,
+) -> Result<T, UnknownLevel> {
+    names::find(all, as_str, s).ok_or_else(|| UnknownLevel {
+        what,
+        value: s.to_owned(),
+        expected,
+    })
 }
 
 #[cfg(test)]

@@ -51,6 +51,7 @@ pub mod filter;
 pub mod frame;
 pub mod gating;
 pub mod level;
+mod names;
 pub mod payload;
 pub mod projection;
 pub mod redact;

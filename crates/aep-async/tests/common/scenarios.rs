@@ -277,16 +277,21 @@ async fn server_that_never_answers_times_out_as_network() {
     assert!(log.iter().any(|r| r.starts_with("gave up")), "{log:?}");
 }
 
+/// A relay that takes only the token `sesame`.
+async fn guarded_relay() -> TestRelay {
+    TestRelay::start(RelayConfig {
+        token: Some("sesame".into()),
+        ..Default::default()
+    })
+    .await
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unauthorized_is_http_401_everywhere() {
     if TestRelay::skip() {
         return;
     }
-    let relay = TestRelay::start(RelayConfig {
-        token: Some("sesame".into()),
-        ..Default::default()
-    })
-    .await;
+    let relay = guarded_relay().await;
     // Ingest: 401 is final, reported once, never retried.
     let reports: Arc<Mutex<Vec<DeliveryReport>>> = Arc::default();
     let log = reports.clone();
@@ -576,11 +581,7 @@ async fn ws_sink_hands_inbound_commands_to_the_hook() {
     use tokio_tungstenite::tungstenite::client::IntoClientRequest;
     use tokio_tungstenite::tungstenite::Message;
 
-    let relay = TestRelay::start(RelayConfig {
-        token: Some("sesame".into()),
-        ..Default::default()
-    })
-    .await;
+    let relay = guarded_relay().await;
     let commands = Commands::default();
     let sink = WsSink::builder(relay.url(), "coder", "host-a/1")
         .token("sesame")

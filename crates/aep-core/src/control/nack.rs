@@ -1,7 +1,6 @@
 //! Why a command was not accepted: the reject reasons of AEP-0004 §3 and the nacks a
 //! sender settles with.
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -9,6 +8,7 @@ use serde_json::Value;
 
 use crate::event::Event;
 use crate::frame::ErrorFrame;
+use crate::names::{self, display_as_str};
 
 /// The `reason` of a `control.rejected` ack: the closed wire set of AEP-0004 §3
 /// (`schemas/registry/nack-reasons.json`), so this enum is exhaustive.
@@ -75,16 +75,8 @@ pub struct UnknownReason(String);
 impl FromStr for RejectReason {
     type Err = UnknownReason;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        RejectReason::ALL
-            .into_iter()
-            .find(|r| r.as_str() == s)
+        names::find(&RejectReason::ALL, RejectReason::as_str, s)
             .ok_or_else(|| UnknownReason(s.to_owned()))
-    }
-}
-
-impl fmt::Display for RejectReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
     }
 }
 
@@ -142,11 +134,7 @@ impl From<RejectReason> for NackReason {
     }
 }
 
-impl fmt::Display for NackReason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_as_str!(RejectReason, NackReason);
 
 /// Where a nack came from.
 ///

@@ -1,14 +1,12 @@
 //! The `error` frame and its codes: the closed subscribe-refusal set (AEP-0003 §6.5),
 //! the command-path codes (AEP-0004 §4.2) and the connection refusals (AEP-0003 §3.5, §4).
 
-use std::fmt;
-
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::members::{put, write_extra, Members};
 use super::FrameError;
+use crate::names::open_set_as_str;
 
 /// The `code` of an `error` frame.
 ///
@@ -247,23 +245,7 @@ impl From<String> for ErrorCode {
     }
 }
 
-impl fmt::Display for ErrorCode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for ErrorCode {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for ErrorCode {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(ErrorCode::from(String::deserialize(d)?))
-    }
-}
+open_set_as_str!(ErrorCode, ErrorCode::from);
 
 /// The `error` frame: a connection-scoped refusal, never an event, never persisted.
 ///

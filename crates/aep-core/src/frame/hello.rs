@@ -1,16 +1,16 @@
 //! `hello` and the capabilities it declares (AEP-0003 §4, AEP-0004 §3-4).
 
-use std::fmt;
 use std::str::FromStr;
 use std::time::Duration;
 
 use serde::ser::SerializeMap;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 use super::members::{object_serialize, put, strings, write_extra, Members};
 use super::{FrameError, DEFAULT_ACK_WINDOW};
 use crate::level::Capture;
+use crate::names::open_set_as_str;
 
 /// The party roles of `hello` (AEP-0003 §4 rule 2) and of the discovery document (§3.4).
 ///
@@ -89,23 +89,7 @@ impl FromStr for Role {
     }
 }
 
-impl fmt::Display for Role {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl Serialize for Role {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(self.as_str())
-    }
-}
-
-impl<'de> Deserialize<'de> for Role {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Ok(Role::from_wire(String::deserialize(d)?))
-    }
-}
+open_set_as_str!(Role, Role::from_wire);
 
 /// The `hello` frame (AEP-0003 §4).
 ///

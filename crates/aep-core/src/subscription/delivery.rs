@@ -1,6 +1,5 @@
 //! Delivery modes and the delivery wrapper.
 
-use std::fmt;
 use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
@@ -8,6 +7,7 @@ use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::event::Event;
+use crate::names::{self, display_as_str};
 
 /// A delivery guarantee, ordered weakest first: `best_effort < at_least_once <
 /// replayable`. A producer may downgrade a requested mode to one it can honor, never
@@ -82,18 +82,12 @@ impl DeliveryMode {
     }
 }
 
-impl fmt::Display for DeliveryMode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_as_str!(DeliveryMode);
 
 impl FromStr for DeliveryMode {
     type Err = UnknownDeliveryMode;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        DeliveryMode::ALL
-            .into_iter()
-            .find(|m| m.as_str() == s)
+        names::find(&DeliveryMode::ALL, DeliveryMode::as_str, s)
             .ok_or_else(|| UnknownDeliveryMode(s.to_owned()))
     }
 }

@@ -10,6 +10,7 @@ use super::pattern::{PatternError, TypePattern};
 use super::{CONVERSATION_ATTR, TARGET_ATTR, TASK_ATTR, TOPIC_ATTR};
 use crate::event::Event;
 use crate::filter::{extension_string, Filter};
+use crate::names::display_as_str;
 
 /// A field of the subscription filter, in the document's order.
 ///
@@ -100,11 +101,7 @@ impl Field {
     ];
 }
 
-impl fmt::Display for Field {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_as_str!(Field);
 
 /// Why a subscription request was refused. The message (`Display`) is what goes into
 /// `subscription.rejected`'s `error.message`, and names the field at fault.

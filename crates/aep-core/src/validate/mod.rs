@@ -36,6 +36,7 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::event::{EnvelopeView, Event};
+use crate::names::{self, display_as_str};
 use envelope::Scope;
 
 pub use format::{is_date_time, is_traceparent, is_uri, unix_nanos, TraceParent};
@@ -227,11 +228,7 @@ impl Rule {
     }
 }
 
-impl fmt::Display for Rule {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+display_as_str!(Rule);
 
 /// A string that names no [`Rule`].
 ///
@@ -246,11 +243,7 @@ pub struct UnknownRule(String);
 impl std::str::FromStr for Rule {
     type Err = UnknownRule;
     fn from_str(s: &str) -> Result<Rule, UnknownRule> {
-        Rule::ALL
-            .iter()
-            .copied()
-            .find(|r| r.as_str() == s)
-            .ok_or_else(|| UnknownRule(s.to_owned()))
+        names::find(Rule::ALL, Rule::as_str, s).ok_or_else(|| UnknownRule(s.to_owned()))
     }
 }
 

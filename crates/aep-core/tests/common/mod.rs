@@ -1,7 +1,7 @@
 //! What several of aep-core's integration tests share: arbitrary JSON for their
 //! property tests, each test choosing the scalars, the member names and the size; a
 //! command sender with a command pending.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
 use std::time::Instant;
 
