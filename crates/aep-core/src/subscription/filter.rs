@@ -2,11 +2,11 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use super::delivery::DeliveryMode;
 use super::pattern::{PatternError, TypePattern};
+use super::serde_via_value;
 use super::{CONVERSATION_ATTR, TARGET_ATTR, TASK_ATTR, TOPIC_ATTR};
 use crate::event::Event;
 use crate::filter::{extension_string, Filter};
@@ -727,18 +727,7 @@ impl fmt::Debug for SubscriptionFilter {
     }
 }
 
-impl Serialize for SubscriptionFilter {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_value().serialize(serializer)
-    }
-}
-
-impl<'de> Deserialize<'de> for SubscriptionFilter {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(d)?;
-        SubscriptionFilter::from_value(&value).map_err(serde::de::Error::custom)
-    }
-}
+serde_via_value!(SubscriptionFilter);
 
 impl TryFrom<&Value> for SubscriptionFilter {
     type Error = SubscriptionError;

@@ -3,10 +3,10 @@
 
 use std::fmt;
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::{json, Map, Value};
 
 use super::filter::{SubscriptionError, SubscriptionFilter};
+use super::serde_via_value;
 
 /// The error code of every rejection (the document's `subscription_rejected`).
 pub const REJECTED_CODE: &str = "subscription_rejected";
@@ -489,41 +489,23 @@ impl std::str::FromStr for LifecycleMessage {
     }
 }
 
-impl Serialize for LifecycleMessage {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.to_value().serialize(serializer)
-    }
+serde_via_value!(LifecycleMessage);
+
+/// Each message converts into its variant.
+macro_rules! into_variant {
+    ($($variant:ident($t:ty)),+ $(,)?) => {$(
+        impl From<$t> for LifecycleMessage {
+            fn from(m: $t) -> Self {
+                LifecycleMessage::$variant(m)
+            }
+        }
+    )+};
 }
 
-impl<'de> Deserialize<'de> for LifecycleMessage {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        let value = Value::deserialize(d)?;
-        LifecycleMessage::from_value(&value).map_err(serde::de::Error::custom)
-    }
-}
-
-impl From<SubscriptionCreated> for LifecycleMessage {
-    fn from(m: SubscriptionCreated) -> Self {
-        LifecycleMessage::Created(m)
-    }
-}
-impl From<SubscriptionRejected> for LifecycleMessage {
-    fn from(m: SubscriptionRejected) -> Self {
-        LifecycleMessage::Rejected(m)
-    }
-}
-impl From<SubscriptionCancelled> for LifecycleMessage {
-    fn from(m: SubscriptionCancelled) -> Self {
-        LifecycleMessage::Cancelled(m)
-    }
-}
-impl From<SubscriptionExpired> for LifecycleMessage {
-    fn from(m: SubscriptionExpired) -> Self {
-        LifecycleMessage::Expired(m)
-    }
-}
-impl From<SubscriptionRequested> for LifecycleMessage {
-    fn from(m: SubscriptionRequested) -> Self {
-        LifecycleMessage::Requested(m)
-    }
-}
+into_variant!(
+    Created(SubscriptionCreated),
+    Rejected(SubscriptionRejected),
+    Cancelled(SubscriptionCancelled),
+    Expired(SubscriptionExpired),
+    Requested(SubscriptionRequested),
+);

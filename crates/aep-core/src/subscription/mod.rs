@@ -53,6 +53,26 @@ pub use message::{
 pub use pattern::{PatternError, TypePattern};
 pub use registry::{Route, Subscription, SubscriptionRegistry, SubscriptionRegistryConfig};
 
+/// `Serialize` and `Deserialize` through the type's JSON value form (`to_value`,
+/// `from_value`), which is where its rules are read and written.
+macro_rules! serde_via_value {
+    ($t:ty) => {
+        impl ::serde::Serialize for $t {
+            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                ::serde::Serialize::serialize(&self.to_value(), s)
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $t {
+            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let value = <::serde_json::Value as ::serde::Deserialize>::deserialize(d)?;
+                <$t>::from_value(&value).map_err(::serde::de::Error::custom)
+            }
+        }
+    };
+}
+use serde_via_value;
+
 /// The extension attribute carrying a subscription's `target` (the event's target
 /// identity), e.g. `"agent:researcher"`.
 pub const TARGET_ATTR: &str = "aeptarget";
