@@ -9,26 +9,15 @@
 //! `cargo bench -p aep-bridge --bench mappings -- --warm-up-time 1 --measurement-time 3`
 
 use std::hint::black_box;
-use std::path::PathBuf;
 
 use aep_bridge::ce::{from_cloudevent, to_cloudevent, CloudEvent};
 use aep_bridge::ocsf::{to_ocsf, OcsfOptions};
 use aep_bridge::otlp::{logs_request, to_log_record, OtlpOptions};
 use aep_bridge::spans::{traces_request, SpanAssembler, SpanOptions};
 use aep_core::Event;
+use aep_test_support::golden::lines;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use prost::Message;
-
-fn lines() -> Vec<String> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/conformance/golden/golden.jsonl");
-    std::fs::read_to_string(path)
-        .expect("golden corpus")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(str::to_owned)
-        .collect()
-}
 
 fn bench(c: &mut Criterion) {
     let lines = lines();

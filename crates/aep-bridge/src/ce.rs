@@ -34,6 +34,8 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
+use crate::attrs;
+
 /// The reverse-DNS root every AEP type maps under (AEP-0005 B3): `tool.completed` is
 /// `dev.aep.tool.completed` in CloudEvents and the OTLP `event_name` (§3.2).
 ///
@@ -241,7 +243,7 @@ impl CloudEvent {
     /// assert_eq!(ce.extensions().count(), 1);
     /// ```
     pub fn extensions(&self) -> impl ExactSizeIterator<Item = (&str, &Value)> + '_ {
-        self.extensions.iter().map(|(k, v)| (k.as_str(), v))
+        attrs::pairs(&self.extensions)
     }
 
     /// One extension attribute.
@@ -251,10 +253,7 @@ impl CloudEvent {
     /// assert_eq!(ce.extension("aepsequence"), Some(&serde_json::json!(4)));
     /// ```
     pub fn extension(&self, name: &str) -> Option<&Value> {
-        self.extensions
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v)
+        attrs::get(&self.extensions, name)
     }
 
     /// `data`, as the raw JSON text it carries.
@@ -809,22 +808,16 @@ pub fn from_cloudevent(ce: &CloudEvent) -> Result<Inverse, CeError> {
         }
     };
     let agent = string("aepagentid")?.ok_or(CeError::Missing("aepagentid"))?;
-    let severity = string("aepseverity")?
-        .map(|s| {
-            s.parse::<Severity>().map_err(|_| CeError::Invalid {
-                name: "aepseverity".to_owned(),
-                expected: "one of debug, info, notice, warning, error, critical",
-            })
-        })
-        .transpose()?;
-    let capture = string("aepcapture")?
-        .map(|s| {
-            s.parse::<Capture>().map_err(|_| CeError::Invalid {
-                name: "aepcapture".to_owned(),
-                expected: "one of none, metadata, redacted, full",
-            })
-        })
-        .transpose()?;
+    let severity: Option<Severity> = parsed(
+        "aepseverity",
+        string("aepseverity")?,
+        "one of debug, info, notice, warning, error, critical",
+    )?;
+    let capture: Option<Capture> = parsed(
+        "aepcapture",
+        string("aepcapture")?,
+        "one of none, metadata, redacted, full",
+    )?;
     let traceparent = match attr("traceparent") {
         None => None,
         Some(Value::String(s)) => Some(s.as_str()),
@@ -951,6 +944,23 @@ impl<'a> JsonObject<'a> {
     fn end(self) {
         self.out.push(b'}');
     }
+}
+
+/// The extension `name`'s string `value` read as a `T`; an error saying it is not
+/// `expected` when it does not read.
+fn parsed<T: std::str::FromStr>(
+    name: &str,
+    value: Option<&str>,
+    expected: &'static str,
+) -> Result<Option<T>, CeError> {
+    value
+        .map(|s| {
+            s.parse().map_err(|_| CeError::Invalid {
+                name: name.to_owned(),
+                expected,
+            })
+        })
+        .transpose()
 }
 
 /// Percent-encodes a header value as the CloudEvents HTTP binding §3.1.3.2 asks: space,

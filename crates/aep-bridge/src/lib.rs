@@ -46,6 +46,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod attrs;
 pub mod capture;
 pub mod ce;
 pub mod ocsf;

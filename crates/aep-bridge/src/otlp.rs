@@ -34,7 +34,7 @@ use opentelemetry_proto::tonic::resource::v1::Resource;
 use serde_json::{json, Map, Value};
 
 use crate::ce::TYPE_ROOT;
-use crate::{CaptureLimit, MapError};
+use crate::{attrs, CaptureLimit, MapError};
 
 /// An OTLP severity: `severity_text` and `severity_number` (AEP-0005 §3.4).
 ///
@@ -226,7 +226,7 @@ impl LogRecord {
     /// # Ok::<(), aep_bridge::MapError>(())
     /// ```
     pub fn attributes(&self) -> impl ExactSizeIterator<Item = (&str, &Value)> + '_ {
-        self.attributes.iter().map(|(k, v)| (k.as_str(), v))
+        attrs::pairs(&self.attributes)
     }
 
     /// One attribute.
@@ -238,10 +238,7 @@ impl LogRecord {
     /// # Ok::<(), aep_bridge::MapError>(())
     /// ```
     pub fn attribute(&self, key: &str) -> Option<&Value> {
-        self.attributes
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v)
+        attrs::get(&self.attributes, key)
     }
 
     /// The trace context the event carried (`traceparent`).

@@ -55,7 +55,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
 use crate::otlp::{by_service, key_values, resource, scope, time_nanos, trace_parent};
-use crate::{CaptureLimit, MapError};
+use crate::{attrs, CaptureLimit, MapError};
 
 /// Options of span synthesis. Defaults: `max_capture` `metadata` (payload-derived
 /// attributes obey it as the logs do), `service.name` from each event's `agent`, at most
@@ -307,7 +307,7 @@ impl Span {
     /// # Ok::<(), aep_bridge::MapError>(())
     /// ```
     pub fn attributes(&self) -> impl ExactSizeIterator<Item = (&str, &Value)> + '_ {
-        self.attributes.iter().map(|(k, v)| (k.as_str(), v))
+        attrs::pairs(&self.attributes)
     }
     /// One attribute.
     ///
@@ -318,10 +318,7 @@ impl Span {
     /// # Ok::<(), aep_bridge::MapError>(())
     /// ```
     pub fn attribute(&self, key: &str) -> Option<&Value> {
-        self.attributes
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v)
+        attrs::get(&self.attributes, key)
     }
     /// The span events: the other events of the run or session while it was open.
     ///

@@ -2,24 +2,12 @@
 //! modes, and the span mode (beyond the spec, so pinned here) on the golden sessions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
-
 use aep_bridge::ce::{from_cloudevent, to_cloudevent, CloudEvent};
 use aep_bridge::spans::{Span, SpanAssembler, SpanOptions, SpanStatus};
 use aep_bridge::{CaptureLimit, CapturePolicy};
-use aep_core::{Capture, Event};
+use aep_core::Capture;
+use aep_test_support::golden::events as golden;
 use serde_json::json;
-
-fn golden() -> Vec<Event> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/conformance/golden/golden.jsonl");
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.parse().unwrap())
-        .collect()
-}
 
 #[test]
 fn every_golden_event_is_a_valid_cloudevent_that_maps_back_bit_for_bit() {

@@ -2,6 +2,7 @@
 //! published).
 //!
 //! - [`events`]: events as parsed envelopes or as JSON values, and NDJSON bodies;
+//! - [`golden`]: the conformance corpus's golden stream, as lines and as events;
 //! - [`external`]: what a test needs beyond Cargo (the shared directory, Node, rustfmt),
 //!   and skipping, saying why, where it is missing;
 //! - [`http`]: posting events to a relay as a plain HTTP producer;
@@ -16,6 +17,7 @@
 
 pub mod events;
 pub mod external;
+pub mod golden;
 pub mod http;
 pub mod relay;
 pub mod servers;

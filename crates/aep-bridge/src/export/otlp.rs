@@ -222,18 +222,13 @@ impl OtlpExporterBuilder {
     /// ```
     pub fn build(self) -> Result<OtlpExporter, ExportError> {
         let base = self.base.trim_end_matches('/');
-        let logs = endpoint(
-            &self
-                .logs_url
-                .clone()
-                .unwrap_or_else(|| format!("{base}/v1/logs")),
-        )?;
-        let traces = endpoint(
-            &self
-                .traces_url
-                .clone()
-                .unwrap_or_else(|| format!("{base}/v1/traces")),
-        )?;
+        // A signal's own URL if one was given, else `{base}` and the signal's path.
+        let url = |given: &Option<String>, path: &str| match given {
+            Some(url) => endpoint(url),
+            None => endpoint(&format!("{base}{path}")),
+        };
+        let logs = url(&self.logs_url, "/v1/logs")?;
+        let traces = url(&self.traces_url, "/v1/traces")?;
         endpoint(&self.base)?;
         let mut logs_options = OtlpOptions::new().capture(self.capture);
         let mut span_options = SpanOptions::new()
@@ -399,27 +394,27 @@ impl OtlpExporter {
     }
 
     fn logs_request(&self, records: Vec<LogRecord>) -> Request {
-        Request {
-            url: self.logs.clone(),
-            body: logs_request(&records).encode_to_vec(),
-            content_type: "application/x-protobuf",
-            headers: Vec::new(),
-            records: records.len() as u64,
-            answer: Answer::OtlpLogs,
-            retry: Retry::Otlp,
-        }
+        let body = logs_request(&records).encode_to_vec();
+        otlp_request(&self.logs, body, records.len(), Answer::OtlpLogs)
     }
 
     fn traces_request(&self, spans: Vec<Span>) -> Request {
-        Request {
-            url: self.traces.clone(),
-            body: traces_request(&spans).encode_to_vec(),
-            content_type: "application/x-protobuf",
-            headers: Vec::new(),
-            records: spans.len() as u64,
-            answer: Answer::OtlpTraces,
-            retry: Retry::Otlp,
-        }
+        let body = traces_request(&spans).encode_to_vec();
+        otlp_request(&self.traces, body, spans.len(), Answer::OtlpTraces)
+    }
+}
+
+/// An OTLP/HTTP export request (§3.5: protobuf, OTLP's retry rules) of `records`
+/// records to `url`.
+fn otlp_request(url: &reqwest::Url, body: Vec<u8>, records: usize, answer: Answer) -> Request {
+    Request {
+        url: url.clone(),
+        body,
+        content_type: "application/x-protobuf",
+        headers: Vec::new(),
+        records: records as u64,
+        answer,
+        retry: Retry::Otlp,
     }
 }
 
