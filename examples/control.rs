@@ -16,6 +16,8 @@ use std::time::Duration;
 use aep::control::{ClientOptions, ControlClient, ControlError, SendOptions};
 use serde_json::json;
 
+mod common;
+
 const USAGE: &str = "usage: control --url URL [--token T] --session S TYPE [--data JSON] [--run R] [--subject ID] [--ack-window-ms MS] [--retries N]";
 
 struct Args {
@@ -75,12 +77,8 @@ fn parse() -> Result<Args, String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("control: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    let Some(args) = common::or_usage("control", USAGE, parse()) else {
+        return ExitCode::from(2);
     };
     let mut options = ClientOptions::new().identity("aep-example-control", "localhost");
     if let Some(t) = &args.token {

@@ -42,6 +42,8 @@ use aep::control::{ClientOptions, ControlClient, ControlTarget, SendOptions};
 use aep::{Emitter, WsSink};
 use serde_json::json;
 
+mod common;
+
 const TOKEN: &str = "bench";
 
 #[derive(Clone)]
@@ -65,15 +67,10 @@ fn parse() -> Result<Args, String> {
         relays: vec!["rust".into(), "reference".into()],
         python: true,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        if flag == "--no-python" {
-            a.python = false;
-            continue;
-        }
-        let v = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+    for (flag, v) in common::flags(&["--no-python"])? {
         let n = || v.parse::<usize>().map_err(|e| format!("{flag}: {e}"));
         match flag.as_str() {
+            "--no-python" => a.python = false,
             "--sequential" => a.sequential = n()?,
             "--concurrent" => a.concurrent = n()?,
             "--blocks" => a.blocks = n()?,
@@ -461,12 +458,8 @@ fn print_ratio(relay: &str, rust: &Figures, python: &Figures) {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() -> std::process::ExitCode {
-    let args = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("control_bench: {e}");
-            return std::process::ExitCode::from(2);
-        }
+    let Some(args) = common::or_usage("control_bench", "", parse()) else {
+        return std::process::ExitCode::from(2);
     };
     let (py_sequential, py_bursts) = match args.python {
         true => (

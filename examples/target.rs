@@ -30,6 +30,8 @@ use aep::control::{ControlTarget, RejectReason};
 use aep::{CommandHook, EmitOptions, Emitter, WsSink};
 use serde_json::json;
 
+mod common;
+
 struct Args {
     url: Option<String>,
     token: Option<String>,
@@ -89,14 +91,9 @@ fn parse() -> Result<Args, String> {
         ignore: HashSet::new(),
         raise_attention: false,
     };
-    let mut it = std::env::args().skip(1);
-    while let Some(flag) = it.next() {
-        if flag == "--raise-attention" {
-            args.raise_attention = true;
-            continue;
-        }
-        let value = it.next().ok_or_else(|| format!("{flag} needs a value"))?;
+    for (flag, value) in common::flags(&["--raise-attention"])? {
         match flag.as_str() {
+            "--raise-attention" => args.raise_attention = true,
             "--url" => args.url = Some(value),
             "--token" => args.token = Some(value),
             "--session" => args.session = value,
@@ -128,12 +125,8 @@ fn parse() -> Result<Args, String> {
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let args = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("target: {e}\n{USAGE}");
-            return ExitCode::from(2);
-        }
+    let Some(args) = common::or_usage("target", USAGE, parse()) else {
+        return ExitCode::from(2);
     };
     let mut _relay = None;
     let (url, token) = match args.url.clone() {
