@@ -138,6 +138,34 @@ fn decimal(s: &str) -> Option<u64> {
     s.parse().ok()
 }
 
+/// What is wrong with a `{session}:{epoch}:{seq}` value, for each reader to word.
+pub(crate) enum IdFault<'a> {
+    /// Fewer than two `:` separators.
+    Separators,
+    /// Nothing before the epoch.
+    EmptySession,
+    /// This epoch is not a decimal integer that fits in 64 bits.
+    Epoch(&'a str),
+    /// This seq is not a decimal integer that fits in 64 bits.
+    Seq(&'a str),
+}
+
+/// Splits the SSE `id:` form `{session}:{epoch}:{seq}` (AEP-0003 §3.3), which
+/// subscription cursors reuse. Sessions may contain `:`, epochs and seqs cannot, so the
+/// value splits at its last two `:` (the reference relay's `^(.+):(\d+):(\d+)$`).
+pub(crate) fn split_id(id: &str) -> Result<(&str, u64, u64), IdFault<'_>> {
+    let mut parts = id.rsplitn(3, ':');
+    let (Some(seq), Some(epoch), Some(session)) = (parts.next(), parts.next(), parts.next()) else {
+        return Err(IdFault::Separators);
+    };
+    if session.is_empty() {
+        return Err(IdFault::EmptySession);
+    }
+    let epoch = decimal(epoch).ok_or(IdFault::Epoch(epoch))?;
+    let seq = decimal(seq).ok_or(IdFault::Seq(seq))?;
+    Ok((session, epoch, seq))
+}
+
 impl ResumePosition {
     /// The position `(epoch, seq)` in `session`.
     pub fn new(session: impl Into<String>, epoch: u64, seq: u64) -> ResumePosition {
@@ -198,16 +226,15 @@ impl ResumePosition {
     /// # Ok::<(), SseIdError>(())
     /// ```
     pub fn parse_sse_id(id: &str) -> Result<ResumePosition, SseIdError> {
-        let mut parts = id.rsplitn(3, ':');
-        let (Some(seq), Some(epoch), Some(session)) = (parts.next(), parts.next(), parts.next())
-        else {
-            return Err(SseIdError::MissingSeparator(id.to_owned()));
-        };
-        if session.is_empty() {
-            return Err(SseIdError::EmptySession(id.to_owned()));
-        }
-        let epoch = decimal(epoch).ok_or_else(|| SseIdError::BadEpoch(id.to_owned()))?;
-        let seq = decimal(seq).ok_or_else(|| SseIdError::BadSeq(id.to_owned()))?;
+        let (session, epoch, seq) = split_id(id).map_err(|fault| {
+            let id = id.to_owned();
+            match fault {
+                IdFault::Separators => SseIdError::MissingSeparator(id),
+                IdFault::EmptySession => SseIdError::EmptySession(id),
+                IdFault::Epoch(_) => SseIdError::BadEpoch(id),
+                IdFault::Seq(_) => SseIdError::BadSeq(id),
+            }
+        })?;
         Ok(ResumePosition::new(session, epoch, seq))
     }
 

@@ -3,6 +3,8 @@
 use std::fmt;
 use std::str::FromStr;
 
+use crate::resume::{split_id, IdFault};
+
 /// A replay position: the SSE `id` form of AEP-0003 §3.3, `{session}:{epoch}:{seq}`.
 ///
 /// `from_cursor` asks for replay of the events *after* this position in that session.
@@ -58,13 +60,6 @@ pub enum CursorError {
     },
 }
 
-fn number(part: &str) -> Option<u64> {
-    // `u64::from_str` accepts a leading `+`; a cursor spells digits only.
-    (!part.is_empty() && part.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| part.parse().ok())
-        .flatten()
-}
-
 impl Cursor {
     /// A cursor at `(epoch, seq)` of `session`.
     pub fn new(session: impl Into<String>, epoch: u64, seq: u64) -> Cursor {
@@ -77,21 +72,20 @@ impl Cursor {
 
     /// Parses `{session}:{epoch}:{seq}`.
     pub fn parse(text: &str) -> Result<Cursor, CursorError> {
-        let mut parts = text.rsplitn(3, ':');
-        let (Some(seq), Some(epoch), Some(session)) = (parts.next(), parts.next(), parts.next())
-        else {
-            return Err(CursorError::Shape(text.to_owned()));
-        };
-        if session.is_empty() {
-            return Err(CursorError::EmptySession(text.to_owned()));
-        }
-        let epoch = number(epoch).ok_or_else(|| CursorError::Epoch {
-            cursor: text.to_owned(),
-            part: epoch.to_owned(),
-        })?;
-        let seq = number(seq).ok_or_else(|| CursorError::Seq {
-            cursor: text.to_owned(),
-            part: seq.to_owned(),
+        let (session, epoch, seq) = split_id(text).map_err(|fault| {
+            let cursor = text.to_owned();
+            match fault {
+                IdFault::Separators => CursorError::Shape(cursor),
+                IdFault::EmptySession => CursorError::EmptySession(cursor),
+                IdFault::Epoch(part) => CursorError::Epoch {
+                    cursor,
+                    part: part.to_owned(),
+                },
+                IdFault::Seq(part) => CursorError::Seq {
+                    cursor,
+                    part: part.to_owned(),
+                },
+            }
         })?;
         Ok(Cursor::new(session, epoch, seq))
     }
