@@ -4,6 +4,8 @@
 #![cfg(feature = "ws")]
 #![allow(clippy::unwrap_used)]
 
+mod common;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,11 +27,7 @@ use tokio_tungstenite::tungstenite::Message;
 const TOKEN: &str = "t0ken";
 
 async fn relay() -> aep_relay::RelayHandle {
-    aep_relay::Relay::builder()
-        .token(TOKEN)
-        .start()
-        .await
-        .unwrap()
+    common::token_relay(TOKEN).await
 }
 
 fn fast() -> ClientOptions {

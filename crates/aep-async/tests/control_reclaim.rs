@@ -171,14 +171,11 @@ async fn a_reconnected_sink_claims_its_sessions_again_without_a_new_emit() {
         until_claims(&client, "s-reclaim", 1).await,
         "the reconnected sink did not claim its session again"
     );
-    let ack = client
-        .send(
-            "control.pause",
-            "s-reclaim",
-            SendOptions::new().ack_window(Duration::from_secs(5)),
-        )
-        .await
-        .unwrap();
+    let pause = |session| {
+        let options = SendOptions::new().ack_window(Duration::from_secs(5));
+        client.send("control.pause", session, options)
+    };
+    let ack = pause("s-reclaim").await.unwrap();
     assert_eq!(ack.event_type(), "control.accepted");
     assert_eq!(ack.session(), Some("s-reclaim"));
     assert_eq!(decided.load(Ordering::SeqCst), 1);
@@ -190,14 +187,7 @@ async fn a_reconnected_sink_claims_its_sessions_again_without_a_new_emit() {
 
     // The session let go of is not claimed again: the relay refuses at once.
     assert_eq!(claims(&client, "s-gone").await, 0);
-    let refused = client
-        .send(
-            "control.pause",
-            "s-gone",
-            SendOptions::new().ack_window(Duration::from_secs(5)),
-        )
-        .await
-        .unwrap_err();
+    let refused = pause("s-gone").await.unwrap_err();
     assert!(refused.to_string().contains("no-route"), "{refused}");
     assert_eq!(decided.load(Ordering::SeqCst), 1);
 

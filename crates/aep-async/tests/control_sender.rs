@@ -6,8 +6,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aep_async::control::{ControlSender, NackReason, SendOptions};
+use aep_async::ControlError;
 use aep_core::frame::{ErrorCode, ErrorFrame, Frame};
 use aep_core::Event;
+use tokio::task::JoinHandle;
 
 fn wired() -> (ControlSender, Arc<Mutex<Vec<Event>>>) {
     let wire: Arc<Mutex<Vec<Event>>> = Arc::default();
@@ -16,6 +18,23 @@ fn wired() -> (ControlSender, Arc<Mutex<Vec<Event>>>) {
         out.lock().unwrap().push(c.clone())
     });
     (sender, wire)
+}
+
+/// A caller waiting on `sender.send(ty, "s1", options)`, on a task of its own.
+fn sending(
+    sender: &ControlSender,
+    ty: &'static str,
+    options: SendOptions,
+) -> JoinHandle<Result<Event, ControlError>> {
+    let sender = sender.clone();
+    tokio::spawn(async move { sender.send(ty, "s1", options).await })
+}
+
+/// Waits until a command is on the wire.
+async fn until_sent(wire: &Mutex<Vec<Event>>) {
+    while wire.lock().unwrap().is_empty() {
+        tokio::task::yield_now().await;
+    }
 }
 
 #[tokio::test(start_paused = true)]
@@ -44,13 +63,8 @@ async fn silence_is_retried_with_the_identical_envelope_then_timed_out() {
 #[tokio::test(start_paused = true)]
 async fn an_ack_after_a_retry_settles_once() {
     let (sender, wire) = wired();
-    let task = tokio::spawn({
-        let sender = sender.clone();
-        async move {
-            let opts = SendOptions::new().ack_window(Duration::from_secs(1));
-            sender.send("control.resume", "s1", opts).await
-        }
-    });
+    let opts = SendOptions::new().ack_window(Duration::from_secs(1));
+    let task = sending(&sender, "control.resume", opts);
     tokio::time::sleep(Duration::from_millis(1500)).await; // one retry went out
     let cmd = wire.lock().unwrap()[0].clone();
     assert_eq!(wire.lock().unwrap().len(), 2);
@@ -75,17 +89,8 @@ async fn an_ack_after_a_retry_settles_once() {
 #[tokio::test(start_paused = true)]
 async fn relay_error_frames_refuse_by_cause() {
     let (sender, wire) = wired();
-    let task = tokio::spawn({
-        let sender = sender.clone();
-        async move {
-            sender
-                .send("control.cancel", "s1", SendOptions::new())
-                .await
-        }
-    });
-    while wire.lock().unwrap().is_empty() {
-        tokio::task::yield_now().await;
-    }
+    let task = sending(&sender, "control.cancel", SendOptions::new());
+    until_sent(&wire).await;
     let id = wire.lock().unwrap()[0].id().to_owned();
     let unrelated = Frame::Error(ErrorFrame::new(ErrorCode::Ambiguous).with_cause("other"));
     assert!(!sender.handle_frame(&unrelated));
@@ -105,13 +110,8 @@ async fn relay_error_frames_refuse_by_cause() {
 #[tokio::test(start_paused = true)]
 async fn close_settles_pending_and_refuses_new_sends() {
     let (sender, wire) = wired();
-    let task = tokio::spawn({
-        let sender = sender.clone();
-        async move { sender.send("control.pause", "s1", SendOptions::new()).await }
-    });
-    while wire.lock().unwrap().is_empty() {
-        tokio::task::yield_now().await;
-    }
+    let task = sending(&sender, "control.pause", SendOptions::new());
+    until_sent(&wire).await;
     sender.close("transport gone");
     sender.close("again");
     let nack = task.await.unwrap().unwrap_err();
@@ -120,5 +120,5 @@ async fn close_settles_pending_and_refuses_new_sends() {
         .send("control.pause", "s1", SendOptions::new())
         .await
         .unwrap_err();
-    assert!(matches!(err, aep_async::ControlError::Closed));
+    assert!(matches!(err, ControlError::Closed));
 }

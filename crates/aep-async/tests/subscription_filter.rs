@@ -56,11 +56,7 @@ fn events(session: &str) -> Vec<Value> {
 
 /// The embedded Rust relay with the test's token.
 async fn rust_relay() -> aep_relay::RelayHandle {
-    aep_relay::Relay::builder()
-        .token(TOKEN)
-        .start()
-        .await
-        .unwrap()
+    common::token_relay(TOKEN).await
 }
 
 const EXPECTED: [&str; 4] = ["e1", "e4", "e6", "e9"];

@@ -218,3 +218,12 @@ impl Relay for RustRelay {
         });
     }
 }
+
+/// The embedded Rust relay on `127.0.0.1:0`, wanting `token`.
+pub async fn token_relay(token: &str) -> aep_relay::RelayHandle {
+    aep_relay::Relay::builder()
+        .token(token)
+        .start()
+        .await
+        .unwrap()
+}
