@@ -29,6 +29,8 @@ mod tail;
 #[path = "../examples/bridge.rs"]
 mod bridge;
 
+use aep_test_support::servers::{status_response, Scripted};
+
 fn args(flags: &[&str]) -> Vec<String> {
     flags.iter().map(|f| (*f).to_owned()).collect()
 }
@@ -92,60 +94,15 @@ fn blocking_runs_end_to_end() {
     blocking::blocking(blocking::Args::default()).unwrap();
 }
 
-/// An OTLP/HTTP endpoint that takes everything (`200`) and hands over the paths posted.
-async fn otlp_endpoint() -> (String, tokio::sync::mpsc::UnboundedReceiver<String>) {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        while let Ok((mut socket, _)) = listener.accept().await {
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut buf = Vec::new();
-                loop {
-                    let mut chunk = [0u8; 8192];
-                    let Ok(n) = socket.read(&mut chunk).await else {
-                        return;
-                    };
-                    if n == 0 {
-                        return;
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-                        continue;
-                    };
-                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
-                    let length: usize = head
-                        .lines()
-                        .find_map(|l| l.strip_prefix("content-length:"))
-                        .and_then(|v| v.trim().parse().ok())
-                        .unwrap_or(0);
-                    if buf.len() < end + 4 + length {
-                        continue;
-                    }
-                    let path = head.split(' ').nth(1).unwrap_or("").to_owned();
-                    let _ = tx.send(path);
-                    buf.drain(..end + 4 + length);
-                    let ok = b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
-                    if socket.write_all(ok).await.is_err() {
-                        return;
-                    }
-                }
-            });
-        }
-    });
-    (url, rx)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bridge_exports_its_demo_session_to_otlp_and_ocsf() {
-    let (otlp, mut posted) = otlp_endpoint().await;
+    // An OTLP/HTTP endpoint that takes everything.
+    let otlp = Scripted::start(|_| status_response(200)).await;
     let dir = std::env::temp_dir().join(format!("aep-bridge-example-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("ocsf.jsonl");
     let file_arg = file.to_string_lossy().into_owned();
-    let flags = args(&["--otlp", &otlp, "--spans", "--ocsf", &file_arg]);
+    let flags = args(&["--otlp", &otlp.url, "--spans", "--ocsf", &file_arg]);
     let (logs, ocsf) = bridge::bridge(bridge::parse(flags).unwrap()).await.unwrap();
     let (logs, ocsf) = (logs.unwrap(), ocsf.unwrap());
     // Six events: six LogRecords and three spans (session, run, tool call).
@@ -158,10 +115,9 @@ async fn bridge_exports_its_demo_session_to_otlp_and_ocsf() {
     let lines = std::fs::read_to_string(&file).unwrap().lines().count();
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(lines, 4);
-    let mut paths = Vec::new();
-    while let Ok(p) = posted.try_recv() {
-        paths.push(p);
-    }
+    let mut paths: Vec<String> = (otlp.requests.lock().unwrap().iter())
+        .map(|r| r.split(' ').nth(1).unwrap_or("").to_owned())
+        .collect();
     paths.sort();
     paths.dedup();
     assert_eq!(paths, ["/v1/logs", "/v1/traces"]);

@@ -13,6 +13,11 @@ use serde_json::json;
 
 use aep_test_support::events::{event, session_event as seq};
 
+/// A filter on the type patterns `patterns`.
+fn types(patterns: &str) -> SubscriptionFilter {
+    SubscriptionFilter::new().with_types(patterns).unwrap()
+}
+
 async fn next_id(sub: &mut aep_async::lifecycle::Subscriber) -> String {
     tokio::time::timeout(Duration::from_secs(5), sub.next())
         .await
@@ -35,9 +40,7 @@ async fn routes_by_type_pattern_with_the_effective_mode() {
                 .with_delivery_mode(DeliveryMode::Replayable),
         )
         .unwrap();
-    let mut all = session
-        .subscribe(&SubscriptionFilter::new().with_types("*").unwrap())
-        .unwrap();
+    let mut all = session.subscribe(&types("*")).unwrap();
     assert_eq!((progress.id(), all.id()), ("sub_0001", "sub_0002"));
     // downgraded to what the hub honors, never upgraded
     assert_eq!(progress.mode(), DeliveryMode::AtLeastOnce);
@@ -82,9 +85,7 @@ async fn extension_mapped_fields_route() {
 async fn malformed_requests_are_rejected_naming_the_field_and_others_carry_on() {
     let hub = Hub::new();
     let session = hub.session();
-    let mut good = session
-        .subscribe(&SubscriptionFilter::new().with_types("run.*").unwrap())
-        .unwrap();
+    let mut good = session.subscribe(&types("run.*")).unwrap();
     let cases = [
         (json!({}), "at least one filter criterion"),
         (json!({"types": []}), "types"),
@@ -163,7 +164,7 @@ async fn from_cursor_replays_then_goes_live_exactly_once() {
 async fn best_effort_drops_when_full_and_counts_at_least_once_waits() {
     let hub = Hub::with_config(HubConfig::new().with_capacity(2));
     let session = hub.session();
-    let filter = SubscriptionFilter::new().with_types("tick").unwrap();
+    let filter = types("tick");
     let mut lossy = session.subscribe(&filter).unwrap();
     let mut durable = session
         .subscribe(&filter.clone().with_delivery_mode(DeliveryMode::AtLeastOnce))
@@ -194,9 +195,7 @@ async fn best_effort_drops_when_full_and_counts_at_least_once_waits() {
 async fn cancel_is_confirmed_and_ends_the_stream() {
     let hub = Hub::new();
     let session = hub.session();
-    let mut sub = session
-        .subscribe(&SubscriptionFilter::new().with_types("*").unwrap())
-        .unwrap();
+    let mut sub = session.subscribe(&types("*")).unwrap();
     hub.publish(event("in-flight", "a.b")).await;
     let confirmed = sub.cancel().unwrap();
     assert_eq!(confirmed.subscription_id(), "sub_0001");
@@ -215,9 +214,7 @@ async fn cancel_is_confirmed_and_ends_the_stream() {
 async fn expiry_ends_the_stream_on_tokios_clock() {
     let hub = Hub::with_config(HubConfig::new().with_ttl(Duration::from_secs(30)));
     let session = hub.session();
-    let mut sub = session
-        .subscribe(&SubscriptionFilter::new().with_types("*").unwrap())
-        .unwrap();
+    let mut sub = session.subscribe(&types("*")).unwrap();
     assert!(sub.created().expires_at().is_some());
     tokio::time::advance(Duration::from_secs(29)).await;
     assert_eq!(hub.publish(event("before", "a.b")).await, 1);
@@ -233,9 +230,7 @@ async fn expiry_ends_the_stream_on_tokios_clock() {
 async fn publishing_after_the_expiry_routes_nowhere() {
     let hub = Hub::with_config(HubConfig::new().with_ttl(Duration::from_secs(5)));
     let session = hub.session();
-    let sub = session
-        .subscribe(&SubscriptionFilter::new().with_types("*").unwrap())
-        .unwrap();
+    let sub = session.subscribe(&types("*")).unwrap();
     tokio::time::advance(Duration::from_secs(5)).await;
     assert_eq!(hub.publish(event("x", "a.b")).await, 0);
     assert_eq!(sub.ended(), Some(Ended::Expired));
@@ -245,7 +240,7 @@ async fn publishing_after_the_expiry_routes_nowhere() {
 async fn dropping_a_subscriber_or_its_session_cancels() {
     let hub = Hub::new();
     let session = hub.session();
-    let filter = SubscriptionFilter::new().with_types("*").unwrap();
+    let filter = types("*");
     let dropped = session.subscribe(&filter).unwrap();
     let kept = session.subscribe(&filter).unwrap();
     assert_eq!(hub.len(), 2);

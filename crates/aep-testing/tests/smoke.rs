@@ -145,13 +145,20 @@ fn acks_for(stub: &ControlStub, command: &Event) -> Vec<Event> {
         .collect()
 }
 
+/// Two commands from `stub` to session `s-x`: a `control.pause`, and a
+/// `control.cancel` with data.
+fn pause_and_cancel(stub: &ControlStub) -> (Event, Event) {
+    let pause = stub.command("control.pause", "s-x").unwrap();
+    let cancel = stub
+        .command_with("control.cancel", "s-x", |b| b.data(json!({"scope": "run"})))
+        .unwrap();
+    (pause, cancel)
+}
+
 #[test]
 fn control_stub_mints_well_formed_commands_without_seq() {
     let stub = ControlStub::new();
-    let cmd = stub.command("control.pause", "s-x").unwrap();
-    let other = stub
-        .command_with("control.cancel", "s-x", |b| b.data(json!({"scope": "run"})))
-        .unwrap();
+    let (cmd, other) = pause_and_cancel(&stub);
     let v = cmd.to_value();
     assert_eq!(v["aep"], "0.1");
     assert!(!cmd.id().is_empty() && cmd.id() != other.id());
@@ -167,10 +174,7 @@ fn control_stub_mints_well_formed_commands_without_seq() {
 #[test]
 fn control_stub_target_side_acks_reacks_byte_identically_and_nacks_unsupported() {
     let stub = ControlStub::new();
-    let cmd = stub.command("control.pause", "s-x").unwrap();
-    let cmd_other = stub
-        .command_with("control.cancel", "s-x", |b| b.data(json!({"scope": "run"})))
-        .unwrap();
+    let (cmd, cmd_other) = pause_and_cancel(&stub);
     let mut target = ControlTarget::new(["control.pause"]);
 
     let (delivery, executed) = drive(&mut target, &stub, &cmd, |_| Decision::Accept);
