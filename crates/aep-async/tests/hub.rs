@@ -33,12 +33,7 @@ async fn routes_by_type_pattern_with_the_effective_mode() {
     let hub = Hub::with_config(HubConfig::new().with_max_delivery(DeliveryMode::AtLeastOnce));
     let session = hub.session();
     let mut progress = session
-        .subscribe(
-            &SubscriptionFilter::new()
-                .with_types("tool.*.progress")
-                .unwrap()
-                .with_delivery_mode(DeliveryMode::Replayable),
-        )
+        .subscribe(&types("tool.*.progress").with_delivery_mode(DeliveryMode::Replayable))
         .unwrap();
     let mut all = session.subscribe(&types("*")).unwrap();
     assert_eq!((progress.id(), all.id()), ("sub_0001", "sub_0002"));
@@ -123,12 +118,7 @@ async fn replay_without_replay_support_is_refused() {
     let hub = Hub::with_config(HubConfig::new().with_max_delivery(DeliveryMode::AtLeastOnce));
     let rejected = hub
         .session()
-        .subscribe(
-            &SubscriptionFilter::new()
-                .with_types("a.*")
-                .unwrap()
-                .with_from_cursor("s:0:1"),
-        )
+        .subscribe(&types("a.*").with_from_cursor("s:0:1"))
         .unwrap_err();
     assert!(rejected.message().contains("replay not supported"));
 }
@@ -146,9 +136,7 @@ async fn from_cursor_replays_then_goes_live_exactly_once() {
     let session = hub.session();
     let mut sub = session
         .subscribe(
-            &SubscriptionFilter::new()
-                .with_types("memory.*")
-                .unwrap()
+            &types("memory.*")
                 .with_from_cursor("s1:0:3")
                 .with_delivery_mode(DeliveryMode::Replayable),
         )
