@@ -82,6 +82,20 @@ async fn assert_all_delivered(emitter: &Emitter, url: &str, n: u64, log: &Mutex<
     );
 }
 
+/// An HTTP sink to `url` with the small queue, sending batches of at most `max_batch`.
+fn waiting_http_sink(
+    url: &str,
+    max_batch: usize,
+    on_report: impl Fn(DeliveryReport) + Send + Sync + 'static,
+) -> HttpSink {
+    HttpSink::builder(url)
+        .queue_capacity(QUEUE)
+        .max_batch(max_batch)
+        .on_report(on_report)
+        .build()
+        .unwrap()
+}
+
 /// 5,000 events `emit_wait`ed into `sink` on `relay`: every one is delivered and stored,
 /// in order.
 async fn loses_nothing_when_it_waits(
@@ -99,12 +113,7 @@ async fn loses_nothing_when_it_waits(
 async fn a_producer_faster_than_http_loses_nothing_when_it_waits() {
     let relay = aep_relay::Relay::builder().start().await.unwrap();
     let (log, on_report) = reports();
-    let sink = HttpSink::builder(relay.url())
-        .queue_capacity(QUEUE)
-        .max_batch(4)
-        .on_report(on_report)
-        .build()
-        .unwrap();
+    let sink = waiting_http_sink(relay.url(), 4, on_report);
     loses_nothing_when_it_waits(relay, sink, &log).await;
 }
 
@@ -126,12 +135,7 @@ async fn a_producer_faster_than_a_websocket_loses_nothing_when_it_waits() {
 async fn tasks_sharing_a_session_wait_in_turn_and_lose_nothing() {
     let relay = aep_relay::Relay::builder().start().await.unwrap();
     let (log, on_report) = reports();
-    let sink = HttpSink::builder(relay.url())
-        .queue_capacity(QUEUE)
-        .max_batch(8)
-        .on_report(on_report)
-        .build()
-        .unwrap();
+    let sink = waiting_http_sink(relay.url(), 8, on_report);
     let emitter = Emitter::new("a", "h", sink);
     let session = Arc::new(emitter.session("s"));
     let tasks: Vec<_> = (0..4)
