@@ -58,14 +58,9 @@ async fn subscribe_replays_from_with_exhaustion_then_delivers_live() {
         "from": [{ "session": s, "epoch": 0, "seq": 0 }] }),
     )
     .await;
-    assert_eq!(
-        ws.recv().await.unwrap(),
-        json!({ "type": "subscribed", "id": "sub-1" })
-    );
-    assert_eq!(
-        ws.recv().await.unwrap(),
-        json!({ "type": "replay-exhausted", "sub": "sub-1", "session": s, "earliest": { "epoch": 0, "seq": 2 } })
-    );
+    ws.assert_next(json!({ "type": "subscribed", "id": "sub-1" }))
+        .await;
+    ws.assert_next(json!({ "type": "replay-exhausted", "sub": "sub-1", "session": s, "earliest": { "epoch": 0, "seq": 2 } })).await;
     for expected in &batch[2..] {
         let text = ws.recv_text().await.unwrap();
         assert_eq!(text, expected.to_string(), "byte-identical replay");
@@ -167,10 +162,8 @@ async fn subscribe_refusals_are_in_band_and_the_connection_survives() {
     }
     ws.send(&json!({ "type": "subscribe", "id": "ok", "filter": { "type": "agent.*" } }))
         .await;
-    assert_eq!(
-        ws.recv().await.unwrap(),
-        json!({ "type": "subscribed", "id": "ok" })
-    );
+    ws.assert_next(json!({ "type": "subscribed", "id": "ok" }))
+        .await;
     relay.shutdown().await.unwrap();
 }
 
@@ -183,10 +176,8 @@ async fn unsubscribe_stops_delivery() {
         .await;
     ws.recv().await.unwrap();
     ws.send(&json!({ "type": "unsubscribe", "id": "u" })).await;
-    assert_eq!(
-        ws.recv().await.unwrap(),
-        json!({ "type": "unsubscribed", "id": "u" })
-    );
+    ws.assert_next(json!({ "type": "unsubscribed", "id": "u" }))
+        .await;
     post_json(&relay, &ev("session.started", &s, 0)).await;
     ws.assert_pong_next("nothing was delivered after the unsubscribe")
         .await;
@@ -299,10 +290,7 @@ async fn ping_is_answered_and_unknown_frames_are_ignored() {
     ws.send(&json!({ "type": "zigzag" })).await;
     ws.send(&json!({ "type": "pong", "t": 5 })).await;
     ws.send(&json!({ "type": "ping", "t": "abc" })).await;
-    assert_eq!(
-        ws.recv().await.unwrap(),
-        json!({ "type": "pong", "t": "abc" })
-    );
+    ws.assert_next(json!({ "type": "pong", "t": "abc" })).await;
     relay.shutdown().await.unwrap();
 }
 
@@ -344,10 +332,8 @@ async fn binary_frames_are_refused_and_closed_1003() {
         ))
         .await
         .unwrap();
-    assert_eq!(
-        ws.recv().await.unwrap(),
-        json!({ "type": "error", "code": "binary-unsupported" })
-    );
+    ws.assert_next(json!({ "type": "error", "code": "binary-unsupported" }))
+        .await;
     assert_eq!(ws.close_code().await, Some(1003));
     relay.shutdown().await.unwrap();
 }

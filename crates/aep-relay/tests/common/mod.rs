@@ -323,6 +323,11 @@ impl Ws {
         got
     }
 
+    /// Asserts that the next frame is `frame`.
+    pub async fn assert_next(&mut self, frame: Value) {
+        assert_eq!(self.recv().await, Some(frame));
+    }
+
     /// Sends a `ping` and asserts that its `pong` is the next frame: the connection is
     /// open and nothing was delivered to it before.
     pub async fn assert_pong_next(&mut self, why: &str) {
