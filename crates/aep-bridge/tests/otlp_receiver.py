@@ -83,6 +83,26 @@ def span(resource, s):
     }
 
 
+# Each signal by its path: its request and response messages, where its records sit
+# (resource, scope, record), how one record reads as JSON, and the key it is printed under.
+SIGNALS = {
+    "/v1/logs": (
+        ExportLogsServiceRequest,
+        ExportLogsServiceResponse,
+        ("resource_logs", "scope_logs", "log_records"),
+        log_record,
+        "logs",
+    ),
+    "/v1/traces": (
+        ExportTraceServiceRequest,
+        ExportTraceServiceResponse,
+        ("resource_spans", "scope_spans", "spans"),
+        span,
+        "spans",
+    ),
+}
+
+
 class Handler(BaseHTTPRequestHandler):
     token = None
     lock = threading.Lock()
@@ -109,26 +129,18 @@ class Handler(BaseHTTPRequestHandler):
             "content_type": self.headers.get("Content-Type"),
             "encoding": encoding,
         }
-        if self.path == "/v1/logs":
-            req = ExportLogsServiceRequest.FromString(body)
-            line["logs"] = [
-                log_record(attrs(rl.resource.attributes), r)
-                for rl in req.resource_logs
-                for sl in rl.scope_logs
-                for r in sl.log_records
-            ]
-            reply = ExportLogsServiceResponse().SerializeToString()
-        elif self.path == "/v1/traces":
-            req = ExportTraceServiceRequest.FromString(body)
-            line["spans"] = [
-                span(attrs(rs.resource.attributes), s)
-                for rs in req.resource_spans
-                for ss in rs.scope_spans
-                for s in ss.spans
-            ]
-            reply = ExportTraceServiceResponse().SerializeToString()
-        else:
+        signal = SIGNALS.get(self.path)
+        if signal is None:
             return self.answer(404, b"no such signal", "text/plain")
+        request, response, (resources, scopes, items), record, key = signal
+        req = request.FromString(body)
+        line[key] = [
+            record(attrs(r.resource.attributes), item)
+            for r in getattr(req, resources)
+            for s in getattr(r, scopes)
+            for item in getattr(s, items)
+        ]
+        reply = response().SerializeToString()
         with self.lock:
             print(json.dumps(line), flush=True)
         self.answer(200, reply)
