@@ -170,10 +170,7 @@ async fn from_positions_replay_strictly_after_then_go_live() {
 
 #[tokio::test]
 async fn last_event_id_resumes_and_from_takes_precedence() {
-    let relay = relay().await;
-    let s = session();
-    let batch: Vec<Value> = (0..4).map(|i| ev("progress.status", &s, i)).collect();
-    post_ndjson(&relay, &batch).await;
+    let (relay, s, _) = relay_holding(4).await;
     let mut sse = Sse::open_with(&relay, "", &[("last-event-id", &format!("{s}:0:2"))]).await;
     assert_eq!(sse.next_event().await.unwrap().id, Some(format!("{s}:0:3")));
     let got = Sse::open_with(

@@ -48,10 +48,7 @@ async fn hello_reply_selects_exactly_one_version() {
 
 #[tokio::test]
 async fn subscribe_replays_from_with_exhaustion_then_delivers_live() {
-    let relay = relay().await;
-    let s = session();
-    let batch: Vec<Value> = (0..10).map(|i| ev("progress.status", &s, i)).collect();
-    post_ndjson(&relay, &batch).await;
+    let (relay, s, batch) = relay_holding(10).await;
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
     ws.send(
         &json!({ "type": "subscribe", "id": "sub-1", "filter": { "session": s },
@@ -73,15 +70,7 @@ async fn subscribe_replays_from_with_exhaustion_then_delivers_live() {
 
 #[tokio::test]
 async fn subscribe_from_all_replays_without_markers() {
-    let relay = relay().await;
-    let s = session();
-    post_ndjson(
-        &relay,
-        &(0..10)
-            .map(|i| ev("progress.status", &s, i))
-            .collect::<Vec<_>>(),
-    )
-    .await;
+    let (relay, _, _) = relay_holding(10).await;
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
     ws.send(&json!({ "type": "subscribe", "id": "seven", "from": "all" }))
         .await;

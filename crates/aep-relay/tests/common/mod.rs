@@ -28,6 +28,16 @@ pub async fn relay() -> RelayHandle {
     builder().start().await.expect("relay starts")
 }
 
+/// The test relay holding a fresh session's `progress.status` events at seq `0..n`,
+/// posted in one batch: the relay, the session and the events.
+pub async fn relay_holding(n: u64) -> (RelayHandle, String, Vec<Value>) {
+    let relay = relay().await;
+    let s = session();
+    let batch: Vec<Value> = (0..n).map(|i| ev("progress.status", &s, i)).collect();
+    assert_eq!(post_ndjson(&relay, &batch).await.status(), 202);
+    (relay, s, batch)
+}
+
 pub fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
