@@ -64,10 +64,6 @@ async fn a_hello_past_its_bound_is_refused_before_it_is_read() {
     relay.shutdown().await.unwrap();
 }
 
-fn limited(config: aep_relay::RelayConfig) -> aep_relay::RelayConfig {
-    config.with_token(TOKEN).with_buffer(8)
-}
-
 /// Reads what the relay sends on a raw connection until it closes it; `None` when it
 /// is still open after `within`.
 async fn read_until_closed(tcp: &mut tokio::net::TcpStream, within: Duration) -> Option<String> {
@@ -93,7 +89,7 @@ async fn healthz(relay: &aep_relay::RelayHandle) -> u16 {
 /// held keep being served, and a place freed is taken again.
 #[tokio::test]
 async fn connections_past_the_limit_are_answered_503_at_once() {
-    let config = limited(aep_relay::RelayConfig::default()).with_max_connections(2);
+    let config = config().with_max_connections(2);
     let relay = builder().config(config).start().await.unwrap();
     let idle = tokio::net::TcpStream::connect(relay.local_addr())
         .await
@@ -156,7 +152,7 @@ async fn post_json_once(relay: &aep_relay::RelayHandle, s: &str) -> Option<u16> 
 #[tokio::test]
 async fn a_connection_that_never_finishes_its_headers_is_closed() {
     use tokio::io::AsyncWriteExt;
-    let config = limited(aep_relay::RelayConfig::default())
+    let config = config()
         .with_max_connections(1)
         .with_header_timeout(Duration::from_millis(300));
     let relay = builder().config(config).start().await.unwrap();
@@ -184,8 +180,7 @@ async fn a_connection_that_never_finishes_its_headers_is_closed() {
 /// `--hello-timeout-ms` passes (AEP-0003 §3.5 rule 1).
 #[tokio::test]
 async fn a_socket_that_never_says_hello_is_closed() {
-    let config =
-        limited(aep_relay::RelayConfig::default()).with_hello_timeout(Duration::from_millis(300));
+    let config = config().with_hello_timeout(Duration::from_millis(300));
     let relay = builder().config(config).start().await.unwrap();
     let mut ws = Ws::connect(&relay).await;
     assert_refused_and_closed(&mut ws, "hello-required", "300 ms", 1002).await;
@@ -198,7 +193,7 @@ async fn a_socket_that_never_says_hello_is_closed() {
 /// connection and what it holds are untouched (AEP-0003 §6.5).
 #[tokio::test]
 async fn subscriptions_past_the_cap_are_refused_limit_exceeded() {
-    let config = limited(aep_relay::RelayConfig::default()).with_max_subscriptions(2);
+    let config = config().with_max_subscriptions(2);
     let relay = builder().config(config).start().await.unwrap();
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
     let subscribe =
@@ -250,7 +245,7 @@ async fn subscriptions_past_the_cap_are_refused_limit_exceeded() {
 /// written sessions.
 #[tokio::test]
 async fn the_replay_store_is_bounded_in_bytes() {
-    let config = limited(aep_relay::RelayConfig::default())
+    let config = config()
         .with_buffer(1000)
         .with_max_session_bytes(50 << 10)
         .with_max_store_bytes(80 << 10);

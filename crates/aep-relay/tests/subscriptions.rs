@@ -7,7 +7,6 @@ mod common;
 
 use std::time::Duration;
 
-use aep_relay::RelayConfig;
 use common::*;
 use serde_json::{json, Value};
 
@@ -28,6 +27,16 @@ async fn subscribe(ws: &mut Ws, payload: Value) -> Value {
     let answer = ws.recv().await.unwrap();
     assert_eq!(answer["type"], "subscription.created", "{answer}");
     answer
+}
+
+/// The test relay and a consumer holding one subscription (`sub_0001`) to the runs of a
+/// fresh session: the relay, the session and the consumer.
+async fn following_runs() -> (aep_relay::RelayHandle, String, Ws) {
+    let relay = relay().await;
+    let s = session();
+    let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
+    subscribe(&mut ws, json!({ "types": "run.*", "session_id": s })).await;
+    (relay, s, ws)
 }
 
 #[tokio::test]
@@ -82,10 +91,7 @@ async fn created_then_deliveries_carry_the_effective_mode() {
 
 #[tokio::test]
 async fn every_malformed_request_is_rejected_naming_the_field_and_the_rest_carry_on() {
-    let relay = relay().await;
-    let s = session();
-    let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
-    subscribe(&mut ws, json!({ "types": "run.*", "session_id": s })).await;
+    let (relay, s, mut ws) = following_runs().await;
     let cases = [
         (json!({}), "at least one filter criterion"),
         (json!({ "session_id": s }), "types"),
@@ -154,10 +160,7 @@ async fn every_malformed_request_is_rejected_naming_the_field_and_the_rest_carry
 
 #[tokio::test]
 async fn cancel_is_confirmed_and_stops_delivery() {
-    let relay = relay().await;
-    let s = session();
-    let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
-    subscribe(&mut ws, json!({ "types": "run.*", "session_id": s })).await;
+    let (relay, s, mut ws) = following_runs().await;
     subscribe(&mut ws, json!({ "types": "run.*", "session_id": s })).await;
     ws.send(&cancel("sub_0001")).await;
     assert_eq!(ws.recv().await.unwrap(), cancel("sub_0001"));
@@ -176,10 +179,7 @@ async fn cancel_is_confirmed_and_stops_delivery() {
 
 #[tokio::test]
 async fn an_expiry_is_announced_and_ends_delivery() {
-    let config = RelayConfig::default()
-        .with_buffer(8)
-        .with_token(TOKEN)
-        .with_subscription_ttl(Duration::from_millis(300));
+    let config = config().with_subscription_ttl(Duration::from_millis(300));
     let relay = builder().config(config).start().await.unwrap();
     let s = session();
     let mut ws = Ws::hello(&relay, "consumer", json!({})).await;
@@ -294,9 +294,7 @@ async fn before_hello_a_lifecycle_message_is_refused_like_any_frame() {
 /// `best_effort` ones may be dropped and are counted.
 #[tokio::test]
 async fn under_backpressure_at_least_once_never_drops_silently() {
-    let config = RelayConfig::default()
-        .with_buffer(8)
-        .with_token(TOKEN)
+    let config = config()
         .with_soft_backpressure(4 << 10)
         .with_hard_backpressure(64 << 10)
         .with_lag_grace(Duration::from_millis(1));

@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use aep_relay::{Relay, RelayBuilder, RelayHandle};
+use aep_relay::{Relay, RelayBuilder, RelayConfig, RelayHandle};
 use futures::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use tokio_tungstenite::tungstenite::Message;
@@ -20,8 +20,13 @@ pub use aep_test_support::sse::SseMessage;
 pub const TOKEN: &str = "test-token";
 pub const WAIT: Duration = Duration::from_secs(5);
 
+/// The test relay's configuration: replay buffers of 8 events, and the token.
+pub fn config() -> RelayConfig {
+    RelayConfig::default().with_buffer(8).with_token(TOKEN)
+}
+
 pub fn builder() -> RelayBuilder {
-    Relay::builder().buffer(8).token(TOKEN)
+    Relay::builder().config(config())
 }
 
 pub async fn relay() -> RelayHandle {
