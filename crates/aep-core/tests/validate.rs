@@ -46,6 +46,11 @@ fn the_golden_stream_keeps_the_cross_event_rules_and_acks_every_command() {
 }
 
 /// The rule each invalid case must fail for, by case name.
+/// Each issue's rule and the attribute it names, in order.
+fn found(issues: &[Issue]) -> Vec<(Rule, Option<&str>)> {
+    issues.iter().map(|i| (i.rule(), i.attr())).collect()
+}
+
 fn expected_rule(case: &str) -> Rule {
     match case {
         "session-scoped without session"
@@ -220,7 +225,7 @@ fn issues_name_the_attribute() {
         "source": "adapter-a", "agent": 7, "session": "", "seq": 1.5, "epoch": -1,
         "severity": "fatal", "capture": 3, "data": [], "Bad": "x", "acmeobj": {}});
     let issues = validate_value(&v);
-    let got: Vec<(Rule, Option<&str>)> = issues.iter().map(|i| (i.rule(), i.attr())).collect();
+    let got = found(&issues);
     let want = vec![
         (Rule::Version, Some("aep")),
         (Rule::Required, Some("id")),
@@ -313,10 +318,7 @@ fn a_field_above_the_declared_capture_is_a_payload_capture_issue() {
     failed["type"] = Value::from("tool.failed");
     let issues = validate_value(&failed);
     assert_eq!(
-        issues
-            .iter()
-            .map(|i| (i.rule(), i.attr()))
-            .collect::<Vec<_>>(),
+        found(&issues),
         [(Rule::PayloadCapture, Some("data.error.message"))]
     );
     // `none` is envelope only
@@ -324,13 +326,7 @@ fn a_field_above_the_declared_capture_is_a_payload_capture_issue() {
         Some("none"),
         serde_json::json!({"tool": {"name": "Bash"}}),
     ));
-    assert_eq!(
-        issues
-            .iter()
-            .map(|i| (i.rule(), i.attr()))
-            .collect::<Vec<_>>(),
-        [(Rule::PayloadCapture, Some("data"))]
-    );
+    assert_eq!(found(&issues), [(Rule::PayloadCapture, Some("data"))]);
     assert!(!validate_value(&event(Some("none"), serde_json::json!({})))
         .iter()
         .any(|i| i.rule() == Rule::PayloadCapture));
