@@ -75,6 +75,16 @@ async fn console_for(url: &str, session: &str) -> ControlClient {
     panic!("session {session} never claimed");
 }
 
+/// An agent holding `session` through `url` whose target decides every command it gets
+/// (see [`decisive_target`]), and the count of its decisions.
+async fn decisive_agent(url: &str, session: &str) -> (Agent, Arc<AtomicUsize>) {
+    let decisions = Arc::new(AtomicUsize::new(0));
+    let target = decisive_target(decisions.clone());
+    (agent(url, session, &target).await, decisions)
+}
+
+/// A target accepting `control.pause` and refusing `control.cancel`, counting each
+/// decision.
 fn decisive_target(decisions: Arc<AtomicUsize>) -> ControlTarget {
     ControlTarget::builder(["control.pause", "control.cancel"])
         .ack_window(Duration::from_secs(7))
@@ -98,8 +108,7 @@ fn decisive_target(decisions: Arc<AtomicUsize>) -> ControlTarget {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn accepted_rejected_and_unsupported_through_the_rust_relay() {
     let relay = relay().await;
-    let target = decisive_target(Arc::default());
-    let agent = agent(relay.url(), "s-basic", &target).await;
+    let (agent, _) = decisive_agent(relay.url(), "s-basic").await;
     let client = console_for(relay.url(), "s-basic").await;
 
     // The roster relays the target's declaration, ack window included (AEP-0003 §4.1).
@@ -648,9 +657,7 @@ impl IntoRequest for String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_ack_is_recovered_by_the_retry() {
     let relay = relay().await;
-    let decisions = Arc::new(AtomicUsize::new(0));
-    let target = decisive_target(decisions.clone());
-    let agent = agent(relay.url(), "s-lossy", &target).await;
+    let (agent, decisions) = decisive_agent(relay.url(), "s-lossy").await;
     // Drops the first ack on its way to the client; records what passes.
     let acks: Arc<Mutex<Vec<String>>> = Arc::default();
     let commands: Arc<Mutex<Vec<String>>> = Arc::default();
@@ -699,9 +706,7 @@ async fn a_lost_ack_is_recovered_by_the_retry() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dropped_connection_is_reconnected_and_pending_commands_retransmitted() {
     let relay = relay().await;
-    let decisions = Arc::new(AtomicUsize::new(0));
-    let target = decisive_target(decisions.clone());
-    let agent = agent(relay.url(), "s-drop", &target).await;
+    let (agent, decisions) = decisive_agent(relay.url(), "s-drop").await;
     // Cuts the connection carrying the first command, before forwarding it.
     let cut = Arc::new(AtomicUsize::new(0));
     let c = cut.clone();
@@ -731,9 +736,7 @@ async fn a_dropped_connection_is_reconnected_and_pending_commands_retransmitted(
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn many_commands_in_flight_from_many_tasks() {
     let relay = relay().await;
-    let decisions = Arc::new(AtomicUsize::new(0));
-    let target = decisive_target(decisions.clone());
-    let agent = agent(relay.url(), "s-many", &target).await;
+    let (agent, decisions) = decisive_agent(relay.url(), "s-many").await;
     let client = console_for(relay.url(), "s-many").await;
     let tasks: Vec<_> = (0..300)
         .map(|i| {
