@@ -7,7 +7,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{aep, finish, jsonl, line, run, scratch, spawn};
+use common::{aep, finish, line, run, scratch_jsonl, spawn};
 
 const SUBCOMMANDS: [&str; 16] = [
     "relay",
@@ -84,9 +84,7 @@ fn completions_for_each_shell() {
 
 #[test]
 fn colour_only_when_asked_and_never_under_no_color() {
-    let dir = scratch();
-    let file = jsonl(
-        dir.path(),
+    let (_dir, file) = scratch_jsonl(
         "bad.jsonl",
         &[
             "nope".to_owned(),

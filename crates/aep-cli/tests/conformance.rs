@@ -68,7 +68,7 @@ fn another_corpus_with_a_broken_case_fails() {
         report.to_str().unwrap(),
     ]);
     r.expect(1);
-    assert!(r.stdout.contains("FAIL  golden[0]"), "{}", r.stdout);
+    r.stdout_has("FAIL  golden[0]");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(doc["ok"], false);
     // a directory with no corpus fails every check it cannot read, never panics

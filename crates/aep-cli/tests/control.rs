@@ -31,7 +31,7 @@ fn an_accepted_command_prints_its_ack() {
     assert_eq!(commands.len(), 1);
     assert_eq!(ack.cause(), Some(commands[0].id()));
     assert_eq!(commands[0].run(), Some("r1"));
-    assert!(r.stderr.contains("accepted"), "{}", r.stderr);
+    r.stderr_has("accepted");
     // the short form names the same type
     control(
         relay.url(),
@@ -82,7 +82,7 @@ fn no_route_is_exit_3_within_a_second_or_two() {
         "took {:?}",
         started.elapsed()
     );
-    assert!(r.stderr.contains("no-route"), "{}", r.stderr);
+    r.stderr_has("no-route");
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
 }
 
@@ -110,7 +110,7 @@ fn silence_past_every_window_is_exit_4() {
         "took {:?}",
         started.elapsed()
     );
-    assert!(r.stderr.contains("no ack"), "{}", r.stderr);
+    r.stderr_has("no ack");
 }
 
 #[test]
@@ -225,13 +225,13 @@ fn a_relay_down_or_refusing_is_exit_5_and_a_watch_only_relay_nacks() {
         "nope",
     ]);
     r.expect(5);
-    assert!(r.stderr.contains("refused the token"), "{}", r.stderr);
+    r.stderr_has("refused the token");
     assert!(!r.stderr.contains("nope"), "the token is never printed");
     // without a token of its own a relay is watch-only: control is refused in-band
     let open = relay_with(aep::relay::Relay::builder());
     let r = run(&["send", "pause", "--session", "s1", "--url", open.url()]);
     r.expect(3);
-    assert!(r.stderr.contains("unauthorized"), "{}", r.stderr);
+    r.stderr_has("unauthorized");
 }
 
 #[test]
@@ -246,7 +246,7 @@ fn roster_lists_the_live_claims() {
         "{}",
         r.stdout
     );
-    assert!(r.stdout.contains("control.pause"), "{}", r.stdout);
+    r.stdout_has("control.pause");
     let r = control(relay.url(), &["roster", "--json"]);
     r.expect(0);
     let list: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();

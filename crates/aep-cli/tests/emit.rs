@@ -43,7 +43,7 @@ fn a_file_goes_unchanged_and_a_summary_comes_back() {
     assert_eq!(summary["sent"], 25);
     assert_eq!(summary["delivered"], 25);
     assert_eq!(summary["lost"], 0);
-    assert!(r.stderr.contains("sent 25 events"), "{}", r.stderr);
+    r.stderr_has("sent 25 events");
     let held: Vec<String> = history(relay.url()).iter().map(|e| e.to_json()).collect();
     assert_eq!(held.len(), 25);
     for l in &all {
@@ -145,11 +145,7 @@ fn a_line_that_is_not_an_event_is_exit_6_naming_it() {
     let file = jsonl(dir.path(), "torn.jsonl", &all);
     let r = emit(relay.url(), &[file.to_str().unwrap()]);
     r.expect(6);
-    assert!(
-        r.stderr.contains("torn.jsonl:3: not an AEP event"),
-        "{}",
-        r.stderr
-    );
+    r.stderr_has("torn.jsonl:3: not an AEP event");
     // what came before the bad line was delivered, nothing after it
     assert_eq!(history(relay.url()).len(), 2);
     let r = emit(
@@ -157,7 +153,7 @@ fn a_line_that_is_not_an_event_is_exit_6_naming_it() {
         &[dir.path().join("absent.jsonl").to_str().unwrap()],
     );
     r.expect(6);
-    assert!(r.stderr.contains("absent.jsonl"), "{}", r.stderr);
+    r.stderr_has("absent.jsonl");
 }
 
 #[test]
@@ -167,21 +163,21 @@ fn a_relay_down_or_refusing_is_exit_5() {
     let f = file.to_str().unwrap();
     let r = run(&["emit", f, "--url", &dead_relay_url()]);
     r.expect(5);
-    assert!(r.stderr.contains("cannot reach the relay"), "{}", r.stderr);
+    r.stderr_has("cannot reach the relay");
     let relay = relay();
     let r = run(&["emit", f, "--url", relay.url(), "--token", "wrong"]);
     r.expect(5);
-    assert!(r.stderr.contains("401"), "{}", r.stderr);
+    r.stderr_has("401");
     let r = run(&["emit", f, "--url", relay.url()]);
     r.expect(5);
-    assert!(r.stderr.contains("requires a token"), "{}", r.stderr);
+    r.stderr_has("requires a token");
     // an envelope the relay refuses at ingest (session-scoped without seq): a 4xx
     let mut bad: Value = serde_json::from_str(&lines("c", 1)[0]).unwrap();
     bad.as_object_mut().unwrap().remove("seq");
     let file = jsonl(dir.path(), "refused.jsonl", &[bad.to_string()]);
     let r = emit(relay.url(), &[file.to_str().unwrap()]);
     r.expect(5);
-    assert!(r.stderr.contains("refused 1 events"), "{}", r.stderr);
+    r.stderr_has("refused 1 events");
 }
 
 /// A relay that answers discovery and then never answers an ingest request: the

@@ -39,13 +39,13 @@ fn serves_prints_its_address_first_and_drains_on_sigterm() {
 fn a_bad_value_is_a_usage_error_from_the_flag_or_its_variable() {
     let r = run(&["relay", "--buffer", "many"]);
     r.expect(2);
-    assert!(r.stderr.contains("--buffer"), "{}", r.stderr);
+    r.stderr_has("--buffer");
     let mut cmd = aep();
     cmd.args(["relay", "--port", "0"])
         .env("AEP_FSYNC", "sometimes");
     let r = finish(spawn(cmd), b"", Duration::from_secs(30));
     r.expect(2);
-    assert!(r.stderr.contains("--fsync"), "{}", r.stderr);
+    r.stderr_has("--fsync");
 }
 
 #[test]
@@ -59,9 +59,5 @@ fn an_address_taken_is_one_line_and_exit_6() {
     r.expect(6);
     assert!(r.stdout.is_empty(), "no listening line: {}", r.stdout);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(
-        r.stderr.contains(&format!("127.0.0.1:{port}")),
-        "{}",
-        r.stderr
-    );
+    r.stderr_has(&format!("127.0.0.1:{port}"));
 }

@@ -9,7 +9,9 @@ use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use aep::protocol::types::EventType;
-use common::{dead_relay_url, fixtures, history, jsonl, line, relay, run, scratch, TOKEN};
+use common::{
+    dead_relay_url, fixtures, history, jsonl, line, relay, run, scratch, scratch_jsonl, TOKEN,
+};
 use serde_json::{json, Value};
 
 #[test]
@@ -160,9 +162,7 @@ fn pacing_follows_the_recording_scaled_and_capped() {
 
 #[test]
 fn bad_input() {
-    let dir = scratch();
-    let file = jsonl(
-        dir.path(),
+    let (dir, file) = scratch_jsonl(
         "ok.jsonl",
         &[line("A", "session.started", "s", 0, json!({}))],
     );
@@ -174,6 +174,6 @@ fn bad_input() {
     let torn = jsonl(dir.path(), "torn.jsonl", &["{".into()]);
     let r = run(&["replay", torn.to_str().unwrap(), "--dry-run"]);
     r.expect(6);
-    assert!(r.stderr.contains("torn.jsonl:1"), "{}", r.stderr);
+    r.stderr_has("torn.jsonl:1");
     run(&["replay", f, "--url", &dead_relay_url()]).expect(5);
 }

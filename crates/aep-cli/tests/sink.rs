@@ -113,7 +113,7 @@ fn a_crash_and_a_torn_line_leave_no_duplicates_and_no_gaps() {
     terminate(&child);
     let r = finish(child, b"", Duration::from_secs(20));
     r.expect(0);
-    assert!(r.stderr.contains("torn last line"), "{}", r.stderr);
+    r.stderr_has("torn last line");
     let got = ids(&file);
     let expected: Vec<String> = first.iter().chain(&more).cloned().collect();
     assert_eq!(got, expected, "every event once, in order");
@@ -208,6 +208,6 @@ fn a_relay_down_or_an_unwritable_directory() {
         file.to_str().unwrap(),
     ]);
     r.expect(6);
-    assert!(r.stderr.contains("a-file"), "{}", r.stderr);
+    r.stderr_has("a-file");
     run(&["sink", "--url", &dead_relay_url()]).expect(2); // --out is required
 }

@@ -6,7 +6,7 @@ mod common;
 
 use aep::protocol::validate::{validate_value, Issue, StreamValidator};
 use aep::protocol::Event;
-use common::{fixtures, jsonl, line, run, run_with, scratch};
+use common::{fixtures, jsonl, line, run, run_with, scratch, scratch_jsonl};
 use serde_json::Value;
 
 #[test]
@@ -22,11 +22,7 @@ fn the_golden_corpus_is_clean() {
     let golden = fixtures().join("conformance/golden/golden.jsonl");
     let r = run(&["validate", golden.to_str().unwrap()]);
     r.expect(0);
-    assert!(
-        r.stderr.contains("ok: 64 lines, 0 finding(s)"),
-        "{}",
-        r.stderr
-    );
+    r.stderr_has("ok: 64 lines, 0 finding(s)");
     let r = run(&[
         "validate",
         "--json",
@@ -104,19 +100,13 @@ fn every_invalid_case_fails_with_the_rule_the_corpus_expects() {
             "{name}: expected one of {expected:?}, aep validate found {found:?}"
         );
         // the human form names the file and a line for each finding
-        assert!(
-            r.stderr.contains(&format!("case-{n}.jsonl:")),
-            "{}",
-            r.stderr
-        );
+        r.stderr_has(&format!("case-{n}.jsonl:"));
     }
 }
 
 #[test]
 fn an_unregistered_type_is_a_warning_not_a_finding() {
-    let dir = scratch();
-    let file = jsonl(
-        dir.path(),
+    let (_dir, file) = scratch_jsonl(
         "future.jsonl",
         &[line(
             "F1",
@@ -128,12 +118,8 @@ fn an_unregistered_type_is_a_warning_not_a_finding() {
     );
     let r = run(&["validate", file.to_str().unwrap()]);
     r.expect(0);
-    assert!(r.stderr.contains("warning"), "{}", r.stderr);
-    assert!(
-        r.stderr.contains("not in the AEP 0.1 registry"),
-        "{}",
-        r.stderr
-    );
+    r.stderr_has("warning");
+    r.stderr_has("not in the AEP 0.1 registry");
 }
 
 #[test]
@@ -201,11 +187,7 @@ fn stdin_is_read_with_a_dash_and_stream_rules_close_at_the_end() {
         std::time::Duration::from_secs(30),
     );
     r.expect(1);
-    assert!(
-        r.stderr.contains("stdin:3: ended-with-pending-attention"),
-        "{}",
-        r.stderr
-    );
+    r.stderr_has("stdin:3: ended-with-pending-attention");
 }
 
 #[test]
@@ -215,10 +197,10 @@ fn an_unreadable_file_is_exit_6_in_one_line() {
     let r = run(&["validate", missing.to_str().unwrap()]);
     r.expect(6);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(r.stderr.contains("missing.jsonl"), "{}", r.stderr);
+    r.stderr_has("missing.jsonl");
     let r = run(&["validate", dir.path().to_str().unwrap()]);
     r.expect(6);
-    assert!(r.stderr.contains("directory"), "{}", r.stderr);
+    r.stderr_has("directory");
 }
 
 #[test]

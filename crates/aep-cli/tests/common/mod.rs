@@ -44,10 +44,41 @@ impl Run {
         self
     }
 
+    /// Asserts stderr holds `needle`, showing stderr when it does not.
+    #[track_caller]
+    pub fn stderr_has(&self, needle: &str) -> &Run {
+        holds("stderr", &self.stderr, needle, true);
+        self
+    }
+
+    /// Asserts stdout holds `needle`, showing stdout when it does not.
+    #[track_caller]
+    pub fn stdout_has(&self, needle: &str) -> &Run {
+        holds("stdout", &self.stdout, needle, true);
+        self
+    }
+
+    /// Asserts stderr does not hold `needle` (a secret, say), showing stderr when it does.
+    #[track_caller]
+    pub fn stderr_lacks(&self, needle: &str) -> &Run {
+        holds("stderr", &self.stderr, needle, false);
+        self
+    }
+
     /// stdout, one line per element.
     pub fn lines(&self) -> Vec<&str> {
         self.stdout.lines().collect()
     }
+}
+
+/// Asserts that `text` (the stream `name`) holds `needle`, or does not.
+#[track_caller]
+fn holds(name: &str, text: &str, needle: &str, want: bool) {
+    assert_eq!(
+        text.contains(needle),
+        want,
+        "{needle:?} in {name} should be {want}; {name}:\n{text}"
+    );
 }
 
 /// `aep` with a clean environment for what it reads: no `AEP_*`, no colour.
@@ -177,6 +208,13 @@ pub fn jsonl(dir: &Path, name: &str, lines: &[String]) -> PathBuf {
     path
 }
 
+/// A scratch directory holding one JSONL file of `lines` named `name`.
+pub fn scratch_jsonl(name: &str, lines: &[String]) -> (tempfile::TempDir, PathBuf) {
+    let dir = scratch();
+    let path = jsonl(dir.path(), name, lines);
+    (dir, path)
+}
+
 /// A session-scoped event line: `session`, `seq`, in epoch 0, with a fixed source.
 pub fn line(id: &str, ty: &str, session: &str, seq: u64, data: serde_json::Value) -> String {
     serde_json::json!({
@@ -234,6 +272,11 @@ pub fn events(stdout: &str) -> Vec<Event> {
         .lines()
         .map(|l| l.parse::<Event>().unwrap_or_else(|e| panic!("{l}: {e}")))
         .collect()
+}
+
+/// The ids of the events on stdout, in order.
+pub fn event_ids(stdout: &str) -> Vec<String> {
+    events(stdout).iter().map(|e| e.id().to_owned()).collect()
 }
 
 /// The lines of a child's stream as they come, read on a thread of their own.
