@@ -4,12 +4,41 @@
 
 mod common;
 
+use std::path::Path;
 use std::time::Duration;
 
 use common::{
-    dead_relay_url, events, fixtures, jsonl, line, relay, run, run_with, scratch, seed, TOKEN,
+    dead_relay_url, event_ids, fixtures, jsonl, line, relay, run, run_with, scratch, scratch_jsonl,
+    seed, Run, TOKEN,
 };
 use serde_json::{json, Value};
+
+/// `aep timeline SESSION --file FILE EXTRA`, which must succeed.
+fn timeline_of(session: &str, file: &Path, extra: &[&str]) -> Run {
+    let mut args = vec!["timeline", session, "--file", file.to_str().unwrap()];
+    args.extend_from_slice(extra);
+    let r = run(&args);
+    r.expect(0);
+    r
+}
+
+/// `aep ARGS --url URL --token TOKEN --format json`, which must succeed.
+fn json_from_relay(url: &str, args: &[&str]) -> Run {
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["--url", url, "--token", TOKEN, "--format", "json"]);
+    let r = run(&all);
+    r.expect(0);
+    r
+}
+
+/// An event line of session `s`, with `cause` where one is given.
+fn caused(id: &str, ty: &str, seq: u64, data: Value, cause: Option<&str>) -> String {
+    let mut e: Value = serde_json::from_str(&line(id, ty, "s", seq, data)).unwrap();
+    if let Some(cause) = cause {
+        e["cause"] = json!(cause);
+    }
+    e.to_string()
+}
 
 #[test]
 fn project_prints_the_sdks_projection_of_the_corpus() {
@@ -52,30 +81,10 @@ fn project_reads_a_relays_history_and_filters() {
     let relay = relay();
     seed(relay.url(), "p1", 3);
     seed(relay.url(), "p2", 2);
-    let r = run(&[
-        "project",
-        "--url",
-        relay.url(),
-        "--token",
-        TOKEN,
-        "--format",
-        "json",
-    ]);
-    r.expect(0);
+    let r = json_from_relay(relay.url(), &["project"]);
     let state: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(state["sessions"].as_array().unwrap().len(), 2);
-    let r = run(&[
-        "project",
-        "--url",
-        relay.url(),
-        "--token",
-        TOKEN,
-        "--format",
-        "json",
-        "--session",
-        "p2",
-    ]);
-    r.expect(0);
+    let r = json_from_relay(relay.url(), &["project", "--session", "p2"]);
     let state: Value = serde_json::from_str(&r.stdout).unwrap();
     assert_eq!(state["sessions"][0]["session"], "p2");
     assert_eq!(state["sessions"].as_array().unwrap().len(), 1);
@@ -85,9 +94,7 @@ fn project_reads_a_relays_history_and_filters() {
 
 #[test]
 fn project_and_timeline_bad_input() {
-    let dir = scratch();
-    let file = jsonl(
-        dir.path(),
+    let (dir, file) = scratch_jsonl(
         "bad.jsonl",
         &[
             line("A", "session.started", "s", 0, json!({})),
@@ -96,7 +103,7 @@ fn project_and_timeline_bad_input() {
     );
     let r = run(&["project", file.to_str().unwrap()]);
     r.expect(6);
-    assert!(r.stderr.contains("bad.jsonl:2"), "{}", r.stderr);
+    r.stderr_has("bad.jsonl:2");
     let r = run(&["timeline", "s", "--file", file.to_str().unwrap()]);
     r.expect(6);
     run(&["project", dir.path().join("none.jsonl").to_str().unwrap()]).expect(6);
@@ -121,29 +128,10 @@ fn timeline_orders_by_position_and_dedupes() {
         line("X", "session.started", "other", 0, json!({})),
     ];
     let file = jsonl(dir.path(), "t.jsonl", &lines);
-    let r = run(&[
-        "timeline",
-        "s",
-        "--file",
-        file.to_str().unwrap(),
-        "--format",
-        "json",
-    ]);
-    r.expect(0);
-    let ids: Vec<String> = events(&r.stdout)
-        .iter()
-        .map(|e| e.id().to_owned())
-        .collect();
+    let r = timeline_of("s", &file, &["--format", "json"]);
+    let ids: Vec<String> = event_ids(&r.stdout);
     assert_eq!(ids, ["A", "B", "C"]);
-    let r = run(&[
-        "timeline",
-        "s",
-        "--file",
-        file.to_str().unwrap(),
-        "--format",
-        "text",
-    ]);
-    r.expect(0);
+    let r = timeline_of("s", &file, &["--format", "text"]);
     assert_eq!(r.stdout.lines().count(), 3);
     assert!(
         r.stdout.lines().next().unwrap().contains("session.started"),
@@ -152,21 +140,13 @@ fn timeline_orders_by_position_and_dedupes() {
     );
     let r = run(&["timeline", "nobody", "--file", file.to_str().unwrap()]);
     r.expect(0);
-    assert!(
-        r.stderr.contains("no events of session nobody"),
-        "{}",
-        r.stderr
-    );
+    r.stderr_has("no events of session nobody");
 }
 
 #[test]
 fn timeline_dag_is_the_cause_tree() {
     let golden = fixtures().join("conformance/golden/golden.jsonl");
-    let g = golden.to_str().unwrap();
-    let r = run(&[
-        "timeline", "s_8f2c", "--file", g, "--dag", "--format", "text",
-    ]);
-    r.expect(0);
+    let r = timeline_of("s_8f2c", &golden, &["--dag", "--format", "text"]);
     let lines: Vec<&str> = r.stdout.lines().collect();
     assert_eq!(lines.len(), 24);
     assert!(lines[0].contains("session.started"));
@@ -180,10 +160,7 @@ fn timeline_dag_is_the_cause_tree() {
         "{}",
         r.stdout
     );
-    let r = run(&[
-        "timeline", "s_8f2c", "--file", g, "--dag", "--format", "json",
-    ]);
-    r.expect(0);
+    let r = timeline_of("s_8f2c", &golden, &["--dag", "--format", "json"]);
     let nodes: Vec<Value> = r
         .stdout
         .lines()
@@ -205,63 +182,25 @@ fn timeline_dag_survives_cycles_and_deep_chains() {
     let dir = scratch();
     let mut lines = Vec::new();
     // a two-event cycle: neither is a root
-    let mut a: Value = serde_json::from_str(&line(
-        "A",
-        "tool.requested",
-        "s",
-        0,
-        json!({"tool": {"name": "t"}}),
-    ))
-    .unwrap();
-    a["cause"] = json!("B");
-    let mut b: Value = serde_json::from_str(&line(
-        "B",
-        "tool.completed",
-        "s",
-        1,
-        json!({"tool": {"name": "t"}}),
-    ))
-    .unwrap();
-    b["cause"] = json!("A");
-    lines.push(a.to_string());
-    lines.push(b.to_string());
+    let tool = || json!({"tool": {"name": "t"}});
+    lines.push(caused("A", "tool.requested", 0, tool(), Some("B")));
+    lines.push(caused("B", "tool.completed", 1, tool(), Some("A")));
     // a chain 5,000 deep
     for i in 0..5000u64 {
-        let mut e: Value = serde_json::from_str(&line(
-            &format!("c{i}"),
+        let cause = (i > 0).then(|| format!("c{}", i - 1));
+        let id = format!("c{i}");
+        lines.push(caused(
+            &id,
             "run.step.started",
-            "s",
             2 + i,
             json!({}),
-        ))
-        .unwrap();
-        if i > 0 {
-            e["cause"] = json!(format!("c{}", i - 1));
-        }
-        lines.push(e.to_string());
+            cause.as_deref(),
+        ));
     }
     let file = jsonl(dir.path(), "deep.jsonl", &lines);
-    let r = run(&[
-        "timeline",
-        "s",
-        "--file",
-        file.to_str().unwrap(),
-        "--dag",
-        "--format",
-        "text",
-    ]);
-    r.expect(0);
+    let r = timeline_of("s", &file, &["--dag", "--format", "text"]);
     assert_eq!(r.stdout.lines().count(), 5002);
-    let r = run(&[
-        "timeline",
-        "s",
-        "--file",
-        file.to_str().unwrap(),
-        "--dag",
-        "--format",
-        "json",
-    ]);
-    r.expect(0);
+    let r = timeline_of("s", &file, &["--dag", "--format", "json"]);
     let deepest = r
         .stdout
         .lines()
@@ -279,21 +218,8 @@ fn timeline_reads_a_relays_history() {
     let relay = relay();
     let ids = seed(relay.url(), "tl", 4);
     seed(relay.url(), "other", 2);
-    let r = run(&[
-        "timeline",
-        "tl",
-        "--url",
-        relay.url(),
-        "--token",
-        TOKEN,
-        "--format",
-        "json",
-    ]);
-    r.expect(0);
-    let got: Vec<String> = events(&r.stdout)
-        .iter()
-        .map(|e| e.id().to_owned())
-        .collect();
+    let r = json_from_relay(relay.url(), &["timeline", "tl"]);
+    let got: Vec<String> = event_ids(&r.stdout);
     assert_eq!(got, ids);
     run(&["timeline", "tl", "--url", &dead_relay_url()]).expect(5);
 }

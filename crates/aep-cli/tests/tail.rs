@@ -18,6 +18,14 @@ fn tail(url: &str, extra: &[&str]) -> common::Run {
     run(&args)
 }
 
+/// `aep tail --history` at `url` with a state file that holds `state`.
+fn history_with_state(url: &str, state: &str) -> common::Run {
+    let dir = scratch();
+    let path = dir.path().join("state.json");
+    std::fs::write(&path, state).unwrap();
+    tail(url, &["--history", "--state", path.to_str().unwrap()])
+}
+
 #[test]
 fn history_from_all_prints_every_event_in_order_per_session() {
     let relay = relay();
@@ -133,7 +141,7 @@ fn a_bad_filter_is_a_usage_error_before_anything_is_sent() {
         assert!(!r.stderr.contains("panicked"), "{}", r.stderr);
     }
     let r = tail(&url, &["--filter", r#"{"time":"x"}"#]);
-    assert!(r.stderr.contains("time"), "{}", r.stderr);
+    r.stderr_has("time");
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
 }
 
@@ -141,11 +149,7 @@ fn a_bad_filter_is_a_usage_error_before_anything_is_sent() {
 fn an_unreachable_relay_or_a_refused_token_is_exit_5() {
     let r = run(&["tail", "--url", &dead_relay_url(), "--no-resume"]);
     r.expect(5);
-    assert!(
-        r.stderr.contains("cannot subscribe at http://127.0.0.1:"),
-        "{}",
-        r.stderr
-    );
+    r.stderr_has("cannot subscribe at http://127.0.0.1:");
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     let relay = relay();
     for transport in ["sse", "ws"] {
@@ -161,47 +165,27 @@ fn an_unreachable_relay_or_a_refused_token_is_exit_5() {
         ]);
         r.expect(5);
         assert!(r.stderr.contains("401"), "{transport}: {}", r.stderr);
-        assert!(
-            !r.stderr.contains("wrong"),
-            "the token is never printed: {}",
-            r.stderr
-        );
+        r.stderr_lacks("wrong");
     }
 }
 
 #[test]
 fn an_unreadable_state_file_is_exit_6() {
     let relay = relay();
-    let dir = scratch();
-    let state = dir.path().join("state.json");
-    std::fs::write(&state, "{not json").unwrap();
-    let r = tail(
-        relay.url(),
-        &["--history", "--state", state.to_str().unwrap()],
-    );
+    let r = history_with_state(relay.url(), "{not json");
     r.expect(6);
-    assert!(r.stderr.contains("state.json"), "{}", r.stderr);
-    assert!(r.stderr.contains("--no-resume"), "{}", r.stderr);
+    r.stderr_has("state.json");
+    r.stderr_has("--no-resume");
 }
 
 #[test]
 fn replay_exhausted_is_a_warning() {
     let relay = relay_with(aep::relay::Relay::builder().token(TOKEN).buffer(3));
-    let dir = scratch();
-    let state = dir.path().join("state.json");
-    std::fs::write(&state, r#"[{"session":"s1","epoch":0,"seq":0}]"#).unwrap();
     seed(relay.url(), "s1", 10);
-    let r = tail(
-        relay.url(),
-        &["--history", "--state", state.to_str().unwrap()],
-    );
+    let r = history_with_state(relay.url(), r#"[{"session":"s1","epoch":0,"seq":0}]"#);
     r.expect(0);
     assert_eq!(events(&r.stdout).len(), 3);
-    assert!(
-        r.stderr.contains("warning: replay-exhausted"),
-        "{}",
-        r.stderr
-    );
+    r.stderr_has("warning: replay-exhausted");
 }
 
 #[test]
