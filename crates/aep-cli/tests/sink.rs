@@ -31,6 +31,27 @@ fn ids(path: &Path) -> Vec<String> {
         .collect()
 }
 
+/// Emits `n` `tool.requested` events with `data(i)` into `session` over HTTP, as an
+/// emitter in `epoch`; returns their ids.
+fn emit_tools(
+    url: &str,
+    epoch: u64,
+    session: &str,
+    n: usize,
+    data: impl Fn(usize) -> serde_json::Value,
+) -> Vec<String> {
+    use aep::blocking::{Emitter, HttpSink};
+    let emitter = Emitter::builder("seeder", "test")
+        .epoch(epoch)
+        .build(HttpSink::builder(url).token(TOKEN).build().unwrap());
+    let s = emitter.session(session);
+    let ids = (0..n)
+        .map(|i| s.emit("tool.requested", data(i)).unwrap().id().to_owned())
+        .collect();
+    emitter.close().unwrap();
+    ids
+}
+
 #[test]
 fn a_file_per_session_and_a_clean_stop() {
     let relay = relay();
@@ -86,26 +107,13 @@ fn a_crash_and_a_torn_line_leave_no_duplicates_and_no_gaps() {
     )
     .unwrap();
     // the agent restarts: a new epoch (AEP-0001 §7.2)
-    let more = {
-        use aep::blocking::{Emitter, HttpSink};
-        let emitter = Emitter::builder("seeder", "test")
-            .epoch(1)
-            .build(HttpSink::builder(relay.url()).token(TOKEN).build().unwrap());
-        let s = emitter.session("s1");
-        let ids: Vec<String> = (0..5)
-            .map(|i| {
-                s.emit(
-                    "tool.requested",
-                    serde_json::json!({"tool": {"name": format!("m{i}")}}),
-                )
-                .unwrap()
-                .id()
-                .to_owned()
-            })
-            .collect();
-        emitter.close().unwrap();
-        ids
-    };
+    let more = emit_tools(
+        relay.url(),
+        1,
+        "s1",
+        5,
+        |i| serde_json::json!({"tool": {"name": format!("m{i}")}}),
+    );
     let child = start_sink(relay.url(), dir.path(), &[]);
     eventually("the rest on disk", Duration::from_secs(20), || {
         file_lines(&file).len() == 15
@@ -125,29 +133,14 @@ fn rotation_starts_a_new_file_and_keeps_every_event_once() {
     let relay = relay();
     let dir = scratch();
     // about 1.6 MiB in one session
-    let sent: Vec<String> = {
-        use aep::blocking::{Emitter, HttpSink};
-        let emitter = Emitter::new(
-            "seeder",
-            "test",
-            HttpSink::builder(relay.url()).token(TOKEN).build().unwrap(),
-        );
-        let s = emitter.session("big");
-        let pad = "x".repeat(800);
-        let ids = (0..2000)
-            .map(|i| {
-                s.emit(
-                    "tool.requested",
-                    serde_json::json!({"tool": {"name": format!("t{i}")}, "pad": pad}),
-                )
-                .unwrap()
-                .id()
-                .to_owned()
-            })
-            .collect();
-        emitter.close().unwrap();
-        ids
-    };
+    let pad = "x".repeat(800);
+    let sent = emit_tools(
+        relay.url(),
+        0,
+        "big",
+        2000,
+        |i| serde_json::json!({"tool": {"name": format!("t{i}")}, "pad": pad}),
+    );
     let child = start_sink(
         relay.url(),
         dir.path(),
