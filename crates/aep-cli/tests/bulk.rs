@@ -32,40 +32,26 @@ fn a_hundred_thousand_events_go_through_and_come_back_in_order() {
     let file = jsonl(dir.path(), "bulk.jsonl", &lines);
     drop(lines);
     let deadline = Duration::from_secs(300);
-    let r = run_with(
-        &[
-            "emit",
-            file.to_str().unwrap(),
-            "--url",
-            &relay.url,
-            "--token",
-            TOKEN,
-        ],
-        b"",
-        deadline,
-    );
+    let against_relay = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend_from_slice(&["--url", &relay.url, "--token", TOKEN]);
+        run_with(&all, b"", deadline)
+    };
+    let r = against_relay(&["emit", file.to_str().unwrap()]);
     r.expect(0);
     let summary: serde_json::Value = serde_json::from_str(r.stdout.trim()).unwrap();
     assert_eq!(summary["sent"], N);
     assert_eq!(summary["delivered"], N);
 
-    let r = run_with(
-        &[
-            "tail",
-            "--from",
-            "all",
-            "--history",
-            "--no-resume",
-            "--format",
-            "json",
-            "--url",
-            &relay.url,
-            "--token",
-            TOKEN,
-        ],
-        b"",
-        deadline,
-    );
+    let r = against_relay(&[
+        "tail",
+        "--from",
+        "all",
+        "--history",
+        "--no-resume",
+        "--format",
+        "json",
+    ]);
     r.expect(0);
     let mut next: HashMap<String, u64> = HashMap::new();
     let mut count = 0u64;

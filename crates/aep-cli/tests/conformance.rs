@@ -23,6 +23,16 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// `aep conformance --fixtures DIR --class CLASS EXTRA`, which must exit 1 (a failure).
+fn failing_class(dir: &Path, class: &str, extra: &[&str]) -> common::Run {
+    let mut args = vec!["conformance", "--fixtures", dir.to_str().unwrap()];
+    args.extend_from_slice(&["--class", class]);
+    args.extend_from_slice(extra);
+    let r = run(&args);
+    r.expect(1);
+    r
+}
+
 #[test]
 fn the_embedded_corpus_passes_with_the_libraries_checks() {
     let expected = aep_conformance::Runner::new(aep_conformance::workspace_fixtures()).run();
@@ -39,12 +49,7 @@ fn the_embedded_corpus_passes_with_the_libraries_checks() {
         .collect();
     let want: Vec<&str> = expected.iter().map(|c| c.name.as_str()).collect();
     assert_eq!(names, want, "the same checks, in the same order");
-    assert!(
-        r.stderr
-            .contains(&format!("OK: 0 failure(s) of {} check(s)", want.len())),
-        "{}",
-        r.stderr
-    );
+    r.stderr_has(&format!("OK: 0 failure(s) of {} check(s)", want.len()));
 }
 
 #[test]
@@ -58,29 +63,13 @@ fn another_corpus_with_a_broken_case_fails() {
             .replacen("\"aep\":\"0.1\"", "\"aep\":\"9.9\"", 1);
     std::fs::write(&golden, text).unwrap();
     let report = dir.path().join("report.json");
-    let r = run(&[
-        "conformance",
-        "--fixtures",
-        dir.path().to_str().unwrap(),
-        "--class",
-        "golden",
-        "--json",
-        report.to_str().unwrap(),
-    ]);
-    r.expect(1);
+    let r = failing_class(dir.path(), "golden", &["--json", report.to_str().unwrap()]);
     r.stdout_has("FAIL  golden[0]");
     let doc: Value = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
     assert_eq!(doc["ok"], false);
     // a directory with no corpus fails every check it cannot read, never panics
     let empty = scratch();
-    let r = run(&[
-        "conformance",
-        "--fixtures",
-        empty.path().to_str().unwrap(),
-        "--class",
-        "invalid",
-    ]);
-    r.expect(1);
+    failing_class(empty.path(), "invalid", &[]);
 }
 
 #[test]

@@ -16,6 +16,16 @@ fn control(url: &str, args: &[&str]) -> common::Run {
     run(&all)
 }
 
+/// [`control`], which must exit `code` within three seconds.
+fn control_within_3s(url: &str, args: &[&str], code: i32) -> common::Run {
+    let started = Instant::now();
+    let r = control(url, args);
+    r.expect(code);
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(3), "took {took:?}");
+    r
+}
+
 #[test]
 fn an_accepted_command_prints_its_ack() {
     let relay = relay();
@@ -58,12 +68,7 @@ fn a_rejection_is_exit_3_with_the_reason() {
     let _agent = Agent::start(relay.url(), "s1");
     let r = control(relay.url(), &["send", "control.resume", "--session", "s1"]);
     r.expect(3);
-    assert!(
-        r.stderr
-            .contains("nacked by the target: refused (not paused)"),
-        "{}",
-        r.stderr
-    );
+    r.stderr_has("nacked by the target: refused (not paused)");
     let rejected: Event = r.stdout.trim().parse().unwrap();
     assert_eq!(rejected.event_type(), "control.rejected");
 }
@@ -71,16 +76,10 @@ fn a_rejection_is_exit_3_with_the_reason() {
 #[test]
 fn no_route_is_exit_3_within_a_second_or_two() {
     let relay = relay();
-    let started = Instant::now();
-    let r = control(
+    let r = control_within_3s(
         relay.url(),
         &["send", "control.pause", "--session", "nobody"],
-    );
-    r.expect(3);
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "took {:?}",
-        started.elapsed()
+        3,
     );
     r.stderr_has("no-route");
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
@@ -90,8 +89,7 @@ fn no_route_is_exit_3_within_a_second_or_two() {
 fn silence_past_every_window_is_exit_4() {
     let relay = relay();
     let _agent = Agent::start(relay.url(), "s1");
-    let started = Instant::now();
-    let r = control(
+    let r = control_within_3s(
         relay.url(),
         &[
             "send",
@@ -103,12 +101,7 @@ fn silence_past_every_window_is_exit_4() {
             "--retries",
             "1",
         ],
-    );
-    r.expect(4);
-    assert!(
-        started.elapsed() < Duration::from_secs(3),
-        "took {:?}",
-        started.elapsed()
+        4,
     );
     r.stderr_has("no ack");
 }
@@ -207,12 +200,7 @@ fn a_relay_down_or_refusing_is_exit_5_and_a_watch_only_relay_nacks() {
         &dead_relay_url(),
     ]);
     r.expect(5);
-    assert!(
-        r.stderr
-            .contains("cannot reach the relay at http://127.0.0.1:"),
-        "{}",
-        r.stderr
-    );
+    r.stderr_has("cannot reach the relay at http://127.0.0.1:");
     let relay = relay();
     let r = run(&[
         "send",

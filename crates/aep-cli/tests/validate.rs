@@ -142,22 +142,12 @@ fn findings_name_file_line_rule_and_section() {
     let file = jsonl(dir.path(), "mixed.jsonl", &lines);
     let r = run(&["validate", file.to_str().unwrap()]);
     r.expect(1);
-    let err = &r.stderr;
-    assert!(err.contains("mixed.jsonl:2: not-json:"), "{err}");
-    assert!(err.contains("mixed.jsonl:3: seq-regression:"), "{err}");
-    assert!(
-        err.contains("mixed.jsonl:4: payload-capture: data.args:"),
-        "{err}"
-    );
-    assert!(err.contains("(AEP-0002 §5.1)"), "{err}");
-    assert!(
-        err.contains("mixed.jsonl:5: warning: repeats line 1"),
-        "{err}"
-    );
-    assert!(
-        err.contains("FAILED: 5 lines, 3 finding(s), 1 warning(s)"),
-        "{err}"
-    );
+    r.stderr_has("mixed.jsonl:2: not-json:");
+    r.stderr_has("mixed.jsonl:3: seq-regression:");
+    r.stderr_has("mixed.jsonl:4: payload-capture: data.args:");
+    r.stderr_has("(AEP-0002 §5.1)");
+    r.stderr_has("mixed.jsonl:5: warning: repeats line 1");
+    r.stderr_has("FAILED: 5 lines, 3 finding(s), 1 warning(s)");
     assert!(r.stdout.is_empty(), "human text goes to stderr");
 }
 
