@@ -3,8 +3,18 @@
 use aep::protocol::{Filter, Severity};
 use serde_json::{Map, Value};
 
-use crate::args::json_object;
+use crate::args::{json_object, RelayArgs};
 use crate::exit::Failure;
+
+/// The relay to read and what to read of it: `tail`, `sink` and `project` flatten this
+/// in, so the three declare `--url`, `--token` and the filter flags once.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SourceArgs {
+    #[command(flatten)]
+    pub relay: RelayArgs,
+    #[command(flatten)]
+    pub filter: FilterArgs,
+}
 
 /// `--type`, `--session`, `--agent`, `--severity` and `--filter`, combined into one
 /// attr-match filter, checked fail-closed before anything is sent.

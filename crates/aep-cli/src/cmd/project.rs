@@ -7,9 +7,9 @@ use std::path::PathBuf;
 use aep::protocol::projection::{project_state, ProjectedState};
 use serde_json::Value;
 
-use crate::args::{Format, RelayArgs};
+use crate::args::Format;
 use crate::exit::{Exit, Outcome};
-use crate::filter::FilterArgs;
+use crate::filter::SourceArgs;
 use crate::render::table;
 
 /// Fold events into per-session state: agent, start and end, position, runs and their
@@ -24,9 +24,7 @@ pub struct Args {
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
     #[command(flatten)]
-    relay: RelayArgs,
-    #[command(flatten)]
-    filter: FilterArgs,
+    source: SourceArgs,
     /// `json`, or `text` tables [default: text on a terminal, json otherwise].
     #[arg(long, value_enum)]
     format: Option<Format>,
@@ -34,8 +32,9 @@ pub struct Args {
 
 /// Runs the subcommand.
 pub async fn run(args: Args) -> Outcome {
-    let filter = args.filter.build()?;
-    let events = crate::source::events(args.file.as_deref(), &args.relay, filter.clone()).await?;
+    let filter = args.source.filter.build()?;
+    let events =
+        crate::source::events(args.file.as_deref(), &args.source.relay, filter.clone()).await?;
     // a file is filtered here, as the relay filters its history
     let wire =
         aep::protocol::Filter::from_value(&filter).unwrap_or_else(|_| aep::protocol::Filter::all());

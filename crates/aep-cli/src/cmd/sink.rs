@@ -11,9 +11,8 @@ use aep::protocol::{Dedupe, Event};
 use aep::{ResumePosition, SubscribeOptions};
 use serde_json::json;
 
-use crate::args::RelayArgs;
 use crate::exit::{Exit, Failure, Outcome};
-use crate::filter::FilterArgs;
+use crate::filter::SourceArgs;
 use crate::follow::{Follow, Step};
 use crate::state::StateFile;
 use crate::term;
@@ -34,9 +33,7 @@ use crate::term;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    relay: RelayArgs,
-    #[command(flatten)]
-    filter: FilterArgs,
+    source: SourceArgs,
     /// The capture directory (created if missing).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
@@ -60,7 +57,7 @@ const TAIL_BYTES: u64 = 4 << 20;
 
 /// Runs the subcommand.
 pub async fn run(args: Args) -> Outcome {
-    let filter = args.filter.build()?;
+    let filter = args.source.filter.build()?;
     let mut capture = Capture::open(&args.out, args.rotate_mb.map(|mb| mb << 20))?;
     let state = StateFile::new(
         args.state
@@ -93,10 +90,10 @@ pub async fn run(args: Args) -> Outcome {
     };
     term::note(format!(
         "sink: capturing {} into {}",
-        args.relay.base(),
+        args.source.relay.base(),
         args.out.display()
     ));
-    let mut follow = Follow::start(&args.relay, opts);
+    let mut follow = Follow::start(&args.source.relay, opts);
     let failure = loop {
         match follow.next().await {
             Step::End(failure) => break failure,

@@ -7,9 +7,9 @@ use std::time::Duration;
 use aep::protocol::{Capture, Event};
 use aep::SubscribeOptions;
 
-use crate::args::{Format, RelayArgs};
+use crate::args::Format;
 use crate::exit::{Exit, Failure, Outcome};
-use crate::filter::FilterArgs;
+use crate::filter::SourceArgs;
 use crate::follow::{Follow, Step};
 use crate::render;
 use crate::state::StateFile;
@@ -24,9 +24,7 @@ use crate::term;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
-    relay: RelayArgs,
-    #[command(flatten)]
-    filter: FilterArgs,
+    source: SourceArgs,
     /// `all`: replay everything the relay holds first; the saved state is ignored and
     /// this run's positions replace it.
     #[arg(long, value_name = "all", value_parser = ["all"])]
@@ -75,7 +73,7 @@ const SAVE_EVERY: Duration = Duration::from_millis(250);
 
 /// Runs the subcommand.
 pub async fn run(args: Args) -> Outcome {
-    let filter = args.filter.build()?;
+    let filter = args.source.filter.build()?;
     if args.history && args.transport == TransportArg::Ws {
         return Err(Failure::usage(
             "--history needs --transport sse: only SSE has a history-only pass (live=0)",
@@ -104,7 +102,7 @@ pub async fn run(args: Args) -> Outcome {
         opts = opts.history_only();
     }
     let mut out = Output::new(Format::or_default(args.format));
-    let mut follow = Follow::start(&args.relay, opts);
+    let mut follow = Follow::start(&args.source.relay, opts);
     let failure = loop {
         match follow.next().await {
             Step::End(failure) => break failure,
