@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::path::PathBuf;
 
-use aep::protocol::projection::{project_state, ProjectedState};
+use aep::protocol::projection::{project_state, ProjectedSession, ProjectedState};
 use serde_json::Value;
 
 use crate::args::Format;
@@ -58,6 +58,31 @@ fn or_dash(v: Option<&str>) -> String {
         .unwrap_or_else(|| "-".into())
 }
 
+/// A row for each item `items` gives of every session: the session, then `row(item)`.
+fn per_session<T>(
+    state: &ProjectedState,
+    items: impl Fn(&ProjectedSession) -> &[T],
+    row: impl Fn(&T) -> Vec<String>,
+) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for s in state.sessions() {
+        for item in items(s) {
+            let mut cells = vec![s.session().to_owned()];
+            cells.extend(row(item));
+            rows.push(cells);
+        }
+    }
+    rows
+}
+
+/// Appends a table of `rows` after a blank line, when there are any.
+fn more_table(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
+    if !rows.is_empty() {
+        out.push('\n');
+        out.push_str(&table(headers, rows));
+    }
+}
+
 /// Sessions, runs, pending attention and violations, each a table.
 fn tables(state: &ProjectedState) -> String {
     let sessions: Vec<Vec<String>> = state
@@ -83,53 +108,35 @@ fn tables(state: &ProjectedState) -> String {
         ],
         &sessions,
     );
-    let runs: Vec<Vec<String>> = state
-        .sessions()
-        .iter()
-        .flat_map(|s| {
-            s.runs().iter().map(move |r| {
-                let status = serde_json::to_value(r.status())
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
-                vec![
-                    s.session().to_owned(),
-                    r.run().to_owned(),
-                    status,
-                    or_dash(r.started()),
-                    or_dash(r.ended()),
-                ]
-            })
-        })
-        .collect();
-    if !runs.is_empty() {
-        out.push('\n');
-        out.push_str(&table(
-            &["SESSION", "RUN", "STATUS", "STARTED", "ENDED"],
-            &runs,
-        ));
-    }
-    let pending: Vec<Vec<String>> = state
-        .sessions()
-        .iter()
-        .flat_map(|s| {
-            s.pending().iter().map(move |p| {
-                vec![
-                    s.session().to_owned(),
-                    p.id().to_owned(),
-                    p.kind().unwrap_or("-").to_owned(),
-                    or_dash(Some(p.since())),
-                ]
-            })
-        })
-        .collect();
-    if !pending.is_empty() {
-        out.push('\n');
-        out.push_str(&table(
-            &["SESSION", "PENDING REQUEST", "KIND", "SINCE"],
-            &pending,
-        ));
-    }
+    let runs = per_session(state, ProjectedSession::runs, |r| {
+        let status = serde_json::to_value(r.status())
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_owned))
+            .unwrap_or_default();
+        vec![
+            r.run().to_owned(),
+            status,
+            or_dash(r.started()),
+            or_dash(r.ended()),
+        ]
+    });
+    more_table(
+        &mut out,
+        &["SESSION", "RUN", "STATUS", "STARTED", "ENDED"],
+        &runs,
+    );
+    let pending = per_session(state, ProjectedSession::pending, |p| {
+        vec![
+            p.id().to_owned(),
+            p.kind().unwrap_or("-").to_owned(),
+            or_dash(Some(p.since())),
+        ]
+    });
+    more_table(
+        &mut out,
+        &["SESSION", "PENDING REQUEST", "KIND", "SINCE"],
+        &pending,
+    );
     if !state.violations().is_empty() {
         out.push('\n');
         let rows: Vec<Vec<String>> = state
