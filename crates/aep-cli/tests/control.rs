@@ -8,6 +8,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use aep::protocol::{Capture, Event};
+use aep::testing::ThreadRelay;
 use common::{dead_relay_url, relay, relay_with, run, Agent, TOKEN};
 
 fn control(url: &str, args: &[&str]) -> common::Run {
@@ -26,10 +27,16 @@ fn control_within_3s(url: &str, args: &[&str], code: i32) -> common::Run {
     r
 }
 
+/// A relay and an agent holding `session` on it (the agent drops first).
+fn relay_with_agent(session: &str) -> (ThreadRelay, Agent) {
+    let relay = relay();
+    let agent = Agent::start(relay.url(), session);
+    (relay, agent)
+}
+
 #[test]
 fn an_accepted_command_prints_its_ack() {
-    let relay = relay();
-    let agent = Agent::start(relay.url(), "s1");
+    let (relay, agent) = relay_with_agent("s1");
     let r = control(
         relay.url(),
         &["send", "control.pause", "--session", "s1", "--run", "r1"],
@@ -64,8 +71,7 @@ fn an_accepted_command_prints_its_ack() {
 
 #[test]
 fn a_rejection_is_exit_3_with_the_reason() {
-    let relay = relay();
-    let _agent = Agent::start(relay.url(), "s1");
+    let (relay, _agent) = relay_with_agent("s1");
     let r = control(relay.url(), &["send", "control.resume", "--session", "s1"]);
     r.expect(3);
     r.stderr_has("nacked by the target: refused (not paused)");
@@ -87,8 +93,7 @@ fn no_route_is_exit_3_within_a_second_or_two() {
 
 #[test]
 fn silence_past_every_window_is_exit_4() {
-    let relay = relay();
-    let _agent = Agent::start(relay.url(), "s1");
+    let (relay, _agent) = relay_with_agent("s1");
     let r = control_within_3s(
         relay.url(),
         &[
@@ -108,8 +113,7 @@ fn silence_past_every_window_is_exit_4() {
 
 #[test]
 fn respond_carries_the_answer_and_names_the_request() {
-    let relay = relay();
-    let agent = Agent::start(relay.url(), "s1");
+    let (relay, agent) = relay_with_agent("s1");
     control(relay.url(), &["respond", "s1", "REQ1", "--option", "yes"]).expect(0);
     control(
         relay.url(),
@@ -145,8 +149,7 @@ fn respond_carries_the_answer_and_names_the_request() {
 
 #[test]
 fn cancel_names_its_scope() {
-    let relay = relay();
-    let agent = Agent::start(relay.url(), "s1");
+    let (relay, agent) = relay_with_agent("s1");
     control(
         relay.url(),
         &["cancel", "s1", "--run", "r1", "--reason", "wrong branch"],
@@ -224,8 +227,7 @@ fn a_relay_down_or_refusing_is_exit_5_and_a_watch_only_relay_nacks() {
 
 #[test]
 fn roster_lists_the_live_claims() {
-    let relay = relay();
-    let _agent = Agent::start(relay.url(), "s-held");
+    let (relay, _agent) = relay_with_agent("s-held");
     let r = control(relay.url(), &["roster"]);
     r.expect(0);
     assert!(r.stdout.starts_with("SESSION"), "{}", r.stdout);
