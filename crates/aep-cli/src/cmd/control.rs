@@ -105,19 +105,10 @@ pub struct Cancel {
 /// Runs `aep send`.
 pub async fn send(args: Send) -> Outcome {
     let command_type = command_type(&args.command_type)?;
-    let mut opts = SendOptions::new();
-    if let Some(d) = args.data {
-        opts = opts.data(d);
-    }
-    if let Some(r) = args.run {
-        opts = opts.run(r);
-    }
-    if let Some(s) = args.subject {
-        opts = opts.subject(s);
-    }
-    if let Some(c) = args.capture {
-        opts = opts.capture(c);
-    }
+    let opts = given(SendOptions::new(), args.data, SendOptions::data);
+    let opts = given(opts, args.run, SendOptions::run);
+    let opts = given(opts, args.subject, SendOptions::subject);
+    let opts = given(opts, args.capture, SendOptions::capture);
     deliver(&args.send, &command_type, &args.session, opts).await
 }
 
@@ -146,10 +137,21 @@ pub async fn cancel(args: Cancel) -> Outcome {
         data["reason"] = Value::from(reason);
         opts = opts.capture(Capture::Redacted);
     }
-    if let Some(run) = args.run {
-        opts = opts.run(run);
-    }
+    let opts = given(opts, args.run, SendOptions::run);
     deliver(&args.send, "control.cancel", &args.session, opts.data(data)).await
+}
+
+/// `opts` with `set` applied where the flag was given: a flag left out leaves
+/// `SendOptions`' default.
+fn given<T>(
+    opts: SendOptions,
+    flag: Option<T>,
+    set: fn(SendOptions, T) -> SendOptions,
+) -> SendOptions {
+    match flag {
+        Some(value) => set(opts, value),
+        None => opts,
+    }
 }
 
 /// `control.pause`, or `pause` for short; anything else that is no command type is a
