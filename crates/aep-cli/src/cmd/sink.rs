@@ -358,18 +358,13 @@ fn live_session(path: &Path) -> Option<String> {
     if stem.is_empty() || stem.contains('.') {
         return None;
     }
-    let bytes = stem.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = stem.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
+    // every `%` starts the two hex digits of one byte, as `file_stem` wrote it
+    let mut parts = stem.split('%');
+    let mut out = parts.next()?.as_bytes().to_vec();
+    for part in parts {
+        let (hex, rest) = part.split_at_checked(2)?;
+        out.push(u8::from_str_radix(hex, 16).ok()?);
+        out.extend_from_slice(rest.as_bytes());
     }
     String::from_utf8(out).ok()
 }
@@ -390,6 +385,8 @@ mod tests {
         }
         assert_eq!(live_session(Path::new("s1.1700000000.jsonl")), None);
         assert_eq!(live_session(Path::new(".sink-state.json")), None);
-        assert_eq!(live_session(Path::new("bad%zz.jsonl")), None);
+        for torn in ["bad%zz.jsonl", "short%4.jsonl", "%%41.jsonl", "%.jsonl"] {
+            assert_eq!(live_session(Path::new(torn)), None, "{torn}");
+        }
     }
 }
