@@ -28,32 +28,28 @@ pub fn read_json(fixtures: &Path, rel: &str) -> Result<Value, Check> {
 
 /// The golden corpus, one JSON value per non-blank line.
 pub fn golden(fixtures: &Path) -> Result<Vec<Value>, Check> {
-    const REL: &str = "conformance/golden/golden.jsonl";
-    let text = read_text(fixtures, REL)?;
-    text.lines()
-        .filter(|l| !l.trim().is_empty())
-        .enumerate()
-        .map(|(i, line)| {
-            serde_json::from_str(line).map_err(|e| {
-                Check::fail(
-                    format!("fixture readable: {REL}"),
-                    format!("line {}: {e}", i + 1),
-                )
-            })
-        })
-        .collect()
+    golden_lines(fixtures, |line| serde_json::from_str(line))
 }
 
 /// The golden corpus as events read from their own lines (so `data` keeps its exact
 /// text), beside the values [`golden`] reads.
 pub fn golden_events(fixtures: &Path) -> Result<Vec<Event>, Check> {
+    golden_lines(fixtures, |line| line.parse::<Event>())
+}
+
+/// Each non-blank line of the golden corpus read by `parse`; the first line it refuses
+/// fails the fixture check with its line number.
+fn golden_lines<T, E: std::fmt::Display>(
+    fixtures: &Path,
+    parse: impl Fn(&str) -> Result<T, E>,
+) -> Result<Vec<T>, Check> {
     const REL: &str = "conformance/golden/golden.jsonl";
     let text = read_text(fixtures, REL)?;
     text.lines()
         .filter(|l| !l.trim().is_empty())
         .enumerate()
         .map(|(i, line)| {
-            line.parse::<Event>().map_err(|e| {
+            parse(line).map_err(|e| {
                 Check::fail(
                     format!("fixture readable: {REL}"),
                     format!("line {}: {e}", i + 1),
