@@ -6,6 +6,8 @@
 //! - [`external`]: what a test needs beyond Cargo (the shared directory, Node, rustfmt),
 //!   and skipping, saying why, where it is missing;
 //! - [`http`]: posting events to a relay as a plain HTTP producer;
+//! - [`nats`]: a real `nats-server` with JetStream on a port of its own choosing, for
+//!   the relay cluster's tests;
 //! - [`relay`]: the embedded relay on a port it holds for its whole life, so a test
 //!   can stop it and start it again on the same address without racing anyone for the
 //!   port;
@@ -19,6 +21,7 @@ pub mod events;
 pub mod external;
 pub mod golden;
 pub mod http;
+pub mod nats;
 pub mod relay;
 pub mod servers;
 pub mod sse;
