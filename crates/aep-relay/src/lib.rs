@@ -80,6 +80,8 @@ pub mod config;
 mod http;
 mod hub;
 mod journal;
+#[cfg(feature = "nats")]
+mod nats;
 mod outbox;
 mod proto;
 mod server;
