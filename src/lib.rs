@@ -69,7 +69,7 @@ pub use aep_async::{CommandHook, ControlClient, WsSink, WsSinkBuilder};
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use aep_async::{
     ControlError, ControlSender, ControlTarget, DeliveryReport, DeliveryStats, EmitError,
-    EmitOptions, EmitPermit, Emitter, EmitterBuilder, JsonlSink, Notice, ReportHandler,
+    EmitOptions, EmitPermit, Emitter, EmitterBuilder, JsonlSink, Notice, Relays, ReportHandler,
     ReserveFuture, ResumePosition, SessionEmitter, Sink, SinkFuture, StartFrom, SubscribeOptions,
     Subscription, Transport, TransportError, TransportErrorKind,
 };

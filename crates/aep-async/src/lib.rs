@@ -39,6 +39,8 @@
 //!   cancelled, expired; delivery modes): [`lifecycle::Hub`] in process,
 //!   `lifecycle::LifecycleConnection` (feature `ws`) against a relay that serves it.
 //! - [`error`]: [`TransportError`] (network, HTTP status, parse) and [`EmitError`].
+//! - [`Relays`]: one relay's URL, or several of one cluster that every client fails
+//!   over between.
 //!
 //! Every WebSocket of the crate is opened and read through one internal transport layer
 //! (`hello`, `ping`, `closing`, binary refusal, the reconnect schedule), so every loop
@@ -57,6 +59,7 @@ pub mod control;
 pub mod emit;
 pub mod error;
 pub mod lifecycle;
+mod relays;
 pub mod sink;
 pub mod subscribe;
 #[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
@@ -69,6 +72,7 @@ pub use control::ControlClient;
 pub use control::{ControlError, ControlSender, ControlTarget};
 pub use emit::{EmitOptions, EmitPermit, Emitter, EmitterBuilder, SessionEmitter};
 pub use error::{EmitError, TransportError, TransportErrorKind};
+pub use relays::Relays;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub use sink::http::{HttpSink, HttpSinkBuilder};
@@ -96,6 +100,7 @@ const _: () = {
     assert_send_sync::<EmitError>();
     assert_send_sync::<TransportError>();
     assert_send_sync::<SubscribeOptions>();
+    assert_send_sync::<Relays>();
     assert_send_sync::<lifecycle::Hub>();
     assert_send_sync::<lifecycle::HubSession>();
     #[cfg(feature = "http")]

@@ -53,20 +53,25 @@ pub struct ControlClient {
 
 #[cfg(feature = "ws")]
 impl ControlClient {
-    /// Connects on the [shared](Runtime::shared) runtime and completes `hello`.
-    pub fn connect(base: &str, options: ClientOptions) -> Result<ControlClient, Error> {
+    /// Connects on the [shared](Runtime::shared) runtime and completes `hello`; given
+    /// several relays of a cluster ([`Relays`](crate::Relays)), to the first that
+    /// answers, failing over between them afterwards.
+    pub fn connect(
+        base: impl Into<crate::Relays>,
+        options: ClientOptions,
+    ) -> Result<ControlClient, Error> {
         Self::connect_on(&Runtime::shared()?, base, options)
     }
 
     /// [`ControlClient::connect`] on a given runtime.
     pub fn connect_on(
         runtime: &Runtime,
-        base: &str,
+        base: impl Into<crate::Relays>,
         options: ClientOptions,
     ) -> Result<ControlClient, Error> {
-        let base = base.to_owned();
+        let base = base.into();
         let inner = runtime
-            .block_on(async move { aep_async::ControlClient::connect(&base, options).await })??;
+            .block_on(async move { aep_async::ControlClient::connect(base, options).await })??;
         Ok(ControlClient {
             inner,
             runtime: runtime.clone(),

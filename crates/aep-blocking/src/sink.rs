@@ -152,8 +152,9 @@ pub type HttpSink = NetSink<aep_async::HttpSink>;
 
 #[cfg(feature = "http")]
 impl NetSink<aep_async::HttpSink> {
-    /// Defaults for the relay at `base` (e.g. `http://127.0.0.1:8787`).
-    pub fn builder(base: impl Into<String>) -> HttpSinkBuilder {
+    /// Defaults for the relay at `base` (e.g. `http://127.0.0.1:8787`), or for the
+    /// relays of a cluster ([`Relays`](crate::Relays)).
+    pub fn builder(base: impl Into<crate::Relays>) -> HttpSinkBuilder {
         SinkBuilder::from_async(aep_async::HttpSink::builder(base))
     }
     /// The ingest URL requests go to.
@@ -217,7 +218,7 @@ pub type WsSink = NetSink<aep_async::WsSink>;
 impl NetSink<aep_async::WsSink> {
     /// Defaults for the relay at `base`, saying `hello` as `agent` / `instance`.
     pub fn builder(
-        base: impl Into<String>,
+        base: impl Into<crate::Relays>,
         agent: impl Into<String>,
         instance: impl Into<String>,
     ) -> WsSinkBuilder {

@@ -109,13 +109,18 @@ impl fmt::Debug for Subscription {
     }
 }
 
-/// Subscribes to the relay at `url` on the [shared](Runtime::shared) runtime.
+/// Subscribes to the relay at `url` (or the first reachable of several relays of one
+/// cluster, [`Relays`](crate::Relays), failing over between them) on the
+/// [shared](Runtime::shared) runtime.
 #[cfg(any(feature = "sse", feature = "ws"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "sse", feature = "ws"))))]
 ///
 /// Returns at once; connecting happens in the background. Fails only when the shared
 /// runtime has to be started and cannot be.
-pub fn subscribe(url: &str, options: SubscribeOptions) -> Result<Subscription, Error> {
+pub fn subscribe(
+    url: impl Into<crate::Relays>,
+    options: SubscribeOptions,
+) -> Result<Subscription, Error> {
     subscribe_on(&Runtime::shared()?, url, options)
 }
 
@@ -130,9 +135,10 @@ pub fn subscribe(url: &str, options: SubscribeOptions) -> Result<Subscription, E
 /// ```
 pub fn subscribe_on(
     runtime: &Runtime,
-    url: &str,
+    url: impl Into<crate::Relays>,
     options: SubscribeOptions,
 ) -> Result<Subscription, Error> {
+    let url = url.into();
     let inner = runtime.enter(|| aep_async::subscribe(url, options));
     Ok(Subscription {
         inner,

@@ -292,3 +292,39 @@ fn a_wait_ends_with_stalled_when_the_relay_is_gone_and_closed_after_close() {
         Err(Error::Emit(aep_blocking::EmitError::Closed))
     ));
 }
+
+/// A relay that is down: it takes connections and drops them at once.
+fn down_relay() -> String {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            drop(conn);
+        }
+    });
+    url
+}
+
+/// Given two relays of which the first is down, the blocking sink and subscription use
+/// the second (the failover itself is the async crate's, tested there).
+#[test]
+fn a_sink_and_a_subscription_given_two_relays_use_the_one_that_answers() {
+    let relay = ThreadRelay::start().unwrap();
+    let relays = aep_blocking::Relays::from([down_relay(), relay.url().to_owned()]);
+    let emitter = Emitter::new("coder", "host-a", sink_to(relays.clone()));
+    let session = emitter.session("s-two");
+    for _ in 0..3 {
+        session.emit("progress.status", json!({})).unwrap();
+    }
+    emitter.flush().unwrap();
+    assert_eq!(emitter.stats().delivered, 3);
+    let mut sub = subscribe(relays, fast().from_all().history_only()).unwrap();
+    assert_eq!(seqs(&drain(&mut sub)), [0, 1, 2]);
+}
+
+fn sink_to(relays: aep_blocking::Relays) -> HttpSink {
+    HttpSink::builder(relays)
+        .configure(|b| b.retry_backoff(Duration::from_millis(20), Duration::from_millis(200)))
+        .build()
+        .unwrap()
+}

@@ -19,10 +19,11 @@ use tracing::Instrument;
 use super::error::ControlError;
 use super::sender::{settlement, ControlSender, SendOptions};
 use crate::error::TransportError;
+use crate::relays::Relays;
 use crate::transport::ws::{
     classify, close_socket, hello as crate_hello, open, ws_error, Inbound, WsStream,
 };
-use crate::transport::Backoff;
+use crate::transport::Failover;
 use aep_core::control::Nack;
 
 /// How a [`ControlClient`] connects and who it says it is.
@@ -167,7 +168,8 @@ struct Shared {
 /// a [`Nack`](ControlError::Nack). Any number of tasks may send at once; the handle is cheap to clone.
 ///
 /// **Reconnects.** When the connection drops, the client reconnects in the background
-/// (backoff from [`ClientOptions::backoff`]), says `hello` again, re-subscribes every
+/// (backoff from [`ClientOptions::backoff`]; given several relays of a cluster,
+/// [`Relays`], to the next one at once), says `hello` again, re-subscribes every
 /// session, and retransmits every pending command unchanged (same `id` and `source`):
 /// a target that already decided answers with its recorded ack (AEP-0004 §3), so a
 /// command whose ack was lost with the connection still settles once. Pending commands
@@ -202,18 +204,52 @@ impl ControlClient {
     /// Connects to the relay at `base` and completes the `hello` exchange, all within
     /// the connect timeout. A refused upgrade is an `Http` transport error (401 for a
     /// wrong token); silence past the timeout is a `Network` one.
+    ///
+    /// Given several relays of a cluster ([`Relays`]), it tries them in order, each
+    /// within the connect timeout, and connects to the first that answers; it fails
+    /// only if none does, with the first refusal (a `4xx` says more than an absent
+    /// relay) or else the last error.
     pub async fn connect(
-        base: &str,
+        base: impl Into<Relays>,
         options: ClientOptions,
     ) -> Result<ControlClient, TransportError> {
+        let relays = base.into();
         let hello = crate_hello(Role::Consumer, &options.agent, &options.host, None);
-        let (ws, endpoint) = open(
-            base,
-            options.token.as_deref(),
-            options.connect_timeout,
-            &hello,
-        )
-        .await?;
+        let mut failover =
+            Failover::new(relays.clone(), options.backoff_initial, options.backoff_max);
+        let mut refusal: Option<TransportError> = None;
+        let mut last = TransportError::network_msg("ControlClient::connect was given no relay URL");
+        let mut opened = None;
+        for _ in 0..relays.len() {
+            let base = failover.current().unwrap_or_default().to_owned();
+            match open(
+                &base,
+                options.token.as_deref(),
+                options.connect_timeout,
+                &hello,
+            )
+            .await
+            {
+                Ok(ok) => {
+                    failover.succeeded();
+                    opened = Some(ok);
+                    break;
+                }
+                Err(e) => {
+                    tracing::debug!(relay = %base, error = %e, "control connect failed");
+                    if refusal.is_none() && e.status().is_some() {
+                        refusal = Some(e);
+                    } else {
+                        last = e;
+                    }
+                    failover.failed();
+                }
+            }
+        }
+        let Some((ws, endpoint)) = opened else {
+            return Err(refusal.unwrap_or(last));
+        };
+        failover.succeeded();
         let (ops_tx, ops_rx) = mpsc::unbounded_channel();
         // Not the op channel: the connection task owns a clone of the sender, and a
         // channel handle here would keep it open (and the task alive) after every client
@@ -232,7 +268,7 @@ impl ControlClient {
             roster_timeout: options.roster_timeout,
         });
         let task = Task {
-            base: base.to_owned(),
+            failover,
             options,
             hello,
             ops: ops_rx,
@@ -244,7 +280,7 @@ impl ControlClient {
             outgoing,
             batch: Vec::new(),
         };
-        let span = tracing::info_span!("aep_control_client", base = %base);
+        let span = tracing::info_span!("aep_control_client", relays = %relays);
         tokio::spawn(task.run(ws).instrument(span));
         Ok(ControlClient { sender, shared })
     }
@@ -373,7 +409,8 @@ struct SessionSub {
 
 /// The connection task: owns the socket, the subscriptions and the roster waiters.
 struct Task {
-    base: String,
+    /// The relay connected to, among the client's relays.
+    failover: Failover,
     options: ClientOptions,
     hello: Hello,
     ops: mpsc::UnboundedReceiver<Op>,
@@ -398,7 +435,6 @@ enum Ended {
 
 impl Task {
     async fn run(mut self, mut ws: WsStream) {
-        let mut backoff = Backoff::new(self.options.backoff_initial, self.options.backoff_max);
         loop {
             match self.serve(ws).await {
                 Ended::Closed => break,
@@ -416,9 +452,10 @@ impl Task {
                 .into()));
             }
             ws = loop {
-                let delay = backoff.next_delay();
+                // the connection dropped, or the last attempt failed: the next relay
+                let delay = self.failover.failed();
                 let (base, token, hello) = (
-                    self.base.clone(),
+                    self.failover.current().unwrap_or_default().to_owned(),
                     self.options.token.clone(),
                     self.hello.clone(),
                 );
@@ -446,7 +483,7 @@ impl Task {
                         if let Some(shared) = self.shared.upgrade() {
                             *lock(&shared.hello) = endpoint;
                         }
-                        backoff.reset();
+                        self.failover.succeeded();
                         break ws;
                     }
                     Some(Err(e)) => tracing::warn!(error = %e, "control reconnect failed"),

@@ -12,6 +12,8 @@ use super::{
     ReserveFuture, Sink, SinkFuture,
 };
 use crate::error::{EmitError, TransportError};
+use crate::relays::Relays;
+use crate::transport::Failover;
 
 /// Configuration of an [`HttpSink`]; every value has a default.
 ///
@@ -30,7 +32,7 @@ use crate::error::{EmitError, TransportError};
 #[derive(Clone)]
 #[must_use = "a builder does nothing until `build`"]
 pub struct HttpSinkBuilder {
-    base: String,
+    relays: Relays,
     token: Option<String>,
     max_batch: usize,
     max_batch_bytes: usize,
@@ -47,7 +49,7 @@ pub struct HttpSinkBuilder {
 impl std::fmt::Debug for HttpSinkBuilder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("HttpSinkBuilder")
-            .field("base", &self.base)
+            .field("relays", &self.relays)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("max_batch", &self.max_batch)
             .field("max_batch_bytes", &self.max_batch_bytes)
@@ -93,7 +95,9 @@ impl HttpSinkBuilder {
         self.request_timeout = d;
         self
     }
-    /// Retry delays: first and ceiling (defaults 100 ms and 5 s, doubling).
+    /// Retry delays: first and ceiling (defaults 100 ms and 5 s, doubling). With several
+    /// relays, a failed batch goes to the next relay at once, and these delays apply
+    /// once every relay has failed it.
     pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
         self.retry_initial = initial;
         self.retry_max = max.max(initial);
@@ -139,11 +143,16 @@ impl HttpSinkBuilder {
                 .wake_at(self.max_batch, self.max_batch_bytes)
                 .patience(self.give_up_after),
         );
-        let endpoint = format!("{}/events", self.base.trim_end_matches('/'));
+        let Some(first) = self.relays.first() else {
+            return Err(TransportError::network_msg(
+                "HttpSink was given no relay URL",
+            ));
+        };
+        let endpoint = ingest_url(first);
         let worker = Worker {
             outbox: outbox.clone(),
             client,
-            endpoint: endpoint.clone(),
+            failover: Failover::new(self.relays.clone(), self.retry_initial, self.retry_max),
             config: self,
         };
         let span = tracing::info_span!("aep_http_sink", %endpoint);
@@ -158,7 +167,10 @@ impl HttpSinkBuilder {
 ///   sends batches of up to `max_batch` events (or `max_batch_bytes`), after at most
 ///   `linger`, one request at a time, so order is preserved.
 /// - Network failures (timeouts included) and 5xx are retried with the same bytes, so
-///   the same ids, with exponential backoff; a 4xx is final. Both are reported to the
+///   the same ids, with exponential backoff; a 4xx is final. Given several relays of a
+///   cluster ([`Relays`]), the retry goes to the next relay at once, and the sink stays
+///   on the one that took it: the cluster stores each `(source, id)` once, whichever
+///   relay it reached. Both are reported to the
 ///   handler ([`DeliveryReport`]); the emitting call never fails because of them.
 /// - When the queue is full, `accept` drops `debug`/`info` events first, every drop
 ///   counted ([`DeliveryStats::dropped`]) and reported, one report per burst (AEP-0003
@@ -189,10 +201,11 @@ pub struct HttpSink {
 }
 
 impl HttpSink {
-    /// Defaults for the relay at `base` (e.g. `http://127.0.0.1:8787`).
-    pub fn builder(base: impl Into<String>) -> HttpSinkBuilder {
+    /// Defaults for the relay at `base` (e.g. `http://127.0.0.1:8787`), or for the
+    /// relays of a cluster ([`Relays`]).
+    pub fn builder(base: impl Into<Relays>) -> HttpSinkBuilder {
         HttpSinkBuilder {
-            base: base.into(),
+            relays: base.into(),
             token: None,
             max_batch: 1000,
             max_batch_bytes: 1 << 20,
@@ -207,7 +220,7 @@ impl HttpSink {
         }
     }
 
-    /// The ingest URL requests go to.
+    /// The ingest URL requests go to (of the first relay, given several).
     pub fn endpoint(&self) -> &str {
         &self.endpoint
     }
@@ -246,15 +259,21 @@ impl Sink for HttpSink {
 struct Worker {
     outbox: Arc<Outbox>,
     client: reqwest::Client,
-    endpoint: String,
+    /// The relay batches go to, among the sink's relays.
+    failover: Failover,
     config: HttpSinkBuilder,
 }
 
+/// `{base}/events` (AEP-0003 §3.2).
+fn ingest_url(base: &str) -> String {
+    format!("{}/events", base.trim_end_matches('/'))
+}
+
 impl Worker {
-    async fn run(self) {
+    async fn run(mut self) {
         let _abandon = AbandonGuard(self.outbox.clone());
-        let cfg = &self.config;
         loop {
+            let cfg = &self.config;
             self.outbox.wait_for_work().await;
             let (live, bytes, closed, urgent) = self.outbox.level();
             if live == 0 && closed {
@@ -282,23 +301,24 @@ impl Worker {
         tracing::debug!("http sink closed");
     }
 
-    async fn deliver(&self, batch: Batch) {
-        let cfg = &self.config;
+    async fn deliver(&mut self, batch: Batch) {
         let events = batch.len();
         let (body, content_type) = encode(batch);
         let started = Instant::now();
         let mut attempt = 0u32;
+        // Each batch starts the retry schedule over, on the relay that took the last one.
+        self.failover.succeeded();
         loop {
-            let delay =
-                crate::transport::reconnect_delay(cfg.retry_initial, cfg.retry_max, attempt);
             attempt += 1;
             let error = match self.post(body.clone(), content_type).await {
                 Ok(()) => {
+                    self.failover.succeeded();
                     self.outbox.settle(events as u64, 0);
                     return;
                 }
                 Err(e) => e,
             };
+            let cfg = &self.config;
             if !error.is_retryable() {
                 tracing::warn!(%error, events, "batch rejected");
                 // Report before settling, so a flush that returns has seen the report.
@@ -306,6 +326,8 @@ impl Worker {
                 self.outbox.settle(0, events as u64);
                 return;
             }
+            // the same bytes, so the same ids, to the next relay (or this one again)
+            let delay = self.failover.failed();
             if cfg
                 .give_up_after
                 .is_some_and(|limit| started.elapsed() + delay > limit)
@@ -330,9 +352,10 @@ impl Worker {
         body: bytes::Bytes,
         content_type: &'static str,
     ) -> Result<(), TransportError> {
+        let endpoint = ingest_url(self.failover.current().unwrap_or_default());
         let mut req = self
             .client
-            .post(&self.endpoint)
+            .post(&endpoint)
             .header("AEP-Version", aep_core::AEP_VERSION)
             .header(reqwest::header::CONTENT_TYPE, content_type)
             .body(body);

@@ -26,6 +26,8 @@ use aep_core::{Event, Severity};
 
 use crate::error::{EmitError, TransportError};
 
+#[cfg(feature = "ws")]
+mod confirm;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
 pub mod http;
@@ -122,7 +124,9 @@ pub trait Sink: Send + Sync + fmt::Debug + 'static {
 pub struct DeliveryStats {
     /// Events taken by `accept`.
     pub accepted: u64,
-    /// Events the endpoint acknowledged (HTTP 2xx, or written to the socket/file).
+    /// Events the endpoint acknowledged: an HTTP 2xx; over WebSocket, the relay's
+    /// `pong` to a `ping` written after them (or, from a relay that answers none within
+    /// the connect timeout, written); for a file, written.
     pub delivered: u64,
     /// Events refused for good (a 4xx, or retries given up).
     pub rejected: u64,

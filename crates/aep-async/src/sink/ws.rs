@@ -6,6 +6,8 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use aep_core::frame::{Frame, Message as AepMessage, Role};
 use aep_core::{Event, EventType};
 use futures::stream::SplitSink;
@@ -13,15 +15,17 @@ use futures::{FutureExt, SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use tracing::Instrument;
 
+use super::confirm::Unconfirmed;
 use super::{
     default_handler, AbandonGuard, Claim, DeliveryReport, DeliveryStats, Outbox, ReportHandler,
     ReserveFuture, Sink, SinkFuture,
 };
 use crate::error::{EmitError, TransportError};
+use crate::relays::Relays;
 use crate::transport::ws::{
     classify, close_socket, hello, open, ws_error, Inbound, WsRead, WsStream,
 };
-use crate::transport::Backoff;
+use crate::transport::Failover;
 
 /// Receives control commands (AEP-0004) that arrive on an emitter's socket.
 ///
@@ -68,7 +72,7 @@ pub trait CommandHook: Send + Sync + fmt::Debug + 'static {
 #[derive(Clone)]
 #[must_use = "a builder does nothing until `build`"]
 pub struct WsSinkBuilder {
-    base: String,
+    relays: Relays,
     agent: String,
     instance: String,
     token: Option<String>,
@@ -84,7 +88,7 @@ pub struct WsSinkBuilder {
 impl fmt::Debug for WsSinkBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("WsSinkBuilder")
-            .field("base", &self.base)
+            .field("relays", &self.relays)
             .field("agent", &self.agent)
             .field("instance", &self.instance)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
@@ -109,7 +113,7 @@ impl WsSinkBuilder {
         self
     }
     /// How long the waiting path ([`reserve`](Sink::reserve), `emit_wait`) waits on a
-    /// full queue while nothing is written (the relay unreachable, or not reading)
+    /// full queue while nothing is delivered (the relay unreachable, or not reading)
     /// before the relay counts as gone and the wait fails with [`EmitError::Stalled`]
     /// (default 60 s; `None` waits for as long as it takes). The sink itself never
     /// gives up: what is queued is sent after the next reconnect.
@@ -117,12 +121,15 @@ impl WsSinkBuilder {
         self.give_up_after = d;
         self
     }
-    /// Bound on the handshake and `hello` exchange (default 10 s).
+    /// Bound on the handshake and `hello` exchange (default 10 s); also how long
+    /// `close` waits for the relay to confirm the last events written.
     pub fn connect_timeout(mut self, d: Duration) -> Self {
         self.connect_timeout = d;
         self
     }
-    /// Reconnect delays (default 500 ms doubling to 10 s).
+    /// Reconnect delays (default 500 ms doubling to 10 s). With several relays, a
+    /// reconnect goes to the next relay at once, and these delays apply once every
+    /// relay has failed.
     pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
         self.backoff_initial = initial;
         self.backoff_max = max.max(initial);
@@ -142,16 +149,20 @@ impl WsSinkBuilder {
     pub fn build(self) -> Result<WsSink, TransportError> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|e| TransportError::network("WsSink::build needs a tokio runtime", e))?;
+        if self.relays.is_empty() {
+            return Err(TransportError::network_msg("WsSink was given no relay URL"));
+        }
         let outbox = Arc::new(
             Outbox::new(self.queue_capacity, self.report.clone()).patience(self.give_up_after),
         );
-        let span = tracing::info_span!("aep_ws_sink", base = %self.base, agent = %self.agent);
+        let span = tracing::info_span!("aep_ws_sink", relays = %self.relays, agent = %self.agent);
         let claims = self.hook.is_some();
         let worker = Worker {
             outbox: outbox.clone(),
-            cfg: self,
             unsent: Vec::new(),
             claims: HashMap::new(),
+            unconfirmed: Unconfirmed::new(self.queue_capacity, self.connect_timeout),
+            cfg: self,
         };
         runtime.spawn(worker.run().instrument(span));
         Ok(WsSink { outbox, claims })
@@ -160,10 +171,21 @@ impl WsSinkBuilder {
 
 /// Emits over the WebSocket binding: connects to `{base}/socket`, says `hello` as an
 /// emitter (declaring the hook's `accepts`), then sends each event as a text frame, in
-/// order. Reconnects with backoff; events not yet written are sent after the new
-/// `hello` (at-least-once: an event whose write raced the disconnect may arrive twice,
-/// which consumers dedupe). "Delivered" means written to the socket: the WS binding has
-/// no per-event acknowledgement; `error` frames the endpoint sends back are reported.
+/// order. Reconnects with backoff (given several relays of a cluster, [`Relays`], to
+/// the next one at once); events not yet written are sent after the new `hello`.
+/// `error` frames the endpoint sends back are reported.
+///
+/// **Delivered means confirmed.** The WS binding has no per-event acknowledgement, so
+/// after each write the sink sends a `ping` (one at a time); a relay reads a
+/// connection's messages in order and answers the `ping` after the events before it,
+/// so its `pong` says those events were taken (by this crate's relay: stored, or
+/// refused with an `error` frame). Events count as delivered ([`DeliveryStats`],
+/// `flush`, `close`) once confirmed; from a relay that leaves a `ping` unanswered for
+/// the connect timeout (it may not answer them), once that passes. Events not confirmed
+/// (at most `queue_capacity` of them) are written again, same bytes and ids, first
+/// thing on the next connection, so a relay that dies with events in its socket buffer
+/// loses none of them: at-least-once, and consumers (and a cluster's store) drop the
+/// copies on their `(source, id)` (AEP-0001 §7.4).
 ///
 /// **Sessions after a reconnect.** A relay routes a command to the connection that
 /// carried its session's events (AEP-0004 §4), and a new connection has carried none.
@@ -195,14 +217,15 @@ pub struct WsSink {
 }
 
 impl WsSink {
-    /// Defaults for the relay at `base`, declaring `identity.agent` and `instance`.
+    /// Defaults for the relay at `base` (or the relays of a cluster, [`Relays`]),
+    /// declaring `identity.agent` and `instance`.
     pub fn builder(
-        base: impl Into<String>,
+        base: impl Into<Relays>,
         agent: impl Into<String>,
         instance: impl Into<String>,
     ) -> WsSinkBuilder {
         WsSinkBuilder {
-            base: base.into(),
+            relays: base.into(),
             agent: agent.into(),
             instance: instance.into(),
             token: None,
@@ -257,6 +280,9 @@ struct Worker {
     unsent: Vec<(Utf8Bytes, Option<Claim>)>,
     /// With a command hook: per session, the last event flushed that claims it.
     claims: HashMap<String, Utf8Bytes>,
+    /// Written, and not yet confirmed by the relay's `pong`: written again after a
+    /// reconnect.
+    unconfirmed: Unconfirmed,
 }
 
 /// How many inbound messages already received are handled before the sink writes: the
@@ -323,6 +349,18 @@ fn text(line: bytes::Bytes) -> Utf8Bytes {
         .unwrap_or_else(|_| String::from_utf8_lossy(&line).into_owned().into())
 }
 
+impl Drop for Worker {
+    /// The runtime shut down under the task: what it took from the outbox and did not
+    /// see delivered is reported, as the outbox reports what it still holds.
+    fn drop(&mut self) {
+        let left = self.unsent.len() as u64 + self.unconfirmed.uncounted();
+        if left > 0 {
+            (self.outbox.report)(DeliveryReport::Abandoned { events: left });
+            self.outbox.settle(0, left);
+        }
+    }
+}
+
 impl Worker {
     async fn run(mut self) {
         let _abandon = AbandonGuard(self.outbox.clone());
@@ -334,14 +372,21 @@ impl Worker {
         ) {
             caps.control = caps.control.take().map(|c| c.with_ack_window(window));
         }
-        let mut backoff = Backoff::new(self.cfg.backoff_initial, self.cfg.backoff_max);
+        let mut failover = Failover::new(
+            self.cfg.relays.clone(),
+            self.cfg.backoff_initial,
+            self.cfg.backoff_max,
+        );
         loop {
             let (live, _, closed, _) = self.outbox.level();
-            if closed && live == 0 && self.unsent.is_empty() {
+            // A closed sink chases what it has not counted delivered; what it presumed
+            // taken from a silent relay is not sent again once the emitter is gone.
+            if closed && live == 0 && self.unsent.is_empty() && self.unconfirmed.uncounted() == 0 {
                 break;
             }
+            let base = failover.current().unwrap_or_default().to_owned();
             let opened = open(
-                &self.cfg.base,
+                &base,
                 self.cfg.token.as_deref(),
                 self.cfg.connect_timeout,
                 &hello,
@@ -349,8 +394,8 @@ impl Worker {
             .await;
             let error = match opened {
                 Ok((ws, _)) => {
-                    tracing::info!("connected as emitter");
-                    backoff.reset();
+                    tracing::info!(relay = %base, "connected as emitter");
+                    failover.succeeded();
                     match self.serve(ws).await {
                         Ok(()) => break,
                         Err(e) => e,
@@ -364,7 +409,7 @@ impl Worker {
                 events: pending,
                 attempt: 0,
             });
-            tokio::time::sleep(backoff.next_delay()).await;
+            tokio::time::sleep(failover.failed()).await;
         }
         tracing::debug!("ws sink closed");
     }
@@ -372,6 +417,23 @@ impl Worker {
     /// Sends until closed and drained (`Ok`) or the socket fails (`Err`).
     async fn serve(&mut self, ws: WsStream) -> Result<(), TransportError> {
         let (mut write, mut read) = ws.split();
+        // What the last relay did not confirm goes first, in its order, same bytes: it
+        // may have died with it unread (a cluster's other relay, or the same relay
+        // restarted, stores each `(source, id)` once, AEP-0001 §7.4).
+        let resend = self.unconfirmed.take_for_resend();
+        if !resend.is_empty() {
+            for text in &resend {
+                write
+                    .feed(Message::Text(text.0.clone()))
+                    .await
+                    .map_err(ws_error)?;
+            }
+            tracing::debug!(events = resend.len(), "unconfirmed events written again");
+            let let_go = self.unconfirmed.written(resend);
+            self.outbox.settle(let_go, 0);
+            self.ask_confirmation(&mut write).await?;
+            write.flush().await.map_err(ws_error)?;
+        }
         // A relay learns which sessions a connection holds from the session events sent
         // on it (the live claims of AEP-0003 §4.1 that route commands, AEP-0004 §4): a
         // new connection holds none. Re-sending each session's last event, unchanged,
@@ -401,16 +463,29 @@ impl Worker {
                         .await
                         .map_err(ws_error)?;
                 }
+                let let_go = self
+                    .unconfirmed
+                    .written(self.unsent.iter().map(|(text, _)| (text.clone(), false)));
+                self.ask_confirmation(&mut write).await?;
                 write.flush().await.map_err(ws_error)?;
                 self.claim_sent();
-                self.outbox.settle(n as u64, 0);
+                // delivered once the relay confirms them (`pong`), or is presumed to
+                self.outbox.settle(let_go, 0);
+                tracing::trace!(events = n, "written");
             }
             let (live, _, closed, _) = self.outbox.level();
             if closed && live == 0 {
+                self.await_confirmation(&mut write, &mut read).await?;
                 close_socket(&mut write, "emitter closed").await;
                 return Ok(());
             }
+            let overdue = self.unconfirmed.deadline();
             tokio::select! {
+                () = tokio::time::sleep_until(overdue.unwrap_or_else(Instant::now)), if overdue.is_some() => {
+                    let n = self.unconfirmed.presume_taken();
+                    tracing::debug!(events = n, "no pong within the connect timeout; counted as delivered");
+                    self.outbox.settle(n, 0);
+                }
                 () = self.outbox.wait_for_work() => {
                     while self.unsent.len() < WRITE_BATCH {
                         let batch = self.outbox.take(TAKE_CHUNK, usize::MAX);
@@ -430,6 +505,8 @@ impl Worker {
                         let Some(msg) = read.next().now_or_never() else { break };
                         replies |= self.read_one(msg, &mut write).await?;
                     }
+                    // a `pong` that confirmed some may leave later writes to ask about
+                    replies |= self.ask_confirmation(&mut write).await?;
                     if replies {
                         write.flush().await.map_err(ws_error)?;
                     }
@@ -438,10 +515,55 @@ impl Worker {
         }
     }
 
+    /// Queues (without flushing) a `ping` asking the relay to confirm what was written,
+    /// unless one is out or nothing waits; says whether it did.
+    async fn ask_confirmation(
+        &mut self,
+        write: &mut SplitSink<WsStream, Message>,
+    ) -> Result<bool, TransportError> {
+        match self.unconfirmed.ask() {
+            Some(ping) => {
+                write.feed(Message::text(ping)).await.map_err(ws_error)?;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    /// Before an orderly close: waits, up to the connect timeout, for the relay to
+    /// confirm what was written and is not counted delivered yet. A connection lost meanwhile is an `Err`, and the
+    /// unconfirmed events go to the next connection; a relay that stays silent is
+    /// closed on anyway (it may not answer `ping`s).
+    async fn await_confirmation(
+        &mut self,
+        write: &mut SplitSink<WsStream, Message>,
+        read: &mut futures::stream::SplitStream<WsStream>,
+    ) -> Result<(), TransportError> {
+        while self.unconfirmed.uncounted() > 0 {
+            if self.ask_confirmation(write).await? {
+                write.flush().await.map_err(ws_error)?;
+            }
+            let deadline = self.unconfirmed.deadline().unwrap_or_else(Instant::now);
+            let Ok(msg) = tokio::time::timeout_at(deadline, read.next()).await else {
+                let n = self.unconfirmed.presume_taken();
+                tracing::warn!(
+                    events = n,
+                    "closing without the relay's confirmation of the last events"
+                );
+                self.outbox.settle(n, 0);
+                return Ok(());
+            };
+            if self.read_one(msg, write).await? {
+                write.flush().await.map_err(ws_error)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Handles one read from the socket; queues (without flushing) any reply, and says
     /// whether it did.
     async fn read_one(
-        &self,
+        &mut self,
         msg: WsRead,
         write: &mut SplitSink<WsStream, Message>,
     ) -> Result<bool, TransportError> {
@@ -479,7 +601,7 @@ impl Worker {
     }
 
     /// Handles one inbound message; returns the reply to send, if any.
-    fn inbound(&self, message: AepMessage) -> Option<String> {
+    fn inbound(&mut self, message: AepMessage) -> Option<String> {
         match message {
             AepMessage::Event(event) => {
                 let is_command = EventType::parse(event.event_type()).is_ok_and(|t| t.is_command());
@@ -499,7 +621,12 @@ impl Worker {
                 });
                 None
             }
-            // other frames (`pong`, unknown ones) are ignored (AEP-0003 §2)
+            AepMessage::Frame(Frame::Pong(pong)) => {
+                let confirmed = self.unconfirmed.pong(pong.t.as_ref());
+                self.outbox.settle(confirmed, 0);
+                None
+            }
+            // other frames (unknown ones included) are ignored (AEP-0003 §2)
             AepMessage::Frame(_) => None,
         }
     }

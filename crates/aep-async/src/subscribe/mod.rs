@@ -33,6 +33,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::TransportError;
+#[cfg(any(feature = "sse", feature = "ws"))]
+use crate::relays::Relays;
 
 #[cfg(feature = "sse")]
 mod sse;
@@ -551,10 +553,14 @@ impl Stream for Subscription {
     }
 }
 
-/// Subscribes to the relay at `url` (its base, e.g. `http://127.0.0.1:8787`).
+/// Subscribes to the relay at `url` (its base, e.g. `http://127.0.0.1:8787`), or to the
+/// first reachable of several relays of one cluster ([`Relays`]).
 ///
 /// Returns at once; connecting, resuming and reconnecting happen in a background task
-/// on the current tokio runtime. Called outside a runtime, the subscription ends at once
+/// on the current tokio runtime. With several relays, a subscription whose relay fails
+/// resumes on the next one from its [positions](Subscription::positions): the relays of
+/// a cluster replay from one shared store, and the subscription's dedupe drops what the
+/// caller has seen, so the caller sees no gap and no duplicate. Called outside a runtime, the subscription ends at once
 /// with a `Network` [`Notice::Error`]. With [`Transport::WebSocket`] the subscription
 /// opens its own connection; use `ws::WsConnection` to multiplex several on one.
 ///
@@ -573,14 +579,29 @@ impl Stream for Subscription {
 /// }
 /// # }
 /// ```
+///
+/// Two relays of a cluster:
+///
+/// ```no_run
+/// use aep_async::{subscribe, SubscribeOptions};
+///
+/// # async fn run() {
+/// let relays = ["http://10.0.0.1:8787", "http://10.0.0.2:8787"];
+/// let sub = subscribe(relays, SubscribeOptions::new().token("secret"));
+/// # let _ = sub; }
+/// ```
 #[cfg(any(feature = "sse", feature = "ws"))]
 #[cfg_attr(docsrs, doc(cfg(any(feature = "sse", feature = "ws"))))]
-pub fn subscribe(url: &str, options: SubscribeOptions) -> Subscription {
+pub fn subscribe(url: impl Into<Relays>, options: SubscribeOptions) -> Subscription {
+    let relays = url.into();
+    if relays.is_empty() {
+        return unavailable(&options, "subscribe() was given no relay URL");
+    }
     match options.transport.unwrap_or(DEFAULT_TRANSPORT) {
         #[cfg(feature = "sse")]
-        Transport::Sse => subscribe_sse(url, options),
+        Transport::Sse => subscribe_sse(relays, options),
         #[cfg(feature = "ws")]
-        Transport::WebSocket => subscribe_ws(url, options),
+        Transport::WebSocket => subscribe_ws(relays, options),
     }
 }
 
@@ -594,19 +615,19 @@ fn unavailable(options: &SubscribeOptions, why: &str) -> Subscription {
 }
 
 #[cfg(feature = "sse")]
-fn subscribe_sse(url: &str, options: SubscribeOptions) -> Subscription {
+fn subscribe_sse(relays: Relays, options: SubscribeOptions) -> Subscription {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
         return unavailable(&options, "subscribe() needs a tokio runtime");
     };
     let (sub, shared, tx) = Subscription::new(&options);
-    let task = sse::SseTask::new(url, options, shared, tx);
+    let task = sse::SseTask::new(relays, options, shared, tx);
     runtime.spawn(task.run());
     sub
 }
 
 #[cfg(feature = "ws")]
-fn subscribe_ws(url: &str, options: SubscribeOptions) -> Subscription {
-    let conn = ws::WsConnection::builder(url)
+fn subscribe_ws(relays: Relays, options: SubscribeOptions) -> Subscription {
+    let conn = ws::WsConnection::builder(relays)
         .token_opt(options.token.clone())
         .connect_timeout(options.connect_timeout)
         .backoff(options.backoff_initial, options.backoff_max)

@@ -14,7 +14,8 @@ use tracing::Instrument;
 
 use super::{Notice, Shared, StartFrom, SubscribeOptions};
 use crate::error::TransportError;
-use crate::transport::Backoff;
+use crate::relays::Relays;
+use crate::transport::Failover;
 use aep_core::resume::{is_replay_complete_comment, parse_replay_exhausted_comment};
 
 /// How one stream request ended, when it did not fail.
@@ -35,7 +36,8 @@ enum FromArg<'a> {
 }
 
 pub(super) struct SseTask {
-    base: String,
+    /// The relay to connect to now, among the subscription's relays.
+    failover: Failover,
     opts: SubscribeOptions,
     shared: Arc<Shared>,
     tx: mpsc::Sender<Vec<Event>>,
@@ -44,13 +46,13 @@ pub(super) struct SseTask {
 
 impl SseTask {
     pub(super) fn new(
-        url: &str,
+        relays: Relays,
         opts: SubscribeOptions,
         shared: Arc<Shared>,
         tx: mpsc::Sender<Vec<Event>>,
     ) -> Self {
         SseTask {
-            base: url.trim_end_matches('/').to_owned(),
+            failover: Failover::new(relays, opts.backoff_initial, opts.backoff_max),
             opts,
             shared,
             tx,
@@ -59,7 +61,7 @@ impl SseTask {
     }
 
     pub(super) async fn run(mut self) {
-        let span = tracing::info_span!("aep_subscribe", transport = "sse", base = %self.base);
+        let span = tracing::info_span!("aep_subscribe", transport = "sse", relays = %self.failover.relays());
         async move {
             match reqwest::Client::builder().build() {
                 Ok(c) => self.client = Some(c),
@@ -85,7 +87,6 @@ impl SseTask {
     async fn main_loop(&mut self) {
         let live = self.opts.live;
         let budget = FromBudget::new(self.opts.from_budget, self.opts.max_replay_chunks);
-        let mut backoff = Backoff::new(self.opts.backoff_initial, self.opts.backoff_max);
         let mut pending_all = self.opts.from == StartFrom::All;
         let mut from_cap: Option<usize> = None;
         let mut attempt = 0u32;
@@ -130,17 +131,19 @@ impl SseTask {
             };
             let result = self.stream_once(from, live, !live).await;
             attempt += 1;
-            match result {
+            let delay = match result {
                 Ok(Ended::Cancelled) => break,
                 Ok(ended) => {
                     pending_all = false;
-                    backoff.reset();
                     if !live {
                         if ended == Ended::Complete {
                             self.shared.notify(Notice::ReplayComplete);
                         }
                         break;
                     }
+                    // The relay ended the stream in order: back to it after the first
+                    // delay; if it is going away, that attempt fails over.
+                    self.failover.pause()
                 }
                 Err(e) => {
                     let refused = e.is_client_refusal();
@@ -163,16 +166,19 @@ impl SseTask {
                         self.pause(Duration::from_millis(150)).await;
                         continue;
                     }
-                    if !live {
+                    // Unreachable, a 5xx, or a stream cut: the next relay, if any. A
+                    // history pass tries each relay once before it ends.
+                    let delay = self.failover.failed();
+                    if !live && self.failover.exhausted() {
                         break;
                     }
+                    delay
                 }
-            }
+            };
             if self.cancelled() {
                 break;
             }
-            let delay = backoff.next_delay();
-            tracing::debug!(?delay, "backing off");
+            tracing::debug!(?delay, relay = self.failover.current(), "backing off");
             self.pause(delay).await;
         }
     }
@@ -185,8 +191,13 @@ impl SseTask {
     }
 
     fn url(&self, from: &FromArg<'_>, live: bool) -> Result<reqwest::Url, TransportError> {
-        let mut url = reqwest::Url::parse(&format!("{}/stream", self.base))
-            .map_err(|e| TransportError::network(format!("bad relay URL `{}`", self.base), e))?;
+        let base = self
+            .failover
+            .current()
+            .ok_or_else(|| TransportError::network_msg("no relay URL to subscribe to"))?
+            .trim_end_matches('/');
+        let mut url = reqwest::Url::parse(&format!("{base}/stream"))
+            .map_err(|e| TransportError::network(format!("bad relay URL `{base}`"), e))?;
         {
             let mut q = url.query_pairs_mut();
             q.append_pair("filter", &self.opts.filter.to_string());
@@ -216,7 +227,7 @@ impl SseTask {
     }
 
     async fn stream_once(
-        &self,
+        &mut self,
         from: FromArg<'_>,
         live: bool,
         terminal: bool,
@@ -255,7 +266,14 @@ impl SseTask {
                 format!("stream request refused: {status}"),
             ));
         }
-        tracing::info!(resume, all, live, "connected");
+        tracing::info!(
+            resume,
+            all,
+            live,
+            relay = self.failover.current(),
+            "connected"
+        );
+        self.failover.succeeded();
         if live || terminal {
             self.shared.notify(Notice::Connected { resume, all });
         }

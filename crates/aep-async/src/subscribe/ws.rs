@@ -16,8 +16,9 @@ use tracing::Instrument;
 
 use super::{unavailable, Notice, Shared, StartFrom, SubscribeOptions, Subscription};
 use crate::error::TransportError;
+use crate::relays::Relays;
 use crate::transport::ws::{classify, close_socket, hello, open, ws_error, Inbound, WsStream};
-use crate::transport::Backoff;
+use crate::transport::Failover;
 
 /// Configuration of a [`WsConnection`].
 ///
@@ -30,7 +31,7 @@ use crate::transport::Backoff;
 #[derive(Debug, Clone)]
 #[must_use = "a builder does nothing until `connect`"]
 pub struct WsConnectionBuilder {
-    base: String,
+    relays: Relays,
     token: Option<String>,
     connect_timeout: Duration,
     backoff_initial: Duration,
@@ -74,7 +75,7 @@ impl WsConnectionBuilder {
                 next_id: Arc::new(AtomicU64::new(0)),
             };
         };
-        let span = tracing::info_span!("aep_ws_connection", base = %self.base);
+        let span = tracing::info_span!("aep_ws_connection", relays = %self.relays);
         runtime.spawn(ConnTask::new(self, rx).run().instrument(span));
         WsConnection {
             cmd: Some(cmd),
@@ -88,7 +89,8 @@ impl WsConnectionBuilder {
 /// Each [`WsConnection::subscribe`] sends a `subscribe` frame; events are routed to
 /// every subscription whose filter they match (an endpoint sends an event once per
 /// matching subscription, and each subscription's dedupe collapses the copies). After a
-/// reconnect every subscription is sent again with its own positions. A slow reader of
+/// reconnect every subscription is sent again with its own positions; given several
+/// relays ([`Relays`]), a reconnect after a failure goes to the next one. A slow reader of
 /// one subscription slows the connection for all of them.
 ///
 /// `live=false` (history-only) is an SSE feature: such a subscription ends at once
@@ -113,10 +115,10 @@ pub struct WsConnection {
 }
 
 impl WsConnection {
-    /// Defaults for the relay at `base`.
-    pub fn builder(base: impl Into<String>) -> WsConnectionBuilder {
+    /// Defaults for the relay at `base` (or the relays of a cluster, [`Relays`]).
+    pub fn builder(base: impl Into<Relays>) -> WsConnectionBuilder {
         WsConnectionBuilder {
-            base: base.into(),
+            relays: base.into(),
             token: None,
             connect_timeout: Duration::from_secs(30),
             backoff_initial: Duration::from_millis(500),
@@ -230,19 +232,25 @@ impl ConnTask {
     }
 
     async fn run(mut self) {
-        let mut backoff = Backoff::new(self.cfg.backoff_initial, self.cfg.backoff_max);
-        let hello = hello(Role::Consumer, &self.cfg.agent, "aep-async", None);
-        let (base, token, timeout) = (
-            self.cfg.base.clone(),
-            self.cfg.token.clone(),
-            self.cfg.connect_timeout,
+        let mut failover = Failover::new(
+            self.cfg.relays.clone(),
+            self.cfg.backoff_initial,
+            self.cfg.backoff_max,
         );
+        let hello = hello(Role::Consumer, &self.cfg.agent, "aep-async", None);
+        let (token, timeout) = (self.cfg.token.clone(), self.cfg.connect_timeout);
         let mut attempt = 0u32;
         loop {
             if attempt > 0 {
-                tracing::info!(attempt, subscriptions = self.subs.len(), "reconnecting");
+                tracing::info!(
+                    attempt,
+                    subscriptions = self.subs.len(),
+                    relay = failover.current(),
+                    "reconnecting"
+                );
             }
             attempt += 1;
+            let base = failover.current().unwrap_or_default().to_owned();
             let opened = tokio::select! {
                 r = open(&base, token.as_deref(), timeout, &hello) => Some(r),
                 () = self.wait_commands_forever() => None,
@@ -250,8 +258,8 @@ impl ConnTask {
             let error = match opened {
                 None => return,
                 Some(Ok((ws, _hello))) => {
-                    tracing::info!("connected");
-                    match self.serve(ws, &mut backoff).await {
+                    tracing::info!(relay = %base, "connected");
+                    match self.serve(ws, &mut failover).await {
                         Flow::Stop => return,
                         Flow::Reconnect(e) => e,
                     }
@@ -261,7 +269,7 @@ impl ConnTask {
             for sub in self.subs.values() {
                 sub.shared.notify(Notice::Error(error.copy()));
             }
-            let delay = backoff.next_delay();
+            let delay = failover.failed();
             let sleep = tokio::time::sleep(delay);
             tokio::pin!(sleep);
             loop {
@@ -294,7 +302,7 @@ impl ConnTask {
         }
     }
 
-    async fn serve(&mut self, ws: WsStream, backoff: &mut Backoff) -> Flow {
+    async fn serve(&mut self, ws: WsStream, failover: &mut Failover) -> Flow {
         let (mut write, mut read) = ws.split();
         for sub in self.subs.values_mut() {
             let f = sub.frame();
@@ -329,7 +337,7 @@ impl ConnTask {
                         match classify(msg) {
                             Inbound::Message(AepMessage::Event(event)) => self.route(event, &mut batches),
                             Inbound::Message(AepMessage::Frame(f)) => {
-                                self.handle_frame(f, &mut outgoing, backoff);
+                                self.handle_frame(f, &mut outgoing, failover);
                             }
                             Inbound::Reply(pong) => outgoing.push(pong),
                             Inbound::Closing(c) => {
@@ -372,12 +380,12 @@ impl ConnTask {
         }
     }
 
-    fn handle_frame(&mut self, frame: Frame, outgoing: &mut Vec<String>, backoff: &mut Backoff) {
+    fn handle_frame(&mut self, frame: Frame, outgoing: &mut Vec<String>, failover: &mut Failover) {
         match frame {
             Frame::Subscribed(ack) => {
                 if let Some(sub) = self.subs.get_mut(&ack.id) {
                     sub.pending_all = false;
-                    backoff.reset();
+                    failover.succeeded();
                     tracing::info!(sub = %ack.id, resume = sub.sent_from, all = sub.sent_all, "subscribed");
                     sub.shared.notify(Notice::Connected {
                         resume: sub.sent_from,

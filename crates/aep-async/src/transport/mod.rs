@@ -1,13 +1,15 @@
 //! The client side of the bindings every loop of this crate shares: the WebSocket layer
 //! (`ws`: connect and `hello` under one timeout, message classification, `ping`
-//! answered, binary refused, orderly `closing`) and the reconnect schedule (also the
-//! HTTP sink's retry schedule).
+//! answered, binary refused, orderly `closing`), the reconnect schedule (also the HTTP
+//! sink's retry schedule) and the choice of relay among several ([`Failover`]).
 //!
 //! Each loop (the WebSocket sink, WebSocket subscriptions, the control client and
 //! `Duplex`, the lifecycle connection, the SSE subscription) keeps only what is its own:
 //! what it sends and what a message means to it.
 
 use std::time::Duration;
+
+use crate::relays::Relays;
 
 #[cfg(feature = "ws")]
 pub(crate) mod ws;
@@ -25,7 +27,6 @@ pub(crate) fn reconnect_delay(initial: Duration, max: Duration, attempt: u32) ->
 }
 
 /// The reconnect schedule of one loop: counts failed attempts since the last success.
-#[cfg(any(feature = "sse", feature = "ws"))]
 #[derive(Debug, Clone)]
 pub(crate) struct Backoff {
     initial: Duration,
@@ -33,7 +34,6 @@ pub(crate) struct Backoff {
     attempt: u32,
 }
 
-#[cfg(any(feature = "sse", feature = "ws"))]
 impl Backoff {
     pub(crate) fn new(initial: Duration, max: Duration) -> Self {
         Backoff {
@@ -53,6 +53,80 @@ impl Backoff {
         let d = reconnect_delay(self.initial, self.max, self.attempt);
         self.attempt = self.attempt.saturating_add(1);
         d
+    }
+}
+
+/// Which relay of a [`Relays`] list a loop talks to, and how long it waits before its
+/// next attempt: the failover rule of every client of this crate, stated once.
+///
+/// A loop stays on the relay that works. After a failed attempt it moves to the next
+/// relay, and tries it at once while some relay has not failed since the last success;
+/// once every one has, it waits the backoff before each further attempt, doubling as a
+/// single relay's reconnects do. With one relay this is exactly the reconnect schedule
+/// of [`Backoff`].
+#[derive(Debug, Clone)]
+pub(crate) struct Failover {
+    relays: Relays,
+    at: usize,
+    /// Attempts failed in a row since the last success.
+    failures: usize,
+    backoff: Backoff,
+}
+
+impl Failover {
+    pub(crate) fn new(relays: Relays, initial: Duration, max: Duration) -> Self {
+        Failover {
+            relays,
+            at: 0,
+            failures: 0,
+            backoff: Backoff::new(initial, max),
+        }
+    }
+
+    /// The base URL to try now; `None` for an empty list (nothing to connect to).
+    pub(crate) fn current(&self) -> Option<&str> {
+        self.relays.at(self.at)
+    }
+
+    /// The attempt on the current relay succeeded: stay, and start the schedule over.
+    pub(crate) fn succeeded(&mut self) {
+        self.failures = 0;
+        self.backoff.reset();
+    }
+
+    /// The attempt on the current relay failed: move to the next one, and say how long
+    /// to wait before trying it.
+    pub(crate) fn failed(&mut self) -> Duration {
+        let n = self.relays.len().max(1);
+        self.at = (self.at + 1) % n;
+        self.failures = self.failures.saturating_add(1);
+        if self.failures < n {
+            Duration::ZERO
+        } else {
+            self.backoff.next_delay()
+        }
+    }
+}
+
+// Only the SSE loop reads these: it gives up a history pass once every relay failed,
+// and pauses after a stream that ended in order.
+#[cfg_attr(not(feature = "sse"), allow(dead_code))]
+impl Failover {
+    /// The relays.
+    pub(crate) fn relays(&self) -> &Relays {
+        &self.relays
+    }
+
+    /// Whether every relay has failed since the last success (a loop that gives up
+    /// rather than going round again stops here).
+    pub(crate) fn exhausted(&self) -> bool {
+        self.failures >= self.relays.len().max(1)
+    }
+
+    /// The current relay ended a connection in order: how long to wait before trying it
+    /// again (the backoff's next delay).
+    pub(crate) fn pause(&mut self) -> Duration {
+        self.backoff.next_delay()
     }
 }
 
@@ -85,7 +159,6 @@ mod tests {
         assert_eq!(reconnect_delay(Duration::ZERO, MS(10), 5), Duration::ZERO);
     }
 
-    #[cfg(any(feature = "sse", feature = "ws"))]
     #[test]
     fn backoff_counts_attempts_and_a_success_resets_it() {
         let mut b = Backoff::new(MS(100), MS(1000));
@@ -93,5 +166,42 @@ mod tests {
         assert_eq!(first, [100, 200, 400, 800, 1000].map(MS));
         b.reset();
         assert_eq!(b.next_delay(), MS(100));
+    }
+
+    #[test]
+    fn one_relay_fails_over_to_itself_on_the_backoff_schedule() {
+        let mut f = Failover::new(Relays::from("http://a"), MS(100), MS(1000));
+        let delays: Vec<_> = (0..4).map(|_| f.failed()).collect();
+        assert_eq!(delays, [100, 200, 400, 800].map(MS));
+        assert_eq!(f.current(), Some("http://a"));
+        f.succeeded();
+        assert_eq!(f.failed(), MS(100));
+    }
+
+    #[test]
+    fn several_relays_are_tried_at_once_then_round_on_the_backoff() {
+        let mut f = Failover::new(Relays::from(["a", "b", "c"]), MS(100), MS(1000));
+        assert_eq!(f.current(), Some("a"));
+        // a and b fail: the next relay each time, at once
+        assert_eq!((f.failed(), f.current()), (Duration::ZERO, Some("b")));
+        assert_eq!((f.failed(), f.current()), (Duration::ZERO, Some("c")));
+        assert!(!f.exhausted());
+        // c fails too: every relay has failed, so round again after the backoff
+        assert_eq!((f.failed(), f.current()), (MS(100), Some("a")));
+        assert!(f.exhausted());
+        assert_eq!((f.failed(), f.current()), (MS(200), Some("b")));
+        // b works and later drops: c at once, b's schedule starts over
+        f.succeeded();
+        assert_eq!((f.failed(), f.current()), (Duration::ZERO, Some("c")));
+        assert_eq!((f.failed(), f.current()), (Duration::ZERO, Some("a")));
+        assert_eq!((f.failed(), f.current()), (MS(100), Some("b")));
+    }
+
+    #[test]
+    fn no_relay_is_no_url() {
+        let mut f = Failover::new(Relays::new(Vec::<String>::new()), MS(1), MS(1));
+        assert_eq!(f.current(), None);
+        assert_eq!(f.failed(), MS(1));
+        assert!(f.relays().is_empty());
     }
 }

@@ -82,7 +82,7 @@ async fn http_emit_then_sse_history_pass() {
 
     let notices = Notices::default();
     let mut sub = subscribe(
-        &relay.url(),
+        relay.url(),
         fast()
             .from_all()
             .history_only()
@@ -155,7 +155,7 @@ async fn killed_mid_stream_and_restarted_resumes_without_loss_or_duplicate() {
         // no race with subscription set-up (the reference relay sends SSE headers only
         // with the first event or heartbeat).
         let mut sub = subscribe(
-            &relay.url(),
+            relay.url(),
             fast()
                 .transport(transport)
                 .from_all()
@@ -213,7 +213,7 @@ async fn resume_from_persisted_positions_is_exact() {
         ResumePosition::new("s-a", 0, 2),
         ResumePosition::new("s-b", 0, 4),
     ];
-    let mut sub = subscribe(&relay.url(), fast().from_positions(saved).history_only());
+    let mut sub = subscribe(relay.url(), fast().from_positions(saved).history_only());
     let got = drain_to_end(&mut sub).await;
     let mut pairs: Vec<(String, u64)> = got
         .iter()
@@ -312,7 +312,7 @@ async fn unauthorized_is_http_401_everywhere() {
     for transport in [Transport::Sse, Transport::WebSocket] {
         let notices = Notices::default();
         let _sub = subscribe(
-            &relay.url(),
+            relay.url(),
             fast().transport(transport).on_notice(notices.handler()),
         );
         notices.wait_for("status: 401").await;
@@ -327,7 +327,7 @@ async fn unauthorized_is_http_401_everywhere() {
     emitter.flush().await;
     assert_eq!(emitter.stats().delivered, 1);
     let mut sub = subscribe(
-        &relay.url(),
+        relay.url(),
         fast().token("sesame").from_all().history_only(),
     );
     assert_eq!(drain_to_end(&mut sub).await.len(), 1);
@@ -367,7 +367,7 @@ async fn refused_resume_set_shrinks_and_retries() {
     for transport in [Transport::Sse, Transport::WebSocket] {
         let notices = Notices::default();
         let mut sub = subscribe(
-            &relay.url(),
+            relay.url(),
             fast()
                 .transport(transport)
                 .from_positions(from.clone())
@@ -397,7 +397,7 @@ async fn resume_set_too_large_for_one_request_drains_in_chunks() {
     let relay = TestRelay::start(RelayConfig::default()).await;
     let from = seed_sessions(&relay.url(), 40, 3).await;
     let mut sub = subscribe(
-        &relay.url(),
+        relay.url(),
         fast().from_positions(from).from_budget(400).history_only(),
     );
     let got = drain_to_end(&mut sub).await;

@@ -1,0 +1,408 @@
+//! Clients given several relays fail over between them (issue 20, "Clients"): a sink
+//! whose relay is down or dies delivers to the next with the same ids; a subscription
+//! whose relay dies resumes on the next from its positions; the control client connects
+//! to the first relay that answers.
+//!
+//! Two embedded relays stand for a cluster. They do not share a store, so where a test
+//! needs what a cluster shares (the events a subscription resumes over), it posts the
+//! same events to both, as a cluster holds them once for all its relays.
+#![cfg(all(feature = "http", feature = "sse", feature = "ws"))]
+#![allow(clippy::unwrap_used)]
+
+use std::time::Duration;
+
+use aep_async::control::{ClientOptions, ControlClient, ControlTarget, SendOptions};
+use aep_async::{
+    subscribe, Emitter, HttpSink, Notice, Relays, StartFrom, SubscribeOptions, Subscription,
+    Transport, WsSink,
+};
+use aep_core::Event;
+use aep_test_support::events::{json_event, session_id};
+use aep_test_support::http::post_ndjson;
+use aep_test_support::relay::TestRelay;
+use aep_test_support::wait::Recorder;
+use futures::{SinkExt, StreamExt};
+use serde_json::json;
+use tokio::net::TcpListener;
+use tokio_tungstenite::tungstenite::Message;
+
+const TOKEN: &str = "t";
+const MS: fn(u64) -> Duration = Duration::from_millis;
+
+fn config() -> aep_relay::RelayConfig {
+    aep_relay::RelayConfig::default().with_token(TOKEN)
+}
+
+/// Every event `relay` holds, read back with a `live=0` replay of everything.
+async fn held(relay: &str) -> Vec<Event> {
+    let options = SubscribeOptions::new()
+        .token(TOKEN)
+        .from_all()
+        .history_only();
+    subscribe(relay, options).collect().await
+}
+
+/// The next event of `sub`, or a failure after 20 s.
+async fn next(sub: &mut Subscription) -> Event {
+    tokio::time::timeout(Duration::from_secs(20), sub.next())
+        .await
+        .expect("an event within 20 s")
+        .expect("the subscription goes on")
+}
+
+fn ids(events: &[Event]) -> Vec<String> {
+    events.iter().map(|e| e.id().to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_sink_whose_first_relay_is_down_delivers_to_the_second() {
+    let down = TestRelay::stopped(config()).unwrap();
+    let up = TestRelay::start(config()).await.unwrap();
+    let reports = Recorder::default();
+    let sink = HttpSink::builder([down.url(), up.url()])
+        .token(TOKEN)
+        .retry_backoff(MS(10), MS(50))
+        .on_report(reports.handler())
+        .build()
+        .unwrap();
+    let emitter = Emitter::new("a", "h", sink);
+    let session = emitter.session(session_id());
+    for n in 0..3 {
+        session.emit("progress.status", json!({ "n": n })).unwrap();
+    }
+    emitter.flush().await;
+    assert_eq!(emitter.stats().delivered, 3, "{:?}", reports.all());
+    assert!(
+        reports.any("Retrying"),
+        "the first relay failed: {:?}",
+        reports.all()
+    );
+    assert_eq!(held(&up.url()).await.len(), 3);
+    emitter.close().await;
+}
+
+/// A relay that answers every ingest `503`: the batch goes to the next relay, same bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_http_sink_sends_a_refused_batch_to_the_next_relay_with_the_same_ids() {
+    let failing = aep_test_support::servers::Scripted::start(|_| {
+        aep_test_support::servers::status_response(503)
+    })
+    .await;
+    let up = TestRelay::start(config()).await.unwrap();
+    let sink = HttpSink::builder(vec![failing.url.clone(), up.url()])
+        .token(TOKEN)
+        .retry_backoff(MS(10), MS(50))
+        .linger(MS(50))
+        .build()
+        .unwrap();
+    let emitter = Emitter::new("a", "h", sink);
+    let session = emitter.session(session_id());
+    for n in 0..4 {
+        session.emit("progress.status", json!({ "n": n })).unwrap();
+    }
+    emitter.flush().await;
+    let stored = ids(&held(&up.url()).await);
+    assert_eq!(stored.len(), 4);
+    let refused = failing.requests.lock().unwrap().clone();
+    assert_eq!(refused.len(), 1, "one attempt at the failing relay");
+    for id in &stored {
+        assert!(
+            refused[0].contains(id.as_str()),
+            "{id} was sent to the first relay too"
+        );
+    }
+    // and the sink stays on the relay that took it
+    session.emit("progress.status", json!({ "n": 4 })).unwrap();
+    emitter.flush().await;
+    assert_eq!(failing.requests.lock().unwrap().len(), 1);
+    assert_eq!(held(&up.url()).await.len(), 5);
+    emitter.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ws_sink_whose_first_relay_is_down_delivers_to_the_second() {
+    let down = TestRelay::stopped(config()).unwrap();
+    let up = TestRelay::start(config()).await.unwrap();
+    let sink = WsSink::builder(Relays::from([down.url(), up.url()]), "a", "h/1")
+        .token(TOKEN)
+        .backoff(MS(10), MS(50))
+        .build()
+        .unwrap();
+    let emitter = Emitter::new("a", "h", sink);
+    let session = emitter.session(session_id());
+    for n in 0..3 {
+        session.emit("progress.status", json!({ "n": n })).unwrap();
+    }
+    emitter.close().await;
+    assert_eq!(held(&up.url()).await.len(), 3);
+}
+
+/// A WebSocket endpoint that says `hello` and records the ids of the events it reads.
+/// With `pong`, it answers `ping`s as a relay does once it has taken what came before;
+/// after `events` events (`None`: until the sink closes) it drops the connection
+/// without a close handshake, as a killed process. Returns its URL and the ids read.
+async fn endpoint(
+    pong: bool,
+    events: Option<usize>,
+) -> (String, tokio::task::JoinHandle<Vec<String>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+        let _hello = ws.next().await;
+        let ours = json!({"type": "hello", "versions": ["0.1"], "role": "collector"});
+        ws.send(Message::text(ours.to_string())).await.unwrap();
+        let mut read = Vec::new();
+        while events.is_none_or(|n| read.len() < n) {
+            let Some(Ok(Message::Text(text))) = ws.next().await else {
+                break;
+            };
+            let value: serde_json::Value = serde_json::from_str(text.as_str()).unwrap();
+            if value["type"] == "ping" {
+                if pong {
+                    let answer = json!({"type": "pong", "t": value["t"]});
+                    ws.send(Message::text(answer.to_string())).await.unwrap();
+                }
+            } else if let Some(id) = value
+                .get("aep")
+                .and(value.get("id"))
+                .and_then(|i| i.as_str())
+            {
+                read.push(id.to_owned());
+            }
+        }
+        drop(ws);
+        read
+    });
+    (url, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ws_sink_sends_what_a_dead_relay_did_not_confirm_to_the_next() {
+    let (hole, read) = endpoint(false, Some(3)).await;
+    let up = TestRelay::start(config()).await.unwrap();
+    let reports = Recorder::default();
+    let sink = WsSink::builder([hole, up.url()], "a", "h/1")
+        .token(TOKEN)
+        .backoff(MS(10), MS(50))
+        .on_report(reports.handler())
+        .build()
+        .unwrap();
+    let emitter = Emitter::new("a", "h", sink);
+    let session = emitter.session(session_id());
+    for n in 0..3 {
+        session.emit("progress.status", json!({ "n": n })).unwrap();
+    }
+    let swallowed = read.await.unwrap();
+    assert_eq!(swallowed.len(), 3, "the first relay read all three");
+    session.emit("progress.status", json!({ "n": 3 })).unwrap();
+    emitter.close().await;
+    let stored = ids(&held(&up.url()).await);
+    assert_eq!(stored.len(), 4, "{stored:?} {:?}", reports.all());
+    assert_eq!(&stored[..3], &swallowed[..], "same ids, same order");
+    assert_eq!(emitter.stats().delivered, 4, "each counted once");
+}
+
+/// A relay that confirms what it took gets each event once, and `close` waits for the
+/// confirmation of the last write.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ws_sink_writes_confirmed_events_once() {
+    let (url, read) = endpoint(true, None).await;
+    let sink = WsSink::builder(url, "a", "h/1").build().unwrap();
+    let emitter = Emitter::new("a", "h", sink);
+    let session = emitter.session(session_id());
+    let mut sent = Vec::new();
+    for n in 0..50 {
+        let event = session.emit("progress.status", json!({ "n": n })).unwrap();
+        sent.push(event.id().to_owned());
+        if n % 10 == 0 {
+            emitter.flush().await;
+            tokio::time::sleep(MS(20)).await;
+        }
+    }
+    emitter.close().await;
+    let read = read.await.unwrap();
+    assert_eq!(read, sent, "every event once, in order");
+}
+
+/// Subscribes over `transport` to `[a, b]`, reads one event from `a`, kills `a`, and
+/// reads on through `b` from its positions.
+async fn subscription_fails_over(transport: Transport) {
+    let mut a = TestRelay::start(config()).await.unwrap();
+    let b = TestRelay::start(config()).await.unwrap();
+    let session = session_id();
+    let events: Vec<_> = (1..=4)
+        .map(|seq| json_event("progress.status", &session, seq))
+        .collect();
+    let notices = Recorder::default();
+    let mut sub = subscribe(
+        [a.url(), b.url()],
+        SubscribeOptions::new()
+            .token(TOKEN)
+            .transport(transport)
+            .filter(json!({ "session": session }))
+            .backoff(MS(20), MS(100))
+            .on_notice(notices.handler()),
+    );
+    notices.wait_for("Connected").await;
+    // the first event reaches both relays, as a cluster holds it once for all
+    for relay in [&a, &b] {
+        assert_eq!(
+            post_ndjson(&relay.url(), TOKEN, &events[..1])
+                .await
+                .status(),
+            202
+        );
+    }
+    assert_eq!(next(&mut sub).await.seq(), Some(1));
+    a.stop().await;
+    // posted while the subscription moves over: the resume from (0, 1) replays them
+    assert_eq!(
+        post_ndjson(&b.url(), TOKEN, &events[1..3]).await.status(),
+        202
+    );
+    assert_eq!(next(&mut sub).await.seq(), Some(2));
+    assert_eq!(next(&mut sub).await.seq(), Some(3));
+    assert_eq!(
+        post_ndjson(&b.url(), TOKEN, &events[3..]).await.status(),
+        202
+    );
+    assert_eq!(next(&mut sub).await.seq(), Some(4));
+    assert!(
+        notices.any("Connected { resume: 1"),
+        "the position rode the request to the second relay: {:?}",
+        notices.all()
+    );
+    assert_eq!(sub.positions()[0].seq(), 4);
+    // nothing more: the first event was not delivered twice
+    assert!(tokio::time::timeout(MS(300), sub.next()).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_subscription_resumes_on_the_next_relay_from_its_positions() {
+    subscription_fails_over(Transport::Sse).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ws_subscription_resumes_on_the_next_relay_from_its_positions() {
+    subscription_fails_over(Transport::WebSocket).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_given_no_relay_ends_saying_so() {
+    let notices = Recorder::default();
+    let mut sub = subscribe(
+        Vec::<String>::new(),
+        SubscribeOptions::new().on_notice(notices.handler()),
+    );
+    assert!(sub.next().await.is_none());
+    assert!(notices.any("no relay URL"), "{:?}", notices.all());
+    assert!(HttpSink::builder(Vec::<String>::new()).build().is_err());
+    assert!(WsSink::builder(Vec::<String>::new(), "a", "h")
+        .build()
+        .is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_control_client_connects_to_the_first_relay_that_answers_and_fails_over() {
+    let mut a = TestRelay::stopped(config()).unwrap();
+    let mut b = TestRelay::start(config()).await.unwrap();
+    let options = ClientOptions::new().token(TOKEN).backoff(MS(20), MS(100));
+    let client = ControlClient::connect([a.url(), b.url()], options.clone())
+        .await
+        .unwrap();
+
+    // The target follows the same relays; the command reaches it through b.
+    let target = ControlTarget::builder(["control.pause"]).handler(|cmd| async move {
+        cmd.accept().unwrap();
+    });
+    let sink = WsSink::builder([a.url(), b.url()], "agent", "h/1")
+        .token(TOKEN)
+        .backoff(MS(20), MS(100))
+        .command_hook(target.clone())
+        .build()
+        .unwrap();
+    let emitter = Emitter::new("agent", "h", sink);
+    let session = target.attach(emitter.session(session_id()));
+    session.emit("session.started", json!({})).unwrap();
+    emitter.flush().await;
+    let ack = send_until_routed(&client, session.session()).await;
+    assert_eq!(ack.event_type(), "control.accepted");
+
+    // b dies, a comes up: both move over, and commands route again
+    a.restart().await.unwrap();
+    b.stop().await;
+    let ack = send_until_routed(&client, session.session()).await;
+    assert_eq!(ack.event_type(), "control.accepted");
+    client.close().await;
+    emitter.close().await;
+
+    // none answering: the connect fails, saying why
+    a.stop().await;
+    let err = ControlClient::connect([a.url(), b.url()], options)
+        .await
+        .unwrap_err();
+    assert!(err.is_connect(), "{err:?}");
+}
+
+/// Sends `control.pause` until the relay the client is on routes it (a claim moves with
+/// its agent's reconnect).
+async fn send_until_routed(client: &ControlClient, session: &str) -> Event {
+    let mut last = None;
+    for _ in 0..100 {
+        match client
+            .send("control.pause", session, SendOptions::new())
+            .await
+        {
+            Ok(ack) => return ack,
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(MS(50)).await;
+    }
+    panic!("never routed: {last:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_subscription_from_all_starts_on_the_relay_that_answers() {
+    let down = TestRelay::stopped(config()).unwrap();
+    let up = TestRelay::start(config()).await.unwrap();
+    let session = session_id();
+    let events: Vec<_> = (1..=2)
+        .map(|seq| json_event("progress.status", &session, seq))
+        .collect();
+    assert_eq!(post_ndjson(&up.url(), TOKEN, &events).await.status(), 202);
+    let notices = Recorder::default();
+    let sub = subscribe(
+        [down.url(), up.url()],
+        SubscribeOptions::new()
+            .token(TOKEN)
+            .start_from(StartFrom::All)
+            .history_only()
+            .backoff(MS(20), MS(100))
+            .on_notice(notices.handler()),
+    );
+    let got: Vec<Event> = sub.collect().await;
+    assert_eq!(got.len(), 2, "{:?}", notices.all());
+    assert!(notices.any("ReplayComplete"));
+    let _ = Notice::ReplayComplete;
+}
+
+/// A relay that never answers `ping` holds `close` up to the connect timeout, no longer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ws_sink_closes_on_a_silent_relay_after_the_connect_timeout() {
+    let (url, read) = endpoint(false, None).await;
+    let sink = WsSink::builder(url, "a", "h/1")
+        .connect_timeout(MS(300))
+        .build()
+        .unwrap();
+    let emitter = Emitter::new("a", "h", sink);
+    let session = emitter.session(session_id());
+    session.emit("progress.status", json!({})).unwrap();
+    let started = std::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(10), emitter.close())
+        .await
+        .expect("close returns");
+    assert!(started.elapsed() >= MS(250), "{:?}", started.elapsed());
+    assert_eq!(read.await.unwrap().len(), 1);
+}
