@@ -2,8 +2,11 @@
 //! one stream, so any of them answers the whole protocol.
 //!
 //! This module grows into the JetStream storage backend; today it holds the names every
-//! relay of a cluster must compute alike ([`names`]).
+//! relay of a cluster must compute alike ([`names`]) and the connection to the stream
+//! they share ([`cluster`]: connect and check, publish a batch acknowledged, read back
+//! in stream order).
 // Nothing uses the names yet: the backend that does comes with the storage trait.
 #![allow(dead_code)]
 
+pub(crate) mod cluster;
 pub(crate) mod names;
