@@ -181,6 +181,13 @@ pub(crate) struct Stored {
     pub(crate) payload: Bytes,
 }
 
+/// The header naming the relay that published a message: a relay fans its own ingest
+/// out at once, so its live feed skips what it published itself.
+pub(crate) const RELAY_HEADER: &str = "Aep-Relay";
+
+/// The header of a duplicate's announcement: the stream sequence of the stored copy.
+pub(crate) const SEQUENCE_HEADER: &str = "Aep-Seq";
+
 /// A relay's connection to its cluster's NATS and stream.
 #[derive(Debug, Clone)]
 pub(crate) struct Cluster {
@@ -189,6 +196,8 @@ pub(crate) struct Cluster {
     stream: stream::Stream,
     name: StreamName,
     timeout: Duration,
+    /// This relay's name within the cluster, in every message it publishes.
+    relay: String,
 }
 
 impl Cluster {
@@ -259,7 +268,23 @@ impl Cluster {
             stream,
             name: options.stream.clone(),
             timeout: options.timeout,
+            relay: ulid::Ulid::new().to_string(),
         })
+    }
+
+    /// This relay's name within the cluster (fresh at every start).
+    pub(crate) fn relay(&self) -> &str {
+        &self.relay
+    }
+
+    /// The client, for the live feed.
+    pub(crate) fn client(&self) -> &async_nats::Client {
+        &self.client
+    }
+
+    /// The stream, for the live feed.
+    pub(crate) fn stream(&self) -> &stream::Stream {
+        &self.stream
     }
 
     /// The stream's name (the subjects' first token).
@@ -298,7 +323,8 @@ impl Cluster {
         for m in batch {
             let message = PublishMessage::build()
                 .payload(m.payload.clone())
-                .message_id(m.message_id.as_str());
+                .message_id(m.message_id.as_str())
+                .header(RELAY_HEADER, self.relay.as_str());
             let ack = self
                 .js
                 .send_publish(m.subject.clone(), message)
@@ -319,6 +345,30 @@ impl Cluster {
             });
         }
         Ok(published)
+    }
+
+    /// Tells the other relays' live readers of events that JetStream answered as
+    /// duplicates: a JetStream consumer never delivers those, while AEP-0003 §5 has a
+    /// redelivery traverse every fan-out hop (a retried command must reach its target
+    /// again). A plain NATS publish on `{stream}.d.{token}`, at most once, as the live
+    /// fan-out of a single relay is; `sequences` are the stored copies'.
+    pub(crate) async fn announce_duplicates(
+        &self,
+        duplicates: &[(&Outgoing, u64)],
+    ) -> Result<(), ClusterError> {
+        for (m, sequence) in duplicates {
+            let mut headers = async_nats::HeaderMap::new();
+            headers.insert(RELAY_HEADER, self.relay.as_str());
+            headers.insert(SEQUENCE_HEADER, sequence.to_string().as_str());
+            let subject = self.name.duplicate_subject(&m.subject);
+            self.client
+                .publish_with_headers(subject, headers, m.payload.clone())
+                .await
+                .map_err(|e| ClusterError::Publish {
+                    reason: e.to_string(),
+                })?;
+        }
+        Ok(())
     }
 
     /// The stream's last sequence now (0 for an empty stream).

@@ -4,9 +4,10 @@
 //! This module grows into the JetStream storage backend; today it holds the names every
 //! relay of a cluster must compute alike ([`names`]) and the connection to the stream
 //! they share ([`cluster`]: connect and check, publish a batch acknowledged, read back
-//! in stream order).
+//! in stream order) and a relay's live feed of what the others ingest ([`feed`]).
 // Nothing uses the names yet: the backend that does comes with the storage trait.
 #![allow(dead_code)]
 
 pub(crate) mod cluster;
+pub(crate) mod feed;
 pub(crate) mod names;

@@ -110,6 +110,20 @@ impl StreamName {
         format!("{}.s.{}", self.0, session_token(session))
     }
 
+    /// Where a duplicate of an event stored on `session_subject` is announced to the
+    /// other relays: `{stream}.d.{token}` (never stored).
+    pub(crate) fn duplicate_subject(&self, session_subject: &str) -> String {
+        let token = session_subject
+            .strip_prefix(&format!("{}.s.", self.0))
+            .unwrap_or(session_subject);
+        format!("{}.d.{token}", self.0)
+    }
+
+    /// Every duplicate announcement, `{stream}.d.>`.
+    pub(crate) fn duplicates_wildcard(&self) -> String {
+        format!("{}.d.>", self.0)
+    }
+
     /// The subjects the stream holds: every session's, `{stream}.s.>`.
     pub(crate) fn sessions_wildcard(&self) -> String {
         format!("{}.s.>", self.0)
@@ -266,5 +280,7 @@ mod tests {
         let fleet = StreamName::parse("F").unwrap();
         assert_eq!(fleet.session_subject("s.1"), "F.s.s_2e1");
         assert_eq!(fleet.sessions_wildcard(), "F.s.>");
+        assert_eq!(fleet.duplicate_subject("F.s.s_2e1"), "F.d.s_2e1");
+        assert_eq!(fleet.duplicates_wildcard(), "F.d.>");
     }
 }
