@@ -13,8 +13,8 @@ use std::time::Duration;
 
 use aep_async::control::{ClientOptions, ControlClient, ControlTarget, SendOptions};
 use aep_async::{
-    subscribe, Emitter, HttpSink, Notice, Relays, StartFrom, SubscribeOptions, Subscription,
-    Transport, WsSink,
+    subscribe, Emitter, HttpSink, Notice, Relays, SessionEmitter, Sink, StartFrom,
+    SubscribeOptions, Subscription, Transport, WsSink,
 };
 use aep_core::Event;
 use aep_test_support::events::{json_event, session_id};
@@ -50,6 +50,16 @@ async fn next(sub: &mut Subscription) -> Event {
         .expect("the subscription goes on")
 }
 
+/// An emitter on `sink` with one fresh session that has emitted `n` events.
+fn emitting(sink: impl Sink, n: u64) -> (Emitter, SessionEmitter) {
+    let emitter = Emitter::new("a", "h", sink);
+    let session = emitter.session(session_id());
+    for n in 0..n {
+        session.emit("progress.status", json!({ "n": n })).unwrap();
+    }
+    (emitter, session)
+}
+
 fn ids(events: &[Event]) -> Vec<String> {
     events.iter().map(|e| e.id().to_owned()).collect()
 }
@@ -65,11 +75,7 @@ async fn an_http_sink_whose_first_relay_is_down_delivers_to_the_second() {
         .on_report(reports.handler())
         .build()
         .unwrap();
-    let emitter = Emitter::new("a", "h", sink);
-    let session = emitter.session(session_id());
-    for n in 0..3 {
-        session.emit("progress.status", json!({ "n": n })).unwrap();
-    }
+    let (emitter, _session) = emitting(sink, 3);
     emitter.flush().await;
     assert_eq!(emitter.stats().delivered, 3, "{:?}", reports.all());
     assert!(
@@ -95,11 +101,7 @@ async fn an_http_sink_sends_a_refused_batch_to_the_next_relay_with_the_same_ids(
         .linger(MS(50))
         .build()
         .unwrap();
-    let emitter = Emitter::new("a", "h", sink);
-    let session = emitter.session(session_id());
-    for n in 0..4 {
-        session.emit("progress.status", json!({ "n": n })).unwrap();
-    }
+    let (emitter, session) = emitting(sink, 4);
     emitter.flush().await;
     let stored = ids(&held(&up.url()).await);
     assert_eq!(stored.len(), 4);
@@ -128,11 +130,7 @@ async fn a_ws_sink_whose_first_relay_is_down_delivers_to_the_second() {
         .backoff(MS(10), MS(50))
         .build()
         .unwrap();
-    let emitter = Emitter::new("a", "h", sink);
-    let session = emitter.session(session_id());
-    for n in 0..3 {
-        session.emit("progress.status", json!({ "n": n })).unwrap();
-    }
+    let (emitter, _session) = emitting(sink, 3);
     emitter.close().await;
     assert_eq!(held(&up.url()).await.len(), 3);
 }
@@ -189,11 +187,7 @@ async fn a_ws_sink_sends_what_a_dead_relay_did_not_confirm_to_the_next() {
         .on_report(reports.handler())
         .build()
         .unwrap();
-    let emitter = Emitter::new("a", "h", sink);
-    let session = emitter.session(session_id());
-    for n in 0..3 {
-        session.emit("progress.status", json!({ "n": n })).unwrap();
-    }
+    let (emitter, session) = emitting(sink, 3);
     let swallowed = read.await.unwrap();
     assert_eq!(swallowed.len(), 3, "the first relay read all three");
     session.emit("progress.status", json!({ "n": 3 })).unwrap();
