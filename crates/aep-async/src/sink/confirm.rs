@@ -14,8 +14,10 @@ use tokio_tungstenite::tungstenite::Utf8Bytes;
 /// A relay answers a connection's messages in order, so the `pong` to a `ping` written
 /// after some events says those events were read and handled (AEP-0003 §3.5 rule 5 asks
 /// every party to answer a `ping`; this crate's relay answers it after ingesting what
-/// came before, stored). One `ping` is out at a time: under load that is one per round
-/// trip, not one per write. An event counts as delivered when it is confirmed; one
+/// came before, stored). One `ping` is out at a time, and unless a `flush` waits, one
+/// every [`QUIET`] at most: a command's ack is not followed by a `ping` of its own (each
+/// costs the relay and the sink a message to read, which showed in the control round
+/// trip). An event counts as delivered when it is confirmed; one
 /// whose `ping` went unanswered for the connect timeout counts as delivered when that
 /// passes (a relay may not answer), and is still written again after a reconnect.
 #[derive(Debug)]
@@ -30,7 +32,12 @@ pub(super) struct Unconfirmed {
     asked: Option<(u64, usize, Instant)>,
     next_token: u64,
     patience: Duration,
+    /// No `ping` before this unless asked urgently.
+    next_ask: Instant,
 }
+
+/// How long after a `ping` the next one waits, unless someone waits for delivery.
+pub(super) const QUIET: Duration = Duration::from_millis(5);
 
 /// The `t` of the sink's confirming `ping`s: a string no relay's own heartbeat uses.
 fn confirm_token(n: u64) -> String {
@@ -45,6 +52,7 @@ impl Unconfirmed {
             asked: None,
             next_token: 0,
             patience,
+            next_ask: Instant::now(),
         }
     }
 
@@ -67,20 +75,34 @@ impl Unconfirmed {
         let_go
     }
 
-    /// The `ping` to write now, if events wait for confirmation and none is out.
-    pub(super) fn ask(&mut self) -> Option<String> {
+    /// The `ping` to write now, if events wait for confirmation, none is out, and the
+    /// last was [`QUIET`] ago or `urgent` (a `flush` or `close` waits).
+    pub(super) fn ask(&mut self, urgent: bool) -> Option<String> {
         if self.asked.is_some() || self.events.is_empty() {
             return None;
         }
+        let now = Instant::now();
+        if !urgent && now < self.next_ask {
+            return None;
+        }
         self.next_token += 1;
-        let by = Instant::now() + self.patience;
-        self.asked = Some((self.next_token, self.events.len(), by));
+        self.asked = Some((self.next_token, self.events.len(), now + self.patience));
+        self.next_ask = now + QUIET;
         Some(Frame::ping(confirm_token(self.next_token)).to_json())
     }
 
     /// When waiting for the `ping` out ends.
     pub(super) fn deadline(&self) -> Option<Instant> {
         self.asked.map(|(_, _, by)| by)
+    }
+
+    /// When the sink has something to do for confirmation without anything arriving:
+    /// give up waiting for the `ping` out, or write the one held back.
+    pub(super) fn timer(&self) -> Option<Instant> {
+        match self.asked {
+            Some((_, _, by)) => Some(by),
+            None => (!self.events.is_empty()).then_some(self.next_ask),
+        }
     }
 
     /// A `pong` arrived: if it answers our `ping`, what it covers is confirmed; returns
@@ -148,24 +170,24 @@ mod tests {
     #[test]
     fn a_pong_confirms_what_its_ping_followed() {
         let mut u = Unconfirmed::new(10, Duration::from_secs(1));
-        assert_eq!(u.ask(), None, "nothing to confirm");
+        assert_eq!(u.ask(true), None, "nothing to confirm");
         u.written(fresh(&["a", "b"]));
-        let ping = u.ask().unwrap();
+        let ping = u.ask(true).unwrap();
         assert_eq!(ping, r#"{"type":"ping","t":"aep-sink-1"}"#);
         assert!(u.deadline().is_some());
-        assert_eq!(u.ask(), None, "one out at a time");
+        assert_eq!(u.ask(true), None, "one out at a time");
         u.written(fresh(&["c"]));
         assert_eq!(u.pong(Some(&serde_json::json!(17))), 0);
         assert_eq!(u.pong(None), 0);
         assert_eq!(texts(&u), ["a", "b", "c"]);
         assert_eq!(u.pong(Some(&serde_json::json!("aep-sink-1"))), 2);
         assert_eq!(texts(&u), ["c"]);
-        assert!(u.ask().unwrap().contains("aep-sink-2"));
+        assert!(u.ask(true).unwrap().contains("aep-sink-2"));
         let resend = u.take_for_resend();
         assert_eq!(resend, fresh(&["c"]));
         assert!(u.is_empty() && u.asked.is_none());
         u.written([(Utf8Bytes::from("c"), true)]);
-        let _ = u.ask();
+        let _ = u.ask(true);
         assert_eq!(
             u.pong(Some(&serde_json::json!("aep-sink-3"))),
             0,
@@ -173,12 +195,31 @@ mod tests {
         );
     }
 
+    /// Unless urgent, a `ping` waits [`QUIET`] after the last one; the timer says when.
+    #[test]
+    fn pings_keep_a_quiet_interval_unless_urgent() {
+        let mut u = Unconfirmed::new(10, Duration::from_secs(1));
+        assert_eq!(u.timer(), None);
+        u.written(fresh(&["a"]));
+        assert!(u.ask(false).is_some(), "the first at once");
+        assert_eq!(u.timer(), u.deadline());
+        u.pong(Some(&serde_json::json!("aep-sink-1")));
+        u.written(fresh(&["b"]));
+        assert_eq!(u.ask(false), None, "within the quiet interval");
+        let at = u.timer().unwrap();
+        assert!(
+            at > Instant::now() && at <= Instant::now() + QUIET,
+            "{at:?}"
+        );
+        assert!(u.ask(true).is_some(), "a flush waits: at once");
+    }
+
     /// A silent relay: what waits counts as delivered, and stays for a resend.
     #[test]
     fn an_unanswered_ping_presumes_the_events_taken() {
         let mut u = Unconfirmed::new(10, Duration::from_secs(1));
         u.written(fresh(&["a", "b"]));
-        let _ = u.ask();
+        let _ = u.ask(true);
         assert_eq!(u.uncounted(), 2);
         assert_eq!(u.presume_taken(), 2);
         assert_eq!((u.uncounted(), u.deadline()), (0, None));
@@ -192,7 +233,7 @@ mod tests {
     fn unconfirmed_events_are_bounded() {
         let mut u = Unconfirmed::new(2, Duration::from_secs(1));
         u.written(fresh(&["a", "b"]));
-        let _ = u.ask();
+        let _ = u.ask(true);
         assert_eq!(u.written(fresh(&["c", "d"])), 2);
         assert_eq!(texts(&u), ["c", "d"]);
         assert_eq!(u.pong(Some(&serde_json::json!("aep-sink-1"))), 0);

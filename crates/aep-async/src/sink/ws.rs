@@ -162,6 +162,7 @@ impl WsSinkBuilder {
             unsent: Vec::new(),
             claims: HashMap::new(),
             unconfirmed: Unconfirmed::new(self.queue_capacity, self.connect_timeout),
+            flush_waits: false,
             cfg: self,
         };
         runtime.spawn(worker.run().instrument(span));
@@ -176,7 +177,8 @@ impl WsSinkBuilder {
 /// `error` frames the endpoint sends back are reported.
 ///
 /// **Delivered means confirmed.** The WS binding has no per-event acknowledgement, so
-/// after each write the sink sends a `ping` (one at a time); a relay reads a
+/// after its writes the sink sends a `ping` (one at a time, at most one per 5 ms unless
+/// a `flush` or `close` waits for delivery); a relay reads a
 /// connection's messages in order and answers the `ping` after the events before it,
 /// so its `pong` says those events were taken (by this crate's relay: stored, or
 /// refused with an `error` frame). Events count as delivered ([`DeliveryStats`],
@@ -283,6 +285,8 @@ struct Worker {
     /// Written, and not yet confirmed by the relay's `pong`: written again after a
     /// reconnect.
     unconfirmed: Unconfirmed,
+    /// A `flush` waits for what was taken: its confirmation is asked for at once.
+    flush_waits: bool,
 }
 
 /// How many inbound messages already received are handled before the sink writes: the
@@ -431,7 +435,7 @@ impl Worker {
             tracing::debug!(events = resend.len(), "unconfirmed events written again");
             let let_go = self.unconfirmed.written(resend);
             self.outbox.settle(let_go, 0);
-            self.ask_confirmation(&mut write).await?;
+            self.ask_confirmation(&mut write, true).await?;
             write.flush().await.map_err(ws_error)?;
         }
         // A relay learns which sessions a connection holds from the session events sent
@@ -466,7 +470,11 @@ impl Worker {
                 let let_go = self
                     .unconfirmed
                     .written(self.unsent.iter().map(|(text, _)| (text.clone(), false)));
-                self.ask_confirmation(&mut write).await?;
+                // a flush (or close) waiting for these is asked for at once
+                let closed = self.outbox.level().2;
+                self.ask_confirmation(&mut write, self.flush_waits || closed)
+                    .await?;
+                self.flush_waits = false;
                 write.flush().await.map_err(ws_error)?;
                 self.claim_sent();
                 // delivered once the relay confirms them (`pong`), or is presumed to
@@ -479,14 +487,20 @@ impl Worker {
                 close_socket(&mut write, "emitter closed").await;
                 return Ok(());
             }
-            let overdue = self.unconfirmed.deadline();
+            let timer = self.unconfirmed.timer();
             tokio::select! {
-                () = tokio::time::sleep_until(overdue.unwrap_or_else(Instant::now)), if overdue.is_some() => {
-                    let n = self.unconfirmed.presume_taken();
-                    tracing::debug!(events = n, "no pong within the connect timeout; counted as delivered");
-                    self.outbox.settle(n, 0);
+                () = tokio::time::sleep_until(timer.unwrap_or_else(Instant::now)), if timer.is_some() => {
+                    if self.unconfirmed.deadline().is_some_and(|by| by <= Instant::now()) {
+                        let n = self.unconfirmed.presume_taken();
+                        tracing::debug!(events = n, "no pong within the connect timeout; counted as delivered");
+                        self.outbox.settle(n, 0);
+                    } else if self.ask_confirmation(&mut write, false).await? {
+                        write.flush().await.map_err(ws_error)?;
+                    }
                 }
                 () = self.outbox.wait_for_work() => {
+                    // read before the take, which clears it once the queue is empty
+                    self.flush_waits |= self.outbox.level().3;
                     while self.unsent.len() < WRITE_BATCH {
                         let batch = self.outbox.take(TAKE_CHUNK, usize::MAX);
                         if batch.is_empty() {
@@ -506,7 +520,7 @@ impl Worker {
                         replies |= self.read_one(msg, &mut write).await?;
                     }
                     // a `pong` that confirmed some may leave later writes to ask about
-                    replies |= self.ask_confirmation(&mut write).await?;
+                    replies |= self.ask_confirmation(&mut write, false).await?;
                     if replies {
                         write.flush().await.map_err(ws_error)?;
                     }
@@ -516,12 +530,14 @@ impl Worker {
     }
 
     /// Queues (without flushing) a `ping` asking the relay to confirm what was written,
-    /// unless one is out or nothing waits; says whether it did.
+    /// unless one is out, nothing waits, or (not `urgent`) the last was too recent; says
+    /// whether it did.
     async fn ask_confirmation(
         &mut self,
         write: &mut SplitSink<WsStream, Message>,
+        urgent: bool,
     ) -> Result<bool, TransportError> {
-        match self.unconfirmed.ask() {
+        match self.unconfirmed.ask(urgent) {
             Some(ping) => {
                 write.feed(Message::text(ping)).await.map_err(ws_error)?;
                 Ok(true)
@@ -540,7 +556,7 @@ impl Worker {
         read: &mut futures::stream::SplitStream<WsStream>,
     ) -> Result<(), TransportError> {
         while self.unconfirmed.uncounted() > 0 {
-            if self.ask_confirmation(write).await? {
+            if self.ask_confirmation(write, true).await? {
                 write.flush().await.map_err(ws_error)?;
             }
             let deadline = self.unconfirmed.deadline().unwrap_or_else(Instant::now);
