@@ -676,14 +676,16 @@ impl Outbox {
         (st.live, st.bytes, st.closed, st.urgent)
     }
 
-    /// Resolves once there are events to take or the sink is closed. Meanwhile, the
-    /// last report of a burst of drops is made when it falls due.
+    /// Resolves once there are events to take, a flush waits, or the sink is closed.
+    /// Meanwhile, the last report of a burst of drops is made when it falls due.
     pub(crate) async fn wait_for_work(&self) {
         loop {
             let notified = self.wake.notified();
             let due = {
                 let st = self.lock();
-                if st.live > 0 || st.closed {
+                // a flush with nothing queued still wakes the worker: the WS sink asks
+                // the relay to confirm what it wrote (the next take clears the flag)
+                if st.live > 0 || st.closed || st.urgent {
                     return;
                 }
                 st.unreported.map(|u| u.due)

@@ -470,16 +470,20 @@ impl Worker {
                 let let_go = self
                     .unconfirmed
                     .written(self.unsent.iter().map(|(text, _)| (text.clone(), false)));
-                // a flush (or close) waiting for these is asked for at once
-                let closed = self.outbox.level().2;
-                self.ask_confirmation(&mut write, self.flush_waits || closed)
-                    .await?;
-                self.flush_waits = false;
+                // at once when a flush (or close) waits for them
+                let urgent = std::mem::take(&mut self.flush_waits) || self.outbox.level().2;
+                self.ask_confirmation(&mut write, urgent).await?;
                 write.flush().await.map_err(ws_error)?;
                 self.claim_sent();
                 // delivered once the relay confirms them (`pong`), or is presumed to
                 self.outbox.settle(let_go, 0);
                 tracing::trace!(events = n, "written");
+            }
+            // a flush that came with nothing to write asks about what was written before
+            if std::mem::take(&mut self.flush_waits)
+                && self.ask_confirmation(&mut write, true).await?
+            {
+                write.flush().await.map_err(ws_error)?;
             }
             let (live, _, closed, _) = self.outbox.level();
             if closed && live == 0 {
