@@ -62,7 +62,9 @@ mod subscribe;
 pub use decode::{decode, decode_slice, is_event_type, DecodeError, FrameError, Message};
 pub use discovery::{Discovery, Endpoints};
 pub use error::{CommandRefusal, ErrorCode, ErrorFrame, SubscribeRefusal};
-pub use hello::{Capabilities, ControlCapability, Hello, Identity, ReplayCapability, Role};
+pub use hello::{
+    Acceptance, Capabilities, ControlCapability, Hello, Identity, ReplayCapability, Role,
+};
 pub use subscribe::{IdFrame, ReplayExhausted, ReplayFrom, RosterEntry, RosterReply, Subscribe};
 
 use members::{put, write_extra, Members};

@@ -79,7 +79,7 @@ pub use level::{Capture, Severity};
 pub use payload::{Payload, PayloadError, PayloadType};
 pub use projection::{project_state, ProjectedState, StateProjection, Violation};
 pub use redact::{ContentDigest, RedactOptions, Redactor};
-pub use resume::{FromBudget, Position, Positions, ResumePosition};
+pub use resume::{FromBudget, Position, Positions, ReplayStart, ResumeFrom, ResumePosition};
 pub use subscription::{DeliveryMode, SubscriptionFilter, SubscriptionRegistry};
 pub use types::EventType;
 pub use validate::{

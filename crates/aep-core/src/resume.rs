@@ -250,10 +250,7 @@ impl ResumePosition {
     /// # Ok::<(), aep_core::resume::SseIdError>(())
     /// ```
     pub fn sse_id(&self) -> Result<String, SseIdError> {
-        if self.session.is_empty() || !sse_line_safe(&self.session) {
-            return Err(SseIdError::Unwritable(self.session.clone()));
-        }
-        Ok(self.to_string())
+        SseId::new(&self.session, self.position()).map(|id| id.to_string())
     }
 
     /// The characters this position costs in the `from` parameter: its compact JSON
@@ -292,7 +289,257 @@ impl fmt::Display for ResumePosition {
     /// The SSE `id:` form `{session}:{epoch}:{seq}`, unchecked (see
     /// [`ResumePosition::sse_id`]).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.session, self.epoch, self.seq)
+        SseId::unchecked(&self.session, self.position()).fmt(f)
+    }
+}
+
+/// The SSE `id:` value `{session}:{epoch}:{seq}` of one event (AEP-0003 §3.3 rule 2),
+/// borrowed: [`write_to`](Self::write_to) appends it to a buffer without allocating,
+/// and [`len`](Self::len) says its size beforehand, so an endpoint framing every event
+/// it sends sizes each frame exactly. [`ResumePosition::sse_id`] writes the same text.
+///
+/// ```
+/// use aep_core::resume::{Position, ResumePosition, SseId};
+///
+/// let id = SseId::new("s:1", Position::new(2, 30))?;
+/// let mut frame = b"id: ".to_vec();
+/// id.write_to(&mut frame);
+/// assert_eq!(frame, b"id: s:1:2:30");
+/// assert_eq!(id.len(), "s:1:2:30".len());
+/// assert_eq!(ResumePosition::parse_sse_id(&id.to_string())?, ResumePosition::new("s:1", 2, 30));
+/// assert!(SseId::new("a\nb", Position::new(0, 0)).is_err());
+/// # Ok::<(), aep_core::resume::SseIdError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SseId<'a> {
+    session: &'a str,
+    position: Position,
+}
+
+impl<'a> SseId<'a> {
+    /// The id of the event at `position` in `session`, refused for a session an `id:`
+    /// line cannot carry or [`ResumePosition::parse_sse_id`] could not read back
+    /// (empty, CR, LF, NUL).
+    pub fn new(session: &'a str, position: Position) -> Result<SseId<'a>, SseIdError> {
+        if session.is_empty() || !sse_line_safe(session) {
+            return Err(SseIdError::Unwritable(session.to_owned()));
+        }
+        Ok(SseId::unchecked(session, position))
+    }
+
+    const fn unchecked(session: &'a str, position: Position) -> SseId<'a> {
+        SseId { session, position }
+    }
+
+    /// The session.
+    pub fn session(&self) -> &'a str {
+        self.session
+    }
+
+    /// The position.
+    pub fn position(&self) -> Position {
+        self.position
+    }
+
+    /// The length of the text in bytes.
+    #[allow(clippy::len_without_is_empty)] // never empty: a session is required
+    pub fn len(&self) -> usize {
+        self.session.len() + decimal_len(self.position.epoch) + decimal_len(self.position.seq) + 2
+    }
+
+    /// Appends the text to `out`.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.session.as_bytes());
+        out.push(b':');
+        push_decimal(out, self.position.epoch);
+        out.push(b':');
+        push_decimal(out, self.position.seq);
+    }
+}
+
+impl fmt::Display for SseId<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}",
+            self.session, self.position.epoch, self.position.seq
+        )
+    }
+}
+
+/// Digits of `n` in decimal.
+fn decimal_len(n: u64) -> usize {
+    n.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+/// Appends `n` in decimal: `write!` through `fmt` costs more than the rest of an SSE
+/// frame together, and a relay writes one per event.
+fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        if let Some(d) = digits.get_mut(at) {
+            *d = b'0' + (n % 10) as u8;
+        }
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(digits.get(at..).unwrap_or_default());
+}
+
+/// Where one session's replay starts (AEP-0003 §5, §7).
+///
+/// Closed: a resume token names the last position processed (§7), and the only other
+/// start a `from` entry can ask for is the start of an epoch.
+///
+/// ```
+/// use aep_core::resume::{Position, ReplayStart};
+///
+/// let after = ReplayStart::After(Position::new(0, 4));
+/// assert!(!after.includes(Position::new(0, 4)) && after.includes(Position::new(0, 5)));
+/// // the earliest held event is not the next one: the gap is declared
+/// assert!(after.declares_gap(Position::new(0, 7)));
+/// assert!(!after.declares_gap(Position::new(0, 5)));
+/// // the start of an epoch names no processed position, so never a gap
+/// assert!(ReplayStart::EARLIEST.includes(Position::new(0, 0)));
+/// assert!(!ReplayStart::EARLIEST.declares_gap(Position::new(3, 9)));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ReplayStart {
+    /// Strictly after this position: the last one the consumer processed (§7).
+    After(Position),
+    /// From `(epoch, 0)` on, that position included: the reference relay's `seq: -1`
+    /// (or an absent `seq`) in a `from` entry, "before the first event" of the epoch.
+    /// Epoch 0 is the whole session, as replay-all asks (§5).
+    EpochStart(u64),
+}
+
+impl ReplayStart {
+    /// The whole session: every held event (replay-all, §5).
+    pub const EARLIEST: ReplayStart = ReplayStart::EpochStart(0);
+
+    /// Whether an event at `position` is replayed.
+    pub fn includes(self, position: Position) -> bool {
+        match self {
+            ReplayStart::After(last) => position > last,
+            ReplayStart::EpochStart(epoch) => position >= Position::new(epoch, 0),
+        }
+    }
+
+    /// Whether a buffer whose earliest held event sits at `earliest` answers this start
+    /// with `replay-exhausted` (§5): it does when the start names a processed position
+    /// and the earliest held event is not the one right after it, so events in between
+    /// may be gone. A start of an epoch names no position, so it never does.
+    pub fn declares_gap(self, earliest: Position) -> bool {
+        match self {
+            ReplayStart::After(last) => {
+                earliest > Position::new(last.epoch, last.seq.saturating_add(1))
+            }
+            ReplayStart::EpochStart(_) => false,
+        }
+    }
+}
+
+/// One session's entry of a `from` request: its name and where its replay starts.
+///
+/// ```
+/// use aep_core::resume::{Position, ReplayStart, ResumeFrom, ResumePosition};
+///
+/// let from = ResumeFrom::parse_list(&serde_json::json!([
+///     {"session": "a", "epoch": 1, "seq": 4},
+///     {"session": "b", "seq": -1},
+///     {"session": "c"},
+/// ]))?;
+/// assert_eq!(from[0], ResumeFrom::from(ResumePosition::new("a", 1, 4)));
+/// assert_eq!(from[1].start(), ReplayStart::EARLIEST);
+/// assert_eq!(from[2].start(), ReplayStart::EpochStart(0));
+/// assert!(ResumeFrom::parse_list(&serde_json::json!([{"session": "a", "seq": -2}])).is_err());
+/// # Ok::<(), aep_core::resume::FromError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ResumeFrom {
+    session: String,
+    start: ReplayStart,
+}
+
+/// Why a `from` value is refused (AEP-0003 §3.3, fail closed: one bad entry refuses the
+/// request).
+///
+/// ```
+/// use aep_core::resume::{FromError, ResumeFrom};
+/// assert_eq!(ResumeFrom::parse_list(&serde_json::json!({})), Err(FromError::NotAnArray));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FromError {
+    /// Neither an array of positions nor (where the caller reads it) `"all"`.
+    #[error("from must be an array of resume positions or the string \"all\"")]
+    NotAnArray,
+    /// An entry that is not `{session, epoch?, seq?}` with a string session, an epoch
+    /// of 0 or more and a seq of -1 or more.
+    #[error("bad resume position: {0}")]
+    BadEntry(String),
+}
+
+impl ResumeFrom {
+    /// `session` from `start`.
+    pub fn new(session: impl Into<String>, start: ReplayStart) -> ResumeFrom {
+        ResumeFrom {
+            session: session.into(),
+            start,
+        }
+    }
+
+    /// The session.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// Where its replay starts.
+    pub fn start(&self) -> ReplayStart {
+        self.start
+    }
+
+    /// Reads the JSON array of a `from` parameter (AEP-0003 §3.3): each entry
+    /// `{session, epoch, seq}`, an absent `epoch` read as 0 (AEP-0001 §7.2) and an
+    /// absent `seq`, or `-1`, as the start of the epoch ([`ReplayStart::EpochStart`]),
+    /// as the reference relay reads them.
+    pub fn parse_list(value: &serde_json::Value) -> Result<Vec<ResumeFrom>, FromError> {
+        let items = value.as_array().ok_or(FromError::NotAnArray)?;
+        items.iter().map(ResumeFrom::parse_entry).collect()
+    }
+
+    fn parse_entry(item: &serde_json::Value) -> Result<ResumeFrom, FromError> {
+        let bad = || FromError::BadEntry(item.to_string());
+        let object = item.as_object().ok_or_else(bad)?;
+        let session = object
+            .get("session")
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(bad)?;
+        let epoch = match object.get("epoch") {
+            None => 0,
+            Some(v) => v.as_u64().ok_or_else(bad)?,
+        };
+        let start = match object.get("seq") {
+            None => ReplayStart::EpochStart(epoch),
+            Some(v) => match (v.as_u64(), v.as_i64()) {
+                (Some(seq), _) => ReplayStart::After(Position::new(epoch, seq)),
+                (None, Some(-1)) => ReplayStart::EpochStart(epoch),
+                _ => return Err(bad()),
+            },
+        };
+        Ok(ResumeFrom::new(session, start))
+    }
+}
+
+impl From<ResumePosition> for ResumeFrom {
+    /// Strictly after the position (AEP-0003 §7).
+    fn from(p: ResumePosition) -> ResumeFrom {
+        let start = ReplayStart::After(p.position());
+        ResumeFrom::new(p.session, start)
     }
 }
 

@@ -996,3 +996,63 @@ fn classification_does_not_depend_on_member_spelling() {
         Err(DecodeError::Event(_))
     ));
 }
+
+/// A roster entry carries exactly the four members AEP-0003 §4.1 rule 4 names, as the
+/// claimant declared them, and nothing it did not declare.
+#[test]
+fn a_roster_entry_relays_the_claimants_declarations() {
+    let Frame::Hello(hello) = frame(
+        r#"{"type":"hello","versions":["0.1"],"role":"emitter","identity":{"agent":"a","instance":"i-1","card":null,"x":1},"capabilities":{"control":{"ack_window_ms":500,"accepts":["control.pause"],"y":2},"emits":["tool"],"replay":{"buffer":8},"z":{}}}"#,
+    ) else {
+        panic!("a hello");
+    };
+    let entry = aep_core::frame::RosterEntry::claimed("s1", &hello);
+    let json: Value = serde_json::to_value(&entry).unwrap();
+    assert_eq!(
+        json,
+        json!({"session": "s1", "agent": "a", "instance": "i-1",
+               "control": {"accepts": ["control.pause"], "ack_window_ms": 500, "y": 2},
+               "emits": ["tool"]})
+    );
+    let bare = aep_core::frame::RosterEntry::claimed(
+        "s2",
+        &aep_core::frame::Hello::new(aep_core::frame::Role::Both),
+    );
+    assert_eq!(serde_json::to_string(&bare).unwrap(), r#"{"session":"s2"}"#);
+}
+
+/// `accepts` has one meaning: listed, not listed, or no list at all (AEP-0004 §4.2).
+#[test]
+fn acceptance_tells_an_undeclared_target_from_a_refusing_one() {
+    use aep_core::frame::Acceptance;
+    let caps = |control: Value| {
+        let Frame::Hello(h) = frame(
+            &json!({"type": "hello", "versions": ["0.1"], "capabilities": {"control": control}})
+                .to_string(),
+        ) else {
+            panic!("a hello");
+        };
+        h.capabilities()
+    };
+    let listed = caps(json!({"accepts": ["control.pause"]}));
+    assert_eq!(listed.acceptance("control.pause"), Acceptance::Accepted);
+    assert_eq!(listed.acceptance("control.cancel"), Acceptance::Refused);
+    assert_eq!(
+        caps(json!({"accepts": []})).acceptance("control.pause"),
+        Acceptance::Refused
+    );
+    let undeclared = caps(json!({"ack_window_ms": 100}));
+    assert_eq!(
+        undeclared.acceptance("control.pause"),
+        Acceptance::Undeclared
+    );
+    assert!(
+        !undeclared.accepts("control.pause"),
+        "a target accepts nothing undeclared"
+    );
+    // an unreadable declaration is no declaration
+    assert_eq!(
+        caps(json!({"accepts": "control.pause"})).acceptance("control.pause"),
+        Acceptance::Undeclared
+    );
+}

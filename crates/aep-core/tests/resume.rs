@@ -215,3 +215,85 @@ fn positions_persist_and_merge() {
         assert!(Positions::from_json(bad).is_err(), "{bad}");
     }
 }
+
+/// The SSE id written into a buffer is the text `sse_id` and `Display` give, for the
+/// widest numbers too, and it reads back as the same position.
+#[test]
+fn an_sse_id_written_in_place_reads_back() {
+    use aep_core::resume::SseId;
+    for (session, epoch, seq) in [
+        ("s", 0, 0),
+        ("urn:s:1", 2, 30),
+        ("é ü", 9, 10),
+        ("x", u64::MAX, u64::MAX),
+        ("a:b:1:2", 1, 1_000_000),
+    ] {
+        let id = SseId::new(session, Position::new(epoch, seq)).unwrap();
+        let mut bytes = Vec::new();
+        id.write_to(&mut bytes);
+        assert_eq!(bytes.len(), id.len());
+        let text = String::from_utf8(bytes).unwrap();
+        assert_eq!(text, id.to_string());
+        let position = ResumePosition::new(session, epoch, seq);
+        assert_eq!(position.sse_id().unwrap(), text);
+        assert_eq!(ResumePosition::parse_sse_id(&text).unwrap(), position);
+    }
+    for unwritable in ["", "a\nb", "a\rb", "a\0b"] {
+        assert!(matches!(
+            SseId::new(unwritable, Position::new(0, 1)),
+            Err(SseIdError::Unwritable(_))
+        ));
+    }
+}
+
+/// A replay start includes exactly the positions after it (or from the start of its
+/// epoch), in `(epoch, seq)` order, whatever the numbers: no packing of both into one
+/// integer, so a seq past 2^40 still orders below the next epoch.
+#[test]
+fn replay_starts_order_positions_epoch_first() {
+    use aep_core::resume::ReplayStart;
+    let big = 1u64 << 40;
+    let after = ReplayStart::After(Position::new(0, big));
+    assert!(after.includes(Position::new(0, big + 1)));
+    assert!(after.includes(Position::new(1, 0)));
+    assert!(!after.includes(Position::new(0, big)));
+    assert!(!ReplayStart::EpochStart(1).includes(Position::new(0, big * 4)));
+    assert!(ReplayStart::EpochStart(1).includes(Position::new(1, 0)));
+    // a gap is declared when the earliest held is not the next position (§5)
+    assert!(after.declares_gap(Position::new(1, 0)));
+    assert!(!after.declares_gap(Position::new(0, big + 1)));
+    assert!(
+        !ReplayStart::After(Position::new(0, u64::MAX)).declares_gap(Position::new(0, u64::MAX))
+    );
+}
+
+/// A `from` parameter is read whole or refused whole, naming the bad entry.
+#[test]
+fn a_from_parameter_is_read_fail_closed() {
+    use aep_core::resume::{FromError, ReplayStart, ResumeFrom};
+    use serde_json::json;
+    let read = ResumeFrom::parse_list(&json!([
+        {"session": "a", "epoch": 2, "seq": -1},
+        {"session": "b", "epoch": 0, "seq": 7},
+    ]))
+    .unwrap();
+    assert_eq!(read[0].start(), ReplayStart::EpochStart(2));
+    assert_eq!(read[1].start(), ReplayStart::After(Position::new(0, 7)));
+    for bad in [
+        json!([{"epoch": 0, "seq": 1}]),
+        json!([{"session": 1, "seq": 1}]),
+        json!([{"session": "a", "seq": -2}]),
+        json!([{"session": "a", "seq": 1.5}]),
+        json!([{"session": "a", "epoch": -1}]),
+        json!([{"session": "a"}, "x"]),
+    ] {
+        assert!(
+            matches!(ResumeFrom::parse_list(&bad), Err(FromError::BadEntry(_))),
+            "{bad}"
+        );
+    }
+    assert_eq!(
+        ResumeFrom::parse_list(&json!("all")),
+        Err(FromError::NotAnArray)
+    );
+}

@@ -181,6 +181,25 @@ impl Hello {
         self.capabilities.clone().unwrap_or_default()
     }
 
+    /// The role a responder serves this party in (AEP-0003 §4 rule 2): `emitter`,
+    /// `consumer` or `both`, an absent role read as `both` (as the reference relay reads
+    /// it). Any other role is `Err`, carrying it: the responder refuses the `hello`.
+    ///
+    /// ```
+    /// use aep_core::frame::{Hello, Role};
+    /// assert_eq!(Hello::new(Role::Consumer).party_role(), Ok(Role::Consumer));
+    /// let mut absent = Hello::new(Role::Emitter);
+    /// absent.role = None;
+    /// assert_eq!(absent.party_role(), Ok(Role::Both));
+    /// assert_eq!(Hello::new(Role::Collector).party_role(), Err(Role::Collector));
+    /// ```
+    pub fn party_role(&self) -> Result<Role, Role> {
+        match self.role.clone().unwrap_or(Role::Both) {
+            role @ (Role::Emitter | Role::Consumer | Role::Both) => Ok(role),
+            other => Err(other),
+        }
+    }
+
     pub(super) fn read(m: &mut Members<'_>) -> Result<Hello, FrameError> {
         let versions = m.opt_strings("versions")?.unwrap_or_default();
         let role = m.opt_str("role")?.map(Role::from_wire);
@@ -320,9 +339,21 @@ impl Capabilities {
 
     /// Whether `command_type` is in the declared `control.accepts` (AEP-0004 §4.2).
     pub fn accepts(&self, command_type: &str) -> bool {
+        self.acceptance(command_type) == Acceptance::Accepted
+    }
+
+    /// What the declared `control.accepts` says of `command_type`
+    /// ([`ControlCapability::acceptance`]); [`Acceptance::Undeclared`] without a
+    /// `control` declaration.
+    ///
+    /// ```
+    /// use aep_core::frame::{Acceptance, Capabilities};
+    /// assert_eq!(Capabilities::default().acceptance("control.pause"), Acceptance::Undeclared);
+    /// ```
+    pub fn acceptance(&self, command_type: &str) -> Acceptance {
         self.control
             .as_ref()
-            .is_some_and(|c| c.accepts(command_type))
+            .map_or(Acceptance::Undeclared, |c| c.acceptance(command_type))
     }
 
     pub(super) fn from_map(map: Map<String, Value>) -> Capabilities {
@@ -388,6 +419,34 @@ impl<'de> Deserialize<'de> for Capabilities {
     }
 }
 
+/// What a party's declared `control.accepts` says of one command type (AEP-0004 §4.2).
+///
+/// `accepts` is authoritative: a command whose type it does not list is nacked
+/// `unsupported`, by the target, or by a relay on its behalf. A relay may refuse on a
+/// target's behalf only when it knows the declaration (§4.2), so only
+/// [`Refused`](Acceptance::Refused) is refused there; an
+/// [`Undeclared`](Acceptance::Undeclared) target is forwarded the command and decides it
+/// itself. A target decides [`Accepted`](Acceptance::Accepted) only: without a
+/// declaration it accepts nothing (a control-capable target MUST declare, §7).
+///
+/// Closed: a type is listed, not listed, or there is no list.
+///
+/// ```
+/// use aep_core::frame::{Acceptance, ControlCapability};
+/// let declared = ControlCapability::accepting(["control.pause"]);
+/// assert_eq!(declared.acceptance("control.cancel"), Acceptance::Refused);
+/// assert!(!ControlCapability::default().accepts("control.cancel"));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Acceptance {
+    /// Listed in `accepts`.
+    Accepted,
+    /// Not listed in a declared `accepts`: nacked `unsupported`.
+    Refused,
+    /// No `accepts` declared: only the target itself decides (it accepts nothing).
+    Undeclared,
+}
+
 /// `capabilities.control` (AEP-0003 §4, AEP-0004 §3-4).
 ///
 /// ```
@@ -437,9 +496,25 @@ impl ControlCapability {
 
     /// Whether `command_type` is listed in `accepts`.
     pub fn accepts(&self, command_type: &str) -> bool {
-        self.accepts
-            .as_ref()
-            .is_some_and(|a| a.iter().any(|t| t == command_type))
+        self.acceptance(command_type) == Acceptance::Accepted
+    }
+
+    /// What this declaration says of `command_type` (AEP-0004 §4.2): listed in
+    /// `accepts`, not listed, or no `accepts` declared at all.
+    ///
+    /// ```
+    /// use aep_core::frame::{Acceptance, ControlCapability};
+    /// let c = ControlCapability::accepting(["control.cancel"]);
+    /// assert_eq!(c.acceptance("control.cancel"), Acceptance::Accepted);
+    /// assert_eq!(c.acceptance("control.pause"), Acceptance::Refused);
+    /// assert_eq!(ControlCapability::default().acceptance("control.pause"), Acceptance::Undeclared);
+    /// ```
+    pub fn acceptance(&self, command_type: &str) -> Acceptance {
+        match &self.accepts {
+            None => Acceptance::Undeclared,
+            Some(a) if a.iter().any(|t| t == command_type) => Acceptance::Accepted,
+            Some(_) => Acceptance::Refused,
+        }
     }
 
     /// The declared ack window, or the 10 s default (AEP-0004 §3).

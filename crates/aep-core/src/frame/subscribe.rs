@@ -5,7 +5,7 @@ use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
 
 use super::members::{object_serialize, put, write_extra, Members};
-use super::{ControlCapability, FrameError};
+use super::{ControlCapability, FrameError, Hello};
 use crate::level::Capture;
 use crate::resume::{Position, ResumePosition};
 
@@ -290,6 +290,38 @@ impl RosterEntry {
             instance: None,
             control: None,
             emits: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// The entry of one live claim of `session` by the party that said `hello`
+    /// (AEP-0003 §4.1 rule 4): `agent` and `instance` from its identity, `control` and
+    /// `emits` from its capabilities, each as declared and absent when it was not; no
+    /// other member.
+    ///
+    /// ```
+    /// use aep_core::frame::{Capabilities, ControlCapability, Hello, Identity, Role, RosterEntry};
+    ///
+    /// let mut caps = Capabilities::default();
+    /// caps.control = Some(ControlCapability::accepting(["control.pause"]));
+    /// let hello = Hello::new(Role::Emitter)
+    ///     .with_identity(Identity::new("claude-code"))
+    ///     .with_capabilities(caps);
+    /// assert_eq!(
+    ///     serde_json::to_string(&RosterEntry::claimed("s1", &hello))?,
+    ///     r#"{"session":"s1","agent":"claude-code","control":{"accepts":["control.pause"]}}"#
+    /// );
+    /// # Ok::<(), serde_json::Error>(())
+    /// ```
+    pub fn claimed(session: impl Into<String>, hello: &Hello) -> RosterEntry {
+        let identity = hello.identity.as_ref();
+        let capabilities = hello.capabilities.as_ref();
+        RosterEntry {
+            session: session.into(),
+            agent: identity.and_then(|i| i.agent.clone()),
+            instance: identity.and_then(|i| i.instance.clone()),
+            control: capabilities.and_then(|c| c.control.clone()),
+            emits: capabilities.and_then(|c| c.emits.clone()),
             extra: Map::new(),
         }
     }
