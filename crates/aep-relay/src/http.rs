@@ -21,7 +21,12 @@ use serde_json::{json, Value};
 use crate::hub::{parse_line, Hub, Incoming, LineError, ReplayAsk};
 use crate::outbox::{Binding, Drain, End, Piece};
 use crate::proto::{self, Filter};
-use crate::server::ConnectionShed;
+
+/// The one connection an HTTP request came on: cancelling it ends the connection (a
+/// reader disconnected past the hard bound whose socket takes nothing more). The
+/// accept loop puts it in each request's extensions.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ConnectionShed(pub(crate) tokio_util::sync::CancellationToken);
 
 const ALLOW_ORIGIN: (header::HeaderName, HeaderValue) = (
     header::ACCESS_CONTROL_ALLOW_ORIGIN,

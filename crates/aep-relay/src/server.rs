@@ -20,9 +20,9 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
 use crate::config::RelayConfig;
+use crate::http::ConnectionShed;
 use crate::hub::Hub;
 
 /// Serves a relay on `listener` until `shutdown` completes, then shuts down gracefully:
@@ -91,11 +91,6 @@ impl Server {
         serve(self.hub, listener, shutdown).await
     }
 }
-
-/// The one connection an HTTP request came on: dropping it ends the connection (a
-/// reader disconnected past the hard bound whose socket takes nothing more).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct ConnectionShed(pub(crate) CancellationToken);
 
 async fn serve(
     hub: Arc<Hub>,
