@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use aep_core::frame::{ErrorCode, Role};
+use aep_core::resume::ReplayStart;
 use aep_core::{Capture, EnvelopeView, Event, Severity};
 use bytes::Bytes;
 use serde_json::{json, Value};
@@ -19,10 +20,11 @@ use smallvec::SmallVec;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::RelayConfig;
+use crate::encoded::{encode, encode_view, Encoded};
 use crate::journal::{self, Disk, Fs, Journal};
 use crate::outbox::{self, Binding, Bounds, End, Outbox, Pacing, ReplayJob};
 use crate::proto::{self, Disposition, Filter, FromPosition};
-use crate::store::{Encoded, Limits, Store};
+use crate::store::{Limits, Store};
 
 /// Events accepted but not stored: the journal could not write them (a full disk).
 #[derive(Debug)]
@@ -32,29 +34,6 @@ impl std::fmt::Display for Unstored {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "not stored: the journal could not write it ({})", self.0)
     }
-}
-
-/// Frames an event for both bindings.
-pub(crate) fn encode(event: &Event, json: &[u8]) -> Encoded {
-    let position = replay_position(event.session(), event.epoch(), event.seq());
-    let (ty, source, id) = (event.event_type(), event.source(), event.id());
-    Encoded::new(json, ty, position, source, id, event.severity())
-}
-
-/// [`encode`] for an envelope read in place.
-fn encode_view(view: &EnvelopeView<'_>, json: &[u8]) -> Encoded {
-    let position = replay_position(view.session(), view.epoch(), view.seq());
-    let (ty, source, id) = (view.event_type(), view.source(), view.id());
-    Encoded::new(json, ty, position, source, id, view.severity())
-}
-
-/// A sequenced session event's place in its session's replay order (AEP-0001 §7).
-fn replay_position(
-    session: Option<&str>,
-    epoch: u64,
-    seq: Option<u64>,
-) -> Option<(&str, u64, u64)> {
-    Some((session?, epoch, seq?))
 }
 
 /// One accepted event, read once and framed once.
@@ -583,7 +562,7 @@ impl Hub {
             if !go {
                 continue;
             }
-            let severity = incoming.encoded.severity;
+            let severity = incoming.encoded.severity();
             let mut parsed_again = None;
             for (at, sub) in subs.iter().enumerate() {
                 if sub.outbox.is_closed() {
@@ -742,14 +721,14 @@ impl Hub {
         } else {
             ask.positions
                 .iter()
-                .map(|p| st.store.replay(&p.session, p.epoch, p.seq))
+                .map(|p| st.store.replay(&p.session, p.start()))
                 .collect()
         };
         // `all` already holds the filter's session: adding it again sent it twice
         if ask.filter_session && !ask.all {
             if let Some(session) = filter.session() {
                 if !ask.positions.iter().any(|p| p.session == session) {
-                    parts.push(st.store.replay(session, 0, -1));
+                    parts.push(st.store.replay(session, ReplayStart::EARLIEST));
                 }
             }
         }
@@ -1383,7 +1362,14 @@ mod tests {
         assert_eq!(next_data(&mut other_session), None);
         assert_eq!(next_data(&mut other_type), None);
         // and it was buffered under its session
-        assert_eq!(hub.lock().store.replay("s1", 0, -1).events.len(), 1);
+        assert_eq!(
+            hub.lock()
+                .store
+                .replay("s1", ReplayStart::EARLIEST)
+                .events
+                .len(),
+            1
+        );
     }
 
     fn line(id: &str, seq: u64) -> Vec<u8> {
@@ -1437,7 +1423,14 @@ mod tests {
         .unwrap();
         read(&mut fast);
         // the batch was admitted whole
-        assert_eq!(hub.lock().store.replay("s1", 0, -1).events.len(), 4);
+        assert_eq!(
+            hub.lock()
+                .store
+                .replay("s1", ReplayStart::EARLIEST)
+                .events
+                .len(),
+            4
+        );
         assert_eq!(ids, ["e2", "e3", "e4"]);
     }
 
@@ -1510,9 +1503,21 @@ mod tests {
         disk.full.store(true, Ordering::SeqCst);
         let unstored = hub.ingest(&batch, None).await.unwrap_err();
         assert_eq!(unstored.0.kind(), std::io::ErrorKind::StorageFull);
-        assert!(hub.lock().store.replay("s1", 0, -1).events.is_empty());
+        assert!(hub
+            .lock()
+            .store
+            .replay("s1", ReplayStart::EARLIEST)
+            .events
+            .is_empty());
         disk.full.store(false, Ordering::SeqCst);
         hub.ingest(&batch, None).await.unwrap();
-        assert_eq!(hub.lock().store.replay("s1", 0, -1).events.len(), 2);
+        assert_eq!(
+            hub.lock()
+                .store
+                .replay("s1", ReplayStart::EARLIEST)
+                .events
+                .len(),
+            2
+        );
     }
 }

@@ -746,10 +746,10 @@ mod tests {
 
     fn held(store: &Store, session: &str) -> Vec<u64> {
         store
-            .replay(session, 0, -1)
+            .replay(session, aep_core::resume::ReplayStart::EARLIEST)
             .events
             .iter()
-            .map(|e| e.seq)
+            .filter_map(|e| e.position().map(|p| p.seq()))
             .collect()
     }
 

@@ -77,6 +77,7 @@
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod cli;
 pub mod config;
+mod encoded;
 mod http;
 mod hub;
 mod journal;

@@ -28,8 +28,9 @@ use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::encoded::{encode, Encoded};
 use crate::proto::{self, Filter};
-use crate::store::{Encoded, ReplayPart};
+use crate::store::ReplayPart;
 
 /// Which binding a queue writes to: SSE messages or WebSocket text frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -462,7 +463,7 @@ pub(crate) fn render(
 ) -> Bytes {
     match capture.and_then(|c| proto::downlevel(event, c)) {
         Some(lowered) => {
-            let again = crate::hub::encode(&lowered, lowered.to_json().as_bytes());
+            let again = encode(&lowered, lowered.to_json().as_bytes());
             pick(&again, binding)
         }
         None => pick(encoded, binding),
@@ -612,18 +613,12 @@ impl Drain {
             };
             if !cursor.marked {
                 cursor.marked = true;
-                if let (true, Some((epoch, seq))) = (job.declare_gaps, part.exhausted) {
+                if let (true, Some(earliest)) = (job.declare_gaps, part.exhausted) {
                     let marker = match &job.sub {
-                        Some(sub) => Bytes::from(proto::replay_exhausted_frame(
-                            sub,
-                            &part.session,
-                            epoch,
-                            seq,
-                        )),
-                        None => {
-                            Bytes::from(proto::replay_exhausted_comment(&part.session, epoch, seq))
-                        }
+                        Some(sub) => proto::replay_exhausted_frame(sub, &part.session, earliest),
+                        None => proto::replay_exhausted_comment(&part.session, earliest),
                     };
+                    let marker = Bytes::from(marker);
                     return Some(Piece::Data(marker));
                 }
             }

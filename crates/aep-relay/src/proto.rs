@@ -10,7 +10,7 @@ use aep_core::frame::{
     Capabilities, ControlCapability, Discovery, Endpoints, ErrorCode, ErrorFrame, Frame, Hello,
     Identity, ReplayCapability, ReplayExhausted, Role,
 };
-use aep_core::resume::ResumePosition;
+use aep_core::resume::{Position, ResumePosition};
 use aep_core::types::{claims_session_parsed, EventType};
 use aep_core::validate::{validate_envelope, validate_envelope_view, Issue, Rule};
 use aep_core::{Capture, EnvelopeView, Event};
@@ -120,6 +120,17 @@ pub(crate) struct FromPosition {
     pub(crate) seq: i64,
 }
 
+impl FromPosition {
+    /// Where this position's replay starts.
+    pub(crate) fn start(&self) -> aep_core::resume::ReplayStart {
+        use aep_core::resume::{Position, ReplayStart};
+        match u64::try_from(self.seq) {
+            Ok(seq) => ReplayStart::After(Position::new(self.epoch, seq)),
+            Err(_) => ReplayStart::EpochStart(self.epoch),
+        }
+    }
+}
+
 /// Reads a `from` array; a malformed member refuses the whole request (fail closed).
 // Not `aep_core::resume::ResumePosition`: the SSE `from` of the Python SDK sends
 // `seq: -1` ("from the start of the epoch"), which the core's u64 positions cannot hold.
@@ -225,13 +236,15 @@ pub(crate) fn version_unsupported_frame() -> String {
 }
 
 /// A `replay-exhausted` frame (AEP-0003 §5).
-pub(crate) fn replay_exhausted_frame(sub: &str, session: &str, epoch: u64, seq: u64) -> String {
-    Frame::ReplayExhausted(ReplayExhausted::new(sub, session, epoch, seq)).to_json()
+pub(crate) fn replay_exhausted_frame(sub: &str, session: &str, earliest: Position) -> String {
+    let frame = ReplayExhausted::new(sub, session, earliest.epoch(), earliest.seq());
+    Frame::ReplayExhausted(frame).to_json()
 }
 
 /// The SSE comment that declares the same gap (AEP-0003 §3.3.3).
-pub(crate) fn replay_exhausted_comment(session: &str, epoch: u64, seq: u64) -> String {
-    aep_core::resume::replay_exhausted_comment(&ResumePosition::new(session, epoch, seq))
+pub(crate) fn replay_exhausted_comment(session: &str, earliest: Position) -> String {
+    let at = ResumePosition::new(session, earliest.epoch(), earliest.seq());
+    aep_core::resume::replay_exhausted_comment(&at)
 }
 
 /// A `closing` frame (AEP-0003 §3.5.4).

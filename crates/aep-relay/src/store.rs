@@ -6,151 +6,22 @@
 //! costs a few dozen bytes per event whatever the ids look like.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
-use std::hash::BuildHasher;
 use std::sync::Arc;
 
-use aep_core::Severity;
-use bytes::Bytes;
+use aep_core::resume::{Position, ReplayStart};
 use smallvec::SmallVec;
 
-/// One event as the relay holds and sends it. Held by value: a clone shares the frame
-/// (a reference count), so no separate allocation wraps it.
-#[derive(Debug, Clone)]
-pub(crate) struct Encoded {
-    /// `event: {type}\ndata: {json}\n[id: {s}:{e}:{q}\n]\n`.
-    sse: Bytes,
-    data_at: u32,
-    data_len: u32,
-    /// Where the session name sits in the `id:` line (0: no position; the frame starts
-    /// with `event:`, so a session never sits at 0, and an empty name stays an answer).
-    session_at: u32,
-    session_len: u32,
-    pub(crate) epoch: u64,
-    pub(crate) seq: u64,
-    /// Two halves rather than a `u128`: 8-byte alignment keeps the struct at 88 bytes.
-    key: (u64, u64),
-    /// What backpressure may drop (AEP-0003 §8.4) without parsing the event again.
-    pub(crate) severity: Severity,
+use crate::encoded::Encoded;
+
+/// What the store counts for one buffered event: its frame and its entry.
+fn held_bytes(event: &Encoded) -> usize {
+    event.frame_len() + std::mem::size_of::<Encoded>()
 }
 
-/// Digest of `(source, id)`: two 64-bit foldhash digests of the pair under independent
-/// fixed seeds (fixed, so a restored journal keys its events as before). foldhash rather
-/// than SipHash: this runs once per ingested event.
-fn dedupe_key(source: &str, id: &str) -> (u64, u64) {
-    let half = |seed: u64| foldhash::quality::FixedState::with_seed(seed).hash_one((source, id));
-    (half(0x9e37_79b9_7f4a_7c15), half(0xc2b2_ae3d_27d4_eb4f))
-}
-
-impl Encoded {
-    /// Frames one event. `json` must be a single line (no `\n` or `\r`).
-    pub(crate) fn new(
-        json: &[u8],
-        event_type: &str,
-        position: Option<(&str, u64, u64)>,
-        source: &str,
-        id: &str,
-        severity: Severity,
-    ) -> Encoded {
-        // the exact size: a full buffer becomes `Bytes` without a separate shared header
-        // until the first clone, and an event nobody reads never gets one
-        let id_len = position.map_or(0, |(session, e, s)| {
-            session.len() + decimal_len(e) + decimal_len(s) + 7
-        });
-        let mut sse = Vec::with_capacity(json.len() + event_type.len() + 16 + id_len);
-        sse.extend_from_slice(b"event: ");
-        sse.extend_from_slice(event_type.as_bytes());
-        sse.extend_from_slice(b"\ndata: ");
-        let data_at = sse.len();
-        sse.extend_from_slice(json);
-        sse.push(b'\n');
-        let (mut epoch, mut seq) = (0, 0);
-        let (mut session_at, mut session_len) = (0, 0);
-        if let Some((session, e, s)) = position {
-            // written by hand: `write!` costs more than the rest of the framing together
-            sse.extend_from_slice(b"id: ");
-            (session_at, session_len) = (sse.len(), session.len());
-            sse.extend_from_slice(session.as_bytes());
-            sse.push(b':');
-            push_decimal(&mut sse, e);
-            sse.push(b':');
-            push_decimal(&mut sse, s);
-            sse.push(b'\n');
-            (epoch, seq) = (e, s);
-        }
-        sse.push(b'\n');
-        debug_assert_eq!(
-            sse.len(),
-            sse.capacity(),
-            "the frame size is computed exactly"
-        );
-        Encoded {
-            sse: Bytes::from(sse),
-            data_at: u32::try_from(data_at).unwrap_or(u32::MAX),
-            data_len: u32::try_from(json.len()).unwrap_or(u32::MAX),
-            session_at: u32::try_from(session_at).unwrap_or(u32::MAX),
-            session_len: u32::try_from(session_len).unwrap_or(u32::MAX),
-            epoch,
-            seq,
-            key: dedupe_key(source, id),
-            severity,
-        }
-    }
-
-    /// The SSE message.
-    pub(crate) fn sse(&self) -> Bytes {
-        self.sse.clone()
-    }
-
-    /// The event JSON, as received (the WebSocket frame text).
-    pub(crate) fn json(&self) -> Bytes {
-        let at = self.data_at as usize;
-        self.sse.slice(at..at + self.data_len as usize)
-    }
-
-    /// The session of a positioned event, read back from its `id:` line.
-    pub(crate) fn session(&self) -> Option<&str> {
-        if self.session_at == 0 {
-            return None;
-        }
-        let at = self.session_at as usize;
-        let bytes = self.sse.get(at..at + self.session_len as usize)?;
-        std::str::from_utf8(bytes).ok()
-    }
-
-    /// Bytes held for this event, for memory accounting.
-    pub(crate) fn held_bytes(&self) -> usize {
-        self.sse.len() + std::mem::size_of::<Encoded>()
-    }
-
-    fn position(&self) -> i128 {
-        position(self.epoch, i128::from(self.seq))
-    }
-}
-
-/// Digits of `n` in decimal.
-fn decimal_len(n: u64) -> usize {
-    n.checked_ilog10().map_or(1, |d| d as usize + 1)
-}
-
-/// Appends `n` in decimal.
-fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
-}
-
-/// The total order of positions: epoch-major, as the reference relay's
-/// `epoch * 2^40 + seq`.
-fn position(epoch: u64, seq: i128) -> i128 {
-    (i128::from(epoch) << 40) + seq
+/// Where a buffered event sits in its session's order (AEP-0001 §7): the store holds
+/// only sequenced session events, which all have one.
+fn at(event: &Encoded) -> Position {
+    event.position().unwrap_or(Position::new(0, 0))
 }
 
 /// Session names and dedupe digests are chosen on the wire: a seeded hasher, and
@@ -173,8 +44,8 @@ impl Session {
     /// Drops the oldest event (the lowest position).
     fn pop_oldest(&mut self) -> Option<usize> {
         let dropped = self.events.pop_front()?;
-        self.ids.remove(&dropped.key);
-        let bytes = dropped.held_bytes();
+        self.ids.remove(&dropped.key());
+        let bytes = held_bytes(&dropped);
         self.bytes -= bytes;
         Some(bytes)
     }
@@ -185,7 +56,7 @@ impl Session {
 pub(crate) struct ReplayPart {
     pub(crate) session: Arc<str>,
     /// The earliest held position, when the request predates it (the gap to declare).
-    pub(crate) exhausted: Option<(u64, u64)>,
+    pub(crate) exhausted: Option<Position>,
     pub(crate) events: Vec<Encoded>,
 }
 
@@ -277,19 +148,19 @@ impl Store {
             s.touched = self.tick;
             self.recency.insert(self.tick, s.name.clone());
         }
-        if !s.ids.insert(event.key) {
+        if !s.ids.insert(event.key()) {
             return Admission {
                 admitted: false,
                 evicted,
             };
         }
         // events almost always arrive in order: insert from the tail
-        let at = event.position();
+        let position = at(&event);
         let mut i = s.events.len();
-        while i > 0 && s.events[i - 1].position() > at {
+        while i > 0 && at(&s.events[i - 1]) > position {
             i -= 1;
         }
-        let bytes = event.held_bytes();
+        let bytes = held_bytes(&event);
         s.events.insert(i, event);
         s.bytes += bytes;
         self.held += bytes;
@@ -330,13 +201,13 @@ impl Store {
         let Some(s) = self.sessions.get_mut(session) else {
             return;
         };
-        if !s.ids.remove(&event.key) {
+        if !s.ids.remove(&event.key()) {
             return;
         }
         // just admitted: near the tail
-        if let Some(at) = s.events.iter().rposition(|e| e.key == event.key) {
-            if let Some(gone) = s.events.remove(at) {
-                let bytes = gone.held_bytes();
+        if let Some(i) = s.events.iter().rposition(|e| e.key() == event.key()) {
+            if let Some(gone) = s.events.remove(i) {
+                let bytes = held_bytes(&gone);
                 s.bytes -= bytes;
                 self.held -= bytes;
             }
@@ -352,10 +223,9 @@ impl Store {
         Some(oldest)
     }
 
-    /// The events of `session` strictly after `(epoch, seq)`; `seq` -1 asks from the
-    /// start. The gap is declared when the earliest held event lies beyond the next
-    /// position asked for (AEP-0003 §5).
-    pub(crate) fn replay(&self, session: &str, epoch: u64, seq: i64) -> ReplayPart {
+    /// The events of `session` from `start` on. The gap is declared when the earliest
+    /// held event lies beyond the next position asked for (AEP-0003 §5).
+    pub(crate) fn replay(&self, session: &str, start: ReplayStart) -> ReplayPart {
         let Some((name, s)) = self.sessions.get_key_value(session) else {
             return ReplayPart {
                 session: Arc::from(session),
@@ -363,17 +233,16 @@ impl Store {
                 events: Vec::new(),
             };
         };
-        let after = position(epoch, i128::from(seq));
-        let start = s.events.partition_point(|e| e.position() <= after);
+        let first = s.events.partition_point(|e| !start.includes(at(e)));
         let exhausted = s
             .events
             .front()
-            .filter(|first| seq >= 0 && first.position() > after + 1)
-            .map(|first| (first.epoch, first.seq));
+            .map(at)
+            .filter(|earliest| start.declares_gap(*earliest));
         ReplayPart {
             session: name.clone(),
             exhausted,
-            events: s.events.range(start..).cloned().collect(),
+            events: s.events.range(first..).cloned().collect(),
         }
     }
 
@@ -382,11 +251,7 @@ impl Store {
     pub(crate) fn replay_all(&self) -> Vec<ReplayPart> {
         self.recency
             .values()
-            .map(|name| {
-                let mut part = self.replay(name, 0, -1);
-                part.exhausted = None;
-                part
-            })
+            .map(|name| self.replay(name, ReplayStart::EARLIEST))
             .collect()
     }
 
@@ -410,14 +275,15 @@ mod tests {
     }
 
     fn ev(id: &str, epoch: u64, seq: u64) -> Encoded {
-        Encoded::new(
-            format!(r#"{{"id":"{id}"}}"#).as_bytes(),
-            "progress.status",
-            Some(("s", epoch, seq)),
-            "src",
-            id,
-            Severity::Info,
-        )
+        crate::encoded::tests::framed("s", id, epoch, seq)
+    }
+
+    fn after(epoch: u64, seq: u64) -> ReplayStart {
+        ReplayStart::After(Position::new(epoch, seq))
+    }
+
+    fn seq(e: &Encoded) -> u64 {
+        at(e).seq()
     }
 
     #[test]
@@ -427,13 +293,13 @@ mod tests {
             assert!(store.admit("s", ev(&format!("e{i}"), 0, i)).admitted);
         }
         assert!(!store.admit("s", ev("e4", 0, 4)).admitted);
-        let part = store.replay("s", 0, 0);
-        let seqs: Vec<u64> = part.events.iter().map(|e| e.seq).collect();
+        let part = store.replay("s", after(0, 0));
+        let seqs: Vec<u64> = part.events.iter().map(seq).collect();
         assert_eq!(seqs, vec![2, 3, 4]);
-        assert_eq!(part.exhausted, Some((0, 2)));
-        assert_eq!(store.replay("s", 0, 1).exhausted, None);
-        assert_eq!(store.replay("s", 0, -1).exhausted, None);
-        assert_eq!(store.replay("s", 0, -1).events.len(), 3);
+        assert_eq!(part.exhausted, Some(Position::new(0, 2)));
+        assert_eq!(store.replay("s", after(0, 1)).exhausted, None);
+        assert_eq!(store.replay("s", ReplayStart::EARLIEST).exhausted, None);
+        assert_eq!(store.replay("s", ReplayStart::EARLIEST).events.len(), 3);
     }
 
     #[test]
@@ -442,13 +308,14 @@ mod tests {
         store.admit("s", ev("a", 0, 2));
         store.admit("s", ev("b", 0, 1));
         store.admit("s", ev("c", 1, 0));
-        let seqs: Vec<(u64, u64)> = store
-            .replay("s", 0, -1)
+        let seqs: Vec<Position> = store
+            .replay("s", ReplayStart::EARLIEST)
             .events
             .iter()
-            .map(|e| (e.epoch, e.seq))
+            .map(at)
             .collect();
-        assert_eq!(seqs, vec![(0, 1), (0, 2), (1, 0)]);
+        let want = [(0, 1), (0, 2), (1, 0)].map(|(e, s)| Position::new(e, s));
+        assert_eq!(seqs, want);
     }
 
     #[test]
@@ -460,7 +327,7 @@ mod tests {
         let admission = store.admit("c", ev("4", 0, 0));
         assert_eq!(admission.evicted.as_slice(), [Arc::from("b")]);
         assert_eq!(store.len(), 2);
-        assert!(store.replay("b", 0, -1).events.is_empty());
+        assert!(store.replay("b", ReplayStart::EARLIEST).events.is_empty());
         let order: Vec<String> = store
             .replay_all()
             .iter()
@@ -469,38 +336,11 @@ mod tests {
         assert_eq!(order, vec!["a", "c"]);
     }
 
-    #[test]
-    fn positions_are_written_in_decimal() {
-        for n in [0, 7, 10, 99, 1_000_001, u64::MAX] {
-            let mut out = Vec::new();
-            push_decimal(&mut out, n);
-            assert_eq!(out, n.to_string().into_bytes());
-            assert_eq!(decimal_len(n), out.len());
-        }
-    }
-
-    #[test]
-    fn encoded_frames_share_one_allocation() {
-        let e = ev("x", 1, 7);
-        assert_eq!(&e.json()[..], br#"{"id":"x"}"#);
-        assert_eq!(
-            &e.sse()[..],
-            b"event: progress.status\ndata: {\"id\":\"x\"}\nid: s:1:7\n\n"
-        );
-        assert_eq!(e.session(), Some("s"));
-        let unnamed = Encoded::new(b"{}", "t.x", Some(("", 0, 1)), "src", "i", Severity::Info);
-        assert_eq!(unnamed.session(), Some(""));
-        assert_eq!(
-            Encoded::new(b"{}", "t.x", None, "src", "i", Severity::Info).session(),
-            None
-        );
-    }
-
     /// The byte bounds evict as the count bounds do: a session's oldest events first,
     /// then the least recently written sessions, and never the newest event.
     #[test]
     fn bytes_are_bounded_per_session_and_over_all() {
-        let size = ev("e0", 0, 0).held_bytes();
+        let size = held_bytes(&ev("e0", 0, 0));
         let mut store = Store::new(Limits {
             events: 100,
             session_bytes: 3 * size,
@@ -512,10 +352,10 @@ mod tests {
         }
         let seqs = |store: &Store, s: &str| -> Vec<u64> {
             store
-                .replay(s, 0, -1)
+                .replay(s, ReplayStart::EARLIEST)
                 .events
                 .iter()
-                .map(|e| e.seq)
+                .map(seq)
                 .collect()
         };
         assert_eq!(seqs(&store, "a"), [2, 3, 4], "a session's oldest go first");
