@@ -18,7 +18,8 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::hub::{parse_line, Hub, Incoming, LineError, ReplayAsk};
+use crate::hub::{Hub, ReplayAsk};
+use crate::line::{parse_line, Incoming, LineError};
 use crate::outbox::{Binding, Drain, End, Piece};
 use crate::proto::{self, Filter};
 

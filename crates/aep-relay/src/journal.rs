@@ -35,7 +35,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::config::Fsync;
-use crate::hub::{parse_line, Incoming};
+use crate::line::{parse_line, Incoming};
 use crate::proto::Disposition;
 use crate::store::{Limits, Store};
 

@@ -81,6 +81,7 @@ mod encoded;
 mod http;
 mod hub;
 mod journal;
+mod line;
 #[cfg(feature = "nats")]
 mod nats;
 mod outbox;

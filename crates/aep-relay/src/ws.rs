@@ -18,7 +18,8 @@ use futures::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::hub::{read_event, Hello, Hub, LineError, ReplayAsk};
+use crate::hub::{Hello, Hub, ReplayAsk};
+use crate::line::{read_event, LineError};
 use crate::outbox::{Binding, Drain, End, Outbox, Piece};
 use crate::proto::{self, Filter, FromPosition};
 use crate::subscriptions::Lifecycle;
