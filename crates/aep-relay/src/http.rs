@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use aep_core::resume::{ResumeFrom, ResumePosition};
 use aep_core::Capture;
 use axum::body::Body;
 use axum::extract::ws::WebSocketUpgrade;
@@ -492,7 +493,7 @@ fn stream_request(
             if items.len() > hub.config.max_from() {
                 return Err("from too large".to_owned());
             }
-            ask.positions = proto::parse_from(&value)?;
+            ask.positions = ResumeFrom::parse_list(&value).map_err(|e| e.to_string())?;
         }
         None => {}
     }
@@ -500,9 +501,9 @@ fn stream_request(
         if let Some(position) = headers
             .get("last-event-id")
             .and_then(|v| v.to_str().ok())
-            .and_then(proto::parse_last_event_id)
+            .and_then(|v| ResumePosition::parse_sse_id(v).ok())
         {
-            ask.positions.push(position);
+            ask.positions.push(position.into());
         }
     }
     Ok((filter, capture, ask, live))

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use aep_core::frame::{ErrorCode, Role};
-use aep_core::resume::ReplayStart;
+use aep_core::resume::{ReplayStart, ResumeFrom};
 use aep_core::{Capture, Event, Severity};
 use bytes::Bytes;
 use serde_json::{json, Value};
@@ -24,7 +24,7 @@ use crate::encoded::Encoded;
 use crate::journal::{self, Disk, Fs, Journal};
 use crate::line::{Incoming, Reading};
 use crate::outbox::{self, Binding, Bounds, End, Outbox, Pacing, ReplayJob};
-use crate::proto::{self, Disposition, Filter, FromPosition};
+use crate::proto::{self, Disposition, Filter};
 use crate::store::{Limits, Store};
 
 /// Events accepted but not stored: the journal could not write them (a full disk).
@@ -144,7 +144,7 @@ struct State {
 /// What a new subscription replays before going live.
 #[derive(Debug, Default)]
 pub(crate) struct ReplayAsk {
-    pub(crate) positions: Vec<FromPosition>,
+    pub(crate) positions: Vec<ResumeFrom>,
     pub(crate) all: bool,
     /// `live=0` also serves the history of the one session the filter names.
     pub(crate) filter_session: bool,
@@ -530,13 +530,13 @@ impl Hub {
         } else {
             ask.positions
                 .iter()
-                .map(|p| st.store.replay(&p.session, p.start()))
+                .map(|p| st.store.replay(p.session(), p.start()))
                 .collect()
         };
         // `all` already holds the filter's session: adding it again sent it twice
         if ask.filter_session && !ask.all {
             if let Some(session) = filter.session() {
-                if !ask.positions.iter().any(|p| p.session == session) {
+                if !ask.positions.iter().any(|p| p.session() == session) {
                     parts.push(st.store.replay(session, ReplayStart::EARLIEST));
                 }
             }

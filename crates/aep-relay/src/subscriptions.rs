@@ -14,6 +14,7 @@ use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::{Duration, SystemTime};
 
+use aep_core::resume::ResumePosition;
 use aep_core::subscription::{
     DeliveredEvent, DeliveryMode, LifecycleMessage, SubscriptionFilter, SubscriptionRegistry,
     SubscriptionRegistryConfig, SubscriptionRejected,
@@ -26,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::hub::{Hub, ReplayAsk};
 use crate::outbox::{Binding, Bounds, Delivery as Offer, Drain, Outbox, Piece};
-use crate::proto::{self, FromPosition};
+use crate::proto;
 
 /// The registry's session key: one registry per connection, so one session.
 const SESSION: &str = "ws";
@@ -207,11 +208,8 @@ fn start(conn: &Arc<Conn>, registry: &SubscriptionRegistry, id: &str) -> Option<
     let expires_at = sub.expires_at();
     let mut ask = ReplayAsk::default();
     if let Some(from) = sub.from_cursor() {
-        ask.positions.push(FromPosition {
-            session: from.session().to_owned(),
-            epoch: from.epoch(),
-            seq: i64::try_from(from.seq()).unwrap_or(i64::MAX),
-        });
+        let after = ResumePosition::new(from.session(), from.epoch(), from.seq());
+        ask.positions.push(after.into());
     }
     // This queue never lags or drops: the forwarder empties it at once and applies
     // the subscription's own mode toward the connection.

@@ -21,8 +21,9 @@ use tokio_util::sync::CancellationToken;
 use crate::hub::{Hello, Hub, ReplayAsk};
 use crate::line::{read_event, LineError};
 use crate::outbox::{Binding, Drain, End, Outbox, Piece};
-use crate::proto::{self, Filter, FromPosition};
+use crate::proto::{self, Filter};
 use crate::subscriptions::Lifecycle;
+use aep_core::resume::ResumeFrom;
 use aep_core::subscription::LifecycleMessage;
 
 /// Accepts the upgrade; incoming messages are capped like an ingest body.
@@ -476,14 +477,7 @@ fn subscribe(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, request: Subscribe
                 let detail = format!("from exceeds AEP_MAX_FROM={max} resume positions");
                 return refuse(ErrorCode::LimitExceeded, detail);
             }
-            ask.positions = positions
-                .into_iter()
-                .map(|p| FromPosition {
-                    seq: i64::try_from(p.seq()).unwrap_or(i64::MAX),
-                    session: p.session().to_owned(),
-                    epoch: p.epoch(),
-                })
-                .collect();
+            ask.positions = positions.into_iter().map(ResumeFrom::from).collect();
         }
     }
     let subscribed = Frame::Subscribed(IdFrame::new(id.clone())).to_json();
