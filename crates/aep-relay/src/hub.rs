@@ -6,12 +6,11 @@
 //! subscription is registered and its replay snapshot taken under it too, so every event
 //! reaches a new subscriber exactly once: by replay or live, never both, never neither.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-use aep_core::frame::{ErrorCode, Role};
 use aep_core::resume::{ReplayStart, ResumeFrom};
 use aep_core::{Capture, Event, Severity};
 use bytes::Bytes;
@@ -25,6 +24,7 @@ use crate::journal::{self, Disk, Fs, Journal};
 use crate::line::{Incoming, Reading};
 use crate::outbox::{self, Binding, Bounds, End, Outbox, Pacing, ReplayJob};
 use crate::proto::{self, Disposition, Filter};
+use crate::routing::{self, Connections, Party, RosterTooLarge};
 use crate::store::{Limits, Store};
 
 /// Events accepted but not stored: the journal could not write them (a full disk).
@@ -56,79 +56,6 @@ impl Sub {
     }
 }
 
-/// What a WebSocket peer declared in its `hello` (AEP-0003 §4).
-#[derive(Debug, Clone)]
-pub(crate) struct Hello {
-    /// `emitter`, `consumer` or `both` (rule 2): any other role is refused at `hello`.
-    pub(crate) role: Role,
-    pub(crate) identity: Value,
-    pub(crate) accepts: Option<Vec<String>>,
-    /// This connection's members of each of its roster entries after `session`, as JSON
-    /// object members (`"agent":…,"instance":…,"control":…,"emits":…`), written once:
-    /// a roster is then copied, never built again from the declarations (§4.1 rule 4).
-    roster_members: String,
-}
-
-impl Hello {
-    /// Reads the declarations of a `hello` frame whose `role` was checked already.
-    pub(crate) fn from_frame(frame: &Value, role: Role) -> Hello {
-        let no_value = Value::Null;
-        let capabilities = frame.get("capabilities").unwrap_or(&no_value);
-        let accepts = capabilities
-            .pointer("/control/accepts")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(String::from)
-                    .collect()
-            });
-        let identity = frame.get("identity").cloned().unwrap_or(Value::Null);
-        let mut members = serde_json::Map::new();
-        for (key, value) in [
-            ("agent", identity.get("agent")),
-            ("instance", identity.get("instance")),
-            ("control", capabilities.get("control")),
-            ("emits", capabilities.get("emits")),
-        ] {
-            if let Some(v) = value.filter(|v| truthy(v)) {
-                members.insert(key.into(), v.clone());
-            }
-        }
-        let object = Value::Object(members).to_string();
-        let roster_members = object
-            .strip_prefix('{')
-            .and_then(|o| o.strip_suffix('}'))
-            .unwrap_or_default()
-            .to_owned();
-        Hello {
-            role,
-            identity,
-            accepts,
-            roster_members,
-        }
-    }
-}
-
-#[derive(Debug)]
-struct Conn {
-    outbox: Arc<Outbox>,
-    hello: Option<Arc<Hello>>,
-    /// Claimed sessions, in claim order ...
-    sessions: Vec<Arc<str>>,
-    /// ... and as a set: a claim is looked up for every event the connection sends.
-    claimed: HashSet<Arc<str>>,
-    /// Subscription id (as JSON text) -> hub subscription id.
-    subs: HashMap<String, u64>,
-}
-
-/// A `roster` reply that would not fit a reader's queue however empty.
-#[derive(Debug)]
-pub(crate) struct RosterTooLarge {
-    /// The bytes it reached before the building stopped.
-    pub(crate) at_least: usize,
-}
-
 #[derive(Debug)]
 struct State {
     store: Store,
@@ -138,7 +65,7 @@ struct State {
     /// The list ingest fans out to without the lock, built again by the first ingest
     /// after a change.
     fan_out: Option<Arc<[Arc<Sub>]>>,
-    conns: BTreeMap<u64, Conn>,
+    conns: Connections,
 }
 
 /// What a new subscription replays before going live.
@@ -199,7 +126,7 @@ impl Hub {
                 store,
                 subs: BTreeMap::new(),
                 fan_out: None,
-                conns: BTreeMap::new(),
+                conns: Connections::default(),
             }),
             started: Instant::now(),
             next_id: AtomicU64::new(1),
@@ -282,16 +209,15 @@ impl Hub {
             let mut st = self.lock();
             for incoming in batch.clone() {
                 let go = match incoming.disposition {
-                    Disposition::Command => self.route(&mut st, incoming, from_conn),
+                    Disposition::Command => {
+                        let authenticated = self.config.token.is_some();
+                        st.conns.route(incoming, from_conn, authenticated)
+                    }
                     Disposition::Live => true,
                     Disposition::Buffered => {
                         if let Some(session) = incoming.session() {
-                            if let Some(conn) = from_conn.and_then(|c| st.conns.get_mut(&c)) {
-                                if !conn.claimed.contains(session) {
-                                    let claim: Arc<str> = Arc::from(session);
-                                    conn.claimed.insert(claim.clone());
-                                    conn.sessions.push(claim);
-                                }
+                            if let Some(conn) = from_conn {
+                                st.conns.claim(conn, session);
                             }
                             // live fan-out forwards even a duplicate (AEP-0003 §5): the
                             // relay is not a terminal consumer
@@ -434,74 +360,6 @@ impl Hub {
         runs.pace().await;
     }
 
-    /// Routes a command to exactly one target (AEP-0004 §4); `true` when it is then fanned
-    /// out for audit. Refusals answer the sender with a cause-correlated `error` frame.
-    fn route(&self, st: &mut State, incoming: &Incoming<'_>, from_conn: Option<u64>) -> bool {
-        // a command is never buffered, so its parsed form or its reading is always kept
-        let Some((command_type, session, command_id)) = incoming.routing() else {
-            debug_assert!(false, "a command read and dropped");
-            return false;
-        };
-        let session = session.unwrap_or_default();
-        let refuse = |st: &State, code: ErrorCode, detail: String| {
-            tracing::debug!(code = code.as_str(), session, "command refused");
-            if let Some(conn) = from_conn.and_then(|c| st.conns.get(&c)) {
-                let frame = proto::error_frame(code, None, Some(command_id), Some(&detail));
-                conn.outbox.push_frame(Bytes::from(frame));
-            }
-        };
-        if self.config.token.is_none() {
-            refuse(
-                st,
-                ErrorCode::Unauthorized,
-                "control requires an authenticated binding (AEP-0004 §4.1); this relay runs without a token".into(),
-            );
-            return false;
-        }
-        let mut targets = st.conns.values().filter(|c| {
-            c.hello.as_ref().is_some_and(|h| h.role.emits()) && c.claimed.contains(session)
-        });
-        // the first two owners decide: none, exactly one, or ambiguous (counted only
-        // then, so routing a command allocates nothing)
-        match (targets.next(), targets.next()) {
-            (None, _) => {
-                refuse(
-                    st,
-                    ErrorCode::NoRoute,
-                    format!("no connected emitter owns session {session}"),
-                );
-                false
-            }
-            (Some(target), None) => {
-                let accepted = target
-                    .hello
-                    .as_ref()
-                    .and_then(|h| h.accepts.as_ref())
-                    .is_none_or(|a| a.iter().any(|t| t == command_type));
-                if accepted {
-                    // forwarded as received, byte for byte (AEP-0004 §4.4)
-                    target.outbox.push_frame(incoming.encoded.json());
-                } else {
-                    refuse(
-                        st,
-                        ErrorCode::Unsupported,
-                        format!("target does not accept {command_type}"),
-                    );
-                }
-                true
-            }
-            (Some(_), Some(_)) => {
-                let n = 2 + targets.count();
-                refuse(
-                    st,
-                    ErrorCode::Ambiguous,
-                    format!("{n} connected emitters claim session {session}"),
-                );
-                false
-            }
-        }
-    }
-
     // ---- subscriptions ------------------------------------------------------------------
 
     /// Registers a subscription (when `live`) and queues its replay, atomically with
@@ -553,11 +411,9 @@ impl Hub {
         if live {
             let conn_id = conn.as_ref().map(|(c, _)| *c);
             if let Some((c, key)) = conn {
-                if let Some(conn) = st.conns.get_mut(&c) {
-                    // re-using an id replaces that subscription
-                    if let Some(old) = conn.subs.insert(key, id) {
-                        self.remove_sub(&mut st, old);
-                    }
+                // re-using an id replaces that subscription
+                if let Some(old) = st.conns.add_subscription(c, key, id) {
+                    self.remove_sub(&mut st, old);
                 }
             }
             let sub = Sub {
@@ -582,7 +438,7 @@ impl Hub {
     /// Removes a WebSocket subscription by its client id; `false` when there was none.
     pub(crate) fn unsubscribe_ws(&self, conn: u64, key: &str) -> bool {
         let mut st = self.lock();
-        let Some(id) = st.conns.get_mut(&conn).and_then(|c| c.subs.remove(key)) else {
+        let Some(id) = st.conns.remove_subscription(conn, key) else {
             return false;
         };
         self.remove_sub(&mut st, id);
@@ -593,41 +449,24 @@ impl Hub {
 
     pub(crate) fn connect(&self, outbox: Arc<Outbox>) -> u64 {
         let id = self.id();
-        self.lock().conns.insert(
-            id,
-            Conn {
-                outbox,
-                hello: None,
-                sessions: Vec::new(),
-                claimed: HashSet::new(),
-                subs: HashMap::new(),
-            },
-        );
+        self.lock().conns.connect(id, outbox);
         id
     }
 
-    pub(crate) fn hello(&self, conn: u64, hello: Arc<Hello>) {
-        if let Some(c) = self.lock().conns.get_mut(&conn) {
-            c.hello = Some(hello);
-        }
+    pub(crate) fn hello(&self, conn: u64, party: Arc<Party>) {
+        self.lock().conns.hello(conn, party);
     }
 
     pub(crate) fn disconnect(&self, conn: u64) {
         let mut st = self.lock();
-        if let Some(c) = st.conns.remove(&conn) {
-            for id in c.subs.into_values() {
-                self.remove_sub(&mut st, id);
-            }
+        for id in st.conns.disconnect(conn) {
+            self.remove_sub(&mut st, id);
         }
     }
 
     /// WebSocket subscriptions (`subscribe`) a connection holds, but for `besides`.
     pub(crate) fn subscriptions_of(&self, conn: u64, besides: Option<&str>) -> usize {
-        let st = self.lock();
-        let Some(c) = st.conns.get(&conn) else {
-            return 0;
-        };
-        c.subs.len() - usize::from(besides.is_some_and(|id| c.subs.contains_key(id)))
+        self.lock().conns.subscriptions_of(conn, besides)
     }
 
     fn add_sub(&self, st: &mut State, sub: Sub) {
@@ -647,46 +486,11 @@ impl Hub {
         }
     }
 
-    /// The `roster` reply to request `id` (AEP-0003 §4.1): one entry per live
-    /// (connection, session) claim, declarations relayed verbatim. Built outside the
-    /// lock from a snapshot of the claims, and never past `limit` bytes: a reply no
-    /// queue could take is refused rather than built.
+    /// The `roster` reply to request `id` (AEP-0003 §4.1), built outside the lock from
+    /// a snapshot of the claims and never past `limit` bytes.
     pub(crate) fn roster_reply(&self, id: &str, limit: usize) -> Result<String, RosterTooLarge> {
-        let claims: Vec<(Arc<Hello>, Vec<Arc<str>>)> = {
-            let st = self.lock();
-            st.conns
-                .values()
-                .filter_map(|c| {
-                    let hello = c.hello.as_ref().filter(|h| h.role.emits())?;
-                    Some((hello.clone(), c.sessions.clone()))
-                })
-                .collect()
-        };
-        let mut out = String::from(r#"{"type":"roster","id":"#);
-        out.push_str(&Value::from(id).to_string());
-        out.push_str(r#","entries":["#);
-        let mut first = true;
-        for (hello, sessions) in &claims {
-            for session in sessions {
-                if !std::mem::take(&mut first) {
-                    out.push(',');
-                }
-                out.push_str(r#"{"session":"#);
-                out.push_str(&Value::from(&**session).to_string());
-                if !hello.roster_members.is_empty() {
-                    out.push(',');
-                    out.push_str(&hello.roster_members);
-                }
-                out.push('}');
-                if out.len() > limit {
-                    return Err(RosterTooLarge {
-                        at_least: out.len(),
-                    });
-                }
-            }
-        }
-        out.push_str("]}");
-        Ok(out)
+        let claims = self.lock().conns.claims();
+        routing::roster_reply(id, &claims, limit)
     }
 
     // ---- introspection ------------------------------------------------------------------
@@ -709,20 +513,7 @@ impl Hub {
     /// The `/connections` document.
     pub(crate) fn connections(&self) -> Value {
         let st = self.lock();
-        let connections: Vec<Value> = st
-            .conns
-            .values()
-            .filter_map(|c| {
-                let hello = c.hello.as_ref()?;
-                Some(json!({
-                    "role": hello.role,
-                    "identity": hello.identity,
-                    "accepts": hello.accepts,
-                    "sessions": c.sessions.iter().map(|s| &**s).collect::<Vec<&str>>(),
-                    "subscriptions": c.subs.len(),
-                }))
-            })
-            .collect();
+        let connections = st.conns.describe();
         let sse = st
             .subs
             .values()
@@ -752,20 +543,7 @@ impl Hub {
         for sub in st.subs.values().filter(|s| s.conn.is_none()) {
             sub.outbox.end(End::Shutdown);
         }
-        for conn in st.conns.values() {
-            conn.outbox.end(End::Shutdown);
-        }
-    }
-}
-
-/// JavaScript truthiness, which decides which roster members the reference relay copies.
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        _ => true,
+        st.conns.end_all(End::Shutdown);
     }
 }
 

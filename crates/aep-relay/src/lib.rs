@@ -86,6 +86,7 @@ mod line;
 mod nats;
 mod outbox;
 mod proto;
+mod routing;
 mod server;
 mod store;
 mod subscriptions;

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use aep_core::frame::{self, DecodeError, ErrorCode, Frame, IdFrame, ReplayFrom, Role, Subscribe};
+use aep_core::frame::{self, DecodeError, ErrorCode, Frame, IdFrame, ReplayFrom, Subscribe};
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, WebSocketUpgrade};
 use axum::response::Response;
 use bytes::Bytes;
@@ -18,10 +18,11 @@ use futures::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::hub::{Hello, Hub, ReplayAsk};
+use crate::hub::{Hub, ReplayAsk};
 use crate::line::{read_event, LineError};
 use crate::outbox::{Binding, Drain, End, Outbox, Piece};
 use crate::proto::{self, Filter};
+use crate::routing::Party;
 use crate::subscriptions::Lifecycle;
 use aep_core::resume::ResumeFrom;
 use aep_core::subscription::LifecycleMessage;
@@ -151,7 +152,7 @@ async fn close(sink: &mut SplitSink<WebSocket, Message>, how: End) {
 /// Per-connection state the reader keeps.
 #[derive(Debug, Default)]
 struct Session {
-    hello: Option<Arc<Hello>>,
+    hello: Option<Arc<Party>>,
     subscriptions: Lifecycle,
 }
 
@@ -339,11 +340,11 @@ async fn on_text(
 
     let frame = match Frame::from_value(message) {
         Ok(frame) => frame,
-        Err(DecodeError::Frame(e)) if e.frame_type() == "subscribe" => {
-            // a malformed subscribe is refused in-band (AEP-0003 §6.5)
-            let frame =
-                proto::error_frame(ErrorCode::InvalidFilter, e.id(), None, Some(&e.to_string()));
-            send(outbox, frame);
+        Err(DecodeError::Frame(e)) => {
+            // a malformed subscribe is refused in-band (AEP-0003 §6.5), any other ignored
+            if let Some(refusal) = e.refusal() {
+                send(outbox, Frame::Error(refusal).to_json());
+            }
             return;
         }
         // unknown or unreadable frames are ignored (AEP-0003 §2)
@@ -358,7 +359,7 @@ async fn on_text(
             send(outbox, Frame::Unsubscribed(IdFrame::new(id)).to_json());
         }
         Frame::RosterRequest(IdFrame { id, .. }) => {
-            if !hello.role.watches() {
+            if !hello.role().watches() {
                 // watch-class: answered on consumer/both connections (AEP-0003 §4.1)
                 let detail = "roster is answered on consumer/both connections";
                 send(
@@ -413,14 +414,13 @@ fn on_hello(
         outbox.end(close);
     };
     let hello_required = End::Close(1002, "hello required");
-    let offered = match Frame::from_value(message.clone()) {
+    let offered = match Frame::from_value(message) {
         Ok(Frame::Hello(h)) if !is_event => h,
         _ => return refuse(ErrorCode::HelloRequired, None, hello_required),
     };
-    // the reference relay reads an absent role as `both`; rule 2 allows no other
-    let role = match offered.role.clone().unwrap_or(Role::Both) {
-        role @ (Role::Emitter | Role::Consumer | Role::Both) => role,
-        other => {
+    let role = match offered.party_role() {
+        Ok(role) => role,
+        Err(other) => {
             let detail = format!(
                 "role {:?} is not emitter, consumer or both (AEP-0003 §4 rule 2)",
                 other.as_str()
@@ -433,7 +433,7 @@ fn on_hello(
         outbox.end(End::Close(1002, "version unsupported"));
         return;
     };
-    let declared = Arc::new(Hello::from_frame(&message, role));
+    let declared = Arc::new(Party::new(role, *offered));
     hub.hello(conn, declared.clone());
     session.hello = Some(declared);
     send(outbox, proto::hello_reply(&hub.config, version));

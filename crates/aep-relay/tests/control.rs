@@ -172,6 +172,23 @@ async fn undeclared_command_type_is_refused_unsupported() {
     relay.shutdown().await.unwrap();
 }
 
+/// A relay refuses on a target's behalf only a declaration it knows (AEP-0004 §4.2): a
+/// target that declared no `accepts` gets the command and decides it itself.
+#[tokio::test]
+async fn a_target_without_an_accepts_declaration_decides_for_itself() {
+    let relay = relay().await;
+    let s = session();
+    let mut target = Ws::hello(&relay, "emitter", json!({ "control": {} })).await;
+    target.send(&ev("session.started", &s, 0)).await;
+    claims_landed(&relay, &s, 1).await;
+    let mut console = sender(&relay).await;
+    let cmd = command("control.pause", &s);
+    console.send(&cmd).await;
+    let got = target.recv().await.unwrap();
+    assert_eq!(got, cmd, "forwarded to the target");
+    relay.shutdown().await.unwrap();
+}
+
 #[tokio::test]
 async fn control_needs_a_token_even_on_localhost() {
     let relay = aep_relay::Relay::builder().start().await.unwrap();
