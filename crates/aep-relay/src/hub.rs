@@ -6,13 +6,12 @@
 //! subscription is registered and its replay snapshot taken under it too, so every event
 //! reaches a new subscriber exactly once: by replay or live, never both, never neither.
 
-use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 use aep_core::resume::{ReplayStart, ResumeFrom};
-use aep_core::{Capture, Event, Severity};
+use aep_core::Capture;
 use bytes::Bytes;
 use serde_json::{json, Value};
 use smallvec::SmallVec;
@@ -20,10 +19,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::RelayConfig;
 use crate::encoded::Encoded;
+use crate::fanout::{self, Sub, Subscribers};
 use crate::journal::{self, Disk, Fs, Journal};
-use crate::line::{Incoming, Reading};
-use crate::outbox::{self, Binding, Bounds, End, Outbox, Pacing, ReplayJob};
-use crate::proto::{self, Disposition, Filter};
+use crate::line::Incoming;
+use crate::outbox::{self, Binding, Bounds, End, Outbox, ReplayJob};
+use crate::proto::{Disposition, Filter};
 use crate::routing::{self, Connections, Party, RosterTooLarge};
 use crate::store::{Limits, Store};
 
@@ -37,34 +37,10 @@ impl std::fmt::Display for Unstored {
     }
 }
 
-/// A live subscription: one SSE stream, or one `subscribe` on a WebSocket.
-#[derive(Debug)]
-pub(crate) struct Sub {
-    id: u64,
-    conn: Option<u64>,
-    filter: Arc<Filter>,
-    capture: Option<Capture>,
-    binding: Binding,
-    outbox: Arc<Outbox>,
-}
-
-impl Sub {
-    /// Whether fan-out needs each event parsed for it (a filter on more than the
-    /// session, or a capture ceiling).
-    fn needs_parsed(&self) -> bool {
-        self.capture.is_some() || self.filter.session_only().is_none()
-    }
-}
-
 #[derive(Debug)]
 struct State {
     store: Store,
-    /// Live subscriptions by hub id: adding or removing one costs the same whatever
-    /// their number (a list copied per change took 70 s for 50,000).
-    subs: BTreeMap<u64, Arc<Sub>>,
-    /// The list ingest fans out to without the lock, built again by the first ingest
-    /// after a change.
-    fan_out: Option<Arc<[Arc<Sub>]>>,
+    subs: Subscribers,
     conns: Connections,
 }
 
@@ -86,7 +62,7 @@ pub(crate) struct Hub {
     next_id: AtomicU64,
     /// Live subscriptions that need each event parsed (a filter on more than the session,
     /// or a capture ceiling), readable without the lock.
-    parsing: AtomicUsize,
+    parsing: Arc<AtomicUsize>,
     shutting_down: AtomicBool,
     /// Cancelled once the drain timeout of a shutdown has passed: every connection still
     /// open then is dropped.
@@ -120,17 +96,17 @@ impl Hub {
             }
             None => None,
         };
+        let subs = Subscribers::default();
         Ok(Hub {
             config,
+            parsing: subs.parsing(),
             state: Mutex::new(State {
                 store,
-                subs: BTreeMap::new(),
-                fan_out: None,
+                subs,
                 conns: Connections::default(),
             }),
             started: Instant::now(),
             next_id: AtomicU64::new(1),
-            parsing: AtomicUsize::new(0),
             shutting_down: AtomicBool::new(false),
             stopped: CancellationToken::new(),
             journal,
@@ -254,18 +230,10 @@ impl Hub {
                 }
                 _ => None,
             };
-            let State {
-                subs,
-                fan_out: list,
-                ..
-            } = &mut *st;
-            let subs = list
-                .get_or_insert_with(|| subs.values().cloned().collect())
-                .clone();
-            (subs, written)
+            (st.subs.list(), written)
         };
         if !subs.is_empty() {
-            self.fan_out(&subs, batch, fan_out).await;
+            fanout::fan_out(&subs, batch, fan_out).await;
         }
         let Some(written) = written else {
             return Ok(());
@@ -280,84 +248,6 @@ impl Hub {
             st.store.withdraw(session, encoded);
         }
         Err(Unstored(failed))
-    }
-
-    /// Hands each live subscription the batch's events it matches (`fan_out`: which
-    /// events are fanned out at all), then waits for the readers that must catch up.
-    async fn fan_out<'a, 't: 'a, I>(
-        &self,
-        subs: &[Arc<Sub>],
-        batch: I,
-        fan_out: SmallVec<[bool; 16]>,
-    ) where
-        I: IntoIterator<Item = &'a Incoming<'t>>,
-    {
-        let mut runs = Runs::new(subs);
-        for (incoming, go) in batch.into_iter().zip(fan_out) {
-            if !go {
-                continue;
-            }
-            let severity = incoming.encoded.severity();
-            let mut parsed_again = None;
-            for (at, sub) in subs.iter().enumerate() {
-                if sub.outbox.is_closed() {
-                    continue;
-                }
-                let event = match &incoming.reading {
-                    Reading::Parsed(event) => Some(&**event),
-                    Reading::InPlace(view) => {
-                        if !sub.filter.matches_view(view) {
-                            continue;
-                        }
-                        if !proto::lowers(view.capture(), sub.capture) {
-                            // forwarded as received: nothing to lower
-                            let bytes = outbox::pick(&incoming.encoded, sub.binding);
-                            runs.offer(at, &sub.outbox, bytes, severity);
-                            continue;
-                        }
-                        // lowering to the reader's ceiling needs the parsed event
-                        if parsed_again.is_none() {
-                            parsed_again = Event::from_slice(&incoming.encoded.json()).ok();
-                        }
-                        // matched already, on the view
-                        if let Some(event) = parsed_again.as_ref() {
-                            let bytes =
-                                outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
-                            runs.offer(at, &sub.outbox, bytes, severity);
-                        }
-                        continue;
-                    }
-                    Reading::BytesOnly => match (
-                        sub.capture,
-                        sub.filter.decide_session(incoming.encoded.session()),
-                    ) {
-                        (None, Some(hit)) => {
-                            // decided on the frame alone: the session is in its id line
-                            if hit {
-                                let bytes = outbox::pick(&incoming.encoded, sub.binding);
-                                runs.offer(at, &sub.outbox, bytes, severity);
-                            }
-                            continue;
-                        }
-                        _ => {
-                            if parsed_again.is_none() {
-                                parsed_again = Event::from_slice(&incoming.encoded.json()).ok();
-                            }
-                            parsed_again.as_ref()
-                        }
-                    },
-                };
-                let Some(event) = event else { continue };
-                if !sub.filter.matches(event) {
-                    continue;
-                }
-                let bytes = outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
-                runs.offer(at, &sub.outbox, bytes, severity);
-            }
-        }
-        // every reader has what it could take; only now wait for those that must catch up
-        runs.flush_all();
-        runs.pace().await;
     }
 
     // ---- subscriptions ------------------------------------------------------------------
@@ -413,7 +303,7 @@ impl Hub {
             if let Some((c, key)) = conn {
                 // re-using an id replaces that subscription
                 if let Some(old) = st.conns.add_subscription(c, key, id) {
-                    self.remove_sub(&mut st, old);
+                    st.subs.remove(old);
                 }
             }
             let sub = Sub {
@@ -424,7 +314,7 @@ impl Hub {
                 binding,
                 outbox: outbox.clone(),
             };
-            self.add_sub(&mut st, sub);
+            st.subs.add(sub);
         }
         id
     }
@@ -432,7 +322,7 @@ impl Hub {
     /// Removes one subscription by hub id (an SSE stream that ended).
     pub(crate) fn unsubscribe(&self, id: u64) {
         let mut st = self.lock();
-        self.remove_sub(&mut st, id);
+        st.subs.remove(id);
     }
 
     /// Removes a WebSocket subscription by its client id; `false` when there was none.
@@ -441,7 +331,7 @@ impl Hub {
         let Some(id) = st.conns.remove_subscription(conn, key) else {
             return false;
         };
-        self.remove_sub(&mut st, id);
+        st.subs.remove(id);
         true
     }
 
@@ -460,30 +350,13 @@ impl Hub {
     pub(crate) fn disconnect(&self, conn: u64) {
         let mut st = self.lock();
         for id in st.conns.disconnect(conn) {
-            self.remove_sub(&mut st, id);
+            st.subs.remove(id);
         }
     }
 
     /// WebSocket subscriptions (`subscribe`) a connection holds, but for `besides`.
     pub(crate) fn subscriptions_of(&self, conn: u64, besides: Option<&str>) -> usize {
         self.lock().conns.subscriptions_of(conn, besides)
-    }
-
-    fn add_sub(&self, st: &mut State, sub: Sub) {
-        if sub.needs_parsed() {
-            self.parsing.fetch_add(1, Ordering::AcqRel);
-        }
-        st.subs.insert(sub.id, Arc::new(sub));
-        st.fan_out = None;
-    }
-
-    fn remove_sub(&self, st: &mut State, id: u64) {
-        if let Some(sub) = st.subs.remove(&id) {
-            if sub.needs_parsed() {
-                self.parsing.fetch_sub(1, Ordering::AcqRel);
-            }
-            st.fan_out = None;
-        }
     }
 
     /// The `roster` reply to request `id` (AEP-0003 §4.1), built outside the lock from
@@ -514,12 +387,8 @@ impl Hub {
     pub(crate) fn connections(&self) -> Value {
         let st = self.lock();
         let connections = st.conns.describe();
-        let sse = st
-            .subs
-            .values()
-            .filter(|s| s.binding == Binding::Sse)
-            .count();
-        let dropped: u64 = st.subs.values().map(|s| s.outbox.dropped()).sum();
+        let sse = st.subs.sse();
+        let dropped = st.subs.dropped();
         json!({
             "ok": true,
             "relay": {
@@ -540,116 +409,8 @@ impl Hub {
     pub(crate) fn shutdown(&self) {
         self.shutting_down.store(true, Ordering::Release);
         let st = self.lock();
-        for sub in st.subs.values().filter(|s| s.conn.is_none()) {
-            sub.outbox.end(End::Shutdown);
-        }
+        st.subs.end_streams(End::Shutdown);
         st.conns.end_all(End::Shutdown);
-    }
-}
-
-/// The runs of one fan-out, one per reader queue. Subscriptions on one connection share
-/// its queue, so they share a run: the connection then gets a session's events in ingest
-/// order whichever subscriptions matched them (AEP-0003 §7 resumes by high-water mark).
-/// Dropping it flushes what it holds, so an ingest whose request is cancelled still
-/// delivers every event it had accepted for a reader that could take it.
-struct Runs<'a> {
-    // Inline for a handful of readers: this is built for every WebSocket event.
-    outboxes: SmallVec<[&'a Outbox; 4]>,
-    runs: SmallVec<[outbox::Run; 4]>,
-    /// Per run, when this ingest waits for that reader: the rest of the batch for it.
-    pacing: SmallVec<[Option<Pacing<'a>>; 4]>,
-    /// Subscription index -> index into `runs`.
-    run_of: SmallVec<[usize; 8]>,
-}
-
-impl<'a> Runs<'a> {
-    fn new(subs: &'a [Arc<Sub>]) -> Runs<'a> {
-        let mut outboxes: SmallVec<[&'a Outbox; 4]> = SmallVec::new();
-        // A WS event is ingested alone, so this runs per event: a scan for the usual
-        // handful of subscriptions, a map past that.
-        let mut by_queue: HashMap<*const Outbox, usize> = HashMap::new();
-        let small = subs.len() <= 8;
-        let run_of = subs
-            .iter()
-            .map(|sub| {
-                let queue: &'a Outbox = &sub.outbox;
-                if small {
-                    if let Some(at) = outboxes.iter().position(|o| std::ptr::eq(*o, queue)) {
-                        return at;
-                    }
-                    outboxes.push(queue);
-                    return outboxes.len() - 1;
-                }
-                *by_queue.entry(queue as *const Outbox).or_insert_with(|| {
-                    outboxes.push(queue);
-                    outboxes.len() - 1
-                })
-            })
-            .collect();
-        let runs = outboxes.iter().map(|_| outbox::Run::default()).collect();
-        let pacing = outboxes.iter().map(|_| None).collect();
-        Runs {
-            outboxes,
-            runs,
-            pacing,
-            run_of,
-        }
-    }
-
-    /// Offers one event to subscription `sub`'s queue without waiting. A reader that
-    /// must first catch up (and that no other ingest waits for) is held for
-    /// [`Runs::pace`], with every later event of the batch for it, in order.
-    fn offer(&mut self, sub: usize, outbox: &'a Outbox, bytes: Bytes, severity: Severity) {
-        let Some(run) = self.run_of.get(sub).copied() else {
-            return;
-        };
-        let (Some(pending), Some(pacing)) = (self.runs.get_mut(run), self.pacing.get_mut(run))
-        else {
-            return;
-        };
-        if let Some(held) = pacing {
-            held.push(bytes, severity);
-            return;
-        }
-        if let Err(held) = outbox.offer_now(pending, bytes, severity) {
-            // what this reader was given before goes out ahead of what it waits for
-            outbox.flush(pending);
-            *pacing = Some(held);
-        }
-    }
-
-    fn flush_all(&mut self) {
-        for (outbox, run) in self.outboxes.iter().zip(self.runs.iter_mut()) {
-            outbox.flush(run);
-        }
-    }
-
-    /// Waits for the readers that must catch up, all at once: the lag grace at most,
-    /// whatever their number (AEP-0003 §8.4).
-    async fn pace(&mut self) {
-        let mut waits = self.pacing.iter_mut().filter_map(Option::take);
-        let Some(first) = waits.next() else {
-            return;
-        };
-        match waits.next() {
-            None => {
-                first.run().await;
-            }
-            Some(second) => {
-                let all: Vec<_> = [first, second]
-                    .into_iter()
-                    .chain(waits)
-                    .map(Pacing::run)
-                    .collect();
-                futures::future::join_all(all).await;
-            }
-        }
-    }
-}
-
-impl Drop for Runs<'_> {
-    fn drop(&mut self) {
-        self.flush_all();
     }
 }
 
@@ -657,8 +418,9 @@ impl Drop for Runs<'_> {
 mod tests {
     use super::*;
     use crate::line::tests::LINE;
-    use crate::line::{parse_line, read_event};
+    use crate::line::{parse_line, read_event, Reading};
     use crate::outbox::{Drain, Piece};
+    use crate::proto;
 
     /// Fan-out of an event read in place reaches the readers a parsed one reaches, and a
     /// reader that lowers `capture` gets the lowered event.

@@ -78,6 +78,7 @@
 pub mod cli;
 pub mod config;
 mod encoded;
+mod fanout;
 mod http;
 mod hub;
 mod journal;

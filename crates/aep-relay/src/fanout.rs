@@ -1,0 +1,304 @@
+//! Fan-out (AEP-0003 §5, §8.4): the live subscriptions, and each accepted event handed to
+//! every one whose filter it matches, framed for its binding and lowered to its capture
+//! ceiling.
+//!
+//! Each event is framed once and delivered to each reader in runs, never waiting inside
+//! the loop; afterwards one wait, all at once, for the readers that must catch up. An
+//! event read in place is matched on its reading; one kept as bytes only is matched on
+//! its frame when the filter names its session alone, and parsed again otherwise.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use aep_core::{Capture, Event, Severity};
+use bytes::Bytes;
+use smallvec::SmallVec;
+
+use crate::line::{Incoming, Reading};
+use crate::outbox::{self, Binding, End, Outbox, Pacing};
+use crate::proto::{self, Filter};
+
+/// A live subscription: one SSE stream, or one `subscribe` on a WebSocket.
+#[derive(Debug)]
+pub(crate) struct Sub {
+    pub(crate) id: u64,
+    /// The WebSocket connection it was made on; none for an SSE stream.
+    pub(crate) conn: Option<u64>,
+    pub(crate) filter: Arc<Filter>,
+    pub(crate) capture: Option<Capture>,
+    pub(crate) binding: Binding,
+    pub(crate) outbox: Arc<Outbox>,
+}
+
+impl Sub {
+    /// Whether fan-out needs each event parsed for it (a filter on more than the
+    /// session, or a capture ceiling).
+    fn needs_parsed(&self) -> bool {
+        self.capture.is_some() || self.filter.session_only().is_none()
+    }
+}
+
+/// The live subscriptions by hub id: adding or removing one costs the same whatever
+/// their number (a list copied per change took 70 s for 50,000).
+#[derive(Debug)]
+pub(crate) struct Subscribers {
+    subs: BTreeMap<u64, Arc<Sub>>,
+    /// The list ingest fans out to without the lock, built again by the first ingest
+    /// after a change.
+    list: Option<Arc<[Arc<Sub>]>>,
+    /// How many need each event parsed ([`Sub::needs_parsed`]), readable without the
+    /// lock through [`Subscribers::parsing`].
+    parsing: Arc<AtomicUsize>,
+}
+
+impl Default for Subscribers {
+    fn default() -> Subscribers {
+        Subscribers {
+            subs: BTreeMap::new(),
+            list: None,
+            parsing: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+}
+
+impl Subscribers {
+    /// Live subscriptions.
+    pub(crate) fn len(&self) -> usize {
+        self.subs.len()
+    }
+
+    /// The count of subscriptions that need each event parsed, shared: ingest reads it
+    /// without the lock to decide whether to keep parsed events.
+    pub(crate) fn parsing(&self) -> Arc<AtomicUsize> {
+        self.parsing.clone()
+    }
+
+    pub(crate) fn add(&mut self, sub: Sub) {
+        if sub.needs_parsed() {
+            self.parsing.fetch_add(1, Ordering::AcqRel);
+        }
+        self.subs.insert(sub.id, Arc::new(sub));
+        self.list = None;
+    }
+
+    pub(crate) fn remove(&mut self, id: u64) {
+        if let Some(sub) = self.subs.remove(&id) {
+            if sub.needs_parsed() {
+                self.parsing.fetch_sub(1, Ordering::AcqRel);
+            }
+            self.list = None;
+        }
+    }
+
+    /// The list to fan out to.
+    pub(crate) fn list(&mut self) -> Arc<[Arc<Sub>]> {
+        let subs = &self.subs;
+        self.list
+            .get_or_insert_with(|| subs.values().cloned().collect())
+            .clone()
+    }
+
+    /// SSE streams among them.
+    pub(crate) fn sse(&self) -> usize {
+        self.subs
+            .values()
+            .filter(|s| s.binding == Binding::Sse)
+            .count()
+    }
+
+    /// Events dropped toward their readers so far (AEP-0003 §8.4).
+    pub(crate) fn dropped(&self) -> u64 {
+        self.subs.values().map(|s| s.outbox.dropped()).sum()
+    }
+
+    /// Ends the queue of every SSE stream (a WebSocket's queue is its connection's).
+    pub(crate) fn end_streams(&self, how: End) {
+        for sub in self.subs.values().filter(|s| s.conn.is_none()) {
+            sub.outbox.end(how);
+        }
+    }
+}
+
+/// Hands each live subscription the batch's events it matches (`fan_out`: which
+/// events are fanned out at all), then waits for the readers that must catch up.
+pub(crate) async fn fan_out<'a, 't: 'a, I>(
+    subs: &[Arc<Sub>],
+    batch: I,
+    fan_out: SmallVec<[bool; 16]>,
+) where
+    I: IntoIterator<Item = &'a Incoming<'t>>,
+{
+    let mut runs = Runs::new(subs);
+    for (incoming, go) in batch.into_iter().zip(fan_out) {
+        if !go {
+            continue;
+        }
+        let severity = incoming.encoded.severity();
+        let mut parsed_again = None;
+        for (at, sub) in subs.iter().enumerate() {
+            if sub.outbox.is_closed() {
+                continue;
+            }
+            let event = match &incoming.reading {
+                Reading::Parsed(event) => Some(&**event),
+                Reading::InPlace(view) => {
+                    if !sub.filter.matches_view(view) {
+                        continue;
+                    }
+                    if !proto::lowers(view.capture(), sub.capture) {
+                        // forwarded as received: nothing to lower
+                        let bytes = outbox::pick(&incoming.encoded, sub.binding);
+                        runs.offer(at, &sub.outbox, bytes, severity);
+                        continue;
+                    }
+                    // lowering to the reader's ceiling needs the parsed event
+                    if parsed_again.is_none() {
+                        parsed_again = Event::from_slice(&incoming.encoded.json()).ok();
+                    }
+                    // matched already, on the view
+                    if let Some(event) = parsed_again.as_ref() {
+                        let bytes =
+                            outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
+                        runs.offer(at, &sub.outbox, bytes, severity);
+                    }
+                    continue;
+                }
+                Reading::BytesOnly => match (
+                    sub.capture,
+                    sub.filter.decide_session(incoming.encoded.session()),
+                ) {
+                    (None, Some(hit)) => {
+                        // decided on the frame alone: the session is in its id line
+                        if hit {
+                            let bytes = outbox::pick(&incoming.encoded, sub.binding);
+                            runs.offer(at, &sub.outbox, bytes, severity);
+                        }
+                        continue;
+                    }
+                    _ => {
+                        if parsed_again.is_none() {
+                            parsed_again = Event::from_slice(&incoming.encoded.json()).ok();
+                        }
+                        parsed_again.as_ref()
+                    }
+                },
+            };
+            let Some(event) = event else { continue };
+            if !sub.filter.matches(event) {
+                continue;
+            }
+            let bytes = outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
+            runs.offer(at, &sub.outbox, bytes, severity);
+        }
+    }
+    // every reader has what it could take; only now wait for those that must catch up
+    runs.flush_all();
+    runs.pace().await;
+}
+
+/// The runs of one fan-out, one per reader queue. Subscriptions on one connection share
+/// its queue, so they share a run: the connection then gets a session's events in ingest
+/// order whichever subscriptions matched them (AEP-0003 §7 resumes by high-water mark).
+/// Dropping it flushes what it holds, so an ingest whose request is cancelled still
+/// delivers every event it had accepted for a reader that could take it.
+struct Runs<'a> {
+    // Inline for a handful of readers: this is built for every WebSocket event.
+    outboxes: SmallVec<[&'a Outbox; 4]>,
+    runs: SmallVec<[outbox::Run; 4]>,
+    /// Per run, when this ingest waits for that reader: the rest of the batch for it.
+    pacing: SmallVec<[Option<Pacing<'a>>; 4]>,
+    /// Subscription index -> index into `runs`.
+    run_of: SmallVec<[usize; 8]>,
+}
+
+impl<'a> Runs<'a> {
+    fn new(subs: &'a [Arc<Sub>]) -> Runs<'a> {
+        let mut outboxes: SmallVec<[&'a Outbox; 4]> = SmallVec::new();
+        // A WS event is ingested alone, so this runs per event: a scan for the usual
+        // handful of subscriptions, a map past that.
+        let mut by_queue: HashMap<*const Outbox, usize> = HashMap::new();
+        let small = subs.len() <= 8;
+        let run_of = subs
+            .iter()
+            .map(|sub| {
+                let queue: &'a Outbox = &sub.outbox;
+                if small {
+                    if let Some(at) = outboxes.iter().position(|o| std::ptr::eq(*o, queue)) {
+                        return at;
+                    }
+                    outboxes.push(queue);
+                    return outboxes.len() - 1;
+                }
+                *by_queue.entry(queue as *const Outbox).or_insert_with(|| {
+                    outboxes.push(queue);
+                    outboxes.len() - 1
+                })
+            })
+            .collect();
+        let runs = outboxes.iter().map(|_| outbox::Run::default()).collect();
+        let pacing = outboxes.iter().map(|_| None).collect();
+        Runs {
+            outboxes,
+            runs,
+            pacing,
+            run_of,
+        }
+    }
+
+    /// Offers one event to subscription `sub`'s queue without waiting. A reader that
+    /// must first catch up (and that no other ingest waits for) is held for
+    /// [`Runs::pace`], with every later event of the batch for it, in order.
+    fn offer(&mut self, sub: usize, outbox: &'a Outbox, bytes: Bytes, severity: Severity) {
+        let Some(run) = self.run_of.get(sub).copied() else {
+            return;
+        };
+        let (Some(pending), Some(pacing)) = (self.runs.get_mut(run), self.pacing.get_mut(run))
+        else {
+            return;
+        };
+        if let Some(held) = pacing {
+            held.push(bytes, severity);
+            return;
+        }
+        if let Err(held) = outbox.offer_now(pending, bytes, severity) {
+            // what this reader was given before goes out ahead of what it waits for
+            outbox.flush(pending);
+            *pacing = Some(held);
+        }
+    }
+
+    fn flush_all(&mut self) {
+        for (outbox, run) in self.outboxes.iter().zip(self.runs.iter_mut()) {
+            outbox.flush(run);
+        }
+    }
+
+    /// Waits for the readers that must catch up, all at once: the lag grace at most,
+    /// whatever their number (AEP-0003 §8.4).
+    async fn pace(&mut self) {
+        let mut waits = self.pacing.iter_mut().filter_map(Option::take);
+        let Some(first) = waits.next() else {
+            return;
+        };
+        match waits.next() {
+            None => {
+                first.run().await;
+            }
+            Some(second) => {
+                let all: Vec<_> = [first, second]
+                    .into_iter()
+                    .chain(waits)
+                    .map(Pacing::run)
+                    .collect();
+                futures::future::join_all(all).await;
+            }
+        }
+    }
+}
+
+impl Drop for Runs<'_> {
+    fn drop(&mut self) {
+        self.flush_all();
+    }
+}
