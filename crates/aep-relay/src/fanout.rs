@@ -120,20 +120,14 @@ impl Subscribers {
     }
 }
 
-/// Hands each live subscription the batch's events it matches (`fan_out`: which
-/// events are fanned out at all), then waits for the readers that must catch up.
-pub(crate) async fn fan_out<'a, 't: 'a, I>(
-    subs: &[Arc<Sub>],
-    batch: I,
-    fan_out: SmallVec<[bool; 16]>,
-) where
+/// Hands each live subscription the events it matches, in order, then waits for the
+/// readers that must catch up.
+pub(crate) async fn fan_out<'a, 't: 'a, I>(subs: &[Arc<Sub>], events: I)
+where
     I: IntoIterator<Item = &'a Incoming<'t>>,
 {
     let mut runs = Runs::new(subs);
-    for (incoming, go) in batch.into_iter().zip(fan_out) {
-        if !go {
-            continue;
-        }
+    for incoming in events {
         let severity = incoming.encoded.severity();
         let mut parsed_again = None;
         for (at, sub) in subs.iter().enumerate() {

@@ -19,7 +19,7 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
-use crate::hub::{Hub, ReplayAsk};
+use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
 use crate::line::{parse_line, Incoming, LineError};
 use crate::outbox::{Binding, Drain, End, Piece};
 use crate::proto::{self, Filter};
@@ -536,17 +536,11 @@ fn stream(
         Err(why) => return refuse(why),
     };
     let (outbox, rx) = hub.outbox(shed.0);
-    let id = hub.subscribe(
-        &outbox,
-        Binding::Sse,
-        None,
-        filter,
-        capture,
-        ask,
-        None,
-        None,
-        live,
-    );
+    let mut request = SubscribeRequest::new(Binding::Sse, filter);
+    request.capture = capture;
+    request.replay = ask;
+    request.live = live;
+    let id = hub.subscribe(&outbox, request);
     if !live {
         outbox.end(End::ReplayComplete);
     } else if hub.is_shutting_down() {

@@ -1,50 +1,49 @@
-//! The shared state of one relay: session buffers, subscribers, WebSocket connections,
-//! and what happens to each accepted event (buffer admission, command routing, fan-out).
+//! The shared state of one relay: the replay store, the live subscriptions and the
+//! WebSocket connections, and the order in which accepted events reach them.
 //!
-//! One lock guards the state; it is held only for bookkeeping, never across a write to a
-//! socket. An event is admitted and the subscriber list is read under the same lock, and a
-//! subscription is registered and its replay snapshot taken under it too, so every event
-//! reaches a new subscriber exactly once: by replay or live, never both, never neither.
+//! One lock guards the subscriptions and the connections; it is held only for
+//! bookkeeping, never across a write to a socket or a wait for the store. An ingest
+//! admits its batch (admission, routing, the store's admission) and takes the list of
+//! readers under it, and a subscription is registered and its replay bounded (by the
+//! store's stamp) under it too, so every event reaches a new subscriber exactly once: by
+//! replay or live, never both, never neither. With a store several relays share, its
+//! feed takes the lock in place of ingest for the events it delivers (see `storage`).
 
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
 use aep_core::resume::{ReplayStart, ResumeFrom};
 use aep_core::Capture;
 use bytes::Bytes;
+use futures::StreamExt;
 use serde_json::{json, Value};
-use smallvec::SmallVec;
 use tokio_util::sync::CancellationToken;
 
+use crate::admission::{self, Rules};
 use crate::config::RelayConfig;
-use crate::encoded::Encoded;
 use crate::fanout::{self, Sub, Subscribers};
 use crate::journal::{self, Disk, Fs, Journal};
 use crate::line::Incoming;
+use crate::memory::Memory;
 use crate::outbox::{self, Binding, Bounds, End, Outbox, ReplayJob};
-use crate::proto::{Disposition, Filter};
+use crate::proto::Filter;
 use crate::routing::{self, Connections, Party, RosterTooLarge};
-use crate::store::{Limits, Store};
-
-/// Events accepted but not stored: the journal could not write them (a full disk).
-#[derive(Debug)]
-pub(crate) struct Unstored(pub(crate) std::io::Error);
-
-impl std::fmt::Display for Unstored {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "not stored: the journal could not write it ({})", self.0)
-    }
-}
+use crate::storage::{
+    Admitted, Admitting, Backend, Feed, Limits, ReplayFrom, Stamp, Storage, Unstored,
+};
 
 #[derive(Debug)]
 struct State {
-    store: Store,
     subs: Subscribers,
     conns: Connections,
+    /// With a feed: the stamp of the last event fan-out has taken from it, which bounds
+    /// a new subscription's replay (none: ingest fans out, bounded by the store's stamp).
+    fed: Option<Stamp>,
 }
 
-/// What a new subscription replays before going live.
+/// What a new subscription replays before going live (AEP-0003 §5).
 #[derive(Debug, Default)]
 pub(crate) struct ReplayAsk {
     pub(crate) positions: Vec<ResumeFrom>,
@@ -53,11 +52,66 @@ pub(crate) struct ReplayAsk {
     pub(crate) filter_session: bool,
 }
 
+impl ReplayAsk {
+    /// What the store is asked for, if anything.
+    fn from(self, filter: &Filter) -> Option<ReplayFrom> {
+        if self.all {
+            // holds the filter's session already: adding it again sent it twice
+            return Some(ReplayFrom::All);
+        }
+        let mut sessions = self.positions;
+        if let Some(session) = filter.session().filter(|_| self.filter_session) {
+            if !sessions.iter().any(|p| p.session() == session) {
+                sessions.push(ResumeFrom::new(session, ReplayStart::EARLIEST));
+            }
+        }
+        (!sessions.is_empty()).then_some(ReplayFrom::Sessions(sessions))
+    }
+}
+
+/// A subscription to register: one SSE stream, one WebSocket `subscribe`, or one of the
+/// subscription model's (see [`Hub::subscribe`]).
+#[derive(Debug)]
+pub(crate) struct SubscribeRequest {
+    pub(crate) binding: Binding,
+    pub(crate) filter: Filter,
+    pub(crate) capture: Option<Capture>,
+    pub(crate) replay: ReplayAsk,
+    /// Registered for live delivery after its replay; `false` (`live=0`): replay only.
+    pub(crate) live: bool,
+    /// The WebSocket connection it is made on and its id there: a later one of the
+    /// same id replaces it, and closing the connection ends it.
+    pub(crate) conn: Option<(u64, String)>,
+    /// The subscription id its replay markers echo (`replay-exhausted`); none on SSE.
+    pub(crate) sub: Option<String>,
+    /// Queued before the replay (the `subscribed` frame).
+    pub(crate) first: Option<Bytes>,
+}
+
+impl SubscribeRequest {
+    /// A live subscription on `binding` with `filter`, replaying nothing, no ceiling.
+    pub(crate) fn new(binding: Binding, filter: Filter) -> SubscribeRequest {
+        SubscribeRequest {
+            binding,
+            filter,
+            capture: None,
+            replay: ReplayAsk::default(),
+            live: true,
+            conn: None,
+            sub: None,
+            first: None,
+        }
+    }
+}
+
 /// The relay's shared state.
 #[derive(Debug)]
 pub(crate) struct Hub {
     pub(crate) config: RelayConfig,
     state: Mutex<State>,
+    storage: Box<dyn Storage>,
+    /// A shared store's feed, until the server starts fanning it out.
+    feed: Untaken,
     started: Instant,
     next_id: AtomicU64,
     /// Live subscriptions that need each event parsed (a filter on more than the session,
@@ -67,7 +121,37 @@ pub(crate) struct Hub {
     /// Cancelled once the drain timeout of a shutdown has passed: every connection still
     /// open then is dropped.
     stopped: CancellationToken,
-    journal: Option<Journal>,
+}
+
+/// A feed not taken yet.
+struct Untaken(Mutex<Option<Feed>>);
+
+impl std::fmt::Debug for Untaken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Feed")
+    }
+}
+
+/// The store the configuration asks for: the journal with a data directory (writing
+/// through `disk`), the in-memory buffers without.
+fn open_backend(config: &RelayConfig, disk: Box<dyn Disk>) -> std::io::Result<Backend> {
+    let limits = Limits {
+        events: config.buffer,
+        session_bytes: config.max_session_bytes,
+        sessions: config.max_sessions,
+        bytes: config.max_store_bytes,
+    };
+    Ok(match &config.data_dir {
+        Some(dir) => {
+            let options = journal::Options {
+                fsync: config.fsync,
+                interval: config.fsync_interval,
+                limits,
+            };
+            Backend::local(Journal::open(dir, options, disk)?)
+        }
+        None => Backend::local(Memory::new(limits)),
+    })
 }
 
 impl Hub {
@@ -78,51 +162,40 @@ impl Hub {
 
     /// [`Hub::new`] with the journal writing through `disk`.
     pub(crate) fn with_disk(config: RelayConfig, disk: Box<dyn Disk>) -> std::io::Result<Hub> {
-        let limits = Limits {
-            events: config.buffer,
-            session_bytes: config.max_session_bytes,
-            sessions: config.max_sessions,
-            bytes: config.max_store_bytes,
-        };
-        let mut store = Store::new(limits);
-        let journal = match &config.data_dir {
-            Some(dir) => {
-                let options = journal::Options {
-                    fsync: config.fsync,
-                    interval: config.fsync_interval,
-                    limits,
-                };
-                Some(Journal::open(dir, &mut store, options, disk)?)
-            }
-            None => None,
-        };
+        let backend = open_backend(&config, disk)?;
+        Ok(Hub::with_backend(config, backend))
+    }
+
+    /// The shared state over `backend`.
+    pub(crate) fn with_backend(config: RelayConfig, backend: Backend) -> Hub {
         let subs = Subscribers::default();
-        Ok(Hub {
+        let fed = backend.feed.is_some().then(|| backend.storage.stamp());
+        Hub {
             config,
             parsing: subs.parsing(),
             state: Mutex::new(State {
-                store,
                 subs,
                 conns: Connections::default(),
+                fed,
             }),
+            storage: backend.storage,
+            feed: Untaken(Mutex::new(backend.feed)),
             started: Instant::now(),
             next_id: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             stopped: CancellationToken::new(),
-            journal,
-        })
+        }
     }
 
-    /// Writes out every buffered event still queued for the data directory.
-    pub(crate) fn flush_journal(&self) {
-        if let Some(journal) = &self.journal {
-            journal.flush();
-        }
+    /// Waits until the store has written everything admitted so far (a shutdown's last
+    /// step).
+    pub(crate) fn flush(&self) {
+        self.storage.flush();
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {
         // a panic elsewhere must not take the relay down with it: the state stays usable
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     fn id(&self) -> u64 {
@@ -162,14 +235,14 @@ impl Hub {
 
     // ---- ingest -----------------------------------------------------------------------
 
-    /// Accepts a batch already checked whole: admission, routing, then fan-out in order.
-    /// The lock is taken once for the batch; each subscriber gets its events in runs.
+    /// Accepts a batch already checked whole: admission and the store's admission under
+    /// the lock, then fan-out in order, each subscriber getting its events in runs; then
+    /// the store's answer.
     ///
-    /// With a data directory the batch's new events are journaled, and this returns
-    /// once they are written as the fsync policy promises; when they could not be, they
-    /// are taken back out of the buffers and the error returned, so the emitter is not
-    /// told they were stored (a retry is then admitted anew). Live readers may have had
-    /// them meanwhile: to them the retry is a duplicate, as AEP-0001 §7.4 allows.
+    /// `Err` when the store could not keep the batch (a full disk): nothing of it is
+    /// held then, so the emitter is not told it was stored, and its retry is admitted
+    /// anew. Live readers may have had the events meanwhile: to them the retry is a
+    /// duplicate, as AEP-0001 §7.4 allows.
     pub(crate) async fn ingest<'a, 't: 'a, I>(
         &self,
         batch: I,
@@ -178,124 +251,91 @@ impl Hub {
     where
         I: IntoIterator<Item = &'a Incoming<'t>> + Clone,
     {
-        // Inline for the usual batch (a WebSocket ingests one event at a time).
-        let mut fan_out: SmallVec<[bool; 16]> = SmallVec::new();
-        let mut journaled: Vec<(Arc<str>, Encoded)> = Vec::new();
-        let (subs, written) = {
+        let (subs, fan_out, admitting) = {
             let mut st = self.lock();
-            for incoming in batch.clone() {
-                let go = match incoming.disposition {
-                    Disposition::Command => {
-                        let authenticated = self.config.token.is_some();
-                        st.conns.route(incoming, from_conn, authenticated)
-                    }
-                    Disposition::Live => true,
-                    Disposition::Buffered => {
-                        if let Some(session) = incoming.session() {
-                            if let Some(conn) = from_conn {
-                                st.conns.claim(conn, session);
-                            }
-                            // live fan-out forwards even a duplicate (AEP-0003 §5): the
-                            // relay is not a terminal consumer
-                            let admission = st.store.admit(session, incoming.encoded.clone());
-                            if let Some(journal) = &self.journal {
-                                // under the lock, so the journal sees evictions in the
-                                // buffers' order; an evicted session's lines of this batch
-                                // are gone with it, not written after its file is removed
-                                for gone in admission.evicted {
-                                    journaled.retain(|(s, _)| *s != gone);
-                                    journal.remove(gone);
-                                }
-                                if admission.admitted {
-                                    let name = match journaled.last() {
-                                        Some((last, _)) if **last == *session => last.clone(),
-                                        _ => Arc::from(session),
-                                    };
-                                    journaled.push((name, incoming.encoded.clone()));
-                                }
-                            }
-                        }
-                        true
-                    }
-                };
-                fan_out.push(go);
-            }
-            let written = match &self.journal {
-                Some(journal) if !journaled.is_empty() => {
-                    let lines = journaled
-                        .iter()
-                        .map(|(session, encoded)| (session.clone(), encoded.json()))
-                        .collect();
-                    Some(journal.append(lines))
-                }
-                _ => None,
+            let rules = Rules {
+                authenticated: self.config.token.is_some(),
+                fed: st.fed.is_some(),
             };
-            (st.subs.list(), written)
+            let plan = admission::plan(&mut st.conns, batch.clone(), from_conn, rules);
+            let admitting = match plan.stored.as_slice() {
+                [] => Admitting::Done(Default::default()),
+                stored => self.storage.admit(stored),
+            };
+            (st.subs.list(), plan.fan_out, admitting)
         };
         if !subs.is_empty() {
-            fanout::fan_out(&subs, batch, fan_out).await;
+            let events = batch
+                .into_iter()
+                .zip(fan_out)
+                .filter_map(|(e, go)| go.then_some(e));
+            fanout::fan_out(&subs, events).await;
         }
-        let Some(written) = written else {
-            return Ok(());
+        admitting.stored().await.map(drop)
+    }
+
+    /// Fans out what a shared store's feed yields, until it ends; `None` when the store
+    /// has no feed (or it is fanned out already). The server runs it while it serves.
+    pub(crate) fn feed(self: &Arc<Hub>) -> Option<impl Future<Output = ()> + Send + 'static> {
+        let mut feed = self
+            .feed
+            .0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take()?;
+        let hub = self.clone();
+        Some(async move {
+            while let Some(admitted) = feed.next().await {
+                hub.fan_out_fed(admitted).await;
+            }
+        })
+    }
+
+    async fn fan_out_fed(&self, admitted: Admitted) {
+        let subs = {
+            let mut st = self.lock();
+            if st.fed.is_some_and(|fed| admitted.stamp <= fed) {
+                return;
+            }
+            st.fed = Some(admitted.stamp);
+            st.subs.list()
         };
-        let failed = match written.await {
-            Ok(Ok(())) => return Ok(()),
-            Ok(Err(e)) => e,
-            Err(_) => std::io::Error::other("the journal writer stopped"),
-        };
-        let mut st = self.lock();
-        for (session, encoded) in &journaled {
-            st.store.withdraw(session, encoded);
+        if !subs.is_empty() {
+            let batch: Vec<Incoming<'static>> =
+                admitted.events.into_iter().map(Incoming::stored).collect();
+            fanout::fan_out(&subs, &batch).await;
         }
-        Err(Unstored(failed))
     }
 
     // ---- subscriptions ------------------------------------------------------------------
 
     /// Registers a subscription (when `live`) and queues its replay, atomically with
-    /// respect to ingest. `first` is queued before the replay (the `subscribed` frame).
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn subscribe(
-        &self,
-        outbox: &Arc<Outbox>,
-        binding: Binding,
-        conn: Option<(u64, String)>,
-        filter: Filter,
-        capture: Option<Capture>,
-        ask: ReplayAsk,
-        first: Option<Bytes>,
-        ws_sub: Option<String>,
-        live: bool,
-    ) -> u64 {
+    /// respect to fan-out, toward `outbox`; its hub id.
+    pub(crate) fn subscribe(&self, outbox: &Arc<Outbox>, request: SubscribeRequest) -> u64 {
+        let SubscribeRequest {
+            binding,
+            filter,
+            capture,
+            replay,
+            live,
+            conn,
+            sub,
+            first,
+        } = request;
+        let replay = replay.from(&filter);
         let filter = Arc::new(filter);
         let id = self.id();
         let mut st = self.lock();
         if let Some(bytes) = first {
             outbox.push_frame(bytes);
         }
-        let mut parts = if ask.all {
-            st.store.replay_all()
-        } else {
-            ask.positions
-                .iter()
-                .map(|p| st.store.replay(p.session(), p.start()))
-                .collect()
-        };
-        // `all` already holds the filter's session: adding it again sent it twice
-        if ask.filter_session && !ask.all {
-            if let Some(session) = filter.session() {
-                if !ask.positions.iter().any(|p| p.session() == session) {
-                    parts.push(st.store.replay(session, ReplayStart::EARLIEST));
-                }
-            }
-        }
-        if !parts.is_empty() {
+        if let Some(from) = replay {
+            let upto = st.fed.unwrap_or_else(|| self.storage.stamp());
             outbox.push_replay(ReplayJob {
-                parts,
+                replay: self.storage.replay(from, upto),
                 filter: filter.clone(),
                 capture,
-                sub: ws_sub,
-                declare_gaps: !ask.all,
+                sub,
             });
         }
         if live {
@@ -306,19 +346,17 @@ impl Hub {
                     st.subs.remove(old);
                 }
             }
-            let sub = Sub {
+            st.subs.add(Sub {
                 id,
                 conn: conn_id,
                 filter,
                 capture,
                 binding,
                 outbox: outbox.clone(),
-            };
-            st.subs.add(sub);
+            });
         }
         id
     }
-
     /// Removes one subscription by hub id (an SSE stream that ended).
     pub(crate) fn unsubscribe(&self, id: u64) {
         let mut st = self.lock();
@@ -374,9 +412,10 @@ impl Hub {
 
     /// `/healthz` counts.
     pub(crate) fn counts(&self) -> Value {
+        let sessions = self.storage.sessions();
         let st = self.lock();
         json!({
-            "sessions": st.store.len(),
+            "sessions": sessions,
             "subscribers": st.subs.len(),
             "connections": st.conns.len(),
             "uptime_s": self.uptime(),
@@ -385,6 +424,7 @@ impl Hub {
 
     /// The `/connections` document.
     pub(crate) fn connections(&self) -> Value {
+        let (sessions, held) = (self.storage.sessions(), self.storage.held_bytes());
         let st = self.lock();
         let connections = st.conns.describe();
         let sse = st.subs.sse();
@@ -392,12 +432,12 @@ impl Hub {
         json!({
             "ok": true,
             "relay": {
-                "sessions": st.store.len(),
+                "sessions": sessions,
                 "subscribers": st.subs.len(),
                 "connections": st.conns.len(),
                 "uptime_s": self.uptime(),
                 "control": self.config.token.is_some(),
-                "buffered_bytes": st.store.held_bytes(),
+                "buffered_bytes": held,
                 "dropped": dropped,
             },
             "connections": connections,
@@ -421,6 +461,7 @@ mod tests {
     use crate::line::{parse_line, read_event, Reading};
     use crate::outbox::{Drain, Piece};
     use crate::proto;
+    use crate::storage::{Admitted, Backend};
 
     /// Fan-out of an event read in place reaches the readers a parsed one reaches, and a
     /// reader that lowers `capture` gets the lowered event.
@@ -441,17 +482,10 @@ mod tests {
             let mut by_ext = reader(&hub, json!({ "acme": "x" }));
             let ceiling_at = |filter: Value, capture: Capture| {
                 let (outbox, rx) = hub.outbox(CancellationToken::new());
-                hub.subscribe(
-                    &outbox,
-                    Binding::Ws,
-                    None,
-                    proto::parse_filter(&filter).unwrap(),
-                    Some(capture),
-                    ReplayAsk::default(),
-                    None,
-                    None,
-                    true,
-                );
+                let filter = proto::parse_filter(&filter).unwrap();
+                let mut request = SubscribeRequest::new(Binding::Ws, filter);
+                request.capture = Some(capture);
+                hub.subscribe(&outbox, request);
                 Drain::new(rx, outbox, Binding::Ws, std::time::Duration::from_secs(60))
             };
             let ceiling = |filter: Value| ceiling_at(filter, Capture::Metadata);
@@ -487,21 +521,17 @@ mod tests {
         assert_eq!(lowered_once[0], lowered_once[1]);
     }
 
+    /// The events `hub`'s store holds of `session`.
+    fn held(hub: &Hub, session: &str) -> usize {
+        let from = ResumeFrom::new(session, ReplayStart::EARLIEST);
+        crate::memory::tests::replayed(&*hub.storage, ReplayFrom::Sessions(vec![from])).len()
+    }
+
     /// Subscribes a live SSE reader with `filter` and returns its drain.
     fn reader(hub: &Hub, filter: Value) -> Drain {
         let (outbox, rx) = hub.outbox(CancellationToken::new());
         let filter = proto::parse_filter(&filter).unwrap();
-        hub.subscribe(
-            &outbox,
-            Binding::Sse,
-            None,
-            filter,
-            None,
-            ReplayAsk::default(),
-            None,
-            None,
-            true,
-        );
+        hub.subscribe(&outbox, SubscribeRequest::new(Binding::Sse, filter));
         Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60))
     }
 
@@ -545,14 +575,7 @@ mod tests {
         assert_eq!(next_data(&mut other_session), None);
         assert_eq!(next_data(&mut other_type), None);
         // and it was buffered under its session
-        assert_eq!(
-            hub.lock()
-                .store
-                .replay("s1", ReplayStart::EARLIEST)
-                .events
-                .len(),
-            1
-        );
+        assert_eq!(held(&hub, "s1"), 1);
     }
 
     fn line(id: &str, seq: u64) -> Vec<u8> {
@@ -606,14 +629,7 @@ mod tests {
         .unwrap();
         read(&mut fast);
         // the batch was admitted whole
-        assert_eq!(
-            hub.lock()
-                .store
-                .replay("s1", ReplayStart::EARLIEST)
-                .events
-                .len(),
-            4
-        );
+        assert_eq!(held(&hub, "s1"), 4);
         assert_eq!(ids, ["e2", "e3", "e4"]);
     }
 
@@ -635,18 +651,7 @@ mod tests {
         let (outbox, rx) = hub.outbox(CancellationToken::new());
         let live = |outbox: &Arc<Outbox>, ty: &str| {
             let filter = proto::parse_filter(&json!({ "type": ty })).unwrap();
-            let ask = ReplayAsk::default();
-            hub.subscribe(
-                outbox,
-                Binding::Ws,
-                None,
-                filter,
-                None,
-                ask,
-                None,
-                None,
-                true,
-            );
+            hub.subscribe(outbox, SubscribeRequest::new(Binding::Ws, filter));
         };
         for i in 0..others {
             let (other, _rx) = hub.outbox(CancellationToken::new());
@@ -686,21 +691,138 @@ mod tests {
         disk.full.store(true, Ordering::SeqCst);
         let unstored = hub.ingest(&batch, None).await.unwrap_err();
         assert_eq!(unstored.0.kind(), std::io::ErrorKind::StorageFull);
-        assert!(hub
-            .lock()
-            .store
-            .replay("s1", ReplayStart::EARLIEST)
-            .events
-            .is_empty());
+        assert!(held(&hub, "s1") == 0);
         disk.full.store(false, Ordering::SeqCst);
         hub.ingest(&batch, None).await.unwrap();
-        assert_eq!(
-            hub.lock()
-                .store
-                .replay("s1", ReplayStart::EARLIEST)
-                .events
-                .len(),
-            2
-        );
+        assert_eq!(held(&hub, "s1"), 2);
+    }
+
+    /// A store two relays share, as a cluster's stream would be: one set of buffers,
+    /// each admission yielded once, in stamp order, to every relay's feed, and answered
+    /// only after a round trip, as a remote acknowledgement is.
+    #[derive(Debug)]
+    struct Shared {
+        memory: Memory,
+        feeds: Mutex<Vec<futures::channel::mpsc::UnboundedSender<Admitted>>>,
+    }
+
+    #[derive(Debug)]
+    struct Relay(Arc<Shared>);
+
+    impl Storage for Relay {
+        fn admit(&self, events: &[&crate::encoded::Encoded]) -> Admitting {
+            // one lock over admission and publication keeps the feeds in stamp order
+            let mut feeds = self.0.feeds.lock().unwrap();
+            let before = self.0.memory.stamp();
+            let Admitting::Done(outcomes) = self.0.memory.admit(events) else {
+                unreachable!("the memory store answers at once");
+            };
+            let held: Vec<_> = events
+                .iter()
+                .zip(&outcomes)
+                .filter(|(_, o)| **o == crate::storage::Outcome::Held)
+                .map(|(e, _)| (*e).clone())
+                .collect();
+            let stamp = self.0.memory.stamp();
+            if stamp > before {
+                feeds.retain(|feed| {
+                    let events = held.clone();
+                    feed.unbounded_send(Admitted { events, stamp }).is_ok()
+                });
+            }
+            Admitting::Pending(Box::pin(async move {
+                tokio::task::yield_now().await;
+                Ok(outcomes)
+            }))
+        }
+        fn stamp(&self) -> Stamp {
+            self.0.memory.stamp()
+        }
+        fn replay(&self, from: ReplayFrom, upto: Stamp) -> crate::storage::Replay {
+            self.0.memory.replay(from, upto)
+        }
+        fn sessions(&self) -> usize {
+            self.0.memory.sessions()
+        }
+        fn held_bytes(&self) -> usize {
+            self.0.memory.held_bytes()
+        }
+    }
+
+    /// A relay of `shared`, fanning out its feed.
+    fn relay_of(shared: &Arc<Shared>) -> Arc<Hub> {
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        shared.feeds.lock().unwrap().push(tx);
+        let backend = Backend {
+            storage: Box::new(Relay(shared.clone())),
+            feed: Some(Box::pin(rx)),
+        };
+        let hub = Arc::new(Hub::with_backend(RelayConfig::default(), backend));
+        tokio::spawn(hub.feed().expect("a shared store has a feed"));
+        hub
+    }
+
+    /// The ids a drain receives within a moment.
+    async fn ids_within(drain: &mut Drain, n: usize) -> Vec<String> {
+        let mut ids = Vec::new();
+        while ids.len() < n {
+            let next = tokio::time::timeout(std::time::Duration::from_secs(5), drain.next());
+            match next.await.expect("delivered in time") {
+                Some(Piece::Data(b)) => ids.push(
+                    aep_core::Event::from_slice(sse_data(&b))
+                        .unwrap()
+                        .id()
+                        .to_owned(),
+                ),
+                other => panic!("{other:?}"),
+            }
+        }
+        // and nothing more, however long fan-out runs on
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(next_data(drain).is_none(), "delivered once");
+        ids
+    }
+
+    /// A store several relays share fits behind the same trait and hub: what relay A
+    /// admits reaches B's live readers through the feed, and A's once (from the feed,
+    /// not from its ingest as well); a new subscription on B replays what was admitted
+    /// before it and gets what follows live, each event once.
+    #[tokio::test]
+    async fn a_shared_store_feeds_fan_out_on_every_relay() {
+        let shared = Arc::new(Shared {
+            memory: Memory::new(Limits {
+                events: 100,
+                session_bytes: 1 << 20,
+                sessions: 100,
+                bytes: 1 << 24,
+            }),
+            feeds: Mutex::new(Vec::new()),
+        });
+        let (a, b) = (relay_of(&shared), relay_of(&shared));
+        let mut on_a = reader(&a, json!({}));
+        let mut on_b = reader(&b, json!({ "session": "s1" }));
+        let batch = [
+            parse_line(&line("e1", 1), false).unwrap(),
+            parse_line(&line("e2", 2), false).unwrap(),
+        ];
+        a.ingest(&batch, None).await.unwrap();
+        assert_eq!(ids_within(&mut on_b, 2).await, ["e1", "e2"]);
+        assert_eq!(ids_within(&mut on_a, 2).await, ["e1", "e2"]);
+        // the same batch again: stored once, so fed to no one
+        a.ingest(&batch, None).await.unwrap();
+        // a late subscriber on B: e1 and e2 replayed, e3 live
+        let (outbox, rx) = b.outbox(CancellationToken::new());
+        let mut request = SubscribeRequest::new(Binding::Sse, Filter::default());
+        request.replay.all = true;
+        b.subscribe(&outbox, request);
+        let mut late = Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60));
+        b.ingest(&[parse_line(&line("e3", 3), false).unwrap()], None)
+            .await
+            .unwrap();
+        assert_eq!(ids_within(&mut late, 3).await, ["e1", "e2", "e3"]);
+        assert_eq!(ids_within(&mut on_a, 1).await, ["e3"]);
+        assert_eq!(held(&a, "s1"), 3);
     }
 }

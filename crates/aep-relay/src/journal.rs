@@ -1,5 +1,7 @@
-//! Durable replay (`--data-dir`): each session's buffer survives a restart, and an
-//! emitter's `2xx` means its events are on disk.
+//! Durable replay (`--data-dir`): the in-memory buffers mirrored to disk, so each
+//! session's buffer survives a restart and an emitter's `2xx` means its events are on
+//! disk. [`Journal`] is the second [`Storage`]: it admits into a [`Memory`] and answers
+//! once the new events are written.
 //!
 //! The journal is a set of files, one per session, named from a digest of the session
 //! name (`{readable prefix}-{32 hex digits}.jsonl`, so a name of any length fits); each
@@ -9,9 +11,11 @@
 //! - **Writing.** Lines reach the disk on one writer thread, grouped: every append
 //!   queued while the previous group was written goes out in the next one, one write
 //!   per file, and with [`Fsync::Always`] one `fdatasync` per file per group. Each
-//!   ingest waits for its own group, so its answer follows the write [`Fsync`]
-//!   promises. A failed append is undone (the file cut back to its length before), and
-//!   the ingest told, so a full disk is answered `507` and nothing half-stored.
+//!   admission resolves with its own group, so its answer follows the write [`Fsync`]
+//!   promises. A failed append is undone (the file cut back to its length before), its
+//!   events taken back out of the buffers and the admission answered [`Unstored`], so a
+//!   full disk is answered `507`, nothing is half-stored, and the same events sent again
+//!   are admitted anew.
 //! - **Eviction.** An evicted session's file is removed; a file that grows past four
 //!   buffers is cut to its last two while running.
 //! - **Restart.** Every `*.jsonl` file is read back through the same admission as live
@@ -35,9 +39,13 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 
 use crate::config::Fsync;
+use crate::encoded::Encoded;
 use crate::line::{parse_line, Incoming};
+use crate::memory::{Memory, Store};
 use crate::proto::Disposition;
-use crate::store::{Limits, Store};
+use crate::storage::{
+    Admitting, Limits, Outcome, Outcomes, Replay, ReplayFrom, Stamp, Storage, Unstored,
+};
 
 /// Where the journal's bytes go: the one place that writes, so a test can fail it.
 pub(crate) trait Disk: Send + fmt::Debug + 'static {
@@ -170,12 +178,10 @@ pub(crate) struct Options {
     pub(crate) limits: Limits,
 }
 
-/// What one ingest waits for: its lines written as [`Fsync`] promises.
-pub(crate) type Written = tokio::sync::oneshot::Receiver<io::Result<()>>;
-
 enum Op {
+    /// Each event's JSON, one line, to its session's file.
     Append {
-        lines: Vec<(Arc<str>, Bytes)>,
+        events: Vec<Encoded>,
         done: tokio::sync::oneshot::Sender<io::Result<()>>,
     },
     Remove(Arc<str>),
@@ -185,76 +191,39 @@ enum Op {
 impl fmt::Debug for Op {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Op::Append { lines, .. } => write!(f, "Append({} lines)", lines.len()),
+            Op::Append { events, .. } => write!(f, "Append({} lines)", events.len()),
             Op::Remove(s) => write!(f, "Remove({s})"),
             Op::Flush(_) => f.write_str("Flush"),
         }
     }
 }
 
-/// The writer of the session files.
+/// The replay buffers, mirrored to the session files of a data directory.
 #[derive(Debug)]
 pub(crate) struct Journal {
+    memory: Memory,
+    files: Files,
+}
+
+/// The writer of the session files: what is queued goes out on its thread, in order.
+#[derive(Debug)]
+struct Files {
     tx: mpsc::Sender<Op>,
     thread: Option<JoinHandle<()>>,
 }
 
 impl Journal {
-    /// Reads every session file in `dir` into `store`, rewrites them with what the
-    /// store kept, and starts the writer. Fails only when `dir` cannot be created or
-    /// read; a write that fails here is reported and the relay goes on.
+    /// Reads every session file in `dir` into fresh buffers bounded by
+    /// `options.limits`, rewrites the files with what the buffers kept, and starts the
+    /// writer. Fails only when `dir` cannot be created or read; a write that fails here
+    /// is reported and the relay goes on.
     pub(crate) fn open(
         dir: &Path,
-        store: &mut Store,
         options: Options,
         mut disk: Box<dyn Disk>,
     ) -> io::Result<Journal> {
-        fs::create_dir_all(dir)?;
-        let mut files: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
-        for entry in fs::read_dir(dir)? {
-            let path = entry?.path();
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            if name.starts_with('.') && name.ends_with(".tmp") {
-                // a rewrite cut short: the file it was replacing is still whole
-                let _ = disk.remove(&path);
-                continue;
-            }
-            if path.extension().is_none_or(|e| e != "jsonl") {
-                continue;
-            }
-            match fs::metadata(&path) {
-                Ok(meta) if meta.is_file() => files.push((meta.modified()?, path)),
-                Ok(_) => {
-                    tracing::warn!(file = %path.display(), "not a regular file: not read");
-                }
-                Err(e) => {
-                    tracing::warn!(file = %path.display(), error = %e, "cannot be read: skipped");
-                }
-            }
-        }
-        // oldest first, so the least recently written session is evicted first again
-        files.sort();
-        let (mut restored, mut damaged) = (0usize, 0usize);
-        for (_, path) in &files {
-            let read = read_file(path, store)?;
-            restored += read.restored;
-            damaged += read.damaged.len();
-            if !read.damaged.is_empty() {
-                report_damage(&mut *disk, path, &read.damaged);
-            }
-        }
-        let compacted = compact(dir, &files, store, &mut *disk);
-        tracing::info!(
-            dir = %dir.display(),
-            sessions = store.len(),
-            events = restored,
-            damaged_lines = damaged,
-            compacted,
-            "replay buffers restored"
-        );
+        let memory = Memory::new(options.limits);
+        restore(dir, &mut memory.lock(), &mut *disk)?;
         let (tx, rx) = mpsc::channel();
         let mut writer = Writer {
             dir: dir.to_owned(),
@@ -268,30 +237,95 @@ impl Journal {
             .name("aep-relay-journal".into())
             .spawn(move || writer.run(&rx))?;
         Ok(Journal {
-            tx,
-            thread: Some(thread),
+            memory,
+            files: Files {
+                tx,
+                thread: Some(thread),
+            },
         })
     }
+}
 
-    /// Queues `lines` (session, event JSON) to be written; the answer says when they
-    /// are, as the fsync policy promises, or why not.
-    pub(crate) fn append(&self, lines: Vec<(Arc<str>, Bytes)>) -> Written {
+impl Storage for Journal {
+    /// Admits into the buffers, and queues the new events' lines; an evicted session's
+    /// file is removed, in the buffers' order (under their lock), and its lines of this
+    /// batch go with it rather than being written after its file is gone.
+    fn admit(&self, events: &[&Encoded]) -> Admitting {
+        let mut store = self.memory.lock();
+        let mut outcomes = Outcomes::new();
+        let mut held: Vec<Encoded> = Vec::new();
+        for event in events {
+            let admission = store.admit(event);
+            for gone in admission.evicted {
+                held.retain(|e| e.session() != Some(&*gone));
+                self.files.remove(gone);
+            }
+            if admission.outcome == Outcome::Held {
+                held.push((*event).clone());
+            }
+            outcomes.push(admission.outcome);
+        }
+        if held.is_empty() {
+            return Admitting::Done(outcomes);
+        }
         let (done, written) = tokio::sync::oneshot::channel();
-        if let Err(mpsc::SendError(Op::Append { done, .. })) =
-            self.tx.send(Op::Append { lines, done })
-        {
+        let withdraw = held.clone();
+        self.files.send(Op::Append { events: held, done });
+        drop(store);
+        let memory = self.memory.clone();
+        Admitting::Pending(Box::pin(async move {
+            let failed = match written.await {
+                Ok(Ok(())) => return Ok(outcomes),
+                Ok(Err(e)) => e,
+                Err(_) => io::Error::other("the journal writer has stopped"),
+            };
+            // not stored: taken back, so the emitter's retry is admitted anew. Live
+            // readers may have had them meanwhile: to them the retry is a duplicate, as
+            // AEP-0001 §7.4 allows
+            let mut store = memory.lock();
+            for event in &withdraw {
+                store.withdraw(event);
+            }
+            Err(Unstored(failed))
+        }))
+    }
+
+    fn stamp(&self) -> Stamp {
+        self.memory.stamp()
+    }
+
+    fn replay(&self, from: ReplayFrom, upto: Stamp) -> Replay {
+        self.memory.replay(from, upto)
+    }
+
+    fn sessions(&self) -> usize {
+        self.memory.sessions()
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.memory.held_bytes()
+    }
+
+    fn flush(&self) {
+        self.files.flush();
+    }
+}
+
+impl Files {
+    /// Queues `op`; one the writer can no longer take is answered as failed.
+    fn send(&self, op: Op) {
+        if let Err(mpsc::SendError(Op::Append { done, .. })) = self.tx.send(op) {
             let _ = done.send(Err(io::Error::other("the journal writer has stopped")));
         }
-        written
     }
 
     /// Removes an evicted session's file.
-    pub(crate) fn remove(&self, session: Arc<str>) {
-        let _ = self.tx.send(Op::Remove(session));
+    fn remove(&self, session: Arc<str>) {
+        self.send(Op::Remove(session));
     }
 
     /// Waits until everything queued so far is written.
-    pub(crate) fn flush(&self) {
+    fn flush(&self) {
         let (tx, rx) = mpsc::channel();
         if self.tx.send(Op::Flush(tx)).is_ok() {
             let _ = rx.recv();
@@ -299,7 +333,7 @@ impl Journal {
     }
 }
 
-impl Drop for Journal {
+impl Drop for Files {
     fn drop(&mut self) {
         self.flush();
         let (tx, _) = mpsc::channel();
@@ -308,6 +342,58 @@ impl Drop for Journal {
             let _ = thread.join();
         }
     }
+}
+
+/// Reads every session file in `dir` into `store` and rewrites the files with what it
+/// kept (see the module documentation).
+fn restore(dir: &Path, store: &mut Store, disk: &mut dyn Disk) -> io::Result<()> {
+    fs::create_dir_all(dir)?;
+    let mut files: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
+    for entry in fs::read_dir(dir)? {
+        let path = entry?.path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if name.starts_with('.') && name.ends_with(".tmp") {
+            // a rewrite cut short: the file it was replacing is still whole
+            let _ = disk.remove(&path);
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "jsonl") {
+            continue;
+        }
+        match fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => files.push((meta.modified()?, path)),
+            Ok(_) => {
+                tracing::warn!(file = %path.display(), "not a regular file: not read");
+            }
+            Err(e) => {
+                tracing::warn!(file = %path.display(), error = %e, "cannot be read: skipped");
+            }
+        }
+    }
+    // oldest first, so the least recently written session is evicted first again
+    files.sort();
+    let (mut restored, mut damaged) = (0usize, 0usize);
+    for (_, path) in &files {
+        let read = read_file(path, store)?;
+        restored += read.restored;
+        damaged += read.damaged.len();
+        if !read.damaged.is_empty() {
+            report_damage(disk, path, &read.damaged);
+        }
+    }
+    let compacted = compact(dir, &files, store, disk);
+    tracing::info!(
+        dir = %dir.display(),
+        sessions = store.len(),
+        events = restored,
+        damaged_lines = damaged,
+        compacted,
+        "replay buffers restored"
+    );
+    Ok(())
 }
 
 /// What one file gave back.
@@ -349,10 +435,8 @@ fn read_file(path: &Path, store: &mut Store) -> io::Result<FileRead> {
                 continue;
             }
         };
-        if let Some(session) = event.session().map(str::to_owned) {
-            if store.admit(&session, event).admitted {
-                read.restored += 1;
-            }
+        if store.admit(&event).outcome == Outcome::Held {
+            read.restored += 1;
         }
     }
     Ok(read)
@@ -391,9 +475,9 @@ fn compact(
 ) -> bool {
     let mut targets = HashSet::new();
     let mut done = true;
-    for part in store.replay_all() {
-        let target = dir.join(file_name(&part.session));
-        let lines: Vec<Bytes> = part.events.iter().map(|e| e.json()).collect();
+    for (session, events) in store.by_recency() {
+        let target = dir.join(file_name(session));
+        let lines: Vec<Bytes> = events.map(Encoded::json).collect();
         if let Err(e) = disk.replace(&target, &lines) {
             tracing::warn!(
                 file = %target.display(),
@@ -465,7 +549,7 @@ impl Writer {
             let mut group = Group::default();
             for op in pending.drain(..) {
                 match op {
-                    Op::Append { lines, done } => self.add(&mut group, lines, done),
+                    Op::Append { events, done } => self.add(&mut group, &events, done),
                     Op::Remove(session) => {
                         self.commit(&mut group);
                         let path = self.dir.join(file_name(&session));
@@ -496,17 +580,19 @@ impl Writer {
     fn add(
         &mut self,
         group: &mut Group,
-        lines: Vec<(Arc<str>, Bytes)>,
+        events: &[Encoded],
         done: tokio::sync::oneshot::Sender<io::Result<()>>,
     ) {
         let mut touched = Vec::new();
-        let mut last: Option<(Arc<str>, usize)> = None;
-        for (session, json) in lines {
-            let at = match &last {
+        let mut last: Option<(&str, usize)> = None;
+        for event in events {
+            // only sequenced session events are held, each with its session
+            let session = event.session().unwrap_or_default();
+            let at = match last {
                 // a batch is mostly one session: its file is found once
-                Some((s, at)) if *s == session => *at,
+                Some((s, at)) if s == session => at,
                 _ => {
-                    let path = self.dir.join(file_name(&session));
+                    let path = self.dir.join(file_name(session));
                     let at = *group.at.entry(path.clone()).or_insert_with(|| {
                         group.files.push((path, Vec::new()));
                         group.files.len() - 1
@@ -516,7 +602,7 @@ impl Writer {
                 }
             };
             if let Some((_, buf)) = group.files.get_mut(at) {
-                buf.extend_from_slice(&json);
+                buf.extend_from_slice(&event.json());
                 buf.push(b'\n');
             }
             if !touched.contains(&at) {
@@ -721,7 +807,10 @@ mod tests {
 
     use std::sync::atomic::Ordering;
 
+    use aep_core::resume::{ReplayStart, ResumeFrom};
+
     use super::testing::{Faulty, TempDir};
+    use crate::storage::Replayed;
 
     const LIMITS: Limits = Limits {
         events: 100,
@@ -744,13 +833,22 @@ mod tests {
         )
     }
 
-    fn held(store: &Store, session: &str) -> Vec<u64> {
-        store
-            .replay(session, aep_core::resume::ReplayStart::EARLIEST)
-            .events
-            .iter()
-            .filter_map(|e| e.position().map(|p| p.seq()))
+    /// The seqs `storage` holds of `session`.
+    fn held(storage: &dyn Storage, session: &str) -> Vec<u64> {
+        let from = ResumeFrom::new(session, ReplayStart::EARLIEST);
+        crate::memory::tests::replayed(storage, ReplayFrom::Sessions(vec![from]))
+            .into_iter()
+            .filter_map(|item| match item {
+                Replayed::Event(e) => e.position().map(|p| p.seq()),
+                Replayed::Gap { .. } => None,
+            })
             .collect()
+    }
+
+    fn event(session: &str, seq: u64, data: &str) -> Encoded {
+        parse_line(line(session, seq, data).as_bytes(), false)
+            .unwrap()
+            .encoded
     }
 
     /// A line cut inside a UTF-8 character, one with an invalid byte and a last line
@@ -778,16 +876,10 @@ mod tests {
         let old = dir.0.join("s.jsonl");
         fs::write(&old, &bytes).unwrap();
 
-        let mut store = Store::new(LIMITS);
-        let journal = Journal::open(
-            &dir.0,
-            &mut store,
-            options(Fsync::Batch),
-            Box::new(Fs::default()),
-        )
-        .unwrap();
+        let journal =
+            Journal::open(&dir.0, options(Fsync::Batch), Box::new(Fs::default())).unwrap();
+        assert_eq!(held(&journal, "s"), [1, 4]);
         drop(journal);
-        assert_eq!(held(&store, "s"), [1, 4]);
         let rewritten = fs::read_to_string(dir.0.join(file_name("s"))).unwrap();
         assert_eq!(
             rewritten,
@@ -814,50 +906,72 @@ mod tests {
         fs::write(&path, &text).unwrap();
         let disk = Faulty::default();
         disk.full.store(true, Ordering::SeqCst);
-        let mut store = Store::new(LIMITS);
-        let journal =
-            Journal::open(&dir.0, &mut store, options(Fsync::Batch), Box::new(disk)).unwrap();
-        assert_eq!(held(&store, "s"), [1, 2]);
+        let journal = Journal::open(&dir.0, options(Fsync::Batch), Box::new(disk)).unwrap();
+        assert_eq!(held(&journal, "s"), [1, 2]);
         assert_eq!(fs::read_to_string(&path).unwrap(), text);
         drop(journal);
     }
 
-    /// An append the disk cannot take is answered with the error and leaves the file
-    /// as it was; with `always`, the answer comes after the sync.
+    /// An admission the disk cannot take is answered with the error, leaves the file as
+    /// it was and the buffers without it, so the same event is admitted anew once the
+    /// disk has room; with `always`, the answer comes after the sync.
     #[tokio::test]
-    async fn an_append_is_answered_after_its_write_or_with_why_not() {
+    async fn an_admission_is_answered_after_its_write_or_with_why_not() {
         let dir = TempDir::new();
         let disk = Faulty::default();
-        let mut store = Store::new(LIMITS);
-        let journal = Journal::open(
-            &dir.0,
-            &mut store,
-            options(Fsync::Always),
-            Box::new(disk.clone()),
-        )
-        .unwrap();
-        let session: Arc<str> = Arc::from("s");
-        let lines = |seq: u64| vec![(session.clone(), Bytes::from(line("s", seq, "x")))];
-        journal.append(lines(1)).await.unwrap().unwrap();
+        let journal =
+            Journal::open(&dir.0, options(Fsync::Always), Box::new(disk.clone())).unwrap();
+        let (e1, e2) = (event("s", 1, "x"), event("s", 2, "x"));
+        let outcomes = journal.admit(&[&e1]).stored().await.unwrap();
+        assert_eq!(outcomes.as_slice(), [Outcome::Held]);
         let file = dir.0.join(file_name("s"));
         assert_eq!(
             disk.synced.lock().unwrap().as_slice(),
             std::slice::from_ref(&file),
             "synced before the answer"
         );
+        // a duplicate is answered at once: nothing to write
+        assert!(matches!(journal.admit(&[&e1]), Admitting::Done(d) if d[0] == Outcome::Duplicate));
         disk.full.store(true, Ordering::SeqCst);
-        let err = journal.append(lines(2)).await.unwrap().unwrap_err();
-        assert_eq!(err.kind(), io::ErrorKind::StorageFull);
+        let unstored = journal.admit(&[&e2]).stored().await.unwrap_err();
+        assert_eq!(unstored.0.kind(), io::ErrorKind::StorageFull);
         assert_eq!(
             fs::read_to_string(&file).unwrap(),
             format!("{}\n", line("s", 1, "x"))
         );
+        assert_eq!(held(&journal, "s"), [1], "taken back out of the buffers");
         disk.full.store(false, Ordering::SeqCst);
-        journal.append(lines(2)).await.unwrap().unwrap();
+        let outcomes = journal.admit(&[&e2]).stored().await.unwrap();
+        assert_eq!(outcomes.as_slice(), [Outcome::Held]);
         assert_eq!(
             fs::read_to_string(&file).unwrap(),
             format!("{}\n{}\n", line("s", 1, "x"), line("s", 2, "x"))
         );
+    }
+
+    /// A session evicted to make room loses its file, and its lines of the same batch
+    /// are not written after the file is gone.
+    #[tokio::test]
+    async fn an_evicted_session_leaves_no_file_behind() {
+        let dir = TempDir::new();
+        let mut options = options(Fsync::Never);
+        options.limits.sessions = 1;
+        let journal = Journal::open(&dir.0, options, Box::new(Fs::default())).unwrap();
+        let batch = [event("a", 1, "x"), event("b", 1, "x"), event("c", 1, "x")];
+        let outcomes = journal
+            .admit(&batch.iter().collect::<Vec<_>>())
+            .stored()
+            .await
+            .unwrap();
+        assert_eq!(outcomes.len(), 3);
+        journal.flush();
+        let mut files: Vec<String> = fs::read_dir(&dir.0)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        assert_eq!(files, [file_name("c")]);
+        assert_eq!(journal.sessions(), 1);
     }
 
     /// A file whose last line was torn gets that line ended before anything is

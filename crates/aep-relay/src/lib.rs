@@ -35,9 +35,12 @@
 //!   connection limit and the header-read timeout.
 //! - `http`: the HTTP surface (ingest, discovery, SSE, `/healthz`, `/connections`, CORS,
 //!   the auth wall); `ws`: the WebSocket binding.
-//! - `hub`: shared state, admission, routing, fan-out; `store`: the per-session replay
-//!   buffers; `outbox`: per-reader queues and backpressure.
-//! - `journal`: durable replay (`--data-dir`), one file of stored events per session,
+//! - `hub`: the shared state and the order in which events reach it; `line`: one event
+//!   read and checked; `encoded`: its frame; `admission`: what happens to each event;
+//!   `routing`: connections, claims, commands, the roster; `fanout`: live delivery;
+//!   `outbox`: per-reader queues and backpressure.
+//! - `storage`: the replay store's trait; `memory`: the per-session replay buffers;
+//!   `journal`: durable replay (`--data-dir`), one file of stored events per session,
 //!   written before an ingest is answered.
 //! - `subscriptions`: the subscription model's lifecycle on `/socket` (below).
 //! - `proto`: the one seam to `aep-core` (validation, attr-match, down-leveling, frames).
@@ -73,6 +76,7 @@
 //! events after the cursor, then goes live, each event once.
 #![warn(missing_docs)]
 
+mod admission;
 #[cfg(feature = "cli")]
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod cli;
@@ -83,13 +87,14 @@ mod http;
 mod hub;
 mod journal;
 mod line;
+mod memory;
 #[cfg(feature = "nats")]
 mod nats;
 mod outbox;
 mod proto;
 mod routing;
 mod server;
-mod store;
+mod storage;
 mod subscriptions;
 mod ws;
 

@@ -78,6 +78,15 @@ impl Incoming<'_> {
         }
     }
 
+    /// An event the replay store holds, as its feed delivers it: its bytes only.
+    pub(crate) fn stored(encoded: Encoded) -> Incoming<'static> {
+        Incoming {
+            reading: Reading::BytesOnly,
+            encoded,
+            disposition: Disposition::Buffered,
+        }
+    }
+
     /// This event without a borrowed reading (never taken by the paths that call it).
     fn detached(self) -> Incoming<'static> {
         debug_assert!(

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use aep_core::{Capture, Event, Severity};
 use bytes::Bytes;
+use futures::{FutureExt, StreamExt};
 use smallvec::SmallVec;
 use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
@@ -30,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::encoded::{encode, Encoded};
 use crate::proto::{self, Filter};
-use crate::store::ReplayPart;
+use crate::storage::{Replay, Replayed};
 
 /// Which binding a queue writes to: SSE messages or WebSocket text frames.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,17 +55,24 @@ pub(crate) enum End {
     Quiet,
 }
 
-/// A buffered replay to run inside the writer, so it streams at the reader's pace and
-/// precedes every live event queued after it.
-#[derive(Debug)]
+/// A replay to run inside the writer, so it is read from the store at the reader's pace
+/// and precedes every live event queued after it.
 pub(crate) struct ReplayJob {
-    pub(crate) parts: Vec<ReplayPart>,
+    pub(crate) replay: Replay,
     pub(crate) filter: Arc<Filter>,
     pub(crate) capture: Option<Capture>,
     /// The WebSocket subscription id the markers echo; `None` on SSE.
     pub(crate) sub: Option<String>,
-    /// Replay-all never declares a gap (AEP-0003 §5 rule 2).
-    pub(crate) declare_gaps: bool,
+}
+
+impl std::fmt::Debug for ReplayJob {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReplayJob")
+            .field("filter", &self.filter)
+            .field("capture", &self.capture)
+            .field("sub", &self.sub)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]
@@ -258,8 +266,8 @@ impl Outbox {
         self.enqueue(Item::Frame(bytes), cost)
     }
 
-    /// Queues a replay to run in the writer. Its events are the store's, shared, so
-    /// they do not count toward the bounds; the writer streams them at the reader's pace.
+    /// Queues a replay to run in the writer. Its events are read from the store as the
+    /// writer takes them, so they do not count toward the bounds.
     pub(crate) fn push_replay(&self, job: ReplayJob) {
         if !self.is_closed() {
             self.enqueue(Item::Replay(Box::new(job)), 0);
@@ -486,18 +494,11 @@ pub(crate) struct Drain {
     binding: Binding,
     /// The rest of a run taken from the queue.
     run: std::vec::IntoIter<Bytes>,
-    replay: Option<ReplayCursor>,
+    /// A replay being written: nothing queued after it goes out before it ends.
+    replay: Option<Box<ReplayJob>>,
     heartbeat: Duration,
     next_beat: Instant,
     done: bool,
-}
-
-#[derive(Debug)]
-struct ReplayCursor {
-    job: Box<ReplayJob>,
-    part: usize,
-    event: usize,
-    marked: bool,
 }
 
 impl Drain {
@@ -521,54 +522,69 @@ impl Drain {
 
     /// The next piece to write, waiting for one (a heartbeat when idle); `None` once ended.
     pub(crate) async fn next(&mut self) -> Option<Piece> {
-        if self.done {
-            return None;
-        }
-        if let Some(bytes) = self.run.next() {
-            return Some(Piece::Data(bytes));
-        }
-        if let Some(piece) = self.next_replayed() {
-            return Some(piece);
-        }
         loop {
-            let item = tokio::select! {
-                item = self.rx.recv() => item,
-                () = tokio::time::sleep_until(self.next_beat) => {
-                    self.next_beat = Instant::now() + self.heartbeat;
-                    return Some(Piece::Heartbeat);
+            if self.done {
+                return None;
+            }
+            if let Some(bytes) = self.run.next() {
+                return Some(Piece::Data(bytes));
+            }
+            let beat = tokio::time::sleep_until(self.next_beat);
+            let piece = if let Some(job) = self.replay.as_mut() {
+                // a replay precedes whatever was queued after it
+                tokio::select! {
+                    biased;
+                    item = job.replay.next() => self.replayed(item),
+                    () = beat => self.beat(),
+                }
+            } else {
+                tokio::select! {
+                    item = self.rx.recv() => match item {
+                        Some(item) => self.accept(item),
+                        None => {
+                            self.done = true;
+                            return None;
+                        }
+                    },
+                    () = beat => self.beat(),
                 }
             };
-            match item {
-                None => {
-                    self.done = true;
-                    return None;
-                }
-                Some(item) => {
-                    if let Some(piece) = self.accept(item) {
-                        return Some(piece);
-                    }
-                }
+            if piece.is_some() {
+                return piece;
             }
         }
     }
 
     /// The next piece if one is ready now, without waiting.
     pub(crate) fn try_next(&mut self) -> Option<Piece> {
-        if self.done {
-            return None;
-        }
-        if let Some(bytes) = self.run.next() {
-            return Some(Piece::Data(bytes));
-        }
-        if let Some(piece) = self.next_replayed() {
-            return Some(piece);
-        }
         loop {
-            let item = self.rx.try_recv().ok()?;
-            if let Some(piece) = self.accept(item) {
-                return Some(piece);
+            if self.done {
+                return None;
+            }
+            if let Some(bytes) = self.run.next() {
+                return Some(Piece::Data(bytes));
+            }
+            let piece = match self.replay.as_mut() {
+                // a replay the store has not answered yet holds back what follows it
+                Some(job) => {
+                    let item = job.replay.next().now_or_never()?;
+                    self.replayed(item)
+                }
+                None => {
+                    let item = self.rx.try_recv().ok()?;
+                    self.accept(item)
+                }
+            };
+            if piece.is_some() {
+                return piece;
             }
         }
+    }
+
+    /// A heartbeat, due now.
+    fn beat(&mut self) -> Option<Piece> {
+        self.next_beat = Instant::now() + self.heartbeat;
+        Some(Piece::Heartbeat)
     }
 
     fn accept(&mut self, item: Item) -> Option<Piece> {
@@ -587,13 +603,9 @@ impl Drain {
                 self.run.next().map(Piece::Data)
             }
             Item::Replay(job) => {
-                self.replay = Some(ReplayCursor {
-                    job,
-                    part: 0,
-                    event: 0,
-                    marked: false,
-                });
-                self.next_replayed()
+                self.replay = Some(job);
+                // read by the caller's loop, which may wait for the store
+                None
             }
             Item::End(how) => {
                 self.done = true;
@@ -602,57 +614,44 @@ impl Drain {
         }
     }
 
-    fn next_replayed(&mut self) -> Option<Piece> {
+    /// What to write of one item of the running replay (`None`: the replay ended);
+    /// `None` for an event the subscription does not take.
+    fn replayed(&mut self, item: Option<Replayed>) -> Option<Piece> {
         let binding = self.binding;
-        let cursor = self.replay.as_mut()?;
-        loop {
-            let job = &cursor.job;
-            let Some(part) = job.parts.get(cursor.part) else {
+        let job = self.replay.as_ref()?;
+        let encoded = match item {
+            None => {
                 self.replay = None;
                 return None;
-            };
-            if !cursor.marked {
-                cursor.marked = true;
-                if let (true, Some(earliest)) = (job.declare_gaps, part.exhausted) {
-                    let marker = match &job.sub {
-                        Some(sub) => proto::replay_exhausted_frame(sub, &part.session, earliest),
-                        None => proto::replay_exhausted_comment(&part.session, earliest),
-                    };
-                    let marker = Bytes::from(marker);
-                    return Some(Piece::Data(marker));
-                }
             }
-            let Some(encoded) = part.events.get(cursor.event) else {
-                cursor.part += 1;
-                cursor.event = 0;
-                cursor.marked = false;
-                continue;
-            };
-            cursor.event += 1;
-            match (job.capture, job.filter.decide_session(Some(&part.session))) {
-                (None, Some(true)) => return Some(Piece::Data(pick(encoded, binding))),
-                (_, Some(false)) => continue,
-                _ => {}
+            Some(Replayed::Gap { session, earliest }) => {
+                let marker = match &job.sub {
+                    Some(sub) => proto::replay_exhausted_frame(sub, &session, earliest),
+                    None => proto::replay_exhausted_comment(&session, earliest),
+                };
+                return Some(Piece::Data(Bytes::from(marker)));
             }
-            let json = encoded.json();
-            if job.capture.is_none() {
-                // nothing to lower: the verdict is read off the stored bytes when the
-                // attributes the filter names are plain, else from the parsed event
-                let hit = job.filter.decide_json(&json).unwrap_or_else(|| {
-                    Event::from_slice(&json).is_ok_and(|e| job.filter.matches(&e))
-                });
-                if hit {
-                    return Some(Piece::Data(pick(encoded, binding)));
-                }
-                continue;
-            }
-            let Ok(event) = Event::from_slice(&json) else {
-                continue;
-            };
-            if job.filter.matches(&event) {
-                return Some(Piece::Data(render(encoded, &event, job.capture, binding)));
-            }
+            Some(Replayed::Event(encoded)) => encoded,
+        };
+        match (job.capture, job.filter.decide_session(encoded.session())) {
+            (None, Some(true)) => return Some(Piece::Data(pick(&encoded, binding))),
+            (_, Some(false)) => return None,
+            _ => {}
         }
+        let json = encoded.json();
+        if job.capture.is_none() {
+            // nothing to lower: the verdict is read off the stored bytes when the
+            // attributes the filter names are plain, else from the parsed event
+            let hit = job
+                .filter
+                .decide_json(&json)
+                .unwrap_or_else(|| Event::from_slice(&json).is_ok_and(|e| job.filter.matches(&e)));
+            return hit.then(|| Piece::Data(pick(&encoded, binding)));
+        }
+        let event = Event::from_slice(&json).ok()?;
+        job.filter
+            .matches(&event)
+            .then(|| Piece::Data(render(&encoded, &event, job.capture, binding)))
     }
 }
 

@@ -106,6 +106,8 @@ async fn serve(
         "aep-relay serving"
     );
     warn_if_descriptors_short(max);
+    // a store several relays share delivers what they admit through its feed
+    let feeding = hub.feed().map(tokio::spawn);
     let limit = Arc::new(Semaphore::new(max));
     let (closing, closed) = watch::channel(false);
     tokio::pin!(shutdown);
@@ -146,7 +148,10 @@ async fn serve(
         tracing::warn!("connections still open after the drain timeout; closing anyway");
     }
     hub.stopped().cancel();
-    hub.flush_journal();
+    if let Some(feeding) = feeding {
+        feeding.abort();
+    }
+    hub.flush();
     tracing::debug!("relay stopped");
     Ok(())
 }

@@ -25,7 +25,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::hub::{Hub, ReplayAsk};
+use crate::hub::{Hub, SubscribeRequest};
 use crate::outbox::{Binding, Bounds, Delivery as Offer, Drain, Outbox, Piece};
 use crate::proto;
 
@@ -206,25 +206,16 @@ fn start(conn: &Arc<Conn>, registry: &SubscriptionRegistry, id: &str) -> Option<
     let filter = sub.filter().clone();
     let mode = sub.mode();
     let expires_at = sub.expires_at();
-    let mut ask = ReplayAsk::default();
+    let mut request = SubscribeRequest::new(Binding::Ws, filter.lower().wire().clone());
     if let Some(from) = sub.from_cursor() {
         let after = ResumePosition::new(from.session(), from.epoch(), from.seq());
-        ask.positions.push(after.into());
+        request.replay.positions.push(after.into());
     }
+    request.sub = Some(id.to_owned());
     // This queue never lags or drops: the forwarder empties it at once and applies
     // the subscription's own mode toward the connection.
     let (private, rx) = Outbox::new(Bounds::UNBOUNDED, CancellationToken::new());
-    let hub_id = conn.hub.subscribe(
-        &private,
-        Binding::Ws,
-        None,
-        filter.lower().wire().clone(),
-        None,
-        ask,
-        None,
-        Some(id.to_owned()),
-        true,
-    );
+    let hub_id = conn.hub.subscribe(&private, request);
     // The heartbeat of this internal queue is never written anywhere.
     let drain = Drain::new(rx, private, Binding::Ws, Duration::from_secs(3600));
     let task = tokio::spawn(forward(

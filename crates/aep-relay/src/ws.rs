@@ -18,7 +18,7 @@ use futures::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::hub::{Hub, ReplayAsk};
+use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
 use crate::line::{read_event, LineError};
 use crate::outbox::{Binding, Drain, End, Outbox, Piece};
 use crate::proto::{self, Filter};
@@ -481,15 +481,11 @@ fn subscribe(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, request: Subscribe
         }
     }
     let subscribed = Frame::Subscribed(IdFrame::new(id.clone())).to_json();
-    hub.subscribe(
-        outbox,
-        Binding::Ws,
-        Some((conn, id.clone())),
-        filter,
-        request.capture,
-        ask,
-        Some(Bytes::from(subscribed)),
-        Some(id),
-        true,
-    );
+    let mut subscription = SubscribeRequest::new(Binding::Ws, filter);
+    subscription.capture = request.capture;
+    subscription.replay = ask;
+    subscription.first = Some(Bytes::from(subscribed));
+    subscription.conn = Some((conn, id.clone()));
+    subscription.sub = Some(id);
+    hub.subscribe(outbox, subscription);
 }

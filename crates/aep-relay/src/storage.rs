@@ -1,0 +1,206 @@
+//! The replay store behind one trait (AEP-0003 §5): what a relay keeps of each session so
+//! that a consumer can resume, and what it promises about it.
+//!
+//! Two implementations today: the in-memory store (`memory`), the bounded per-session
+//! buffers, and the journal (`journal`, `--data-dir`), the same buffers mirrored to one
+//! file per session whose admission completes once the batch is on disk. Fan-out,
+//! routing and the bindings see only this trait; the hub picks the implementation from
+//! the configuration.
+//!
+//! The contract, and why each part has its shape:
+//!
+//! - **Admission is a batch, answered later.** [`Storage::admit`] takes a batch of
+//!   sequenced session events in order and returns at once; the [`Admitting`] it gives
+//!   resolves with one [`Outcome`] per event (held, or a duplicate of a held
+//!   `(source, id)`, AEP-0001 §7.4) once the batch is as durable as the store promises,
+//!   or with [`Unstored`], and then nothing of the batch is held. A store whose writes
+//!   are remote and acknowledged later (a JetStream stream, whose server dedupes) fits
+//!   the same shape: the answer is the acknowledgement.
+//! - **Stamps order admissions.** Every held event has a [`Stamp`], larger for later
+//!   admissions ([`Storage::stamp`] is the latest). The hub reads it while it registers
+//!   a subscription, under the same lock live fan-out takes its list of readers under:
+//!   a replay bounded by that stamp serves exactly the events fan-out had taken before,
+//!   live fan-out everything after, so an event reaches a new subscriber once, never
+//!   twice, never not at all. A store served from a stream can use the stream's
+//!   sequence.
+//! - **Replay is lazy.** [`Storage::replay`] returns a [`Replay`], a stream read at the
+//!   reader's pace: nothing of the buffer is copied up front, so a `from=all` over a full
+//!   store costs a cursor, not a snapshot of every event. What is evicted before the
+//!   reader reaches it is not sent; for a request that names a position the gap is then
+//!   declared (`replay-exhausted`) as for one that predates the buffer.
+//! - **Live events come from ingest, or from the backend.** A store that only this relay
+//!   writes is a [`Backend`] without a [`Feed`]: the hub fans out what it admits as it
+//!   admits it. A store several relays share (a cluster on one stream) gives a feed: every
+//!   event admitted on any relay, in stamp order, once each, and the hub's ingest then
+//!   only admits sequenced session events, while fan-out delivers what the feed yields. The
+//!   bindings, routing and fan-out are the same either way.
+
+use std::fmt;
+use std::io;
+use std::sync::Arc;
+
+use aep_core::resume::{Position, ResumeFrom};
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use smallvec::SmallVec;
+
+use crate::encoded::Encoded;
+
+/// An event's place in admission order (see the module documentation).
+pub(crate) type Stamp = u64;
+
+/// What admission did with one event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// New: held for replay.
+    Held,
+    /// Its `(source, id)` is held already (AEP-0001 §7.4): not held again. Live fan-out
+    /// forwards it all the same (AEP-0003 §5: a relay is not a terminal consumer).
+    Duplicate,
+}
+
+/// One outcome per admitted event, in order; inline for the usual batch (a WebSocket
+/// admits one event at a time).
+pub(crate) type Outcomes = SmallVec<[Outcome; 8]>;
+
+/// Events accepted but not stored (a full disk): nothing of the batch is held, and the
+/// emitter is not told it was (AEP-0003 §3.2.3: a `2xx` means stored).
+#[derive(Debug)]
+pub(crate) struct Unstored(pub(crate) io::Error);
+
+impl fmt::Display for Unstored {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "not stored: {}", self.0)
+    }
+}
+
+/// A batch being admitted: its outcomes, now or once the store has them.
+pub(crate) enum Admitting {
+    /// Decided and as durable as promised already.
+    Done(Outcomes),
+    /// Decided once this resolves.
+    Pending(BoxFuture<'static, Result<Outcomes, Unstored>>),
+}
+
+impl fmt::Debug for Admitting {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Admitting::Done(outcomes) => f.debug_tuple("Done").field(outcomes).finish(),
+            Admitting::Pending(_) => f.write_str("Pending"),
+        }
+    }
+}
+
+impl Admitting {
+    /// The outcomes, once the batch is stored; or why it was not.
+    pub(crate) async fn stored(self) -> Result<Outcomes, Unstored> {
+        match self {
+            Admitting::Done(outcomes) => Ok(outcomes),
+            Admitting::Pending(pending) => pending.await,
+        }
+    }
+}
+
+/// What a replay serves (AEP-0003 §5).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ReplayFrom {
+    /// Every held session from its earliest held event, least recently written first;
+    /// never a gap (§5 rule 2).
+    All,
+    /// These sessions, in this order, each from where its entry says.
+    Sessions(Vec<ResumeFrom>),
+}
+
+/// One item of a replay.
+#[derive(Debug, Clone)]
+pub(crate) enum Replayed {
+    /// Events of `session` this replay asked for are no longer held; what follows of
+    /// it starts at `earliest` (AEP-0003 §5, `replay-exhausted`).
+    Gap {
+        session: Arc<str>,
+        earliest: Position,
+    },
+    /// A held event.
+    Event(Encoded),
+}
+
+/// A replay being served: its items in order, each session's events in `(epoch, seq)`
+/// order, produced as the reader takes them.
+pub(crate) type Replay = BoxStream<'static, Replayed>;
+
+/// The bounds of a replay store (AEP-0003 §5): per session, its oldest events go first;
+/// over all, the least recently written sessions. The newest event of a session is
+/// always held, whatever its size.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Events per session.
+    pub(crate) events: usize,
+    /// Bytes per session.
+    pub(crate) session_bytes: usize,
+    /// Sessions.
+    pub(crate) sessions: usize,
+    /// Bytes over all sessions.
+    pub(crate) bytes: usize,
+}
+
+/// A replay store (see the module documentation for the contract).
+pub(crate) trait Storage: Send + Sync + fmt::Debug {
+    /// Admits `events`, sequenced session events (each with a session and a position),
+    /// in order.
+    fn admit(&self, events: &[&Encoded]) -> Admitting;
+
+    /// The stamp of the latest admission.
+    fn stamp(&self) -> Stamp;
+
+    /// The held events `from` asks for, admitted at or before `upto`.
+    fn replay(&self, from: ReplayFrom, upto: Stamp) -> Replay;
+
+    /// Sessions held.
+    fn sessions(&self) -> usize;
+
+    /// Bytes held for buffered events, as the byte bounds count them.
+    fn held_bytes(&self) -> usize;
+
+    /// Waits until everything admitted so far is written as durably as the store can
+    /// (a shutdown's last step).
+    fn flush(&self) {}
+}
+
+/// Events admitted by any relay sharing a backend, as its [`Feed`] yields them for live
+/// fan-out: a run in stamp order, and the stamp of its last event.
+#[derive(Debug)]
+pub(crate) struct Admitted {
+    pub(crate) events: Vec<Encoded>,
+    pub(crate) stamp: Stamp,
+}
+
+/// What a shared backend yields for live fan-out: every event admitted on any relay
+/// after the backend was opened (its [`Storage::stamp`] then), in stamp order, once
+/// each, and never before [`Storage::replay`] can serve it.
+pub(crate) type Feed = BoxStream<'static, Admitted>;
+
+/// A replay store and, when other relays write to it too, the feed of what they all
+/// admit (see the module documentation).
+pub(crate) struct Backend {
+    pub(crate) storage: Box<dyn Storage>,
+    pub(crate) feed: Option<Feed>,
+}
+
+impl Backend {
+    /// A store only this relay writes: fan-out delivers what ingest admits.
+    pub(crate) fn local(storage: impl Storage + 'static) -> Backend {
+        Backend {
+            storage: Box::new(storage),
+            feed: None,
+        }
+    }
+}
+
+impl fmt::Debug for Backend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Backend")
+            .field("storage", &self.storage)
+            .field("feed", &self.feed.is_some())
+            .finish()
+    }
+}
