@@ -478,6 +478,15 @@ pub enum FromError {
     /// Neither an array of positions nor (where the caller reads it) `"all"`.
     #[error("from must be an array of resume positions or the string \"all\"")]
     NotAnArray,
+    /// Not JSON (and not `all`).
+    #[error("from is neither JSON nor \"all\"")]
+    NotJson,
+    /// More entries than the reader takes; refused before any entry is read.
+    #[error("from lists more than {max} resume positions")]
+    TooMany {
+        /// The most entries taken.
+        max: usize,
+    },
     /// An entry that is not `{session, epoch?, seq?}` with a string session, an epoch
     /// of 0 or more and a seq of -1 or more.
     #[error("bad resume position: {0}")]
@@ -532,6 +541,46 @@ impl ResumeFrom {
             },
         };
         Ok(ResumeFrom::new(session, start))
+    }
+}
+
+/// What a `from` query parameter asks a relay to replay (AEP-0003 §3.3, §5).
+///
+/// ```
+/// use aep_core::resume::{FromError, FromParam, ReplayStart, ResumeFrom};
+///
+/// assert_eq!(FromParam::parse("all", 10), Ok(FromParam::All));
+/// let FromParam::Sessions(from) = FromParam::parse(r#"[{"session":"a","seq":-1}]"#, 10)? else {
+///     panic!("a list of entries");
+/// };
+/// assert_eq!(from, [ResumeFrom::new("a", ReplayStart::EARLIEST)]);
+/// assert_eq!(FromParam::parse(r#"[{},{}]"#, 1), Err(FromError::TooMany { max: 1 }));
+/// assert_eq!(FromParam::parse("[nope", 1), Err(FromError::NotJson));
+/// # Ok::<(), FromError>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FromParam {
+    /// `all`: every held session from its earliest held event (replay-all, §5).
+    All,
+    /// Each listed session from where its entry says ([`ResumeFrom::parse_list`]).
+    Sessions(Vec<ResumeFrom>),
+}
+
+impl FromParam {
+    /// Reads a `from` value, percent-decoded: `all`, or a JSON array of at most `max`
+    /// entries. A longer array is refused before its entries are read, so a hostile
+    /// list costs its parse and no more.
+    pub fn parse(text: &str, max: usize) -> Result<FromParam, FromError> {
+        if text == "all" {
+            return Ok(FromParam::All);
+        }
+        let value: serde_json::Value =
+            serde_json::from_str(text).map_err(|_| FromError::NotJson)?;
+        let items = value.as_array().ok_or(FromError::NotAnArray)?;
+        if items.len() > max {
+            return Err(FromError::TooMany { max });
+        }
+        ResumeFrom::parse_list(&value).map(FromParam::Sessions)
     }
 }
 

@@ -297,3 +297,30 @@ fn a_from_parameter_is_read_fail_closed() {
         Err(FromError::NotAnArray)
     );
 }
+
+/// The query parameter: `all`, or a list no longer than the reader takes, refused before
+/// its entries are read; anything else is not JSON or not a list.
+#[test]
+fn a_from_query_parameter_is_all_or_a_bounded_list() {
+    use aep_core::resume::{FromError, FromParam, ReplayStart, ResumeFrom};
+    assert_eq!(FromParam::parse("all", 0), Ok(FromParam::All));
+    assert_eq!(
+        FromParam::parse(r#"[{"session":"a","epoch":1,"seq":4}]"#, 1),
+        Ok(FromParam::Sessions(vec![ResumeFrom::new(
+            "a",
+            ReplayStart::After(Position::new(1, 4))
+        )]))
+    );
+    // too many is decided before the (bad) entries are read
+    assert_eq!(
+        FromParam::parse(r#"[1,2,3]"#, 2),
+        Err(FromError::TooMany { max: 2 })
+    );
+    assert!(matches!(
+        FromParam::parse(r#"[1]"#, 2),
+        Err(FromError::BadEntry(_))
+    ));
+    assert_eq!(FromParam::parse("ALL", 2), Err(FromError::NotJson));
+    assert_eq!(FromParam::parse("{}", 2), Err(FromError::NotAnArray));
+    assert_eq!(FromParam::parse("\"all\"", 2), Err(FromError::NotAnArray));
+}

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use aep_core::resume::{ResumeFrom, ResumePosition};
+use aep_core::resume::{FromError, FromParam, ResumePosition};
 use aep_core::Capture;
 use axum::body::Body;
 use axum::extract::ws::WebSocketUpgrade;
@@ -478,24 +478,15 @@ fn stream_request(
         filter_session: !live,
         ..ReplayAsk::default()
     };
-    match query
-        .get("from")
-        .filter(|f| !f.is_empty())
-        .map(String::as_str)
-    {
-        Some("all") => ask.all = true,
-        Some(text) => {
-            let value: Value =
-                serde_json::from_str(text).map_err(|_| "bad from JSON".to_owned())?;
-            let Some(items) = value.as_array() else {
-                return Err("bad from JSON".to_owned());
-            };
-            if items.len() > hub.config.max_from() {
-                return Err("from too large".to_owned());
-            }
-            ask.positions = ResumeFrom::parse_list(&value).map_err(|e| e.to_string())?;
+    if let Some(text) = query.get("from").filter(|f| !f.is_empty()) {
+        match FromParam::parse(text, hub.config.max_from()) {
+            Ok(FromParam::All) => ask.all = true,
+            Ok(FromParam::Sessions(sessions)) => ask.positions = sessions,
+            // the reference relay's answers, word for word
+            Err(FromError::NotJson | FromError::NotAnArray) => return Err("bad from JSON".into()),
+            Err(FromError::TooMany { .. }) => return Err("from too large".into()),
+            Err(e) => return Err(e.to_string()),
         }
-        None => {}
     }
     if !ask.all && ask.positions.is_empty() {
         if let Some(position) = headers
