@@ -32,9 +32,6 @@ use crate::proto;
 /// The registry's session key: one registry per connection, so one session.
 const SESSION: &str = "ws";
 
-/// The one consumer message besides the request that can be malformed.
-const CANCELLED: &str = "subscription.cancelled";
-
 /// The lifecycle state of one WebSocket connection; dropping it (the connection ended)
 /// cancels every subscription it holds.
 #[derive(Default)]
@@ -130,9 +127,14 @@ impl Lifecycle {
         conn.expire_due();
         let message = match LifecycleMessage::from_value(message) {
             Ok(m) => m,
-            // requests always parse (their payload is checked by the registry and
-            // rejected by field); a malformed cancel is answered, not fatal
-            Err(e) if message.get("type").and_then(Value::as_str) == Some(CANCELLED) => {
+            // a consumer's message is answered, malformed too (a request always parses:
+            // its payload is checked by the registry and rejected by field), not fatal
+            Err(e)
+                if message
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .is_some_and(LifecycleMessage::is_consumer_type) =>
+            {
                 let frame = proto::error_frame(
                     aep_core::frame::ErrorCode::from("invalid-message"),
                     None,

@@ -339,6 +339,19 @@ impl LifecycleMessage {
         )
     }
 
+    /// Whether `ty` names a message a consumer sends (`subscription.requested`,
+    /// `subscription.cancelled`): a producer answers each, even a malformed one, while
+    /// the messages only a producer sends are ignored when they reach one.
+    ///
+    /// ```
+    /// use aep_core::subscription::LifecycleMessage;
+    /// assert!(LifecycleMessage::is_consumer_type("subscription.cancelled"));
+    /// assert!(!LifecycleMessage::is_consumer_type("subscription.expired"));
+    /// ```
+    pub fn is_consumer_type(ty: &str) -> bool {
+        matches!(ty, "subscription.requested" | "subscription.cancelled")
+    }
+
     /// Reads a message from a JSON value.
     pub fn from_value(value: &Value) -> Result<LifecycleMessage, MessageError> {
         let obj = value
