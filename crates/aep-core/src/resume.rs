@@ -280,9 +280,14 @@ impl ResumePosition {
 /// assert!(sse_line_safe("s:1"));
 /// assert!(!sse_line_safe("a\nid: x:9:9"));
 /// ```
+#[inline]
 pub fn sse_line_safe(text: &str) -> bool {
-    // bytes, not chars: the three are ASCII, and the relay asks this of every event
-    !text.bytes().any(|b| matches!(b, b'\r' | b'\n' | 0))
+    // bytes, not chars: the three are ASCII. A relay asks this of every event (twice:
+    // checking it, then framing its id), so the whole text is folded without an early
+    // exit, which the compiler turns into a few wide compares instead of a branch a byte
+    !text
+        .bytes()
+        .fold(false, |found, b| found | matches!(b, b'\r' | b'\n' | 0))
 }
 
 impl fmt::Display for ResumePosition {
@@ -320,6 +325,7 @@ impl<'a> SseId<'a> {
     /// The id of the event at `position` in `session`, refused for a session an `id:`
     /// line cannot carry or [`ResumePosition::parse_sse_id`] could not read back
     /// (empty, CR, LF, NUL).
+    #[inline]
     pub fn new(session: &'a str, position: Position) -> Result<SseId<'a>, SseIdError> {
         if session.is_empty() || !sse_line_safe(session) {
             return Err(SseIdError::Unwritable(session.to_owned()));
@@ -343,11 +349,13 @@ impl<'a> SseId<'a> {
 
     /// The length of the text in bytes.
     #[allow(clippy::len_without_is_empty)] // never empty: a session is required
+    #[inline]
     pub fn len(&self) -> usize {
         self.session.len() + decimal_len(self.position.epoch) + decimal_len(self.position.seq) + 2
     }
 
     /// Appends the text to `out`.
+    #[inline]
     pub fn write_to(&self, out: &mut Vec<u8>) {
         out.extend_from_slice(self.session.as_bytes());
         out.push(b':');
@@ -368,12 +376,14 @@ impl fmt::Display for SseId<'_> {
 }
 
 /// Digits of `n` in decimal.
+#[inline]
 fn decimal_len(n: u64) -> usize {
     n.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
 /// Appends `n` in decimal: `write!` through `fmt` costs more than the rest of an SSE
 /// frame together, and a relay writes one per event.
+#[inline]
 fn push_decimal(out: &mut Vec<u8>, mut n: u64) {
     let mut digits = [0u8; 20];
     let mut at = digits.len();
