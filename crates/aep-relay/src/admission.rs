@@ -46,8 +46,12 @@ pub(crate) fn plan<'a, 't: 'a>(
             Disposition::Command => conns.route(incoming, from_conn, rules.authenticated),
             Disposition::Live => true,
             Disposition::Buffered => {
-                if let (Some(session), Some(conn)) = (incoming.session(), from_conn) {
-                    conns.claim(conn, session);
+                // the session is read only for a connection's claim: on a frame it costs
+                // a UTF-8 check, and an HTTP ingest claims nothing
+                if let Some(conn) = from_conn {
+                    if let Some(session) = incoming.session() {
+                        conns.claim(conn, session);
+                    }
                 }
                 plan.stored.push(&incoming.encoded);
                 // live fan-out forwards even a duplicate (AEP-0003 §5): the relay is not

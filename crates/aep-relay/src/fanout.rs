@@ -130,6 +130,8 @@ where
     for incoming in events {
         let severity = incoming.encoded.severity();
         let mut parsed_again = None;
+        // read back from the frame (a UTF-8 check) once, for the first reader that asks
+        let mut session = None;
         for (at, sub) in subs.iter().enumerate() {
             if sub.outbox.is_closed() {
                 continue;
@@ -160,7 +162,8 @@ where
                 }
                 Reading::BytesOnly => match (
                     sub.capture,
-                    sub.filter.decide_session(incoming.encoded.session()),
+                    sub.filter
+                        .decide_session(*session.get_or_insert_with(|| incoming.encoded.session())),
                 ) {
                     (None, Some(hit)) => {
                         // decided on the frame alone: the session is in its id line

@@ -54,7 +54,7 @@ pub(crate) struct ReplayAsk {
 
 impl ReplayAsk {
     /// What the store is asked for, if anything.
-    fn from(self, filter: &Filter) -> Option<ReplayFrom> {
+    fn into_replay(self, filter: &Filter) -> Option<ReplayFrom> {
         if self.all {
             // holds the filter's session already: adding it again sent it twice
             return Some(ReplayFrom::All);
@@ -322,7 +322,7 @@ impl Hub {
             sub,
             first,
         } = request;
-        let replay = replay.from(&filter);
+        let replay = replay.into_replay(&filter);
         let filter = Arc::new(filter);
         let id = self.id();
         let mut st = self.lock();

@@ -147,7 +147,7 @@ mod tests {
     use aep_core::resume::{ReplayStart, ResumeFrom};
 
     use super::testing::{Faulty, TempDir};
-    use crate::storage::Replayed;
+    use crate::memory::tests::Item;
 
     const LIMITS: Limits = Limits {
         events: 100,
@@ -176,8 +176,8 @@ mod tests {
         crate::memory::tests::replayed(storage, ReplayFrom::Sessions(vec![from]))
             .into_iter()
             .filter_map(|item| match item {
-                Replayed::Event(e) => e.position().map(|p| p.seq()),
-                Replayed::Gap { .. } => None,
+                Item::Event(e) => e.position().map(|p| p.seq()),
+                Item::Gap { .. } => None,
             })
             .collect()
     }

@@ -24,7 +24,7 @@ use crate::storage::{Admitting, Limits, Outcome, Replay, ReplayFrom, Replayed, S
 /// foldhash rather than SipHash because both are looked up once per ingested event.
 type Hasher = foldhash::fast::RandomState;
 
-/// Events one replay reads under the lock at a time.
+/// Events one replay reads under the lock at a time, and hands on as one run.
 const RUN: usize = 256;
 
 /// One buffered event and when it was admitted.
@@ -297,17 +297,26 @@ impl Store {
                 .partition_point(|h| !part.start.includes(h.position())),
             Some(last) => s.events.partition_point(|h| h.order() <= last),
         };
+        let mut events = Vec::new();
+        let mut whole = true;
         for (visited, held) in s.events.range(from..).enumerate() {
             if visited == RUN {
-                return false;
+                whole = false;
+                break;
             }
             part.last = Some(held.order());
             // admitted later: live fan-out delivers it
             if held.stamp <= upto {
-                out.push_back(Replayed::Event(held.event.clone()));
+                events.push(held.event.clone());
             }
         }
-        true
+        if !events.is_empty() {
+            out.push_back(Replayed::Events {
+                session: s.name.clone(),
+                events,
+            });
+        }
+        whole
     }
 }
 
@@ -459,10 +468,31 @@ pub(crate) mod tests {
         ReplayStart::After(Position::new(epoch, seq))
     }
 
+    /// One item of a replay, its runs taken apart.
+    #[derive(Debug)]
+    pub(crate) enum Item {
+        Gap {
+            session: Arc<str>,
+            earliest: Position,
+        },
+        Event(Encoded),
+    }
+
+    /// The items of a replay, each event on its own.
+    pub(crate) fn flatten(replayed: Vec<Replayed>) -> Vec<Item> {
+        replayed
+            .into_iter()
+            .flat_map(|item| match item {
+                Replayed::Gap { session, earliest } => vec![Item::Gap { session, earliest }],
+                Replayed::Events { events, .. } => events.into_iter().map(Item::Event).collect(),
+            })
+            .collect()
+    }
+
     /// Everything a replay of `from` serves now, read whole.
-    pub(crate) fn replayed(storage: &dyn Storage, from: ReplayFrom) -> Vec<Replayed> {
+    pub(crate) fn replayed(storage: &dyn Storage, from: ReplayFrom) -> Vec<Item> {
         let replay = storage.replay(from, storage.stamp());
-        futures::executor::block_on(replay.collect())
+        flatten(futures::executor::block_on(replay.collect()))
     }
 
     /// The `(session, seq)` of every event `from` replays, and every gap as
@@ -471,11 +501,11 @@ pub(crate) mod tests {
         replayed(storage, from)
             .into_iter()
             .flat_map(|item| match item {
-                Replayed::Gap { session, earliest } => vec![
+                Item::Gap { session, earliest } => vec![
                     (session.to_string(), u64::MAX),
                     (session.to_string(), earliest.seq()),
                 ],
-                Replayed::Event(e) => {
+                Item::Event(e) => {
                     let seq = e.position().map(Position::seq).unwrap_or_default();
                     vec![(e.session().unwrap_or_default().to_owned(), seq)]
                 }
@@ -531,8 +561,8 @@ pub(crate) mod tests {
         let order: Vec<Option<Position>> = replayed(&memory, from)
             .into_iter()
             .map(|item| match item {
-                Replayed::Event(e) => e.position(),
-                Replayed::Gap { .. } => None,
+                Item::Event(e) => e.position(),
+                Item::Gap { .. } => None,
             })
             .collect();
         let want = [(0, 1), (0, 2), (1, 0)].map(|(e, s)| Some(Position::new(e, s)));
@@ -620,8 +650,10 @@ pub(crate) mod tests {
         admit(&memory, ev("e-dup-position", 0, 3));
         let mut seqs = Vec::new();
         while let Some(item) = futures::executor::block_on(replay.next()) {
-            if let Replayed::Event(e) = item {
-                seqs.push(e.position().map(Position::seq).unwrap_or_default());
+            for item in flatten(vec![item]) {
+                if let Item::Event(e) = item {
+                    seqs.push(e.position().map(Position::seq).unwrap_or_default());
+                }
             }
         }
         assert_eq!(seqs, (0..600).collect::<Vec<u64>>());
@@ -639,23 +671,23 @@ pub(crate) mod tests {
         let mut replay = memory.replay(from, memory.stamp());
         let mut all = memory.replay(ReplayFrom::All, memory.stamp());
         let first = futures::executor::block_on(replay.next());
-        assert!(matches!(first, Some(Replayed::Event(_))), "{first:?}");
+        assert!(matches!(first, Some(Replayed::Events { .. })), "{first:?}");
         let _ = futures::executor::block_on(all.next());
         // the first run is read; 280 more events push most of the rest out
         for i in 300..580 {
             admit(&memory, ev(&format!("e{i}"), 0, i));
         }
-        let rest: Vec<Replayed> = futures::executor::block_on(replay.collect());
+        let rest = flatten(futures::executor::block_on(replay.collect()));
         let gaps: Vec<Position> = rest
             .iter()
             .filter_map(|item| match item {
-                Replayed::Gap { earliest, .. } => Some(*earliest),
-                Replayed::Event(_) => None,
+                Item::Gap { earliest, .. } => Some(*earliest),
+                Item::Event(_) => None,
             })
             .collect();
         assert_eq!(gaps, [Position::new(0, 280)]);
-        let rest_all: Vec<Replayed> = futures::executor::block_on(all.collect());
-        assert!(rest_all.iter().all(|i| matches!(i, Replayed::Event(_))));
+        let rest_all = flatten(futures::executor::block_on(all.collect()));
+        assert!(rest_all.iter().all(|i| matches!(i, Item::Event(_))));
     }
 
     /// A withdrawn event is no longer held, and the same event is admitted anew.

@@ -496,6 +496,8 @@ pub(crate) struct Drain {
     run: std::vec::IntoIter<Bytes>,
     /// A replay being written: nothing queued after it goes out before it ends.
     replay: Option<Box<ReplayJob>>,
+    /// The run of replayed events being written, and their session.
+    replaying: Option<(Arc<str>, std::vec::IntoIter<Encoded>)>,
     heartbeat: Duration,
     next_beat: Instant,
     done: bool,
@@ -514,6 +516,7 @@ impl Drain {
             binding,
             run: Vec::new().into_iter(),
             replay: None,
+            replaying: None,
             heartbeat,
             next_beat: Instant::now() + heartbeat,
             done: false,
@@ -528,6 +531,9 @@ impl Drain {
             }
             if let Some(bytes) = self.run.next() {
                 return Some(Piece::Data(bytes));
+            }
+            if let Some(piece) = self.next_replayed() {
+                return Some(piece);
             }
             let beat = tokio::time::sleep_until(self.next_beat);
             let piece = if let Some(job) = self.replay.as_mut() {
@@ -563,6 +569,9 @@ impl Drain {
             }
             if let Some(bytes) = self.run.next() {
                 return Some(Piece::Data(bytes));
+            }
+            if let Some(piece) = self.next_replayed() {
+                return Some(piece);
             }
             let piece = match self.replay.as_mut() {
                 // a replay the store has not answered yet holds back what follows it
@@ -614,44 +623,67 @@ impl Drain {
         }
     }
 
-    /// What to write of one item of the running replay (`None`: the replay ended);
-    /// `None` for an event the subscription does not take.
+    /// What to write of one item of the running replay: a gap's marker, or nothing
+    /// yet for a run of events (taken up by [`Drain::next_replayed`]) or the end.
     fn replayed(&mut self, item: Option<Replayed>) -> Option<Piece> {
-        let binding = self.binding;
         let job = self.replay.as_ref()?;
-        let encoded = match item {
+        match item {
             None => {
                 self.replay = None;
-                return None;
+                None
             }
             Some(Replayed::Gap { session, earliest }) => {
                 let marker = match &job.sub {
                     Some(sub) => proto::replay_exhausted_frame(sub, &session, earliest),
                     None => proto::replay_exhausted_comment(&session, earliest),
                 };
-                return Some(Piece::Data(Bytes::from(marker)));
+                Some(Piece::Data(Bytes::from(marker)))
             }
-            Some(Replayed::Event(encoded)) => encoded,
-        };
-        match (job.capture, job.filter.decide_session(encoded.session())) {
-            (None, Some(true)) => return Some(Piece::Data(pick(&encoded, binding))),
-            (_, Some(false)) => return None,
-            _ => {}
+            Some(Replayed::Events { session, events }) => {
+                self.replaying = Some((session, events.into_iter()));
+                None
+            }
         }
-        let json = encoded.json();
-        if job.capture.is_none() {
-            // nothing to lower: the verdict is read off the stored bytes when the
-            // attributes the filter names are plain, else from the parsed event
-            let hit = job
-                .filter
-                .decide_json(&json)
-                .unwrap_or_else(|| Event::from_slice(&json).is_ok_and(|e| job.filter.matches(&e)));
-            return hit.then(|| Piece::Data(pick(&encoded, binding)));
+    }
+
+    /// The next event of the replayed run the subscription takes, framed for it; `None`
+    /// once the run is spent.
+    fn next_replayed(&mut self) -> Option<Piece> {
+        let (job, (session, events)) = (self.replay.as_ref()?, self.replaying.as_mut()?);
+        let binding = self.binding;
+        // the session decides the usual filters ({} or one session) for the whole run
+        let by_session = job.filter.decide_session(Some(session));
+        for encoded in events.by_ref() {
+            match (job.capture, by_session) {
+                (None, Some(true)) => return Some(Piece::Data(pick(&encoded, binding))),
+                (_, Some(false)) => {
+                    // nothing of the run is taken
+                    self.replaying = None;
+                    return None;
+                }
+                _ => {}
+            }
+            let json = encoded.json();
+            if job.capture.is_none() {
+                // nothing to lower: the verdict is read off the stored bytes when the
+                // attributes the filter names are plain, else from the parsed event
+                let hit = job.filter.decide_json(&json).unwrap_or_else(|| {
+                    Event::from_slice(&json).is_ok_and(|e| job.filter.matches(&e))
+                });
+                if hit {
+                    return Some(Piece::Data(pick(&encoded, binding)));
+                }
+                continue;
+            }
+            let Ok(event) = Event::from_slice(&json) else {
+                continue;
+            };
+            if job.filter.matches(&event) {
+                return Some(Piece::Data(render(&encoded, &event, job.capture, binding)));
+            }
         }
-        let event = Event::from_slice(&json).ok()?;
-        job.filter
-            .matches(&event)
-            .then(|| Piece::Data(render(&encoded, &event, job.capture, binding)))
+        self.replaying = None;
+        None
     }
 }
 

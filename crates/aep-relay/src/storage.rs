@@ -120,12 +120,17 @@ pub(crate) enum Replayed {
         session: Arc<str>,
         earliest: Position,
     },
-    /// A held event.
-    Event(Encoded),
+    /// Held events of `session`, in order: a run of them, as the store reads them
+    /// (the session named beside them, so that a reader's filter on it is decided
+    /// without reading it back from each frame).
+    Events {
+        session: Arc<str>,
+        events: Vec<Encoded>,
+    },
 }
 
 /// A replay being served: its items in order, each session's events in `(epoch, seq)`
-/// order, produced as the reader takes them.
+/// order, produced a run at a time as the reader takes them.
 pub(crate) type Replay = BoxStream<'static, Replayed>;
 
 /// The bounds of a replay store (AEP-0003 §5): per session, its oldest events go first;
