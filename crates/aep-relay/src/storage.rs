@@ -23,17 +23,18 @@
 //!   live fan-out everything after, so an event reaches a new subscriber once, never
 //!   twice, never not at all. A store served from a stream can use the stream's
 //!   sequence.
-//! - **Replay is lazy.** [`Storage::replay`] returns a [`Replay`], a stream read at the
-//!   reader's pace: nothing of the buffer is copied up front, so a `from=all` over a full
+//! - **Replay is lazy.** [`Storage::replay`] returns a [`Replay`], a stream of runs read
+//!   at the reader's pace: nothing of the buffer is copied up front, so a `from=all` over a full
 //!   store costs a cursor, not a snapshot of every event. What is evicted before the
 //!   reader reaches it is not sent; for a request that names a position the gap is then
 //!   declared (`replay-exhausted`) as for one that predates the buffer.
 //! - **Live events come from ingest, or from the backend.** A store that only this relay
 //!   writes is a [`Backend`] without a [`Feed`]: the hub fans out what it admits as it
 //!   admits it. A store several relays share (a cluster on one stream) gives a feed: every
-//!   event admitted on any relay, in stamp order, once each, and the hub's ingest then
-//!   only admits sequenced session events, while fan-out delivers what the feed yields. The
-//!   bindings, routing and fan-out are the same either way.
+//!   event admitted on any relay, in stamp order, once each. The hub's ingest then
+//!   leaves what it stores to the feed (it still routes commands and fans out the events
+//!   it does not store), and a subscription's replay is bounded by what the feed has
+//!   delivered. The bindings, routing and fan-out are the same either way.
 
 use std::fmt;
 use std::io;
