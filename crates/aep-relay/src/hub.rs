@@ -294,10 +294,8 @@ impl Hub {
     async fn fan_out_fed(&self, admitted: Admitted) {
         let subs = {
             let mut st = self.lock();
-            if st.fed.is_some_and(|fed| admitted.stamp <= fed) {
-                return;
-            }
-            st.fed = Some(admitted.stamp);
+            // a redelivery carries its held copy's stamp: forwarded, the bound kept
+            st.fed = st.fed.max(Some(admitted.stamp));
             st.subs.list()
         };
         if !subs.is_empty() {

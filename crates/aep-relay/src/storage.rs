@@ -31,10 +31,12 @@
 //! - **Live events come from ingest, or from the backend.** A store that only this relay
 //!   writes is a [`Backend`] without a [`Feed`]: the hub fans out what it admits as it
 //!   admits it. A store several relays share (a cluster on one stream) gives a feed: every
-//!   event admitted on any relay, in stamp order, once each. The hub's ingest then
-//!   leaves what it stores to the feed (it still routes commands and fans out the events
-//!   it does not store), and a subscription's replay is bounded by what the feed has
-//!   delivered. The bindings, routing and fan-out are the same either way.
+//!   event admitted on any relay, this one's included, in stamp order, once each. The
+//!   hub's ingest then leaves what it stores to the feed (it still routes commands and
+//!   fans out the events it does not store), and a subscription's replay is bounded by
+//!   what the feed has delivered: one order, the stream's, in which replay and live
+//!   delivery meet, so that each event reaches a new subscriber once. The bindings,
+//!   routing and fan-out are the same either way.
 
 use std::fmt;
 use std::io;
@@ -182,7 +184,9 @@ pub(crate) struct Admitted {
 
 /// What a shared backend yields for live fan-out: every event admitted on any relay
 /// after the backend was opened (its [`Storage::stamp`] then), in stamp order, once
-/// each, and never before [`Storage::replay`] can serve it.
+/// each, and never before [`Storage::replay`] can serve it; and the redeliveries among
+/// them, duplicates of a held `(source, id)` stamped with the held copy's stamp, which
+/// fan-out forwards all the same (AEP-0003 §5: a redelivery crosses every hop).
 pub(crate) type Feed = BoxStream<'static, Admitted>;
 
 /// A replay store and, when other relays write to it too, the feed of what they all

@@ -242,9 +242,10 @@ async fn a_batch_the_journal_cannot_write_is_not_kept() {
     assert_eq!(held(&hub, "s1"), 2);
 }
 
-/// A store two relays share, as a cluster's stream would be: one set of buffers,
-/// each admission yielded once, in stamp order, to every relay's feed, and answered
-/// only after a round trip, as a remote acknowledgement is.
+/// A store two relays share, as a cluster's stream would be: one set of buffers, each
+/// admission yielded once, in stamp order, to every relay's feed (its redeliveries too,
+/// at the stamp already fed), and answered only after a round trip, as a remote
+/// acknowledgement is.
 #[derive(Debug)]
 struct Shared {
     memory: Memory,
@@ -272,6 +273,20 @@ impl Storage for Relay {
         if stamp > before {
             feeds.retain(|feed| {
                 let events = held.clone();
+                feed.unbounded_send(Admitted { events, stamp }).is_ok()
+            });
+        }
+        // redeliveries too, at a stamp already fed (the held copy's, or before it)
+        let again: Vec<_> = events
+            .iter()
+            .zip(&outcomes)
+            .filter(|(_, o)| **o == crate::storage::Outcome::Duplicate)
+            .map(|(e, _)| (*e).clone())
+            .collect();
+        if !again.is_empty() {
+            feeds.retain(|feed| {
+                let events = again.clone();
+                let stamp = before;
                 feed.unbounded_send(Admitted { events, stamp }).is_ok()
             });
         }
@@ -332,8 +347,9 @@ async fn ids_within(drain: &mut Drain, n: usize) -> Vec<String> {
 
 /// A store several relays share fits behind the same trait and hub: what relay A
 /// admits reaches B's live readers through the feed, and A's once (from the feed,
-/// not from its ingest as well); a new subscription on B replays what was admitted
-/// before it and gets what follows live, each event once.
+/// not from its ingest as well); a redelivery is forwarded on both; a new subscription
+/// on B replays what was admitted before it and gets what follows live, each event
+/// once.
 #[tokio::test]
 async fn a_shared_store_feeds_fan_out_on_every_relay() {
     let shared = Arc::new(Shared {
@@ -355,8 +371,11 @@ async fn a_shared_store_feeds_fan_out_on_every_relay() {
     a.ingest(&batch, None).await.unwrap();
     assert_eq!(ids_within(&mut on_b, 2).await, ["e1", "e2"]);
     assert_eq!(ids_within(&mut on_a, 2).await, ["e1", "e2"]);
-    // the same batch again: stored once, so fed to no one
+    // the same batch again: stored once, and forwarded live on every relay, as a
+    // single relay forwards a redelivery (AEP-0003 §5)
     a.ingest(&batch, None).await.unwrap();
+    assert_eq!(ids_within(&mut on_b, 2).await, ["e1", "e2"]);
+    assert_eq!(ids_within(&mut on_a, 2).await, ["e1", "e2"]);
     // a late subscriber on B: e1 and e2 replayed, e3 live
     let (outbox, rx) = b.outbox(CancellationToken::new());
     let mut request = SubscribeRequest::new(Binding::Sse, Filter::default());
