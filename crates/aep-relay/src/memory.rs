@@ -57,6 +57,9 @@ impl Held {
 struct Session {
     /// The map's key, shared.
     name: Arc<str>,
+    /// Which buffer of the name this is: a session evicted whole and written again is a
+    /// new one, and a replay that had begun on the old one has lost what it had left.
+    generation: u64,
     events: VecDeque<Held>,
     ids: HashSet<(u64, u64), Hasher>,
     /// What its events hold ([`Held::bytes`]).
@@ -97,6 +100,8 @@ pub(crate) struct Store {
     sessions: HashMap<Arc<str>, Session, Hasher>,
     recency: BTreeMap<u64, Arc<str>>,
     tick: u64,
+    /// Sessions created, the last one's [`Session::generation`].
+    generations: u64,
     /// The stamp of the latest admission.
     stamp: Stamp,
     /// What every session's events hold.
@@ -110,6 +115,7 @@ impl Store {
             sessions: HashMap::default(),
             recency: BTreeMap::new(),
             tick: 0,
+            generations: 0,
             stamp: 0,
             held: 0,
             limits,
@@ -140,8 +146,10 @@ impl Store {
                 }
             }
             let name: Arc<str> = Arc::from(session);
+            self.generations += 1;
             let held = Session {
                 name: name.clone(),
+                generation: self.generations,
                 events: VecDeque::new(),
                 ids: HashSet::default(),
                 bytes: 0,
@@ -257,11 +265,38 @@ impl Store {
         })
     }
 
+    /// The buffer `session` is held in, and the newest position of it admitted at or
+    /// before `upto`: what a replay that begins now has to serve of it. None when
+    /// nothing is.
+    fn promised(&self, session: &str, upto: Stamp) -> Option<(u64, Position)> {
+        let s = self.sessions.get(session)?;
+        // in position order: the first from the back admitted by `upto` is the newest
+        let newest = s.events.iter().rev().find(|h| h.stamp <= upto)?;
+        Some((s.generation, newest.position()))
+    }
+
     /// Moves `part` on by at most [`RUN`] events, putting what it serves into `out`;
     /// `true` once the part is served whole.
     fn serve(&self, part: &mut Part, upto: Stamp, out: &mut VecDeque<Replayed>) -> bool {
-        let Some(s) = self.sessions.get(&part.session) else {
-            return true;
+        let held = self.sessions.get(&part.session);
+        let s = match (held, part.promised) {
+            (Some(s), Some((generation, _))) if s.generation == generation => s,
+            // the buffer the replay began on was evicted whole (and maybe written anew
+            // since, with events live fan-out delivers): what it had not served is lost
+            (_, Some((_, newest))) => {
+                let lost = part.start.includes(newest) && part.last.is_none_or(|(p, _)| p < newest);
+                if part.declares_gaps && lost {
+                    // nothing of what it was to serve is held: the session goes on
+                    // after the newest of it, in live delivery (AEP-0003 §5)
+                    out.push_back(Replayed::Gap {
+                        session: part.session.clone(),
+                        earliest: Position::new(newest.epoch(), newest.seq().saturating_add(1)),
+                    });
+                }
+                return true;
+            }
+            (Some(s), None) => s,
+            (None, None) => return true,
         };
         let earliest = || {
             s.events
@@ -355,9 +390,16 @@ impl Storage for Memory {
         let (parts, all) = match from {
             ReplayFrom::All => (VecDeque::new(), true),
             ReplayFrom::Sessions(sessions) => {
+                // what each named session has to serve, read as the replay begins: a
+                // session evicted whole before the replay reaches it is a declared gap
+                let store = self.lock();
                 let parts = sessions
                     .into_iter()
-                    .map(|from| Part::new(Arc::from(from.session()), from.start(), true))
+                    .map(|from| {
+                        let mut part = Part::new(Arc::from(from.session()), from.start(), true);
+                        part.promised = store.promised(from.session(), upto);
+                        part
+                    })
                     .collect();
                 (parts, false)
             }
@@ -389,6 +431,9 @@ struct Part {
     last: Option<(Position, Stamp)>,
     /// Replay-all never declares a gap (AEP-0003 §5 rule 2).
     declares_gaps: bool,
+    /// Of a request that names positions, the session's buffer and its newest position
+    /// the replay is to serve ([`Store::promised`]), read when the replay began.
+    promised: Option<(u64, Position)>,
 }
 
 impl Part {
@@ -398,6 +443,7 @@ impl Part {
             start,
             last: None,
             declares_gaps,
+            promised: None,
         }
     }
 }
@@ -688,6 +734,43 @@ pub(crate) mod tests {
         assert_eq!(gaps, [Position::new(0, 280)]);
         let rest_all = flatten(futures::executor::block_on(all.collect()));
         assert!(rest_all.iter().all(|i| matches!(i, Item::Event(_))));
+    }
+
+    /// The gaps in what a replay serves from now on, read whole.
+    fn gaps(replay: Replay) -> Vec<Position> {
+        flatten(futures::executor::block_on(replay.collect()))
+            .into_iter()
+            .filter_map(|item| match item {
+                Item::Gap { earliest, .. } => Some(earliest),
+                Item::Event(_) => None,
+            })
+            .collect()
+    }
+
+    /// A session evicted whole while a replay that names a position is under way (or
+    /// before it starts) is a declared gap, after the newest position the replay was to
+    /// serve; a replay that had nothing left of it, or replay-all, declares none.
+    #[test]
+    fn a_session_evicted_whole_mid_replay_declares_the_gap() {
+        let memory = Memory::new(limits(1000, 1));
+        for i in 0..300 {
+            admit(&memory, ev(&format!("e{i}"), 0, i));
+        }
+        let named = |start| ReplayFrom::Sessions(vec![ResumeFrom::new("s", start)]);
+        let mut begun = memory.replay(named(after(0, 0)), memory.stamp());
+        let first = futures::executor::block_on(begun.next());
+        assert!(matches!(first, Some(Replayed::Events { .. })), "{first:?}");
+        let unread = memory.replay(named(after(0, 0)), memory.stamp());
+        let nothing_left = memory.replay(named(after(0, 299)), memory.stamp());
+        let mut all = memory.replay(ReplayFrom::All, memory.stamp());
+        let _ = futures::executor::block_on(all.next());
+        // another session takes the only place, then "s" is written anew
+        admit(&memory, framed("t", "t0", 0, 0));
+        admit(&memory, ev("e300", 0, 300));
+        assert_eq!(gaps(begun), [Position::new(0, 300)]);
+        assert_eq!(gaps(unread), [Position::new(0, 300)]);
+        assert_eq!(gaps(nothing_left), []);
+        assert_eq!(gaps(all), []);
     }
 
     /// A withdrawn event is no longer held, and the same event is admitted anew.

@@ -118,7 +118,9 @@ pub(crate) enum ReplayFrom {
 #[derive(Debug, Clone)]
 pub(crate) enum Replayed {
     /// Events of `session` this replay asked for are no longer held; what follows of
-    /// it starts at `earliest` (AEP-0003 §5, `replay-exhausted`).
+    /// it starts at `earliest` (AEP-0003 §5, `replay-exhausted`). When the session was
+    /// evicted whole, nothing of what the replay was to serve is held and `earliest` is
+    /// the position after the newest of it: the session goes on in live delivery.
     Gap {
         session: Arc<str>,
         earliest: Position,
