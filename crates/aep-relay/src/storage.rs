@@ -36,7 +36,9 @@
 //!   fans out the events it does not store), and a subscription's replay is bounded by
 //!   what the feed has delivered: one order, the stream's, in which replay and live
 //!   delivery meet, so that each event reaches a new subscriber once. The bindings,
-//!   routing and fan-out are the same either way.
+//!   routing and fan-out are the same either way. No store built today gives a feed:
+//!   the JetStream one (on `nats`, feature `nats`) is to; until then the hub's tests
+//!   drive this path with two relays on one shared in-memory store.
 
 use std::fmt;
 use std::io;
