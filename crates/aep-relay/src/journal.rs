@@ -15,7 +15,10 @@
 //!   promises. A failed append is undone (the file cut back to its length before), its
 //!   events taken back out of the buffers and the admission answered [`Unstored`], so a
 //!   full disk is answered `507`, nothing is half-stored, and the same events sent again
-//!   are admitted anew.
+//!   are admitted anew. A batch over several sessions whose write fails on one file is
+//!   unstored whole, but the other files keep what was written to them: a restart reads
+//!   those events back, and the emitter's retry of them is a duplicate then (AEP-0001
+//!   §7.4), never a loss.
 //! - **Eviction.** An evicted session's file is removed; a file that grows past four
 //!   buffers is cut to its last two while running.
 //! - **Restart.** Every `*.jsonl` file is read back through the same admission as live
@@ -284,6 +287,56 @@ mod tests {
             fs::read_to_string(&file).unwrap(),
             format!("{}\n{}\n", line("s", 1, "x"), line("s", 2, "x"))
         );
+    }
+
+    /// A batch over two sessions whose second file cannot be written is answered
+    /// unstored whole: the buffers hold none of it, though the first file keeps its
+    /// line. The emitter's retry is admitted anew, and a restart then holds each event
+    /// once (the first file's two copies deduped as live ingest dedupes).
+    #[tokio::test]
+    async fn a_batch_failing_on_one_of_its_files_is_unstored_whole_and_its_retry_held_once() {
+        let dir = TempDir::new();
+        let disk = Faulty::default();
+        let journal =
+            Journal::open(&dir.0, options(Fsync::Always), Box::new(disk.clone())).unwrap();
+        let batch = [event("a", 1, "x"), event("b", 1, "x")];
+        let batch: Vec<&Encoded> = batch.iter().collect();
+        disk.full_for
+            .lock()
+            .unwrap()
+            .push(dir.0.join(file_name("b")));
+        let unstored = journal.admit(&batch).stored().await.unwrap_err();
+        assert_eq!(unstored.0.kind(), io::ErrorKind::StorageFull);
+        assert_eq!((held(&journal, "a"), held(&journal, "b")), (vec![], vec![]));
+        assert!(!dir.0.join(file_name("b")).exists());
+        disk.full_for.lock().unwrap().clear();
+        let outcomes = journal.admit(&batch).stored().await.unwrap();
+        assert_eq!(outcomes.as_slice(), [Outcome::Held, Outcome::Held]);
+        drop(journal);
+        let journal = Journal::open(&dir.0, options(Fsync::Always), Box::new(disk)).unwrap();
+        assert_eq!(
+            (held(&journal, "a"), held(&journal, "b")),
+            (vec![1], vec![1])
+        );
+    }
+
+    /// A rewrite cut short by a crash leaves its temporary file beside the whole one it
+    /// was replacing: a restart removes it and reads the whole file.
+    #[test]
+    fn a_rewrite_cut_short_is_discarded_and_the_file_it_replaced_replays() {
+        let dir = TempDir::new();
+        let name = file_name("s");
+        fs::write(dir.0.join(&name), format!("{}\n", line("s", 1, "a"))).unwrap();
+        // of another file, so that the rewrite of this one at start does not reuse it
+        let tmp = dir.0.join(format!(".{}.tmp", file_name("t")));
+        fs::write(&tmp, line("t", 9, "cut short")).unwrap();
+        let journal =
+            Journal::open(&dir.0, options(Fsync::Batch), Box::new(Fs::default())).unwrap();
+        assert_eq!(
+            (held(&journal, "s"), held(&journal, "t")),
+            (vec![1], vec![])
+        );
+        assert!(!tmp.exists());
     }
 
     /// A session evicted to make room loses its file, and its lines of the same batch

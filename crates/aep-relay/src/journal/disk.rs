@@ -144,16 +144,21 @@ pub(crate) mod testing {
 
     use super::{Disk, Fs};
 
-    /// A disk that fills up on command and records what it synced.
+    /// A disk that fills up on command (whole, or for some files) and records what it
+    /// synced.
     #[derive(Debug, Clone, Default)]
     pub(crate) struct Faulty {
         pub(crate) full: Arc<AtomicBool>,
+        /// Files that cannot be written while the rest of the disk can.
+        pub(crate) full_for: Arc<Mutex<Vec<PathBuf>>>,
         pub(crate) synced: Arc<Mutex<Vec<PathBuf>>>,
     }
 
     impl Faulty {
-        fn check(&self) -> io::Result<()> {
-            if self.full.load(Ordering::SeqCst) {
+        fn check(&self, file: &Path) -> io::Result<()> {
+            if self.full.load(Ordering::SeqCst)
+                || self.full_for.lock().unwrap().iter().any(|f| f == file)
+            {
                 return Err(io::Error::new(
                     io::ErrorKind::StorageFull,
                     "No space left on device (injected)",
@@ -165,7 +170,7 @@ pub(crate) mod testing {
 
     impl Disk for Faulty {
         fn append(&mut self, file: &Path, lines: &[u8]) -> io::Result<()> {
-            self.check()?;
+            self.check(file)?;
             Fs::default().append(file, lines)
         }
         fn sync(&mut self, file: &Path) -> io::Result<()> {
@@ -173,7 +178,7 @@ pub(crate) mod testing {
             Fs::default().sync(file)
         }
         fn replace(&mut self, file: &Path, lines: &[Bytes]) -> io::Result<()> {
-            self.check()?;
+            self.check(file)?;
             Fs::default().replace(file, lines)
         }
         fn remove(&mut self, file: &Path) -> io::Result<()> {
