@@ -132,6 +132,7 @@ async fn every_malformed_request_is_rejected_naming_the_field_and_the_rest_carry
         .await;
     let answer = ws.recv().await.unwrap();
     assert_eq!(answer["type"], "error");
+    assert_eq!(answer["code"], "invalid-message", "{answer}");
     assert!(answer["detail"]
         .as_str()
         .unwrap()
