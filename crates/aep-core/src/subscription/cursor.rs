@@ -3,28 +3,28 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::resume::{split_id, IdFault};
+use crate::resume::{split_id, IdFault, ResumePosition};
 
 /// A replay position: the SSE `id` form of AEP-0003 §3.3, `{session}:{epoch}:{seq}`.
 ///
 /// `from_cursor` asks for replay of the events *after* this position in that session.
 /// The session part may itself contain `:`; the last two parts are the epoch and seq.
+/// It names a [`ResumePosition`], the position an SSE client resumes from, and converts
+/// into one; only the errors, worded for `from_cursor`, are its own.
 ///
 /// ```
+/// use aep_core::resume::ResumePosition;
 /// use aep_core::subscription::Cursor;
 /// let c: Cursor = "s_8f2c:3:187".parse()?;
 /// assert_eq!((c.session(), c.epoch(), c.seq()), ("s_8f2c", 3, 187));
 /// assert_eq!(c.to_string(), "s_8f2c:3:187");
+/// assert_eq!(ResumePosition::from(c), ResumePosition::new("s_8f2c", 3, 187));
 /// let err = "stream_01:42".parse::<Cursor>().unwrap_err();
 /// assert!(err.to_string().contains("{session}:{epoch}:{seq}"));
 /// # Ok::<(), aep_core::subscription::CursorError>(())
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Cursor {
-    session: String,
-    epoch: u64,
-    seq: u64,
-}
+pub struct Cursor(ResumePosition);
 
 /// Why a cursor was refused; the message says what the form is.
 ///
@@ -63,11 +63,7 @@ pub enum CursorError {
 impl Cursor {
     /// A cursor at `(epoch, seq)` of `session`.
     pub fn new(session: impl Into<String>, epoch: u64, seq: u64) -> Cursor {
-        Cursor {
-            session: session.into(),
-            epoch,
-            seq,
-        }
+        Cursor(ResumePosition::new(session, epoch, seq))
     }
 
     /// Parses `{session}:{epoch}:{seq}`.
@@ -92,21 +88,38 @@ impl Cursor {
 
     /// The session.
     pub fn session(&self) -> &str {
-        &self.session
+        self.0.session()
     }
     /// The epoch.
     pub fn epoch(&self) -> u64 {
-        self.epoch
+        self.0.epoch()
     }
     /// The seq.
     pub fn seq(&self) -> u64 {
-        self.seq
+        self.0.seq()
+    }
+
+    /// The same position, as the resume machinery of [`crate::resume`] takes it.
+    ///
+    /// ```
+    /// use aep_core::{resume::ResumePosition, subscription::Cursor};
+    /// let c = Cursor::new("s1", 2, 42);
+    /// assert_eq!(c.resume_position(), &ResumePosition::new("s1", 2, 42));
+    /// ```
+    pub fn resume_position(&self) -> &ResumePosition {
+        &self.0
+    }
+}
+
+impl From<Cursor> for ResumePosition {
+    fn from(cursor: Cursor) -> ResumePosition {
+        cursor.0
     }
 }
 
 impl fmt::Display for Cursor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.session, self.epoch, self.seq)
+        self.0.fmt(f)
     }
 }
 
@@ -124,6 +137,14 @@ mod tests {
     #[test]
     fn forms() {
         assert_eq!(Cursor::parse("a:b:0:7").unwrap(), Cursor::new("a:b", 0, 7));
+        // the SSE `id` reader reads the same position from the same text
+        for text in ["a:b:0:7", "s_8f2c:3:187", "s:18446744073709551615:0"] {
+            let cursor = Cursor::parse(text).unwrap();
+            assert_eq!(cursor.to_string(), text);
+            let position: ResumePosition = text.parse().unwrap();
+            assert_eq!(cursor.resume_position(), &position);
+            assert_eq!(ResumePosition::from(cursor), position);
+        }
         let err = |text| Cursor::parse(text).unwrap_err();
         for text in ["", "s:1"] {
             assert!(matches!(err(text), CursorError::Shape(_)), "{text}");
