@@ -10,7 +10,7 @@ use super::serde_via_value;
 use super::{CONVERSATION_ATTR, TARGET_ATTR, TASK_ATTR, TOPIC_ATTR};
 use crate::event::Event;
 use crate::filter::{extension_string, Filter};
-use crate::names::display_as_str;
+use crate::names::{self, display_as_str};
 
 /// A field of the subscription filter, in the document's order.
 ///
@@ -519,10 +519,7 @@ impl SubscriptionFilter {
         };
         let mut filter = SubscriptionFilter::new();
         for (key, v) in map {
-            let field = Field::ALL
-                .iter()
-                .copied()
-                .find(|f| f.as_str() == key)
+            let field = names::find(Field::ALL, Field::as_str, key)
                 .ok_or_else(|| SubscriptionError::UnknownField(key.clone()))?;
             match field {
                 Field::Types => filter.types = Some(Types::new(Values::from_json(field, v)?)?),
