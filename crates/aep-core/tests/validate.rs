@@ -45,12 +45,12 @@ fn the_golden_stream_keeps_the_cross_event_rules_and_acks_every_command() {
     assert_eq!(v.finish(), Vec::<Issue>::new());
 }
 
-/// The rule each invalid case must fail for, by case name.
 /// Each issue's rule and the attribute it names, in order.
 fn found(issues: &[Issue]) -> Vec<(Rule, Option<&str>)> {
     issues.iter().map(|i| (i.rule(), i.attr())).collect()
 }
 
+/// The rule each invalid case must fail for, by case name.
 fn expected_rule(case: &str) -> Rule {
     match case {
         "session-scoped without session"
