@@ -312,6 +312,9 @@ fn a_field_above_the_declared_capture_is_a_payload_capture_issue() {
         .iter()
         .any(|i| i.rule() == Rule::PayloadCapture));
     assert!(validate_value(&event(Some("full"), args.clone())).is_empty());
+    // an unregistered level is refused, and judges no payload: its content is unknowable
+    let issues = validate_value(&event(Some("most"), args.clone()));
+    assert_eq!(found(&issues), [(Rule::Enum, Some("capture"))]);
     // members no schema names are `metadata` (rule 4); nested annotations are read
     let nested = serde_json::json!({"error": {"type": "E", "message": "boom"}, "tool": {"name": "Bash"}, "vendor": 1});
     let mut failed = event(Some("metadata"), nested);

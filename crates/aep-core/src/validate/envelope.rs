@@ -364,15 +364,20 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
             "AEP-0001 §8.1",
         )),
     }
-    match e.attr(Attr::CAPTURE) {
-        Seen::Absent => {}
-        Seen::Str(s) if s.parse::<Capture>().is_ok() => {}
-        _ => out.push(issue(
+    // absent is `metadata` (AEP-0001 §5.1); the payload rule below judges `data`
+    // against this level
+    let declared = match e.attr(Attr::CAPTURE) {
+        Seen::Absent => Some(Capture::Metadata),
+        Seen::Str(s) => s.parse::<Capture>().ok(),
+        _ => None,
+    };
+    if declared.is_none() {
+        out.push(issue(
             Rule::Enum,
             "capture",
             "capture must be one of none, metadata, redacted, full".to_owned(),
             "AEP-0001 §8.2",
-        )),
+        ));
     }
 
     // the payload rules need `data` decoded; the envelope rules only its shape
@@ -421,11 +426,6 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
     if let (Some(t), Some(data)) = (type_str, data_object) {
         payload::check(t, data, &mut out);
         // an unregistered `capture` has failed above; its content level is unknowable
-        let declared = match e.attr(Attr::CAPTURE) {
-            Seen::Absent => Some(Capture::Metadata),
-            Seen::Str(s) => s.parse::<Capture>().ok(),
-            _ => None,
-        };
         if let (Some(declared), Value::Object(members)) = (declared, data) {
             capture::check(t, declared, members, &mut out);
         }
