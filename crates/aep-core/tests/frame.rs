@@ -1056,3 +1056,39 @@ fn acceptance_tells_an_undeclared_target_from_a_refusing_one() {
         Acceptance::Undeclared
     );
 }
+
+/// A malformed `subscribe` is refused in-band with `invalid-filter`, its `id` echoed
+/// when readable and the fault named (AEP-0003 §6.5); any other malformed frame is
+/// ignored, so it owes no answer (§2).
+#[test]
+fn only_a_malformed_subscribe_is_answered() {
+    let frame_error = |text: &str| match decode(text) {
+        Err(DecodeError::Frame(e)) => e,
+        other => panic!("want a frame error for {text}, got {other:?}"),
+    };
+    // (frame, the id echoed, the member the detail names)
+    let cases = [
+        (
+            r#"{"type":"subscribe","id":"s1","from":{}}"#,
+            Some("s1"),
+            "`from`",
+        ),
+        (r#"{"type":"subscribe","from":[]}"#, None, "`id`"),
+        (r#"{"type":"subscribe","id":7,"from":[]}"#, None, "`id`"),
+    ];
+    for (text, id, member) in cases {
+        let refusal = frame_error(text)
+            .refusal()
+            .expect("a subscribe is answered");
+        assert_eq!(refusal.code, ErrorCode::InvalidFilter, "{text}");
+        assert_eq!(refusal.id.as_deref(), id, "{text}");
+        let detail = refusal.detail.as_deref().unwrap_or_default();
+        assert!(detail.contains(member), "{text}: {detail}");
+    }
+    for text in [
+        r#"{"type":"hello","versions":"0.1"}"#,
+        r#"{"type":"roster","sessions":{}}"#,
+    ] {
+        assert_eq!(frame_error(text).refusal(), None, "{text}");
+    }
+}
