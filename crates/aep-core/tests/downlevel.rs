@@ -88,6 +88,7 @@ fn downleveling_is_idempotent_on_the_corpus() {
 mod property {
     use super::common::{self, scalars, Shape};
     use aep_core::capture::{downlevel, downlevel_in_place, downlevel_redacting};
+    use aep_core::schema::{FieldCapture, TYPE_CAPTURES};
     use aep_core::{Capture, Event};
     use proptest::prelude::*;
     use serde_json::Value;
@@ -175,6 +176,46 @@ mod property {
             })
     }
 
+    /// `data` holding any of the annotated members of `fields`, nested as annotated,
+    /// each member arbitrary JSON where it is not an annotated object or array.
+    fn annotated_data(fields: &'static [FieldCapture], depth: u32) -> BoxedStrategy<Value> {
+        let members: Vec<BoxedStrategy<Option<(String, Value)>>> = fields
+            .iter()
+            .map(|f| {
+                let value = if depth > 0 && !f.properties.is_empty() {
+                    prop_oneof![annotated_data(f.properties, depth - 1), json()].boxed()
+                } else if depth > 0 && !f.items.is_empty() {
+                    prop::collection::vec(annotated_data(f.items, depth - 1), 0..3)
+                        .prop_map(Value::Array)
+                        .boxed()
+                } else {
+                    json().boxed()
+                };
+                proptest::option::of(value.prop_map(move |v| (f.name.to_owned(), v))).boxed()
+            })
+            .collect();
+        members
+            .prop_map(|members| Value::Object(members.into_iter().flatten().collect()))
+            .boxed()
+    }
+
+    /// An event of an annotated registered type whose `data` uses its annotations.
+    fn annotated_event() -> impl Strategy<Value = Event> {
+        (prop::sample::select(TYPE_CAPTURES.to_vec()), capture()).prop_flat_map(|(t, cap)| {
+            annotated_data(t.fields, 3).prop_map(move |data| {
+                Event::new(
+                    "01J",
+                    t.event_type,
+                    "2026-07-03T10:00:00Z",
+                    "aep://h/agent/a",
+                    "a",
+                )
+                .with_capture(cap)
+                .with_data(data)
+            })
+        })
+    }
+
     fn has_redacted_or_full_field(v: &Value) -> bool {
         // Canary strings planted below are never copied into a lower level.
         v.to_string().contains("CANARY")
@@ -211,6 +252,21 @@ mod property {
             prop_assert_eq!(out.capture(), level);
             if level < Capture::Redacted {
                 prop_assert_eq!(out, downlevel(&e, ceiling), "below redacted it is mechanical");
+            }
+        }
+
+        /// The validator's payload-capture rule and the down-leveler read the same
+        /// annotations (AEP-0002 §5.1): what a hop lowers honors the level it lands on.
+        #[test]
+        fn what_a_hop_lowers_passes_the_capture_rule(e in annotated_event(), ceiling in capture()) {
+            let out = downlevel(&e, ceiling);
+            if out.capture() < e.capture() {
+                let issues = aep_core::validate::validate_event(&out);
+                let flagged: Vec<_> = issues
+                    .iter()
+                    .filter(|i| i.rule() == aep_core::validate::Rule::PayloadCapture)
+                    .collect();
+                prop_assert!(flagged.is_empty(), "{:?} in {}", flagged, out.to_json());
             }
         }
 
