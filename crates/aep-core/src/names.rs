@@ -1,6 +1,6 @@
 //! What the protocol's sets of wire strings share (levels, reject reasons, delivery
-//! modes, error codes, roles, rule ids): each value has one spelling, its `as_str`,
-//! which `Display` writes and parsing reads back.
+//! modes, error codes, roles, rule ids, subscription filter fields): each value has one
+//! spelling, its `as_str`, which `Display` writes and parsing reads back.
 
 /// `Display` as the value's wire spelling (`as_str`).
 macro_rules! display_as_str {
