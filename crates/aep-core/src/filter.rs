@@ -35,7 +35,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::event::{check_extension_name, EnvelopeView, Event, ExtensionError};
-use crate::level::{Capture, Severity};
+use crate::level::{Capture, Severity, CAPTURE_NAMES, SEVERITY_NAMES};
 
 /// The core attributes a filter may name (AEP-0003 §6.2 rule 1), besides extension
 /// attribute names.
@@ -309,9 +309,6 @@ impl StrSet {
     }
 }
 
-const SEVERITY_LEVELS: &str = "debug, info, notice, warning, error, critical";
-const CAPTURE_LEVELS: &str = "none, metadata, redacted, full";
-
 fn severity_rank(s: &str) -> Option<u8> {
     Severity::ALL
         .iter()
@@ -479,16 +476,11 @@ fn compile(key: &str, pred: &Value) -> Result<Pred, FilterError> {
         }
         "severity" => Ok(Pred {
             attr: Attr::Severity,
-            test: Test::Levels(level_mask(
-                "severity",
-                pred,
-                severity_rank,
-                SEVERITY_LEVELS,
-            )?),
+            test: Test::Levels(level_mask("severity", pred, severity_rank, SEVERITY_NAMES)?),
         }),
         "capture" => Ok(Pred {
             attr: Attr::Capture,
-            test: Test::Levels(level_mask("capture", pred, capture_rank, CAPTURE_LEVELS)?),
+            test: Test::Levels(level_mask("capture", pred, capture_rank, CAPTURE_NAMES)?),
         }),
         "epoch" => {
             let epochs = alternatives(key, pred)?
@@ -1131,7 +1123,7 @@ mod tests {
                 FilterError::BadLevel {
                     key: "severity",
                     value: "loud".into(),
-                    expected: SEVERITY_LEVELS,
+                    expected: SEVERITY_NAMES,
                 },
             ),
             (

@@ -7,6 +7,11 @@ use crate::names::{self, display_as_str};
 
 use serde::{Deserialize, Serialize};
 
+/// The severities in order, as messages list what is expected.
+pub(crate) const SEVERITY_NAMES: &str = "debug, info, notice, warning, error, critical";
+/// The capture levels in order, as messages list what is expected.
+pub(crate) const CAPTURE_NAMES: &str = "none, metadata, redacted, full";
+
 /// Why a level string was refused: it names none of the registered levels.
 ///
 /// ```
@@ -113,8 +118,13 @@ impl Severity {
 impl FromStr for Severity {
     type Err = UnknownLevel;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let expected = "debug, info, notice, warning, error, critical";
-        level(&Severity::ALL, Severity::as_str, "severity", expected, s)
+        level(
+            &Severity::ALL,
+            Severity::as_str,
+            "severity",
+            SEVERITY_NAMES,
+            s,
+        )
     }
 }
 
@@ -179,8 +189,13 @@ impl Capture {
 impl FromStr for Capture {
     type Err = UnknownLevel;
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let expected = "none, metadata, redacted, full";
-        level(&Capture::ALL, Capture::as_str, "capture level", expected, s)
+        level(
+            &Capture::ALL,
+            Capture::as_str,
+            "capture level",
+            CAPTURE_NAMES,
+            s,
+        )
     }
 }
 
@@ -204,6 +219,13 @@ fn level<T: Copy>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_expected_lists_name_every_level_in_order() {
+        let names = |all: &[&str]| all.join(", ");
+        assert_eq!(SEVERITY_NAMES, names(&Severity::ALL.map(Severity::as_str)));
+        assert_eq!(CAPTURE_NAMES, names(&Capture::ALL.map(Capture::as_str)));
+    }
 
     #[test]
     fn order_and_round_trip() {

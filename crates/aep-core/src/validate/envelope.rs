@@ -9,7 +9,7 @@ use super::{capture, format, payload, Issue, Rule};
 use crate::event::{
     check_extension_name, is_extension_value, slot, EnvelopeView, Event, ExtensionError,
 };
-use crate::level::{Capture, Severity};
+use crate::level::{Capture, Severity, CAPTURE_NAMES, SEVERITY_NAMES};
 use crate::types::{EventType, CATEGORIES};
 
 /// One core attribute as the rules see it.
@@ -360,7 +360,7 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
         _ => out.push(issue(
             Rule::Enum,
             "severity",
-            "severity must be one of debug, info, notice, warning, error, critical".to_owned(),
+            format!("severity must be one of {SEVERITY_NAMES}"),
             "AEP-0001 §8.1",
         )),
     }
@@ -375,7 +375,7 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
         out.push(issue(
             Rule::Enum,
             "capture",
-            "capture must be one of none, metadata, redacted, full".to_owned(),
+            format!("capture must be one of {CAPTURE_NAMES}"),
             "AEP-0001 §8.2",
         ));
     }
