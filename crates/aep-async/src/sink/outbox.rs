@@ -163,8 +163,8 @@ struct OutboxState {
     unreported: Option<UnreportedDrops>,
     /// Since when the endpoint has settled nothing (delivered, or refused by the endpoint
     /// itself) while events were pending: set by the first reservation that has to wait,
-    /// moved by each settlement, cleared by one that leaves nothing pending. Never read
-    /// or set on the plain push path, which takes no clock reading.
+    /// moved by each settlement, cleared by one (or a give-up) that leaves nothing
+    /// pending. Never read or set on the plain push path, which takes no clock reading.
     idle_since: Option<Instant>,
 }
 
@@ -725,7 +725,15 @@ impl Outbox {
     /// no progress, so a sink that only gives up stays idle for [`reserve`](Self::reserve).
     #[cfg(feature = "http")]
     pub(crate) fn give_up(&self, events: u64) {
-        self.lock().stats.rejected += events;
+        {
+            let mut st = self.lock();
+            st.stats.rejected += events;
+            // Nothing waits on the endpoint any more: the stall ends here, and a later
+            // wait (the endpoint may be back) gets its own patience.
+            if st.stats.pending() == 0 {
+                st.idle_since = None;
+            }
+        }
         self.settled.send_modify(|n| *n += events);
     }
 
@@ -1057,6 +1065,43 @@ mod tests {
             try_reserve(&outbox),
             Some(Err(EmitError::Stalled { .. }))
         ));
+    }
+
+    /// A stall ends with what was pending: once every event waiting on the endpoint is
+    /// given up, a later wait (the relay may be back) gets its own patience rather than
+    /// failing at once for the idle time of the last outage.
+    #[cfg(feature = "http")]
+    #[tokio::test(start_paused = true)]
+    async fn giving_up_everything_pending_ends_the_stall() {
+        let patience = Duration::from_secs(60);
+        let outbox = Arc::new(Outbox::new(1, Arc::new(|_| {})).patience(Some(patience)));
+        outbox.push(&ev(0, Severity::Notice)).unwrap();
+        assert_eq!(outbox.take(1, usize::MAX).len(), 1); // #0 in flight
+        assert!(matches!(try_reserve(&outbox), Some(Ok(()))));
+        outbox
+            .push_reserved(&ev(1, Severity::Notice), None)
+            .unwrap();
+        let err = outbox.reserve().await.unwrap_err();
+        assert!(matches!(err, EmitError::Stalled { .. }), "{err:?}");
+        outbox.give_up(1); // #0
+        assert_eq!(outbox.take(1, usize::MAX).len(), 1);
+        outbox.give_up(1); // #1: nothing pending any more
+        assert_eq!(outbox.stats().pending(), 0);
+        tokio::time::sleep(Duration::from_secs(600)).await;
+        outbox.push(&ev(2, Severity::Notice)).unwrap();
+        let waiting = tokio::spawn({
+            let outbox = outbox.clone();
+            async move { outbox.reserve().await }
+        });
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        assert!(
+            !waiting.is_finished(),
+            "failed at once: {:?}",
+            waiting.await.unwrap()
+        );
+        assert_eq!(outbox.take(1, usize::MAX).len(), 1);
+        outbox.settle(1, 0);
+        waiting.await.unwrap().unwrap();
     }
 
     #[test]
