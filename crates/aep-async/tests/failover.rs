@@ -400,3 +400,35 @@ async fn a_ws_sink_closes_on_a_silent_relay_after_the_connect_timeout() {
     assert!(started.elapsed() >= MS(250), "{:?}", started.elapsed());
     assert_eq!(read.await.unwrap().len(), 1);
 }
+
+/// A relay that never answers `ping`, while the sink runs: a `flush` returns once the
+/// connect timeout has passed on the unanswered `ping`, the events then counted as
+/// delivered (a relay may not answer), and later events go on the same connection.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ws_sink_presumes_a_silent_relay_took_its_events_after_the_connect_timeout() {
+    let (url, read) = endpoint(false, None).await;
+    let reports = Recorder::default();
+    let sink = WsSink::builder(url, "a", "h/1")
+        .connect_timeout(MS(300))
+        .on_report(reports.handler())
+        .build()
+        .unwrap();
+    let (emitter, session) = emitting(sink, 2);
+    let started = std::time::Instant::now();
+    tokio::time::timeout(Duration::from_secs(10), emitter.flush())
+        .await
+        .expect("flush returns");
+    assert!(started.elapsed() >= MS(250), "{:?}", started.elapsed());
+    assert_eq!(emitter.stats().delivered, 2, "{:?}", reports.all());
+    session.emit("progress.status", json!({ "n": 2 })).unwrap();
+    tokio::time::timeout(Duration::from_secs(10), emitter.close())
+        .await
+        .expect("close returns");
+    assert_eq!(emitter.stats().delivered, 3);
+    assert_eq!(
+        read.await.unwrap().len(),
+        3,
+        "one connection, each event once"
+    );
+    assert!(reports.all().is_empty(), "{:?}", reports.all());
+}
