@@ -163,6 +163,15 @@ impl Emitter {
     /// Blocks until the sink has room and holds it for one agent-scoped event; see
     /// [`aep_async::Emitter::reserve`]. Refused with [`Error::InsideRuntime`] inside a
     /// tokio runtime.
+    ///
+    /// ```
+    /// # let path = std::env::temp_dir().join(format!("aep-blocking-ereserve-{}.jsonl", std::process::id()));
+    /// let emitter = aep_blocking::Emitter::new("a", "h", aep_blocking::JsonlSink::open(&path)?);
+    /// let hb = emitter.reserve()?.emit("agent.heartbeat", None::<()>)?;
+    /// assert_eq!(hb.session(), None);
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn reserve(&self) -> Result<EmitPermit<'_>, Error> {
         Ok(self.waiter()?.poll_here(self.inner.reserve())??)
     }

@@ -157,7 +157,7 @@ impl NetSink<aep_async::HttpSink> {
     pub fn builder(base: impl Into<crate::Relays>) -> HttpSinkBuilder {
         SinkBuilder::from_async(aep_async::HttpSink::builder(base))
     }
-    /// The ingest URL requests go to.
+    /// The ingest URL requests go to (of the first relay, given several).
     pub fn endpoint(&self) -> &str {
         self.inner.endpoint()
     }
@@ -216,7 +216,8 @@ pub type WsSink = NetSink<aep_async::WsSink>;
 
 #[cfg(feature = "ws")]
 impl NetSink<aep_async::WsSink> {
-    /// Defaults for the relay at `base`, saying `hello` as `agent` / `instance`.
+    /// Defaults for the relay at `base` (or the relays of a cluster,
+    /// [`Relays`](crate::Relays)), saying `hello` as `agent` / `instance`.
     pub fn builder(
         base: impl Into<crate::Relays>,
         agent: impl Into<String>,
@@ -235,6 +236,20 @@ impl SinkBuilder<aep_async::WsSinkBuilder> {
     /// Bound on the handshake and `hello` exchange (default 10 s).
     pub fn connect_timeout(self, d: Duration) -> Self {
         self.configure(|b| b.connect_timeout(d))
+    }
+    /// How long `emit_wait` blocks on a full queue while nothing is delivered before it
+    /// fails with [`EmitError::Stalled`](aep_async::EmitError::Stalled) (default 60 s;
+    /// `None` blocks for as long as it takes); see
+    /// [`aep_async::WsSinkBuilder::give_up_after`].
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let builder = aep_blocking::WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1")
+    ///     .give_up_after(Some(Duration::from_secs(5)));
+    /// assert!(format!("{builder:?}").contains("give_up_after: Some(5s)"));
+    /// ```
+    pub fn give_up_after(self, d: Option<Duration>) -> Self {
+        self.configure(|b| b.give_up_after(d))
     }
     /// Where inbound control commands go (AEP-0004); called on the runtime's thread.
     pub fn command_hook(self, hook: impl aep_async::CommandHook) -> Self {
