@@ -21,6 +21,10 @@ use std::sync::Arc;
 /// relays of a cluster share one store, so nothing is missed and nothing is stored
 /// twice (AEP-0001 §7.4).
 ///
+/// Two connections of the crate take one URL instead: `control::open_duplex` and
+/// `lifecycle::LifecycleConnection` open a single connection and never reconnect, so
+/// there is nothing to fail over; when one ends, open the next on another relay.
+///
 /// A `&str` or a `String` is one relay; an array, a slice or a `Vec` of them is a list.
 ///
 /// ```
