@@ -943,6 +943,12 @@ mod tests {
         futures::FutureExt::now_or_never(outbox.reserve())
     }
 
+    /// A reservation waiting in a task of its own.
+    fn reserve_in_task(outbox: &Arc<Outbox>) -> tokio::task::JoinHandle<Result<(), EmitError>> {
+        let outbox = outbox.clone();
+        tokio::spawn(async move { outbox.reserve().await })
+    }
+
     #[tokio::test]
     async fn reservations_hold_places_and_reserved_pushes_never_drop() {
         let (handler, seen) = drop_log();
@@ -979,10 +985,7 @@ mod tests {
         let outbox = Arc::new(Outbox::new(2, Arc::new(|_| {})));
         outbox.push(&ev(0, Severity::Notice)).unwrap();
         outbox.push(&ev(1, Severity::Notice)).unwrap();
-        let waiting = tokio::spawn({
-            let outbox = outbox.clone();
-            async move { outbox.reserve().await }
-        });
+        let waiting = reserve_in_task(&outbox);
         tokio::task::yield_now().await;
         assert!(!waiting.is_finished());
         assert_eq!(outbox.take(1, usize::MAX).len(), 1);
@@ -996,10 +999,7 @@ mod tests {
     async fn closing_fails_waiting_and_later_reservations() {
         let outbox = Arc::new(Outbox::new(1, Arc::new(|_| {})));
         outbox.push(&ev(0, Severity::Notice)).unwrap();
-        let waiting = tokio::spawn({
-            let outbox = outbox.clone();
-            async move { outbox.reserve().await }
-        });
+        let waiting = reserve_in_task(&outbox);
         tokio::task::yield_now().await;
         outbox.mark_closed();
         assert!(matches!(waiting.await.unwrap(), Err(EmitError::Closed)));
@@ -1015,10 +1015,7 @@ mod tests {
     async fn an_abandoned_outbox_fails_waiting_reservations() {
         let outbox = Arc::new(Outbox::new(1, Arc::new(|_| {})));
         outbox.push(&ev(0, Severity::Notice)).unwrap();
-        let waiting = tokio::spawn({
-            let outbox = outbox.clone();
-            async move { outbox.reserve().await }
-        });
+        let waiting = reserve_in_task(&outbox);
         tokio::task::yield_now().await;
         drop(AbandonGuard(outbox.clone()));
         assert!(matches!(waiting.await.unwrap(), Err(EmitError::Closed)));
@@ -1039,10 +1036,7 @@ mod tests {
             .push_reserved(&ev(2, Severity::Notice), None)
             .unwrap();
         let started = Instant::now();
-        let waiting = tokio::spawn({
-            let outbox = outbox.clone();
-            async move { outbox.reserve().await }
-        });
+        let waiting = reserve_in_task(&outbox);
         tokio::time::sleep(Duration::from_secs(40)).await;
         outbox.settle(1, 0); // #0 delivered: the endpoint is there
         tokio::time::sleep(Duration::from_secs(30)).await;
@@ -1089,10 +1083,7 @@ mod tests {
         assert_eq!(outbox.stats().pending(), 0);
         tokio::time::sleep(Duration::from_secs(600)).await;
         outbox.push(&ev(2, Severity::Notice)).unwrap();
-        let waiting = tokio::spawn({
-            let outbox = outbox.clone();
-            async move { outbox.reserve().await }
-        });
+        let waiting = reserve_in_task(&outbox);
         tokio::time::sleep(Duration::from_secs(1)).await;
         assert!(
             !waiting.is_finished(),
