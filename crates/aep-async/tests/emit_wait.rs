@@ -37,9 +37,8 @@ fn reports() -> (
     })
 }
 
-/// The first `n` events the relay holds, in order: its history, then live ones (over
-/// WebSocket, "delivered" means written to the socket, so the relay may still be reading
-/// the last ones).
+/// The first `n` events the relay holds, in order: its history, then live ones (for
+/// events a WebSocket sink presumed taken from a relay slow to answer its `ping`).
 async fn stored(url: &str, n: u64) -> Vec<u64> {
     let mut sub = subscribe(url, SubscribeOptions::new().from_all());
     let mut seqs = Vec::new();
