@@ -97,15 +97,10 @@ fn parse() -> Result<Args, String> {
     Ok(a)
 }
 
-/// The shared directory: `AEP_SHARED`, or `../shared` beside the workspace root.
+/// The shared directory: `AEP_SHARED`, or `../shared` beside the workspace root (the
+/// tests' rule, [`aep_test_support::external::shared_dir`]).
 fn shared() -> std::path::PathBuf {
-    match std::env::var_os("AEP_SHARED").filter(|d| !d.is_empty()) {
-        Some(dir) => dir.into(),
-        None => {
-            let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-            root.parent().unwrap_or(root).join("shared")
-        }
-    }
+    aep_test_support::external::shared_dir()
 }
 
 /// A relay for the duration of the bench: in-process Rust, or the reference child.
