@@ -8,7 +8,7 @@ use std::fmt;
 #[cfg(any(feature = "http", feature = "ws"))]
 use std::time::Duration;
 
-pub use aep_async::{DeliveryReport, DeliveryStats, JsonlSink, Sink, SinkFuture};
+pub use aep_async::{DeliveryReport, DeliveryStats, JsonlSink, ReserveFuture, Sink, SinkFuture};
 use aep_core::Event;
 
 use crate::error::Error;
@@ -111,7 +111,7 @@ impl<S: Sink> Sink for NetSink<S> {
     fn accept(&self, event: &Event) -> Result<(), aep_async::EmitError> {
         self.inner.accept(event)
     }
-    fn reserve(&self) -> aep_async::ReserveFuture<'_> {
+    fn reserve(&self) -> ReserveFuture<'_> {
         self.inner.reserve()
     }
     fn accept_reserved(&self, event: &Event) -> Result<(), aep_async::EmitError> {
