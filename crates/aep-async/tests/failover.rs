@@ -432,3 +432,44 @@ async fn a_ws_sink_presumes_a_silent_relay_took_its_events_after_the_connect_tim
     );
     assert!(reports.all().is_empty(), "{:?}", reports.all());
 }
+
+/// A WebSocket endpoint that says `hello` to every connection and drops it at once,
+/// counting them. Returns its URL.
+async fn flapping(connections: std::sync::Arc<std::sync::atomic::AtomicUsize>) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
+                continue;
+            };
+            let _hello = ws.next().await;
+            let ours = json!({"type": "hello", "versions": ["0.1"], "role": "collector"});
+            let _ = ws.send(Message::text(ours.to_string())).await;
+        }
+    });
+    url
+}
+
+/// Relays that all take the connection and drop it at once are gone round on the
+/// backoff, as one such relay is, not in a tight loop (it went round about 350 times a
+/// second, the backoff notwithstanding).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ws_sink_goes_round_relays_that_drop_it_at_once_on_the_backoff() {
+    let connections = std::sync::Arc::default();
+    let relays = [
+        flapping(std::sync::Arc::clone(&connections)).await,
+        flapping(std::sync::Arc::clone(&connections)).await,
+    ];
+    let sink = WsSink::builder(relays, "a", "h/1")
+        .backoff(MS(200), MS(200))
+        .on_report(|_| {})
+        .build()
+        .unwrap();
+    let (_emitter, _session) = emitting(sink, 1);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let n = connections.load(std::sync::atomic::Ordering::Relaxed);
+    // two a backoff at most: about 10 in the second
+    assert!((2..=30).contains(&n), "{n} connections in 1 s");
+}

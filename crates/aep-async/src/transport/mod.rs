@@ -9,6 +9,8 @@
 
 use std::time::Duration;
 
+use tokio::time::Instant;
+
 use crate::relays::Relays;
 
 #[cfg(feature = "ws")]
@@ -64,6 +66,10 @@ impl Backoff {
 /// once every one has, it waits the backoff before each further attempt, doubling as a
 /// single relay's reconnects do. With one relay this is exactly the reconnect schedule
 /// of [`Backoff`].
+///
+/// A success followed by a failure within the backoff's first delay (a relay that takes
+/// a connection and drops it at once) does not count as one for moving on at once: were
+/// every relay to do that, the loop would otherwise go round them without a pause.
 #[derive(Debug, Clone)]
 pub(crate) struct Failover {
     relays: Relays,
@@ -71,6 +77,9 @@ pub(crate) struct Failover {
     /// Attempts failed in a row since the last success.
     failures: usize,
     backoff: Backoff,
+    /// The last success: when, and the failures counted before it (what a failure
+    /// that follows it too soon goes on from).
+    last_success: Option<(Instant, usize)>,
 }
 
 impl Failover {
@@ -80,6 +89,7 @@ impl Failover {
             at: 0,
             failures: 0,
             backoff: Backoff::new(initial, max),
+            last_success: None,
         }
     }
 
@@ -90,6 +100,7 @@ impl Failover {
 
     /// The attempt on the current relay succeeded: stay, and start the schedule over.
     pub(crate) fn succeeded(&mut self) {
+        self.last_success = Some((Instant::now(), self.failures));
         self.failures = 0;
         self.backoff.reset();
     }
@@ -99,6 +110,11 @@ impl Failover {
     pub(crate) fn failed(&mut self) -> Duration {
         let n = self.relays.len().max(1);
         self.at = (self.at + 1) % n;
+        if let Some((at, before)) = self.last_success.take() {
+            if at.elapsed() < self.backoff.initial {
+                self.failures = before;
+            }
+        }
         self.failures = self.failures.saturating_add(1);
         if self.failures < n {
             Duration::ZERO
@@ -178,8 +194,8 @@ mod tests {
         assert_eq!(f.failed(), MS(100));
     }
 
-    #[test]
-    fn several_relays_are_tried_at_once_then_round_on_the_backoff() {
+    #[tokio::test(start_paused = true)]
+    async fn several_relays_are_tried_at_once_then_round_on_the_backoff() {
         let mut f = Failover::new(Relays::from(["a", "b", "c"]), MS(100), MS(1000));
         assert_eq!(f.current(), Some("a"));
         // a and b fail: the next relay each time, at once
@@ -192,9 +208,28 @@ mod tests {
         assert_eq!((f.failed(), f.current()), (MS(200), Some("b")));
         // b works and later drops: c at once, b's schedule starts over
         f.succeeded();
+        tokio::time::advance(MS(100)).await;
         assert_eq!((f.failed(), f.current()), (Duration::ZERO, Some("c")));
         assert_eq!((f.failed(), f.current()), (Duration::ZERO, Some("a")));
         assert_eq!((f.failed(), f.current()), (MS(100), Some("b")));
+    }
+
+    /// Relays that each take a connection and drop it at once are gone round on the
+    /// backoff, not in a tight loop; one that worked for a while is left at once.
+    #[tokio::test(start_paused = true)]
+    async fn a_success_that_fails_at_once_does_not_count() {
+        let mut f = Failover::new(Relays::from(["a", "b"]), MS(100), MS(1000));
+        f.succeeded();
+        assert_eq!((f.failed(), f.current()), (Duration::ZERO, Some("b")));
+        f.succeeded();
+        // b dropped it at once too: every relay has failed, so the backoff
+        assert_eq!((f.failed(), f.current()), (MS(100), Some("a")));
+        f.succeeded();
+        assert_eq!(f.failed(), MS(100));
+        f.succeeded();
+        tokio::time::advance(MS(100)).await;
+        // b worked for the backoff's first delay: a at once
+        assert_eq!((f.failed(), f.current()), (Duration::ZERO, Some("a")));
     }
 
     #[test]
