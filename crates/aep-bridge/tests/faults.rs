@@ -77,6 +77,41 @@ async fn a_503_is_retried_with_the_same_batch_until_it_is_taken() {
 }
 
 #[tokio::test]
+async fn a_retry_after_past_every_clock_gives_up_instead_of_stopping_the_worker() {
+    // A lying endpoint asks, a second into the retries, for a wait no `Duration` sum can
+    // hold, of an exporter whose backoff has no ceiling: the batch is given up and
+    // counted, not lost with a panicked worker.
+    let mut endpoint = Endpoint::start(|n| match n {
+        0 => Answer::Status(503),
+        _ => Answer::RetryAfter(503, "18446744073709551615"),
+    })
+    .await;
+    let (seen, handler) = reports();
+    let exporter = OtlpExporter::builder(&endpoint.url)
+        .http(
+            quick()
+                .retry_backoff(Duration::from_millis(1100), Duration::MAX)
+                .give_up_after(Duration::from_secs(5)),
+        )
+        .on_report(handler)
+        .build()
+        .unwrap();
+    let stats = exporter
+        .run(stream::iter(golden().into_iter().take(2)))
+        .await;
+    assert_eq!(
+        (stats.records, stats.failed, stats.pending()),
+        (2, 2, 0),
+        "{stats:?}"
+    );
+    assert_eq!(endpoint.drain().len(), 2);
+    assert!(
+        seen.lock().unwrap().last().unwrap().contains("gave up"),
+        "{seen:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_receiver_that_never_answers_costs_the_budget_not_a_hang() {
     let endpoint = Endpoint::start(|_| Answer::Never).await;
     let exporter = OtlpExporter::builder(&endpoint.url)

@@ -400,7 +400,9 @@ impl Worker {
             let wait = retry_after
                 .filter(|r| *r <= options.retry_max)
                 .map_or(delay, |r| r.max(delay));
-            if started.elapsed() + wait > options.give_up_after {
+            // Saturating: a `Retry-After` or a ceiling near `Duration::MAX` must end in
+            // a give-up, not in an overflow that stops the worker.
+            if started.elapsed().saturating_add(wait) > options.give_up_after {
                 self.books.add(Count::Failed, records);
                 self.books.report(ExportReport::GaveUp { error, records });
                 return;
@@ -411,7 +413,7 @@ impl Worker {
                 attempt,
             });
             tokio::time::sleep(wait).await;
-            delay = (delay * 2).min(options.retry_max);
+            delay = delay.saturating_mul(2).min(options.retry_max);
         }
     }
 

@@ -31,6 +31,8 @@ impl Received {
 #[derive(Debug, Clone, Copy)]
 pub enum Answer {
     Status(u16),
+    /// A status with a `Retry-After` header of the value given.
+    RetryAfter(u16, &'static str),
     /// Reads the request and never answers (the connection stays open).
     Never,
 }
@@ -69,18 +71,20 @@ impl Endpoint {
                             *c - 1
                         };
                         let _ = tx.send(request);
-                        match script(n) {
+                        let (status, extra) = match script(n) {
                             Answer::Never => {
                                 tokio::time::sleep(Duration::from_secs(3600)).await;
                                 return;
                             }
-                            Answer::Status(status) => {
-                                let head =
-                                    format!("HTTP/1.1 {status} X\r\ncontent-length: 0\r\n\r\n");
-                                if socket.write_all(head.as_bytes()).await.is_err() {
-                                    return;
-                                }
+                            Answer::Status(status) => (status, String::new()),
+                            Answer::RetryAfter(status, after) => {
+                                (status, format!("retry-after: {after}\r\n"))
                             }
+                        };
+                        let head =
+                            format!("HTTP/1.1 {status} X\r\n{extra}content-length: 0\r\n\r\n");
+                        if socket.write_all(head.as_bytes()).await.is_err() {
+                            return;
                         }
                     }
                 });
