@@ -112,6 +112,78 @@ async fn a_retry_after_past_every_clock_gives_up_instead_of_stopping_the_worker(
 }
 
 #[tokio::test]
+async fn an_endpoint_that_is_down_is_retried_then_given_up_and_counted() {
+    // A port nothing listens on: every attempt is refused at connect.
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}", listener.local_addr().unwrap())
+    };
+    let (seen, handler) = reports();
+    let exporter = OtlpExporter::builder(&closed)
+        .http(quick())
+        .on_report(handler)
+        .build()
+        .unwrap();
+    let stats = exporter
+        .run(stream::iter(golden().into_iter().take(3)))
+        .await;
+    assert_eq!(
+        (stats.records, stats.failed, stats.exported, stats.pending()),
+        (3, 3, 0, 0),
+        "{stats:?}"
+    );
+    let seen = seen.lock().unwrap();
+    assert!(seen[0].contains("retrying"), "retried first: {seen:?}");
+    assert!(seen.last().unwrap().contains("gave up on 3"), "{seen:?}");
+}
+
+#[tokio::test]
+async fn a_413_for_an_oversized_batch_is_final_and_the_next_batch_still_goes() {
+    let mut endpoint = Endpoint::start(|n| Answer::Status(if n == 0 { 413 } else { 200 })).await;
+    let (seen, handler) = reports();
+    let exporter = OtlpExporter::builder(&endpoint.url)
+        .max_batch(10)
+        .http(quick())
+        .on_report(handler)
+        .build()
+        .unwrap();
+    let stats = exporter
+        .run(stream::iter(golden().into_iter().take(20)))
+        .await;
+    assert_eq!(
+        (
+            stats.records,
+            stats.rejected,
+            stats.exported,
+            stats.pending()
+        ),
+        (20, 10, 10, 0),
+        "{stats:?}"
+    );
+    assert_eq!(
+        endpoint.drain().len(),
+        2,
+        "the refused batch is not sent again"
+    );
+    assert!(seen.lock().unwrap()[0].contains("HTTP 413"), "{seen:?}");
+}
+
+#[tokio::test]
+async fn a_cloudevents_receiver_refusing_with_400_is_not_asked_again() {
+    let mut endpoint = Endpoint::start(|_| Answer::Status(400)).await;
+    let (seen, handler) = reports();
+    let sink = CeSink::builder(&endpoint.url)
+        .http(quick())
+        .on_report(handler)
+        .build()
+        .unwrap();
+    let stats = sink.run(stream::iter(golden().into_iter().take(1))).await;
+    assert_eq!((stats.records, stats.rejected, stats.failed), (1, 1, 0));
+    assert_eq!(endpoint.drain().len(), 1);
+    assert!(seen.lock().unwrap()[0].contains("HTTP 400"), "{seen:?}");
+}
+
+#[tokio::test]
 async fn a_receiver_that_never_answers_costs_the_budget_not_a_hang() {
     let endpoint = Endpoint::start(|_| Answer::Never).await;
     let exporter = OtlpExporter::builder(&endpoint.url)
