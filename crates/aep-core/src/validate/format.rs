@@ -246,6 +246,13 @@ pub struct TraceParent {
 impl TraceParent {
     /// Reads `vv-<32 hex>-<16 hex>-ff` (lowercase hex); `None` where
     /// [`is_traceparent`] is false.
+    ///
+    /// ```
+    /// use aep_core::validate::TraceParent;
+    /// let tp = TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+    /// assert_eq!(tp.map(|t| t.flags()), Some(1));
+    /// assert_eq!(TraceParent::parse("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7"), None);
+    /// ```
     pub fn parse(s: &str) -> Option<TraceParent> {
         let mut parts = s.split('-');
         let version = hex::<1>(parts.next()?)?;
