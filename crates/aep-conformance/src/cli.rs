@@ -27,6 +27,11 @@ pub struct Options {
 
 impl Options {
     /// Every class over `fixtures`, no JSON report.
+    ///
+    /// ```
+    /// let opts = aep_conformance::cli::Options::new("fixtures");
+    /// assert_eq!(opts.fixtures, std::path::PathBuf::from("fixtures"));
+    /// ```
     pub fn new(fixtures: impl Into<PathBuf>) -> Options {
         Options {
             fixtures: fixtures.into(),
@@ -36,12 +41,22 @@ impl Options {
     }
 
     /// Writes the JSON report to `target` (`-`: stdout).
+    ///
+    /// ```
+    /// let opts = aep_conformance::cli::Options::new("fixtures").json("-");
+    /// assert_eq!(opts.json.as_deref(), Some("-"));
+    /// ```
     pub fn json(mut self, target: impl Into<String>) -> Options {
         self.json = Some(target.into());
         self
     }
 
     /// Runs only `class` (and the others named).
+    ///
+    /// ```
+    /// let opts = aep_conformance::cli::Options::new("fixtures").class("golden").class("otlp");
+    /// assert_eq!(opts.classes, ["golden", "otlp"]);
+    /// ```
     pub fn class(mut self, class: impl Into<String>) -> Options {
         self.classes.push(class.into());
         self
@@ -49,6 +64,11 @@ impl Options {
 }
 
 /// How a run ended.
+///
+/// ```
+/// use aep_conformance::cli::Outcome;
+/// assert_eq!(Outcome::Passed.code(), 0);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
     /// Every check passed (exit 0).
