@@ -184,6 +184,26 @@ async fn a_cloudevents_receiver_refusing_with_400_is_not_asked_again() {
 }
 
 #[tokio::test]
+async fn an_endless_answer_to_a_taken_batch_is_read_no_further_than_needed() {
+    // A 200 whose body never ends: the records were taken, and the exporter neither
+    // waits for (nor holds) the rest, nor sends them again.
+    let mut endpoint = Endpoint::start(|_| Answer::StallAfter(200, 1 << 20)).await;
+    let exporter = OtlpExporter::builder(&endpoint.url)
+        .http(quick())
+        .build()
+        .unwrap();
+    let stats = exporter
+        .run(stream::iter(golden().into_iter().take(2)))
+        .await;
+    assert_eq!(
+        (stats.records, stats.exported, stats.failed),
+        (2, 2, 0),
+        "{stats:?}"
+    );
+    assert_eq!(endpoint.drain().len(), 1);
+}
+
+#[tokio::test]
 async fn a_receiver_that_never_answers_costs_the_budget_not_a_hang() {
     let endpoint = Endpoint::start(|_| Answer::Never).await;
     let exporter = OtlpExporter::builder(&endpoint.url)

@@ -451,7 +451,7 @@ impl Worker {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.trim().parse::<u64>().ok())
                 .map(Duration::from_secs);
-            let bytes = response.bytes().await.map_err(|e| {
+            let bytes = answer_prefix(response).await.map_err(|e| {
                 (
                     TransportError::network(format!("POST {url}: reading the answer"), e),
                     None,
@@ -478,6 +478,25 @@ impl Worker {
             )),
         }
     }
+}
+
+/// The most of an answer's body that is read: an OTLP partial success, or the start of
+/// a refusal's text, fits many times over.
+const ANSWER_LIMIT: usize = 64 * 1024;
+
+/// The first [`ANSWER_LIMIT`] bytes of a response's body. The rest is not read: a
+/// lying endpoint's endless body holds neither memory nor the worker, and a 2xx counts
+/// as soon as its status has come.
+async fn answer_prefix(mut response: reqwest::Response) -> reqwest::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    while body.len() < ANSWER_LIMIT {
+        let Some(chunk) = response.chunk().await? else {
+            break;
+        };
+        let room = ANSWER_LIMIT - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+    Ok(body)
 }
 
 /// The records an OTLP endpoint reports rejecting in a 2xx answer (partial success),

@@ -33,6 +33,9 @@ pub enum Answer {
     Status(u16),
     /// A status with a `Retry-After` header of the value given.
     RetryAfter(u16, &'static str),
+    /// A status announcing a body of a gigabyte, of which it sends the given number of
+    /// bytes and then nothing more (the connection stays open).
+    StallAfter(u16, usize),
     /// Reads the request and never answers (the connection stays open).
     Never,
 }
@@ -79,6 +82,15 @@ impl Endpoint {
                             Answer::Status(status) => (status, String::new()),
                             Answer::RetryAfter(status, after) => {
                                 (status, format!("retry-after: {after}\r\n"))
+                            }
+                            Answer::StallAfter(status, sent) => {
+                                let head = format!(
+                                    "HTTP/1.1 {status} X\r\ncontent-length: 1000000000\r\n\r\n"
+                                );
+                                let _ = socket.write_all(head.as_bytes()).await;
+                                let _ = socket.write_all(&vec![0u8; sent]).await;
+                                tokio::time::sleep(Duration::from_secs(3600)).await;
+                                return;
                             }
                         };
                         let head =
