@@ -90,10 +90,8 @@ impl Receiver {
 }
 
 fn golden() -> Vec<Value> {
-    std::fs::read_to_string(fixtures().join("golden/golden.jsonl"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
+    aep_test_support::golden::lines()
+        .iter()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }

@@ -165,15 +165,7 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/conformance")
 }
 
-/// The golden corpus, parsed from its own lines.
-pub fn golden() -> Vec<aep_core::Event> {
-    std::fs::read_to_string(fixtures().join("golden/golden.jsonl"))
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.parse().unwrap())
-        .collect()
-}
+pub use aep_test_support::golden::events as golden;
 
 /// Un-gzips a body.
 pub fn gunzip(body: &[u8]) -> Vec<u8> {
