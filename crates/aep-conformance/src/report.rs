@@ -1,7 +1,9 @@
 //! The machine-readable report shared by the protocol's conformance tools
 //! (`spec/conformance/README.md`, "The report format"), and its timestamps.
 
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use aep_core::envelope::rfc3339_millis;
 
 use serde_json::{json, Value};
 
@@ -58,38 +60,21 @@ pub fn report(checks: &[Check], started_at: &str, finished_at: &str) -> Value {
 /// assert!(aep_conformance::report::now().ends_with('Z'));
 /// ```
 pub fn now() -> String {
-    let since = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default();
-    timestamp(since.as_millis())
+    rfc3339_millis(SystemTime::now())
 }
 
-/// Formats milliseconds since the Unix epoch (proleptic Gregorian calendar).
+/// Formats milliseconds since the Unix epoch (proleptic Gregorian calendar), as
+/// aep-core writes every `time` ([`rfc3339_millis`]: past year 9999 it is clamped).
 ///
 /// ```
 /// assert_eq!(aep_conformance::report::timestamp(0), "1970-01-01T00:00:00.000Z");
 /// ```
 pub fn timestamp(millis: u128) -> String {
-    let secs = millis / 1000;
-    let days = i64::try_from(secs / 86_400).unwrap_or(i64::MAX / 2);
-    let rem = secs % 86_400;
-    // Days to civil date: Howard Hinnant's algorithm, eras of 400 years.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        millis % 1000
-    )
+    // The last millisecond of 9999 (where aep-core clamps anyway): every platform's
+    // `SystemTime` reaches it.
+    const LAST: u64 = 253_402_300_799_999;
+    let millis = u64::try_from(millis).map_or(LAST, |m| m.min(LAST));
+    rfc3339_millis(UNIX_EPOCH + Duration::from_millis(millis))
 }
 
 #[cfg(test)]
@@ -101,6 +86,8 @@ mod tests {
         assert_eq!(timestamp(0), "1970-01-01T00:00:00.000Z");
         assert_eq!(timestamp(951_782_400_000), "2000-02-29T00:00:00.000Z");
         assert_eq!(timestamp(1_784_721_600_500), "2026-07-22T12:00:00.500Z");
+        // RFC 3339 has four-digit years: a later instant is clamped, not written wider.
+        assert_eq!(timestamp(u128::MAX), "9999-12-31T23:59:59.999Z");
         assert!(aep_core::validate::is_date_time(&now()));
     }
 
