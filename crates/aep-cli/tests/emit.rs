@@ -236,3 +236,56 @@ fn a_relay_that_stops_answering_is_exit_5_not_a_hang() {
     assert_eq!(summary["delivered"], 0);
     assert_eq!(summary["lost"], summary["sent"]);
 }
+
+/// A server on `127.0.0.1:0` that reads each request and answers it with `answer`, or
+/// never answers at all (`None`): the connection is accepted, read, and held open.
+fn scripted_relay(answer: Option<&'static [u8]>) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { break };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 64 * 1024];
+                let Ok(_) = conn.read(&mut buf) else { return };
+                match answer {
+                    Some(bytes) => {
+                        let _ = conn.write_all(bytes);
+                    }
+                    None => while matches!(conn.read(&mut buf), Ok(n) if n > 0) {},
+                }
+            });
+        }
+    });
+    url
+}
+
+#[test]
+fn a_relay_that_fails_discovery_or_never_answers_it_is_exit_5() {
+    let dir = scratch();
+    let file = jsonl(dir.path(), "in.jsonl", &lines("d", 1));
+    let f = file.to_str().unwrap();
+    let failing = scripted_relay(Some(
+        b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 4\r\nconnection: close\r\n\r\noops",
+    ));
+    for args in [vec!["emit", f], vec!["emit", "--type", "agent.heartbeat"]] {
+        let mut args = args.clone();
+        args.extend(["--url", &failing]);
+        let r = run(&args);
+        r.expect(5);
+        r.stderr_has("answered 500");
+        r.stderr_has("/.well-known/aep");
+        assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+    }
+    // accepted and never answered: the probe's own timeout ends it, not the deadline
+    let r = run_with(
+        &["emit", f, "--url", &scripted_relay(None)],
+        b"",
+        Duration::from_secs(40),
+    );
+    r.expect(5);
+    r.stderr_has("cannot reach the relay");
+    assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
+    assert!(r.stdout.is_empty(), "nothing sent: {}", r.stdout);
+}
