@@ -126,6 +126,17 @@ fn handshake_tools_and_emit_event() {
     assert_eq!(c.recv()["error"]["code"], -32700);
     c.send_raw("[1, 2]");
     assert_eq!(c.recv()["error"]["code"], -32600);
+    c.send(&json!({"jsonrpc": "2.0", "id": 20}));
+    let no_method = c.recv();
+    assert_eq!(
+        (no_method["id"].clone(), no_method["error"]["code"].clone()),
+        (json!(20), json!(-32600))
+    );
+    // a line that is not UTF-8 is a parse error like any other, and the server goes on
+    c.stdin.write_all(b"{\"id\": \"\xff\"}\n").unwrap();
+    c.stdin.flush().unwrap();
+    assert_eq!(c.recv()["error"]["code"], -32700);
+    assert_eq!(c.call(21, "ping", json!({}))["result"], json!({}));
 
     eventually("the event at the relay", Duration::from_secs(10), || {
         history(relay.url()).iter().any(|e| e.id() == id)

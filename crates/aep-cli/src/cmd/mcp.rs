@@ -167,17 +167,21 @@ pub async fn run(args: Args) -> Outcome {
         ask_timeout: Duration::from_secs(args.ask_timeout),
         out,
     });
-    let mut lines = tokio::io::BufReader::new(tokio::io::stdin()).lines();
+    // lines as bytes: one that is not UTF-8 is the client's parse error (-32700), not
+    // the end of stdin
+    let mut stdin = tokio::io::BufReader::new(tokio::io::stdin());
+    let mut line = Vec::new();
     loop {
-        let line = match lines.next_line().await {
-            Ok(Some(line)) => line,
-            Ok(None) => break,
+        line.clear();
+        match stdin.read_until(b'\n', &mut line).await {
+            Ok(0) => break,
+            Ok(_) => {}
             Err(e) => {
                 crate::term::warn(format!("aep mcp: stdin: {e}"));
                 break;
             }
-        };
-        if line.trim().is_empty() {
+        }
+        if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         server.clone().message(&line);
@@ -206,8 +210,8 @@ impl Server {
     }
 
     /// One line from the client.
-    fn message(self: Arc<Self>, line: &str) {
-        let message: Value = match serde_json::from_str(line) {
+    fn message(self: Arc<Self>, line: &[u8]) {
+        let message: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
             Err(e) => return self.error(Value::Null, -32700, &format!("parse error: {e}")),
         };
