@@ -15,12 +15,18 @@ use crate::exit::Failure;
 #[derive(Debug, Clone)]
 pub struct StateFile {
     path: PathBuf,
+    /// How to start over when the file cannot be used: each subcommand has its own way.
+    start_over: &'static str,
 }
 
 impl StateFile {
-    /// The state file at `path`.
-    pub fn new(path: impl Into<PathBuf>) -> StateFile {
-        StateFile { path: path.into() }
+    /// The state file at `path`; `start_over` ends the message of a file that cannot be
+    /// used (`remove it or pass --no-resume`).
+    pub fn new(path: impl Into<PathBuf>, start_over: &'static str) -> StateFile {
+        StateFile {
+            path: path.into(),
+            start_over,
+        }
     }
 
     /// `NAME` in the user's data directory (`~/.local/share/aep/NAME` on Linux), if the
@@ -43,13 +49,15 @@ impl StateFile {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => {
                 return Err(Failure::input(format!(
-                    "cannot read the state file {shown}: {e}"
+                    "cannot read the state file {shown}: {e}; {}",
+                    self.start_over
                 )))
             }
         };
         let bad = |why: String| {
             Failure::input(format!(
-                "the state file {shown} is not a list of resume positions ({why}); remove it or pass --no-resume"
+                "the state file {shown} is not a list of resume positions ({why}); {}",
+                self.start_over
             ))
         };
         let value: Value = serde_json::from_str(&text).map_err(|e| bad(e.to_string()))?;

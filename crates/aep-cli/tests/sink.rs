@@ -204,3 +204,22 @@ fn a_relay_down_or_an_unwritable_directory() {
     r.stderr_has("a-file");
     run(&["sink", "--url", &dead_relay_url()]).expect(2); // --out is required
 }
+
+#[test]
+fn a_state_file_that_is_garbage_is_exit_6_with_a_remedy_sink_has() {
+    let dir = scratch();
+    let state = dir.path().join(".sink-state.json");
+    std::fs::write(&state, "{not json").unwrap();
+    let r = run(&[
+        "sink",
+        "--url",
+        &dead_relay_url(),
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    r.expect(6);
+    r.stderr_has(".sink-state.json");
+    r.stderr_has("remove it to start over");
+    // sink has no such flag: the remedy must not send the user to it
+    r.stderr_lacks("--no-resume");
+}

@@ -63,6 +63,8 @@ pub async fn run(args: Args) -> Outcome {
         args.state
             .clone()
             .unwrap_or_else(|| args.out.join(".sink-state.json")),
+        // sink has no --no-resume: the files keep the position of every session they hold
+        "remove it to start over; each session with a capture file resumes after its last line",
     );
     // the files are the authority; the state only speaks for sessions with no file
     let mut positions: BTreeMap<String, ResumePosition> = state

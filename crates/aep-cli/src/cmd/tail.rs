@@ -68,6 +68,9 @@ impl From<TransportArg> for aep::Transport {
     }
 }
 
+/// How a tail whose state file cannot be used starts over.
+const START_OVER: &str = "remove it or pass --no-resume";
+
 /// How often, at most, the state file is rewritten while events flow.
 const SAVE_EVERY: Duration = Duration::from_millis(250);
 
@@ -81,8 +84,10 @@ pub async fn run(args: Args) -> Outcome {
     }
     let state = match (&args.state, args.no_resume) {
         (_, true) => None,
-        (Some(path), false) => Some(StateFile::new(path)),
-        (None, false) => StateFile::default_path("tail-state.json").map(StateFile::new),
+        (Some(path), false) => Some(StateFile::new(path, START_OVER)),
+        (None, false) => {
+            StateFile::default_path("tail-state.json").map(|p| StateFile::new(p, START_OVER))
+        }
     };
     let mut opts = SubscribeOptions::new()
         .filter(filter)
