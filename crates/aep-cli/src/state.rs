@@ -67,9 +67,16 @@ impl StateFile {
                 .into_iter()
                 .map(|(session, at)| {
                     let field = |k: &str| at.get(k).and_then(Value::as_u64);
-                    match (field("epoch").or(Some(0)), field("seq")) {
+                    // a missing epoch is 0; one that is there must be a number
+                    let epoch = match at.get("epoch") {
+                        None => Some(0),
+                        Some(_) => field("epoch"),
+                    };
+                    match (epoch, field("seq")) {
                         (Some(epoch), Some(seq)) => Ok(ResumePosition::new(session, epoch, seq)),
-                        _ => Err(bad(format!("`{session}` has no seq"))),
+                        _ => Err(bad(format!(
+                            "`{session}` needs a seq and an epoch that are non-negative integers"
+                        ))),
                     }
                 })
                 .collect(),
@@ -91,5 +98,70 @@ impl StateFile {
         file.sync_all()?;
         drop(file);
         std::fs::rename(&tmp, &self.path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)] // a test: a panic is the failure report
+
+    use super::*;
+
+    fn load(text: &str) -> Result<Vec<ResumePosition>, Failure> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.json");
+        std::fs::write(&path, text).unwrap();
+        StateFile::new(&path, "start over").load()
+    }
+
+    #[test]
+    fn the_array_and_the_map_form_are_read() {
+        let saved = load(r#"[{"session":"a","epoch":2,"seq":7}]"#).unwrap();
+        assert_eq!(saved, [ResumePosition::new("a", 2, 7)]);
+        let saved = load(r#"{"a":{"epoch":2,"seq":7},"b":{"seq":1}}"#).unwrap();
+        assert_eq!(
+            saved,
+            [
+                ResumePosition::new("a", 2, 7),
+                ResumePosition::new("b", 0, 1)
+            ]
+        );
+    }
+
+    #[test]
+    fn garbage_is_exit_6_naming_the_file_and_how_to_start_over() {
+        for garbage in [
+            "",
+            "{not json",
+            "7",
+            r#"[{"session":"a"}]"#,
+            r#"{"a":{"epoch":1}}"#,
+            r#"{"a":{"epoch":"x","seq":3}}"#,
+            r#"{"a":{"epoch":-1,"seq":3}}"#,
+            r#"{"a":5}"#,
+        ] {
+            let e = load(garbage).expect_err(garbage);
+            assert_eq!(e.exit(), crate::exit::Exit::Input, "{garbage}");
+            let text = e.to_string();
+            assert!(
+                text.contains("state.json") && text.ends_with("; start over"),
+                "{garbage}: {text}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_missing_file_is_no_state_and_a_directory_is_unreadable() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = StateFile::new(dir.path().join("absent.json"), "start over");
+        assert_eq!(missing.load().unwrap(), []);
+        let e = StateFile::new(dir.path(), "start over")
+            .load()
+            .expect_err("a directory");
+        assert_eq!(e.exit(), crate::exit::Exit::Input);
+        assert!(
+            e.to_string().starts_with("cannot read the state file"),
+            "{e}"
+        );
     }
 }
