@@ -721,4 +721,41 @@ mod tests {
         assert_eq!(config.hello_timeout(), Duration::from_millis(250));
         assert!(RelayConfig::default().set("fsync", "sometimes").is_err());
     }
+
+    /// The `[default: ..]` each flag's help shows is the default `RelayConfig` has: the
+    /// help is written by hand beside `Default`, and a default changed in one place
+    /// only would have `--help` document a value the relay does not use.
+    #[test]
+    fn every_documented_default_is_the_configs_default() {
+        // defaults that are an absence, not a value `set` takes
+        let absent = [
+            ("token", "none"),
+            ("max-from", "max-sessions"),
+            ("data-dir", "memory only"),
+            ("subscription-ttl-ms", "never"),
+        ];
+        let default = format!("{:?}", RelayConfig::default());
+        for setting in SETTINGS {
+            let documented = setting
+                .help
+                .rsplit_once("[default: ")
+                .and_then(|(_, d)| d.strip_suffix(']'))
+                .unwrap_or_else(|| panic!("--{} documents no default", setting.flag));
+            if absent.contains(&(setting.flag, documented)) {
+                continue;
+            }
+            // `0.0.0.0, all interfaces`: the value, then what it means
+            let value = documented.split(',').next().unwrap_or(documented);
+            let mut config = RelayConfig::default();
+            config
+                .set(setting.flag, value)
+                .unwrap_or_else(|e| panic!("--{}'s documented default: {e}", setting.flag));
+            assert_eq!(
+                format!("{config:?}"),
+                default,
+                "--{} documents [default: {documented}]",
+                setting.flag
+            );
+        }
+    }
 }
