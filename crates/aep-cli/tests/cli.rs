@@ -60,6 +60,19 @@ fn help_lists_every_subcommand_and_the_exit_codes() {
 }
 
 #[test]
+fn help_never_shows_the_token_from_the_environment() {
+    for sub in SUBCOMMANDS {
+        let mut cmd = aep();
+        cmd.args([sub, "--help"])
+            .env("AEP_TOKEN", "s3cret-from-env")
+            .env("AEP_URL", "http://127.0.0.1:9");
+        let h = finish(spawn(cmd), b"", Duration::from_secs(30));
+        h.expect(0);
+        assert!(!h.stdout.contains("s3cret"), "{sub}:\n{}", h.stdout);
+    }
+}
+
+#[test]
 fn version() {
     let r = run(&["--version"]);
     r.expect(0);
