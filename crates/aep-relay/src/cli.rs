@@ -33,7 +33,23 @@ use crate::config::{Setting, SETTINGS};
 use crate::{ConfigError, RelayConfig, Server};
 
 /// The relay's flags, one per setting, each with its `AEP_*` variable; flatten it into
-/// a clap command (`#[command(flatten)]`).
+/// a clap command (`#[command(flatten)]`). `Debug` shows what was given, the token as
+/// `<redacted>`.
+///
+/// ```
+/// use clap::Parser;
+///
+/// #[derive(Parser)]
+/// struct Cli {
+///     #[command(flatten)]
+///     relay: aep_relay::cli::RelayArgs,
+/// }
+///
+/// let cli = Cli::try_parse_from(["relay", "--token", "s3cret", "--max-batch", "50"])?;
+/// assert!(!format!("{:?}", cli.relay).contains("s3cret"));
+/// assert_eq!(cli.relay.config()?.max_batch(), 50);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Default)]
 pub struct RelayArgs {
     /// (setting, value, whether it came from the environment), in table order.
@@ -55,7 +71,24 @@ impl fmt::Debug for RelayArgs {
 }
 
 impl RelayArgs {
-    /// The configuration: the defaults, overridden by each flag or variable given.
+    /// The configuration: the defaults, overridden by each flag or variable given. A
+    /// value clap let through is checked again here, so an error names the flag, or the
+    /// variable it came from.
+    ///
+    /// ```
+    /// use clap::Parser;
+    ///
+    /// #[derive(Parser)]
+    /// struct Cli {
+    ///     #[command(flatten)]
+    ///     relay: aep_relay::cli::RelayArgs,
+    /// }
+    ///
+    /// let config = Cli::try_parse_from(["relay", "--fsync", "always"])?.relay.config()?;
+    /// assert_eq!(config.fsync(), aep_relay::Fsync::Always);
+    /// assert_eq!(config.buffer(), aep_relay::RelayConfig::default().buffer());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn config(&self) -> Result<RelayConfig, ConfigError> {
         let mut config = RelayConfig::default();
         for (s, value, from_env) in &self.given {
@@ -121,13 +154,27 @@ impl Args for RelayArgs {
 }
 
 /// What `--help` of a relay binary says after the flags.
+///
+/// ```
+/// #[derive(clap::Parser)]
+/// #[command(after_help = aep_relay::cli::AFTER_HELP)]
+/// struct Cli {
+///     #[command(flatten)]
+///     relay: aep_relay::cli::RelayArgs,
+/// }
+/// ```
 pub const AFTER_HELP: &str = "\
 The first line of stdout is `PROGRAM listening on http://ADDR ...` (so --port 0 is usable).
 Logs go to stderr through tracing (RUST_LOG, default info). The token is never logged.
 SIGINT or SIGTERM drains the connections (up to --drain-timeout-ms) and exits 0.";
 
 /// Logs to stderr through `tracing` (`RUST_LOG`, default `info`), coloured only on a
-/// terminal. Call it once, before [`serve`].
+/// terminal. Call it once, before [`serve`]; a later call leaves the first in place.
+///
+/// ```
+/// aep_relay::cli::init_logging();
+/// tracing::info!("logged to stderr");
+/// ```
 pub fn init_logging() {
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -176,7 +223,15 @@ pub async fn serve(
     server.run(listener, shutdown).await
 }
 
-/// Resolves on SIGINT or SIGTERM (SIGINT alone where there is no SIGTERM).
+/// Resolves on SIGINT or SIGTERM (SIGINT alone where there is no SIGTERM): the
+/// `shutdown` of [`serve`].
+///
+/// ```no_run
+/// # async fn run() {
+/// aep_relay::cli::shutdown_signal().await;
+/// eprintln!("asked to stop: draining");
+/// # }
+/// ```
 pub async fn shutdown_signal() {
     #[cfg(unix)]
     {
