@@ -1,12 +1,13 @@
 //! `aep sink --out DIR`: durable capture, one JSONL file per session, positions
 //! committed only after the data is on disk.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use aep::protocol::resume::{Position, Positions};
 use aep::protocol::{Dedupe, Event};
 use aep::{ResumePosition, SubscribeOptions};
 use serde_json::json;
@@ -22,8 +23,9 @@ use crate::term;
 /// Writes are batched (at most 500 ms or 64 events) and each batch is fsynced before
 /// its positions are committed to the state file, so a crash leaves the state behind
 /// the files, never ahead. On restart a torn last line (a write cut by the crash) is cut
-/// off, and each session resumes after the last line its file holds: the relay replays
-/// what the files lost, and ids already written are not written again. SIGINT and
+/// off, and each session resumes after the highest `(epoch, seq)` its file holds (a
+/// backfill written later does not move it back, AEP-0003 §7): the relay replays what
+/// the files lost, and ids already written are not written again. SIGINT and
 /// SIGTERM flush, sync, save and exit 0.
 ///
 /// A session's file is `DIR/SESSION.jsonl`, the session name with every byte outside
@@ -64,19 +66,16 @@ pub async fn run(args: Args) -> Outcome {
             .clone()
             .unwrap_or_else(|| args.out.join(".sink-state.json")),
         // sink has no --no-resume: the files keep the position of every session they hold
-        "remove it to start over; each session with a capture file resumes after its last line",
+        "remove it to start over; each session with a capture file resumes from what its file holds",
     );
     // the files are the authority; the state only speaks for sessions with no file
-    let mut positions: BTreeMap<String, ResumePosition> = state
-        .load()?
-        .into_iter()
-        .map(|p| (p.session().to_owned(), p))
-        .collect();
+    let mut positions: Positions = state.load()?.into_iter().collect();
     for p in capture.recovered() {
-        positions.insert(p.session().to_owned(), p);
+        positions.remove(p.session());
+        positions.insert(p);
     }
-    capture.committed = positions.clone();
-    let resume: Vec<ResumePosition> = positions.into_values().collect();
+    let resume = positions.to_vec();
+    capture.committed = positions;
     let opts = SubscribeOptions::new().filter(filter);
     let opts = if args.from.is_some() {
         // `all` rides a request only while no position exists (AEP-0003 §5)
@@ -137,7 +136,9 @@ struct Capture {
     rotate: Option<u64>,
     files: HashMap<String, Open>,
     pending: Vec<Event>,
-    committed: BTreeMap<String, ResumePosition>,
+    /// Per session, the highest position written: a backfill below it (AEP-0003 §7)
+    /// is written but does not move it back.
+    committed: Positions,
     recovered: Vec<ResumePosition>,
     written_ids: Dedupe,
     written: u64,
@@ -164,7 +165,7 @@ impl Capture {
             rotate,
             files: HashMap::new(),
             pending: Vec::new(),
-            committed: BTreeMap::new(),
+            committed: Positions::new(),
             recovered: Vec::new(),
             written_ids: Dedupe::with_capacity(200_000),
             written: 0,
@@ -175,12 +176,10 @@ impl Capture {
             let Some(session) = live_session(&path) else {
                 continue;
             };
-            if let Some(last) = capture.recover(&path)? {
-                capture.recovered.push(ResumePosition::new(
-                    session,
-                    last.epoch(),
-                    last.seq().unwrap_or(0),
-                ));
+            if let Some(at) = capture.recover(&path)? {
+                capture
+                    .recovered
+                    .push(ResumePosition::new(session, at.epoch(), at.seq()));
             }
         }
         Ok(capture)
@@ -191,9 +190,10 @@ impl Capture {
         self.recovered.clone()
     }
 
-    /// Cuts a torn last line off `path` and returns the last event it holds, noting the
-    /// ids of its tail as written.
-    fn recover(&mut self, path: &Path) -> Result<Option<Event>, Failure> {
+    /// Cuts a torn last line off `path` and returns the highest position its tail
+    /// holds (not the last line's: that may be a backfill), noting the ids of the tail
+    /// as written.
+    fn recover(&mut self, path: &Path) -> Result<Option<Position>, Failure> {
         let mut file = OpenOptions::new()
             .read(true)
             .write(true)
@@ -225,16 +225,16 @@ impl Capture {
                 .map_err(|e| file_error(path, "repair", e))?;
             tail.truncate(keep);
         }
-        let mut last = None;
+        let mut highest = None;
         // the first line of a tail read from the middle may be partial: skip it
         let lines = tail.split(|b| *b == b'\n').skip(usize::from(start > 0));
         for line in lines.filter(|l| !l.is_empty()) {
             if let Ok(e) = Event::from_slice(line) {
                 self.written_ids.insert_event(&e);
-                last = Some(e);
+                highest = highest.max(Position::of(&e));
             }
         }
-        Ok(last)
+        Ok(highest)
     }
 
     fn take(&mut self, event: Event) {
@@ -265,12 +265,7 @@ impl Capture {
                 .write_all(line.as_bytes())
                 .map_err(|e| file_error(&open.path, "write", e))?;
             open.size += line.len() as u64;
-            if let Some(seq) = event.seq() {
-                self.committed.insert(
-                    session.clone(),
-                    ResumePosition::new(session.clone(), event.epoch(), seq),
-                );
-            }
+            self.committed.observe(&event);
             if !touched.contains(&session) {
                 touched.push(session);
             }
@@ -283,9 +278,8 @@ impl Capture {
                     .map_err(|e| file_error(&open.path, "sync", e))?;
             }
         }
-        let positions: Vec<ResumePosition> = self.committed.values().cloned().collect();
         state
-            .save(&positions)
+            .save(&self.committed.to_vec())
             .map_err(|e| file_error(state.path(), "write", e))
     }
 
@@ -373,7 +367,34 @@ fn live_session(path: &Path) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)] // a test: a panic is the failure report
+
     use super::*;
+
+    fn event(id: &str, seq: u64) -> Event {
+        Event::new(id, "tool.requested", "2026-07-03T10:00:00Z", "aep://t", "a")
+            .with_session("s")
+            .with_seq(seq)
+    }
+
+    #[test]
+    fn a_backfill_neither_moves_the_state_nor_the_recovery_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let state = StateFile::new(dir.path().join("state.json"), "start over");
+        let mut capture = Capture::open(dir.path(), None).unwrap();
+        capture.take(event("a", 5));
+        capture.take(event("b", 2)); // a backfill below the high-water mark
+        capture.flush(&state).unwrap();
+        assert_eq!(state.load().unwrap(), [ResumePosition::new("s", 0, 5)]);
+        assert_eq!(file_lines(&dir.path().join("s.jsonl")), 2, "both written");
+        drop(capture);
+        let reopened = Capture::open(dir.path(), None).unwrap();
+        assert_eq!(reopened.recovered(), [ResumePosition::new("s", 0, 5)]);
+    }
+
+    fn file_lines(path: &Path) -> usize {
+        std::fs::read_to_string(path).unwrap().lines().count()
+    }
 
     #[test]
     fn session_names_round_trip_through_file_names() {
