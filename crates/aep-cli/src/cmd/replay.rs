@@ -31,7 +31,9 @@ use crate::term;
 /// live agent. Agent-scoped events (no session) and events written into another
 /// emitter's session (`attention.routed`) are skipped too.
 ///
-/// Exit 0 emitted (or planned, with --dry-run); 1 aborted; 2 usage.
+/// Exit 0 emitted (or planned, with --dry-run); 1 aborted; 2 usage; 5 the relay is
+/// unreachable or refuses; 6 the capture cannot be read or holds a line that is not an
+/// event.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The capture (JSONL); `-` reads stdin.
