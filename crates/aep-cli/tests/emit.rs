@@ -7,7 +7,9 @@ mod common;
 
 use std::time::Duration;
 
-use common::{dead_relay_url, history, jsonl, line, relay, run, run_with, scratch, TOKEN};
+use common::{
+    dead_relay_url, history, jsonl, line, relay, run, run_with, scratch, scripted_relay, TOKEN,
+};
 use serde_json::{json, Value};
 
 fn emit(url: &str, extra: &[&str]) -> common::Run {
@@ -235,30 +237,6 @@ fn a_relay_that_stops_answering_is_exit_5_not_a_hang() {
     let summary: Value = serde_json::from_str(r.stdout.trim()).unwrap();
     assert_eq!(summary["delivered"], 0);
     assert_eq!(summary["lost"], summary["sent"]);
-}
-
-/// A server on `127.0.0.1:0` that reads each request and answers it with `answer`, or
-/// never answers at all (`None`): the connection is accepted, read, and held open.
-fn scripted_relay(answer: Option<&'static [u8]>) -> String {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { break };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 64 * 1024];
-                let Ok(_) = conn.read(&mut buf) else { return };
-                match answer {
-                    Some(bytes) => {
-                        let _ = conn.write_all(bytes);
-                    }
-                    None => while matches!(conn.read(&mut buf), Ok(n) if n > 0) {},
-                }
-            });
-        }
-    });
-    url
 }
 
 #[test]

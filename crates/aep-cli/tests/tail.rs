@@ -8,8 +8,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    aep, dead_relay_url, events, finish, relay, relay_with, run, scratch, seed, spawn, terminate,
-    TOKEN,
+    aep, dead_relay_url, events, finish, relay, relay_with, run, run_with, scratch, scripted_relay,
+    seed, spawn, terminate, TOKEN,
 };
 
 fn tail(url: &str, extra: &[&str]) -> common::Run {
@@ -167,6 +167,26 @@ fn an_unreachable_relay_or_a_refused_token_is_exit_5() {
         assert!(r.stderr.contains("401"), "{transport}: {}", r.stderr);
         r.stderr_lacks("wrong");
     }
+}
+
+#[test]
+fn a_relay_that_fails_or_never_answers_the_subscription_is_exit_5() {
+    let failing = scripted_relay(Some(
+        b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 4\r\nconnection: close\r\n\r\noops",
+    ));
+    let r = run(&["tail", "--url", &failing, "--no-resume", "--history"]);
+    r.expect(5);
+    r.stderr_has("500");
+    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+    // accepted and never answered: the subscription's connect timeout (30 s) ends it
+    let r = run_with(
+        &["tail", "--url", &scripted_relay(None), "--no-resume"],
+        b"",
+        Duration::from_secs(60),
+    );
+    r.expect(5);
+    r.stderr_has("cannot subscribe at http://127.0.0.1:");
+    assert!(r.stdout.is_empty(), "{}", r.stdout);
 }
 
 #[test]

@@ -257,6 +257,30 @@ pub fn dead_relay_url() -> String {
     url
 }
 
+/// A server on `127.0.0.1:0` that reads each request and answers it with `answer`, or
+/// never answers at all (`None`): the connection is accepted, read, and held open.
+pub fn scripted_relay(answer: Option<&'static [u8]>) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { break };
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 64 * 1024];
+                let Ok(_) = conn.read(&mut buf) else { return };
+                match answer {
+                    Some(bytes) => {
+                        let _ = conn.write_all(bytes);
+                    }
+                    None => while matches!(conn.read(&mut buf), Ok(n) if n > 0) {},
+                }
+            });
+        }
+    });
+    url
+}
+
 /// Sends SIGTERM to a child (a supervisor's stop), where there is one.
 pub fn terminate(child: &Child) {
     let status = Command::new("kill")
