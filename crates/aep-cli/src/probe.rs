@@ -3,14 +3,20 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
+use aep::protocol::frame::Discovery;
 
 use crate::args::RelayArgs;
 use crate::exit::{describe, Failure};
 
-/// The relay's discovery document; `None` from a relay that serves none (404) but
-/// answered. Unreachable, or refusing the token, is exit 5.
-pub async fn discovery(relay: &RelayArgs) -> Result<Option<Value>, Failure> {
+/// Largest discovery document read: the reference relay's is a few hundred bytes.
+const MAX_DOCUMENT: usize = 64 << 10;
+
+/// Whether an AEP relay answers at `relay` within 10 s: a discovery document
+/// (AEP-0003 §3.4), or a 404 from a relay that serves none, says it does. Unreachable,
+/// silent, refusing the token, any other status, or a success whose body is no
+/// discovery document (a web server on the wrong port, which would take the events
+/// and deliver them nowhere) is exit 5. No caller needs the document itself.
+pub async fn discovery(relay: &RelayArgs) -> Result<(), Failure> {
     let url = format!("{}/.well-known/aep", relay.base());
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
@@ -32,7 +38,7 @@ pub async fn discovery(relay: &RelayArgs) -> Result<Option<Value>, Failure> {
         return Err(refused(relay, status.as_u16()));
     }
     if status == reqwest::StatusCode::NOT_FOUND {
-        return Ok(None);
+        return Ok(());
     }
     if !status.is_success() {
         return Err(Failure::relay(format!(
@@ -40,8 +46,34 @@ pub async fn discovery(relay: &RelayArgs) -> Result<Option<Value>, Failure> {
             relay.base()
         )));
     }
-    let body = response.bytes().await.unwrap_or_default();
-    Ok(serde_json::from_slice(&body).ok())
+    let not_a_relay = |why: String| {
+        Failure::relay(format!(
+            "{} answered GET /.well-known/aep with no AEP discovery document (AEP-0003 §3.4: {why}); check that --url or AEP_URL is the relay's",
+            relay.base()
+        ))
+    };
+    let body = read_at_most(response, MAX_DOCUMENT)
+        .await
+        .map_err(not_a_relay)?;
+    serde_json::from_slice::<Discovery>(&body)
+        .map(drop)
+        .map_err(|e| not_a_relay(e.to_string()))
+}
+
+/// The body, refused past `limit` bytes rather than held whole.
+async fn read_at_most(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| describe(&e.without_url()))?
+    {
+        if body.len() + chunk.len() > limit {
+            return Err(format!("a body over {limit} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 /// The failure of a refused token.

@@ -256,6 +256,19 @@ fn a_relay_that_fails_discovery_or_never_answers_it_is_exit_5() {
         r.stderr_has("/.well-known/aep");
         assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
     }
+    // a web server on the wrong port: a success that is no discovery document, where
+    // the events would have been taken and delivered nowhere
+    let not_a_relay = scripted_relay(Some(
+        b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 15\r\nconnection: close\r\n\r\n<html>hi</html>",
+    ));
+    for args in [vec!["emit", f], vec!["emit", "--type", "agent.heartbeat"]] {
+        let mut args = args.clone();
+        args.extend(["--url", &not_a_relay]);
+        let r = run(&args);
+        r.expect(5);
+        r.stderr_has("no AEP discovery document");
+        assert!(r.stdout.is_empty(), "nothing sent: {}", r.stdout);
+    }
     // accepted and never answered: the probe's own timeout ends it, not the deadline
     let r = run_with(
         &["emit", f, "--url", &scripted_relay(None)],
