@@ -62,6 +62,13 @@ pub enum TransportErrorKind {
     /// A payload arrived but is not a decodable event or frame. The payload is dropped
     /// and reported; the stream goes on.
     Parse,
+    /// The endpoint refused, in-band on an open connection, an event written to it (a
+    /// WebSocket `error` frame whose `cause` names the event).
+    Refused {
+        /// Whether the same event may be taken if sent again
+        /// ([`IngestRefusal`](aep_core::frame::IngestRefusal)).
+        transient: bool,
+    },
 }
 
 impl TransportError {
@@ -133,6 +140,27 @@ impl TransportError {
     pub fn http(status: u16, message: impl Into<String>) -> Self {
         TransportError {
             kind: TransportErrorKind::Http { status },
+            detail: Detail::Other,
+            message: message.into(),
+            source: None,
+        }
+    }
+
+    /// An endpoint's in-band refusal of an event written to it, by the `error` frame's
+    /// `code`: retryable as [`IngestRefusal::of_code`](aep_core::frame::IngestRefusal::of_code)
+    /// says.
+    ///
+    /// ```
+    /// use aep_core::frame::ErrorCode;
+    /// let full = aep_async::TransportError::refused(&ErrorCode::LimitExceeded, "disk full");
+    /// assert!(full.is_retryable());
+    /// let bad = aep_async::TransportError::refused(&ErrorCode::from("invalid-event"), "no time");
+    /// assert!(!bad.is_retryable());
+    /// ```
+    pub fn refused(code: &aep_core::frame::ErrorCode, message: impl Into<String>) -> Self {
+        let transient = aep_core::frame::IngestRefusal::of_code(code).is_transient();
+        TransportError {
+            kind: TransportErrorKind::Refused { transient },
             detail: Detail::Other,
             message: message.into(),
             source: None,
@@ -224,11 +252,15 @@ impl TransportError {
         matches!(self.status(), Some(400..=499))
     }
 
-    /// Whether sending the same request again may succeed (network failures and 5xx).
+    /// Whether sending the same request again may succeed: network failures, and
+    /// refusals [`IngestRefusal`](aep_core::frame::IngestRefusal) calls transient (a
+    /// 5xx, `limit-exceeded`).
     pub fn is_retryable(&self) -> bool {
+        use aep_core::frame::IngestRefusal;
         match self.kind {
             TransportErrorKind::Network => true,
-            TransportErrorKind::Http { status } => status >= 500,
+            TransportErrorKind::Http { status } => IngestRefusal::of_status(status).is_transient(),
+            TransportErrorKind::Refused { transient } => transient,
             TransportErrorKind::Parse => false,
         }
     }
@@ -257,6 +289,7 @@ impl fmt::Display for TransportError {
             TransportErrorKind::Network => write!(f, "network: {}", self.message),
             TransportErrorKind::Http { status } => write!(f, "HTTP {status}: {}", self.message),
             TransportErrorKind::Parse => write!(f, "parse: {}", self.message),
+            TransportErrorKind::Refused { .. } => write!(f, "refused: {}", self.message),
         }
     }
 }

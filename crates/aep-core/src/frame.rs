@@ -61,7 +61,7 @@ mod subscribe;
 
 pub use decode::{decode, decode_slice, is_event_type, DecodeError, FrameError, Message};
 pub use discovery::{Discovery, Endpoints};
-pub use error::{CommandRefusal, ErrorCode, ErrorFrame, SubscribeRefusal};
+pub use error::{CommandRefusal, ErrorCode, ErrorFrame, IngestRefusal, SubscribeRefusal};
 pub use hello::{
     Acceptance, Capabilities, ControlCapability, Hello, Identity, ReplayCapability, Role,
 };

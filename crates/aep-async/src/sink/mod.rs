@@ -128,7 +128,8 @@ pub struct DeliveryStats {
     /// `pong` to a `ping` written after them (or, from a relay that answers none within
     /// the connect timeout, written); for a file, written.
     pub delivered: u64,
-    /// Events refused for good (a 4xx, or retries given up).
+    /// Events refused for good (a 4xx or a WebSocket `error` frame refusing the event,
+    /// or retries given up).
     pub rejected: u64,
     /// Events dropped by the bounded queue under pressure (AEP-0003 §8.4).
     pub dropped: u64,
@@ -152,7 +153,8 @@ impl DeliveryStats {
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum DeliveryReport {
-    /// A batch failed with a network error or a 5xx and will be sent again, same ids.
+    /// A batch failed with a network error or a 5xx (over WebSocket, the relay refused
+    /// an event for now: `limit-exceeded`) and will be sent again, same ids.
     Retrying {
         /// What went wrong.
         error: TransportError,
@@ -161,7 +163,8 @@ pub enum DeliveryReport {
         /// The attempt that failed (1 for the first).
         attempt: u32,
     },
-    /// The endpoint refused a batch with a 4xx: final, the events are lost.
+    /// The endpoint refused a batch with a 4xx (over WebSocket, an `error` frame such as
+    /// `invalid-event` naming the event): final, the events are lost.
     Rejected {
         /// The refusal.
         error: TransportError,
@@ -194,8 +197,8 @@ pub enum DeliveryReport {
         /// Events that were never delivered.
         events: u64,
     },
-    /// Something the endpoint sent could not be used (a WebSocket error frame, an
-    /// undecodable frame); nothing was lost.
+    /// Something the endpoint sent could not be used (a WebSocket error frame that
+    /// names no event waiting for confirmation, an undecodable frame); nothing was lost.
     Endpoint {
         /// What arrived.
         error: TransportError,

@@ -723,7 +723,7 @@ impl Outbox {
 
     /// Settles events given up on (retries out of time): lost, counted as rejected, and
     /// no progress, so a sink that only gives up stays idle for [`reserve`](Self::reserve).
-    #[cfg(feature = "http")]
+    #[cfg(any(feature = "http", feature = "ws"))]
     pub(crate) fn give_up(&self, events: u64) {
         {
             let mut st = self.lock();

@@ -8,14 +8,14 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use aep_core::frame::{Frame, Message as AepMessage, Role};
+use aep_core::frame::{ErrorFrame, Frame, IngestRefusal, Message as AepMessage, Role};
 use aep_core::{Event, EventType};
 use futures::stream::SplitSink;
 use futures::{FutureExt, SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use tracing::Instrument;
 
-use super::confirm::Unconfirmed;
+use super::confirm::{Settled, Unconfirmed};
 use super::{
     default_handler, AbandonGuard, Claim, DeliveryReport, DeliveryStats, Outbox, ReportHandler,
     ReserveFuture, Sink, SinkFuture,
@@ -161,8 +161,13 @@ impl WsSinkBuilder {
             outbox: outbox.clone(),
             unsent: Vec::new(),
             claims: HashMap::new(),
-            unconfirmed: Unconfirmed::new(self.queue_capacity, self.connect_timeout),
+            unconfirmed: Unconfirmed::new(
+                self.queue_capacity,
+                self.connect_timeout,
+                (self.backoff_initial, self.backoff_max),
+            ),
             flush_waits: false,
+            last_refusal: None,
             cfg: self,
         };
         runtime.spawn(worker.run().instrument(span));
@@ -180,8 +185,14 @@ impl WsSinkBuilder {
 /// after its writes the sink sends a `ping` (one at a time, at most one per 5 ms unless
 /// a `flush` or `close` waits for delivery); a relay reads a
 /// connection's messages in order and answers the `ping` after the events before it,
-/// so its `pong` says those events were taken (by this crate's relay: stored, or
-/// refused with an `error` frame). Events count as delivered ([`DeliveryStats`],
+/// so its `pong` says those events were taken (by this crate's relay: stored), except
+/// those it refused before it with an `error` frame whose `cause` is the event's `id`:
+/// such an event is written again, same bytes, after the reconnect delay when the
+/// refusal is transient (`limit-exceeded`, a full disk: a [`DeliveryReport::Retrying`]
+/// each time) and counted rejected when it is not (`invalid-event`: a
+/// [`DeliveryReport::Rejected`]), as an HTTP sink treats a 5xx and a 4xx
+/// ([`IngestRefusal`](aep_core::frame::IngestRefusal)); at `close`, what is still
+/// refused after the connect timeout is given up ([`DeliveryReport::GaveUp`]). Events count as delivered ([`DeliveryStats`],
 /// `flush`, `close`) once confirmed; from a relay that leaves a `ping` unanswered for
 /// the connect timeout (it may not answer them), once that passes. Events not confirmed
 /// (at most `queue_capacity` of them) are written again, same bytes and ids, first
@@ -287,6 +298,8 @@ struct Worker {
     unconfirmed: Unconfirmed,
     /// A `flush` waits for what was taken: its confirmation is asked for at once.
     flush_waits: bool,
+    /// The last transient refusal of an event, for the report of giving up at close.
+    last_refusal: Option<TransportError>,
 }
 
 /// How many inbound messages already received are handled before the sink writes: the
@@ -495,11 +508,14 @@ impl Worker {
             tokio::select! {
                 () = tokio::time::sleep_until(timer.unwrap_or_else(Instant::now)), if timer.is_some() => {
                     if self.unconfirmed.deadline().is_some_and(|by| by <= Instant::now()) {
-                        let n = self.unconfirmed.presume_taken();
-                        tracing::debug!(events = n, "no pong within the connect timeout; counted as delivered");
-                        self.outbox.settle(n, 0);
-                    } else if self.ask_confirmation(&mut write, false).await? {
-                        write.flush().await.map_err(ws_error)?;
+                        let settled = self.unconfirmed.presume_taken();
+                        tracing::debug!(events = settled.delivered, "no pong within the connect timeout; counted as delivered");
+                        self.settle(&settled);
+                    } else {
+                        let again = self.write_again(&mut write, false).await?;
+                        if self.ask_confirmation(&mut write, again).await? {
+                            write.flush().await.map_err(ws_error)?;
+                        }
                     }
                 }
                 () = self.outbox.wait_for_work() => {
@@ -559,25 +575,118 @@ impl Worker {
         write: &mut SplitSink<WsStream, Message>,
         read: &mut futures::stream::SplitStream<WsStream>,
     ) -> Result<(), TransportError> {
+        // events the relay keeps refusing for now are chased this long, no longer
+        let give_up_at = Instant::now() + self.cfg.connect_timeout;
         while self.unconfirmed.uncounted() > 0 {
-            if self.ask_confirmation(write, true).await? {
+            let again = self.write_again(write, false).await?;
+            if self.ask_confirmation(write, true).await? || again {
                 write.flush().await.map_err(ws_error)?;
             }
-            let deadline = self.unconfirmed.deadline().unwrap_or_else(Instant::now);
-            let Ok(msg) = tokio::time::timeout_at(deadline, read.next()).await else {
-                let n = self.unconfirmed.presume_taken();
-                tracing::warn!(
-                    events = n,
-                    "closing without the relay's confirmation of the last events"
-                );
-                self.outbox.settle(n, 0);
-                return Ok(());
-            };
-            if self.read_one(msg, write).await? {
-                write.flush().await.map_err(ws_error)?;
+            let wake = self
+                .unconfirmed
+                .timer()
+                .map_or(give_up_at, |at| at.min(give_up_at));
+            match tokio::time::timeout_at(wake, read.next()).await {
+                Ok(msg) => {
+                    if self.read_one(msg, write).await? {
+                        write.flush().await.map_err(ws_error)?;
+                    }
+                }
+                Err(_)
+                    if wake >= give_up_at
+                        || self.unconfirmed.deadline().is_some_and(|by| by <= wake) =>
+                {
+                    let settled = self.unconfirmed.presume_taken();
+                    tracing::warn!(
+                        events = settled.delivered,
+                        "closing without the relay's confirmation of the last events"
+                    );
+                    self.settle(&settled);
+                    let lost = self.unconfirmed.give_up();
+                    if lost > 0 {
+                        let error = self.last_refusal.as_ref().map_or_else(
+                            || TransportError::network_msg("refused by the relay for now"),
+                            TransportError::copy,
+                        );
+                        (self.outbox.report)(DeliveryReport::GaveUp {
+                            error,
+                            events: lost as usize,
+                        });
+                        self.outbox.give_up(lost);
+                    }
+                    return Ok(());
+                }
+                // refused events are due to be written again
+                Err(_) => {}
             }
         }
         Ok(())
+    }
+
+    /// Writes (without flushing) the events the relay refused for now, once their delay
+    /// has passed (`urgent`: at once); says whether it wrote any.
+    async fn write_again(
+        &mut self,
+        write: &mut SplitSink<WsStream, Message>,
+        urgent: bool,
+    ) -> Result<bool, TransportError> {
+        let again = self.unconfirmed.due(urgent);
+        if again.is_empty() {
+            return Ok(false);
+        }
+        for (text, _) in &again {
+            write
+                .feed(Message::Text(text.clone()))
+                .await
+                .map_err(ws_error)?;
+        }
+        tracing::debug!(events = again.len(), "refused events written again");
+        let let_go = self.unconfirmed.written(again);
+        self.outbox.settle(let_go, 0);
+        Ok(true)
+    }
+
+    /// Counts what the relay settled; what it refused for now waits to be written again.
+    fn settle(&self, settled: &Settled) {
+        self.outbox.settle(settled.delivered, settled.rejected);
+    }
+
+    /// An `error` frame whose `cause` names an event waiting for confirmation: that
+    /// event is not delivered (AEP-0003 §3.5: the relay handled it and did not store
+    /// it). Reported now, settled when the `pong` after it comes. Says whether it named
+    /// such an event.
+    fn refusal(&mut self, e: &ErrorFrame) -> bool {
+        let Some(cause) = e.cause.as_deref() else {
+            return false;
+        };
+        let how = IngestRefusal::of_code(&e.code);
+        if !self.unconfirmed.refused(cause, how) {
+            return false;
+        }
+        let error = TransportError::refused(
+            &e.code,
+            format!(
+                "the relay did not take event {cause}: {} {}",
+                e.code.as_str(),
+                e.detail.as_deref().unwrap_or_default()
+            ),
+        );
+        match how {
+            IngestRefusal::Transient => {
+                tracing::info!(%error, "event refused for now; writing it again later, same id");
+                self.last_refusal = Some(error.copy());
+                (self.outbox.report)(DeliveryReport::Retrying {
+                    error,
+                    events: 1,
+                    attempt: self.unconfirmed.retries() + 1,
+                });
+            }
+            IngestRefusal::Permanent => {
+                tracing::warn!(%error, "event rejected");
+                (self.outbox.report)(DeliveryReport::Rejected { error, events: 1 });
+            }
+        }
+        true
     }
 
     /// Handles one read from the socket; queues (without flushing) any reply, and says
@@ -631,6 +740,7 @@ impl Worker {
                 }
                 None
             }
+            AepMessage::Frame(Frame::Error(e)) if self.refusal(&e) => None,
             AepMessage::Frame(Frame::Error(e)) => {
                 (self.outbox.report)(DeliveryReport::Endpoint {
                     error: TransportError::network_msg(format!(
@@ -642,8 +752,8 @@ impl Worker {
                 None
             }
             AepMessage::Frame(Frame::Pong(pong)) => {
-                let confirmed = self.unconfirmed.pong(pong.t.as_ref());
-                self.outbox.settle(confirmed, 0);
+                let settled = self.unconfirmed.pong(pong.t.as_ref());
+                self.settle(&settled);
                 None
             }
             // other frames (unknown ones included) are ignored (AEP-0003 §2)

@@ -1,5 +1,6 @@
 //! The `error` frame and its codes: the closed subscribe-refusal set (AEP-0003 §6.5),
-//! the command-path codes (AEP-0004 §4.2) and the connection refusals (AEP-0003 §3.5, §4).
+//! the command-path codes (AEP-0004 §4.2) and the connection refusals (AEP-0003 §3.5, §4),
+//! and what an emitter does with an event an endpoint refused ([`IngestRefusal`]).
 
 use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
@@ -120,6 +121,57 @@ impl ErrorCode {
             .iter()
             .copied()
             .find(|r| ErrorCode::from(*r) == *self)
+    }
+}
+
+/// What an emitter does with events an endpoint refused: send them again with the same
+/// ids, or count them rejected for good. One rule for both emitting bindings: a
+/// failure of the endpoint (an HTTP `5xx`; over WebSocket `limit-exceeded`, an endpoint
+/// resource such as its disk running out) may pass, and the at-least-once contract
+/// sends the same event again (AEP-0003 §3.2 rule 4, AEP-0001 §7.4); a refusal of the
+/// event itself (a `4xx`, `invalid-event`, `bad-json`, `unauthorized`, a code this
+/// crate does not know) is final, and sending the same bytes again is refused again.
+///
+/// ```
+/// use aep_core::frame::{ErrorCode, IngestRefusal};
+/// assert_eq!(IngestRefusal::of_status(507), IngestRefusal::Transient);
+/// assert_eq!(IngestRefusal::of_status(400), IngestRefusal::Permanent);
+/// assert_eq!(IngestRefusal::of_code(&ErrorCode::LimitExceeded), IngestRefusal::Transient);
+/// assert!(!IngestRefusal::of_code(&ErrorCode::from("invalid-event")).is_transient());
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum IngestRefusal {
+    /// The endpoint could not take the events now: send them again, same ids.
+    Transient,
+    /// The endpoint refused the events themselves: count them rejected.
+    Permanent,
+}
+
+impl IngestRefusal {
+    /// An HTTP ingest's refusing status: a `5xx` is the server's failure, anything
+    /// else (a `4xx`: invalid, unauthorized, too large) the request's (AEP-0003 §3.2
+    /// rules 3 and 4).
+    pub fn of_status(status: u16) -> IngestRefusal {
+        if status >= 500 {
+            IngestRefusal::Transient
+        } else {
+            IngestRefusal::Permanent
+        }
+    }
+
+    /// The code of an `error` frame refusing an event written on a WebSocket: only
+    /// `limit-exceeded` (an endpoint resource limit, AEP-0003 §6.5) is the endpoint's
+    /// state rather than the event's, as a `5xx` (`507` for a full disk) is over HTTP.
+    pub fn of_code(code: &ErrorCode) -> IngestRefusal {
+        match code {
+            ErrorCode::LimitExceeded => IngestRefusal::Transient,
+            _ => IngestRefusal::Permanent,
+        }
+    }
+
+    /// Whether the same events may be taken if sent again.
+    pub fn is_transient(self) -> bool {
+        self == IngestRefusal::Transient
     }
 }
 
