@@ -27,7 +27,7 @@
 use std::fmt;
 
 use aep_core::event::{check_extension_name, ExtensionError};
-use aep_core::{Capture, Event, Severity};
+use aep_core::{percent, Capture, Event, Severity};
 use serde::de::{self, MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -966,38 +966,14 @@ fn parsed<T: std::str::FromStr>(
 /// Percent-encodes a header value as the CloudEvents HTTP binding §3.1.3.2 asks: space,
 /// `"`, `%` and every byte outside printable ASCII.
 fn percent_encode(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for &b in value.as_bytes() {
-        if (0x21..=0x7e).contains(&b) && b != b'"' && b != b'%' {
-            out.push(char::from(b));
-        } else {
-            out.push('%');
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0xf)]));
-        }
-    }
-    out
+    percent::encode(value.as_bytes(), |b| {
+        (0x21..=0x7e).contains(&b) && b != b'"' && b != b'%'
+    })
 }
-
-const HEX: &[u8; 16] = b"0123456789ABCDEF";
 
 /// The inverse of [`percent_encode`]; `None` for a broken escape or non-UTF-8 bytes.
 fn percent_decode(value: &str) -> Option<String> {
-    let bytes = value.trim().as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while let Some(&b) = bytes.get(i) {
-        if b == b'%' {
-            let hex = bytes.get(i + 1..i + 3)?;
-            let text = std::str::from_utf8(hex).ok()?;
-            out.push(u8::from_str_radix(text, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(b);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
+    percent::decode(value.trim())
 }
 
 #[cfg(test)]

@@ -53,6 +53,7 @@ pub mod gating;
 pub mod level;
 mod names;
 pub mod payload;
+pub mod percent;
 pub mod projection;
 pub mod redact;
 pub mod resume;

@@ -33,7 +33,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use crate::Event;
+use crate::{percent, Event};
 
 /// One point of a session's stream: `(epoch, seq)`, ordered epoch first, then seq
 /// (AEP-0001 §7). An absent `epoch` attribute is epoch 0.
@@ -609,12 +609,6 @@ impl FromStr for ResumePosition {
     }
 }
 
-/// Bytes kept as-is in a `from` value: RFC 3986 unreserved. Every other byte is
-/// `%XX`, so the value survives any query parser.
-fn is_unreserved(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~')
-}
-
 /// Counts the percent-encoded length of what is written to it.
 struct EncodedLen(usize);
 
@@ -622,7 +616,7 @@ impl io::Write for EncodedLen {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
         self.0 += buf
             .iter()
-            .map(|&b| if is_unreserved(b) { 1 } else { 3 })
+            .map(|&b| if percent::unreserved(b) { 1 } else { 3 })
             .sum::<usize>();
         Ok(buf.len())
     }
@@ -647,20 +641,11 @@ impl io::Write for EncodedLen {
 /// );
 /// ```
 pub fn encode_from(positions: &[ResumePosition]) -> String {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     // Serializing plain strings and integers into a Vec cannot fail.
     let json = serde_json::to_vec(positions).unwrap_or_default();
-    let mut out = String::with_capacity(json.len() * 2);
-    for b in json {
-        if is_unreserved(b) {
-            out.push(char::from(b));
-        } else {
-            out.push('%');
-            out.push(char::from(HEX[usize::from(b >> 4)]));
-            out.push(char::from(HEX[usize::from(b & 0xf)]));
-        }
-    }
-    out
+    // every byte outside RFC 3986 unreserved as `%XX`, so the value survives any query
+    // parser
+    percent::encode(&json, percent::unreserved)
 }
 
 /// The latest position per session, as a subscriber tracks it while events arrive;

@@ -335,15 +335,9 @@ impl Capture {
 /// A session name as a file name: `[A-Za-z0-9_-]` as is, every other byte `%XX`, so
 /// no name climbs out of the directory and a live file has no dot in its stem.
 pub fn file_stem(session: &str) -> String {
-    let mut out = String::with_capacity(session.len());
-    for b in session.bytes() {
-        if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
-            out.push(b as char);
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
+    aep::protocol::percent::encode(session.as_bytes(), |b| {
+        b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+    })
 }
 
 /// The session of a live capture file (`STEM.jsonl`, no dot in the stem); rotated
@@ -355,14 +349,7 @@ fn live_session(path: &Path) -> Option<String> {
         return None;
     }
     // every `%` starts the two hex digits of one byte, as `file_stem` wrote it
-    let mut parts = stem.split('%');
-    let mut out = parts.next()?.as_bytes().to_vec();
-    for part in parts {
-        let (hex, rest) = part.split_at_checked(2)?;
-        out.push(u8::from_str_radix(hex, 16).ok()?);
-        out.extend_from_slice(rest.as_bytes());
-    }
-    String::from_utf8(out).ok()
+    aep::protocol::percent::decode(stem)
 }
 
 #[cfg(test)]
