@@ -24,6 +24,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+use aep_core::payload::truthy;
 use aep_core::{Event, Severity};
 use serde_json::{json, Map, Value};
 
@@ -375,19 +376,6 @@ pub fn to_ocsf(event: &Event, options: &OcsfOptions) -> Result<Option<OcsfRecord
         unmapped.insert("data".to_owned(), Value::Object(d.clone()));
     }
     Ok(Some(OcsfRecord(r)))
-}
-
-/// Whether a JSON value is "present" as the projection reads a call id: not null,
-/// false, zero, or empty.
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64() != Some(0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
 }
 
 /// The authority of a `scheme://authority/...` URI (§4.3 `device.hostname`).

@@ -9,6 +9,7 @@
 
 use std::path::Path;
 
+use aep_core::payload::truthy;
 use aep_core::types::lookup;
 use aep_core::validate::validate_payload;
 use regex::Regex;
@@ -151,18 +152,6 @@ fn at<'a>(v: &'a Value, path: &[&str]) -> &'a Value {
 /// An event's `type` (empty when it has none).
 fn ty(v: &Value) -> &str {
     at(v, &["type"]).as_str().unwrap_or("")
-}
-
-/// Python's truthiness.
-fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64() != Some(0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
 }
 
 /// Python's `key not in d` for a dict `d`.

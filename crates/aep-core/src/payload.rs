@@ -35,6 +35,28 @@ mod registered;
 
 pub use registered::*;
 
+/// Whether a payload value counts as present where the mappings read one (AEP-0005:
+/// a tool's `call_id`, a schema's `data`): not `null`, `false`, zero, or empty. This is
+/// the reference mappings' (Python's) truthiness, which the bridge and the conformance
+/// checks of its mappings both follow.
+///
+/// ```
+/// use aep_core::payload::truthy;
+/// use serde_json::json;
+/// assert!(truthy(&json!("t_91")) && truthy(&json!([0])) && truthy(&json!(0.5)));
+/// assert!(!truthy(&json!(null)) && !truthy(&json!("")) && !truthy(&json!(0)) && !truthy(&json!({})));
+/// ```
+pub fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64() != Some(0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
 /// A generated payload type and the registered type it belongs to.
 ///
 /// ```
