@@ -1,6 +1,6 @@
 //! The Python SDK's `tests/smoke_testing.py` scenarios: the doubles (MemorySink,
-//! ScriptedSource, ControlStub on both sides of AEP-0004) and the state projection over
-//! the golden corpus in `fixtures/projection/`. Relay-free.
+//! ScriptedSource, ControlStub on both sides of AEP-0004). Relay-free. Its projection
+//! scenarios are aep-core's, tested there (`crates/aep-core/tests/projection.rs`).
 #![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
@@ -9,21 +9,9 @@ use aep_async::Emitter;
 use aep_core::control::{
     CommandDelivery, ControlSender, ControlTarget, Decision, NackReason, SendPolicy, TargetOutput,
 };
-use aep_core::projection::{project_state, StateProjection};
 use aep_core::Event;
 use aep_testing::{ControlStub, MemorySink, ScriptedSource};
-use serde_json::{json, Value};
-
-const EVENTS: &str = include_str!("../../../fixtures/projection/events.jsonl");
-const EXPECTED: &str = include_str!("../../../fixtures/projection/expected.json");
-
-fn corpus() -> Vec<Event> {
-    EVENTS
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.parse().unwrap())
-        .collect()
-}
+use serde_json::json;
 
 #[test]
 fn memory_sink_records_emitter_built_events_in_order_and_clears() {
@@ -261,77 +249,6 @@ fn control_stub_roster_reply_round_trips_as_a_frame() {
         .as_ref()
         .unwrap()
         .accepts("control.pause"));
-}
-
-#[test]
-fn projection_batch_equals_the_golden_state() {
-    let expected: Value = serde_json::from_str(EXPECTED).unwrap();
-    let state = serde_json::to_value(project_state(&corpus())).unwrap();
-    assert_eq!(state, expected["state"]);
-}
-
-#[test]
-fn projection_sort_repairs_a_reversed_alpha_subset() {
-    let alpha: Vec<Event> = corpus()
-        .into_iter()
-        .filter(|e| {
-            e.session() == Some("s-alpha")
-                && matches!(
-                    e.source(),
-                    "aep://corpus/adapter-a" | "aep://corpus/adapter-b"
-                )
-        })
-        .collect();
-    let reversed: Vec<Event> = alpha.iter().rev().cloned().collect();
-    assert_eq!(project_state(&reversed), project_state(&alpha));
-}
-
-#[test]
-fn projection_incremental_reports_epoch_regression() {
-    let base = |id: &str, epoch, time: &str| {
-        Event::new(id, "log.emitted", time, "aep://corpus/adapter-x", "agent-x")
-            .with_session("s-x")
-            .with_epoch(epoch)
-            .with_seq(0)
-    };
-    let mut inc = StateProjection::new();
-    inc.apply(&base("ev-x-00", 1, "2026-07-22T07:00:00.000Z"));
-    inc.apply(&base("ev-x-01", 0, "2026-07-22T07:00:01.000Z"));
-    assert!(inc
-        .state()
-        .violations()
-        .iter()
-        .any(|v| v.rule() == "epoch-regression"));
-}
-
-#[test]
-fn projection_answered_does_not_clear_pending() {
-    let mut ans = StateProjection::new();
-    for ev in corpus() {
-        ans.apply(&ev);
-        if ev.id() == "ev-a-05" {
-            break;
-        }
-    }
-    let state = ans.state();
-    let alpha = state.session("aep://corpus/adapter-a", "s-alpha").unwrap();
-    assert!(alpha.pending().iter().any(|p| p.id() == "ev-a-04"));
-}
-
-#[test]
-fn projection_folds_no_session_for_commands_or_agent_events() {
-    let corpus = corpus();
-    let find = |id: &str| corpus.iter().find(|e| e.id() == id).unwrap();
-    let mut only_cmd = StateProjection::new();
-    only_cmd.apply(find("ev-cmd-01"));
-    let mut only_presence = StateProjection::new();
-    only_presence.apply(find("ev-agent-00"));
-    assert!(only_cmd.state().sessions().is_empty());
-    assert!(only_presence.state().sessions().is_empty());
-    assert!(!project_state(&corpus)
-        .sessions()
-        .iter()
-        .any(|s| s.source() == "aep://corpus/mc"));
 }
 
 #[test]
