@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use aep_async::{subscribe, Emitter, Sink, SubscribeOptions, WsSink};
 use aep_core::Event;
+use aep_test_support::disk::{dev_full_or_skip, TempDir};
 use aep_test_support::events::session_id;
 use aep_test_support::relay::TestRelay;
 use aep_test_support::wait::Recorder;
@@ -19,23 +20,6 @@ use serde_json::json;
 
 const TOKEN: &str = "t";
 const MS: fn(u64) -> Duration = Duration::from_millis;
-
-/// A directory of its own, removed on drop.
-struct TempDir(PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        let dir = std::env::temp_dir().join(format!("aep-ws-refusals-{}", ulid::Ulid::new()));
-        std::fs::create_dir_all(&dir).unwrap();
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
 
 /// The ids of every event `relay` holds, read back with a replay of everything.
 async fn held(relay: &str) -> Vec<String> {
@@ -72,17 +56,13 @@ fn sink(relay: &TestRelay, reports: &Recorder) -> WsSink {
 #[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_event_the_relay_could_not_store_is_written_again_until_stored() {
-    let full = Path::new("/dev/full").exists();
-    if cfg!(target_os = "linux") {
-        assert!(full, "Linux without /dev/full");
-    } else if !full {
-        eprintln!("skipped: the full-disk test because it needs /dev/full (Linux)");
+    if !dev_full_or_skip("the full-disk test") {
         return;
     }
-    let dir = TempDir::new();
+    let dir = TempDir::new("ws-refusals");
     let config = aep_relay::RelayConfig::default()
         .with_token(TOKEN)
-        .with_data_dir(&dir.0);
+        .with_data_dir(&dir.path());
     let relay = TestRelay::start(config).await.unwrap();
     let reports = Recorder::default();
     let emitter = Emitter::new("a", "h", sink(&relay, &reports));
@@ -96,7 +76,7 @@ async fn an_event_the_relay_could_not_store_is_written_again_until_stored() {
     assert_eq!(emitter.stats().delivered, 1, "{:?}", reports.all());
 
     // the session's journal now lives on a disk that takes no byte
-    let file = journal_file(&dir.0);
+    let file = journal_file(&dir.path());
     let kept = std::fs::read(&file).unwrap();
     std::fs::remove_file(&file).unwrap();
     std::os::unix::fs::symlink("/dev/full", &file).unwrap();

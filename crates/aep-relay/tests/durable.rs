@@ -6,34 +6,21 @@ mod common;
 use common::*;
 use serde_json::{json, Value};
 
-struct TempDir(std::path::PathBuf);
-
-impl TempDir {
-    fn new() -> TempDir {
-        let dir = std::env::temp_dir().join(format!("aep-relay-test-{}", id()));
-        TempDir(dir)
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
+use aep_test_support::disk::{dev_full_or_skip, TempDir};
 
 #[tokio::test]
 async fn resume_after_a_restart_loses_nothing_that_fit_in_the_buffer() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("relay-test");
     let (a, b) = (session(), session());
     let batch: Vec<Value> = (0..12).map(|i| ev("progress.status", &a, i)).collect();
     {
-        let relay = builder().data_dir(&dir.0).start().await.unwrap();
+        let relay = builder().data_dir(dir.path()).start().await.unwrap();
         post_ndjson(&relay, &batch).await;
         post_json(&relay, &ev("session.started", &b, 0)).await;
         post_json(&relay, &batch[11]).await; // a duplicate: admitted once
         relay.shutdown().await.unwrap();
     }
-    let relay = builder().data_dir(&dir.0).start().await.unwrap();
+    let relay = builder().data_dir(dir.path()).start().await.unwrap();
     let got = replay(&relay, "from=all").await;
     let lines: Vec<String> = got.iter().filter_map(|m| m.data.clone()).collect();
     let session_of = |l: &String| serde_json::from_str::<Value>(l).unwrap()["session"].clone();
@@ -56,7 +43,7 @@ async fn resume_after_a_restart_loses_nothing_that_fit_in_the_buffer() {
     // and the log keeps growing after the restart
     post_json(&relay, &ev("progress.status", &a, 12)).await;
     relay.shutdown().await.unwrap();
-    let relay = builder().data_dir(&dir.0).start().await.unwrap();
+    let relay = builder().data_dir(dir.path()).start().await.unwrap();
     let got = replay(&relay, &from_after(&a, 0, 11)).await;
     assert_eq!(seqs(&got), vec![12]);
     relay.shutdown().await.unwrap();
@@ -65,9 +52,9 @@ async fn resume_after_a_restart_loses_nothing_that_fit_in_the_buffer() {
 /// Sessions `a` then `b` on a relay that holds one session, posted one request each or
 /// both in one batch, so that `b` evicts `a`: after a restart only `b` is held.
 async fn an_evicted_session_stays_gone(in_one_batch: bool) {
-    let dir = TempDir::new();
+    let dir = TempDir::new("relay-test");
     let (a, b) = (session(), session());
-    let start = || builder().max_sessions(1).data_dir(&dir.0).start();
+    let start = || builder().max_sessions(1).data_dir(dir.path()).start();
     {
         let relay = start().await.unwrap();
         let batch = [ev("session.started", &a, 0), ev("session.started", &b, 0)];
@@ -105,7 +92,7 @@ async fn sessions_held(relay: &aep_relay::RelayHandle) -> Vec<Value> {
 /// tokens (which are dropped from what is stored, AEP-0003 §3.3).
 #[tokio::test]
 async fn events_ingested_over_a_websocket_survive_a_restart_as_stored() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("relay-test");
     let s = session();
     let plain = ev("session.started", &s, 0).to_string();
     // an escape in an envelope attribute: the in-place reading hands it to the parse
@@ -123,7 +110,7 @@ async fn events_ingested_over_a_websocket_survive_a_restart_as_stored() {
     ];
     let from = from(&s);
     {
-        let relay = builder().data_dir(&dir.0).start().await.unwrap();
+        let relay = builder().data_dir(dir.path()).start().await.unwrap();
         let mut producer = Ws::hello(&relay, "emitter", json!({})).await;
         for text in [&plain, &with_escape, &broken] {
             producer.send_text(text).await;
@@ -139,7 +126,7 @@ async fn events_ingested_over_a_websocket_survive_a_restart_as_stored() {
         assert_eq!(got, stored, "held as stored before the restart");
         relay.shutdown().await.unwrap();
     }
-    let relay = builder().data_dir(&dir.0).start().await.unwrap();
+    let relay = builder().data_dir(dir.path()).start().await.unwrap();
     assert_eq!(
         data(&replay(&relay, &from).await),
         stored,
@@ -154,8 +141,8 @@ async fn events_ingested_over_a_websocket_survive_a_restart_as_stored() {
 /// it says so.
 #[tokio::test]
 async fn a_damaged_journal_replays_the_rest() {
-    let dir = TempDir::new();
-    std::fs::create_dir_all(&dir.0).unwrap();
+    let dir = TempDir::new("relay-test");
+    std::fs::create_dir_all(dir.path()).unwrap();
     let s = session();
     let lines: Vec<String> = (0..5)
         .map(|i| with(ev("progress.status", &s, i), "data", json!({ "t": "été" })).to_string())
@@ -174,9 +161,9 @@ async fn a_damaged_journal_replays_the_rest() {
     bytes.extend_from_slice(lines[3].as_bytes());
     bytes.push(b'\n');
     bytes.extend_from_slice(&lines[4].as_bytes()[..lines[4].len() - 3]);
-    std::fs::write(dir.0.join("written-by-hand.jsonl"), &bytes).unwrap();
+    std::fs::write(dir.path().join("written-by-hand.jsonl"), &bytes).unwrap();
 
-    let data_dir = dir.0.display().to_string();
+    let data_dir = dir.path().display().to_string();
     let relay = RelayProcess::start(&["--data-dir", &data_dir]);
     assert!(
         relay.first_line.contains("listening on"),
@@ -194,7 +181,7 @@ async fn a_damaged_journal_replays_the_rest() {
     assert!(log.contains("lines=3"), "{log}");
     drop(relay);
 
-    let not_a_dir = dir.0.join("a-file");
+    let not_a_dir = dir.path().join("a-file");
     std::fs::write(&not_a_dir, "x").unwrap();
     let refused = RelayProcess::try_start(&["--data-dir", &not_a_dir.display().to_string()]);
     let Err((status, output)) = refused else {
@@ -210,15 +197,11 @@ async fn a_damaged_journal_replays_the_rest() {
 #[cfg(unix)]
 #[tokio::test]
 async fn on_a_full_disk_2xx_only_for_what_was_stored() {
-    let full = std::path::Path::new("/dev/full").exists();
-    if cfg!(target_os = "linux") {
-        assert!(full, "Linux without /dev/full");
-    } else if !full {
-        eprintln!("skipped: the full-disk test because it needs /dev/full (Linux)");
+    if !dev_full_or_skip("the full-disk test") {
         return;
     }
-    let dir = TempDir::new();
-    let data_dir = dir.0.display().to_string();
+    let dir = TempDir::new("relay-test");
+    let data_dir = dir.path().display().to_string();
     let relay = RelayProcess::start(&["--data-dir", &data_dir]);
     let (s, other) = (session(), session());
     let first = ev("session.started", &s, 0);
@@ -227,7 +210,7 @@ async fn on_a_full_disk_2xx_only_for_what_was_stored() {
         .unwrap();
     assert_eq!(r.status(), 202);
     // the session's file now lives on a disk that takes no byte
-    let file = std::fs::read_dir(&dir.0)
+    let file = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|e| e == "jsonl"))
@@ -262,8 +245,8 @@ async fn on_a_full_disk_2xx_only_for_what_was_stored() {
 #[tokio::test]
 async fn a_relay_killed_during_ingest_loses_no_acknowledged_batch() {
     for trial in 0..3u64 {
-        let dir = TempDir::new();
-        let data_dir = dir.0.display().to_string();
+        let dir = TempDir::new("relay-test");
+        let data_dir = dir.path().display().to_string();
         let relay = RelayProcess::start(&["--data-dir", &data_dir, "--buffer", "100000"]);
         let s = session();
         let poster = {
@@ -314,20 +297,20 @@ async fn a_relay_killed_during_ingest_loses_no_acknowledged_batch() {
 /// bytes or more made a file name too long: `202`, a warning, nothing journaled).
 #[tokio::test]
 async fn a_session_name_of_any_length_survives_a_restart() {
-    let dir = TempDir::new();
+    let dir = TempDir::new("relay-test");
     let names = [
         format!("s-{}", "x".repeat(300)),
         format!("../{}/été", "y".repeat(260)),
     ];
     let events: Vec<Value> = names.iter().map(|s| ev("session.started", s, 0)).collect();
     {
-        let relay = builder().data_dir(&dir.0).start().await.unwrap();
+        let relay = builder().data_dir(dir.path()).start().await.unwrap();
         for event in &events {
             assert_eq!(post_json(&relay, event).await.status(), 202);
         }
         relay.shutdown().await.unwrap();
     }
-    let relay = builder().data_dir(&dir.0).start().await.unwrap();
+    let relay = builder().data_dir(dir.path()).start().await.unwrap();
     for (name, event) in names.iter().zip(&events) {
         assert_eq!(
             data(&replay(&relay, &from(name)).await),
