@@ -8,7 +8,8 @@ mod common;
 use std::time::Duration;
 
 use common::{
-    dead_relay_url, history, jsonl, line, relay, run, run_with, scratch, scripted_relay, TOKEN,
+    dead_relay_url, history, jsonl, line, relay, run, run_with, scratch, scripted_relay,
+    scripted_relay_by, TOKEN,
 };
 use serde_json::{json, Value};
 
@@ -185,27 +186,11 @@ fn a_relay_down_or_refusing_is_exit_5() {
 /// A relay that answers discovery and then never answers an ingest request: the
 /// connections are held open, read, and left silent.
 fn silent_relay() -> String {
-    use std::io::{Read, Write};
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    std::thread::spawn(move || {
-        for conn in listener.incoming() {
-            let Ok(mut conn) = conn else { break };
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 64 * 1024];
-                let Ok(n) = conn.read(&mut buf) else { return };
-                if buf[..n].starts_with(b"GET /.well-known/aep") {
-                    let _ = conn.write_all(
-                        b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
-                    );
-                    return;
-                }
-                // read on and answer nothing, as a wedged relay
-                while matches!(conn.read(&mut buf), Ok(n) if n > 0) {}
-            });
-        }
-    });
-    url
+    scripted_relay_by(|request| {
+        request.starts_with(b"GET /.well-known/aep").then_some(
+            b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n".as_slice(),
+        )
+    })
 }
 
 #[test]

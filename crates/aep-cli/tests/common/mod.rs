@@ -260,16 +260,27 @@ pub fn dead_relay_url() -> String {
 /// A server on `127.0.0.1:0` that reads each request and answers it with `answer`, or
 /// never answers at all (`None`): the connection is accepted, read, and held open.
 pub fn scripted_relay(answer: Option<&'static [u8]>) -> String {
+    scripted_relay_by(move |_| answer)
+}
+
+/// [`scripted_relay`] answering each request by what `answer` makes of its first read:
+/// the bytes to send and close, or `None` to read on and answer nothing, as a wedged
+/// relay.
+pub fn scripted_relay_by(
+    answer: impl Fn(&[u8]) -> Option<&'static [u8]> + Send + Sync + 'static,
+) -> String {
     use std::io::{Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
+    let answer = std::sync::Arc::new(answer);
     std::thread::spawn(move || {
         for conn in listener.incoming() {
             let Ok(mut conn) = conn else { break };
+            let answer = answer.clone();
             std::thread::spawn(move || {
                 let mut buf = [0u8; 64 * 1024];
-                let Ok(_) = conn.read(&mut buf) else { return };
-                match answer {
+                let Ok(n) = conn.read(&mut buf) else { return };
+                match answer(&buf[..n]) {
                     Some(bytes) => {
                         let _ = conn.write_all(bytes);
                     }
