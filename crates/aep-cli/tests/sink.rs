@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use common::{
     aep, dead_relay_url, eventually, file_lines, finish, relay, run, scratch, seed, spawn,
-    terminate, TOKEN,
+    terminate, Run, TOKEN,
 };
 
 fn start_sink(url: &str, out: &Path, extra: &[&str]) -> Child {
@@ -22,6 +22,18 @@ fn start_sink(url: &str, out: &Path, extra: &[&str]) -> Child {
         .arg(out)
         .args(extra);
     spawn(cmd)
+}
+
+/// `aep sink --out OUT` against a relay that is not there: what it makes of `out`
+/// decides the outcome before any connection.
+fn sink_without_relay(out: &Path) -> Run {
+    run(&[
+        "sink",
+        "--url",
+        &dead_relay_url(),
+        "--out",
+        out.to_str().unwrap(),
+    ])
 }
 
 fn ids(path: &Path) -> Vec<String> {
@@ -183,23 +195,11 @@ fn rotation_starts_a_new_file_and_keeps_every_event_once() {
 #[test]
 fn a_relay_down_or_an_unwritable_directory() {
     let dir = scratch();
-    let r = run(&[
-        "sink",
-        "--url",
-        &dead_relay_url(),
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let r = sink_without_relay(dir.path());
     r.expect(5);
     let file = dir.path().join("a-file");
     std::fs::write(&file, "x").unwrap();
-    let r = run(&[
-        "sink",
-        "--url",
-        &dead_relay_url(),
-        "--out",
-        file.to_str().unwrap(),
-    ]);
+    let r = sink_without_relay(&file);
     r.expect(6);
     r.stderr_has("a-file");
     run(&["sink", "--url", &dead_relay_url()]).expect(2); // --out is required
@@ -210,13 +210,7 @@ fn a_state_file_that_is_garbage_is_exit_6_with_a_remedy_sink_has() {
     let dir = scratch();
     let state = dir.path().join(".sink-state.json");
     std::fs::write(&state, "{not json").unwrap();
-    let r = run(&[
-        "sink",
-        "--url",
-        &dead_relay_url(),
-        "--out",
-        dir.path().to_str().unwrap(),
-    ]);
+    let r = sink_without_relay(dir.path());
     r.expect(6);
     r.stderr_has(".sink-state.json");
     r.stderr_has("remove it to start over");
