@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+use aep_test_support::disk::TempDir;
 use serde_json::Value;
 
 fn run(args: &[&str]) -> Output {
@@ -63,15 +64,6 @@ fn the_corpus_passes_and_the_json_report_has_the_protocol_shape() {
         .contains("PASS  golden[0] session.started envelope-valid"));
 }
 
-/// A scratch fixture root holding a golden corpus with one line broken; removed on drop.
-struct Scratch(PathBuf);
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
 #[test]
 fn a_broken_golden_line_fails_the_run() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
@@ -84,16 +76,12 @@ fn a_broken_golden_line_fails_the_run() {
     first.remove("agent");
     lines[0] = Value::Object(first).to_string();
 
-    let scratch = Scratch(std::env::temp_dir().join(format!(
-        "aep-conformance-cli-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    )));
-    let dir = scratch.0.join("conformance/golden");
+    let scratch = TempDir::new("conformance-cli");
+    let dir = scratch.path().join("conformance/golden");
     std::fs::create_dir_all(&dir).expect("scratch dir");
     std::fs::write(dir.join("golden.jsonl"), lines.join("\n") + "\n").expect("scratch corpus");
 
-    let fixtures = scratch.0.to_string_lossy().into_owned();
+    let fixtures = scratch.path().to_string_lossy().into_owned();
     let out = run(&["--fixtures", &fixtures, "--class", "golden"]);
     assert_eq!(out.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -114,18 +102,14 @@ fn a_usage_error_exits_2() {
 #[test]
 fn a_wrong_bridge_pin_fails_the_run() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
-    let scratch = Scratch(std::env::temp_dir().join(format!(
-        "aep-conformance-pin-{}-{:?}",
-        std::process::id(),
-        std::thread::current().id()
-    )));
+    let scratch = TempDir::new("conformance-pin");
     for rel in [
         "conformance/golden/golden.jsonl",
         "conformance/ce-roundtrip/inbound-cases.json",
         "conformance/otlp/otlp-expected.json",
         "schemas/registry/severity.json",
     ] {
-        let to = scratch.0.join(rel);
+        let to = scratch.path().join(rel);
         std::fs::create_dir_all(to.parent().expect("a parent")).expect("scratch dir");
         std::fs::copy(root.join(rel), to).expect("copy a fixture");
     }
@@ -135,7 +119,9 @@ fn a_wrong_bridge_pin_fails_the_run() {
     let mut lines: Vec<String> = pins.lines().map(str::to_owned).collect();
     lines[2] = lines[2].replace("\"dev.aep.tool.requested\"", "\"org.aep.tool.requested\"");
     std::fs::write(
-        scratch.0.join("conformance/ce-roundtrip/ce-expected.jsonl"),
+        scratch
+            .path()
+            .join("conformance/ce-roundtrip/ce-expected.jsonl"),
         lines.join("\n") + "\n",
     )
     .expect("scratch pins");
@@ -143,12 +129,12 @@ fn a_wrong_bridge_pin_fails_the_run() {
     let registry = root.join("schemas/registry/severity.json");
     let text = std::fs::read_to_string(registry).expect("registry");
     std::fs::write(
-        scratch.0.join("schemas/registry/severity.json"),
+        scratch.path().join("schemas/registry/severity.json"),
         text.replace("\"INFO2\"", "\"INFO3\""),
     )
     .expect("scratch registry");
 
-    let fixtures = scratch.0.to_string_lossy().into_owned();
+    let fixtures = scratch.path().to_string_lossy().into_owned();
     let out = run(&[
         "--fixtures",
         &fixtures,
