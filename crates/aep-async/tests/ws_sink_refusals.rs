@@ -62,7 +62,7 @@ async fn an_event_the_relay_could_not_store_is_written_again_until_stored() {
     let dir = TempDir::new("ws-refusals");
     let config = aep_relay::RelayConfig::default()
         .with_token(TOKEN)
-        .with_data_dir(&dir.path());
+        .with_data_dir(dir.path());
     let relay = TestRelay::start(config).await.unwrap();
     let reports = Recorder::default();
     let emitter = Emitter::new("a", "h", sink(&relay, &reports));
@@ -76,7 +76,7 @@ async fn an_event_the_relay_could_not_store_is_written_again_until_stored() {
     assert_eq!(emitter.stats().delivered, 1, "{:?}", reports.all());
 
     // the session's journal now lives on a disk that takes no byte
-    let file = journal_file(&dir.path());
+    let file = journal_file(dir.path());
     let kept = std::fs::read(&file).unwrap();
     std::fs::remove_file(&file).unwrap();
     std::os::unix::fs::symlink("/dev/full", &file).unwrap();
