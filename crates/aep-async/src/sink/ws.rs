@@ -191,7 +191,7 @@ impl WsSinkBuilder {
 /// refusal is transient (`limit-exceeded`, a full disk: a [`DeliveryReport::Retrying`]
 /// each time) and counted rejected when it is not (`invalid-event`: a
 /// [`DeliveryReport::Rejected`]), as an HTTP sink treats a 5xx and a 4xx
-/// ([`IngestRefusal`](aep_core::frame::IngestRefusal)); at `close`, what is still
+/// ([`IngestRefusal`]); at `close`, what is still
 /// refused after the connect timeout is given up ([`DeliveryReport::GaveUp`]). Events count as delivered ([`DeliveryStats`],
 /// `flush`, `close`) once confirmed; from a relay that leaves a `ping` unanswered for
 /// the connect timeout (it may not answer them), once that passes. Events not confirmed
