@@ -183,17 +183,16 @@ impl WsSinkBuilder {
 ///
 /// **Delivered means confirmed.** The WS binding has no per-event acknowledgement, so
 /// after its writes the sink sends a `ping` (one at a time, at most one per 5 ms unless
-/// a `flush` or `close` waits for delivery); a relay reads a
-/// connection's messages in order and answers the `ping` after the events before it,
-/// so its `pong` says those events were taken (by this crate's relay: stored), except
-/// those it refused before it with an `error` frame whose `cause` is the event's `id`:
-/// such an event is written again, same bytes, after the reconnect delay when the
-/// refusal is transient (`limit-exceeded`, a full disk: a [`DeliveryReport::Retrying`]
-/// each time) and counted rejected when it is not (`invalid-event`: a
-/// [`DeliveryReport::Rejected`]), as an HTTP sink treats a 5xx and a 4xx
-/// ([`IngestRefusal`]); at `close`, what is still
-/// refused after the connect timeout is given up ([`DeliveryReport::GaveUp`]). Events count as delivered ([`DeliveryStats`],
-/// `flush`, `close`) once confirmed; from a relay that leaves a `ping` unanswered for
+/// a `flush` or `close` waits for delivery); a relay reads a connection's messages in
+/// order and answers the `ping` after the events before it, so its `pong` says those
+/// events were taken (by this crate's relay: stored). Except those it refused before it
+/// with an `error` frame whose `cause` is the event's `id`: such an event is written
+/// again, same bytes, after the reconnect delay when the refusal is transient
+/// (`limit-exceeded`, a full disk: a [`DeliveryReport::Retrying`] each time), and
+/// counted rejected when it is not (`invalid-event`: a [`DeliveryReport::Rejected`]),
+/// as an HTTP sink treats a 5xx and a 4xx ([`IngestRefusal`]); at `close`, what is
+/// still refused after the connect timeout is given up ([`DeliveryReport::GaveUp`]).
+/// Events count as delivered ([`DeliveryStats`], `flush`, `close`) once confirmed; from a relay that leaves a `ping` unanswered for
 /// the connect timeout (it may not answer them), once that passes. Events not confirmed
 /// (at most `queue_capacity` of them) are written again, same bytes and ids, first
 /// thing on the next connection, so a relay that dies with events in its socket buffer
