@@ -9,6 +9,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::nats::NatsCluster;
+
 /// The bearer token of a relay (AEP-0003 §8.1).
 ///
 /// Its `Debug` output never shows the secret, so a config can be logged whole.
@@ -148,6 +150,9 @@ pub struct RelayConfig {
     pub(crate) max_store_bytes: usize,
     pub(crate) fsync: Fsync,
     pub(crate) fsync_interval: Duration,
+    /// A cluster's NATS; `Some` with an empty URL when only `--nats-*` flags were given
+    /// (refused at start).
+    pub(crate) nats: Option<NatsCluster>,
 }
 
 /// A value of a `AEP_*` variable or flag that is not what it should be.
@@ -196,6 +201,7 @@ impl Default for RelayConfig {
             max_store_bytes: 512 << 20,
             fsync: Fsync::Batch,
             fsync_interval: Duration::from_secs(1),
+            nats: None,
         }
     }
 }
@@ -254,6 +260,11 @@ pub(crate) static SETTINGS: &[Setting] = &[
     setting("max-store-bytes", "AEP_MAX_STORE_BYTES", "BYTES", "Bytes over all sessions; the least recently written sessions are evicted [default: 536870912]"),
     setting("fsync", "AEP_FSYNC", "MODE", "With --data-dir, what a 2xx waits for: always (fdatasync, group commit), batch (the write; files synced every interval), never (the write). Every mode survives kill -9; only always survives a power cut [default: batch]"),
     setting("fsync-interval-ms", "AEP_FSYNC_INTERVAL_MS", "MS", "Between syncs in batch mode [default: 1000]"),
+    setting("nats", "AEP_NATS_URL", "URL", "Join a relay cluster on NATS JetStream at URL (nats://host:port or tls://host:port, several comma-separated): every event is stored in the stream (a 2xx once JetStream acknowledged it, 503 while NATS is unreachable), any relay of the fleet replays it and fans it out live. Not with --data-dir. Needs a relay built with feature `nats` [default: none, a single relay]"),
+    setting("nats-creds", "AEP_NATS_CREDS", "FILE", "With --nats, the NATS credentials file (user JWT and nkey seed) [default: none]"),
+    setting("nats-tls-ca", "AEP_NATS_TLS_CA", "FILE", "With --nats, PEM roots to verify the server's certificate with; TLS required [default: the system's roots]"),
+    setting("nats-stream", "AEP_NATS_STREAM", "NAME", "With --nats, the stream the fleet shares and its subjects' first token, so several fleets share one NATS; --buffer must match what the stream holds [default: AEP]"),
+    setting("nats-dedupe-horizon", "AEP_NATS_DEDUPE_HORIZON", "SECONDS", "With --nats, how long a stored (source, id) keeps a retry to any relay from being stored again (the stream's duplicate_window; the server holds every id of it in memory, so rate x horizon bounds it); every relay must agree [default: 120]"),
 ];
 
 fn parse_num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> {
@@ -359,9 +370,80 @@ impl RelayConfig {
             "hello-timeout-ms" => {
                 self.hello_timeout = Duration::from_millis(parse_num(name, value)?)
             }
+            "nats" | "nats-url" => {
+                let url = value.trim();
+                if url.is_empty() {
+                    self.nats = None;
+                } else if NatsCluster::is_url(url) {
+                    self.nats = Some(match self.nats.take() {
+                        Some(cluster) => NatsCluster {
+                            url: url.to_owned(),
+                            ..cluster
+                        },
+                        None => NatsCluster::new(url),
+                    });
+                } else {
+                    return Err(ConfigError::new(
+                        name,
+                        value,
+                        "a nats://host:port or tls://host:port URL",
+                    ));
+                }
+            }
+            "nats-creds" => {
+                self.nats_mut().creds = (!value.is_empty()).then(|| PathBuf::from(value))
+            }
+            "nats-tls-ca" => {
+                self.nats_mut().tls_roots = (!value.is_empty()).then(|| PathBuf::from(value))
+            }
+            "nats-stream" => {
+                crate::nats::names::StreamName::parse(value.trim()).map_err(|_| {
+                    ConfigError::new(
+                        name,
+                        value,
+                        "a stream name: 1 to 32 ASCII letters, digits, `-` or `_`",
+                    )
+                })?;
+                self.nats_mut().stream = value.trim().to_owned();
+            }
+            "nats-dedupe-horizon" => {
+                let seconds: u64 = parse_num(name, value)?;
+                if seconds == 0 {
+                    return Err(ConfigError::new(name, value, "at least 1 (seconds)"));
+                }
+                self.nats_mut().dedupe_horizon = Duration::from_secs(seconds);
+            }
             _ => return Err(ConfigError::new(name, value, "a known setting")),
         }
         Ok(())
+    }
+
+    /// The cluster option the `--nats-*` flags set, made (without a URL) by the first.
+    fn nats_mut(&mut self) -> &mut NatsCluster {
+        self.nats.get_or_insert_with(|| NatsCluster::new(""))
+    }
+
+    /// Stores every event in a NATS JetStream stream several relays share, instead of
+    /// in memory: see [`NatsCluster`] (default: none, a single relay). Not with
+    /// [`RelayConfig::with_data_dir`]; needs the crate's feature `nats`.
+    ///
+    /// ```
+    /// use aep_relay::{NatsCluster, RelayConfig};
+    /// let config = RelayConfig::default().with_buffer(8).with_nats(NatsCluster::new("nats://127.0.0.1:4222"));
+    /// assert_eq!(config.nats().map(|c| c.stream_name()), Some("AEP"));
+    /// ```
+    pub fn with_nats(mut self, cluster: NatsCluster) -> Self {
+        self.nats = Some(cluster);
+        self
+    }
+
+    /// The cluster this relay joins, when it joins one.
+    ///
+    /// ```
+    /// assert!(aep_relay::RelayConfig::default().nats().is_none());
+    /// ```
+    pub fn nats(&self) -> Option<&NatsCluster> {
+        self.nats.as_ref()
     }
 
     /// The address to bind: `host:port`.
@@ -696,6 +778,9 @@ mod tests {
             "AEP_TOKEN" => "t",
             "AEP_DATA_DIR" => "/var/lib/aep",
             "AEP_FSYNC" => "always",
+            "AEP_NATS_URL" => "nats://127.0.0.1:4222",
+            "AEP_NATS_CREDS" | "AEP_NATS_TLS_CA" => "/etc/aep/x",
+            "AEP_NATS_STREAM" => "FLEET",
             _ => "7",
         };
         for setting in SETTINGS {
@@ -706,6 +791,12 @@ mod tests {
                 .trim_start_matches("AEP_")
                 .to_ascii_lowercase()
                 .replace('_', "-");
+            // `--nats URL` is the issue's spelling of `AEP_NATS_URL`
+            let flag = if flag == "nats-url" {
+                "nats".into()
+            } else {
+                flag
+            };
             assert_eq!(flag, setting.flag, "the flag is the variable's spelling");
             config.set(&flag, sample(name)).unwrap();
         }
@@ -722,6 +813,35 @@ mod tests {
         assert!(RelayConfig::default().set("fsync", "sometimes").is_err());
     }
 
+    /// The `--nats*` flags build one cluster option, in whatever order they come, and
+    /// refuse what no cluster could use.
+    #[test]
+    fn the_nats_flags_build_the_cluster_option() {
+        let mut config = RelayConfig::default();
+        config.set("AEP_NATS_STREAM", "FLEET").unwrap();
+        config.set("nats-dedupe-horizon", "300").unwrap();
+        config.set("--nats", "tls://u:pw@n:4222").unwrap();
+        config.set("nats-creds", "/etc/aep/relay.creds").unwrap();
+        let cluster = config.nats().unwrap();
+        assert_eq!(
+            (cluster.url(), cluster.stream_name()),
+            ("tls://u:pw@n:4222", "FLEET")
+        );
+        assert_eq!(cluster.dedupe_horizon_duration(), Duration::from_secs(300));
+        assert!(cluster.creds_file().is_some());
+        assert!(!format!("{config:?}").contains("pw@"));
+        for (flag, bad) in [
+            ("nats", "http://n:4222"),
+            ("nats", "n:4222"),
+            ("nats-stream", "a.b"),
+            ("nats-dedupe-horizon", "0"),
+            ("nats-dedupe-horizon", "soon"),
+        ] {
+            let err = RelayConfig::default().set(flag, bad).unwrap_err();
+            assert!(err.to_string().contains(flag), "{err}");
+        }
+    }
+
     /// The `[default: ..]` each flag's help shows is the default `RelayConfig` has: the
     /// help is written by hand beside `Default`, and a default changed in one place
     /// only would have `--help` document a value the relay does not use.
@@ -733,6 +853,9 @@ mod tests {
             ("max-from", "max-sessions"),
             ("data-dir", "memory only"),
             ("subscription-ttl-ms", "never"),
+            ("nats", "none, a single relay"),
+            ("nats-creds", "none"),
+            ("nats-tls-ca", "the system's roots"),
         ];
         let default = format!("{:?}", RelayConfig::default());
         for setting in SETTINGS {
@@ -750,6 +873,15 @@ mod tests {
             config
                 .set(setting.flag, value)
                 .unwrap_or_else(|e| panic!("--{}'s documented default: {e}", setting.flag));
+            // the `--nats-*` flags shape the cluster option, which exists once given
+            let default = if setting.flag.starts_with("nats-") {
+                format!(
+                    "{:?}",
+                    RelayConfig::default().with_nats(NatsCluster::new(""))
+                )
+            } else {
+                default.clone()
+            };
             assert_eq!(
                 format!("{config:?}"),
                 default,

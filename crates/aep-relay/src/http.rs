@@ -23,6 +23,7 @@ use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
 use crate::line::{parse_line, Incoming, LineError};
 use crate::outbox::{Binding, Drain, End, Piece};
 use crate::proto::{self, Filter};
+use crate::storage::{Unstored, UnstoredKind};
 
 /// The one connection an HTTP request came on: cancelling it ends the connection (a
 /// reader disconnected past the hard bound whose socket takes nothing more). The
@@ -308,18 +309,42 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
     match ingest.await {
         Ok(Ok(())) => StatusCode::ACCEPTED.into_response(),
         // a 2xx means stored (--data-dir); a 5xx is retried (AEP-0003 §3.2.4)
-        Ok(Err(unstored)) => json_response(
-            StatusCode::INSUFFICIENT_STORAGE,
-            &json!({
-                "error": "insufficient-storage",
-                "detail": format!("{unstored}; nothing of the batch was stored, send it again"),
-            }),
-        ),
+        Ok(Err(unstored)) => unstored_response(&unstored),
         Err(_) => json_response(
             StatusCode::INTERNAL_SERVER_ERROR,
             &json!({ "error": "internal", "detail": "the batch's fan-out failed" }),
         ),
     }
+}
+
+/// The answer to a batch the store did not keep: nothing of it is stored, so never a
+/// `2xx` (AEP-0003 §3.2.3); a `5xx` the emitter retries (§3.2.4), a `413` it does not.
+fn unstored_response(unstored: &Unstored) -> Response {
+    let (status, error, then) = match unstored.kind {
+        UnstoredKind::Full => (
+            StatusCode::INSUFFICIENT_STORAGE,
+            "insufficient-storage",
+            "send it again",
+        ),
+        UnstoredKind::Unavailable => (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "storage-unavailable",
+            "send it again shortly",
+        ),
+        UnstoredKind::TooLarge => (
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "payload-too-large",
+            "split or shrink the event",
+        ),
+    };
+    let detail = format!("{unstored}; nothing of the batch was stored, {then}");
+    let mut response = json_response(status, &json!({ "error": error, "detail": detail }));
+    if unstored.kind == UnstoredKind::Unavailable {
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
 }
 
 /// Why a batch is refused: a line that is not JSON anywhere in it wins over the first

@@ -132,8 +132,9 @@ impl std::fmt::Debug for Untaken {
     }
 }
 
-/// The store the configuration asks for: the journal with a data directory (writing
-/// through `disk`), the in-memory buffers without.
+/// The store the configuration asks for: the cluster's stream with `--nats`, the
+/// journal with a data directory (writing through `disk`), the in-memory buffers
+/// without either.
 fn open_backend(config: &RelayConfig, disk: Box<dyn Disk>) -> std::io::Result<Backend> {
     let limits = Limits {
         events: config.buffer,
@@ -141,6 +142,9 @@ fn open_backend(config: &RelayConfig, disk: Box<dyn Disk>) -> std::io::Result<Ba
         sessions: config.max_sessions,
         bytes: config.max_store_bytes,
     };
+    if let Some(cluster) = &config.nats {
+        return crate::nats::open(config, cluster);
+    }
     Ok(match &config.data_dir {
         Some(dir) => {
             let options = journal::Options {

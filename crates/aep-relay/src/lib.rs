@@ -42,6 +42,8 @@
 //! - `storage`: the replay store's trait; `memory`: the per-session replay buffers;
 //!   `journal`: durable replay (`--data-dir`), one file of stored events per session,
 //!   written before an ingest is answered.
+//! - `nats` (feature `nats`): the relay cluster on NATS JetStream, a store several
+//!   relays share and its feed; [`NatsCluster`] (always) is its option.
 //! - `subscriptions`: the subscription model's lifecycle on `/socket` (below).
 //! - `proto`: the one seam to `aep-core` (validation, attr-match, down-leveling, frames).
 //!
@@ -88,7 +90,6 @@ mod hub;
 mod journal;
 mod line;
 mod memory;
-#[cfg(feature = "nats")]
 mod nats;
 mod outbox;
 mod proto;
@@ -99,4 +100,5 @@ mod subscriptions;
 mod ws;
 
 pub use config::{ConfigError, Fsync, RelayConfig, Token};
+pub use nats::NatsCluster;
 pub use server::{run, Relay, RelayBuilder, RelayHandle, Server};

@@ -24,6 +24,7 @@ use tokio::task::JoinHandle;
 use crate::config::RelayConfig;
 use crate::http::ConnectionShed;
 use crate::hub::Hub;
+use crate::nats::NatsCluster;
 
 /// Serves a relay on `listener` until `shutdown` completes, then shuts down gracefully:
 /// SSE subscribers are told `: shutting-down`, WebSockets are closed with 1001, and the
@@ -361,6 +362,20 @@ impl RelayBuilder {
     /// See [`RelayConfig::with_data_dir`].
     pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.config = self.config.with_data_dir(dir);
+        self
+    }
+
+    /// Joins a relay cluster on NATS JetStream (see [`NatsCluster`] and
+    /// [`RelayConfig::with_nats`]): [`RelayBuilder::start`] connects, checks the stream,
+    /// and fails when either cannot be done (or without the crate's feature `nats`).
+    ///
+    /// ```
+    /// use aep_relay::{NatsCluster, Relay};
+    /// let builder = Relay::builder().buffer(8).nats(NatsCluster::new("nats://127.0.0.1:4222").stream("FLEET"));
+    /// # drop(builder);
+    /// ```
+    pub fn nats(mut self, cluster: NatsCluster) -> Self {
+        self.config = self.config.with_nats(cluster);
         self
     }
 

@@ -36,9 +36,9 @@
 //!   fans out the events it does not store), and a subscription's replay is bounded by
 //!   what the feed has delivered: one order, the stream's, in which replay and live
 //!   delivery meet, so that each event reaches a new subscriber once. The bindings,
-//!   routing and fan-out are the same either way. No store built today gives a feed:
-//!   the JetStream one (on `nats`, feature `nats`) is to; until then the hub's tests
-//!   drive this path with two relays on one shared in-memory store.
+//!   routing and fan-out are the same either way. The JetStream store (`nats::store`,
+//!   feature `nats`) gives a feed; the hub's tests also drive this path with two
+//!   relays on one shared in-memory store.
 
 use std::fmt;
 use std::io;
@@ -68,14 +68,59 @@ pub(crate) enum Outcome {
 /// admits one event at a time).
 pub(crate) type Outcomes = SmallVec<[Outcome; 8]>;
 
-/// Events accepted but not stored (a full disk): nothing of the batch is held, and the
-/// emitter is not told it was (AEP-0003 §3.2.3: a `2xx` means stored).
+/// Events accepted but not stored: nothing of the batch is held, and the emitter is
+/// not told it was (AEP-0003 §3.2.3: a `2xx` means stored). What ran out says how the
+/// ingest answers.
 #[derive(Debug)]
-pub(crate) struct Unstored(pub(crate) io::Error);
+pub(crate) struct Unstored {
+    pub(crate) kind: UnstoredKind,
+    pub(crate) error: io::Error,
+}
+
+/// Why a batch was not stored, as the ingest answers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum UnstoredKind {
+    /// The store is out of room (a full disk): `507`.
+    Full,
+    /// The store cannot be reached now (NATS down, no acknowledgement in time); the
+    /// same batch sent again shortly is stored: `503`.
+    Unavailable,
+    /// An event is larger than the store takes: `413`, and the batch is never stored.
+    TooLarge,
+}
+
+impl Unstored {
+    /// The store is out of room.
+    pub(crate) fn full(error: io::Error) -> Unstored {
+        Unstored {
+            kind: UnstoredKind::Full,
+            error,
+        }
+    }
+
+    /// The store cannot be reached now.
+    // used by the cluster's store (feature `nats`)
+    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
+    pub(crate) fn unavailable(reason: String) -> Unstored {
+        Unstored {
+            kind: UnstoredKind::Unavailable,
+            error: io::Error::other(reason),
+        }
+    }
+
+    /// An event is larger than the store takes.
+    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
+    pub(crate) fn too_large(reason: String) -> Unstored {
+        Unstored {
+            kind: UnstoredKind::TooLarge,
+            error: io::Error::other(reason),
+        }
+    }
+}
 
 impl fmt::Display for Unstored {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "not stored: {}", self.0)
+        write!(f, "not stored: {}", self.error)
     }
 }
 

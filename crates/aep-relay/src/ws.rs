@@ -281,8 +281,9 @@ async fn on_text(
                         .ingest(std::slice::from_ref(&incoming), Some(conn))
                         .await;
                     if let (Err(unstored), Some((_, _, id))) = (stored, incoming.routing()) {
-                        // an endpoint resource (its disk) ran out: told in-band, so the
-                        // emitter can send it again
+                        // not stored (a full disk, NATS unreachable, an event larger than
+                        // NATS takes): told in-band, the reason in the detail, so the
+                        // emitter can send it again (the code set is closed, AEP-0003 §6)
                         let detail = unstored.to_string();
                         let frame = proto::error_frame(
                             ErrorCode::LimitExceeded,

@@ -235,7 +235,8 @@ async fn a_batch_the_journal_cannot_write_is_not_kept() {
     ];
     disk.full.store(true, Ordering::SeqCst);
     let unstored = hub.ingest(&batch, None).await.unwrap_err();
-    assert_eq!(unstored.0.kind(), std::io::ErrorKind::StorageFull);
+    assert_eq!(unstored.error.kind(), std::io::ErrorKind::StorageFull);
+    assert_eq!(unstored.kind, crate::storage::UnstoredKind::Full);
     assert!(held(&hub, "s1") == 0);
     disk.full.store(false, Ordering::SeqCst);
     hub.ingest(&batch, None).await.unwrap();

@@ -29,6 +29,8 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 
 use super::names::StreamName;
+use super::options::redact_url;
+use super::NatsCluster;
 
 /// The oldest server version the cluster runs on.
 const MIN_SERVER: (u64, u64) = (2, 10);
@@ -66,13 +68,18 @@ impl fmt::Debug for NatsOptions {
     }
 }
 
-/// `url` with any `user:password@` replaced, for messages and logs.
-pub(crate) fn redact_url(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(scheme), Some(at)) if at > scheme => {
-            format!("{}://<redacted>@{}", &url[..scheme], &url[at + 1..])
-        }
-        _ => url.to_owned(),
+impl NatsOptions {
+    /// What a relay with per-session depth `buffer` connects with to `cluster`.
+    pub(crate) fn new(cluster: &NatsCluster, buffer: usize) -> std::io::Result<NatsOptions> {
+        Ok(NatsOptions {
+            url: cluster.url.clone(),
+            creds: cluster.creds.clone(),
+            tls_ca: cluster.tls_roots.clone(),
+            stream: cluster.stream_name_checked()?,
+            buffer,
+            dedupe_horizon: cluster.dedupe_horizon,
+            timeout: cluster.timeout,
+        })
     }
 }
 
@@ -164,6 +171,22 @@ pub(crate) struct Outgoing {
     pub(crate) payload: Bytes,
 }
 
+impl Outgoing {
+    /// What the server counts against its `max_payload`: the payload and, roughly, the
+    /// headers (the message id, the relay's name, their framing).
+    pub(crate) fn size(&self) -> usize {
+        self.payload.len() + self.message_id.len() + 96
+    }
+}
+
+/// A publish that failed: the connection went down meanwhile, or no acknowledgement
+/// came in time.
+fn publish_error(e: jetstream::context::PublishError) -> ClusterError {
+    ClusterError::Publish {
+        reason: e.to_string(),
+    }
+}
+
 /// What JetStream did with one published event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Published {
@@ -176,13 +199,14 @@ pub(crate) struct Published {
 /// One stored event read back.
 #[derive(Debug, Clone)]
 pub(crate) struct Stored {
+    /// Its stream sequence (the tests check the order).
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) sequence: u64,
-    pub(crate) subject: String,
     pub(crate) payload: Bytes,
 }
 
-/// The header naming the relay that published a message: a relay fans its own ingest
-/// out at once, so its live feed skips what it published itself.
+/// The header naming the relay that published a message (fresh at each start), so an
+/// operator can tell in the server's tools which relay took an event.
 pub(crate) const RELAY_HEADER: &str = "Aep-Relay";
 
 /// The header of a duplicate's announcement: the stream sequence of the stored copy.
@@ -272,6 +296,7 @@ impl Cluster {
         })
     }
 
+    #[cfg(test)]
     /// This relay's name within the cluster (fresh at every start).
     pub(crate) fn relay(&self) -> &str {
         &self.relay
@@ -302,6 +327,7 @@ impl Cluster {
         self.client.connection_state() == State::Connected
     }
 
+    #[cfg(test)]
     /// Publishes `batch` in order and waits for every acknowledgement: `Ok` only when
     /// JetStream has stored each event (or holds a copy), so that a relay answers `202`
     /// for what is stored and nothing else (AEP-0003 §3.2). Fails at once, publishing
@@ -309,13 +335,24 @@ impl Cluster {
     /// takes; a publish that goes unacknowledged fails the batch (some of it may be
     /// stored: a retry with the same ids stores the rest once).
     pub(crate) async fn publish(&self, batch: &[Outgoing]) -> Result<Vec<Published>, ClusterError> {
+        self.send(batch).await?.await
+    }
+
+    /// The first half of [`Cluster::publish`]: sends `batch` in order (so batches sent
+    /// one after another are stored in that order) and returns the wait for its
+    /// acknowledgements, so that the next batch can be sent meanwhile.
+    pub(crate) async fn send(
+        &self,
+        batch: &[Outgoing],
+    ) -> Result<impl std::future::Future<Output = Result<Vec<Published>, ClusterError>>, ClusterError>
+    {
         if !self.is_connected() {
             return Err(ClusterError::Unreachable);
         }
         let max = self.max_payload();
-        if let Some(big) = batch.iter().find(|m| m.payload.len() > max) {
+        if let Some(big) = batch.iter().find(|m| m.size() > max) {
             return Err(ClusterError::TooLarge {
-                bytes: big.payload.len(),
+                bytes: big.size(),
                 max,
             });
         }
@@ -329,22 +366,20 @@ impl Cluster {
                 .js
                 .send_publish(m.subject.clone(), message)
                 .await
-                .map_err(|e| ClusterError::Publish {
-                    reason: e.to_string(),
-                })?;
+                .map_err(publish_error)?;
             acks.push(ack);
         }
-        let mut published = Vec::with_capacity(acks.len());
-        for ack in acks {
-            let ack = ack.await.map_err(|e| ClusterError::Publish {
-                reason: e.to_string(),
-            })?;
-            published.push(Published {
-                sequence: ack.sequence,
-                duplicate: ack.duplicate,
-            });
-        }
-        Ok(published)
+        Ok(async move {
+            let mut published = Vec::with_capacity(acks.len());
+            for ack in acks {
+                let ack = ack.await.map_err(publish_error)?;
+                published.push(Published {
+                    sequence: ack.sequence,
+                    duplicate: ack.duplicate,
+                });
+            }
+            Ok(published)
+        })
     }
 
     /// Tells the other relays' live readers of events that JetStream answered as
@@ -456,7 +491,6 @@ impl Cluster {
             }
             let stored = Stored {
                 sequence,
-                subject: next.subject.to_string(),
                 payload: next.payload.clone(),
             };
             // the last one asked for, or the last one there is
@@ -482,6 +516,7 @@ impl Cluster {
         Ok((last > 0).then_some(last))
     }
 
+    #[cfg(test)]
     /// Removes a session's stored events (its eviction).
     pub(crate) async fn purge(&self, subject: &str) -> Result<u64, ClusterError> {
         self.stream
@@ -533,7 +568,7 @@ fn agrees(held: &stream::Config, wanted: &stream::Config) -> Result<(), ClusterE
             "a dedupe horizon (seconds) of",
             held.duplicate_window.as_secs().to_string(),
             wanted.duplicate_window.as_secs().to_string(),
-            "--nats-dedupe",
+            "--nats-dedupe-horizon",
         ));
     }
     if held.subjects != wanted.subjects {
@@ -572,11 +607,6 @@ mod tests {
         assert!(server_is_new_enough("v3.0.0-beta.1"));
         assert!(!server_is_new_enough("2.9.10"));
         assert!(!server_is_new_enough("garbage"));
-        assert_eq!(
-            redact_url("nats://u:secret@h:4222"),
-            "nats://<redacted>@h:4222"
-        );
-        assert_eq!(redact_url("nats://h:4222"), "nats://h:4222");
     }
 
     fn options(url: &str, stream: &str, buffer: usize) -> NatsOptions {
@@ -699,7 +729,10 @@ mod tests {
         let mut other = options(&server.url(), "T2", 8);
         other.dedupe_horizon = Duration::from_secs(30);
         let err = Cluster::connect(&other).await.unwrap_err();
-        assert!(err.to_string().contains("--nats-dedupe 120"), "{err}");
+        assert!(
+            err.to_string().contains("--nats-dedupe-horizon 120"),
+            "{err}"
+        );
     }
 
     #[tokio::test]

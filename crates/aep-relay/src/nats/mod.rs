@@ -1,15 +1,57 @@
-//! The relay cluster on NATS JetStream (feature `nats`, issue 20): several relays share
-//! one stream, so any of them answers the whole protocol.
+//! The relay cluster on NATS JetStream (issue 20): several relays share one stream, so
+//! any of them answers the whole protocol.
 //!
-//! This module grows into the JetStream storage backend; today it holds the names every
-//! relay of a cluster must compute alike ([`names`]) and the connection to the stream
-//! they share ([`cluster`]: connect and check, publish a batch acknowledged, read back
-//! in stream order) and a relay's live feed of what the others ingest ([`feed`]).
-// Nothing outside this module uses it yet: the JetStream `Storage` (with a `Feed`, see
-// `storage`) that builds on it is not written, and `--nats` is refused until it is. Its
-// tests run in CI with `--features nats` against a real nats-server.
-#![allow(dead_code)]
+//! - [`NatsCluster`] (always built): how a relay reaches its cluster, the option of
+//!   [`Relay::builder`](crate::Relay::builder) and of the `--nats*` flags;
+//! - [`names`]: the names every relay of a cluster must compute alike;
+//! - with feature `nats`: `cluster` (connect and check, publish a batch acknowledged,
+//!   read back in stream order), `feed` (every admission of every relay, in stream
+//!   order, for live fan-out) and `store` (the [`Storage`](crate::storage::Storage)
+//!   and its feed on the stream). Without the feature a relay given a cluster refuses
+//!   to start, saying how to build one that can.
 
+#[cfg(feature = "nats")]
 pub(crate) mod cluster;
+#[cfg(feature = "nats")]
 pub(crate) mod feed;
+// without the feature only the stream name is checked (`--nats-stream`)
+#[cfg_attr(not(feature = "nats"), allow(dead_code))]
 pub(crate) mod names;
+mod options;
+#[cfg(feature = "nats")]
+pub(crate) mod store;
+
+pub use options::NatsCluster;
+
+use std::io;
+
+use crate::config::RelayConfig;
+use crate::storage::Backend;
+
+/// The backend of a relay that joins `cluster`, or why it cannot (refused before any
+/// connection is tried when the configuration cannot work).
+pub(crate) fn open(config: &RelayConfig, cluster: &NatsCluster) -> io::Result<Backend> {
+    let refuse = |message: &str| Err(io::Error::new(io::ErrorKind::InvalidInput, message));
+    if cluster.url.is_empty() {
+        return refuse(
+            "--nats-creds, --nats-tls-ca, --nats-stream and --nats-dedupe-horizon need --nats URL (AEP_NATS_URL): name the cluster's NATS server, or drop them",
+        );
+    }
+    if config.data_dir.is_some() {
+        return refuse(
+            "--nats and --data-dir cannot be used together: with --nats the events are stored in the JetStream stream (the NATS server's own store, nats-server -js -sd DIR); drop --data-dir",
+        );
+    }
+    cluster.stream_name_checked()?;
+    #[cfg(feature = "nats")]
+    {
+        store::open(config, cluster)
+    }
+    #[cfg(not(feature = "nats"))]
+    {
+        Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this aep-relay was built without the `nats` feature, which --nats needs: build it with `cargo install aep-relay --features nats` (in the repository, `cargo build --release -p aep-relay --features nats`; its NATS client needs rustc 1.89 or newer)",
+        ))
+    }
+}

@@ -1,0 +1,285 @@
+//! [`NatsCluster`]: how a relay joins a cluster on NATS JetStream.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::names::StreamName;
+
+/// How a relay reaches its cluster's NATS JetStream and which stream it shares with
+/// the other relays of its fleet: the option of
+/// [`RelayBuilder::nats`](crate::RelayBuilder::nats) and
+/// [`RelayConfig::with_nats`](crate::RelayConfig::with_nats), and of the `--nats*`
+/// flags.
+///
+/// With it, the relay stores every event in the stream (no `--data-dir`): a `202`
+/// means JetStream acknowledged it, any relay of the fleet replays it, and each relay
+/// fans out live what any of them ingests. It needs the crate's feature `nats` (its
+/// client needs rustc 1.89); a relay built without it refuses to start with one.
+///
+/// Defaults: stream `AEP` ([`NatsCluster::DEFAULT_STREAM`]), a dedupe horizon of
+/// 120 s ([`NatsCluster::DEFAULT_DEDUPE_HORIZON`]), no credentials file, the system's
+/// TLS roots, 5 s for a request or a publish acknowledgement
+/// ([`NatsCluster::DEFAULT_TIMEOUT`]). `Debug` never shows a password of the URL.
+///
+/// ```
+/// use std::time::Duration;
+/// use aep_relay::NatsCluster;
+///
+/// let cluster = NatsCluster::new("tls://relay:s3cret@nats.internal:4222")
+///     .stream("FLEET-A")
+///     .creds("/etc/aep/relay.creds")
+///     .tls_roots("/etc/aep/ca.pem")
+///     .dedupe_horizon(Duration::from_secs(300));
+/// assert_eq!(cluster.stream_name(), "FLEET-A");
+/// assert!(!format!("{cluster:?}").contains("s3cret"));
+/// let relay = aep_relay::Relay::builder().buffer(8).nats(cluster);
+/// # drop(relay);
+/// ```
+#[derive(Clone, PartialEq, Eq)]
+pub struct NatsCluster {
+    pub(crate) url: String,
+    pub(crate) stream: String,
+    pub(crate) creds: Option<PathBuf>,
+    pub(crate) tls_roots: Option<PathBuf>,
+    pub(crate) dedupe_horizon: Duration,
+    pub(crate) timeout: Duration,
+}
+
+impl NatsCluster {
+    /// The stream (and first subject token) of a fleet unless told otherwise.
+    pub const DEFAULT_STREAM: &'static str = StreamName::DEFAULT;
+
+    /// How long JetStream remembers a stored `(source, id)` by default: its own
+    /// default `duplicate_window`.
+    pub const DEFAULT_DEDUPE_HORIZON: Duration = Duration::from_secs(120);
+
+    /// How long a JetStream request or a publish acknowledgement may take by default;
+    /// past it the ingest is answered `503`.
+    pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+    /// A cluster on the NATS server(s) at `url`: `nats://host:port` or
+    /// `tls://host:port`, several comma-separated, a `user:password@` allowed.
+    ///
+    /// ```
+    /// let cluster = aep_relay::NatsCluster::new("nats://127.0.0.1:4222");
+    /// assert_eq!(cluster.url(), "nats://127.0.0.1:4222");
+    /// assert_eq!(cluster.stream_name(), "AEP");
+    /// ```
+    pub fn new(url: impl Into<String>) -> NatsCluster {
+        NatsCluster {
+            url: url.into(),
+            stream: NatsCluster::DEFAULT_STREAM.to_owned(),
+            creds: None,
+            tls_roots: None,
+            dedupe_horizon: NatsCluster::DEFAULT_DEDUPE_HORIZON,
+            timeout: NatsCluster::DEFAULT_TIMEOUT,
+        }
+    }
+
+    /// The stream the fleet shares, also the first token of its subjects (default
+    /// `AEP`): 1 to 32 ASCII letters, digits, `-` or `_`, so that several fleets (and
+    /// test runs) share one NATS apart. A name outside that is refused at start.
+    ///
+    /// ```
+    /// let cluster = aep_relay::NatsCluster::new("nats://127.0.0.1:4222").stream("FLEET-B");
+    /// assert_eq!(cluster.stream_name(), "FLEET-B");
+    /// ```
+    pub fn stream(mut self, name: impl Into<String>) -> NatsCluster {
+        self.stream = name.into();
+        self
+    }
+
+    /// A NATS credentials file (a user JWT and its nkey seed), for a secured server
+    /// (default: none).
+    ///
+    /// ```
+    /// let cluster = aep_relay::NatsCluster::new("tls://nats:4222").creds("/etc/aep/relay.creds");
+    /// assert!(cluster.creds_file().is_some());
+    /// ```
+    pub fn creds(mut self, file: impl Into<PathBuf>) -> NatsCluster {
+        self.creds = Some(file.into());
+        self
+    }
+
+    /// PEM roots to verify the server's certificate with; TLS is then required
+    /// (default: the system's roots, TLS as the URL says).
+    ///
+    /// ```
+    /// let cluster = aep_relay::NatsCluster::new("tls://nats:4222").tls_roots("/etc/aep/ca.pem");
+    /// assert!(cluster.tls_roots_file().is_some());
+    /// ```
+    pub fn tls_roots(mut self, pem: impl Into<PathBuf>) -> NatsCluster {
+        self.tls_roots = Some(pem.into());
+        self
+    }
+
+    /// How long a stored `(source, id)` keeps a copy from being stored again, whichever
+    /// relay it is sent to (default 120 s; AEP-0001 §7.4): the stream's
+    /// `duplicate_window`. An emitter's retry later than that is stored a second time.
+    /// What bounds it: the server keeps every message id of the horizon in memory, so
+    /// its memory grows with ingest rate times horizon; and every relay of a fleet must
+    /// use the stream's value (a relay that disagrees is refused at start). Whole
+    /// seconds; at least one.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let cluster = aep_relay::NatsCluster::new("nats://127.0.0.1:4222")
+    ///     .dedupe_horizon(Duration::from_secs(600));
+    /// assert_eq!(cluster.dedupe_horizon_duration(), Duration::from_secs(600));
+    /// ```
+    pub fn dedupe_horizon(mut self, horizon: Duration) -> NatsCluster {
+        self.dedupe_horizon = Duration::from_secs(horizon.as_secs().max(1));
+        self
+    }
+
+    /// How long a JetStream request or a publish acknowledgement may take (default
+    /// 5 s): an ingest not acknowledged within it is answered `503`.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let cluster = aep_relay::NatsCluster::new("nats://127.0.0.1:4222").timeout(Duration::from_secs(2));
+    /// # drop(cluster);
+    /// ```
+    pub fn timeout(mut self, timeout: Duration) -> NatsCluster {
+        self.timeout = timeout;
+        self
+    }
+
+    /// The server URL(s), as given.
+    ///
+    /// ```
+    /// assert_eq!(aep_relay::NatsCluster::new("nats://n:4222").url(), "nats://n:4222");
+    /// ```
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The stream's name.
+    ///
+    /// ```
+    /// assert_eq!(aep_relay::NatsCluster::new("nats://n:4222").stream_name(), "AEP");
+    /// ```
+    pub fn stream_name(&self) -> &str {
+        &self.stream
+    }
+
+    /// The credentials file, when set.
+    ///
+    /// ```
+    /// assert!(aep_relay::NatsCluster::new("nats://n:4222").creds_file().is_none());
+    /// ```
+    pub fn creds_file(&self) -> Option<&Path> {
+        self.creds.as_deref()
+    }
+
+    /// The PEM roots, when set.
+    ///
+    /// ```
+    /// assert!(aep_relay::NatsCluster::new("nats://n:4222").tls_roots_file().is_none());
+    /// ```
+    pub fn tls_roots_file(&self) -> Option<&Path> {
+        self.tls_roots.as_deref()
+    }
+
+    /// The dedupe horizon.
+    ///
+    /// ```
+    /// let cluster = aep_relay::NatsCluster::new("nats://n:4222");
+    /// assert_eq!(cluster.dedupe_horizon_duration(), aep_relay::NatsCluster::DEFAULT_DEDUPE_HORIZON);
+    /// ```
+    pub fn dedupe_horizon_duration(&self) -> Duration {
+        self.dedupe_horizon
+    }
+
+    /// Whether `url` is one this option takes: every comma-separated part `nats://` or
+    /// `tls://` with a host.
+    pub(crate) fn is_url(url: &str) -> bool {
+        !url.trim().is_empty()
+            && url.split(',').all(|part| {
+                let part = part.trim();
+                ["nats://", "tls://"].iter().any(|scheme| {
+                    part.strip_prefix(scheme)
+                        .is_some_and(|rest| !rest.is_empty() && !rest.starts_with('/'))
+                })
+            })
+    }
+
+    /// The stream name, checked.
+    pub(crate) fn stream_name_checked(&self) -> Result<StreamName, std::io::Error> {
+        StreamName::parse(&self.stream)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
+    }
+}
+
+/// `url` with any `user:password@` replaced, for messages and logs.
+pub(crate) fn redact_url(url: &str) -> String {
+    url.split(',')
+        .map(|part| match (part.find("://"), part.rfind('@')) {
+            (Some(scheme), Some(at)) if at > scheme => {
+                format!("{}://<redacted>@{}", &part[..scheme], &part[at + 1..])
+            }
+            _ => part.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+impl fmt::Debug for NatsCluster {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // the URL may carry a user and password
+        f.debug_struct("NatsCluster")
+            .field("url", &redact_url(&self.url))
+            .field("stream", &self.stream)
+            .field("creds", &self.creds)
+            .field("tls_roots", &self.tls_roots)
+            .field("dedupe_horizon", &self.dedupe_horizon)
+            .field("timeout", &self.timeout)
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_are_nats_or_tls_and_passwords_never_shown() {
+        for good in [
+            "nats://127.0.0.1:4222",
+            "tls://n:4222",
+            "nats://u:p@a:1, nats://b:2",
+        ] {
+            assert!(NatsCluster::is_url(good), "{good}");
+        }
+        for bad in [
+            "",
+            "http://n:4222",
+            "127.0.0.1:4222",
+            "nats://",
+            "nats://a,x",
+        ] {
+            assert!(!NatsCluster::is_url(bad), "{bad}");
+        }
+        let shown = format!(
+            "{:?}",
+            NatsCluster::new("nats://u:s3cret@a:1,tls://v:pw@b:2")
+        );
+        assert!(
+            !shown.contains("s3cret") && !shown.contains("pw@"),
+            "{shown}"
+        );
+        assert!(shown.contains("nats://<redacted>@a:1"), "{shown}");
+        assert_eq!(redact_url("nats://h:4222"), "nats://h:4222");
+    }
+
+    #[test]
+    fn a_horizon_is_whole_seconds_and_a_stream_name_is_checked_at_start() {
+        let c = NatsCluster::new("nats://n:1").dedupe_horizon(Duration::from_millis(1500));
+        assert_eq!(c.dedupe_horizon_duration(), Duration::from_secs(1));
+        let c = c.dedupe_horizon(Duration::ZERO);
+        assert_eq!(c.dedupe_horizon_duration(), Duration::from_secs(1));
+        assert!(c.clone().stream("a.b").stream_name_checked().is_err());
+        assert!(c.stream_name_checked().is_ok());
+    }
+}

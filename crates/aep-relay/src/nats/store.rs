@@ -1,0 +1,364 @@
+//! The replay store on the cluster's JetStream stream: a [`Storage`] and its [`Feed`]
+//! (see `storage` for the contract), so that any relay of a fleet answers replay and
+//! live delivery as a single relay would.
+//!
+//! - **Admission** publishes the batch, in admission order, each event on its
+//!   session's subject with `Nats-Msg-Id` the digest of its `(source, id)`
+//!   ([`names::message_id`]): JetStream stores it once within the dedupe horizon,
+//!   whichever relay it was sent to (AEP-0001 §7.4). The batch resolves once JetStream
+//!   has acknowledged every event (a duplicate from the acknowledgement's flag), so a
+//!   `202` means stored (AEP-0003 §3.2.3); NATS unreachable, or an acknowledgement not
+//!   in time, is [`Unstored`] (`503`), an event larger than the server's `max_payload`
+//!   is refused before anything is published (`413`). Batches are sent one after
+//!   another by one task, in the order the hub admitted them, and their
+//!   acknowledgements awaited meanwhile; the redeliveries among them are announced to
+//!   every relay's feed ([`Cluster::announce_duplicates`]).
+//! - **Stamps** are stream sequences; the stamp is the latest the relay has seen.
+//! - **Replay** reads the stream: a session's subject (the stream keeps its newest
+//!   `--buffer` events, `max_messages_per_subject`), in `(epoch, seq)` order, from its
+//!   `from` position, with `replay-exhausted` when what was asked for was dropped;
+//!   `from=all`, every session's subject in stream order (admission order), never a gap.
+//! - **The feed** is [`feed::feed`]: every relay's admissions, this one's included.
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use aep_core::resume::{Position, ResumeFrom};
+use aep_core::{EnvelopeView, Event};
+use futures::{FutureExt, StreamExt};
+use tokio::sync::{mpsc, oneshot};
+
+use super::cluster::{Cluster, ClusterError, NatsOptions, Outgoing, Published};
+use super::feed;
+use super::names::{message_id, StreamName};
+use super::NatsCluster;
+use crate::config::RelayConfig;
+use crate::encoded::Encoded;
+use crate::storage::{
+    Admitting, Backend, Outcome, Outcomes, Replay, ReplayFrom, Replayed, Stamp, Storage, Unstored,
+};
+
+/// How often the session and byte counts of `/healthz` are read from the stream.
+const COUNTS_EVERY: Duration = Duration::from_secs(2);
+
+/// Connects to `cluster` (checking the stream against `config.buffer`) and opens the
+/// store and its feed. Blocking: it runs the connection on the current tokio runtime
+/// from a thread of its own, so it may be called from anywhere in one.
+pub(crate) fn open(config: &RelayConfig, cluster: &NatsCluster) -> std::io::Result<Backend> {
+    let options = NatsOptions::new(cluster, config.buffer)?;
+    let runtime = tokio::runtime::Handle::try_current()
+        .map_err(|_| std::io::Error::other("a relay on NATS is opened inside a tokio runtime"))?;
+    let opened = std::thread::scope(|scope| {
+        scope
+            .spawn(|| runtime.block_on(NatsStore::open(&options)))
+            .join()
+    });
+    match opened {
+        Ok(Ok((store, feed))) => Ok(Backend {
+            storage: Box::new(store),
+            feed: Some(feed),
+        }),
+        Ok(Err(e)) => Err(std::io::Error::other(e.to_string())),
+        Err(_) => Err(std::io::Error::other("connecting to NATS panicked")),
+    }
+}
+
+/// One batch for the publishing task.
+struct Job {
+    events: Vec<Encoded>,
+    done: oneshot::Sender<Result<Vec<Published>, ClusterError>>,
+}
+
+/// The store: the connection, the publishing task's queue, and what was last seen.
+#[derive(Debug)]
+pub(crate) struct NatsStore {
+    cluster: Cluster,
+    jobs: mpsc::UnboundedSender<Job>,
+    stamp: Arc<AtomicU64>,
+    counts: Arc<Counts>,
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Job")
+            .field("events", &self.events.len())
+            .finish()
+    }
+}
+
+/// The stream's sessions and bytes, as last read.
+#[derive(Debug, Default)]
+struct Counts {
+    sessions: AtomicUsize,
+    bytes: AtomicUsize,
+}
+
+impl NatsStore {
+    /// Connects and checks the stream, then starts the publishing task, the feed (from
+    /// the stream's last sequence now) and the counts' refresher.
+    pub(crate) async fn open(
+        options: &NatsOptions,
+    ) -> Result<(NatsStore, crate::storage::Feed), ClusterError> {
+        let cluster = Cluster::connect(options).await?;
+        let last = cluster.last_sequence().await?;
+        let stamp = Arc::new(AtomicU64::new(last));
+        let (jobs, queue) = mpsc::unbounded_channel();
+        tokio::spawn(publish(cluster.clone(), queue, stamp.clone()));
+        let counts = Arc::new(Counts::default());
+        tokio::spawn(refresh_counts(cluster.clone(), Arc::downgrade(&counts)));
+        let feed = feed::feed(cluster.clone(), last, stamp.clone());
+        let store = NatsStore {
+            cluster,
+            jobs,
+            stamp,
+            counts,
+        };
+        Ok((store, feed))
+    }
+}
+
+/// Publishes the batches in the order they were admitted, each acknowledged while the
+/// next is sent; answers each with its acknowledgements and announces its redeliveries.
+async fn publish(cluster: Cluster, mut queue: mpsc::UnboundedReceiver<Job>, stamp: Arc<AtomicU64>) {
+    while let Some(job) = queue.recv().await {
+        let batch: Vec<Outgoing> = job
+            .events
+            .iter()
+            .map(|event| outgoing(cluster.name(), event))
+            .collect();
+        let acks = match cluster.send(&batch).await {
+            Ok(acks) => acks,
+            Err(e) => {
+                let _ = job.done.send(Err(e));
+                continue;
+            }
+        };
+        let cluster = cluster.clone();
+        let stamp = stamp.clone();
+        tokio::spawn(async move {
+            let published = acks.await;
+            if let Ok(published) = &published {
+                if let Some(last) = published.iter().map(|p| p.sequence).max() {
+                    stamp.fetch_max(last, Ordering::AcqRel);
+                }
+                let again: Vec<_> = batch
+                    .iter()
+                    .zip(published)
+                    .filter(|(_, p)| p.duplicate)
+                    .map(|(m, p)| (m, p.sequence))
+                    .collect();
+                if !again.is_empty() {
+                    // at most once, as a single relay's live fan-out is: stored already
+                    if let Err(e) = cluster.announce_duplicates(&again).await {
+                        tracing::warn!(error = %e, "announcing redeliveries to the cluster");
+                    }
+                }
+            }
+            let _ = job.done.send(published);
+        });
+    }
+}
+
+/// Reads the stream's session and byte counts every [`COUNTS_EVERY`] while the store
+/// lives.
+async fn refresh_counts(cluster: Cluster, counts: std::sync::Weak<Counts>) {
+    loop {
+        let Some(held) = counts.upgrade() else { return };
+        let mut stream = cluster.stream().clone();
+        if let Ok(info) = stream.info().await {
+            let narrow = |n: u64| usize::try_from(n).unwrap_or(usize::MAX);
+            held.sessions
+                .store(narrow(info.state.subjects_count), Ordering::Relaxed);
+            held.bytes
+                .store(narrow(info.state.bytes), Ordering::Relaxed);
+        }
+        drop(held);
+        tokio::time::sleep(COUNTS_EVERY).await;
+    }
+}
+
+/// The message of one sequenced session event: its session's subject, the digest of
+/// its `(source, id)`, its JSON as received.
+fn outgoing(name: &StreamName, event: &Encoded) -> Outgoing {
+    let json = event.json();
+    // read back from the JSON rather than kept beside every event of every store: only
+    // this store needs them
+    let read = std::str::from_utf8(&json)
+        .ok()
+        .and_then(EnvelopeView::read)
+        .map(|view| message_id(view.source(), view.id()));
+    let id = read.unwrap_or_else(|| match Event::from_slice(&json) {
+        Ok(parsed) => message_id(parsed.source(), parsed.id()),
+        // never: the event was checked at ingest. Its framing's digest still dedupes a
+        // retry to this relay.
+        Err(_) => format!("{:016x}{:016x}", event.key().0, event.key().1),
+    });
+    Outgoing {
+        subject: name.session_subject(event.session().unwrap_or_default()),
+        message_id: id,
+        payload: json,
+    }
+}
+
+/// What a failed admission answers (`storage::Unstored`).
+fn unstored(error: ClusterError) -> Unstored {
+    match error {
+        ClusterError::TooLarge { .. } => Unstored::too_large(error.to_string()),
+        other => Unstored::unavailable(other.to_string()),
+    }
+}
+
+impl Storage for NatsStore {
+    fn admit(&self, events: &[&Encoded]) -> Admitting {
+        let (done, answer) = oneshot::channel();
+        let job = Job {
+            events: events.iter().map(|e| (*e).clone()).collect(),
+            done,
+        };
+        if self.jobs.send(job).is_err() {
+            let error = Unstored::unavailable("the relay's NATS publisher has stopped".into());
+            return Admitting::Pending(Box::pin(async move { Err(error) }));
+        }
+        Admitting::Pending(
+            answer
+                .map(|answer| match answer {
+                    Ok(Ok(published)) => Ok(published
+                        .iter()
+                        .map(|p| {
+                            if p.duplicate {
+                                Outcome::Duplicate
+                            } else {
+                                Outcome::Held
+                            }
+                        })
+                        .collect::<Outcomes>()),
+                    Ok(Err(e)) => Err(unstored(e)),
+                    Err(_) => Err(Unstored::unavailable(
+                        "the relay's NATS publisher has stopped".into(),
+                    )),
+                })
+                .boxed(),
+        )
+    }
+
+    fn stamp(&self) -> Stamp {
+        self.stamp.load(Ordering::Acquire)
+    }
+
+    fn replay(&self, from: ReplayFrom, upto: Stamp) -> Replay {
+        let cluster = self.cluster.clone();
+        match from {
+            ReplayFrom::All => replay_all(cluster, upto),
+            ReplayFrom::Sessions(sessions) => futures::stream::iter(sessions)
+                .then(move |from| replay_session(cluster.clone(), from, upto))
+                .flat_map(futures::stream::iter)
+                .boxed(),
+        }
+    }
+
+    fn sessions(&self) -> usize {
+        self.counts.sessions.load(Ordering::Relaxed)
+    }
+
+    fn held_bytes(&self) -> usize {
+        self.counts.bytes.load(Ordering::Relaxed)
+    }
+}
+
+/// Every session's held events through `upto`, in stream order, a run per session
+/// while consecutive events share one; never a gap (AEP-0003 §5 rule 2).
+fn replay_all(cluster: Cluster, upto: Stamp) -> Replay {
+    let wildcard = cluster.name().sessions_wildcard();
+    futures::stream::once(async move { cluster.read(&wildcard, 1, upto).await })
+        .flat_map(|read| match read {
+            Ok(read) => read.ready_chunks(RUN).boxed(),
+            Err(e) => {
+                tracing::warn!(error = %e, "replaying from NATS: the replay ends here");
+                futures::stream::empty().boxed()
+            }
+        })
+        .map(|chunk| {
+            let mut runs: Vec<Replayed> = Vec::new();
+            for stored in chunk {
+                let stored = match stored {
+                    Ok(stored) => stored,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "replaying from NATS: the replay ends here");
+                        break;
+                    }
+                };
+                let Some(event) = feed::decode(&stored.payload) else {
+                    continue;
+                };
+                let Some(session) = event.session() else {
+                    continue;
+                };
+                match runs.last_mut() {
+                    Some(Replayed::Events { session: s, events }) if **s == *session => {
+                        events.push(event)
+                    }
+                    _ => runs.push(Replayed::Events {
+                        session: Arc::from(session),
+                        events: vec![event],
+                    }),
+                }
+            }
+            futures::stream::iter(runs)
+        })
+        .flatten()
+        .boxed()
+}
+
+/// Events one replay reads ahead at a time.
+const RUN: usize = 256;
+
+/// What `from` asks of one session, through `upto`: its held events after its
+/// position in `(epoch, seq)` order, preceded by a gap when the oldest held is past
+/// what was asked for (AEP-0003 §5, `replay-exhausted`). A session holds at most
+/// `--buffer` events, read whole.
+async fn replay_session(cluster: Cluster, from: ResumeFrom, upto: Stamp) -> Vec<Replayed> {
+    let subject = cluster.name().session_subject(from.session());
+    let mut events = Vec::new();
+    match cluster.read(&subject, 1, upto).await {
+        Ok(mut read) => {
+            while let Some(stored) = read.next().await {
+                match stored {
+                    Ok(stored) => events.extend(feed::decode(&stored.payload)),
+                    Err(e) => {
+                        tracing::warn!(error = %e, session = from.session(), "replaying from NATS: the session's replay ends here");
+                        break;
+                    }
+                }
+            }
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, session = from.session(), "replaying from NATS: the session is skipped");
+        }
+    }
+    // stream order is admission order; two relays may have admitted a session's
+    // events out of position order
+    events.sort_by_key(|e: &Encoded| e.position().unwrap_or(Position::new(0, 0)));
+    let session: Arc<str> = Arc::from(from.session());
+    let start = from.start();
+    let mut out = Vec::new();
+    if let Some(earliest) = events.first().and_then(Encoded::position) {
+        if start.declares_gap(earliest) {
+            out.push(Replayed::Gap {
+                session: session.clone(),
+                earliest,
+            });
+        }
+    }
+    let wanted: Vec<Encoded> = events
+        .into_iter()
+        .filter(|e| e.position().is_some_and(|p| start.includes(p)))
+        .collect();
+    for run in wanted.chunks(RUN) {
+        out.push(Replayed::Events {
+            session: session.clone(),
+            events: run.to_vec(),
+        });
+    }
+    out
+}
