@@ -1,0 +1,233 @@
+//! The relay cluster on NATS JetStream (feature `nats`, issue 20): two relays on one
+//! real nats-server, started on a free port with a store of its own (skipped, with the
+//! reason printed, where there is no nats-server; a failure under
+//! `AEP_REQUIRE_EXTERNAL=1`, as `.ci/run` sets).
+
+#![cfg(feature = "nats")]
+#![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
+mod common;
+
+use std::time::Duration;
+
+use aep_relay::{NatsCluster, RelayHandle};
+use aep_test_support::nats::NatsServer;
+use common::*;
+use serde_json::{json, Value};
+
+/// A stream of its own for each relay set, so tests could share a server.
+fn cluster(server: &NatsServer) -> NatsCluster {
+    NatsCluster::new(server.url())
+        .stream(format!("T{}", &id()[..20]))
+        .timeout(Duration::from_secs(2))
+}
+
+async fn relay_on(cluster: &NatsCluster) -> RelayHandle {
+    builder()
+        .nats(cluster.clone())
+        .start()
+        .await
+        .expect("a relay of the cluster starts")
+}
+
+/// Two relays of one fleet.
+async fn two(server: &NatsServer) -> (RelayHandle, RelayHandle) {
+    let fleet = cluster(server);
+    (relay_on(&fleet).await, relay_on(&fleet).await)
+}
+
+fn batch(s: &str, seqs: std::ops::Range<u64>) -> Vec<Value> {
+    seqs.map(|i| ev("progress.status", s, i)).collect()
+}
+
+/// Events posted to A replay whole from B (`from=all`, `live=0`, and from a position),
+/// and a live SSE and WebSocket reader on B receives them, in `(epoch, seq)` order.
+#[tokio::test]
+async fn what_a_ingests_b_replays_and_delivers_live() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let (a, b) = two(&server).await;
+    let s = session();
+    let mut sse = Sse::open(&b, &only(&s)).await;
+    let mut ws = Ws::hello(&b, "consumer", json!({})).await;
+    ws.send(&json!({ "type": "subscribe", "id": "w", "filter": { "session": s } }))
+        .await;
+    ws.assert_next(json!({ "type": "subscribed", "id": "w" }))
+        .await;
+
+    let events = batch(&s, 0..6);
+    assert_eq!(post_ndjson(&a, &events[..4]).await.status(), 202);
+    for e in &events[4..] {
+        assert_eq!(post_json(&a, e).await.status(), 202);
+    }
+    for expected in &events {
+        let got = sse.next_event().await.expect("live on B over SSE");
+        assert_eq!(got.data.as_deref(), Some(expected.to_string().as_str()));
+        assert_eq!(ws.recv_text().await.unwrap(), expected.to_string());
+    }
+
+    let all = replay(&b, "from=all").await;
+    assert_eq!(
+        data(&all),
+        events.iter().map(Value::to_string).collect::<Vec<_>>()
+    );
+    assert_eq!(seqs(&replay(&b, &from_after(&s, 0, 3)).await), [4, 5]);
+    // and A answers alike
+    assert_eq!(seqs(&replay(&a, &from(&s)).await), [0, 1, 2, 3, 4, 5]);
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+/// Each relay keeps `--buffer` events of a session (the stream's
+/// `max_messages_per_subject`): a request for what was dropped is told so.
+#[tokio::test]
+async fn a_position_older_than_the_buffer_is_replay_exhausted_on_every_relay() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let (a, b) = two(&server).await;
+    let s = session();
+    assert_eq!(post_ndjson(&a, &batch(&s, 0..12)).await.status(), 202);
+    for relay in [&a, &b] {
+        let got = replay(relay, &from_after(&s, 0, 1)).await;
+        assert_eq!(got[0].comments, vec![format!("replay-exhausted {s} 0:4")]);
+        assert_eq!(seqs(&got), (4..12).collect::<Vec<_>>());
+    }
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+/// An emitter's retry to another relay of the fleet is stored once, and still
+/// forwarded live (AEP-0003 §5: a redelivery crosses the hop).
+#[tokio::test]
+async fn the_same_batch_posted_to_a_and_to_b_is_stored_once() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let (a, b) = two(&server).await;
+    let s = session();
+    let events = batch(&s, 0..3);
+    let mut live = Sse::open(&a, &only(&s)).await;
+    assert_eq!(post_ndjson(&a, &events).await.status(), 202);
+    assert_eq!(post_ndjson(&b, &events).await.status(), 202);
+    let stored = replay(&b, "from=all").await;
+    assert_eq!(seqs(&stored), [0, 1, 2]);
+    assert_eq!(seqs(&replay(&a, &from(&s)).await), [0, 1, 2]);
+    let mut delivered = Vec::new();
+    for _ in 0..6 {
+        delivered.push(live.next_event().await.expect("delivered").json()["seq"].clone());
+    }
+    assert_eq!(delivered, [0, 1, 2, 0, 1, 2].map(|n| json!(n)));
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+/// While nats-server is down, ingest answers 503 with a reason and a `Retry-After`;
+/// once it is back the relays reconnect by themselves, ingest works again, a live
+/// reader resumes without a gap or a repeat, and nothing that got a 202 is lost.
+#[tokio::test]
+async fn ingest_is_503_while_nats_is_down_and_nothing_acknowledged_is_lost() {
+    let Some(mut server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let (a, b) = two(&server).await;
+    let s = session();
+    let mut live = Sse::open(&b, &only(&s)).await;
+    let before = batch(&s, 0..3);
+    assert_eq!(post_ndjson(&a, &before).await.status(), 202);
+    for _ in &before {
+        live.next_event().await.expect("delivered before the fault");
+    }
+
+    server.kill();
+    let during = batch(&s, 3..6);
+    let refused = wait_for_status(&a, &during, 503).await;
+    let body: Value = common::body(refused).await;
+    assert_eq!(body["error"], "storage-unavailable", "{body}");
+    assert!(body["detail"].as_str().unwrap().contains("NATS"), "{body}");
+
+    server.restart().unwrap();
+    wait_for_status(&a, &during, 202).await;
+    let after = batch(&s, 6..8);
+    assert_eq!(post_ndjson(&b, &after).await.status(), 202);
+    let mut got = Vec::new();
+    for _ in 0..5 {
+        got.push(
+            live.next_event()
+                .await
+                .expect("delivered after the fault")
+                .json()["seq"]
+                .clone(),
+        );
+    }
+    assert_eq!(got, [3, 4, 5, 6, 7].map(|n| json!(n)), "no gap, no repeat");
+    let held = replay(&b, &from(&s)).await;
+    assert_eq!(seqs(&held), (0..8).collect::<Vec<_>>());
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+/// Posts `events` to `relay` until it answers `status` (within 20 s).
+async fn wait_for_status(relay: &RelayHandle, events: &[Value], status: u16) -> reqwest::Response {
+    for _ in 0..200 {
+        let response = post_ndjson(relay, events).await;
+        if response.status() == status {
+            return response;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("{} never answered {status}", relay.url());
+}
+
+/// An event larger than the server's `max_payload` (1 MiB by default) is refused with
+/// 413 before anything is published: not stored, not lost.
+#[tokio::test]
+async fn an_event_past_max_payload_is_413() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let (a, b) = two(&server).await;
+    let s = session();
+    let big = with(
+        ev("progress.status", &s, 0),
+        "data",
+        json!({ "blob": "x".repeat(1 << 20) }),
+    );
+    let response = post_ndjson(&a, &[ev("progress.status", &s, 1), big]).await;
+    assert_eq!(response.status(), 413);
+    let body: Value = common::body(response).await;
+    assert!(
+        body["detail"].as_str().unwrap().contains("max_payload"),
+        "{body}"
+    );
+    assert!(data(&replay(&b, &from(&s)).await).is_empty());
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
+/// `--nats` with `--data-dir` is refused before anything connects: the stream is the
+/// storage.
+#[tokio::test]
+async fn a_cluster_relay_with_a_data_dir_is_refused() {
+    let err = builder()
+        .data_dir(std::env::temp_dir().join("aep-never-created"))
+        .nats(NatsCluster::new("nats://127.0.0.1:1"))
+        .start()
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("--data-dir"), "{err}");
+}
+
+/// A relay whose `--buffer` disagrees with the stream's is refused, naming the
+/// stream's value.
+#[tokio::test]
+async fn a_relay_whose_buffer_disagrees_with_the_stream_is_refused() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let fleet = cluster(&server);
+    let a = relay_on(&fleet).await;
+    let err = builder().buffer(100).nats(fleet).start().await.unwrap_err();
+    assert!(err.to_string().contains("--buffer 8"), "{err}");
+    a.shutdown().await.unwrap();
+}
