@@ -274,7 +274,7 @@ mod tests {
         assert!(matches!(journal.admit(&[&e1]), Admitting::Done(d) if d[0] == Outcome::Duplicate));
         disk.full.store(true, Ordering::SeqCst);
         let unstored = journal.admit(&[&e2]).stored().await.unwrap_err();
-        assert_eq!(unstored.0.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(unstored.error.kind(), io::ErrorKind::StorageFull);
         assert_eq!(
             fs::read_to_string(&file).unwrap(),
             format!("{}\n", line("s", 1, "x"))
@@ -306,7 +306,7 @@ mod tests {
             .unwrap()
             .push(dir.0.join(file_name("b")));
         let unstored = journal.admit(&batch).stored().await.unwrap_err();
-        assert_eq!(unstored.0.kind(), io::ErrorKind::StorageFull);
+        assert_eq!(unstored.error.kind(), io::ErrorKind::StorageFull);
         assert_eq!((held(&journal, "a"), held(&journal, "b")), (vec![], vec![]));
         assert!(!dir.0.join(file_name("b")).exists());
         disk.full_for.lock().unwrap().clear();

@@ -142,6 +142,8 @@ async fn ingest_is_503_while_nats_is_down_and_nothing_acknowledged_is_lost() {
     server.kill();
     let during = batch(&s, 3..6);
     let refused = wait_for_status(&a, &during, 503).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(post_ndjson(&b, &during).await.status(), 503);
     let body: Value = common::body(refused).await;
     assert_eq!(body["error"], "storage-unavailable", "{body}");
     assert!(body["detail"].as_str().unwrap().contains("NATS"), "{body}");

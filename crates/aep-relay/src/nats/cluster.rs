@@ -296,12 +296,6 @@ impl Cluster {
         })
     }
 
-    #[cfg(test)]
-    /// This relay's name within the cluster (fresh at every start).
-    pub(crate) fn relay(&self) -> &str {
-        &self.relay
-    }
-
     /// The client, for the live feed.
     pub(crate) fn client(&self) -> &async_nats::Client {
         &self.client

@@ -33,6 +33,9 @@ const RUN: usize = 256;
 /// How long the feed waits before creating its consumer again after a failure.
 const RETRY: Duration = Duration::from_millis(250);
 
+/// How often the feed looks at the connection, to resume as soon as it is back.
+const WATCH: Duration = Duration::from_millis(100);
+
 /// The feed of `cluster` from stream sequence `after + 1` on; `stamp` is raised to each
 /// sequence delivered. It runs until its receiver is dropped.
 pub(crate) fn feed(cluster: Cluster, after: u64, stamp: Arc<AtomicU64>) -> Feed {
@@ -96,8 +99,20 @@ async fn run(cluster: Cluster, after: u64, stamp: Arc<AtomicU64>, mut tx: mpsc::
                 continue;
             }
         };
+        // A server restart loses the consumer's pull without ending its stream until
+        // heartbeats are missed: once the connection is back, start over at once.
+        let mut watch = tokio::time::interval(WATCH);
+        let mut was_down = false;
         loop {
             tokio::select! {
+                _ = watch.tick() => {
+                    if !cluster.is_connected() {
+                        was_down = true;
+                    } else if was_down {
+                        tracing::info!(after = delivered, "NATS is back: the live feed resumes");
+                        break;
+                    }
+                }
                 run = messages.next() => {
                     let Some(run) = run else { break };
                     let mut events = Vec::with_capacity(run.len());
@@ -137,6 +152,7 @@ async fn run(cluster: Cluster, after: u64, stamp: Arc<AtomicU64>, mut tx: mpsc::
                 announced = duplicates.next() => {
                     let Some(message) = announced else {
                         // the client is gone: nothing more will come
+                        tracing::warn!("the cluster's redeliveries are no longer received");
                         return;
                     };
                     if let Some(event) = decode(&message.payload) {
@@ -149,5 +165,109 @@ async fn run(cluster: Cluster, after: u64, stamp: Arc<AtomicU64>, mut tx: mpsc::
             }
         }
         tokio::time::sleep(RETRY).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use bytes::Bytes;
+
+    use super::*;
+    use crate::nats::cluster::{NatsOptions, Outgoing};
+    use crate::nats::names::{message_id, StreamName};
+    use aep_test_support::nats::NatsServer;
+
+    fn options(url: &str) -> NatsOptions {
+        NatsOptions {
+            url: url.to_owned(),
+            creds: None,
+            tls_ca: None,
+            stream: StreamName::parse("FEED").unwrap(),
+            buffer: 100,
+            dedupe_horizon: Duration::from_secs(120),
+            timeout: Duration::from_secs(5),
+        }
+    }
+
+    fn event(cluster: &Cluster, id: &str, seq: u64) -> Outgoing {
+        let json = format!(
+            r#"{{"aep":"0.1","id":"{id}","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://t/agent/a","agent":"a","session":"s","seq":{seq},"data":{{}}}}"#
+        );
+        Outgoing {
+            subject: cluster.name().session_subject("s"),
+            message_id: message_id("aep://t/agent/a", id),
+            payload: Bytes::from(json),
+        }
+    }
+
+    async fn next(feed: &mut Feed) -> Admitted {
+        tokio::time::timeout(Duration::from_secs(10), feed.next())
+            .await
+            .expect("an item within 10 s")
+            .unwrap()
+    }
+
+    fn ids(admitted: &Admitted) -> Vec<String> {
+        admitted
+            .events
+            .iter()
+            .map(|e| {
+                let json: serde_json::Value = serde_json::from_slice(&e.json()).unwrap();
+                json["id"].as_str().unwrap().to_owned()
+            })
+            .collect()
+    }
+
+    /// Every relay's feed carries every admission, its own included, once, from after
+    /// the sequence it was opened at; a redelivery is forwarded at the sequence already
+    /// fed, never past it.
+    #[tokio::test]
+    async fn every_relay_feeds_on_every_admission_its_own_included() {
+        let Some(server) = NatsServer::start_or_skip() else {
+            return;
+        };
+        let a = Cluster::connect(&options(&server.url())).await.unwrap();
+        let b = Cluster::connect(&options(&server.url())).await.unwrap();
+        // stored before the feeds start: not fed (replay serves it)
+        a.publish(&[event(&a, "e0", 0)]).await.unwrap();
+        let after = b.last_sequence().await.unwrap();
+        let stamp = Arc::new(AtomicU64::new(after));
+        let mut a_feed = feed(a.clone(), after, stamp.clone());
+        let mut b_feed = feed(b.clone(), after, Arc::new(AtomicU64::new(after)));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+
+        let batch = [event(&a, "e1", 1), event(&a, "e2", 2)];
+        a.publish(&batch).await.unwrap();
+        for fed in [&mut a_feed, &mut b_feed] {
+            let mut got = Vec::new();
+            let mut last = 0;
+            while got.len() < 2 {
+                let admitted = next(fed).await;
+                last = admitted.stamp;
+                got.extend(ids(&admitted));
+            }
+            assert_eq!(got, ["e1", "e2"]);
+            assert_eq!(last, 3);
+        }
+        assert_eq!(stamp.load(Ordering::Acquire), 3);
+
+        // A's retry of e1: stored once, its announcement fed to both at stamp 3
+        let again = a.publish(&batch[..1]).await.unwrap();
+        assert!(again[0].duplicate);
+        a.announce_duplicates(&[(&batch[0], again[0].sequence)])
+            .await
+            .unwrap();
+        for fed in [&mut a_feed, &mut b_feed] {
+            let dup = next(fed).await;
+            assert_eq!((ids(&dup), dup.stamp), (vec!["e1".to_owned()], 3));
+        }
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), b_feed.next())
+                .await
+                .is_err(),
+            "fed twice"
+        );
     }
 }
