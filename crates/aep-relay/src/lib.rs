@@ -47,6 +47,20 @@
 //! - `subscriptions`: the subscription model's lifecycle on `/socket` (below).
 //! - `proto`: the one seam to `aep-core` (validation, attr-match, down-leveling, frames).
 //!
+//! ## A cluster on NATS JetStream
+//!
+//! With [`NatsCluster`] ([`RelayBuilder::nats`], `--nats URL`; the crate's feature
+//! `nats`) several relays share one JetStream stream and any of them answers the whole
+//! protocol: an ingest is `202` once JetStream acknowledged every event (`503` while
+//! NATS is unreachable, `413` past its `max_payload`), `(source, id)` is deduped across
+//! relays within the dedupe horizon, replay is served from the stream, and every relay
+//! fans out live what any of them ingests. What differs from a single relay:
+//! `--buffer` is the stream's and every relay must agree with it; `--max-sessions`,
+//! `--max-session-bytes` and `--max-store-bytes` do not apply (bound the stream with the
+//! server's `max_bytes`/`max_age`); dedupe lasts the horizon, not the buffer; `from=all`
+//! serves sessions interleaved in admission order; `--data-dir` is refused. The README's
+//! "Scaling out" section has the commands.
+//!
 //! ## The subscription model on `/socket`
 //!
 //! Beside the AEP-0003 frames (`hello`, `subscribe`/`subscribed`, `unsubscribe`,

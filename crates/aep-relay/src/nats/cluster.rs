@@ -296,6 +296,11 @@ impl Cluster {
         })
     }
 
+    /// How long a request or a publish acknowledgement may take.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
     /// The client, for the live feed.
     pub(crate) fn client(&self) -> &async_nats::Client {
         &self.client

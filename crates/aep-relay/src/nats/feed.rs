@@ -106,6 +106,10 @@ async fn run(cluster: Cluster, after: u64, stamp: Arc<AtomicU64>, mut tx: mpsc::
         loop {
             tokio::select! {
                 _ = watch.tick() => {
+                    if tx.is_closed() {
+                        // the relay has stopped: its connection goes with this task
+                        return;
+                    }
                     if !cluster.is_connected() {
                         was_down = true;
                     } else if was_down {

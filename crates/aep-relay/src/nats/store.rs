@@ -127,10 +127,24 @@ async fn publish(cluster: Cluster, mut queue: mpsc::UnboundedReceiver<Job>, stam
             .iter()
             .map(|event| outgoing(cluster.name(), event))
             .collect();
-        let acks = match cluster.send(&batch).await {
-            Ok(acks) => acks,
-            Err(e) => {
+        // Sending waits only for room in the client's queue, which a connection lost
+        // mid-batch stops draining: past the timeout the batch is answered 503 (what
+        // was sent of it is stored once, whenever it goes, and a retry is deduped).
+        let sent = tokio::time::timeout(cluster.timeout(), cluster.send(&batch)).await;
+        let acks = match sent {
+            Ok(Ok(acks)) => acks,
+            Ok(Err(e)) => {
                 let _ = job.done.send(Err(e));
+                continue;
+            }
+            Err(_) => {
+                let late = ClusterError::Publish {
+                    reason: format!(
+                        "the batch could not be sent within {} ms",
+                        cluster.timeout().as_millis()
+                    ),
+                };
+                let _ = job.done.send(Err(late));
                 continue;
             }
         };

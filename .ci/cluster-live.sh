@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The relay cluster (feature `nats`) end to end: one nats-server with a temporary store,
+# two release-built relays on it (--buffer 8, one token), the protocol's live checker
+# (--evict) against each, and the Python SDK's smoke.py against one.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+shared=$(cd ../shared && pwd)
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done
+  for p in "${pids[@]:-}"; do [ -n "$p" ] && wait "$p" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+cargo build -q --release -p aep-relay --features nats --bin aep-relay
+relay_bin=target/release/aep-relay
+
+# nats-server on a free port: it writes the port it took into a ports file
+nats-server -js -a 127.0.0.1 -p -1 -sd "$work/store" -ports_file_dir "$work" > "$work/nats.log" 2>&1 &
+nats_pid=$!; pids+=("$nats_pid")
+nats_url=
+for _ in $(seq 100); do
+  nats_url=$(grep -o 'nats://[^"]*' "$work"/nats-server_*.ports 2>/dev/null | head -n 1 || true)
+  [ -n "$nats_url" ] && break; sleep 0.1
+done
+[ -n "$nats_url" ] || { echo "nats-server wrote no ports file"; cat "$work/nats.log"; exit 1; }
+
+# one relay of the fleet, its address in $url (its first stdout line names it)
+start_relay() {
+  local name=$1; shift
+  "$relay_bin" --port 0 --host 127.0.0.1 --token T --buffer 8 --nats "$nats_url" \
+    --nats-stream CILIVE "$@" > "$work/$name.out" 2> "$work/$name.log" &
+  pids+=("$!")
+  url=
+  for _ in $(seq 200); do
+    url=$(head -n 1 "$work/$name.out" | grep -o 'http://[^ ]*' || true)
+    [ -n "$url" ] && break; sleep 0.1
+  done
+  [ -n "$url" ] || { echo "relay $name printed no address"; cat "$work/$name.log"; exit 1; }
+}
+start_relay a; url_a=$url
+start_relay b; url_b=$url
+
+echo "== live check: relay A of the cluster $url_a"
+bash "$shared/tools/live-check.sh" "$url_a" --token T --evict
+echo "== live check: relay B of the cluster $url_b"
+bash "$shared/tools/live-check.sh" "$url_b" --token T --evict
+echo "== the Python SDK's smoke.py against relay B"
+AEP_RELAY="$url_b" AEP_TOKEN=T python3 "$shared/reference/python-sdk/tests/smoke.py"
