@@ -139,8 +139,19 @@ async fn ingest_is_503_while_nats_is_down_and_nothing_acknowledged_is_lost() {
         live.next_event().await.expect("delivered before the fault");
     }
 
+    let mut emitter = Ws::hello(&a, "emitter", json!({})).await;
+
     server.kill();
     let during = batch(&s, 3..6);
+    // over WebSocket: the event is refused in-band, with the reason
+    emitter.send(&during[0]).await;
+    let refused = emitter.recv().await.expect("an error frame");
+    assert_eq!(refused["type"], "error", "{refused}");
+    assert_eq!(refused["code"], "limit-exceeded", "{refused}");
+    assert!(
+        refused["detail"].as_str().unwrap().contains("NATS"),
+        "{refused}"
+    );
     let refused = wait_for_status(&a, &during, 503).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(post_ndjson(&b, &during).await.status(), 503);

@@ -55,3 +55,33 @@ pub(crate) fn open(config: &RelayConfig, cluster: &NatsCluster) -> io::Result<Ba
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refusal(config: RelayConfig) -> String {
+        let cluster = config.nats.clone().unwrap_or_else(|| NatsCluster::new(""));
+        match open(&config, &cluster) {
+            Ok(_) => panic!("opened"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    /// What cannot work is refused before anything connects, each saying what to do.
+    #[test]
+    fn a_cluster_that_cannot_work_is_refused_before_connecting() {
+        let nats = NatsCluster::new("nats://127.0.0.1:1");
+        let with_dir = RelayConfig::default()
+            .with_data_dir("/nonexistent")
+            .with_nats(nats.clone());
+        assert!(refusal(with_dir).contains("drop --data-dir"));
+        let mut flags_only = RelayConfig::default();
+        flags_only.set("nats-stream", "FLEET").unwrap();
+        assert!(refusal(flags_only).contains("need --nats URL"));
+        let bad_stream = RelayConfig::default().with_nats(nats.clone().stream("a.b"));
+        assert!(refusal(bad_stream).contains("cannot name the NATS stream"));
+        #[cfg(not(feature = "nats"))]
+        assert!(refusal(RelayConfig::default().with_nats(nats)).contains("--features nats"));
+    }
+}
