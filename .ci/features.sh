@@ -51,6 +51,7 @@ check aep-testing --features relay
 check aep-relay                                               # with the binaries' command line (cli)
 check aep-relay --no-default-features                         # embedded: no clap
 check aep-relay --features nats                               # the cluster backend (rustc 1.89)
+check aep-relay --no-default-features --features nats         # a cluster relay embedded, no clap
 check aep-bridge                                              # the mappings and the exporters
 check aep-bridge --no-default-features                        # the pure mappings only
 check aep-bridge --no-default-features --features export,native-tls
