@@ -244,3 +244,20 @@ async fn a_relay_whose_buffer_disagrees_with_the_stream_is_refused() {
     assert!(err.to_string().contains("--buffer 8"), "{err}");
     a.shutdown().await.unwrap();
 }
+
+/// A batch larger than the acknowledgements the client keeps in flight (8,192) is
+/// stored whole: its publishes do not wait for their own permits.
+#[tokio::test]
+async fn a_batch_past_the_acks_in_flight_is_stored_whole() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let (a, b) = two(&server).await;
+    let sessions: Vec<String> = (0..1200).map(|_| session()).collect();
+    let events: Vec<Value> = sessions.iter().flat_map(|s| batch(s, 0..8)).collect();
+    assert_eq!(events.len(), 9600);
+    assert_eq!(post_ndjson(&a, &events).await.status(), 202);
+    assert_eq!(data(&replay(&b, "from=all").await).len(), 9600);
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}

@@ -187,6 +187,22 @@ fn publish_error(e: jetstream::context::PublishError) -> ClusterError {
     }
 }
 
+/// Publishes of one batch sent ahead of their acknowledgements at most: half the
+/// context's `max_ack_inflight`, so that the next batch can be sent while one is being
+/// acknowledged.
+const SEND_AHEAD: usize = 4096;
+
+/// The acknowledgement of one publish.
+async fn acknowledged(
+    ack: jetstream::context::PublishAckFuture,
+) -> Result<Published, ClusterError> {
+    let ack = ack.await.map_err(publish_error)?;
+    Ok(Published {
+        sequence: ack.sequence,
+        duplicate: ack.duplicate,
+    })
+}
+
 /// What JetStream did with one published event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Published {
@@ -355,8 +371,18 @@ impl Cluster {
                 max,
             });
         }
-        let mut acks = Vec::with_capacity(batch.len());
+        // Each unacknowledged publish holds one of the context's permits
+        // (`max_ack_inflight`) until its acknowledgement is awaited: a batch larger than
+        // the permits would wait for itself. So at most SEND_AHEAD of a batch are
+        // awaited later; past that the oldest is awaited before the next goes.
+        let mut published = Vec::with_capacity(batch.len());
+        let mut acks = std::collections::VecDeque::with_capacity(batch.len().min(SEND_AHEAD));
         for m in batch {
+            if acks.len() >= SEND_AHEAD {
+                if let Some(ack) = acks.pop_front() {
+                    published.push(acknowledged(ack).await?);
+                }
+            }
             let message = PublishMessage::build()
                 .payload(m.payload.clone())
                 .message_id(m.message_id.as_str())
@@ -366,16 +392,11 @@ impl Cluster {
                 .send_publish(m.subject.clone(), message)
                 .await
                 .map_err(publish_error)?;
-            acks.push(ack);
+            acks.push_back(ack);
         }
         Ok(async move {
-            let mut published = Vec::with_capacity(acks.len());
             for ack in acks {
-                let ack = ack.await.map_err(publish_error)?;
-                published.push(Published {
-                    sequence: ack.sequence,
-                    duplicate: ack.duplicate,
-                });
+                published.push(acknowledged(ack).await?);
             }
             Ok(published)
         })
