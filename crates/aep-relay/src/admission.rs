@@ -11,7 +11,7 @@ use smallvec::SmallVec;
 use crate::encoded::Encoded;
 use crate::line::Incoming;
 use crate::proto::Disposition;
-use crate::routing::Connections;
+use crate::routing::{Connections, Forward, Routed};
 
 /// What an ingest does with its batch, decided event by event in order.
 #[derive(Debug, Default)]
@@ -20,6 +20,8 @@ pub(crate) struct Plan<'a> {
     pub(crate) stored: SmallVec<[&'a Encoded; 16]>,
     /// Per event of the batch, whether this ingest fans it out.
     pub(crate) fan_out: SmallVec<[bool; 16]>,
+    /// The commands whose target is on another relay of the cluster, to forward there.
+    pub(crate) forwards: Vec<Forward>,
 }
 
 /// What admission depends on besides the batch.
@@ -43,7 +45,14 @@ pub(crate) fn plan<'a, 't: 'a>(
     let mut plan = Plan::default();
     for incoming in batch {
         let go = match incoming.disposition {
-            Disposition::Command => conns.route(incoming, from_conn, rules.authenticated),
+            Disposition::Command => match conns.route(incoming, from_conn, rules.authenticated) {
+                Routed::Refused => false,
+                Routed::Here => true,
+                Routed::There(forward) => {
+                    plan.forwards.push(forward);
+                    true
+                }
+            },
             Disposition::Live => true,
             Disposition::Buffered => {
                 // the session is read only for a connection's claim: on a frame it costs

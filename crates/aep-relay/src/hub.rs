@@ -29,7 +29,7 @@ use crate::line::Incoming;
 use crate::memory::Memory;
 use crate::outbox::{self, Binding, Bounds, End, Outbox, ReplayJob};
 use crate::proto::Filter;
-use crate::routing::{self, Connections, Party, RosterTooLarge};
+use crate::routing::{self, Alone, Connections, Directory, Party, Refusal, RosterTooLarge};
 use crate::storage::{
     Admitted, Admitting, Backend, Feed, Limits, ReplayFrom, Stamp, Storage, Unstored,
 };
@@ -110,6 +110,8 @@ pub(crate) struct Hub {
     pub(crate) config: RelayConfig,
     state: Mutex<State>,
     storage: Box<dyn Storage>,
+    /// Where the other relays' claims are (a cluster's control plane), or nowhere.
+    directory: Arc<dyn Directory>,
     /// A shared store's feed, until the server starts fanning it out.
     feed: Untaken,
     started: Instant,
@@ -170,8 +172,19 @@ impl Hub {
         Ok(Hub::with_backend(config, backend))
     }
 
-    /// The shared state over `backend`.
+    /// The shared state over `backend`, a relay on its own.
     pub(crate) fn with_backend(config: RelayConfig, backend: Backend) -> Hub {
+        Hub::with_directory(config, backend, Arc::new(Alone))
+    }
+
+    /// The shared state over `backend`, the other relays' claims where `directory`
+    /// says (a relay of a cluster: commands routed and the roster answered
+    /// cluster-wide).
+    pub(crate) fn with_directory(
+        config: RelayConfig,
+        backend: Backend,
+        directory: Arc<dyn Directory>,
+    ) -> Hub {
         let subs = Subscribers::default();
         let fed = backend.feed.is_some().then(|| backend.storage.stamp());
         Hub {
@@ -179,10 +192,11 @@ impl Hub {
             parsing: subs.parsing(),
             state: Mutex::new(State {
                 subs,
-                conns: Connections::default(),
+                conns: Connections::new(directory.clone()),
                 fed,
             }),
             storage: backend.storage,
+            directory,
             feed: Untaken(Mutex::new(backend.feed)),
             started: Instant::now(),
             next_id: AtomicU64::new(1),
@@ -255,7 +269,7 @@ impl Hub {
     where
         I: IntoIterator<Item = &'a Incoming<'t>> + Clone,
     {
-        let (subs, fan_out, admitting) = {
+        let (subs, fan_out, forwards, admitting) = {
             let mut st = self.lock();
             let rules = Rules {
                 authenticated: self.config.token.is_some(),
@@ -266,7 +280,7 @@ impl Hub {
                 [] => Admitting::Done(Default::default()),
                 stored => self.storage.admit(stored),
             };
-            (st.subs.list(), plan.fan_out, admitting)
+            (st.subs.list(), plan.fan_out, plan.forwards, admitting)
         };
         if !subs.is_empty() {
             let events = batch
@@ -275,7 +289,40 @@ impl Hub {
                 .filter_map(|(e, go)| go.then_some(e));
             fanout::fan_out(&subs, events).await;
         }
+        // commands whose target another relay holds, in order, once the lock is free
+        for forward in forwards {
+            forward.send(&*self.directory).await;
+        }
         admitting.stored().await.map(drop)
+    }
+
+    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
+    /// Routes a command another relay of the cluster forwarded here (AEP-0004 §4): its
+    /// target is one of this relay's connections, or it is refused.
+    pub(crate) fn route_forwarded(&self, command: &str) -> Result<(), Refusal> {
+        let mut reading = None;
+        let incoming = crate::line::read_event(command, &mut reading).map_err(|e| {
+            let (crate::line::LineError::Json(why) | crate::line::LineError::Invalid(why)) = e;
+            Refusal {
+                code: aep_core::frame::ErrorCode::from("invalid-event"),
+                detail: format!("a forwarded command that is not an AEP envelope: {why}"),
+            }
+        })?;
+        self.lock().conns.route_forwarded(&incoming)
+    }
+
+    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
+    /// The roster entries of this relay's own live claims (AEP-0003 §4.1 rule 3).
+    pub(crate) fn own_entries(&self) -> Vec<aep_core::frame::RosterEntry> {
+        let claims = self.lock().conns.claims();
+        routing::entries_of(&claims).collect()
+    }
+
+    /// What the directory runs while the relay serves (a cluster's control plane: its
+    /// claims told to the others, theirs learnt, commands forwarded here routed); `None`
+    /// for a relay on its own.
+    pub(crate) fn control(self: &Arc<Hub>) -> Option<futures::future::BoxFuture<'static, ()>> {
+        self.directory.clone().serve(Arc::downgrade(self))
     }
 
     /// Fans out what a shared store's feed yields, until it ends; `None` when the store
@@ -400,10 +447,12 @@ impl Hub {
     }
 
     /// The `roster` reply to request `id` (AEP-0003 §4.1), built outside the lock from
-    /// a snapshot of the claims and never past `limit` bytes.
+    /// a snapshot of the claims (in a cluster, the other relays' too) and never past
+    /// `limit` bytes.
     pub(crate) fn roster_reply(&self, id: &str, limit: usize) -> Result<String, RosterTooLarge> {
         let claims = self.lock().conns.claims();
-        routing::roster_reply(id, &claims, limit)
+        let elsewhere = self.directory.entries();
+        routing::roster_reply(id, &claims, &elsewhere, limit)
     }
 
     // ---- introspection ------------------------------------------------------------------
@@ -457,4 +506,4 @@ impl Hub {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

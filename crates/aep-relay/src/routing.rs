@@ -6,10 +6,19 @@
 //! Every protocol fact is read through `aep-core`: the declared role (`Role`), whether
 //! a target accepts a command (`Acceptance`), a roster entry (`RosterEntry::claimed`).
 //! The hub holds [`Connections`] under its lock.
+//!
+//! Where the claims of *other* relays are is behind one trait, [`Directory`]: a single
+//! relay has none ([`Alone`], today's path: a command's target and the roster are this
+//! relay's connections and nothing else), a relay of a cluster asks its control plane
+//! (`nats::control`, feature `nats`), which counts the claims the other relays hold and
+//! forwards a command to the one relay that holds its target's.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt;
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
+
+use futures::future::BoxFuture;
 
 use aep_core::frame::{Acceptance, ErrorCode, Frame, Hello, Role, RosterEntry, RosterReply};
 use bytes::Bytes;
@@ -59,10 +68,158 @@ struct Conn {
     subs: HashMap<String, u64>,
 }
 
+/// The name of a relay within its cluster.
+pub(crate) type RelayId = Arc<str>;
+
+/// The live claims of a session on the other relays of a cluster.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Elsewhere {
+    /// How many (connection, session) claims.
+    pub(crate) claims: usize,
+    /// The relay holding one of them (the first found), when there is any.
+    pub(crate) relay: Option<RelayId>,
+}
+
+/// Why a relay refused a command on its target's behalf (AEP-0004 §4.2): the code and
+/// detail of the `error` frame the sender gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    pub(crate) code: ErrorCode,
+    pub(crate) detail: String,
+}
+
+/// Where the claims of the other relays of a cluster are (AEP-0004 §4, AEP-0003 §4.1):
+/// the one seam between routing and a cluster's control plane. This relay's own claims
+/// are [`Connections`]'; a directory knows the rest.
+pub(crate) trait Directory: Send + Sync + fmt::Debug {
+    /// The live claims of `session` the other relays hold.
+    fn elsewhere(&self, session: &str) -> Elsewhere;
+
+    /// This relay's claims changed (a session claimed, a claimant gone): the others are
+    /// to learn it. Called under the hub's lock: it must not wait.
+    fn changed(&self);
+
+    /// The roster entries of the other relays' live claims, relay by relay.
+    fn entries(&self) -> Vec<Arc<[RosterEntry]>>;
+
+    /// Sends `command` (its bytes as received, AEP-0004 §4.4) to `relay`, which holds
+    /// the one claim of `session`: `Ok` once that relay handed it to its target, or why
+    /// it did not.
+    fn forward(
+        &self,
+        relay: RelayId,
+        session: String,
+        command: Bytes,
+    ) -> BoxFuture<'static, Result<(), Refusal>>;
+
+    /// What the directory runs while the relay of `hub` serves (none for a single relay).
+    fn serve(self: Arc<Self>, hub: Weak<crate::hub::Hub>) -> Option<BoxFuture<'static, ()>>;
+}
+
+/// A relay on its own: no other relay holds a claim (today's single-relay path).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Alone;
+
+impl Directory for Alone {
+    fn elsewhere(&self, _session: &str) -> Elsewhere {
+        Elsewhere::default()
+    }
+
+    fn changed(&self) {}
+
+    fn entries(&self) -> Vec<Arc<[RosterEntry]>> {
+        Vec::new()
+    }
+
+    fn forward(
+        &self,
+        _relay: RelayId,
+        session: String,
+        _command: Bytes,
+    ) -> BoxFuture<'static, Result<(), Refusal>> {
+        // never asked: a relay alone never routes elsewhere
+        Box::pin(std::future::ready(Err(no_route(&session))))
+    }
+
+    fn serve(self: Arc<Self>, _hub: Weak<crate::hub::Hub>) -> Option<BoxFuture<'static, ()>> {
+        None
+    }
+}
+
+/// The `no-route` refusal of a command for `session` (AEP-0004 §4.2).
+pub(crate) fn no_route(session: &str) -> Refusal {
+    Refusal {
+        code: ErrorCode::NoRoute,
+        detail: format!("no connected emitter owns session {session}"),
+    }
+}
+
+/// A command routed to another relay of the cluster, sent once the hub's lock is
+/// released; a refusal from there answers the sender as one made here would.
+#[derive(Debug)]
+pub(crate) struct Forward {
+    pub(crate) relay: RelayId,
+    pub(crate) session: String,
+    pub(crate) command_id: String,
+    pub(crate) command: Bytes,
+    /// The sender's queue, for a refusal.
+    pub(crate) sender: Option<Arc<Outbox>>,
+}
+
+impl Forward {
+    /// Sends the command through `directory`; a refusal goes to the sender.
+    pub(crate) async fn send(self, directory: &dyn Directory) {
+        let sent = directory
+            .forward(self.relay, self.session.clone(), self.command)
+            .await;
+        if let (Err(refusal), Some(sender)) = (sent, self.sender) {
+            tracing::debug!(
+                code = refusal.code.as_str(),
+                session = self.session,
+                "command refused by the relay of its target"
+            );
+            let frame = proto::error_frame(
+                refusal.code,
+                None,
+                Some(&self.command_id),
+                Some(&refusal.detail),
+            );
+            sender.push_frame(Bytes::from(frame));
+        }
+    }
+}
+
+/// What routing did with a command.
+#[derive(Debug)]
+pub(crate) enum Routed {
+    /// Refused toward the sender: not fanned out.
+    Refused,
+    /// Handed to (or refused on behalf of) its one target here: fanned out for audit.
+    Here,
+    /// Its one target is on another relay: fanned out for audit here, then forwarded.
+    There(Forward),
+}
+
+/// The one target of a command, as this relay's claims and the directory's say.
+enum Target<'a> {
+    None,
+    Here(&'a Conn),
+    There(RelayId),
+    Ambiguous(usize),
+}
+
 /// The relay's WebSocket connections.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Connections {
     conns: BTreeMap<u64, Conn>,
+    /// Where the other relays' claims are.
+    directory: Arc<dyn Directory>,
+}
+
+impl Default for Connections {
+    fn default() -> Self {
+        Connections::new(Arc::new(Alone))
+    }
 }
 
 /// The live claims a `roster` reply lists: each claimant's declarations and sessions.
@@ -76,6 +233,14 @@ pub(crate) struct RosterTooLarge {
 }
 
 impl Connections {
+    /// No connections yet; the other relays' claims are where `directory` says.
+    pub(crate) fn new(directory: Arc<dyn Directory>) -> Connections {
+        Connections {
+            conns: BTreeMap::new(),
+            directory,
+        }
+    }
+
     /// Connections held.
     pub(crate) fn len(&self) -> usize {
         self.conns.len()
@@ -102,10 +267,13 @@ impl Connections {
 
     /// Forgets connection `id` and its claims; the hub ids of its subscriptions.
     pub(crate) fn disconnect(&mut self, id: u64) -> Vec<u64> {
-        self.conns
-            .remove(&id)
-            .map(|c| c.subs.into_values().collect())
-            .unwrap_or_default()
+        let Some(conn) = self.conns.remove(&id) else {
+            return Vec::new();
+        };
+        if !conn.sessions.is_empty() {
+            self.directory.changed();
+        }
+        conn.subs.into_values().collect()
     }
 
     /// Connection `id` emitted an event of `session`, which claims the session for it
@@ -116,6 +284,7 @@ impl Connections {
                 let claim: Arc<str> = Arc::from(session);
                 conn.claimed.insert(claim.clone());
                 conn.sessions.push(claim);
+                self.directory.changed();
             }
         }
     }
@@ -139,73 +308,115 @@ impl Connections {
         c.subs.len() - usize::from(besides.is_some_and(|key| c.subs.contains_key(key)))
     }
 
-    /// Routes a command to exactly one target (AEP-0004 §4); `true` when it is then fanned
-    /// out for audit. Refusals answer the sender with a cause-correlated `error` frame.
-    /// `authenticated`: whether the binding carries a token at all (§4.1).
+    /// Routes a command to exactly one target (AEP-0004 §4), here or, through the
+    /// directory, on another relay of the cluster. Refusals answer the sender with a
+    /// cause-correlated `error` frame. `authenticated`: whether the binding carries a
+    /// token at all (§4.1).
     pub(crate) fn route(
         &self,
         command: &Incoming<'_>,
         from_conn: Option<u64>,
         authenticated: bool,
-    ) -> bool {
+    ) -> Routed {
         // a command is never buffered, so its parsed form or its reading is always kept
         let Some((command_type, session, command_id)) = command.routing() else {
             debug_assert!(false, "a command read without its attributes");
-            return false;
+            return Routed::Refused;
         };
         let session = session.unwrap_or_default();
-        let refuse = |code: ErrorCode, detail: String| {
-            tracing::debug!(code = code.as_str(), session, "command refused");
-            if let Some(conn) = from_conn.and_then(|c| self.conns.get(&c)) {
-                let frame = proto::error_frame(code, None, Some(command_id), Some(&detail));
+        let sender = from_conn.and_then(|c| self.conns.get(&c));
+        let refuse = |refusal: Refusal| {
+            tracing::debug!(code = refusal.code.as_str(), session, "command refused");
+            if let Some(conn) = sender {
+                let frame =
+                    proto::error_frame(refusal.code, None, Some(command_id), Some(&refusal.detail));
                 conn.outbox.push_frame(Bytes::from(frame));
             }
         };
         if !authenticated {
-            refuse(
-                ErrorCode::Unauthorized,
-                "control requires an authenticated binding (AEP-0004 §4.1); this relay runs without a token".into(),
-            );
-            return false;
+            refuse(Refusal {
+                code: ErrorCode::Unauthorized,
+                detail: "control requires an authenticated binding (AEP-0004 §4.1); this relay runs without a token".into(),
+            });
+            return Routed::Refused;
         }
+        match self.target(session, true) {
+            Target::None => {
+                refuse(no_route(session));
+                Routed::Refused
+            }
+            Target::Here(target) => {
+                if let Err(refusal) = deliver(target, command_type, command) {
+                    refuse(refusal);
+                }
+                Routed::Here
+            }
+            Target::There(relay) => Routed::There(Forward {
+                relay,
+                session: session.to_owned(),
+                command_id: command_id.to_owned(),
+                command: command.encoded.json(),
+                sender: sender.map(|c| c.outbox.clone()),
+            }),
+            Target::Ambiguous(n) => {
+                refuse(ambiguous(n, session));
+                Routed::Refused
+            }
+        }
+    }
+
+    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
+    /// Routes a command another relay of the cluster forwarded, its target being here
+    /// when it looked (AEP-0004 §4): handed to that one target, or why not (the claim
+    /// gone meanwhile, a second one made, the type not accepted).
+    pub(crate) fn route_forwarded(&self, command: &Incoming<'_>) -> Result<(), Refusal> {
+        let Some((command_type, session, _)) = command.routing() else {
+            return Err(Refusal {
+                code: ErrorCode::from("invalid-event"),
+                detail: "a forwarded command that is not one".into(),
+            });
+        };
+        let session = session.unwrap_or_default();
+        // the forwarding relay counted the others' claims already
+        match self.target(session, false) {
+            Target::Here(target) => deliver(target, command_type, command),
+            Target::None | Target::There(_) => Err(no_route(session)),
+            Target::Ambiguous(n) => Err(ambiguous(n, session)),
+        }
+    }
+
+    /// The one target of a command for `session`: this relay's claimants and, when
+    /// `everywhere`, the other relays' ones the directory counts.
+    fn target(&self, session: &str, everywhere: bool) -> Target<'_> {
         let mut targets = self.conns.values().filter(|c| {
             c.party.as_ref().is_some_and(|p| p.role.emits()) && c.claimed.contains(session)
         });
         // the first two owners decide: none, exactly one, or ambiguous (counted only
         // then, so routing a command allocates nothing)
-        match (targets.next(), targets.next()) {
-            (None, _) => {
-                refuse(
-                    ErrorCode::NoRoute,
-                    format!("no connected emitter owns session {session}"),
-                );
-                false
-            }
-            (Some(target), None) => {
-                let acceptance = target
-                    .party
-                    .as_ref()
-                    .map_or(Acceptance::Undeclared, |p| p.acceptance(command_type));
-                // refused on the target's behalf only where its declaration is known
-                // (AEP-0004 §4.2); an undeclared target decides for itself
-                if acceptance == Acceptance::Refused {
-                    refuse(
-                        ErrorCode::Unsupported,
-                        format!("target does not accept {command_type}"),
-                    );
-                } else {
-                    // forwarded as received, byte for byte (AEP-0004 §4.4)
-                    target.outbox.push_frame(command.encoded.json());
-                }
-                true
-            }
-            (Some(_), Some(_)) => {
-                let n = 2 + targets.count();
-                refuse(
-                    ErrorCode::Ambiguous,
-                    format!("{n} connected emitters claim session {session}"),
-                );
-                false
+        let (first, second) = (targets.next(), targets.next());
+        let elsewhere = if everywhere {
+            self.directory.elsewhere(session)
+        } else {
+            Elsewhere::default()
+        };
+        match (first, second, elsewhere) {
+            (None, _, Elsewhere { claims: 0, .. }) => Target::None,
+            (Some(target), None, Elsewhere { claims: 0, .. }) => Target::Here(target),
+            (
+                None,
+                _,
+                Elsewhere {
+                    claims: 1,
+                    relay: Some(relay),
+                },
+            ) => Target::There(relay),
+            (first, second, elsewhere) => {
+                let here = match (first, second) {
+                    (Some(_), Some(_)) => 2 + targets.count(),
+                    (Some(_), None) => 1,
+                    _ => 0,
+                };
+                Target::Ambiguous(here + elsewhere.claims)
             }
         }
     }
@@ -249,32 +460,70 @@ impl Connections {
     }
 }
 
+/// Hands `command` to `target`, unless its declaration refuses the type: refused on
+/// the target's behalf only where its declaration is known (AEP-0004 §4.2); an
+/// undeclared target decides for itself.
+fn deliver(target: &Conn, command_type: &str, command: &Incoming<'_>) -> Result<(), Refusal> {
+    let acceptance = target
+        .party
+        .as_ref()
+        .map_or(Acceptance::Undeclared, |p| p.acceptance(command_type));
+    if acceptance == Acceptance::Refused {
+        return Err(Refusal {
+            code: ErrorCode::Unsupported,
+            detail: format!("target does not accept {command_type}"),
+        });
+    }
+    // forwarded as received, byte for byte (AEP-0004 §4.4)
+    target.outbox.push_frame(command.encoded.json());
+    Ok(())
+}
+
+/// The `ambiguous` refusal of a command for `session` that `n` live claims share
+/// (AEP-0004 §4.5).
+fn ambiguous(n: usize, session: &str) -> Refusal {
+    Refusal {
+        code: ErrorCode::Ambiguous,
+        detail: format!("{n} connected emitters claim session {session}"),
+    }
+}
+
 /// The `roster` reply to request `id` (AEP-0003 §4.1): one entry per live (connection,
-/// session) claim, declarations relayed verbatim (rule 4). Never built past `limit`
-/// bytes: a reply no queue could take is refused rather than built.
+/// session) claim, declarations relayed verbatim (rule 4), this relay's `claims` first,
+/// then the other relays' entries (`elsewhere`, a cluster's; see `nats::control` for
+/// how that reads rule 3). Never built past `limit` bytes: a reply no queue could take
+/// is refused rather than built.
 pub(crate) fn roster_reply(
     id: &str,
     claims: &Claims,
+    elsewhere: &[Arc<[RosterEntry]>],
     limit: usize,
 ) -> Result<String, RosterTooLarge> {
     let mut size = json_len(&Frame::Roster(RosterReply::new(id, Vec::new())));
     let mut entries = Vec::new();
-    for (party, sessions) in claims {
-        for session in sessions {
-            let entry = RosterEntry::claimed(&**session, &party.hello);
-            // the entry and its separating comma
-            size += json_len(&entry) + usize::from(!entries.is_empty());
-            if size > limit {
-                return Err(RosterTooLarge { at_least: size });
-            }
-            entries.push(entry);
+    let there = elsewhere.iter().flat_map(|relay| relay.iter().cloned());
+    for entry in entries_of(claims).chain(there) {
+        // the entry and its separating comma
+        size += json_len(&entry) + usize::from(!entries.is_empty());
+        if size > limit {
+            return Err(RosterTooLarge { at_least: size });
         }
+        entries.push(entry);
     }
     Ok(Frame::Roster(RosterReply::new(id, entries)).to_json())
 }
 
+/// The roster entries of `claims`, one per (connection, session) claim, in order.
+pub(crate) fn entries_of(claims: &Claims) -> impl Iterator<Item = RosterEntry> + '_ {
+    claims.iter().flat_map(|(party, sessions)| {
+        sessions
+            .iter()
+            .map(|session| RosterEntry::claimed(&**session, &party.hello))
+    })
+}
+
 /// The length of `value` as compact JSON, counted without writing it anywhere.
-fn json_len(value: &impl serde::Serialize) -> usize {
+pub(crate) fn json_len(value: &impl serde::Serialize) -> usize {
     struct Count(usize);
     impl io::Write for Count {
         fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -314,7 +563,7 @@ mod tests {
             (party("a", 2), vec![Arc::from("s1"), Arc::from("s\"2")]),
             (party("b", 0), vec![Arc::from("s3")]),
         ];
-        let reply = roster_reply("r-1", &claims, usize::MAX).unwrap();
+        let reply = roster_reply("r-1", &claims, &[], usize::MAX).unwrap();
         let parsed: Value = serde_json::from_str(&reply).unwrap();
         assert_eq!(parsed["type"], "roster");
         assert_eq!(parsed["entries"].as_array().unwrap().len(), 3);
@@ -323,10 +572,13 @@ mod tests {
             parsed["entries"][0]["control"]["accepts"][0],
             "control.pause"
         );
-        assert_eq!(roster_reply("r-1", &claims, reply.len()).unwrap(), reply);
-        let too_large = roster_reply("r-1", &claims, reply.len() - 1).unwrap_err();
+        assert_eq!(
+            roster_reply("r-1", &claims, &[], reply.len()).unwrap(),
+            reply
+        );
+        let too_large = roster_reply("r-1", &claims, &[], reply.len() - 1).unwrap_err();
         assert_eq!(too_large.at_least, reply.len());
-        let empty = roster_reply("r-2", &Vec::new(), usize::MAX).unwrap();
+        let empty = roster_reply("r-2", &Vec::new(), &[], usize::MAX).unwrap();
         assert_eq!(empty, r#"{"type":"roster","id":"r-2","entries":[]}"#);
     }
 }

@@ -76,6 +76,13 @@ impl Server {
         })
     }
 
+    #[cfg_attr(not(test), allow(dead_code))]
+    /// A server of `hub`, built by the caller (a relay of a cluster, whose hub holds its
+    /// control plane).
+    pub(crate) fn of_hub(hub: Arc<Hub>) -> Server {
+        Server { hub }
+    }
+
     /// [`Server::open`] on the blocking pool.
     async fn open_async(config: RelayConfig) -> io::Result<Server> {
         tokio::task::spawn_blocking(move || Server::open(config))
@@ -109,6 +116,8 @@ async fn serve(
     warn_if_descriptors_short(max);
     // a store several relays share delivers what they admit through its feed
     let feeding = hub.feed().map(tokio::spawn);
+    // a relay of a cluster tells its claims to the others and learns theirs
+    let controlling = hub.control().map(tokio::spawn);
     let limit = Arc::new(Semaphore::new(max));
     let (closing, closed) = watch::channel(false);
     tokio::pin!(shutdown);
@@ -151,6 +160,9 @@ async fn serve(
     hub.stopped().cancel();
     if let Some(feeding) = feeding {
         feeding.abort();
+    }
+    if let Some(controlling) = controlling {
+        controlling.abort();
     }
     hub.flush();
     tracing::debug!("relay stopped");
