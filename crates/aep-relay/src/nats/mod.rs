@@ -6,12 +6,16 @@
 //! - [`names`]: the names every relay of a cluster must compute alike;
 //! - with feature `nats`: `cluster` (connect and check, publish a batch acknowledged,
 //!   read back in stream order), `feed` (every admission of every relay, in stream
-//!   order, for live fan-out) and `store` (the [`Storage`](crate::storage::Storage)
-//!   and its feed on the stream). Without the feature a relay given a cluster refuses
+//!   order, for live fan-out), `store` (the [`Storage`](crate::storage::Storage)
+//!   and its feed on the stream) and `control` (AEP-0004 control and the AEP-0003
+//!   §4.1 roster across the relays: the [`Directory`](crate::routing::Directory) of a
+//!   relay of a cluster). Without the feature a relay given a cluster refuses
 //!   to start, saying how to build one that can.
 
 #[cfg(feature = "nats")]
 pub(crate) mod cluster;
+#[cfg(feature = "nats")]
+pub(crate) mod control;
 #[cfg(feature = "nats")]
 pub(crate) mod feed;
 // without the feature only the stream name is checked (`--nats-stream`)

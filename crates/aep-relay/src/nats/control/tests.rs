@@ -1,0 +1,535 @@
+//! The control plane's tests: its pieces alone (subjects, claims messages, the copy of
+//! the others' claims and its clock), then relays of one cluster on a real nats-server,
+//! each on a runtime of its own so that killing one drops its NATS connection as a
+//! `kill -9` would.
+#![allow(clippy::unwrap_used)]
+
+use std::time::{Duration, Instant};
+
+use aep_test_support::events::{json_command, json_event};
+use aep_test_support::nats::NatsServer;
+use futures::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use tokio_tungstenite::tungstenite::Message as WsMessage;
+
+use super::*;
+use crate::config::RelayConfig;
+use crate::hub::tests::Shared;
+use crate::nats::cluster::NatsOptions;
+use crate::nats::names::StreamName;
+
+fn entry(session: &str, agent: &str) -> RosterEntry {
+    let mut entry = RosterEntry::new(session);
+    entry.agent = Some(agent.to_owned());
+    entry
+}
+
+#[test]
+fn subjects_are_pinned() {
+    let s = Subjects::new("AEP");
+    assert_eq!(s.claims("R1"), "AEP.ctl.claims.R1");
+    assert_eq!(s.beat("R1"), "AEP.ctl.beat.R1");
+    assert_eq!(s.sync(), "AEP.ctl.sync");
+    assert_eq!(s.command("R1"), "AEP.ctl.cmd.R1");
+    assert_eq!(s.relay_of("AEP.ctl.claims.R1"), Some("R1"));
+    assert_eq!(s.relay_of("AEP.ctl.beat.R2"), Some("R2"));
+    assert_eq!(s.relay_of("OTHER.ctl.beat.R2"), None);
+    // outside the stream's subjects (`{stream}.s.>`): never stored
+    assert!(!s.claims("R1").starts_with("AEP.s."));
+}
+
+/// Claims past the server's payload limit go in parts, each within it, read back whole;
+/// no claim is one empty message.
+#[test]
+fn claims_are_split_within_the_payload_limit_and_read_back_whole() {
+    let entries: Vec<_> = (0..50)
+        .map(|i| entry(&format!("session-{i}"), "agent"))
+        .collect();
+    let messages = claims_messages("R1", 7, entries.clone(), 600);
+    assert!(messages.len() > 1, "{}", messages.len());
+    let mut mirror = Mirror::new(Duration::from_secs(3));
+    let now = Instant::now();
+    for (i, message) in messages.iter().enumerate() {
+        assert!(message.len() <= 600, "part {i}: {} bytes", message.len());
+        let (gen, part, got) = read_claims(message.as_bytes()).unwrap();
+        assert_eq!((gen, part), (7, (i, messages.len())));
+        // a copy changes only once every part has come
+        assert_eq!(mirror.elsewhere("session-0", now).claims, 0);
+        mirror.part("R1", gen, part, got, now);
+    }
+    assert_eq!(mirror.elsewhere("session-0", now).claims, 1);
+    assert_eq!(&*mirror.entries(now)[0], &entries[..]);
+    let empty = claims_messages("R1", 8, Vec::new(), 600);
+    assert_eq!(empty.len(), 1);
+    let (gen, part, got) = read_claims(empty[0].as_bytes()).unwrap();
+    assert_eq!((gen, part, got.len()), (8, (0, 1), 0));
+    mirror.part("R1", gen, part, got, now);
+    assert!(mirror.entries(now).is_empty());
+    // an older generation never replaces a newer one
+    let (gen, part, got) = read_claims(messages[0].as_bytes()).unwrap();
+    mirror.part("R1", gen, part, got, now);
+    assert!(mirror.entries(now).is_empty());
+    assert!(read_claims(b"{\"type\":\"roster\",\"id\":\"R1\",\"entries\":[]}").is_none());
+    assert!(read_claims(b"not json").is_none());
+}
+
+/// What the copy counts: claims of every relay heard of within the bound, a relay whose
+/// generation it lacks asked for again (not more than once a heartbeat), a relay gone
+/// or silent past the bound not counted.
+#[test]
+fn the_copy_counts_live_relays_asks_for_what_it_lacks_and_forgets_the_silent() {
+    let ttl = Duration::from_secs(3);
+    let beat = Duration::from_secs(1);
+    let mut mirror = Mirror::new(ttl);
+    let t0 = Instant::now();
+    assert!(
+        mirror.beat("B", 1, t0, beat),
+        "unknown claims are asked for"
+    );
+    assert!(
+        !mirror.beat("B", 1, t0 + beat / 2, beat),
+        "not twice a heartbeat"
+    );
+    assert!(mirror.beat("B", 1, t0 + beat, beat));
+    mirror.part("B", 1, (0, 1), vec![entry("s", "b")], t0 + beat);
+    mirror.part(
+        "C",
+        4,
+        (0, 1),
+        vec![entry("s", "c"), entry("t", "c")],
+        t0 + beat,
+    );
+    assert!(!mirror.beat("B", 1, t0 + beat * 2, beat), "up to date");
+    let at = t0 + beat * 2;
+    let s = mirror.elsewhere("s", at);
+    assert_eq!(s.claims, 2);
+    assert_eq!(s.relay.as_deref(), Some("B"));
+    assert_eq!(mirror.elsewhere("t", at).relay.as_deref(), Some("C"));
+    assert_eq!(mirror.elsewhere("u", at), Elsewhere::default());
+    // C silent since t0 + 1 s: counted up to the bound, not after
+    assert_eq!(mirror.elsewhere("t", t0 + beat + ttl).claims, 1);
+    assert_eq!(mirror.elsewhere("t", t0 + beat * 5).claims, 0);
+    assert_eq!(mirror.entries(t0 + beat * 5).len(), 1);
+    mirror.expire(t0 + beat * 5);
+    assert_eq!(mirror.relays.len(), 1);
+    mirror.gone("B");
+    assert_eq!(mirror.elsewhere("s", at).claims, 0);
+    // a hostile split asks for no unbounded memory
+    mirror.part("D", 1, (0, usize::MAX), Vec::new(), at);
+    assert!(mirror.relays["D"].assembling.is_none());
+}
+
+// ---- a cluster on a real nats-server ------------------------------------------------
+
+const TOKEN: &str = "t";
+
+/// The heartbeat of the cluster tests: short, so that a killed relay stops counting
+/// within a second.
+const BEAT: Duration = Duration::from_millis(100);
+
+/// One relay of a test cluster, on a runtime of its own.
+struct Node {
+    runtime: Option<tokio::runtime::Runtime>,
+    socket: String,
+}
+
+impl Node {
+    /// A relay of the fleet `stream` on `server`, its events in `shared`.
+    async fn start(server: &NatsServer, stream: &str, shared: &Arc<Shared>) -> Node {
+        Node::start_with(server, stream, shared, RelayConfig::default()).await
+    }
+
+    async fn start_with(
+        server: &NatsServer,
+        stream: &str,
+        shared: &Arc<Shared>,
+        config: RelayConfig,
+    ) -> Node {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let options = NatsOptions {
+            url: server.url(),
+            creds: None,
+            tls_ca: None,
+            stream: StreamName::parse(stream).unwrap(),
+            buffer: 100,
+            dedupe_horizon: Duration::from_secs(120),
+            timeout: Duration::from_secs(5),
+        };
+        let backend = shared.backend();
+        let config = config.with_token(TOKEN);
+        let addr = runtime
+            .spawn(async move {
+                let cluster = Cluster::connect(&options).await.unwrap();
+                let control = NatsControl::new(
+                    &cluster,
+                    ControlOptions {
+                        heartbeat: BEAT,
+                        ..ControlOptions::default()
+                    },
+                );
+                let hub = Arc::new(Hub::with_directory(config, backend, control));
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+                let addr = listener.local_addr().unwrap();
+                let server = crate::server::Server::of_hub(hub);
+                tokio::spawn(server.run(listener, std::future::pending()));
+                addr
+            })
+            .await
+            .unwrap();
+        Node {
+            runtime: Some(runtime),
+            socket: format!("ws://{addr}/socket?access_token={TOKEN}"),
+        }
+    }
+
+    /// Stops everything the relay runs at once, its NATS connection and its sockets
+    /// included, as `kill -9` does: nothing is said to anyone, and once this returns
+    /// its sockets are closed.
+    async fn kill(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            let stopped = move || runtime.shutdown_timeout(Duration::from_secs(5));
+            tokio::task::spawn_blocking(stopped).await.unwrap();
+        }
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+/// A WebSocket party of a test.
+struct Peer {
+    ws: tokio_tungstenite::WebSocketStream<
+        tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>,
+    >,
+}
+
+impl Peer {
+    async fn hello(node: &Node, role: &str, capabilities: Value) -> Peer {
+        let (ws, _) = tokio_tungstenite::connect_async(&node.socket)
+            .await
+            .unwrap();
+        let mut peer = Peer { ws };
+        peer.send(&json!({ "type": "hello", "versions": ["0.1"], "role": role,
+            "identity": { "agent": format!("{role}-agent"), "instance": node.socket },
+            "capabilities": capabilities }))
+            .await;
+        assert_eq!(peer.recv().await["type"], "hello");
+        peer
+    }
+
+    /// An emitter that claims `session`, accepting `accepts`.
+    async fn claiming(node: &Node, session: &str, accepts: Value) -> Peer {
+        Peer::claiming_with(node, session, json!({ "control": { "accepts": accepts } })).await
+    }
+
+    /// An emitter that claims `session`, declaring `capabilities`.
+    async fn claiming_with(node: &Node, session: &str, capabilities: Value) -> Peer {
+        let mut peer = Peer::hello(node, "emitter", capabilities).await;
+        peer.send(&json_event("session.started", session, 0)).await;
+        peer
+    }
+
+    async fn send(&mut self, value: &Value) {
+        self.send_text(&value.to_string()).await;
+    }
+
+    async fn send_text(&mut self, text: &str) {
+        self.ws.send(WsMessage::text(text)).await.unwrap();
+    }
+
+    /// The next text message but the relay's pings.
+    async fn recv_text(&mut self) -> String {
+        loop {
+            let next = tokio::time::timeout(Duration::from_secs(10), self.ws.next());
+            match next.await.expect("a message within 10 s") {
+                Some(Ok(WsMessage::Text(text))) if !text.contains(r#""type":"ping""#) => {
+                    return text.to_string()
+                }
+                Some(Ok(_)) => {}
+                other => panic!("the connection ended: {other:?}"),
+            }
+        }
+    }
+
+    async fn recv(&mut self) -> Value {
+        serde_json::from_str(&self.recv_text().await).unwrap()
+    }
+
+    /// The roster as this peer's relay answers it.
+    async fn roster(&mut self) -> Vec<Value> {
+        self.send(&json!({ "type": "roster", "id": "r" })).await;
+        let reply = self.recv().await;
+        assert_eq!(reply["type"], "roster", "{reply}");
+        reply["entries"].as_array().unwrap().clone()
+    }
+
+    /// Waits until this peer's relay lists `n` claims of `session`.
+    async fn until_claims(&mut self, session: &str, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let got = self
+                .roster()
+                .await
+                .iter()
+                .filter(|e| e["session"] == session)
+                .count();
+            if got == n {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{got} claims of {session}, not {n}"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Sends `command` and reads the refusal, which names it as its `cause`.
+    async fn refused(&mut self, command: &Value) -> Value {
+        self.send(command).await;
+        let error = self.recv().await;
+        assert_eq!(error["type"], "error", "{error}");
+        assert_eq!(error["cause"], command["id"]);
+        error
+    }
+}
+
+fn session() -> String {
+    aep_test_support::events::session_id()
+}
+
+/// Three relays on one nats-server and one store; `None` (skipped) without a server.
+async fn cluster(stream: &str) -> Option<(NatsServer, Node, Node, Node)> {
+    let server = NatsServer::start_or_skip()?;
+    let shared = Shared::new();
+    let a = Node::start(&server, stream, &shared).await;
+    let b = Node::start(&server, stream, &shared).await;
+    let c = Node::start(&server, stream, &shared).await;
+    Some((server, a, b, c))
+}
+
+/// A command sent to relay A reaches the one target whose claim lives on relay C, byte
+/// for byte; the target's ack, an ordinary session event, returns to the sender on A;
+/// the audit copy is fanned out on A.
+#[tokio::test]
+async fn a_command_to_a_reaches_its_target_on_c_and_the_ack_returns_to_a() {
+    let Some((_server, a, _b, c)) = cluster("CTL1").await else {
+        return;
+    };
+    let s = session();
+    let mut target = Peer::claiming(&c, &s, json!(["control.pause"])).await;
+    let mut console = Peer::hello(&a, "both", json!({})).await;
+    console.until_claims(&s, 1).await;
+    console
+        .send(&json!({ "type": "subscribe", "id": "acks",
+            "filter": { "session": s, "type": "control.*" } }))
+        .await;
+    assert_eq!(console.recv().await["type"], "subscribed");
+
+    let command = json_command("control.pause", &s);
+    // unusual spacing: forwarding across relays must not re-serialize either
+    let text = format!("{{ \"data\" : {{}} ,{}", &command.to_string()[1..]);
+    let started = Instant::now();
+    console.send_text(&text).await;
+    assert_eq!(target.recv_text().await, text);
+    let delivered = started.elapsed();
+    // the audit copy, on the relay the command was sent to
+    assert_eq!(console.recv().await["id"], command["id"]);
+
+    let ack = json!({ "aep": "0.1", "id": aep_test_support::events::id(),
+        "type": "control.accepted", "time": aep_test_support::events::TIME,
+        "source": format!("aep://test/agent/a/session/{s}"), "agent": "a",
+        "session": s, "seq": 1, "cause": command["id"], "data": {} });
+    target.send(&ack).await;
+    let got = console.recv().await;
+    assert_eq!(
+        (&got["type"], &got["cause"]),
+        (&json!("control.accepted"), &command["id"])
+    );
+    eprintln!(
+        "a command from A to its target on C in {delivered:?}, its ack back on A after {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_command_nobody_claims_is_refused_no_route_cluster_wide() {
+    let Some((_server, a, b, _c)) = cluster("CTL2").await else {
+        return;
+    };
+    let s = session();
+    // history but no live claimant: absent from the roster, refused no-route
+    let mut gone = Peer::claiming(&b, &s, json!(["control.pause"])).await;
+    let mut console = Peer::hello(&a, "consumer", json!({})).await;
+    console.until_claims(&s, 1).await;
+    gone.ws.close(None).await.unwrap();
+    drop(gone);
+    console.until_claims(&s, 0).await;
+    let error = console.refused(&json_command("control.pause", &s)).await;
+    assert_eq!(error["code"], "no-route");
+    let error = console
+        .refused(&json_command("control.pause", &session()))
+        .await;
+    assert_eq!(error["code"], "no-route");
+}
+
+/// Targets on two relays claim one session: a command from any relay, the third or one
+/// of theirs, is refused `ambiguous`, every claim counted, and reaches no one.
+#[tokio::test]
+async fn claimants_on_two_relays_make_a_command_ambiguous() {
+    let Some((_server, a, b, c)) = cluster("CTL3").await else {
+        return;
+    };
+    let s = session();
+    let mut on_b = Peer::claiming(&b, &s, json!(["control.pause"])).await;
+    let mut on_c = Peer::claiming(&c, &s, json!(["control.pause"])).await;
+    let mut also_c = Peer::claiming(&c, &s, json!(["control.pause"])).await;
+    for node in [&a, &b, &c] {
+        let mut console = Peer::hello(node, "consumer", json!({})).await;
+        console.until_claims(&s, 3).await;
+        let error = console.refused(&json_command("control.pause", &s)).await;
+        assert_eq!(error["code"], "ambiguous");
+        assert_eq!(
+            error["detail"],
+            format!("3 connected emitters claim session {s}")
+        );
+    }
+    for target in [&mut on_b, &mut on_c, &mut also_c] {
+        target.send(&json!({ "type": "ping", "t": 1 })).await;
+        assert_eq!(target.recv().await["type"], "pong", "no command delivered");
+    }
+}
+
+/// The relay of the target decides what only it knows: a declared `accepts` without
+/// the type is refused `unsupported` there, and the refusal reaches the sender on A.
+#[tokio::test]
+async fn a_refusal_on_the_targets_relay_reaches_the_sender() {
+    let Some((_server, a, _b, c)) = cluster("CTL4").await else {
+        return;
+    };
+    let s = session();
+    let mut target = Peer::claiming(&c, &s, json!(["control.attention.respond"])).await;
+    let mut console = Peer::hello(&a, "consumer", json!({})).await;
+    console.until_claims(&s, 1).await;
+    let error = console.refused(&json_command("control.pause", &s)).await;
+    assert_eq!(error["code"], "unsupported");
+    assert_eq!(error["detail"], "target does not accept control.pause");
+    target.send(&json!({ "type": "ping", "t": 1 })).await;
+    assert_eq!(target.recv().await["type"], "pong", "nothing delivered");
+}
+
+/// A relay killed stops counting: at once for a session only it claimed, once a
+/// command for it finds NATS knows nobody there (`no-route`), and otherwise within the
+/// bound (`missed` heartbeats, and one more), after which a session it claimed beside
+/// another relay is routed to the claimant left.
+#[tokio::test]
+async fn a_killed_relay_stops_counting_within_the_bound() {
+    let Some((server, a, b, mut c)) = cluster("CTL5").await else {
+        return;
+    };
+    let mut d = Node::start(&server, "CTL5", &Shared::new()).await;
+    let (shared_s, only_d) = (session(), session());
+    let mut on_b = Peer::claiming(&b, &shared_s, json!(["control.pause"])).await;
+    let _on_c = Peer::claiming(&c, &shared_s, json!(["control.pause"])).await;
+    let _on_d = Peer::claiming(&d, &only_d, json!(["control.pause"])).await;
+    let mut console = Peer::hello(&a, "consumer", json!({})).await;
+    console.until_claims(&shared_s, 2).await;
+    console.until_claims(&only_d, 1).await;
+    let error = console
+        .refused(&json_command("control.pause", &shared_s))
+        .await;
+    assert_eq!(error["code"], "ambiguous");
+
+    let killed = Instant::now();
+    c.kill().await;
+    d.kill().await;
+    let error = console
+        .refused(&json_command("control.pause", &only_d))
+        .await;
+    assert_eq!(error["code"], "no-route", "{error}");
+    let detail = error["detail"].as_str().unwrap();
+    assert!(detail.ends_with("is gone"), "{detail}");
+    console.until_claims(&only_d, 0).await;
+    assert!(killed.elapsed() < BEAT, "D stopped counting at once");
+
+    let bound = BEAT * (ControlOptions::default().missed + 1);
+    console.until_claims(&shared_s, 1).await;
+    let stopped = killed.elapsed();
+    assert!(
+        stopped <= bound + BEAT,
+        "C's claims counted {stopped:?} after its death, the bound being {bound:?}"
+    );
+    // the roster and routing read the same copy: B's claimant alone now
+    let command = json_command("control.pause", &shared_s);
+    console.send(&command).await;
+    assert_eq!(on_b.recv().await, command);
+    eprintln!("a killed relay's claims stopped counting after {stopped:?} (bound {bound:?})");
+}
+
+/// The roster of any relay lists the parties of all, each claim once with its
+/// declarations; its size bound covers every relay's entries.
+#[tokio::test]
+async fn the_roster_of_any_relay_lists_every_relays_claims_within_its_limit() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let shared = Shared::new();
+    let (a, b) = (
+        Node::start(&server, "CTL6", &shared).await,
+        Node::start(&server, "CTL6", &shared).await,
+    );
+    // C answers rosters of at most 1000 bytes: its own claim's entry fits, the
+    // cluster's three do not
+    let limit = 1000;
+    let small = RelayConfig::default().with_hard_backpressure(limit);
+    let c = Node::start_with(&server, "CTL6", &shared, small).await;
+    let sessions: Vec<String> = (0..3).map(|_| session()).collect();
+    let emits: Vec<String> = (0..8).map(|i| format!("x.acme.category-{i:024}")).collect();
+    let declaring = |accepts: Value| json!({ "control": { "accepts": accepts }, "emits": emits });
+    let _targets = [
+        Peer::claiming_with(&a, &sessions[0], declaring(json!(["control.pause"]))).await,
+        Peer::claiming_with(&b, &sessions[1], declaring(json!(["control.cancel"]))).await,
+        Peer::claiming_with(&c, &sessions[2], declaring(json!([]))).await,
+    ];
+    for node in [&a, &b] {
+        let mut console = Peer::hello(node, "consumer", json!({})).await;
+        for s in &sessions {
+            console.until_claims(s, 1).await;
+        }
+        let roster = console.roster().await;
+        assert_eq!(roster.len(), 3, "{roster:?}");
+        let size = |entries: &[Value]| {
+            json!({ "type": "roster", "id": "big", "entries": entries })
+                .to_string()
+                .len()
+        };
+        assert!(size(&roster) > limit && size(&roster[..1]) < limit);
+        let of = |s: &str| roster.iter().find(|e| e["session"] == s).unwrap().clone();
+        assert_eq!(
+            of(&sessions[1])["control"]["accepts"],
+            json!(["control.cancel"])
+        );
+        assert_eq!(of(&sessions[2])["control"]["accepts"], json!([]));
+        assert_eq!(of(&sessions[0])["agent"], "emitter-agent");
+    }
+    let mut console = Peer::hello(&c, "consumer", json!({})).await;
+    console
+        .send(&json!({ "type": "roster", "id": "big" }))
+        .await;
+    let error = console.recv().await;
+    assert_eq!(
+        (&error["type"], &error["code"]),
+        (&json!("error"), &json!("limit-exceeded")),
+        "{error}"
+    );
+    assert_eq!(error["id"], "big");
+}
