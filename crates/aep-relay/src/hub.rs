@@ -160,6 +160,18 @@ fn open_backend(config: &RelayConfig, disk: Box<dyn Disk>) -> std::io::Result<Ba
     })
 }
 
+/// Where the other relays' claims are: a cluster's control plane with `--nats`, nowhere
+/// for a relay on its own.
+fn open_directory(config: &RelayConfig) -> std::io::Result<Arc<dyn Directory>> {
+    #[cfg(feature = "nats")]
+    if let Some(cluster) = &config.nats {
+        return crate::nats::control::open(config, cluster);
+    }
+    #[cfg(not(feature = "nats"))]
+    let _ = config;
+    Ok(Arc::new(Alone))
+}
+
 impl Hub {
     /// The shared state; with a data directory, the buffers it holds are restored.
     pub(crate) fn new(config: RelayConfig) -> std::io::Result<Hub> {
@@ -169,10 +181,12 @@ impl Hub {
     /// [`Hub::new`] with the journal writing through `disk`.
     pub(crate) fn with_disk(config: RelayConfig, disk: Box<dyn Disk>) -> std::io::Result<Hub> {
         let backend = open_backend(&config, disk)?;
-        Ok(Hub::with_backend(config, backend))
+        let directory = open_directory(&config)?;
+        Ok(Hub::with_directory(config, backend, directory))
     }
 
-    /// The shared state over `backend`, a relay on its own.
+    /// The shared state over `backend`, a relay on its own (the tests' shared stores).
+    #[cfg(test)]
     pub(crate) fn with_backend(config: RelayConfig, backend: Backend) -> Hub {
         Hub::with_directory(config, backend, Arc::new(Alone))
     }
@@ -506,4 +520,4 @@ impl Hub {
 }
 
 #[cfg(test)]
-pub(crate) mod tests;
+mod tests;

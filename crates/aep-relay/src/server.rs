@@ -76,13 +76,6 @@ impl Server {
         })
     }
 
-    #[cfg_attr(not(test), allow(dead_code))]
-    /// A server of `hub`, built by the caller (a relay of a cluster, whose hub holds its
-    /// control plane).
-    pub(crate) fn of_hub(hub: Arc<Hub>) -> Server {
-        Server { hub }
-    }
-
     /// [`Server::open`] on the blocking pool.
     async fn open_async(config: RelayConfig) -> io::Result<Server> {
         tokio::task::spawn_blocking(move || Server::open(config))

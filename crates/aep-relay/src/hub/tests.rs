@@ -248,34 +248,9 @@ async fn a_batch_the_journal_cannot_write_is_not_kept() {
 /// at the stamp already fed), and answered only after a round trip, as a remote
 /// acknowledgement is.
 #[derive(Debug)]
-pub(crate) struct Shared {
+struct Shared {
     memory: Memory,
     feeds: Mutex<Vec<futures::channel::mpsc::UnboundedSender<Admitted>>>,
-}
-
-impl Shared {
-    /// An empty store, for relays to share (the cluster tests' stand-in for a stream).
-    pub(crate) fn new() -> Arc<Shared> {
-        Arc::new(Shared {
-            memory: Memory::new(Limits {
-                events: 100,
-                session_bytes: 1 << 20,
-                sessions: 100,
-                bytes: 1 << 24,
-            }),
-            feeds: Mutex::new(Vec::new()),
-        })
-    }
-
-    /// The backend of one more relay sharing the store: its view and its feed.
-    pub(crate) fn backend(self: &Arc<Shared>) -> Backend {
-        let (tx, rx) = futures::channel::mpsc::unbounded();
-        self.feeds.lock().unwrap().push(tx);
-        Backend {
-            storage: Box::new(Relay(self.clone())),
-            feed: Some(Box::pin(rx)),
-        }
-    }
 }
 
 #[derive(Debug)]
@@ -337,7 +312,13 @@ impl Storage for Relay {
 
 /// A relay of `shared`, fanning out its feed.
 fn relay_of(shared: &Arc<Shared>) -> Arc<Hub> {
-    let hub = Arc::new(Hub::with_backend(RelayConfig::default(), shared.backend()));
+    let (tx, rx) = futures::channel::mpsc::unbounded();
+    shared.feeds.lock().unwrap().push(tx);
+    let backend = Backend {
+        storage: Box::new(Relay(shared.clone())),
+        feed: Some(Box::pin(rx)),
+    };
+    let hub = Arc::new(Hub::with_backend(RelayConfig::default(), backend));
     tokio::spawn(hub.feed().expect("a shared store has a feed"));
     hub
 }
@@ -372,7 +353,15 @@ async fn ids_within(drain: &mut Drain, n: usize) -> Vec<String> {
 /// once.
 #[tokio::test]
 async fn a_shared_store_feeds_fan_out_on_every_relay() {
-    let shared = Shared::new();
+    let shared = Arc::new(Shared {
+        memory: Memory::new(Limits {
+            events: 100,
+            session_bytes: 1 << 20,
+            sessions: 100,
+            bytes: 1 << 24,
+        }),
+        feeds: Mutex::new(Vec::new()),
+    });
     let (a, b) = (relay_of(&shared), relay_of(&shared));
     let mut on_a = reader(&a, json!({}));
     let mut on_b = reader(&b, json!({ "session": "s1" }));

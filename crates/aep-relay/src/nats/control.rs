@@ -89,7 +89,10 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio::sync::Notify;
 
-use super::cluster::Cluster;
+use super::cluster::{Cluster, NatsOptions};
+use super::names::StreamName;
+use super::NatsCluster;
+use crate::config::RelayConfig;
 use crate::hub::Hub;
 use crate::routing::{json_len, no_route, Directory, Elsewhere, Refusal, RelayId};
 
@@ -107,7 +110,7 @@ pub(crate) struct ControlOptions {
 impl Default for ControlOptions {
     fn default() -> Self {
         ControlOptions {
-            heartbeat: Duration::from_secs(1),
+            heartbeat: ControlOptions::default_heartbeat(),
             missed: 3,
             forward_timeout: Duration::from_secs(5),
         }
@@ -115,6 +118,11 @@ impl Default for ControlOptions {
 }
 
 impl ControlOptions {
+    /// The default heartbeat, 1 s.
+    pub(crate) const fn default_heartbeat() -> Duration {
+        Duration::from_secs(1)
+    }
+
     /// How long after its last heartbeat a relay's claims still count.
     fn ttl(&self) -> Duration {
         self.heartbeat * self.missed.max(1)
@@ -355,13 +363,46 @@ pub(crate) struct NatsControl {
     changed: Notify,
 }
 
+/// The directory of a relay that joins `cluster` (what `--nats` asks for): its control
+/// plane, on a NATS connection of its own, so that a command never waits behind a batch
+/// of events being stored. Fails as the store's connection does (the server, the
+/// stream's agreement), and must be called inside a tokio runtime.
+pub(crate) fn open(
+    config: &RelayConfig,
+    cluster: &NatsCluster,
+) -> std::io::Result<Arc<dyn Directory>> {
+    let options = NatsOptions::new(cluster, config.buffer)?;
+    let runtime = tokio::runtime::Handle::try_current()
+        .map_err(|_| std::io::Error::other("a relay on NATS is opened inside a tokio runtime"))?;
+    // connecting waits on the runtime, which the caller may be blocking
+    let connected = std::thread::scope(|scope| {
+        scope
+            .spawn(|| runtime.block_on(Cluster::connect(&options)))
+            .join()
+    });
+    match connected {
+        Ok(Ok(cluster)) => Ok(NatsControl::new(
+            cluster.client().clone(),
+            cluster.name(),
+            ControlOptions::default(),
+        )),
+        Ok(Err(e)) => Err(std::io::Error::other(e.to_string())),
+        Err(_) => Err(std::io::Error::other("connecting to NATS panicked")),
+    }
+}
+
 impl NatsControl {
-    /// The control plane of the relay connected as `cluster`.
-    pub(crate) fn new(cluster: &Cluster, options: ControlOptions) -> Arc<NatsControl> {
+    /// The control plane of a relay of the fleet `stream`, on `client`; a fresh name for
+    /// the relay within the fleet.
+    pub(crate) fn new(
+        client: async_nats::Client,
+        stream: &StreamName,
+        options: ControlOptions,
+    ) -> Arc<NatsControl> {
         Arc::new(NatsControl {
-            client: cluster.client().clone(),
-            subjects: Subjects::new(cluster.name().as_str()),
-            relay: Arc::from(cluster.relay()),
+            client,
+            subjects: Subjects::new(stream.as_str()),
+            relay: Arc::from(ulid::Ulid::new().to_string()),
             options,
             mirror: Arc::new(Mutex::new(Mirror::new(options.ttl()))),
             gen: AtomicU64::new(1),

@@ -14,9 +14,7 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 use super::*;
 use crate::config::RelayConfig;
-use crate::hub::tests::Shared;
-use crate::nats::cluster::NatsOptions;
-use crate::nats::names::StreamName;
+use crate::nats::NatsCluster;
 
 fn entry(session: &str, agent: &str) -> RosterEntry {
     let mut entry = RosterEntry::new(session);
@@ -123,66 +121,45 @@ fn the_copy_counts_live_relays_asks_for_what_it_lacks_and_forgets_the_silent() {
 
 const TOKEN: &str = "t";
 
-/// The heartbeat of the cluster tests: short, so that a killed relay stops counting
-/// within a second.
-const BEAT: Duration = Duration::from_millis(100);
+/// The heartbeat of a relay started with `--nats`.
+const BEAT: Duration = ControlOptions::default_heartbeat();
 
-/// One relay of a test cluster, on a runtime of its own.
+/// One relay of a test cluster, started as `--nats` starts one (the JetStream store and
+/// this control plane), on a runtime of its own.
 struct Node {
     runtime: Option<tokio::runtime::Runtime>,
+    relay: Option<crate::RelayHandle>,
     socket: String,
 }
 
 impl Node {
-    /// A relay of the fleet `stream` on `server`, its events in `shared`.
-    async fn start(server: &NatsServer, stream: &str, shared: &Arc<Shared>) -> Node {
-        Node::start_with(server, stream, shared, RelayConfig::default()).await
+    /// A relay of the fleet `stream` on `server`.
+    async fn start(server: &NatsServer, stream: &str) -> Node {
+        Node::start_with(server, stream, RelayConfig::default()).await
     }
 
-    async fn start_with(
-        server: &NatsServer,
-        stream: &str,
-        shared: &Arc<Shared>,
-        config: RelayConfig,
-    ) -> Node {
+    async fn start_with(server: &NatsServer, stream: &str, config: RelayConfig) -> Node {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .unwrap();
-        let options = NatsOptions {
-            url: server.url(),
-            creds: None,
-            tls_ca: None,
-            stream: StreamName::parse(stream).unwrap(),
-            buffer: 100,
-            dedupe_horizon: Duration::from_secs(120),
-            timeout: Duration::from_secs(5),
-        };
-        let backend = shared.backend();
-        let config = config.with_token(TOKEN);
-        let addr = runtime
+        let cluster = NatsCluster::new(server.url()).stream(stream);
+        let relay = runtime
             .spawn(async move {
-                let cluster = Cluster::connect(&options).await.unwrap();
-                let control = NatsControl::new(
-                    &cluster,
-                    ControlOptions {
-                        heartbeat: BEAT,
-                        ..ControlOptions::default()
-                    },
-                );
-                let hub = Arc::new(Hub::with_directory(config, backend, control));
-                let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-                let addr = listener.local_addr().unwrap();
-                let server = crate::server::Server::of_hub(hub);
-                tokio::spawn(server.run(listener, std::future::pending()));
-                addr
+                crate::Relay::builder()
+                    .config(config.with_token(TOKEN))
+                    .nats(cluster)
+                    .start()
+                    .await
+                    .unwrap()
             })
             .await
             .unwrap();
         Node {
             runtime: Some(runtime),
-            socket: format!("ws://{addr}/socket?access_token={TOKEN}"),
+            socket: format!("{}?access_token={TOKEN}", relay.socket_url()),
+            relay: Some(relay),
         }
     }
 
@@ -202,6 +179,8 @@ impl Drop for Node {
         if let Some(runtime) = self.runtime.take() {
             runtime.shutdown_background();
         }
+        // its task went with the runtime: the stop it sends reaches no one
+        drop(self.relay.take());
     }
 }
 
@@ -307,19 +286,18 @@ fn session() -> String {
     aep_test_support::events::session_id()
 }
 
-/// Three relays on one nats-server and one store; `None` (skipped) without a server.
+/// Three relays of one fleet on one nats-server; `None` (skipped) without a server.
 async fn cluster(stream: &str) -> Option<(NatsServer, Node, Node, Node)> {
     let server = NatsServer::start_or_skip()?;
-    let shared = Shared::new();
-    let a = Node::start(&server, stream, &shared).await;
-    let b = Node::start(&server, stream, &shared).await;
-    let c = Node::start(&server, stream, &shared).await;
+    let a = Node::start(&server, stream).await;
+    let b = Node::start(&server, stream).await;
+    let c = Node::start(&server, stream).await;
     Some((server, a, b, c))
 }
 
 /// A command sent to relay A reaches the one target whose claim lives on relay C, byte
-/// for byte; the target's ack, an ordinary session event, returns to the sender on A;
-/// the audit copy is fanned out on A.
+/// for byte; the target's ack, an ordinary session event C stores in the stream,
+/// returns to the sender on A through A's feed; the audit copy is fanned out on A.
 #[tokio::test]
 async fn a_command_to_a_reaches_its_target_on_c_and_the_ack_returns_to_a() {
     let Some((_server, a, _b, c)) = cluster("CTL1").await else {
@@ -436,7 +414,7 @@ async fn a_killed_relay_stops_counting_within_the_bound() {
     let Some((server, a, b, mut c)) = cluster("CTL5").await else {
         return;
     };
-    let mut d = Node::start(&server, "CTL5", &Shared::new()).await;
+    let mut d = Node::start(&server, "CTL5").await;
     let (shared_s, only_d) = (session(), session());
     let mut on_b = Peer::claiming(&b, &shared_s, json!(["control.pause"])).await;
     let _on_c = Peer::claiming(&c, &shared_s, json!(["control.pause"])).await;
@@ -482,16 +460,15 @@ async fn the_roster_of_any_relay_lists_every_relays_claims_within_its_limit() {
     let Some(server) = NatsServer::start_or_skip() else {
         return;
     };
-    let shared = Shared::new();
     let (a, b) = (
-        Node::start(&server, "CTL6", &shared).await,
-        Node::start(&server, "CTL6", &shared).await,
+        Node::start(&server, "CTL6").await,
+        Node::start(&server, "CTL6").await,
     );
     // C answers rosters of at most 1000 bytes: its own claim's entry fits, the
     // cluster's three do not
     let limit = 1000;
     let small = RelayConfig::default().with_hard_backpressure(limit);
-    let c = Node::start_with(&server, "CTL6", &shared, small).await;
+    let c = Node::start_with(&server, "CTL6", small).await;
     let sessions: Vec<String> = (0..3).map(|_| session()).collect();
     let emits: Vec<String> = (0..8).map(|i| format!("x.acme.category-{i:024}")).collect();
     let declaring = |accepts: Value| json!({ "control": { "accepts": accepts }, "emits": emits });
