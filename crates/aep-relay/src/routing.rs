@@ -582,3 +582,134 @@ mod tests {
         assert_eq!(empty, r#"{"type":"roster","id":"r-2","entries":[]}"#);
     }
 }
+
+#[cfg(test)]
+mod directory_tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Mutex;
+
+    use aep_core::frame::{Hello, Role};
+    use tokio_util::sync::CancellationToken;
+
+    use super::*;
+    use crate::line::parse_line;
+    use crate::outbox::{Binding, Bounds, Drain, Piece};
+
+    /// A directory that says what it is told of the other relays, and counts changes.
+    #[derive(Debug, Default)]
+    struct Told {
+        elsewhere: Mutex<Elsewhere>,
+        changes: AtomicUsize,
+    }
+
+    impl Directory for Told {
+        fn elsewhere(&self, _session: &str) -> Elsewhere {
+            self.elsewhere.lock().unwrap().clone()
+        }
+        fn changed(&self) {
+            self.changes.fetch_add(1, Ordering::SeqCst);
+        }
+        fn entries(&self) -> Vec<Arc<[RosterEntry]>> {
+            Vec::new()
+        }
+        fn forward(
+            &self,
+            _: RelayId,
+            _: String,
+            _: Bytes,
+        ) -> BoxFuture<'static, Result<(), Refusal>> {
+            unreachable!("routing only decides")
+        }
+        fn serve(self: Arc<Self>, _: Weak<crate::hub::Hub>) -> Option<BoxFuture<'static, ()>> {
+            None
+        }
+    }
+
+    fn connect(conns: &mut Connections, id: u64, role: Role) -> Drain {
+        let (outbox, rx) = Outbox::new(Bounds::UNBOUNDED, CancellationToken::new());
+        conns.connect(id, outbox.clone());
+        conns.hello(id, Arc::new(Party::new(role.clone(), Hello::new(role))));
+        Drain::new(rx, outbox, Binding::Ws, std::time::Duration::from_secs(60))
+    }
+
+    fn next_frame(drain: &mut Drain) -> Option<Value> {
+        match drain.try_next() {
+            Some(Piece::Data(bytes)) => Some(serde_json::from_slice(&bytes).unwrap()),
+            _ => None,
+        }
+    }
+
+    fn command(session: &str) -> crate::line::Incoming<'static> {
+        let line = serde_json::to_vec(&aep_test_support::events::json_command(
+            "control.pause",
+            session,
+        ))
+        .unwrap();
+        parse_line(&line, true).unwrap()
+    }
+
+    /// Claims here and elsewhere are counted together: one in all is delivered here or
+    /// forwarded to the relay that holds it, two are ambiguous wherever they are, none
+    /// is no-route; a relay asked to route a forwarded command counts its own alone.
+    #[test]
+    fn a_commands_target_is_decided_over_this_relays_claims_and_the_others() {
+        let told = Arc::new(Told::default());
+        let mut conns = Connections::new(told.clone());
+        let mut target = connect(&mut conns, 1, Role::Emitter);
+        let mut sender = connect(&mut conns, 2, Role::Consumer);
+        conns.claim(1, "here");
+        conns.claim(1, "here");
+        assert_eq!(told.changes.load(Ordering::SeqCst), 1, "a new claim, once");
+        let route =
+            |conns: &Connections, session: &str| conns.route(&command(session), Some(2), true);
+
+        assert!(matches!(route(&conns, "here"), Routed::Here));
+        assert_eq!(next_frame(&mut target).unwrap()["type"], "control.pause");
+        assert!(matches!(route(&conns, "nowhere"), Routed::Refused));
+        assert_eq!(next_frame(&mut sender).unwrap()["code"], "no-route");
+
+        *told.elsewhere.lock().unwrap() = Elsewhere {
+            claims: 1,
+            relay: Some(Arc::from("C")),
+        };
+        match route(&conns, "there") {
+            Routed::There(forward) => {
+                assert_eq!(&*forward.relay, "C");
+                assert_eq!(forward.session, "there");
+                assert!(forward.sender.is_some());
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(next_frame(&mut target).is_none() && next_frame(&mut sender).is_none());
+        assert!(matches!(route(&conns, "here"), Routed::Refused));
+        let refusal = next_frame(&mut sender).unwrap();
+        assert_eq!(refusal["code"], "ambiguous");
+        assert_eq!(refusal["detail"], "2 connected emitters claim session here");
+        // forwarded here: this relay's claims decide, the others' were counted there
+        assert_eq!(conns.route_forwarded(&command("here")), Ok(()));
+        assert_eq!(next_frame(&mut target).unwrap()["type"], "control.pause");
+        assert_eq!(
+            conns.route_forwarded(&command("there")).unwrap_err().code,
+            ErrorCode::NoRoute
+        );
+
+        *told.elsewhere.lock().unwrap() = Elsewhere {
+            claims: 2,
+            relay: Some(Arc::from("C")),
+        };
+        assert!(matches!(route(&conns, "there"), Routed::Refused));
+        assert_eq!(
+            next_frame(&mut sender).unwrap()["detail"],
+            "2 connected emitters claim session there"
+        );
+
+        conns.disconnect(2);
+        assert_eq!(
+            told.changes.load(Ordering::SeqCst),
+            1,
+            "a sender's going changes no claim"
+        );
+        conns.disconnect(1);
+        assert_eq!(told.changes.load(Ordering::SeqCst), 2, "a claimant's does");
+    }
+}
