@@ -332,6 +332,12 @@ impl Hub {
         routing::entries_of(&claims).collect()
     }
 
+    /// Tells the other relays of a cluster that this one holds no claim any more (a
+    /// shutdown's step, once its connections are closed).
+    pub(crate) async fn leave(&self) {
+        self.directory.leave().await;
+    }
+
     /// What the directory runs while the relay serves (a cluster's control plane: its
     /// claims told to the others, theirs learnt, commands forwarded here routed); `None`
     /// for a relay on its own.

@@ -112,6 +112,10 @@ pub(crate) trait Directory: Send + Sync + fmt::Debug {
         command: Bytes,
     ) -> BoxFuture<'static, Result<(), Refusal>>;
 
+    /// The relay stops: the others are told it holds no claim any more, so that they
+    /// stop counting its claims at once rather than when its silence says so.
+    fn leave(&self) -> BoxFuture<'static, ()>;
+
     /// What the directory runs while the relay of `hub` serves (none for a single relay).
     fn serve(self: Arc<Self>, hub: Weak<crate::hub::Hub>) -> Option<BoxFuture<'static, ()>>;
 }
@@ -139,6 +143,10 @@ impl Directory for Alone {
     ) -> BoxFuture<'static, Result<(), Refusal>> {
         // never asked: a relay alone never routes elsewhere
         Box::pin(std::future::ready(Err(no_route(&session))))
+    }
+
+    fn leave(&self) -> BoxFuture<'static, ()> {
+        Box::pin(std::future::ready(()))
     }
 
     fn serve(self: Arc<Self>, _hub: Weak<crate::hub::Hub>) -> Option<BoxFuture<'static, ()>> {
@@ -619,6 +627,9 @@ mod directory_tests {
             _: Bytes,
         ) -> BoxFuture<'static, Result<(), Refusal>> {
             unreachable!("routing only decides")
+        }
+        fn leave(&self) -> BoxFuture<'static, ()> {
+            Box::pin(std::future::ready(()))
         }
         fn serve(self: Arc<Self>, _: Weak<crate::hub::Hub>) -> Option<BoxFuture<'static, ()>> {
             None

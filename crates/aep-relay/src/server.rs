@@ -156,6 +156,7 @@ async fn serve(
     }
     if let Some(controlling) = controlling {
         controlling.abort();
+        hub.leave().await;
     }
     hub.flush();
     tracing::debug!("relay stopped");

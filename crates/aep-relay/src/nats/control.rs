@@ -45,8 +45,8 @@
 //!   delivered to that one rather than refused `ambiguous`. A claims message lost on a
 //!   reconnect is asked for again at the next heartbeat: at most one heartbeat
 //!   interval more.
-//! - **A relay's death.** A relay stopped cleanly publishes its claims as they empty. A
-//!   relay killed (`kill -9`, a machine lost) stops counting once `missed` heartbeats
+//! - **A relay's death.** A relay stopped cleanly publishes, as its last step, that it
+//!   holds no claim: the others stop counting its claims at once. A relay killed (`kill -9`, a machine lost) stops counting once `missed` heartbeats
 //!   (3 by default) have not come: within `heartbeat × (missed + 1)`, 4 s by default.
 //!   Before that, a command to a session claimed only there is answered `no-route` at
 //!   once (its subscription is gone with its connection, so NATS answers "no
@@ -588,6 +588,28 @@ impl Directory for NatsControl {
                     timeout.as_millis()
                 ))),
                 Err(e) => Err(unreachable(format!("could not be reached: {e}"))),
+            }
+        })
+    }
+
+    fn leave(&self) -> BoxFuture<'static, ()> {
+        let gen = self.gen.fetch_add(1, Ordering::AcqRel) + 1;
+        let max = self.client.server_info().max_payload.max(4096);
+        let messages = claims_messages(&self.relay, gen, Vec::new(), max);
+        let subject = self.subjects.claims(&self.relay);
+        let client = self.client.clone();
+        let wait = self.options.forward_timeout;
+        Box::pin(async move {
+            let told = async {
+                for message in messages {
+                    client.publish(subject.clone(), message.into()).await?;
+                }
+                client.flush().await.map_err(async_nats::Error::from)
+            };
+            match tokio::time::timeout(wait, told).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::warn!(error = %e, "telling the cluster this relay leaves failed; its claims stop counting when its heartbeats do"),
+                Err(_) => tracing::warn!("NATS did not take this relay's leaving in time; its claims stop counting when its heartbeats do"),
             }
         })
     }

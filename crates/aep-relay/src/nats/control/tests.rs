@@ -163,6 +163,13 @@ impl Node {
         }
     }
 
+    /// Stops the relay as SIGTERM does: its connections closed, then its leaving told.
+    async fn stop(&mut self) {
+        if let (Some(runtime), Some(relay)) = (&self.runtime, self.relay.take()) {
+            runtime.spawn(relay.shutdown()).await.unwrap().unwrap();
+        }
+    }
+
     /// Stops everything the relay runs at once, its NATS connection and its sockets
     /// included, as `kill -9` does: nothing is said to anyone, and once this returns
     /// its sockets are closed.
@@ -509,4 +516,24 @@ async fn the_roster_of_any_relay_lists_every_relays_claims_within_its_limit() {
         "{error}"
     );
     assert_eq!(error["id"], "big");
+}
+
+/// A relay stopped cleanly says so as its last step: the others stop counting its
+/// claims at once, well before its silence would tell them.
+#[tokio::test]
+async fn a_relay_stopped_cleanly_stops_counting_at_once() {
+    let Some((_server, a, _b, mut c)) = cluster("CTL7").await else {
+        return;
+    };
+    let s = session();
+    let _target = Peer::claiming(&c, &s, json!(["control.pause"])).await;
+    let mut console = Peer::hello(&a, "consumer", json!({})).await;
+    console.until_claims(&s, 1).await;
+    // the target does not close its side: the stop waits out its drain, then leaves
+    c.stop().await;
+    let stopped = Instant::now();
+    console.until_claims(&s, 0).await;
+    assert!(stopped.elapsed() < BEAT, "{:?}", stopped.elapsed());
+    let error = console.refused(&json_command("control.pause", &s)).await;
+    assert_eq!(error["code"], "no-route");
 }
