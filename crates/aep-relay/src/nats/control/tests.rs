@@ -302,6 +302,9 @@ async fn cluster(stream: &str) -> Option<(NatsServer, Node, Node, Node)> {
     Some((server, a, b, c))
 }
 
+/// Commands sent, one after the other, in the round-trip test.
+const ROUND_TRIPS: u64 = 200;
+
 /// A command sent to relay A reaches the one target whose claim lives on relay C, byte
 /// for byte; the target's ack, an ordinary session event C stores in the stream,
 /// returns to the sender on A through A's feed; the audit copy is fanned out on A.
@@ -320,29 +323,41 @@ async fn a_command_to_a_reaches_its_target_on_c_and_the_ack_returns_to_a() {
         .await;
     assert_eq!(console.recv().await["type"], "subscribed");
 
-    let command = json_command("control.pause", &s);
-    // unusual spacing: forwarding across relays must not re-serialize either
-    let text = format!("{{ \"data\" : {{}} ,{}", &command.to_string()[1..]);
-    let started = Instant::now();
-    console.send_text(&text).await;
-    assert_eq!(target.recv_text().await, text);
-    let delivered = started.elapsed();
-    // the audit copy, on the relay the command was sent to
-    assert_eq!(console.recv().await["id"], command["id"]);
+    // each command once to the target, its audit copy on A, its ack back on A, in order
+    let (mut delivered, mut acked) = (Vec::new(), Vec::new());
+    for seq in 1..=ROUND_TRIPS {
+        let command = json_command("control.pause", &s);
+        // unusual spacing: forwarding across relays must not re-serialize either
+        let text = format!("{{ \"data\" : {{}} ,{}", &command.to_string()[1..]);
+        let started = Instant::now();
+        console.send_text(&text).await;
+        assert_eq!(target.recv_text().await, text);
+        delivered.push(started.elapsed());
+        // the audit copy, on the relay the command was sent to
+        assert_eq!(console.recv().await["id"], command["id"]);
 
-    let ack = json!({ "aep": "0.1", "id": aep_test_support::events::id(),
-        "type": "control.accepted", "time": aep_test_support::events::TIME,
-        "source": format!("aep://test/agent/a/session/{s}"), "agent": "a",
-        "session": s, "seq": 1, "cause": command["id"], "data": {} });
-    target.send(&ack).await;
-    let got = console.recv().await;
-    assert_eq!(
-        (&got["type"], &got["cause"]),
-        (&json!("control.accepted"), &command["id"])
-    );
+        let ack = json!({ "aep": "0.1", "id": aep_test_support::events::id(),
+            "type": "control.accepted", "time": aep_test_support::events::TIME,
+            "source": format!("aep://test/agent/a/session/{s}"), "agent": "a",
+            "session": s, "seq": seq, "cause": command["id"], "data": {} });
+        target.send(&ack).await;
+        let got = console.recv().await;
+        assert_eq!(
+            (&got["type"], &got["cause"]),
+            (&json!("control.accepted"), &command["id"])
+        );
+        acked.push(started.elapsed());
+    }
+    let at = |times: &mut Vec<Duration>, q: usize| {
+        times.sort();
+        times[(times.len() * q / 100).min(times.len() - 1)]
+    };
     eprintln!(
-        "a command from A to its target on C in {delivered:?}, its ack back on A after {:?}",
-        started.elapsed()
+        "{ROUND_TRIPS} commands from A to their target on C: delivered p50 {:?} p99 {:?}; acked back on A p50 {:?} p99 {:?}",
+        at(&mut delivered, 50),
+        at(&mut delivered, 99),
+        at(&mut acked, 50),
+        at(&mut acked, 99),
     );
 }
 
