@@ -8,6 +8,8 @@
 //! - [`http`]: posting events to a relay as a plain HTTP producer;
 //! - [`nats`]: a real `nats-server` with JetStream on a port of its own choosing, for
 //!   the relay cluster's tests;
+//! - [`process`]: a relay as a process of its own (started, killed `-9`, its peak
+//!   memory read), for the cluster's fault tests and bench;
 //! - [`relay`]: the embedded relay on a port it holds for its whole life, so a test
 //!   can stop it and start it again on the same address without racing anyone for the
 //!   port;
@@ -23,6 +25,7 @@ pub mod external;
 pub mod golden;
 pub mod http;
 pub mod nats;
+pub mod process;
 pub mod relay;
 pub mod servers;
 pub mod sse;

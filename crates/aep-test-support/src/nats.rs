@@ -162,6 +162,11 @@ impl NatsServer {
         self.port
     }
 
+    /// Its process id while it runs (for its peak memory, `/proc/PID/status`).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// The server's version.
     pub fn version(&self) -> Version {
         self.version
