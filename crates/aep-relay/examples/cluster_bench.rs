@@ -1,62 +1,98 @@
 //! The relay cluster's benchmark, in one invocation, against a `nats-server` it starts.
 //!
-//! Today it measures the ceiling: the server's own rate for the relay's events, an
-//! async-nats client publishing 603-byte messages (relay_bench's event, padded to 603
-//! bytes) each with its own `Nats-Msg-Id` to a file-backed stream, with a bounded number
-//! of acks in flight (4,096 by default), every ack awaited. That is what JetStream can
-//! take on this machine before any relay work, the figure a cluster's end-to-end rate is
-//! held against.
+//! Three figures side by side, in the same run, for the same 603-byte events
+//! (relay_bench's event, padded):
+//!
+//! - **ceiling**: the server's own rate, an async-nats client publishing each event with
+//!   its own `Nats-Msg-Id` to a file-backed stream, at most `--in-flight` acks
+//!   outstanding (4,096 by default), every ack awaited: what JetStream takes on this
+//!   machine before any relay work;
+//! - **cluster**: three relays on that server (`--nats URL --nats-stream AEPCLUSTER`);
+//!   `--posters` concurrent emitters POST NDJSON batches of `--batch` events to relay A,
+//!   a live SSE reader on relay B and a live WebSocket reader on relay C read them;
+//! - **memory**: one relay with its in-memory store, the same posters and readers on it.
+//!
+//! For the cluster and the single relay: events/s end to end (every event at both
+//! readers, over the time from the first POST to the last arrival), delivery latency
+//! p50/p99 (from the start of the POST carrying an event to its arrival at a reader, both
+//! readers pooled), events lost (posted with a `202` and missing at a reader; must be 0)
+//! and delivered twice, and each process's peak RSS (`VmHWM`; the server's is reset
+//! before the cluster runs, so it is the cluster's, not the ceiling's).
 //!
 //! ```text
-//! cargo build --release -p aep-relay --features nats --example cluster_bench
-//! target/release/examples/cluster_bench [--events 100000] [--in-flight 4096] [--runs 3]
-//!     [--sessions 1] [--nats nats://HOST:PORT]
+//! cargo run --release -p aep-relay --features nats --example cluster_bench -- \
+//!     [--events 100000] [--batch 1000] [--posters 4] [--in-flight 4096] [--runs 3]
 //! ```
 //!
-//! Without `--nats` it starts `nats-server -js` (on `PATH`, or `AEP_NATS_SERVER`) on a
-//! port of its own with a fresh store directory, and removes both at the end; each run
-//! publishes to a stream of its own.
+//! The relays are this program started again as a relay (`cluster_bench --as-relay
+//! FLAGS`: the `aep-relay` binary's flags and start-up), so one `cargo run` builds
+//! everything it measures. It starts `nats-server -js` (on `PATH`, or `AEP_NATS_SERVER`)
+//! on a port of its own with a fresh store directory, and removes both at the end.
 
 use std::collections::VecDeque;
+use std::process::Command;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use aep_test_support::nats::NatsServer;
+use aep_test_support::process::{peak_rss_kib, RelayProcess};
 use async_nats::jetstream::{self, message::PublishMessage, stream};
 use bytes::Bytes;
+use futures::{SinkExt, StreamExt};
+use tokio_tungstenite::tungstenite::Message;
 
 const HELP: &str = "\
-cluster_bench: the relay cluster's figures; today the JetStream ceiling
+cluster_bench: a 3-relay cluster on NATS JetStream against one in-memory relay and
+against JetStream's own rate, in one run
 
-usage: cluster_bench [--events N] [--in-flight N] [--runs N] [--sessions N] [--nats URL]
+usage: cluster_bench [--events N] [--batch N] [--posters N] [--in-flight N] [--runs N]
+                     [--only LIST] [--stall S]
 
-  --events N     messages per run (default 100000)
-  --in-flight N  publish acks awaited at once at most (default 4096)
-  --runs N       runs; the median is reported (default 3)
-  --sessions N   sessions (one subject each) the messages spread over (default 1)
-  --nats URL     an existing server instead of starting one (its streams named
-                 AEPBENCH* are replaced)
+  --events N     events per run (default 100000)
+  --batch N      events per NDJSON POST (default 1000)
+  --posters N    concurrent POSTs to relay A, one session each (default 4)
+  --in-flight N  the ceiling's publish acks awaited at once at most (default 4096)
+  --runs N       runs of each; the median is reported with the spread (default 3)
+  --only LIST    some of ceiling,cluster,memory (default all three)
+  --stall S      seconds without progress before a reader counts as stalled (5)
 
-Build it with: cargo build --release -p aep-relay --features nats --example cluster_bench
+Run it with: cargo run --release -p aep-relay --features nats --example cluster_bench
 ";
 
-/// The size of relay_bench's event, which the cluster bench posts too.
-const MESSAGE_BYTES: usize = 603;
+const TOKEN: &str = "bench";
+/// Each relay's replay depth per session (both kinds alike).
+const BUFFER: &str = "20000";
+/// The stream the cluster's relays share.
+const CLUSTER_STREAM: &str = "AEPCLUSTER";
 
 #[derive(Debug, Clone)]
 struct Options {
     events: usize,
+    batch: usize,
+    posters: usize,
     in_flight: usize,
     runs: usize,
     sessions: usize,
-    nats: Option<String>,
+    only: Vec<String>,
+    stall: Duration,
+}
+
+impl Options {
+    fn wants(&self, what: &str) -> bool {
+        self.only.iter().any(|o| o == what)
+    }
 }
 
 fn options() -> Options {
     let mut o = Options {
         events: 100_000,
+        batch: 1000,
+        posters: 4,
         in_flight: 4096,
         runs: 3,
         sessions: 1,
-        nats: None,
+        only: vec!["ceiling".into(), "cluster".into(), "memory".into()],
+        stall: Duration::from_secs(5),
     };
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
@@ -69,10 +105,12 @@ fn options() -> Options {
         let number = |default: usize| value.parse().unwrap_or(default).max(1);
         match args[i].as_str() {
             "--events" => o.events = number(o.events),
+            "--batch" => o.batch = number(o.batch),
+            "--posters" => o.posters = number(o.posters),
             "--in-flight" => o.in_flight = number(o.in_flight),
             "--runs" => o.runs = number(o.runs),
-            "--sessions" => o.sessions = number(o.sessions),
-            "--nats" => o.nats = Some(value),
+            "--only" => o.only = value.split(',').map(str::to_owned).collect(),
+            "--stall" => o.stall = Duration::from_secs_f64(value.parse().unwrap_or(5.0)),
             other => {
                 eprintln!("unknown argument {other}\n\n{HELP}");
                 std::process::exit(2);
@@ -83,13 +121,21 @@ fn options() -> Options {
     o
 }
 
+/// The size of relay_bench's event, which the cluster bench posts too.
+const MESSAGE_BYTES: usize = 603;
+
 /// relay_bench's event for `session` and `seq`, its detail padded so that the line is
 /// exactly [`MESSAGE_BYTES`] long.
 fn event(session: &str, seq: usize) -> Bytes {
+    agent_event("bench", session, seq)
+}
+
+/// [`event`] of agent `agent` (whose name the readers filter on).
+fn agent_event(agent: &str, session: &str, seq: usize) -> Bytes {
     let id = ulid::Ulid::new();
     let line = |pad: usize| {
         format!(
-            r#"{{"aep":"0.1","id":"{id}","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://bench/agent/bench/session/{session}","agent":"bench","session":"{session}","seq":{seq},"epoch":0,"severity":"notice","capture":"metadata","data":{{"phase":"benchmark","detail":"{}","step":{seq},"of":20000,"tags":["relay","bench","throughput","end-to-end"]}}}}"#,
+            r#"{{"aep":"0.1","id":"{id}","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://bench/agent/{agent}/session/{session}","agent":"{agent}","session":"{session}","seq":{seq},"epoch":0,"severity":"notice","capture":"metadata","data":{{"phase":"benchmark","detail":"{}","step":{seq},"of":20000,"tags":["relay","bench","throughput","end-to-end"]}}}}"#,
             "x".repeat(pad)
         )
     };
@@ -202,45 +248,395 @@ fn median(mut v: Vec<f64>) -> f64 {
     v.get(v.len() / 2).copied().unwrap_or(0.0)
 }
 
-#[tokio::main]
-async fn main() {
-    let o = options();
-    let server = match &o.nats {
-        Some(_) => None,
-        None => match aep_test_support::nats::NatsServer::start() {
-            Ok(server) => Some(server),
-            Err(why) => {
-                eprintln!("cluster_bench: no nats-server to measure against: {why}");
-                std::process::exit(1);
+/// Where the readers of an end-to-end run attach, and the relay the posters post to.
+struct Target<'a> {
+    post: &'a str,
+    sse: &'a str,
+    ws: &'a str,
+}
+
+/// One end-to-end run's figures.
+#[derive(Debug, Default)]
+struct EndToEnd {
+    rate: f64,
+    p50: Duration,
+    p99: Duration,
+    /// Posted and acknowledged, missing at the reader that missed the most.
+    lost: usize,
+    /// Delivered more than once, both readers summed.
+    twice: usize,
+    /// Refused POSTs (never expected: a refusal fails the run's "lost" too).
+    error: Option<String>,
+}
+
+/// What a reader saw: each event's arrival by its `seq` (the run's index of it).
+struct Arrivals {
+    at: Vec<Option<Instant>>,
+    twice: usize,
+}
+
+impl Arrivals {
+    fn new(n: usize) -> Arrivals {
+        Arrivals {
+            at: vec![None; n],
+            twice: 0,
+        }
+    }
+
+    /// Records the event in `line` (its `"seq":N`); whether every event has arrived.
+    fn record(&mut self, line: &[u8], now: Instant, count: &mut usize) -> bool {
+        if let Some(seq) = seq_of(line) {
+            match self.at.get_mut(seq) {
+                Some(slot @ None) => {
+                    *slot = Some(now);
+                    *count += 1;
+                }
+                Some(Some(_)) => self.twice += 1,
+                None => {}
             }
-        },
+        }
+        *count >= self.at.len()
+    }
+}
+
+/// The `seq` of an event line (the bench's events carry exactly one `"seq":`).
+fn seq_of(line: &[u8]) -> Option<usize> {
+    let at = memchr::memmem::find(line, b"\"seq\":")? + 6;
+    let digits = line[at..].iter().take_while(|b| b.is_ascii_digit()).count();
+    std::str::from_utf8(&line[at..at + digits])
+        .ok()?
+        .parse()
+        .ok()
+}
+
+fn filter_query(agent: &str) -> String {
+    let filter = format!(r#"{{"agent":"{agent}"}}"#);
+    filter
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A live SSE reader of agent `agent` on `url`, connected; reads until every one of `n`
+/// events arrived or nothing came for `stall`.
+async fn sse_reader(
+    client: &reqwest::Client,
+    url: &str,
+    agent: &str,
+    n: usize,
+    stall: Duration,
+) -> Result<tokio::task::JoinHandle<Arrivals>, String> {
+    let mut response = client
+        .get(format!("{url}/stream?filter={}", filter_query(agent)))
+        .bearer_auth(TOKEN)
+        .send()
+        .await
+        .map_err(|e| format!("SSE to {url}: {e}"))?;
+    if response.status() != 200 {
+        return Err(format!("SSE to {url}: {}", response.status()));
+    }
+    Ok(tokio::spawn(async move {
+        let mut arrivals = Arrivals::new(n);
+        let mut count = 0;
+        let mut carry = Vec::new();
+        while let Ok(Ok(Some(chunk))) = tokio::time::timeout(stall, response.chunk()).await {
+            let now = Instant::now();
+            carry.extend_from_slice(&chunk);
+            let mut start = 0;
+            let mut done = false;
+            while let Some(at) = memchr::memchr(b'\n', &carry[start..]) {
+                let line = &carry[start..start + at];
+                if line.starts_with(b"data:") {
+                    done = arrivals.record(line, now, &mut count);
+                }
+                start += at + 1;
+            }
+            carry.drain(..start);
+            if done {
+                break;
+            }
+        }
+        arrivals
+    }))
+}
+
+/// A live WebSocket reader of agent `agent` on `url`, subscribed; as [`sse_reader`].
+async fn ws_reader(
+    url: &str,
+    agent: &str,
+    n: usize,
+    stall: Duration,
+) -> Result<tokio::task::JoinHandle<Arrivals>, String> {
+    let ws_url = format!(
+        "ws{}/socket?access_token={TOKEN}",
+        url.trim_start_matches("http")
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(ws_url)
+        .await
+        .map_err(|e| format!("WS to {url}: {e}"))?;
+    let hello = r#"{"type":"hello","versions":["0.1"],"role":"consumer"}"#;
+    let subscribe = format!(r#"{{"type":"subscribe","id":"b","filter":{{"agent":"{agent}"}}}}"#);
+    for frame in [hello.to_owned(), subscribe] {
+        ws.send(Message::Text(frame.into()))
+            .await
+            .map_err(|e| format!("WS to {url}: {e}"))?;
+    }
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
+            Ok(Some(Ok(m))) if m.to_text().unwrap_or("").contains("subscribed") => break,
+            Ok(Some(Ok(_))) => {}
+            other => return Err(format!("WS to {url}: no `subscribed` ({other:?})")),
+        }
+    }
+    Ok(tokio::spawn(async move {
+        let mut arrivals = Arrivals::new(n);
+        let mut count = 0;
+        while let Ok(Some(Ok(message))) = tokio::time::timeout(stall, ws.next()).await {
+            if let Message::Text(text) = message {
+                let line = text.as_bytes();
+                if line.starts_with(b"{\"aep\"")
+                    && arrivals.record(line, Instant::now(), &mut count)
+                {
+                    break;
+                }
+            }
+        }
+        arrivals
+    }))
+}
+
+/// One end-to-end run against `target`: readers attach, then `--posters` tasks POST
+/// their share of `--events` in batches of `--batch`, each event's batch start noted.
+async fn end_to_end_run(target: &Target<'_>, o: &Options) -> Result<EndToEnd, String> {
+    let client = reqwest::Client::new();
+    let agent = format!("bench-{}", ulid::Ulid::new().to_string().to_lowercase());
+    let n = o.events;
+    let sse = sse_reader(&client, target.sse, &agent, n, o.stall).await?;
+    let ws = ws_reader(target.ws, &agent, n, o.stall).await?;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    // poster p posts the events whose seq is p modulo the posters, in one session
+    let sessions: Vec<String> = (0..o.posters).map(|p| format!("{agent}-{p}")).collect();
+    let shares: Vec<Vec<(usize, Bytes)>> = (0..o.posters)
+        .map(|p| {
+            (p..n)
+                .step_by(o.posters)
+                .map(|seq| (seq, agent_event(&agent, &sessions[p], seq)))
+                .collect()
+        })
+        .collect();
+    let url = Arc::new(format!("{}/events", target.post));
+    let started = Instant::now();
+    let mut posting = Vec::new();
+    for share in shares {
+        let (client, url, batch) = (client.clone(), Arc::clone(&url), o.batch);
+        posting.push(tokio::spawn(async move {
+            let mut sent_at = Vec::with_capacity(share.len());
+            for chunk in share.chunks(batch) {
+                let mut body = Vec::with_capacity(chunk.len() * (MESSAGE_BYTES + 1));
+                for (_, line) in chunk {
+                    body.extend_from_slice(line);
+                    body.push(b'\n');
+                }
+                let at = Instant::now();
+                let r = client
+                    .post(url.as_str())
+                    .bearer_auth(TOKEN)
+                    .header("aep-version", "0.1")
+                    .header("content-type", "application/x-ndjson")
+                    .body(body)
+                    .send()
+                    .await
+                    .map_err(|e| format!("POST: {e}"))?;
+                if r.status() != 202 {
+                    let status = r.status();
+                    return Err(format!(
+                        "POST answered {status}: {}",
+                        r.text().await.unwrap_or_default()
+                    ));
+                }
+                sent_at.extend(chunk.iter().map(|(seq, _)| (*seq, at)));
+            }
+            Ok::<_, String>(sent_at)
+        }));
+    }
+    let mut sent = vec![None; n];
+    let mut error = None;
+    for task in posting {
+        match task.await.map_err(|e| e.to_string()).and_then(|r| r) {
+            Ok(at) => at.into_iter().for_each(|(seq, at)| sent[seq] = Some(at)),
+            Err(e) => error = Some(e),
+        }
+    }
+    let readers = [
+        sse.await.map_err(|e| e.to_string())?,
+        ws.await.map_err(|e| e.to_string())?,
+    ];
+    let mut latencies = Vec::with_capacity(2 * n);
+    let mut last = started;
+    let mut lost = 0;
+    let mut twice = 0;
+    for reader in &readers {
+        twice += reader.twice;
+        let mut missing = 0;
+        for (sent, got) in sent.iter().zip(&reader.at) {
+            match (sent, got) {
+                (Some(sent), Some(got)) => {
+                    latencies.push(got.saturating_duration_since(*sent));
+                    last = last.max(*got);
+                }
+                (Some(_), None) => missing += 1,
+                (None, _) => {}
+            }
+        }
+        lost = lost.max(missing);
+    }
+    latencies.sort();
+    let at = |q: f64| {
+        latencies
+            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or_default()
     };
-    let url = o
-        .nats
-        .clone()
-        .or_else(|| server.as_ref().map(|s| s.url()))
-        .unwrap_or_default();
-    let version = server
-        .as_ref()
-        .map(|s| format!("nats-server {}", s.version()))
-        .unwrap_or_else(|| "a server of its own".into());
-    let client = match async_nats::connect(&url).await {
-        Ok(client) => client,
+    let delivered = n - lost;
+    Ok(EndToEnd {
+        rate: delivered as f64 / last.duration_since(started).as_secs_f64().max(1e-9),
+        p50: at(0.50),
+        p99: at(0.99),
+        lost,
+        twice,
+        error,
+    })
+}
+
+/// This program, started again as a relay with `flags` (see [`as_relay`]).
+fn relay(flags: &[&str]) -> Result<RelayProcess, String> {
+    let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
+    let mut command = Command::new(exe);
+    command
+        .arg("--as-relay")
+        .args([
+            "--port",
+            "0",
+            "--host",
+            "127.0.0.1",
+            "--token",
+            TOKEN,
+            "--buffer",
+            BUFFER,
+        ])
+        .args(flags)
+        .env("RUST_LOG", "warn");
+    RelayProcess::spawn(command)
+}
+
+/// `cluster_bench --as-relay FLAGS`: the `aep-relay` binary's flags and start-up, so that
+/// the relays measured are separate processes built by the same `cargo run`.
+fn as_relay(flags: Vec<String>) -> std::process::ExitCode {
+    use clap::Parser;
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        relay: aep_relay::cli::RelayArgs,
+    }
+    let cli = Cli::parse_from(std::iter::once("aep-relay".to_owned()).chain(flags));
+    let config = match cli.relay.config() {
+        Ok(config) => config,
         Err(e) => {
-            eprintln!("cluster_bench: connecting to {url}: {e}");
-            std::process::exit(1);
+            eprintln!("aep-relay: {e}");
+            return std::process::ExitCode::from(2);
         }
     };
-    println!(
-        "cluster_bench: ceiling, {} messages of {MESSAGE_BYTES} bytes with Nats-Msg-Id over {} session(s), {} acks in flight, file storage, {version}, {} runs (median)",
-        o.events, o.sessions, o.in_flight, o.runs
-    );
+    aep_relay::cli::init_logging();
+    let served = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+        .and_then(|runtime| {
+            runtime
+                .block_on(aep_relay::cli::serve(
+                    config,
+                    "aep-relay",
+                    aep_relay::cli::shutdown_signal(),
+                ))
+                .map_err(|e| e.to_string())
+        });
+    match served {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("aep-relay: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// The median of `v` and its spread (lowest, highest).
+fn spread(v: &[f64]) -> String {
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    format!("{:>7.0} (runs {lo:.0}..{hi:.0})", median(v.to_vec()))
+}
+
+fn mib(kib: Option<u64>) -> String {
+    kib.map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+/// Runs `o.runs` end-to-end runs against `target`, prints each and the summary line;
+/// returns the median rate, or `None` if a run failed.
+async fn end_to_end(name: &str, target: &Target<'_>, o: &Options) -> Option<f64> {
     let mut runs = Vec::new();
     for run in 0..o.runs {
-        match ceiling_run(&client, &o, run).await {
+        match end_to_end_run(target, o).await {
+            Ok(r) => {
+                println!(
+                    "  {name} run {}: {:>8.0} events/s end to end; latency p50 {:.1} ms p99 {:.1} ms; lost {} twice {}{}",
+                    run + 1,
+                    r.rate,
+                    r.p50.as_secs_f64() * 1e3,
+                    r.p99.as_secs_f64() * 1e3,
+                    r.lost,
+                    r.twice,
+                    r.error.as_ref().map(|e| format!("; error: {e}")).unwrap_or_default()
+                );
+                runs.push(r);
+            }
+            Err(e) => {
+                println!("  {name} run {}: failed: {e}", run + 1);
+                return None;
+            }
+        }
+    }
+    let ms = |d: Vec<f64>| median(d);
+    let rate: Vec<f64> = runs.iter().map(|r| r.rate).collect();
+    println!(
+        "{name:7}: {} events/s; p50 {:.1} ms, p99 {:.1} ms (medians); lost {} twice {} (all runs)",
+        spread(&rate),
+        ms(runs.iter().map(|r| r.p50.as_secs_f64() * 1e3).collect()),
+        ms(runs.iter().map(|r| r.p99.as_secs_f64() * 1e3).collect()),
+        runs.iter().map(|r| r.lost).sum::<usize>(),
+        runs.iter().map(|r| r.twice).sum::<usize>(),
+    );
+    Some(median(rate))
+}
+
+/// The ceiling runs on `server`; the median rate.
+async fn ceiling(server: &NatsServer, o: &Options) -> Option<f64> {
+    let client = match async_nats::connect(server.url()).await {
+        Ok(client) => client,
+        Err(e) => {
+            println!("  ceiling: connecting to {}: {e}", server.url());
+            return None;
+        }
+    };
+    let mut rates = Vec::new();
+    for run in 0..o.runs {
+        match ceiling_run(&client, o, run).await {
             Ok(c) => {
                 println!(
-                    "  run {}: {:>8.0} messages/s; stored {} duplicates {}; ack latency p50 {:.1} ms p99 {:.1} ms",
+                    "  ceiling run {}: {:>8.0} messages/s; stored {} duplicates {}; ack latency p50 {:.1} ms p99 {:.1} ms",
                     run + 1,
                     c.rate,
                     c.stored,
@@ -248,18 +644,115 @@ async fn main() {
                     c.p50.as_secs_f64() * 1e3,
                     c.p99.as_secs_f64() * 1e3
                 );
-                runs.push(c);
+                rates.push(c.rate);
             }
             Err(e) => {
-                eprintln!("cluster_bench: run {}: {e}", run + 1);
-                std::process::exit(1);
+                println!("  ceiling run {}: failed: {e}", run + 1);
+                return None;
             }
         }
     }
-    let lost: usize = runs.iter().map(|c| o.events - c.stored).sum();
+    println!("ceiling: {} messages/s", spread(&rates));
+    Some(median(rates))
+}
+
+fn main() -> std::process::ExitCode {
+    let mut args = std::env::args().skip(1).peekable();
+    if args.peek().map(String::as_str) == Some("--as-relay") {
+        return as_relay(args.skip(1).collect());
+    }
+    let o = options();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(bench(o))
+}
+
+async fn bench(o: Options) -> std::process::ExitCode {
+    let mut server = match NatsServer::start() {
+        Ok(server) => server,
+        Err(why) => {
+            eprintln!("cluster_bench: no nats-server to measure against: {why}");
+            return std::process::ExitCode::FAILURE;
+        }
+    };
     println!(
-        "ceiling: {:.0} messages/s (median of {}); not stored: {lost}",
-        median(runs.iter().map(|c| c.rate).collect()),
-        runs.len()
+        "cluster_bench: {} events of {MESSAGE_BYTES} bytes a run, {} runs (median, runs' range); posts: {} posters, NDJSON batches of {}; ceiling: {} acks in flight; nats-server {}, file storage",
+        o.events, o.runs, o.posters, o.batch, o.in_flight, server.version()
     );
+    let mut failed = false;
+    let mut rates = Vec::new();
+    if o.wants("memory") {
+        match relay(&[]) {
+            Ok(single) => {
+                let target = Target {
+                    post: single.url(),
+                    sse: single.url(),
+                    ws: single.url(),
+                };
+                let rate = end_to_end("memory", &target, &o).await;
+                failed |= rate.is_none();
+                rates.push(("memory", rate));
+                println!("  peak RSS: relay {}", mib(single.peak_rss_kib()));
+            }
+            Err(e) => {
+                println!("memory: the relay did not start: {e}");
+                failed = true;
+            }
+        }
+    }
+    if o.wants("ceiling") {
+        let rate = ceiling(&server, &o).await;
+        failed |= rate.is_none();
+        rates.push(("ceiling", rate));
+    }
+    if o.wants("cluster") {
+        // the server's peak from here on is the cluster's (Linux: `5` resets VmHWM)
+        if let Some(pid) = server.pid() {
+            let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
+        }
+        let url = server.url();
+        let flags = ["--nats", url.as_str(), "--nats-stream", CLUSTER_STREAM];
+        let relays: Result<Vec<RelayProcess>, String> = (0..3).map(|_| relay(&flags)).collect();
+        match relays {
+            Ok(relays) => {
+                let target = Target {
+                    post: relays[0].url(),
+                    sse: relays[1].url(),
+                    ws: relays[2].url(),
+                };
+                let rate = end_to_end("cluster", &target, &o).await;
+                failed |= rate.is_none();
+                rates.push(("cluster", rate));
+                println!(
+                    "  peak RSS: relay A (posted to) {}, B (SSE) {}, C (WS) {}, nats-server {}",
+                    mib(relays[0].peak_rss_kib()),
+                    mib(relays[1].peak_rss_kib()),
+                    mib(relays[2].peak_rss_kib()),
+                    mib(server.pid().and_then(peak_rss_kib)),
+                );
+            }
+            Err(e) => {
+                println!("cluster: a relay did not start: {e}");
+                failed = true;
+            }
+        }
+    }
+    let get = |name: &str| rates.iter().find(|r| r.0 == name).and_then(|r| r.1);
+    if let (Some(cluster), Some(ceiling)) = (get("cluster"), get("ceiling")) {
+        println!(
+            "cluster/ceiling = {:.0}% (goal: 80% or more)",
+            100.0 * cluster / ceiling
+        );
+    }
+    if let (Some(cluster), Some(memory)) = (get("cluster"), get("memory")) {
+        println!("cluster/memory = {:.0}%", 100.0 * cluster / memory);
+    }
+    server.kill();
+    if failed {
+        std::process::ExitCode::FAILURE
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
 }
