@@ -140,8 +140,36 @@ async fn read(mut sub: Subscription, want: usize) -> Vec<Event> {
     got
 }
 
+/// The `(session, seq)` runs of the stored events `held` that `got` lacks, for a
+/// failure to show where delivery broke.
+fn missed(got: &[Event], held: &[serde_json::Value]) -> String {
+    let seen: HashSet<&str> = got.iter().map(Event::id).collect();
+    let mut runs: Vec<(String, u64, u64)> = Vec::new();
+    for e in held {
+        if seen.contains(e["id"].as_str().unwrap_or_default()) {
+            continue;
+        }
+        let session = e["session"].as_str().unwrap_or_default().to_owned();
+        let seq = e["seq"].as_u64().unwrap_or_default();
+        match runs.last_mut() {
+            Some((s, _, last)) if *s == session && *last + 1 == seq => *last = seq,
+            _ => runs.push((session, seq, seq)),
+        }
+    }
+    let last: HashMap<&str, u64> = got
+        .iter()
+        .filter_map(|e| Some((e.session()?, e.seq()?)))
+        .collect();
+    format!("missing (session, first seq, last seq): {runs:?}; last seq read per session: {last:?}")
+}
+
 /// What a user must see: each emitted event once, each session's in `seq` order.
-fn assert_each_once_in_order(reader: &str, got: &[Event], emitted: &HashSet<String>) {
+fn assert_each_once_in_order(
+    reader: &str,
+    got: &[Event],
+    emitted: &HashSet<String>,
+    context: &str,
+) {
     let mut seen = HashSet::new();
     let mut last: HashMap<String, u64> = HashMap::new();
     for e in got {
@@ -161,10 +189,9 @@ fn assert_each_once_in_order(reader: &str, got: &[Event], emitted: &HashSet<Stri
     let missing: Vec<_> = emitted.difference(&seen).collect();
     assert!(
         missing.is_empty(),
-        "{reader}: {} of {} events never delivered, e.g. {:?}",
+        "{reader}: {} of {} events never delivered ({context})",
         missing.len(),
         emitted.len(),
-        missing.iter().take(3).collect::<Vec<_>>()
     );
     assert_eq!(seen.len(), emitted.len(), "{reader}: events nobody emitted");
 }
@@ -178,6 +205,7 @@ async fn killing_one_relay_of_three_under_load_loses_nothing_and_doubles_nothing
     let mut relays: Vec<RelayProcess> = (0..3).map(|_| relay(&nats, &stream)).collect();
     let urls: Vec<String> = relays.iter().map(|r| r.url().to_owned()).collect();
     let agent = "faults-kill";
+    const EACH: usize = 1200;
 
     // Everyone prefers relay A (urls[0]), the one that dies.
     let notices = [Recorder::default(), Recorder::default()];
@@ -191,6 +219,11 @@ async fn killing_one_relay_of_three_under_load_loses_nothing_and_doubles_nothing
     for n in &notices {
         n.wait_for("Connected").await;
     }
+    // Users reading as events come (what a subscription's resume positions follow).
+    let readers = [
+        tokio::spawn(read(sse, 2 * EACH)),
+        tokio::spawn(read(ws, 2 * EACH)),
+    ];
 
     let reports = Recorder::default();
     let http = HttpSink::builder(urls.clone())
@@ -216,7 +249,6 @@ async fn killing_one_relay_of_three_under_load_loses_nothing_and_doubles_nothing
     let sessions: Vec<SessionEmitter> = emitters.iter().map(|e| e.session(session_id())).collect();
 
     // Under load: both emitters post all along; A is killed a third of the way in.
-    const EACH: usize = 1200;
     let mut emitted = HashSet::new();
     for n in 0..EACH {
         for session in &sessions {
@@ -235,18 +267,43 @@ async fn killing_one_relay_of_three_under_load_loses_nothing_and_doubles_nothing
             .await
             .expect("the emitters deliver everything to the surviving relays");
         let stats = emitter.stats();
-        assert_eq!(
-            (stats.delivered, stats.rejected, stats.dropped),
-            (EACH as u64, 0, 0),
-            "{:?}",
+        // every event settled as delivered: none refused, none dropped, none pending
+        // (a WS sink may count an event it resent after the kill twice; what was stored
+        // is checked below, in the stream)
+        assert!(
+            stats.delivered >= EACH as u64 && (stats.rejected, stats.dropped) == (0, 0),
+            "{stats:?} {:?}",
             reports.all()
         );
     }
 
-    let total = emitted.len();
-    let (sse_got, ws_got) = tokio::join!(read(sse, total), read(ws, total));
-    assert_each_once_in_order("SSE reader", &sse_got, &emitted);
-    assert_each_once_in_order("WS reader", &ws_got, &emitted);
+    assert!(
+        reports.any("Retrying"),
+        "the kill reached no emitter: {:?}",
+        reports.all()
+    );
+
+    // The stream, read raw from each survivor: every retried batch was stored once.
+    let mut held = Vec::new();
+    for url in &urls[1..] {
+        held = stored(url).await;
+        let copies = counted(&held);
+        let twice: Vec<_> = copies.iter().filter(|(_, n)| **n > 1).collect();
+        assert!(twice.is_empty(), "{url} replays copies: {twice:?}");
+        let ids: HashSet<String> = copies.keys().map(|(_, id)| id.clone()).collect();
+        assert_eq!(ids, emitted, "{url} replays what was emitted");
+    }
+
+    // What the users saw.
+    let [sse_got, ws_got] = readers;
+    let (sse_got, ws_got) = (sse_got.await.unwrap(), ws_got.await.unwrap());
+    for (name, got, notices) in [
+        ("SSE reader", &sse_got, &notices[0]),
+        ("WS reader", &ws_got, &notices[1]),
+    ] {
+        let context = format!("{}; its notices: {:?}", missed(got, &held), notices.all());
+        assert_each_once_in_order(name, got, &emitted, &context);
+    }
     for (n, reader) in notices.iter().enumerate() {
         let resumed = reader
             .all()
@@ -257,15 +314,6 @@ async fn killing_one_relay_of_three_under_load_loses_nothing_and_doubles_nothing
             "reader {n} resumed on another relay from its positions: {:?}",
             reader.all()
         );
-    }
-
-    // The stream, read raw from each survivor: every retried batch was stored once.
-    for url in &urls[1..] {
-        let held = counted(&stored(url).await);
-        let twice: Vec<_> = held.iter().filter(|(_, n)| **n > 1).collect();
-        assert!(twice.is_empty(), "{url} replays copies: {twice:?}");
-        let ids: HashSet<String> = held.keys().map(|(_, id)| id.clone()).collect();
-        assert_eq!(ids, emitted, "{url} replays what was emitted");
     }
     assert!(!relays[0].is_running());
     for relay in &mut relays[1..] {
@@ -299,6 +347,7 @@ async fn poster(url: String, stop: Arc<AtomicBool>) -> Posted {
         let response = client
             .post(format!("{url}/events"))
             .bearer_auth(TOKEN)
+            .header("aep-version", "0.1")
             .header("content-type", "application/x-ndjson")
             .body(aep_test_support::events::ndjson(&batch))
             .send()
