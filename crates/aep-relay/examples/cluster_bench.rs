@@ -21,7 +21,7 @@
 //!
 //! ```text
 //! cargo run --release -p aep-relay --features nats --example cluster_bench -- \
-//!     [--events 100000] [--batch 1000] [--posters 4] [--in-flight 4096] [--runs 3]
+//!     [--events 100000] [--batch 250] [--posters 4] [--in-flight 4096] [--runs 3]
 //! ```
 //!
 //! The relays are this program started again as a relay (`cluster_bench --as-relay
@@ -49,8 +49,10 @@ usage: cluster_bench [--events N] [--batch N] [--posters N] [--in-flight N] [--r
                      [--only LIST] [--stall S]
 
   --events N     events per run (default 100000)
-  --batch N      events per NDJSON POST (default 1000)
+  --batch N      events per NDJSON POST (default 250)
   --posters N    concurrent POSTs to relay A, one session each (default 4)
+  --relays N     the cluster's relays, 1 to 3 (default 3; with fewer, the readers
+                 share relay A or B: what the cluster costs per relay)
   --in-flight N  the ceiling's publish acks awaited at once at most (default 4096)
   --runs N       runs of each; the median is reported with the spread (default 3)
   --only LIST    some of ceiling,cluster,memory (default all three)
@@ -70,6 +72,7 @@ struct Options {
     events: usize,
     batch: usize,
     posters: usize,
+    relays: usize,
     in_flight: usize,
     runs: usize,
     sessions: usize,
@@ -86,8 +89,9 @@ impl Options {
 fn options() -> Options {
     let mut o = Options {
         events: 100_000,
-        batch: 1000,
+        batch: 250,
         posters: 4,
+        relays: 3,
         in_flight: 4096,
         runs: 3,
         sessions: 1,
@@ -107,6 +111,7 @@ fn options() -> Options {
             "--events" => o.events = number(o.events),
             "--batch" => o.batch = number(o.batch),
             "--posters" => o.posters = number(o.posters),
+            "--relays" => o.relays = number(o.relays).min(3),
             "--in-flight" => o.in_flight = number(o.in_flight),
             "--runs" => o.runs = number(o.runs),
             "--only" => o.only = value.split(',').map(str::to_owned).collect(),
@@ -146,6 +151,9 @@ fn agent_event(agent: &str, session: &str, seq: usize) -> Bytes {
 #[derive(Debug)]
 struct Ceiling {
     rate: f64,
+    /// The stored messages read back by one ordered consumer (what each relay's live
+    /// feed does), messages/s.
+    read: f64,
     stored: usize,
     duplicates: usize,
     p50: Duration,
@@ -209,6 +217,7 @@ async fn ceiling_run(
         settle(ack, sent, &mut latencies, &mut stored, &mut duplicates).await?;
     }
     let secs = started.elapsed().as_secs_f64();
+    let read = read_back(&js, &name, o.events).await?;
     let _ = js.delete_stream(&name).await;
     latencies.sort();
     let at = |q: f64| {
@@ -219,11 +228,41 @@ async fn ceiling_run(
     };
     Ok(Ceiling {
         rate: o.events as f64 / secs,
+        read,
         stored,
         duplicates,
         p50: at(0.50),
         p99: at(0.99),
     })
+}
+
+/// Reads the `n` messages of stream `name` with an ordered consumer from its start, as a
+/// relay's live feed reads the stream; messages/s.
+async fn read_back(js: &jetstream::Context, name: &str, n: usize) -> Result<f64, String> {
+    let stream = js
+        .get_stream(name)
+        .await
+        .map_err(|e| format!("stream {name}: {e}"))?;
+    let consumer = stream
+        .create_consumer(jetstream::consumer::pull::OrderedConfig {
+            deliver_policy: jetstream::consumer::DeliverPolicy::All,
+            ..Default::default()
+        })
+        .await
+        .map_err(|e| format!("ordered consumer: {e}"))?;
+    let started = Instant::now();
+    let mut messages = consumer
+        .messages()
+        .await
+        .map_err(|e| format!("reading {name}: {e}"))?;
+    let mut read = 0;
+    while read < n {
+        match tokio::time::timeout(Duration::from_secs(10), messages.next()).await {
+            Ok(Some(Ok(_))) => read += 1,
+            other => return Err(format!("read back {read} of {n}: {other:?}")),
+        }
+    }
+    Ok(n as f64 / started.elapsed().as_secs_f64())
 }
 
 async fn settle(
@@ -259,6 +298,8 @@ struct Target<'a> {
 #[derive(Debug, Default)]
 struct EndToEnd {
     rate: f64,
+    /// Events/s acknowledged to the posters (until the last `202`).
+    ingest: f64,
     p50: Duration,
     p99: Duration,
     /// Posted and acknowledged, missing at the reader that missed the most.
@@ -470,6 +511,7 @@ async fn end_to_end_run(target: &Target<'_>, o: &Options) -> Result<EndToEnd, St
             Err(e) => error = Some(e),
         }
     }
+    let posted = started.elapsed().as_secs_f64();
     let readers = [
         sse.await.map_err(|e| e.to_string())?,
         ws.await.map_err(|e| e.to_string())?,
@@ -503,6 +545,7 @@ async fn end_to_end_run(target: &Target<'_>, o: &Options) -> Result<EndToEnd, St
     let delivered = n - lost;
     Ok(EndToEnd {
         rate: delivered as f64 / last.duration_since(started).as_secs_f64().max(1e-9),
+        ingest: n as f64 / posted.max(1e-9),
         p50: at(0.50),
         p99: at(0.99),
         lost,
@@ -579,6 +622,24 @@ fn spread(v: &[f64]) -> String {
     format!("{:>7.0} (runs {lo:.0}..{hi:.0})", median(v.to_vec()))
 }
 
+/// CPU seconds (user and system) process `pid` has used so far (Linux).
+fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // the fields after the command's closing parenthesis; utime and stime are 14 and 15
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // ticks are 1/100 s on Linux (USER_HZ)
+    (ticks(11) + ticks(12)) / 100.0
+}
+
 fn mib(kib: Option<u64>) -> String {
     kib.map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
         .unwrap_or_else(|| "n/a".into())
@@ -592,9 +653,10 @@ async fn end_to_end(name: &str, target: &Target<'_>, o: &Options) -> Option<f64>
         match end_to_end_run(target, o).await {
             Ok(r) => {
                 println!(
-                    "  {name} run {}: {:>8.0} events/s end to end; latency p50 {:.1} ms p99 {:.1} ms; lost {} twice {}{}",
+                    "  {name} run {}: {:>8.0} events/s end to end ({:.0}/s acknowledged); latency p50 {:.1} ms p99 {:.1} ms; lost {} twice {}{}",
                     run + 1,
                     r.rate,
+                    r.ingest,
                     r.p50.as_secs_f64() * 1e3,
                     r.p99.as_secs_f64() * 1e3,
                     r.lost,
@@ -632,19 +694,24 @@ async fn ceiling(server: &NatsServer, o: &Options) -> Option<f64> {
         }
     };
     let mut rates = Vec::new();
+    let mut reads = Vec::new();
+    let pid = server.pid().unwrap_or_default();
+    let (cpu, me) = (cpu_secs(pid), cpu_secs(std::process::id()));
     for run in 0..o.runs {
         match ceiling_run(&client, o, run).await {
             Ok(c) => {
                 println!(
-                    "  ceiling run {}: {:>8.0} messages/s; stored {} duplicates {}; ack latency p50 {:.1} ms p99 {:.1} ms",
+                    "  ceiling run {}: {:>8.0} messages/s; stored {} duplicates {}; ack latency p50 {:.1} ms p99 {:.1} ms; read back by an ordered consumer {:.0}/s",
                     run + 1,
                     c.rate,
                     c.stored,
                     c.duplicates,
                     c.p50.as_secs_f64() * 1e3,
-                    c.p99.as_secs_f64() * 1e3
+                    c.p99.as_secs_f64() * 1e3,
+                    c.read
                 );
                 rates.push(c.rate);
+                reads.push(c.read);
             }
             Err(e) => {
                 println!("  ceiling run {}: failed: {e}", run + 1);
@@ -652,7 +719,16 @@ async fn ceiling(server: &NatsServer, o: &Options) -> Option<f64> {
             }
         }
     }
-    println!("ceiling: {} messages/s", spread(&rates));
+    println!(
+        "ceiling: {} messages/s; read back by one ordered consumer {} messages/s",
+        spread(&rates),
+        spread(&reads)
+    );
+    println!(
+        "  CPU s over the runs (publishing and reading back): nats-server {:.1}, this program {:.1}",
+        cpu_secs(pid) - cpu,
+        cpu_secs(std::process::id()) - me
+    );
     Some(median(rates))
 }
 
@@ -691,10 +767,16 @@ async fn bench(o: Options) -> std::process::ExitCode {
                     sse: single.url(),
                     ws: single.url(),
                 };
+                let (cpu, me) = (cpu_secs(single.pid()), cpu_secs(std::process::id()));
                 let rate = end_to_end("memory", &target, &o).await;
                 failed |= rate.is_none();
                 rates.push(("memory", rate));
-                println!("  peak RSS: relay {}", mib(single.peak_rss_kib()));
+                println!(
+                    "  peak RSS: relay {}; CPU s over the runs: relay {:.1}, this program {:.1}",
+                    mib(single.peak_rss_kib()),
+                    cpu_secs(single.pid()) - cpu,
+                    cpu_secs(std::process::id()) - me
+                );
             }
             Err(e) => {
                 println!("memory: the relay did not start: {e}");
@@ -714,22 +796,46 @@ async fn bench(o: Options) -> std::process::ExitCode {
         }
         let url = server.url();
         let flags = ["--nats", url.as_str(), "--nats-stream", CLUSTER_STREAM];
-        let relays: Result<Vec<RelayProcess>, String> = (0..3).map(|_| relay(&flags)).collect();
+        let relays: Result<Vec<RelayProcess>, String> =
+            (0..o.relays).map(|_| relay(&flags)).collect();
         match relays {
             Ok(relays) => {
                 let target = Target {
                     post: relays[0].url(),
-                    sse: relays[1].url(),
-                    ws: relays[2].url(),
+                    sse: relays[1 % relays.len()].url(),
+                    ws: relays[2 % relays.len()].url(),
                 };
+                let mut pids: Vec<u32> = relays.iter().map(RelayProcess::pid).collect();
+                pids.extend(server.pid());
+                pids.push(std::process::id());
+                let cpu: Vec<f64> = pids.iter().map(|p| cpu_secs(*p)).collect();
                 let rate = end_to_end("cluster", &target, &o).await;
                 failed |= rate.is_none();
                 rates.push(("cluster", rate));
+                let used: Vec<String> = pids
+                    .iter()
+                    .zip(&cpu)
+                    .map(|(p, before)| format!("{:.1}", cpu_secs(*p) - before))
+                    .collect();
+                let names = ["relay A", "relay B", "relay C"];
+                let mut line: Vec<String> = names
+                    .iter()
+                    .zip(&used)
+                    .take(relays.len())
+                    .map(|(name, cpu)| format!("{name} {cpu}"))
+                    .collect();
+                if let [.., server, me] = used.as_slice() {
+                    line.push(format!("nats-server {server}, this program {me}"));
+                }
+                println!("  CPU s over the runs: {}", line.join(", "));
+                let peaks: Vec<String> = ["relay A (posted to)", "B (SSE)", "C (WS)"]
+                    .iter()
+                    .zip(&relays)
+                    .map(|(name, r)| format!("{name} {}", mib(r.peak_rss_kib())))
+                    .collect();
                 println!(
-                    "  peak RSS: relay A (posted to) {}, B (SSE) {}, C (WS) {}, nats-server {}",
-                    mib(relays[0].peak_rss_kib()),
-                    mib(relays[1].peak_rss_kib()),
-                    mib(relays[2].peak_rss_kib()),
+                    "  peak RSS: {}, nats-server {}",
+                    peaks.join(", "),
                     mib(server.pid().and_then(peak_rss_kib)),
                 );
             }
