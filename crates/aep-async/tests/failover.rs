@@ -273,6 +273,69 @@ async fn subscription_fails_over(transport: Transport) {
     assert!(tokio::time::timeout(MS(300), sub.next()).await.is_err());
 }
 
+/// As [`subscription_fails_over`], but the caller has taken nothing when `a` dies: what
+/// waits in the queue is still delivered, and the resume on `b` starts after it. The
+/// events `b` holds meanwhile (posted to `b` alone, as a cluster's relay that stored
+/// them before `a`'s feed delivered them) arrive; resumed from what the caller had
+/// taken (nothing), `b` served the session live and they never came.
+async fn subscription_fails_over_before_the_caller_reads(transport: Transport) {
+    let mut a = TestRelay::start(config()).await.unwrap();
+    let b = TestRelay::start(config()).await.unwrap();
+    let session = session_id();
+    let events: Vec<_> = (1..=4)
+        .map(|seq| json_event("progress.status", &session, seq))
+        .collect();
+    let notices = Recorder::default();
+    let mut sub = subscribe(
+        [a.url(), b.url()],
+        SubscribeOptions::new()
+            .token(TOKEN)
+            .transport(transport)
+            .filter(json!({ "session": session }))
+            .backoff(MS(20), MS(100))
+            .on_notice(notices.handler()),
+    );
+    notices.wait_for("Connected").await;
+    for relay in [&a, &b] {
+        let posted = post_ndjson(&relay.url(), TOKEN, &events[..2]).await;
+        assert_eq!(posted.status(), 202);
+    }
+    assert_eq!(
+        post_ndjson(&b.url(), TOKEN, &events[2..]).await.status(),
+        202
+    );
+    // the transport reads both events off `a` into the queue; the caller takes none
+    tokio::time::sleep(MS(500)).await;
+    a.stop().await;
+    notices.wait_for("Connected { resume: 1").await;
+    let seqs: Vec<_> = [
+        next(&mut sub).await,
+        next(&mut sub).await,
+        next(&mut sub).await,
+        next(&mut sub).await,
+    ]
+    .iter()
+    .map(|e| e.seq())
+    .collect();
+    assert_eq!(
+        seqs,
+        [Some(1), Some(2), Some(3), Some(4)],
+        "{:?}",
+        notices.all()
+    );
+    assert!(tokio::time::timeout(MS(300), sub.next()).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_sse_subscription_resumes_after_what_its_caller_has_not_taken_yet() {
+    subscription_fails_over_before_the_caller_reads(Transport::Sse).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_ws_subscription_resumes_after_what_its_caller_has_not_taken_yet() {
+    subscription_fails_over_before_the_caller_reads(Transport::WebSocket).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_sse_subscription_resumes_on_the_next_relay_from_its_positions() {
     subscription_fails_over(Transport::Sse).await;

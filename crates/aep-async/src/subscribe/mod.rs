@@ -5,7 +5,8 @@
 //! - [`Subscription::positions`]: the latest `(session, epoch, seq)` per session, to
 //!   persist and pass back as [`StartFrom::Positions`];
 //! - reconnect with exponential backoff, resuming exactly from the positions of what the
-//!   caller has taken from the stream (no gap; duplicates collapsed before the caller);
+//!   caller has taken from the stream or waits for it in the subscription's queue (no
+//!   gap; duplicates collapsed before the caller);
 //! - a resume set larger than `from_budget` encoded characters: the newest positions
 //!   ride the live request, older ones drain first through bounded `live=0` requests;
 //! - a 4xx on a resume-carrying request shrinks the set and retries; `from=all`
@@ -366,6 +367,8 @@ impl SubscribeOptions {
 struct SubState {
     dedupe: Dedupe,
     positions: Positions,
+    /// The positions of what the transport handed to the queue, taken or not.
+    received: Positions,
 }
 
 /// State shared between a [`Subscription`] and the task feeding it.
@@ -394,6 +397,7 @@ impl Shared {
             state: Mutex::new(SubState {
                 dedupe: Dedupe::with_capacity(opts.dedupe_capacity),
                 positions,
+                received: Positions::new(),
             }),
             cancel: CancellationToken::new(),
             notice: opts.on_notice.clone(),
@@ -421,6 +425,26 @@ impl Shared {
     /// Positions, least recently advanced first (the newest ride a request first).
     pub(crate) fn positions(&self) -> Vec<ResumePosition> {
         self.lock().positions.to_vec()
+    }
+
+    /// Notes events the transport hands to the queue, before the caller takes them.
+    pub(crate) fn received(&self, events: &[Event]) {
+        let mut st = self.lock();
+        for event in events {
+            st.received.observe(event);
+        }
+    }
+
+    /// Where a reconnect resumes (AEP-0003 §7): per session, the later of what the
+    /// caller has taken and what waits for it in the queue, which is still delivered.
+    /// The taken positions alone left out every session whose first events were still
+    /// queued when a connection died: the next request had no position for it, so the
+    /// relay served it live from then on, and what it stored meanwhile was never sent.
+    pub(crate) fn resume_positions(&self) -> Vec<ResumePosition> {
+        let st = self.lock();
+        let mut positions = st.positions.clone();
+        positions.merge(&st.received);
+        positions.to_vec()
     }
 
     pub(crate) fn notify(&self, notice: Notice) {

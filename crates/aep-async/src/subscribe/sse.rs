@@ -91,7 +91,7 @@ impl SseTask {
         let mut from_cap: Option<usize> = None;
         let mut attempt = 0u32;
         while !self.cancelled() {
-            let positions = self.shared.positions();
+            let positions = self.shared.resume_positions();
             // `from=all` rides the first request only; once positions exist they govern.
             let use_all = pending_all && positions.is_empty();
             let none: &[ResumePosition] = &[];
@@ -314,6 +314,7 @@ impl SseTask {
                     }
                 }
             });
+            self.shared.received(&batch);
             if !batch.is_empty() && self.tx.send(batch).await.is_err() {
                 return Ok(Ended::Cancelled);
             }

@@ -190,7 +190,7 @@ impl fmt::Debug for SubEntry {
 
 impl SubEntry {
     fn frame(&mut self) -> String {
-        let positions = self.shared.positions();
+        let positions = self.shared.resume_positions();
         let use_all = self.pending_all && positions.is_empty();
         let start = self
             .from_cap
@@ -365,6 +365,7 @@ impl ConnTask {
                     }
                     for (id, batch) in batches {
                         let Some(sub) = self.subs.get(&id) else { continue };
+                        sub.shared.received(&batch);
                         if sub.tx.send(batch).await.is_err() {
                             self.subs.remove(&id);
                             outgoing.push(Frame::Unsubscribe(IdFrame::new(id)).to_json());
