@@ -399,7 +399,16 @@ impl Hub {
             outbox.push_frame(bytes);
         }
         if let Some(from) = replay {
-            let upto = st.fed.unwrap_or_else(|| self.storage.stamp());
+            let upto = match st.fed {
+                // a live subscription's replay ends where the feed is, and live delivery
+                // takes over there: each event once
+                Some(fed) if live => fed,
+                // with nothing live to meet, everything the shared store holds when read:
+                // what got a 2xx on any relay (AEP-0003 §3.2.3) is there, however far
+                // behind this relay's feed is
+                Some(_) => Stamp::MAX,
+                None => self.storage.stamp(),
+            };
             outbox.push_replay(ReplayJob {
                 replay: self.storage.replay(from, upto),
                 filter: filter.clone(),

@@ -33,9 +33,11 @@
 //!   admits it. A store several relays share (a cluster on one stream) gives a feed: every
 //!   event admitted on any relay, this one's included, in stamp order, once each. The
 //!   hub's ingest then leaves what it stores to the feed (it still routes commands and
-//!   fans out the events it does not store), and a subscription's replay is bounded by
-//!   what the feed has delivered: one order, the stream's, in which replay and live
-//!   delivery meet, so that each event reaches a new subscriber once. The bindings,
+//!   fans out the events it does not store), and a live subscription's replay is
+//!   bounded by what the feed has delivered: one order, the stream's, in which replay
+//!   and live delivery meet, so that each event reaches a new subscriber once. A replay
+//!   with nothing live (`live=0`) has nothing to meet and serves what the store holds
+//!   when read, so that what got a `2xx` on any relay is in it. The bindings,
 //!   routing and fan-out are the same either way. The JetStream store (`nats::store`,
 //!   feature `nats`) gives a feed; the hub's tests also drive this path with two
 //!   relays on one shared in-memory store.

@@ -261,3 +261,36 @@ async fn a_batch_past_the_acks_in_flight_is_stored_whole() {
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
 }
+
+/// What got a `202` on any relay is in a `live=0` replay asked of any relay right
+/// after it (AEP-0003 §3.2.3: a `2xx` means stored), not only once that relay's feed
+/// has caught up: the live checker's `replay-all` probe reads at once.
+#[tokio::test]
+async fn a_live_0_replay_right_after_a_202_holds_it_on_every_relay() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let (a, b) = two(&server).await;
+    for round in 0..4 {
+        // a backlog for the feeds to work through: the probe's 202 comes before they
+        // reach it
+        let backlog: Vec<Value> = (0..200).flat_map(|_| batch(&session(), 0..10)).collect();
+        let s = session();
+        let events = batch(&s, 0..3);
+        let (posted_to, read_from) = if round % 2 == 0 { (&a, &b) } else { (&b, &b) };
+        assert_eq!(post_ndjson(posted_to, &backlog).await.status(), 202);
+        assert_eq!(post_ndjson(posted_to, &events).await.status(), 202);
+        let all = replay(read_from, "from=all").await;
+        let got: Vec<String> = data(&all)
+            .into_iter()
+            .filter(|line| line.contains(s.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            events.iter().map(Value::to_string).collect::<Vec<_>>(),
+            "round {round}: a live=0 replay missed what was acknowledged"
+        );
+    }
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}

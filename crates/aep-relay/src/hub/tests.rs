@@ -390,3 +390,51 @@ async fn a_shared_store_feeds_fan_out_on_every_relay() {
     assert_eq!(ids_within(&mut on_a, 1).await, ["e3"]);
     assert_eq!(held(&a, "s1"), 3);
 }
+
+/// A replay with no live part (`live=0`) serves what the shared store holds when it is
+/// read, not only what this relay's feed has reached: an event acknowledged (a `202`,
+/// AEP-0003 §3.2.3) on any relay is in a `live=0` replay asked right after, however far
+/// behind the reading relay's feed is. Here B's feed is never run at all.
+#[tokio::test]
+async fn a_replay_without_live_serves_what_the_feed_has_not_reached() {
+    let shared = Arc::new(Shared {
+        memory: Memory::new(Limits {
+            events: 100,
+            session_bytes: 1 << 20,
+            sessions: 100,
+            bytes: 1 << 24,
+        }),
+        feeds: Mutex::new(Vec::new()),
+    });
+    let a = relay_of(&shared);
+    let (tx, rx) = futures::channel::mpsc::unbounded();
+    shared.feeds.lock().unwrap().push(tx);
+    let b = Arc::new(Hub::with_backend(
+        RelayConfig::default(),
+        Backend {
+            storage: Box::new(Relay(shared.clone())),
+            feed: Some(Box::pin(rx)),
+        },
+    ));
+    let batch = [
+        parse_line(&line("e1", 1), false).unwrap(),
+        parse_line(&line("e2", 2), false).unwrap(),
+    ];
+    a.ingest(&batch, None).await.unwrap();
+    let replay_only = |live: bool| {
+        let (outbox, rx) = b.outbox(CancellationToken::new());
+        let mut request = SubscribeRequest::new(Binding::Sse, Filter::default());
+        request.replay.all = true;
+        request.live = live;
+        b.subscribe(&outbox, request);
+        Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60))
+    };
+    assert_eq!(ids_within(&mut replay_only(false), 2).await, ["e1", "e2"]);
+    // a live subscription still meets the feed where the feed is: its replay bounded
+    // there, the rest to come live, each event once
+    let mut live = replay_only(true);
+    for _ in 0..10 {
+        tokio::task::yield_now().await;
+    }
+    assert!(next_data(&mut live).is_none());
+}
