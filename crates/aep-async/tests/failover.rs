@@ -536,3 +536,68 @@ async fn a_ws_sink_goes_round_relays_that_drop_it_at_once_on_the_backoff() {
     // two a backoff at most: about 10 in the second
     assert!((2..=30).contains(&n), "{n} connections in 1 s");
 }
+
+/// A relay whose socket is reset (its process killed) after the sink took events from
+/// its queue and before it wrote them: the write fails, and each event goes to the next
+/// relay once and is counted delivered once. They were counted twice: noted as written
+/// before the failed flush and kept to write as well, they went out twice on the next
+/// connection and its `pong` confirmed both copies (`delivered` past `accepted`, and a
+/// `flush` that returned early).
+///
+/// On a current-thread runtime the order below is the order things happen: the sink
+/// learns of the reset only from the write, as when a relay dies in that window.
+#[tokio::test]
+async fn a_ws_sink_whose_write_fails_counts_each_event_once() {
+    let dying = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let (up, read) = endpoint(true, None).await;
+    let reports = Recorder::default();
+    let sink = WsSink::builder(
+        [format!("http://{}", dying.local_addr().unwrap()), up],
+        "a",
+        "h/1",
+    )
+    .backoff(MS(10), MS(50))
+    .on_report(reports.handler())
+    .build()
+    .unwrap();
+    let emitter = Emitter::new("a", "h", sink);
+    let session = emitter.session(session_id());
+    let (tcp, _) = dying.accept().await.unwrap();
+    let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+    let _hello = ws.next().await;
+    let ours = json!({"type": "hello", "versions": ["0.1"], "role": "collector"});
+    ws.send(Message::text(ours.to_string())).await.unwrap();
+    // the sink waits for work
+    tokio::time::sleep(MS(100)).await;
+    ws.get_ref().set_zero_linger().unwrap();
+    drop(ws);
+    // no await from the reset to the emit: the sink runs next, before the runtime polls
+    // its socket
+    let id = session
+        .emit("progress.status", json!({ "n": 1 }))
+        .unwrap()
+        .id()
+        .to_owned();
+    tokio::time::timeout(Duration::from_secs(10), emitter.close())
+        .await
+        .expect("close returns");
+    assert!(
+        reports.any("Retrying"),
+        "the write failed and the sink moved on: {:?}",
+        reports.all()
+    );
+    // the endpoint returns what it read once the sink has closed the socket: by then
+    // the sink has counted all it will
+    assert_eq!(
+        read.await.unwrap(),
+        [id.as_str()],
+        "written once to the next relay"
+    );
+    let stats = emitter.stats();
+    assert_eq!(
+        (stats.accepted, stats.delivered),
+        (1, 1),
+        "{stats:?} {:?}",
+        reports.all()
+    );
+}

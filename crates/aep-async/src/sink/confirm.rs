@@ -110,9 +110,10 @@ impl Unconfirmed {
         }
     }
 
-    /// Notes events just written (`counted`: already counted as delivered, as an event
-    /// written again is); returns how many it let go uncounted past the bound, now
-    /// delivered.
+    /// Notes events about to be written (`counted`: already counted as delivered, as an
+    /// event written again may be), before the write, so that one that fails leaves them
+    /// here for the next connection ([`Unconfirmed::take_for_resend`]); returns how many
+    /// it let go uncounted past the bound, now delivered.
     pub(super) fn written(&mut self, texts: impl IntoIterator<Item = (Utf8Bytes, bool)>) -> u64 {
         let mut let_go = 0;
         for (text, counted) in texts {

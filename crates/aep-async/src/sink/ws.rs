@@ -287,8 +287,9 @@ impl Sink for WsSink {
 struct Worker {
     outbox: Arc<Outbox>,
     cfg: WsSinkBuilder,
-    /// Taken from the outbox and not yet flushed, with what each claims: written again
-    /// after a reconnect.
+    /// Taken from the outbox and not yet written, with what each claims. Moved to
+    /// `unconfirmed` before the write, so that a write that fails leaves each event in
+    /// one place, to be written once on the next connection.
     unsent: Vec<(Utf8Bytes, Option<Claim>)>,
     /// With a command hook: per session, the last event flushed that claims it.
     claims: HashMap<String, Utf8Bytes>,
@@ -419,7 +420,9 @@ impl Worker {
                 }
                 Err(e) => e,
             };
-            let pending = self.unsent.len() + self.outbox.level().0;
+            // what waits: to write again (not counted delivered yet), and still queued
+            let pending =
+                self.unconfirmed.uncounted() as usize + self.unsent.len() + self.outbox.level().0;
             (self.outbox.report)(DeliveryReport::Retrying {
                 error,
                 events: pending,
@@ -472,24 +475,31 @@ impl Worker {
         }
         loop {
             if !self.unsent.is_empty() {
-                let n = self.unsent.len();
-                for (text, _) in &self.unsent {
+                // Noted as written (and what they claim) before they are: should the
+                // socket fail on the way, they are written again on the next connection
+                // from there, once. Kept in `unsent` as well, they went twice and the
+                // relay's `pong` counted both copies delivered. Delivered once the relay
+                // confirms them (`pong`), or is presumed to.
+                let mut sent = std::mem::take(&mut self.unsent);
+                let let_go = self
+                    .unconfirmed
+                    .written(sent.iter().map(|(text, _)| (text.clone(), false)));
+                self.outbox.settle(let_go, 0);
+                note_claims(&mut self.claims, &sent);
+                for (text, _) in &sent {
                     write
                         .feed(Message::Text(text.clone()))
                         .await
                         .map_err(ws_error)?;
                 }
-                let let_go = self
-                    .unconfirmed
-                    .written(self.unsent.iter().map(|(text, _)| (text.clone(), false)));
                 // at once when a flush (or close) waits for them
                 let urgent = std::mem::take(&mut self.flush_waits) || self.outbox.level().2;
                 self.ask_confirmation(&mut write, urgent).await?;
                 write.flush().await.map_err(ws_error)?;
-                self.claim_sent();
-                // delivered once the relay confirms them (`pong`), or is presumed to
-                self.outbox.settle(let_go, 0);
-                tracing::trace!(events = n, "written");
+                tracing::trace!(events = sent.len(), "written");
+                // its allocation serves the next take
+                sent.clear();
+                self.unsent = sent;
             }
             // a flush that came with nothing to write asks about what was written before
             if std::mem::take(&mut self.flush_waits)
@@ -720,12 +730,6 @@ impl Worker {
             }
             None => Ok(false),
         }
-    }
-
-    /// Notes what the flushed events claim ([`note_claims`]). Empties `unsent`.
-    fn claim_sent(&mut self) {
-        note_claims(&mut self.claims, &self.unsent);
-        self.unsent.clear();
     }
 
     /// Handles one inbound message; returns the reply to send, if any.
