@@ -601,3 +601,54 @@ async fn a_ws_sink_whose_write_fails_counts_each_event_once() {
         reports.all()
     );
 }
+
+/// A WebSocket endpoint that says `hello` to its one connection and resets it at once,
+/// as a relay killed just after it took the connection. Returns its URL.
+async fn resetting() -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        let (tcp, _) = listener.accept().await.unwrap();
+        let mut ws = tokio_tungstenite::accept_async(tcp).await.unwrap();
+        let _hello = ws.next().await;
+        let ours = json!({"type": "hello", "versions": ["0.1"], "role": "collector"});
+        ws.send(Message::text(ours.to_string())).await.unwrap();
+        ws.get_ref().set_zero_linger().unwrap();
+    });
+    url
+}
+
+/// What a dead relay did not confirm is written again to the next; should that relay
+/// die too while the sink writes it, it goes to the one after. It was lost: taken out
+/// to be written and dropped with the failed write, it was neither delivered nor
+/// counted, and `close` waited for it for ever.
+#[tokio::test]
+async fn a_ws_sink_whose_resend_fails_keeps_what_it_resends() {
+    let (hole, swallowed) = endpoint(false, Some(40)).await;
+    let dies = resetting().await;
+    let (up, read) = endpoint(true, None).await;
+    let reports = Recorder::default();
+    let sink = WsSink::builder([hole, dies, up], "a", "h/1")
+        .backoff(MS(10), MS(50))
+        .on_report(reports.handler())
+        .build()
+        .unwrap();
+    let emitter = Emitter::new("a", "h", sink);
+    let session = emitter.session(session_id());
+    // more than a socket write buffer holds (128 KiB), so the resend writes to the
+    // socket before it is done
+    let big = "x".repeat(8 * 1024);
+    for n in 0..40 {
+        session
+            .emit("progress.status", json!({ "n": n, "pad": big }))
+            .unwrap();
+    }
+    let swallowed = swallowed.await.unwrap();
+    assert_eq!(swallowed.len(), 40, "the first relay read them all");
+    tokio::time::timeout(Duration::from_secs(10), emitter.close())
+        .await
+        .expect("close returns");
+    assert_eq!(read.await.unwrap(), swallowed, "{:?}", reports.all());
+    let stats = emitter.stats();
+    assert_eq!((stats.accepted, stats.delivered), (40, 40), "{stats:?}");
+}

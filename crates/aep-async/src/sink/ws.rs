@@ -441,15 +441,17 @@ impl Worker {
         // restarted, stores each `(source, id)` once, AEP-0001 §7.4).
         let resend = self.unconfirmed.take_for_resend();
         if !resend.is_empty() {
-            for text in &resend {
+            // noted before written: should this connection fail too, they wait for the
+            // next one rather than being lost with `resend`
+            let let_go = self.unconfirmed.written(resend.iter().cloned());
+            self.outbox.settle(let_go, 0);
+            for (text, _) in &resend {
                 write
-                    .feed(Message::Text(text.0.clone()))
+                    .feed(Message::Text(text.clone()))
                     .await
                     .map_err(ws_error)?;
             }
             tracing::debug!(events = resend.len(), "unconfirmed events written again");
-            let let_go = self.unconfirmed.written(resend);
-            self.outbox.settle(let_go, 0);
             self.ask_confirmation(&mut write, true).await?;
             write.flush().await.map_err(ws_error)?;
         }
@@ -643,6 +645,9 @@ impl Worker {
         if again.is_empty() {
             return Ok(false);
         }
+        // noted before written, as in `serve`: a write that fails loses none of them
+        let let_go = self.unconfirmed.written(again.iter().cloned());
+        self.outbox.settle(let_go, 0);
         for (text, _) in &again {
             write
                 .feed(Message::Text(text.clone()))
@@ -650,8 +655,6 @@ impl Worker {
                 .map_err(ws_error)?;
         }
         tracing::debug!(events = again.len(), "refused events written again");
-        let let_go = self.unconfirmed.written(again);
-        self.outbox.settle(let_go, 0);
         Ok(true)
     }
 
