@@ -88,4 +88,40 @@ mod tests {
         assert_eq!(decode("%+4"), None, "a sign is no hex digit");
         assert_eq!(decode("%4"), None);
     }
+
+    /// A `%` not followed by two hex digits, wherever it stands, and escapes that spell
+    /// bytes that are not UTF-8 are refused, not passed through or guessed at; what
+    /// is not an escape (non-ASCII text included) is taken as it is.
+    #[test]
+    fn malformed_escapes_are_refused() {
+        for bad in [
+            "%",
+            "a%",
+            "%4",
+            "a%4",
+            "%4g",
+            "%g4",
+            "%-1",
+            "% 4",
+            "%%41",
+            "%ü",
+            "%4ü",
+            // hex, but not UTF-8: a lone lead byte, a bad continuation, a surrogate
+            "%C3",
+            "%C3%28",
+            "%ED%A0%80",
+            "%80",
+        ] {
+            assert_eq!(decode(bad), None, "{bad:?}");
+        }
+        for (good, text) in [
+            ("", ""),
+            ("%c3%BC", "ü"),
+            ("ü%20", "ü "),
+            ("%25", "%"),
+            ("%2541", "%41"),
+        ] {
+            assert_eq!(decode(good).as_deref(), Some(text), "{good:?}");
+        }
+    }
 }
