@@ -45,6 +45,8 @@ pub use registered::*;
 /// use serde_json::json;
 /// assert!(truthy(&json!("t_91")) && truthy(&json!([0])) && truthy(&json!(0.5)));
 /// assert!(!truthy(&json!(null)) && !truthy(&json!("")) && !truthy(&json!(0)) && !truthy(&json!({})));
+/// assert!(truthy(&json!(true)) && truthy(&json!({ "a": null })) && truthy(&json!(-1)));
+/// assert!(!truthy(&json!(false)) && !truthy(&json!([])) && !truthy(&json!(-0.0)));
 /// ```
 pub fn truthy(v: &Value) -> bool {
     match v {
