@@ -220,17 +220,25 @@ async fn a_ws_sink_writes_confirmed_events_once() {
     assert_eq!(read, sent, "every event once, in order");
 }
 
-/// Subscribes over `transport` to `[a, b]`, reads one event from `a`, kills `a`, and
-/// reads on through `b` from its positions.
-async fn subscription_fails_over(transport: Transport) {
-    let mut a = TestRelay::start(config()).await.unwrap();
+/// Two relays `a` and `b`, one session's events of seq 1 to 4 (posted nowhere yet),
+/// and a subscription over `transport` to `[a, b]` reading that session, connected.
+async fn two_relays_and_a_reader(
+    transport: Transport,
+) -> (
+    TestRelay,
+    TestRelay,
+    Vec<serde_json::Value>,
+    Recorder,
+    Subscription,
+) {
+    let a = TestRelay::start(config()).await.unwrap();
     let b = TestRelay::start(config()).await.unwrap();
     let session = session_id();
     let events: Vec<_> = (1..=4)
         .map(|seq| json_event("progress.status", &session, seq))
         .collect();
     let notices = Recorder::default();
-    let mut sub = subscribe(
+    let sub = subscribe(
         [a.url(), b.url()],
         SubscribeOptions::new()
             .token(TOKEN)
@@ -240,6 +248,13 @@ async fn subscription_fails_over(transport: Transport) {
             .on_notice(notices.handler()),
     );
     notices.wait_for("Connected").await;
+    (a, b, events, notices, sub)
+}
+
+/// Subscribes over `transport` to `[a, b]`, reads one event from `a`, kills `a`, and
+/// reads on through `b` from its positions.
+async fn subscription_fails_over(transport: Transport) {
+    let (mut a, b, events, notices, mut sub) = two_relays_and_a_reader(transport).await;
     // the first event reaches both relays, as a cluster holds it once for all
     for relay in [&a, &b] {
         assert_eq!(
@@ -279,23 +294,7 @@ async fn subscription_fails_over(transport: Transport) {
 /// them before `a`'s feed delivered them) arrive; resumed from what the caller had
 /// taken (nothing), `b` served the session live and they never came.
 async fn subscription_fails_over_before_the_caller_reads(transport: Transport) {
-    let mut a = TestRelay::start(config()).await.unwrap();
-    let b = TestRelay::start(config()).await.unwrap();
-    let session = session_id();
-    let events: Vec<_> = (1..=4)
-        .map(|seq| json_event("progress.status", &session, seq))
-        .collect();
-    let notices = Recorder::default();
-    let mut sub = subscribe(
-        [a.url(), b.url()],
-        SubscribeOptions::new()
-            .token(TOKEN)
-            .transport(transport)
-            .filter(json!({ "session": session }))
-            .backoff(MS(20), MS(100))
-            .on_notice(notices.handler()),
-    );
-    notices.wait_for("Connected").await;
+    let (mut a, b, events, notices, mut sub) = two_relays_and_a_reader(transport).await;
     for relay in [&a, &b] {
         let posted = post_ndjson(&relay.url(), TOKEN, &events[..2]).await;
         assert_eq!(posted.status(), 202);
