@@ -307,6 +307,9 @@ async fn subscription_fails_over_before_the_caller_reads(transport: Transport) {
     tokio::time::sleep(MS(500)).await;
     a.stop().await;
     notices.wait_for("Connected { resume: 1").await;
+    // the resume went from what waits in the queue; what the caller persists, from
+    // what it took: nothing yet, else a restart would skip the queued events
+    assert!(sub.positions().is_empty(), "{:?}", sub.positions());
     let seqs: Vec<_> = [
         next(&mut sub).await,
         next(&mut sub).await,
@@ -322,6 +325,7 @@ async fn subscription_fails_over_before_the_caller_reads(transport: Transport) {
         "{:?}",
         notices.all()
     );
+    assert_eq!(sub.positions()[0].seq(), 4);
     assert!(tokio::time::timeout(MS(300), sub.next()).await.is_err());
 }
 

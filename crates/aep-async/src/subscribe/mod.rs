@@ -532,6 +532,11 @@ impl Subscription {
     /// The latest `(session, epoch, seq)` per session among the events taken from the
     /// stream, least recently advanced first. Persist it; resume with
     /// [`SubscribeOptions::from_positions`].
+    ///
+    /// A reconnect of this subscription resumes from further on where events wait in
+    /// its queue (they are still delivered, so the relay need not send them again);
+    /// these positions stay with what was taken, so that a process restarted from them
+    /// misses none of those queued events.
     pub fn positions(&self) -> Vec<ResumePosition> {
         self.shared.positions()
     }
