@@ -1064,7 +1064,7 @@ mod tests {
     /// A stall ends with what was pending: once every event waiting on the endpoint is
     /// given up, a later wait (the relay may be back) gets its own patience rather than
     /// failing at once for the idle time of the last outage.
-    #[cfg(feature = "http")]
+    #[cfg(any(feature = "http", feature = "ws"))]
     #[tokio::test(start_paused = true)]
     async fn giving_up_everything_pending_ends_the_stall() {
         let patience = Duration::from_secs(60);
