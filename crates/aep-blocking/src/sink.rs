@@ -233,7 +233,8 @@ impl SinkBuilder<aep_async::WsSinkBuilder> {
     pub fn token(self, token: impl Into<String>) -> Self {
         self.configure(|b| b.token(token))
     }
-    /// Bound on the handshake and `hello` exchange (default 10 s).
+    /// Bound on the handshake and `hello` exchange (default 10 s); also how long `close`
+    /// waits for the relay's confirmation, see [`aep_async::WsSinkBuilder::connect_timeout`].
     pub fn connect_timeout(self, d: Duration) -> Self {
         self.configure(|b| b.connect_timeout(d))
     }

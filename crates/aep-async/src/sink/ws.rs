@@ -115,21 +115,26 @@ impl WsSinkBuilder {
     /// How long the waiting path ([`reserve`](Sink::reserve), `emit_wait`) waits on a
     /// full queue while nothing is delivered (the relay unreachable, or not reading)
     /// before the relay counts as gone and the wait fails with [`EmitError::Stalled`]
-    /// (default 60 s; `None` waits for as long as it takes). The sink itself never
-    /// gives up: what is queued is sent after the next reconnect.
+    /// (default 60 s; `None` waits for as long as it takes). The sink itself gives
+    /// nothing up while it is open: what is queued is sent after the next reconnect (at
+    /// `close`, see [`connect_timeout`](Self::connect_timeout)).
     pub fn give_up_after(mut self, d: Option<Duration>) -> Self {
         self.give_up_after = d;
         self
     }
     /// Bound on the handshake and `hello` exchange (default 10 s); also how long
-    /// `close` waits for the relay to confirm the last events written.
+    /// `close` waits for the relay to confirm the last events written, and how long it
+    /// goes on writing again events the relay refuses for now (`limit-exceeded`) before
+    /// it gives them up ([`DeliveryReport::GaveUp`]).
     pub fn connect_timeout(mut self, d: Duration) -> Self {
         self.connect_timeout = d;
         self
     }
     /// Reconnect delays (default 500 ms doubling to 10 s). With several relays, a
     /// reconnect goes to the next relay at once, and these delays apply once every
-    /// relay has failed.
+    /// relay has failed. The same delays space the writing again of an event the relay
+    /// refused for now (`limit-exceeded`: its disk is full), doubling per refusal in a
+    /// row.
     pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
         self.backoff_initial = initial;
         self.backoff_max = max.max(initial);
