@@ -623,6 +623,11 @@ fn write_piece(chunk: &mut BytesMut, piece: Piece) -> bool {
             chunk.extend_from_slice(b": shutting-down\n\n");
             true
         }
+        Piece::End(End::ReplayFailed) => {
+            // no `: replay-complete`: the reader resumes from its positions
+            chunk.extend_from_slice(b": replay-failed\n\n");
+            true
+        }
         Piece::End(_) => true,
     }
 }

@@ -531,6 +531,7 @@ pub(crate) mod tests {
             .flat_map(|item| match item {
                 Replayed::Gap { session, earliest } => vec![Item::Gap { session, earliest }],
                 Replayed::Events { events, .. } => events.into_iter().map(Item::Event).collect(),
+                Replayed::Failed => panic!("a store in memory never fails a replay"),
             })
             .collect()
     }

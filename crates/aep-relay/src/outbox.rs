@@ -53,6 +53,10 @@ pub(crate) enum End {
     Close(u16, &'static str),
     /// The peer is gone: stop without a word.
     Quiet,
+    /// The replay store could not be read ([`Replayed::Failed`]): the stream ends so
+    /// that the reader resumes from its positions (SSE: `: replay-failed`; WS: close
+    /// 1011).
+    ReplayFailed,
 }
 
 /// A replay to run inside the writer, so it is read from the store at the reader's pace
@@ -643,6 +647,14 @@ impl Drain {
                 self.replaying = Some((session, events.into_iter()));
                 None
             }
+            Some(Replayed::Failed) => {
+                // nothing queued after the replay may go out: live events past what it
+                // did not send would move the reader's positions over a hole
+                self.replay = None;
+                self.replaying = None;
+                self.done = true;
+                Some(Piece::End(End::ReplayFailed))
+            }
         }
     }
 
@@ -760,6 +772,41 @@ mod tests {
             pieces.push(p);
         }
         assert!(matches!(pieces.last(), Some(Piece::End(End::Backpressure))));
+    }
+
+    /// A replay the store could not finish ends the reader's stream where it broke
+    /// off: what was queued after it (live events past the hole) never goes out, so
+    /// the reader resumes from the positions it has instead of skipping what it missed.
+    #[tokio::test]
+    async fn a_replay_that_fails_ends_the_stream_before_anything_queued_after_it() {
+        let (outbox, mut drain) = outbox(1 << 20, 8 << 20);
+        let session: Arc<str> = Arc::from("s");
+        let replayed = vec![
+            Replayed::Events {
+                session: session.clone(),
+                events: vec![crate::encoded::tests::framed("s", "e0", 0, 0)],
+            },
+            Replayed::Failed,
+            Replayed::Events {
+                session,
+                events: vec![crate::encoded::tests::framed("s", "e1", 0, 1)],
+            },
+        ];
+        outbox.push_replay(ReplayJob {
+            replay: futures::stream::iter(replayed).boxed(),
+            filter: Arc::new(Filter::default()),
+            capture: None,
+            sub: None,
+        });
+        let live = Bytes::from_static(b"data: live\n\n");
+        assert_eq!(outbox.deliver(live, Severity::Info).await, Delivery::Queued);
+        let mut pieces = Vec::new();
+        while let Some(piece) = drain.try_next() {
+            pieces.push(piece);
+        }
+        assert_eq!(pieces.len(), 2, "{pieces:?}");
+        assert!(matches!(&pieces[0], Piece::Data(b) if b.windows(2).any(|w| w == b"e0")));
+        assert!(matches!(pieces[1], Piece::End(End::ReplayFailed)));
     }
 
     #[tokio::test]

@@ -27,7 +27,9 @@
 //!   at the reader's pace: nothing of the buffer is copied up front, so a `from=all` over a full
 //!   store costs a cursor, not a snapshot of every event. What is evicted before the
 //!   reader reaches it is not sent; for a request that names a position the gap is then
-//!   declared (`replay-exhausted`) as for one that predates the buffer.
+//!   declared (`replay-exhausted`) as for one that predates the buffer. A store that
+//!   cannot be read ends the replay with [`Replayed::Failed`], which ends the reader's
+//!   stream: never a replay cut short in silence.
 //! - **Live events come from ingest, or from the backend.** A store that only this relay
 //!   writes is a [`Backend`] without a [`Feed`]: the hub fans out what it admits as it
 //!   admits it. A store several relays share (a cluster on one stream) gives a feed: every
@@ -181,6 +183,13 @@ pub(crate) enum Replayed {
         session: Arc<str>,
         events: Vec<Encoded>,
     },
+    /// The store could not be read (its server unreachable, a read that broke off):
+    /// nothing more of this replay can be served, so the reader's stream ends here
+    /// rather than go on to live delivery past what it was not sent, and the reader
+    /// resumes from the positions it has (AEP-0003 §7). Always the replay's last item.
+    // only a store read over the network fails this way (the cluster's, feature `nats`)
+    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
+    Failed,
 }
 
 /// A replay being served: its items in order, each session's events in `(epoch, seq)`

@@ -135,6 +135,7 @@ async fn close(sink: &mut SplitSink<WebSocket, Message>, how: End) {
             (1013, "backpressure")
         }
         End::Shutdown => (1001, "shutting down"),
+        End::ReplayFailed => (1011, "the replay store could not be read; resume"),
         End::Close(code, reason) => (code, reason),
         End::ReplayComplete | End::Quiet => {
             let _ = sink.flush().await;

@@ -18,6 +18,8 @@
 //!   `--buffer` events, `max_messages_per_subject`), in `(epoch, seq)` order, from its
 //!   `from` position, with `replay-exhausted` when what was asked for was dropped;
 //!   `from=all`, every session's subject in stream order (admission order), never a gap.
+//!   A read that fails ends the replay with `Replayed::Failed` (the reader's stream
+//!   ends and it resumes), never a replay cut short in silence.
 //! - **The feed** is [`feed::feed`]: every relay's admissions, this one's included.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -287,10 +289,7 @@ fn replay_all(cluster: Cluster, upto: Stamp) -> Replay {
     futures::stream::once(async move { cluster.read(&wildcard, 1, upto).await })
         .flat_map(|read| match read {
             Ok(read) => read.ready_chunks(RUN).boxed(),
-            Err(e) => {
-                tracing::warn!(error = %e, "replaying from NATS: the replay ends here");
-                futures::stream::empty().boxed()
-            }
+            Err(e) => futures::stream::iter([vec![Err(e)]]).boxed(),
         })
         .map(|chunk| {
             let mut runs: Vec<Replayed> = Vec::new();
@@ -298,7 +297,9 @@ fn replay_all(cluster: Cluster, upto: Stamp) -> Replay {
                 let stored = match stored {
                     Ok(stored) => stored,
                     Err(e) => {
-                        tracing::warn!(error = %e, "replaying from NATS: the replay ends here");
+                        // the reader's stream ends here (storage::Replayed::Failed)
+                        tracing::warn!(error = %e, "replaying from NATS failed: the reader's stream ends");
+                        runs.push(Replayed::Failed);
                         break;
                     }
                 };
@@ -334,21 +335,20 @@ const RUN: usize = 256;
 async fn replay_session(cluster: Cluster, from: ResumeFrom, upto: Stamp) -> Vec<Replayed> {
     let subject = cluster.name().session_subject(from.session());
     let mut events = Vec::new();
-    match cluster.read(&subject, 1, upto).await {
-        Ok(mut read) => {
-            while let Some(stored) = read.next().await {
-                match stored {
-                    Ok(stored) => events.extend(feed::decode(&stored.payload)),
-                    Err(e) => {
-                        tracing::warn!(error = %e, session = from.session(), "replaying from NATS: the session's replay ends here");
-                        break;
-                    }
-                }
+    let read = match cluster.read(&subject, 1, upto).await {
+        Ok(mut read) => loop {
+            match read.next().await {
+                Some(Ok(stored)) => events.extend(feed::decode(&stored.payload)),
+                Some(Err(e)) => break Err(e),
+                None => break Ok(()),
             }
-        }
-        Err(e) => {
-            tracing::warn!(error = %e, session = from.session(), "replaying from NATS: the session is skipped");
-        }
+        },
+        Err(e) => Err(e),
+    };
+    if let Err(e) = read {
+        // what was read is not served either: the reader resumes from its position
+        tracing::warn!(error = %e, session = from.session(), "replaying from NATS failed: the reader's stream ends");
+        return vec![Replayed::Failed];
     }
     // stream order is admission order; two relays may have admitted a session's
     // events out of position order
@@ -375,4 +375,89 @@ async fn replay_session(cluster: Cluster, from: ResumeFrom, upto: Stamp) -> Vec<
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use aep_core::resume::ReplayStart;
+    use aep_test_support::nats::NatsServer;
+
+    use super::*;
+    use crate::nats::names::StreamName;
+
+    fn options(url: &str) -> NatsOptions {
+        NatsOptions {
+            url: url.to_owned(),
+            creds: None,
+            tls_ca: None,
+            stream: StreamName::parse("STORE").unwrap(),
+            buffer: 100,
+            dedupe_horizon: Duration::from_secs(120),
+            timeout: Duration::from_secs(1),
+        }
+    }
+
+    fn event(id: &str, seq: u64) -> Encoded {
+        let json = format!(
+            r#"{{"aep":"0.1","id":"{id}","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://t/agent/a","agent":"a","session":"s","seq":{seq},"data":{{}}}}"#
+        );
+        crate::line::parse_line(json.as_bytes(), false)
+            .unwrap()
+            .encoded
+    }
+
+    async fn replayed(store: &NatsStore, from: ReplayFrom) -> Vec<Replayed> {
+        let replay = store.replay(from, Stamp::MAX).collect();
+        tokio::time::timeout(Duration::from_secs(20), replay)
+            .await
+            .expect("a replay that ends within 20 s")
+    }
+
+    fn served(items: &[Replayed]) -> (usize, bool) {
+        let events = items
+            .iter()
+            .map(|item| match item {
+                Replayed::Events { events, .. } => events.len(),
+                _ => 0,
+            })
+            .sum();
+        (events, matches!(items.last(), Some(Replayed::Failed)))
+    }
+
+    /// A replay the stream cannot answer (NATS down) is declared, as its last item,
+    /// never cut short in silence: a reader told nothing would take the live events
+    /// that follow and move its position past what it missed.
+    #[tokio::test]
+    async fn a_replay_nats_cannot_answer_ends_failed() {
+        let Some(mut server) = NatsServer::start_or_skip() else {
+            return;
+        };
+        let (store, _feed) = NatsStore::open(&options(&server.url())).await.unwrap();
+        let batch = [event("e0", 0), event("e1", 1)];
+        store
+            .admit(&batch.iter().collect::<Vec<_>>())
+            .stored()
+            .await
+            .unwrap();
+        let session = || {
+            ReplayFrom::Sessions(vec![ResumeFrom::new(
+                "s",
+                ReplayStart::After(Position::new(0, 0)),
+            )])
+        };
+        assert_eq!(served(&replayed(&store, session()).await), (1, false));
+        assert_eq!(served(&replayed(&store, ReplayFrom::All).await), (2, false));
+
+        server.kill();
+        for _ in 0..2000 {
+            if !store.cluster.is_connected() {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(served(&replayed(&store, session()).await), (0, true));
+        assert_eq!(served(&replayed(&store, ReplayFrom::All).await), (0, true));
+    }
 }
