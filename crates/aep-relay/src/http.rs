@@ -320,24 +320,12 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
 /// The answer to a batch the store did not keep: nothing of it is stored, so never a
 /// `2xx` (AEP-0003 §3.2.3); a `5xx` the emitter retries (§3.2.4), a `413` it does not.
 fn unstored_response(unstored: &Unstored) -> Response {
-    let (status, error, then) = match unstored.kind {
-        UnstoredKind::Full => (
-            StatusCode::INSUFFICIENT_STORAGE,
-            "insufficient-storage",
-            "send it again",
-        ),
-        UnstoredKind::Unavailable => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "storage-unavailable",
-            "send it again shortly",
-        ),
-        UnstoredKind::TooLarge => (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "payload-too-large",
-            "split or shrink the event",
-        ),
+    let (status, error) = match unstored.kind {
+        UnstoredKind::Full => (StatusCode::INSUFFICIENT_STORAGE, "insufficient-storage"),
+        UnstoredKind::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "storage-unavailable"),
+        UnstoredKind::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large"),
     };
-    let detail = format!("{unstored}; nothing of the batch was stored, {then}");
+    let detail = unstored.detail();
     let mut response = json_response(status, &json!({ "error": error, "detail": detail }));
     if unstored.kind == UnstoredKind::Unavailable {
         response
@@ -635,6 +623,54 @@ fn write_piece(chunk: &mut BytesMut, piece: Piece) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each way a store can fail a batch has its own answer, never a `2xx`: `507` and
+    /// `503` (with `Retry-After`) the emitter retries (AEP-0003 §3.2.4), `413` it does
+    /// not; each detail says why and what to do, as the WebSocket error frame's does.
+    #[tokio::test]
+    async fn each_kind_of_unstored_has_its_status_and_advice() {
+        let cases = [
+            (
+                Unstored::full(std::io::Error::from(std::io::ErrorKind::StorageFull)),
+                507,
+                "insufficient-storage",
+                "send it again",
+                false,
+            ),
+            (
+                Unstored::unavailable("NATS is unreachable".into()),
+                503,
+                "storage-unavailable",
+                "send it again shortly",
+                true,
+            ),
+            (
+                Unstored::too_large("larger than max_payload".into()),
+                413,
+                "payload-too-large",
+                "split or shrink",
+                false,
+            ),
+        ];
+        for (unstored, status, error, advice, retry_after) in cases {
+            let response = unstored_response(&unstored);
+            assert_eq!(response.status().as_u16(), status, "{unstored}");
+            assert_eq!(
+                response.headers().contains_key(header::RETRY_AFTER),
+                retry_after,
+                "{unstored}"
+            );
+            let body = axum::body::to_bytes(response.into_body(), 1 << 16)
+                .await
+                .unwrap();
+            let body: Value = serde_json::from_slice(&body).unwrap();
+            assert_eq!(body["error"], error, "{body}");
+            let detail = body["detail"].as_str().unwrap();
+            assert_eq!(detail, unstored.detail());
+            assert!(detail.contains(advice), "{detail}");
+            assert!(detail.contains(&unstored.error.to_string()), "{detail}");
+        }
+    }
 
     fn split(ndjson: bool, chunks: &[&str]) -> Vec<String> {
         let mut split = Splitter::new(ndjson);

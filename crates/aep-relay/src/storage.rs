@@ -122,6 +122,20 @@ impl Unstored {
     }
 }
 
+impl Unstored {
+    /// What the emitter is told, on either ingest binding: why, that nothing of what
+    /// it sent was kept, and what to do about it (a retry for `Full` and `Unavailable`,
+    /// AEP-0003 §3.2.4; never for `TooLarge`).
+    pub(crate) fn detail(&self) -> String {
+        let then = match self.kind {
+            UnstoredKind::Full => "send it again",
+            UnstoredKind::Unavailable => "send it again shortly",
+            UnstoredKind::TooLarge => "split or shrink the event, sending it again fails alike",
+        };
+        format!("{self}; nothing of it was stored, {then}")
+    }
+}
+
 impl fmt::Display for Unstored {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "not stored: {}", self.error)

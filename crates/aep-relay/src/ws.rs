@@ -285,7 +285,7 @@ async fn on_text(
                         // not stored (a full disk, NATS unreachable, an event larger than
                         // NATS takes): told in-band, the reason in the detail, so the
                         // emitter can send it again (the code set is closed, AEP-0003 §6)
-                        let detail = unstored.to_string();
+                        let detail = unstored.detail();
                         let frame = proto::error_frame(
                             ErrorCode::LimitExceeded,
                             None,
