@@ -834,6 +834,7 @@ mod tests {
             ("nats", "http://n:4222"),
             ("nats", "n:4222"),
             ("nats-stream", "a.b"),
+            ("nats-stream", ""),
             ("nats-dedupe-horizon", "0"),
             ("nats-dedupe-horizon", "soon"),
         ] {

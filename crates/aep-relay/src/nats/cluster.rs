@@ -788,6 +788,17 @@ mod tests {
         assert!(matches!(refused, Err(ClusterError::Connect { .. })));
     }
 
+    /// A credentials file that cannot be read is refused before anything connects,
+    /// naming the file (`--nats-creds`).
+    #[tokio::test]
+    async fn an_unreadable_creds_file_is_refused_naming_it() {
+        let mut unreadable = options("nats://127.0.0.1:1", "T5", 8);
+        unreadable.creds = Some(PathBuf::from("no-such-dir/relay.creds"));
+        let err = Cluster::connect(&unreadable).await.unwrap_err();
+        assert!(matches!(err, ClusterError::Creds { .. }), "{err}");
+        assert!(err.to_string().contains("no-such-dir/relay.creds"), "{err}");
+    }
+
     async fn wait_for(mut done: impl FnMut() -> bool) {
         for _ in 0..2000 {
             if done() {
