@@ -310,15 +310,33 @@ impl Storage for Relay {
     }
 }
 
-/// A relay of `shared`, fanning out its feed.
-fn relay_of(shared: &Arc<Shared>) -> Arc<Hub> {
+/// A store several relays share, roomy enough for any test here.
+fn shared() -> Arc<Shared> {
+    Arc::new(Shared {
+        memory: Memory::new(Limits {
+            events: 100,
+            session_bytes: 1 << 20,
+            sessions: 100,
+            bytes: 1 << 24,
+        }),
+        feeds: Mutex::new(Vec::new()),
+    })
+}
+
+/// A relay of `shared` whose feed nobody fans out (a relay far behind the stream).
+fn relay_unfed(shared: &Arc<Shared>) -> Arc<Hub> {
     let (tx, rx) = futures::channel::mpsc::unbounded();
     shared.feeds.lock().unwrap().push(tx);
     let backend = Backend {
         storage: Box::new(Relay(shared.clone())),
         feed: Some(Box::pin(rx)),
     };
-    let hub = Arc::new(Hub::with_backend(RelayConfig::default(), backend));
+    Arc::new(Hub::with_backend(RelayConfig::default(), backend))
+}
+
+/// A relay of `shared`, fanning out its feed.
+fn relay_of(shared: &Arc<Shared>) -> Arc<Hub> {
+    let hub = relay_unfed(shared);
     tokio::spawn(hub.feed().expect("a shared store has a feed"));
     hub
 }
@@ -353,15 +371,7 @@ async fn ids_within(drain: &mut Drain, n: usize) -> Vec<String> {
 /// once.
 #[tokio::test]
 async fn a_shared_store_feeds_fan_out_on_every_relay() {
-    let shared = Arc::new(Shared {
-        memory: Memory::new(Limits {
-            events: 100,
-            session_bytes: 1 << 20,
-            sessions: 100,
-            bytes: 1 << 24,
-        }),
-        feeds: Mutex::new(Vec::new()),
-    });
+    let shared = shared();
     let (a, b) = (relay_of(&shared), relay_of(&shared));
     let mut on_a = reader(&a, json!({}));
     let mut on_b = reader(&b, json!({ "session": "s1" }));
@@ -397,25 +407,9 @@ async fn a_shared_store_feeds_fan_out_on_every_relay() {
 /// behind the reading relay's feed is. Here B's feed is never run at all.
 #[tokio::test]
 async fn a_replay_without_live_serves_what_the_feed_has_not_reached() {
-    let shared = Arc::new(Shared {
-        memory: Memory::new(Limits {
-            events: 100,
-            session_bytes: 1 << 20,
-            sessions: 100,
-            bytes: 1 << 24,
-        }),
-        feeds: Mutex::new(Vec::new()),
-    });
+    let shared = shared();
     let a = relay_of(&shared);
-    let (tx, rx) = futures::channel::mpsc::unbounded();
-    shared.feeds.lock().unwrap().push(tx);
-    let b = Arc::new(Hub::with_backend(
-        RelayConfig::default(),
-        Backend {
-            storage: Box::new(Relay(shared.clone())),
-            feed: Some(Box::pin(rx)),
-        },
-    ));
+    let b = relay_unfed(&shared);
     let batch = [
         parse_line(&line("e1", 1), false).unwrap(),
         parse_line(&line("e2", 2), false).unwrap(),
