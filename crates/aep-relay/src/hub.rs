@@ -39,7 +39,8 @@ struct State {
     subs: Subscribers,
     conns: Connections,
     /// With a feed: the stamp of the last event fan-out has taken from it, which bounds
-    /// a new subscription's replay (none: ingest fans out, bounded by the store's stamp).
+    /// a new live subscription's replay (a `live=0` one reads all the store holds; none:
+    /// ingest fans out, bounded by the store's stamp).
     fed: Option<Stamp>,
 }
 
