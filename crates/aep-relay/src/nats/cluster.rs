@@ -35,50 +35,26 @@ use super::NatsCluster;
 /// The oldest server version the cluster runs on.
 const MIN_SERVER: (u64, u64) = (2, 10);
 
-/// How a relay reaches its cluster's NATS.
-#[derive(Clone)]
+/// How a relay reaches its cluster's NATS: the cluster as configured, its stream name
+/// checked, and the relay's per-session depth the stream must agree with.
+#[derive(Debug, Clone)]
 pub(crate) struct NatsOptions {
-    /// `nats://host:port` or `tls://host:port` (several, comma-separated, as NATS takes).
-    pub(crate) url: String,
-    /// A credentials file (JWT and nkey seed), for a secured server.
-    pub(crate) creds: Option<PathBuf>,
-    /// PEM roots to verify the server's certificate with (implies TLS).
-    pub(crate) tls_ca: Option<PathBuf>,
+    /// The URL(s), credentials, roots, dedupe horizon and timeout, as given
+    /// ([`NatsCluster`]'s `Debug` never shows a password of the URL).
+    pub(crate) cluster: NatsCluster,
     /// The stream, and the first token of every subject.
     pub(crate) stream: StreamName,
     /// Events kept per session (the relay's `--buffer`).
     pub(crate) buffer: usize,
-    /// How long a stored `(source, id)` keeps a copy from being stored again.
-    pub(crate) dedupe_horizon: Duration,
-    /// How long an API request or a publish acknowledgement may take.
-    pub(crate) timeout: Duration,
-}
-
-impl fmt::Debug for NatsOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // the URL may carry a user and password
-        f.debug_struct("NatsOptions")
-            .field("url", &redact_url(&self.url))
-            .field("creds", &self.creds)
-            .field("tls_ca", &self.tls_ca)
-            .field("stream", &self.stream)
-            .field("buffer", &self.buffer)
-            .field("dedupe_horizon", &self.dedupe_horizon)
-            .finish()
-    }
 }
 
 impl NatsOptions {
     /// What a relay with per-session depth `buffer` connects with to `cluster`.
     pub(crate) fn new(cluster: &NatsCluster, buffer: usize) -> std::io::Result<NatsOptions> {
         Ok(NatsOptions {
-            url: cluster.url.clone(),
-            creds: cluster.creds.clone(),
-            tls_ca: cluster.tls_roots.clone(),
+            cluster: cluster.clone(),
             stream: cluster.stream_name_checked()?,
             buffer,
-            dedupe_horizon: cluster.dedupe_horizon,
-            timeout: cluster.timeout,
         })
     }
 }
@@ -244,13 +220,14 @@ impl Cluster {
     /// Connects, checks the server (2.10 or newer, JetStream on), and creates the stream
     /// or checks that the existing one agrees with `options` (module documentation).
     pub(crate) async fn connect(options: &NatsOptions) -> Result<Cluster, ClusterError> {
+        let cluster = &options.cluster;
         let mut connect = async_nats::ConnectOptions::new()
             .name(format!("aep-relay {}", env!("CARGO_PKG_VERSION")))
-            .connection_timeout(options.timeout)
-            .request_timeout(Some(options.timeout))
+            .connection_timeout(cluster.timeout)
+            .request_timeout(Some(cluster.timeout))
             // a relay never gives its cluster up: it answers 503 meanwhile
             .max_reconnects(None);
-        if let Some(path) = &options.creds {
+        if let Some(path) = &cluster.creds {
             connect = connect
                 .credentials_file(path)
                 .await
@@ -259,15 +236,15 @@ impl Cluster {
                     reason: e.to_string(),
                 })?;
         }
-        if let Some(ca) = &options.tls_ca {
+        if let Some(ca) = &cluster.tls_roots {
             connect = connect.add_root_certificates(ca.clone()).require_tls(true);
         }
         let client =
             connect
-                .connect(options.url.as_str())
+                .connect(cluster.url.as_str())
                 .await
                 .map_err(|e| ClusterError::Connect {
-                    url: options.url.clone(),
+                    url: cluster.url.clone(),
                     reason: e.to_string(),
                 })?;
         let info = client.server_info();
@@ -277,7 +254,7 @@ impl Cluster {
             });
         }
         let js = jetstream::ContextBuilder::new()
-            .timeout(options.timeout)
+            .timeout(cluster.timeout)
             .max_ack_inflight(8192)
             .backpressure_on_inflight(true)
             .build(client.clone());
@@ -307,7 +284,7 @@ impl Cluster {
             js,
             stream,
             name: options.stream.clone(),
-            timeout: options.timeout,
+            timeout: cluster.timeout,
             relay: ulid::Ulid::new().to_string(),
         })
     }
@@ -557,7 +534,7 @@ fn stream_config(options: &NatsOptions) -> stream::Config {
         name: options.stream.as_str().to_owned(),
         subjects: vec![options.stream.sessions_wildcard()],
         max_messages_per_subject: i64::try_from(options.buffer.max(1)).unwrap_or(i64::MAX),
-        duplicate_window: options.dedupe_horizon,
+        duplicate_window: options.cluster.dedupe_horizon,
         discard: stream::DiscardPolicy::Old,
         storage: stream::StorageType::File,
         allow_direct: true,
@@ -630,15 +607,7 @@ mod tests {
     }
 
     fn options(url: &str, stream: &str, buffer: usize) -> NatsOptions {
-        NatsOptions {
-            url: url.to_owned(),
-            creds: None,
-            tls_ca: None,
-            stream: StreamName::parse(stream).unwrap(),
-            buffer,
-            dedupe_horizon: Duration::from_secs(120),
-            timeout: Duration::from_secs(5),
-        }
+        NatsOptions::new(&NatsCluster::new(url).stream(stream), buffer).unwrap()
     }
 
     fn event(name: &StreamName, session: &str, id: &str) -> Outgoing {
@@ -747,7 +716,7 @@ mod tests {
             .await
             .unwrap();
         let mut other = options(&server.url(), "T2", 8);
-        other.dedupe_horizon = Duration::from_secs(30);
+        other.cluster.dedupe_horizon = Duration::from_secs(30);
         let err = Cluster::connect(&other).await.unwrap_err();
         assert!(
             err.to_string().contains("--nats-dedupe-horizon 120"),
@@ -793,7 +762,7 @@ mod tests {
     #[tokio::test]
     async fn an_unreadable_creds_file_is_refused_naming_it() {
         let mut unreadable = options("nats://127.0.0.1:1", "T5", 8);
-        unreadable.creds = Some(PathBuf::from("no-such-dir/relay.creds"));
+        unreadable.cluster.creds = Some(PathBuf::from("no-such-dir/relay.creds"));
         let err = Cluster::connect(&unreadable).await.unwrap_err();
         assert!(matches!(err, ClusterError::Creds { .. }), "{err}");
         assert!(err.to_string().contains("no-such-dir/relay.creds"), "{err}");

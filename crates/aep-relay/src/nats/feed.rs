@@ -180,19 +180,11 @@ mod tests {
 
     use super::*;
     use crate::nats::cluster::{NatsOptions, Outgoing};
-    use crate::nats::names::{message_id, StreamName};
+    use crate::nats::names::message_id;
     use aep_test_support::nats::NatsServer;
 
     fn options(url: &str) -> NatsOptions {
-        NatsOptions {
-            url: url.to_owned(),
-            creds: None,
-            tls_ca: None,
-            stream: StreamName::parse("FEED").unwrap(),
-            buffer: 100,
-            dedupe_horizon: Duration::from_secs(120),
-            timeout: Duration::from_secs(5),
-        }
+        NatsOptions::new(&crate::NatsCluster::new(url).stream("FEED"), 100).unwrap()
     }
 
     fn event(cluster: &Cluster, id: &str, seq: u64) -> Outgoing {

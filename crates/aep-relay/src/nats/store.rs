@@ -385,18 +385,12 @@ mod tests {
     use aep_test_support::nats::NatsServer;
 
     use super::*;
-    use crate::nats::names::StreamName;
 
     fn options(url: &str) -> NatsOptions {
-        NatsOptions {
-            url: url.to_owned(),
-            creds: None,
-            tls_ca: None,
-            stream: StreamName::parse("STORE").unwrap(),
-            buffer: 100,
-            dedupe_horizon: Duration::from_secs(120),
-            timeout: Duration::from_secs(1),
-        }
+        let cluster = crate::NatsCluster::new(url)
+            .stream("STORE")
+            .timeout(Duration::from_secs(1));
+        NatsOptions::new(&cluster, 100).unwrap()
     }
 
     fn event(id: &str, seq: u64) -> Encoded {
