@@ -59,6 +59,24 @@ impl NatsOptions {
     }
 }
 
+/// Runs `connect` (whatever connects to NATS) to its end on the current tokio runtime,
+/// from a thread of its own, so that a caller on one of the runtime's threads may wait
+/// for it: a relay is opened from synchronous code (`Hub::new`), possibly inside the
+/// runtime. Its error is said as the `io::Error` a relay's start fails with.
+pub(crate) fn block_on_runtime<T: Send>(
+    connect: impl std::future::Future<Output = Result<T, ClusterError>> + Send,
+) -> std::io::Result<T> {
+    let runtime = tokio::runtime::Handle::try_current().map_err(|_| {
+        std::io::Error::other("a relay on NATS must be started inside a tokio runtime")
+    })?;
+    let connected = std::thread::scope(|scope| scope.spawn(|| runtime.block_on(connect)).join());
+    match connected {
+        Ok(Ok(connected)) => Ok(connected),
+        Ok(Err(e)) => Err(std::io::Error::other(e.to_string())),
+        Err(_) => Err(std::io::Error::other("connecting to NATS panicked")),
+    }
+}
+
 /// What went wrong between a relay and its NATS, said so an operator can act on it.
 #[derive(Debug)]
 pub(crate) enum ClusterError {
@@ -755,6 +773,25 @@ mod tests {
 
         let refused = Cluster::connect(&options("nats://127.0.0.1:1", "T4", 8)).await;
         assert!(matches!(refused, Err(ClusterError::Connect { .. })));
+    }
+
+    /// Opening waits for the connection from synchronous code on the runtime; with no
+    /// runtime it says what is missing, and a failure comes back as the relay's error.
+    #[test]
+    fn opening_blocks_on_the_current_runtime_and_says_when_there_is_none() {
+        let outside = block_on_runtime(async { Ok::<_, ClusterError>(1) }).unwrap_err();
+        assert!(
+            outside.to_string().contains("inside a tokio runtime"),
+            "{outside}"
+        );
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let _inside = runtime.enter();
+        assert_eq!(
+            block_on_runtime(async { Ok::<_, ClusterError>(1) }).unwrap(),
+            1
+        );
+        let failed = block_on_runtime(async { Err::<(), _>(ClusterError::NoJetStream) });
+        assert!(failed.unwrap_err().to_string().contains("-js"));
     }
 
     /// A credentials file that cannot be read is refused before anything connects,

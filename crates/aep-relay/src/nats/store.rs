@@ -31,7 +31,7 @@ use aep_core::{EnvelopeView, Event};
 use futures::{FutureExt, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 
-use super::cluster::{Cluster, ClusterError, NatsOptions, Outgoing, Published};
+use super::cluster::{block_on_runtime, Cluster, ClusterError, NatsOptions, Outgoing, Published};
 use super::feed;
 use super::names::{message_id, StreamName};
 use super::NatsCluster;
@@ -49,21 +49,11 @@ const COUNTS_EVERY: Duration = Duration::from_secs(2);
 /// from a thread of its own, so it may be called from anywhere in one.
 pub(crate) fn open(config: &RelayConfig, cluster: &NatsCluster) -> std::io::Result<Backend> {
     let options = NatsOptions::new(cluster, config.buffer)?;
-    let runtime = tokio::runtime::Handle::try_current()
-        .map_err(|_| std::io::Error::other("a relay on NATS is opened inside a tokio runtime"))?;
-    let opened = std::thread::scope(|scope| {
-        scope
-            .spawn(|| runtime.block_on(NatsStore::open(&options)))
-            .join()
-    });
-    match opened {
-        Ok(Ok((store, feed))) => Ok(Backend {
-            storage: Box::new(store),
-            feed: Some(feed),
-        }),
-        Ok(Err(e)) => Err(std::io::Error::other(e.to_string())),
-        Err(_) => Err(std::io::Error::other("connecting to NATS panicked")),
-    }
+    let (store, feed) = block_on_runtime(NatsStore::open(&options))?;
+    Ok(Backend {
+        storage: Box::new(store),
+        feed: Some(feed),
+    })
 }
 
 /// One batch for the publishing task.
