@@ -55,11 +55,11 @@
 //! NATS is unreachable, `413` past its `max_payload`), `(source, id)` is deduped across
 //! relays within the dedupe horizon, replay is served from the stream, and every relay
 //! fans out live what any of them ingests. What differs from a single relay:
-//! `--buffer` is the stream's and every relay must agree with it; `--max-sessions`,
-//! `--max-session-bytes` and `--max-store-bytes` do not apply (bound the stream with the
-//! server's `max_bytes`/`max_age`); dedupe lasts the horizon, not the buffer; `from=all`
-//! serves sessions interleaved in admission order; `--data-dir` is refused. The README's
-//! "Scaling out" section has the commands.
+//! `--buffer` is the stream's and every relay must agree with it; `--max-sessions` does
+//! not bound the stream, and `--max-session-bytes` and `--max-store-bytes` are refused
+//! (bound the stream with the server's `max_bytes`/`max_age`); dedupe lasts the horizon,
+//! not the buffer; `from=all` serves sessions interleaved in admission order;
+//! `--data-dir` is refused. The README's "Scaling out" section has the commands.
 //!
 //! ## The subscription model on `/socket`
 //!

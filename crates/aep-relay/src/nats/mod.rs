@@ -46,6 +46,15 @@ pub(crate) fn open(config: &RelayConfig, cluster: &NatsCluster) -> io::Result<Ba
             "--nats and --data-dir cannot be used together: with --nats the events are stored in the JetStream stream (the NATS server's own store, nats-server -js -sd DIR); drop --data-dir",
         );
     }
+    let default = RelayConfig::default();
+    if (config.max_session_bytes, config.max_store_bytes)
+        != (default.max_session_bytes, default.max_store_bytes)
+    {
+        // silently ignored, they would promise a bound nothing keeps
+        return refuse(
+            "--max-session-bytes and --max-store-bytes bound the relay's own store, which --nats replaces with the JetStream stream: bound the stream with the server's limits (its max_bytes, max_age) and drop them",
+        );
+    }
     cluster.stream_name_checked()?;
     #[cfg(feature = "nats")]
     {
@@ -85,6 +94,11 @@ mod tests {
         assert!(refusal(flags_only).contains("need --nats URL"));
         let bad_stream = RelayConfig::default().with_nats(nats.clone().stream("a.b"));
         assert!(refusal(bad_stream).contains("cannot name the NATS stream"));
+        for (flag, value) in [("max-store-bytes", "1024"), ("max-session-bytes", "1024")] {
+            let mut bounded = RelayConfig::default().with_nats(nats.clone());
+            bounded.set(flag, value).unwrap();
+            assert!(refusal(bounded).contains("drop them"), "--{flag}");
+        }
         #[cfg(not(feature = "nats"))]
         assert!(refusal(RelayConfig::default().with_nats(nats)).contains("--features nats"));
     }
