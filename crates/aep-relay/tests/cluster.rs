@@ -254,7 +254,10 @@ async fn a_batch_past_the_acks_in_flight_is_stored_whole() {
     let Some(server) = NatsServer::start_or_skip() else {
         return;
     };
-    let (a, b) = two(&server).await;
+    // 9,600 acknowledgements within the fixture's 2 s is a race on a loaded 2-core
+    // machine (a 503 is then right); what is tested here is that none waits for itself
+    let fleet = cluster(&server).timeout(Duration::from_secs(30));
+    let (a, b) = (relay_on(&fleet).await, relay_on(&fleet).await);
     let sessions: Vec<String> = (0..1200).map(|_| session()).collect();
     let events: Vec<Value> = sessions.iter().flat_map(|s| batch(s, 0..8)).collect();
     assert_eq!(events.len(), 9600);
