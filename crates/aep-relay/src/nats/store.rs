@@ -375,6 +375,7 @@ mod tests {
     use aep_test_support::nats::NatsServer;
 
     use super::*;
+    use crate::nats::names::StreamName;
 
     fn options(url: &str) -> NatsOptions {
         let cluster = crate::NatsCluster::new(url)
@@ -408,6 +409,25 @@ mod tests {
             })
             .sum();
         (events, matches!(items.last(), Some(Replayed::Failed)))
+    }
+
+    /// An event's `Nats-Msg-Id` is the digest of its `(source, id)` however its JSON
+    /// spells them: an escape (which the in-place reading leaves to the parser) gives
+    /// the same id, so a retry to another relay is deduped all the same (AEP-0001 §7.4).
+    #[test]
+    fn the_message_id_is_the_digest_of_source_and_id_however_spelt() {
+        let name = StreamName::parse("STORE").unwrap();
+        let plain = outgoing(&name, &event("e1", 1));
+        assert_eq!(plain.message_id, message_id("aep://t/agent/a", "e1"));
+        let json = String::from_utf8(event("e1", 1).json().to_vec())
+            .unwrap()
+            .replace(r#""id":"e1""#, r#""id":"\u00651""#);
+        let escaped = crate::line::parse_line(json.as_bytes(), false)
+            .unwrap()
+            .encoded;
+        assert!(EnvelopeView::read(std::str::from_utf8(&escaped.json()).unwrap()).is_none());
+        assert_eq!(outgoing(&name, &escaped).message_id, plain.message_id);
+        assert_eq!(plain.subject, name.session_subject("s"));
     }
 
     /// A replay the stream cannot answer (NATS down) is declared, as its last item,
