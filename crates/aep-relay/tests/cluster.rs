@@ -299,3 +299,40 @@ async fn a_live_0_replay_right_after_a_202_holds_it_on_every_relay() {
     a.shutdown().await.unwrap();
     b.shutdown().await.unwrap();
 }
+
+/// A replay asked while NATS is down is not cut short in silence: the stream ends with
+/// `: replay-failed` and without `: replay-complete`, so the reader knows to ask again
+/// from where it was; once NATS is back the same replay is whole.
+#[tokio::test]
+async fn a_replay_while_nats_is_down_ends_failed_not_complete() {
+    let Some(mut server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let (a, b) = two(&server).await;
+    let s = session();
+    assert_eq!(post_ndjson(&a, &batch(&s, 0..3)).await.status(), 202);
+    let comments = |messages: &[common::SseMessage]| -> Vec<String> {
+        messages.iter().flat_map(|m| m.comments.clone()).collect()
+    };
+    let whole = replay(&b, &from(&s)).await;
+    assert_eq!(seqs(&whole), [0, 1, 2]);
+    assert!(comments(&whole).contains(&"replay-complete".to_owned()));
+
+    server.kill();
+    let cut = replay(&b, &from(&s)).await;
+    assert!(seqs(&cut).is_empty(), "{cut:?}");
+    let said = comments(&cut);
+    assert!(said.contains(&"replay-failed".to_owned()), "{said:?}");
+    assert!(!said.contains(&"replay-complete".to_owned()), "{said:?}");
+
+    server.restart().unwrap();
+    for _ in 0..200 {
+        if seqs(&replay(&b, &from(&s)).await) == [0, 1, 2] {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(seqs(&replay(&b, &from(&s)).await), [0, 1, 2]);
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
