@@ -372,23 +372,12 @@ pub(crate) fn open(
     cluster: &NatsCluster,
 ) -> std::io::Result<Arc<dyn Directory>> {
     let options = NatsOptions::new(cluster, config.buffer)?;
-    let runtime = tokio::runtime::Handle::try_current()
-        .map_err(|_| std::io::Error::other("a relay on NATS is opened inside a tokio runtime"))?;
-    // connecting waits on the runtime, which the caller may be blocking
-    let connected = std::thread::scope(|scope| {
-        scope
-            .spawn(|| runtime.block_on(Cluster::connect(&options)))
-            .join()
-    });
-    match connected {
-        Ok(Ok(cluster)) => Ok(NatsControl::new(
-            cluster.client().clone(),
-            cluster.name(),
-            ControlOptions::default(),
-        )),
-        Ok(Err(e)) => Err(std::io::Error::other(e.to_string())),
-        Err(_) => Err(std::io::Error::other("connecting to NATS panicked")),
-    }
+    let cluster = super::cluster::block_on_runtime(Cluster::connect(&options))?;
+    Ok(NatsControl::new(
+        cluster.client().clone(),
+        cluster.name(),
+        ControlOptions::default(),
+    ))
 }
 
 impl NatsControl {
