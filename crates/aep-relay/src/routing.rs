@@ -26,7 +26,7 @@ use serde_json::{json, Value};
 
 use crate::line::Incoming;
 use crate::outbox::{End, Outbox};
-use crate::proto;
+use crate::proto::{self, Disposition};
 
 /// What a WebSocket peer declared in its `hello` (AEP-0003 §4), read once.
 #[derive(Debug)]
@@ -378,10 +378,15 @@ impl Connections {
     /// when it looked (AEP-0004 §4): handed to that one target, or why not (the claim
     /// gone meanwhile, a second one made, the type not accepted).
     pub(crate) fn route_forwarded(&self, command: &Incoming<'_>) -> Result<(), Refusal> {
-        let Some((command_type, session, _)) = command.routing() else {
+        // only a command is routed (AEP-0004 §2): anything else a peer of the cluster
+        // sends on the control subjects is refused, never handed to a target
+        let routing = command
+            .routing()
+            .filter(|_| command.disposition == Disposition::Command);
+        let Some((command_type, session, _)) = routing else {
             return Err(Refusal {
                 code: ErrorCode::from("invalid-event"),
-                detail: "a forwarded command that is not one".into(),
+                detail: "a forwarded event that is not a command (AEP-0004 §2)".into(),
             });
         };
         let session = session.unwrap_or_default();
@@ -713,6 +718,14 @@ mod directory_tests {
             next_frame(&mut sender).unwrap()["detail"],
             "2 connected emitters claim session there"
         );
+
+        // only a command is routed: another event sent as one (a lying or broken
+        // peer on the control subjects) reaches no target
+        let event = aep_test_support::events::json_event("session.ended", "here", 9);
+        let event = parse_line(&serde_json::to_vec(&event).unwrap(), true).unwrap();
+        let refusal = conns.route_forwarded(&event).unwrap_err();
+        assert_eq!(refusal.code.as_str(), "invalid-event", "{refusal:?}");
+        assert!(next_frame(&mut target).is_none(), "nothing delivered");
 
         conns.disconnect(2);
         assert_eq!(
