@@ -117,6 +117,52 @@ fn the_copy_counts_live_relays_asks_for_what_it_lacks_and_forgets_the_silent() {
     assert!(mirror.relays["D"].assembling.is_none());
 }
 
+/// A peer that lies about its claims (parts that never complete, a generation that goes
+/// backward, splits no relay writes, one name after another) holds at most one split
+/// per relay name, each name forgotten once silent past the bound, and never changes
+/// the copy but by a whole newer generation.
+#[test]
+fn a_liars_claims_hold_bounded_memory_and_never_a_partial_copy() {
+    let ttl = Duration::from_secs(3);
+    let mut mirror = Mirror::new(ttl);
+    let now = Instant::now();
+    let split = |mirror: &Mirror| {
+        let (gen, slots) = mirror.relays["L"].assembling.as_ref().unwrap();
+        (*gen, slots.len(), slots.iter().flatten().count())
+    };
+    mirror.part("L", 2, (0, 1), vec![entry("whole", "l")], now);
+    // parts that never complete, generation after generation: the newest split alone
+    for gen in 3..1000 {
+        let claim = entry(&format!("partial-{gen}"), "l");
+        mirror.part("L", gen, (0, 2), vec![claim], now);
+    }
+    assert_eq!(split(&mirror), (999, 2, 1));
+    assert_eq!(mirror.elsewhere("whole", now).claims, 1);
+    assert_eq!(mirror.elsewhere("partial-999", now).claims, 0);
+    // a generation going backward, or the same again, changes nothing
+    mirror.part("L", 1, (0, 1), Vec::new(), now);
+    mirror.part("L", 2, (0, 1), Vec::new(), now);
+    assert_eq!(mirror.elsewhere("whole", now).claims, 1);
+    assert_eq!(split(&mirror), (999, 2, 1));
+    // a part outside its split, or a split past what any relay writes, is dropped
+    mirror.part("L", 5000, (2, 2), Vec::new(), now);
+    mirror.part("L", 5000, (0, MAX_PARTS + 1), Vec::new(), now);
+    assert_eq!(split(&mirror), (999, 2, 1));
+    // the largest split a relay writes is taken, and replaces the one before
+    mirror.part("L", 5000, (0, MAX_PARTS), Vec::new(), now);
+    assert_eq!(split(&mirror), (5000, MAX_PARTS, 1));
+    // the same generation split another way starts over
+    mirror.part("L", 5000, (1, 3), Vec::new(), now);
+    assert_eq!(split(&mirror), (5000, 3, 1));
+    // a name per message: each forgotten once silent past the bound
+    for i in 0..1000 {
+        mirror.part(&format!("R{i}"), 1, (0, 2), vec![entry("s", "r")], now);
+    }
+    assert_eq!(mirror.relays.len(), 1001);
+    mirror.expire(now + ttl + Duration::from_millis(1));
+    assert!(mirror.relays.is_empty());
+}
+
 // ---- a cluster on a real nats-server ------------------------------------------------
 
 const TOKEN: &str = "t";
