@@ -598,3 +598,188 @@ async fn a_relay_stopped_cleanly_stops_counting_at_once() {
     let error = console.refused(&json_command("control.pause", &s)).await;
     assert_eq!(error["code"], "no-route");
 }
+
+// ---- a peer that lies, or never answers ----------------------------------------------
+
+/// A peer on a fleet's control subjects, on a NATS connection of its own, that sends
+/// what its test tells it: a broken, lying or silent relay. One connection, so what
+/// it publishes reaches a relay in the order it was sent.
+struct Liar {
+    client: async_nats::Client,
+    subjects: Subjects,
+}
+
+impl Liar {
+    async fn join(server: &NatsServer, stream: &str) -> Liar {
+        Liar {
+            client: async_nats::connect(server.url()).await.unwrap(),
+            subjects: Subjects::new(stream),
+        }
+    }
+
+    /// Publishes `payload` as relay `relay`'s claims message.
+    async fn publish(&self, relay: &str, payload: impl Into<Bytes>) {
+        let subject = self.subjects.claims(relay);
+        self.client.publish(subject, payload.into()).await.unwrap();
+        self.client.flush().await.unwrap();
+    }
+
+    /// Relay `relay`'s claims of generation `gen`, whole, as a relay writes them.
+    async fn claim(&self, relay: &str, gen: u64, entries: Vec<RosterEntry>) {
+        for message in claims_messages(relay, gen, entries, 1 << 20) {
+            self.publish(relay, message).await;
+        }
+    }
+}
+
+/// Sessions listed by a roster.
+fn sessions_of(roster: &[Value]) -> Vec<String> {
+    let mut sessions: Vec<String> = roster
+        .iter()
+        .map(|e| e["session"].as_str().unwrap().to_owned())
+        .collect();
+    sessions.sort();
+    sessions
+}
+
+/// A peer that sends broken or lying claims (not UTF-8, not JSON, no generation, parts
+/// that never complete or fall outside their split, a split past what a relay writes,
+/// a generation going backward) neither stops a relay's control plane nor changes what
+/// it counts: only a whole newer generation does.
+#[tokio::test]
+async fn a_liars_broken_claims_count_for_nothing_and_the_relay_keeps_serving() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let a = Node::start(&server, "CTL8").await;
+    let liar = Liar::join(&server, "CTL8").await;
+    let (whole, partial, backward, after) = (session(), session(), session(), session());
+    liar.claim("LIAR", 2, vec![entry(&whole, "liar")]).await;
+    let mut console = Peer::hello(&a, "consumer", json!({})).await;
+    console.until_claims(&whole, 1).await;
+
+    let claim = serde_json::to_value(entry(&partial, "liar")).unwrap();
+    let frame = |gen: Value, part: Value, parts: Value, claim: &Value| {
+        json!({ "type": "roster", "id": "LIAR", "gen": gen, "part": part, "parts": parts,
+            "entries": [claim] })
+        .to_string()
+    };
+    let lies = [
+        b"\xff\xfe".to_vec(),
+        b"not json".to_vec(),
+        json!({ "type": "roster", "id": "LIAR", "entries": [claim] })
+            .to_string()
+            .into_bytes(),
+        frame(json!(-3), json!(0), json!(1), &claim).into_bytes(),
+        frame(json!(5), json!(0), json!(2), &claim).into_bytes(),
+        frame(json!(6), json!(2), json!(2), &claim).into_bytes(),
+        frame(json!(7), json!(0), json!(MAX_PARTS + 1), &claim).into_bytes(),
+        frame(json!(8), json!(0), json!(u64::MAX), &claim).into_bytes(),
+    ];
+    for lie in lies {
+        liar.publish("LIAR", lie).await;
+    }
+    liar.claim("LIAR", 1, vec![entry(&backward, "liar")]).await;
+    // sent after the lies on the same connection: once it counts, they were read
+    liar.claim("LATER", 1, vec![entry(&after, "later")]).await;
+    console.until_claims(&after, 1).await;
+
+    let mut expected = vec![whole.clone(), after];
+    expected.sort();
+    assert_eq!(sessions_of(&console.roster().await), expected);
+    for s in [&partial, &backward] {
+        let error = console.refused(&json_command("control.pause", s)).await;
+        assert_eq!(error["code"], "no-route", "{error}");
+    }
+}
+
+/// A relay that holds a command's target and is connected to NATS, but never answers
+/// (its runtime stuck, say), keeps the sender waiting the forward timeout (5 s: half
+/// the default ack window, AEP-0004 §3, so the sender hears `no-route` before its own
+/// window closes), then refused `no-route`, saying so.
+#[tokio::test]
+async fn a_forward_nobody_answers_is_refused_no_route_after_the_timeout() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let a = Node::start(&server, "CTL9").await;
+    let silent = Liar::join(&server, "CTL9").await;
+    let mut forwarded = silent
+        .client
+        .subscribe(silent.subjects.command("SILENT"))
+        .await
+        .unwrap();
+    let s = session();
+    silent.claim("SILENT", 1, vec![entry(&s, "silent")]).await;
+    let mut console = Peer::hello(&a, "consumer", json!({})).await;
+    console.until_claims(&s, 1).await;
+
+    let command = json_command("control.pause", &s);
+    let sent = Instant::now();
+    let error = console.refused(&command).await;
+    let waited = sent.elapsed();
+    let timeout = ControlOptions::default().forward_timeout;
+    assert_eq!(error["code"], "no-route", "{error}");
+    assert_eq!(
+        error["detail"],
+        format!(
+            "the relay holding the claim of session {s} did not answer within {} ms",
+            timeout.as_millis()
+        )
+    );
+    assert!(
+        waited >= timeout,
+        "refused after {waited:?}, before {timeout:?}"
+    );
+    // it was asked, byte for byte, and could have answered
+    let asked = forwarded.next().await.unwrap();
+    assert_eq!(asked.payload, command.to_string());
+    assert!(asked.reply.is_some());
+}
+
+/// What a peer forwards that no relay would (bytes that are not UTF-8, not an AEP
+/// envelope, an event that is not a command) is answered with a refusal and handed to
+/// no one; a command is handed over.
+#[tokio::test]
+async fn a_forward_that_is_not_a_command_is_refused_and_reaches_no_target() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let a = Node::start(&server, "CTL10").await;
+    let s = session();
+    let mut target = Peer::claiming(&a, &s, json!(["control.pause"])).await;
+    Peer::hello(&a, "consumer", json!({}))
+        .await
+        .until_claims(&s, 1)
+        .await;
+    // A's name within the fleet, read off its heartbeat
+    let peer = Liar::join(&server, "CTL10").await;
+    let mut beats = peer
+        .client
+        .subscribe(peer.subjects.beat("*"))
+        .await
+        .unwrap();
+    let beat = tokio::time::timeout(BEAT * 3, beats.next()).await.unwrap();
+    let subject = beat.unwrap().subject;
+    let relay = peer.subjects.relay_of(&subject).unwrap();
+    let ask = |payload: Vec<u8>| {
+        let (client, subject) = (peer.client.clone(), peer.subjects.command(relay));
+        async move { client.request(subject, payload.into()).await.unwrap() }
+    };
+
+    let not_a_command = json_event("session.ended", &s, 9).to_string();
+    for (payload, why) in [
+        (b"\xff\xfe".to_vec(), "not UTF-8"),
+        (b"{".to_vec(), "not an AEP envelope"),
+        (not_a_command.into_bytes(), "not a command"),
+    ] {
+        let refusal = read_refusal(&ask(payload).await.payload).unwrap();
+        assert_eq!(refusal.code.as_str(), "invalid-event", "{refusal:?}");
+        assert!(refusal.detail.contains(why), "{refusal:?}");
+    }
+    let command = json_command("control.pause", &s);
+    let reply = ask(command.to_string().into_bytes()).await;
+    assert!(reply.payload.is_empty(), "{:?}", reply.payload);
+    // the command is the first thing the target was handed
+    assert_eq!(target.recv().await, command);
+}
