@@ -56,6 +56,10 @@
 //! - **A relay cut off from NATS** routes on its own claims only once its copies
 //!   expire (the same bound), and the others stop counting its claims after the same
 //!   bound; both recover at the first heartbeat after the reconnection.
+//! - **A relay that does not answer** (connected to NATS, its runtime stuck) has a
+//!   command forwarded to it refused `no-route` after the forward timeout (5 s by
+//!   default), saying so. The sender's connection waits meanwhile: its later messages
+//!   are read after the refusal, so its commands keep their order.
 //!
 //! # How the cluster reads AEP-0003 §4.1
 //!
@@ -96,14 +100,28 @@ use crate::config::RelayConfig;
 use crate::hub::Hub;
 use crate::routing::{json_len, no_route, Directory, Elsewhere, Refusal, RelayId};
 
-/// How a relay of a cluster keeps the others' claims.
+/// How a relay of a cluster keeps the others' claims. Not a flag: a relay judges the
+/// others' silence by its own `heartbeat × missed`, so every relay of a fleet must
+/// beat at the same pace; the defaults are what `--nats` runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct ControlOptions {
-    /// How often a relay says it is alive and which claims it holds. Default 1 s.
+    /// How often a relay says it is alive and which generation of its claims it
+    /// published. Default 1 s: it bounds how long a claims message lost across a
+    /// reconnect goes unnoticed (one heartbeat) and, with `missed`, how long a killed
+    /// relay's claims still count, for one message of a few bytes per relay a second.
     pub(crate) heartbeat: Duration,
-    /// Heartbeats missed after which a relay's claims stop counting. Default 3.
+    /// Heartbeats missed after which a relay's claims stop counting. Default 3: a beat
+    /// or two lost or late (a reconnect, a stalled runtime) must not drop a live
+    /// relay's claims, which would refuse its sessions `no-route`, or send a command
+    /// for a session it claims beside another relay to the other claimant; more would
+    /// keep a dead relay's claims counting longer (`heartbeat × (missed + 1)`, 4 s).
     pub(crate) missed: u32,
-    /// How long a forwarded command may wait for the relay of its target. Default 5 s.
+    /// How long a forwarded command may wait for the relay of its target, its sender
+    /// waiting meanwhile (and how long a relay that stops waits for NATS to take its
+    /// leaving). Default 5 s: the cluster's NATS request timeout
+    /// (`NatsCluster::DEFAULT_TIMEOUT`), and half the default ack window (AEP-0004 §3,
+    /// 10 s), so that a sender hears `no-route` before its own window closes on a
+    /// synthesized `timeout`.
     pub(crate) forward_timeout: Duration,
 }
 
@@ -442,7 +460,8 @@ impl NatsControl {
         }
     }
 
-    /// Runs the plane until `hub` is gone or NATS closes for good.
+    /// Runs the plane until `hub` is gone (looked at after each message and heartbeat;
+    /// the connection itself reconnects for ever).
     async fn run(self: Arc<Self>, hub: Weak<Hub>) {
         let subscribe = |subject: String| {
             let client = self.client.clone();
