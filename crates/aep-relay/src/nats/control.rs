@@ -46,13 +46,16 @@
 //!   reconnect is asked for again at the next heartbeat: at most one heartbeat
 //!   interval more.
 //! - **A relay's death.** A relay stopped cleanly publishes, as its last step, that it
-//!   holds no claim: the others stop counting its claims at once. A relay killed (`kill -9`, a machine lost) stops counting once `missed` heartbeats
-//!   (3 by default) have not come: within `heartbeat × (missed + 1)`, 4 s by default.
+//!   holds no claim: the others stop counting its claims at once. A relay killed
+//!   (`kill -9`, a machine lost) stops counting once `missed` heartbeats (3 by
+//!   default) have not come: within `heartbeat × (missed + 1)`, 4 s by default.
 //!   Before that, a command to a session claimed only there is answered `no-route` at
 //!   once (its subscription is gone with its connection, so NATS answers "no
-//!   responders", and its claims are dropped then and there); one claimed there and
-//!   elsewhere too is refused `ambiguous` meanwhile (a denial, never a diversion,
-//!   AEP-0004 §8).
+//!   responders", and all its claims are dropped then and there); until they are, one
+//!   claimed there and elsewhere too is refused `ambiguous` (a denial, never a
+//!   diversion, AEP-0004 §8). A relay that is only reconnecting to NATS answers "no
+//!   responders" too: its claims count again from its next heartbeat, and meanwhile
+//!   a session it claims beside another relay goes to the other claimant.
 //! - **A relay cut off from NATS** routes on its own claims only once its copies
 //!   expire (the same bound), and the others stop counting its claims after the same
 //!   bound; both recover at the first heartbeat after the reconnection.
