@@ -632,6 +632,15 @@ impl Liar {
     }
 }
 
+/// One relay of the fleet `stream` and a peer on its control subjects; `None`
+/// (skipped) without a server.
+async fn relay_and_peer(stream: &str) -> Option<(NatsServer, Node, Liar)> {
+    let server = NatsServer::start_or_skip()?;
+    let node = Node::start(&server, stream).await;
+    let peer = Liar::join(&server, stream).await;
+    Some((server, node, peer))
+}
+
 /// Sessions listed by a roster.
 fn sessions_of(roster: &[Value]) -> Vec<String> {
     let mut sessions: Vec<String> = roster
@@ -648,11 +657,9 @@ fn sessions_of(roster: &[Value]) -> Vec<String> {
 /// it counts: only a whole newer generation does.
 #[tokio::test]
 async fn a_liars_broken_claims_count_for_nothing_and_the_relay_keeps_serving() {
-    let Some(server) = NatsServer::start_or_skip() else {
+    let Some((_server, a, liar)) = relay_and_peer("CTL8").await else {
         return;
     };
-    let a = Node::start(&server, "CTL8").await;
-    let liar = Liar::join(&server, "CTL8").await;
     let (whole, partial, backward, after) = (session(), session(), session(), session());
     liar.claim("LIAR", 2, vec![entry(&whole, "liar")]).await;
     let mut console = Peer::hello(&a, "consumer", json!({})).await;
@@ -699,11 +706,9 @@ async fn a_liars_broken_claims_count_for_nothing_and_the_relay_keeps_serving() {
 /// window closes), then refused `no-route`, saying so.
 #[tokio::test]
 async fn a_forward_nobody_answers_is_refused_no_route_after_the_timeout() {
-    let Some(server) = NatsServer::start_or_skip() else {
+    let Some((_server, a, silent)) = relay_and_peer("CTL9").await else {
         return;
     };
-    let a = Node::start(&server, "CTL9").await;
-    let silent = Liar::join(&server, "CTL9").await;
     let mut forwarded = silent
         .client
         .subscribe(silent.subjects.command("SILENT"))
@@ -742,10 +747,9 @@ async fn a_forward_nobody_answers_is_refused_no_route_after_the_timeout() {
 /// no one; a command is handed over.
 #[tokio::test]
 async fn a_forward_that_is_not_a_command_is_refused_and_reaches_no_target() {
-    let Some(server) = NatsServer::start_or_skip() else {
+    let Some((_server, a, peer)) = relay_and_peer("CTL10").await else {
         return;
     };
-    let a = Node::start(&server, "CTL10").await;
     let s = session();
     let mut target = Peer::claiming(&a, &s, json!(["control.pause"])).await;
     Peer::hello(&a, "consumer", json!({}))
@@ -753,7 +757,6 @@ async fn a_forward_that_is_not_a_command_is_refused_and_reaches_no_target() {
         .until_claims(&s, 1)
         .await;
     // A's name within the fleet, read off its heartbeat
-    let peer = Liar::join(&server, "CTL10").await;
     let mut beats = peer
         .client
         .subscribe(peer.subjects.beat("*"))
