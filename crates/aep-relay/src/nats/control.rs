@@ -324,7 +324,8 @@ impl Mirror {
 }
 
 /// A relay's claims as the messages that carry them: roster frames of at most `max`
-/// bytes each (one at least, empty when there is no claim).
+/// bytes each (one at least, empty when there is no claim); a claim larger than a
+/// message alone is left out.
 fn claims_messages(relay: &str, gen: u64, entries: Vec<RosterEntry>, max: usize) -> Vec<String> {
     // the frame around the entries, with room for the largest `part`/`parts` numbers
     let frame = |entries: Vec<RosterEntry>, part: usize, parts: usize| {
@@ -340,6 +341,18 @@ fn claims_messages(relay: &str, gen: u64, entries: Vec<RosterEntry>, max: usize)
     let mut size = 0;
     for entry in entries {
         let len = json_len(&entry) + 1;
+        if len > budget {
+            // a claim no message can carry (its hello past the server's max_payload):
+            // left out, so that the relay's other claims still reach the cluster;
+            // commands from other relays to its session are refused `no-route`
+            tracing::warn!(
+                session = entry.session,
+                bytes = len,
+                max,
+                "a claim too large for one NATS message is not told to the other relays"
+            );
+            continue;
+        }
         let last = chunks.last_mut().expect("one chunk at least");
         if size + len > budget && !last.is_empty() {
             chunks.push(Vec::new());

@@ -67,6 +67,15 @@ fn claims_are_split_within_the_payload_limit_and_read_back_whole() {
     let (gen, part, got) = read_claims(messages[0].as_bytes()).unwrap();
     mirror.part("R1", gen, part, got, now);
     assert!(mirror.entries(now).is_empty());
+    // a claim too large for any message (a hello past the server's payload limit) is
+    // left out, not the relay's every claim with it
+    let mut huge = entry("huge", "agent");
+    huge.agent = Some("x".repeat(600));
+    let told = claims_messages("R1", 9, vec![entry("small", "agent"), huge], 600);
+    assert_eq!(told.len(), 1);
+    assert!(told[0].len() <= 600, "{} bytes", told[0].len());
+    let (_, _, got) = read_claims(told[0].as_bytes()).unwrap();
+    assert_eq!(got, vec![entry("small", "agent")]);
     assert!(read_claims(b"{\"type\":\"roster\",\"id\":\"R1\",\"entries\":[]}").is_none());
     assert!(read_claims(b"not json").is_none());
 }
