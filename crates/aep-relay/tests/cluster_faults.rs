@@ -330,6 +330,17 @@ async fn killing_one_relay_of_three_under_load_loses_nothing_and_doubles_nothing
     }
 }
 
+/// What each relay of `urls` answers a batch of one fresh event, now.
+async fn probe(urls: &[String]) -> Vec<u16> {
+    let mut statuses = Vec::with_capacity(urls.len());
+    for url in urls {
+        let event = json_event("progress.status", &session_id(), 1);
+        let r = aep_test_support::http::post_ndjson(url, TOKEN, &[event]).await;
+        statuses.push(r.status().as_u16());
+    }
+    statuses
+}
+
 /// One poster's record: each request's status and the `(source, id)` of its events,
 /// and when it was answered.
 #[derive(Debug, Default)]
@@ -395,23 +406,8 @@ async fn while_nats_is_down_ingest_answers_503_and_nothing_acknowledged_is_lost(
     let down = Instant::now();
     // down for a few seconds, and at least until each relay has refused a batch
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let refused_by_each = || async {
-        // peeks at the posters' progress through the relays' own answers
-        for url in &urls {
-            let r = aep_test_support::http::post_ndjson(
-                url,
-                TOKEN,
-                &[json_event("progress.status", &session_id(), 1)],
-            )
-            .await;
-            if r.status() != 503 {
-                return false;
-            }
-        }
-        true
-    };
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !refused_by_each().await {
+    while probe(&urls).await.iter().any(|s| *s != 503) {
         assert!(
             Instant::now() < deadline,
             "ingest still answers other than 503 20 s after nats-server died"
@@ -426,17 +422,7 @@ async fn while_nats_is_down_ingest_answers_503_and_nothing_acknowledged_is_lost(
     tokio::time::sleep(Duration::from_secs(2)).await;
     let deadline = Instant::now() + PATIENCE;
     loop {
-        let mut back = 0;
-        for url in &urls {
-            let r = aep_test_support::http::post_ndjson(
-                url,
-                TOKEN,
-                &[json_event("progress.status", &session_id(), 1)],
-            )
-            .await;
-            back += usize::from(r.status() == 202);
-        }
-        if back == urls.len() {
+        if probe(&urls).await.iter().all(|s| *s == 202) {
             break;
         }
         assert!(
