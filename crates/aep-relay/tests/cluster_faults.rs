@@ -342,10 +342,19 @@ async fn probe(urls: &[String]) -> Vec<u16> {
 }
 
 /// One poster's record: each request's status and the `(source, id)` of its events,
-/// and when it was answered.
+/// when it was sent and when it was answered.
 #[derive(Debug, Default)]
 struct Posted {
-    answers: Vec<(Instant, u16, String, Vec<Key>)>,
+    answers: Vec<Answer>,
+}
+
+#[derive(Debug)]
+struct Answer {
+    sent: Instant,
+    answered: Instant,
+    status: u16,
+    body: String,
+    keys: Vec<Key>,
 }
 
 /// Posts batches of 10 fresh events of one session to `url` every 20 ms until `stop`.
@@ -364,6 +373,7 @@ async fn poster(url: String, stop: Arc<AtomicBool>) -> Posted {
                 json_event("progress.status", &session, seq)
             })
             .collect();
+        let sent = Instant::now();
         let response = client
             .post(format!("{url}/events"))
             .bearer_auth(TOKEN)
@@ -376,12 +386,13 @@ async fn poster(url: String, stop: Arc<AtomicBool>) -> Posted {
             Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
             Err(e) => (0, e.to_string()),
         };
-        posted.answers.push((
-            Instant::now(),
+        posted.answers.push(Answer {
+            sent,
+            answered: Instant::now(),
             status,
             body,
-            batch.iter().map(key_of).collect(),
-        ));
+            keys: batch.iter().map(key_of).collect(),
+        });
         tokio::time::sleep(MS(20)).await;
     }
     posted
@@ -437,8 +448,15 @@ async fn while_nats_is_down_ingest_answers_503_and_nothing_acknowledged_is_lost(
     let mut acknowledged = Vec::new();
     for (url, task) in urls.iter().zip(posters) {
         let posted = task.await.unwrap();
-        let statuses: Vec<u16> = posted.answers.iter().map(|a| a.1).collect();
-        for (_, status, body, _) in &posted.answers {
+        let statuses: Vec<u16> = posted.answers.iter().map(|a| a.status).collect();
+        for Answer {
+            sent,
+            answered,
+            status,
+            body,
+            ..
+        } in &posted.answers
+        {
             assert!(
                 *status == 202 || *status == 503,
                 "{url} answered {status} ({body}) across nats-server's outage of {outage:?}"
@@ -446,6 +464,13 @@ async fn while_nats_is_down_ingest_answers_503_and_nothing_acknowledged_is_lost(
             if *status == 503 {
                 assert!(!body.trim().is_empty(), "a 503 without a reason");
             }
+            // sent after nats-server was gone, answered before it was back: nothing
+            // could have stored it
+            assert!(
+                !(*status == 202 && *sent > down && *answered < up),
+                "{url} acknowledged a batch sent {:?} into nats-server's outage of {outage:?}",
+                *sent - down
+            );
         }
         assert!(
             statuses.contains(&503),
@@ -454,8 +479,8 @@ async fn while_nats_is_down_ingest_answers_503_and_nothing_acknowledged_is_lost(
         let after: Vec<u16> = posted
             .answers
             .iter()
-            .filter(|a| a.0 > up)
-            .map(|a| a.1)
+            .filter(|a| a.answered > up)
+            .map(|a| a.status)
             .collect();
         assert!(
             after.contains(&202),
@@ -465,8 +490,8 @@ async fn while_nats_is_down_ingest_answers_503_and_nothing_acknowledged_is_lost(
             posted
                 .answers
                 .into_iter()
-                .filter(|a| a.1 == 202)
-                .flat_map(|a| a.3),
+                .filter(|a| a.status == 202)
+                .flat_map(|a| a.keys),
         );
     }
 
