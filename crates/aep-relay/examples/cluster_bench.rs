@@ -15,9 +15,13 @@
 //! For the cluster and the single relay: events/s end to end (every event at both
 //! readers, over the time from the first POST to the last arrival), delivery latency
 //! p50/p99 (from the start of the POST carrying an event to its arrival at a reader, both
-//! readers pooled), events lost (posted with a `202` and missing at a reader; must be 0)
-//! and delivered twice, and each process's peak RSS (`VmHWM`; the server's is reset
-//! before the cluster runs, so it is the cluster's, not the ceiling's).
+//! readers pooled), events lost (posted with a `202` and missing at a reader) and
+//! delivered twice, and each process's peak RSS (`VmHWM`; the server's is reset before
+//! the cluster runs, so it is the cluster's, not the ceiling's).
+//!
+//! A figure is only a result if every event got through once: an event lost or delivered
+//! twice, a refused POST, or a ceiling run whose server did not store each message once,
+//! fails the bench (it says so and exits non-zero).
 //!
 //! ```text
 //! cargo run --release -p aep-relay --features nats --example cluster_bench -- \
@@ -306,7 +310,8 @@ struct EndToEnd {
     lost: usize,
     /// Delivered more than once, both readers summed.
     twice: usize,
-    /// Refused POSTs (never expected: a refusal fails the run's "lost" too).
+    /// The first refused POST (its poster stops there; what it never posted is not
+    /// counted lost, so a refusal fails the run by itself).
     error: Option<String>,
 }
 
@@ -646,7 +651,9 @@ fn mib(kib: Option<u64>) -> String {
 }
 
 /// Runs `o.runs` end-to-end runs against `target`, prints each and the summary line;
-/// returns the median rate, or `None` if a run failed.
+/// returns the median rate, or `None` if a run failed, lost an event, delivered one
+/// twice or had a POST refused (the bench then exits non-zero: a rate is only a
+/// result if every event got through once).
 async fn end_to_end(name: &str, target: &Target<'_>, o: &Options) -> Option<f64> {
     let mut runs = Vec::new();
     for run in 0..o.runs {
@@ -673,14 +680,21 @@ async fn end_to_end(name: &str, target: &Target<'_>, o: &Options) -> Option<f64>
     }
     let ms = |d: Vec<f64>| median(d);
     let rate: Vec<f64> = runs.iter().map(|r| r.rate).collect();
+    let lost: usize = runs.iter().map(|r| r.lost).sum();
+    let twice: usize = runs.iter().map(|r| r.twice).sum();
     println!(
-        "{name:7}: {} events/s; p50 {:.1} ms, p99 {:.1} ms (medians); lost {} twice {} (all runs)",
+        "{name:7}: {} events/s; p50 {:.1} ms, p99 {:.1} ms (medians); lost {lost} twice {twice} (all runs)",
         spread(&rate),
         ms(runs.iter().map(|r| r.p50.as_secs_f64() * 1e3).collect()),
         ms(runs.iter().map(|r| r.p99.as_secs_f64() * 1e3).collect()),
-        runs.iter().map(|r| r.lost).sum::<usize>(),
-        runs.iter().map(|r| r.twice).sum::<usize>(),
     );
+    let refused = runs.iter().filter(|r| r.error.is_some()).count();
+    if lost + twice + refused > 0 {
+        println!(
+            "{name}: FAILED: {lost} events lost, {twice} delivered twice, {refused} runs with a refused POST"
+        );
+        return None;
+    }
     Some(median(rate))
 }
 
@@ -710,6 +724,13 @@ async fn ceiling(server: &NatsServer, o: &Options) -> Option<f64> {
                     c.p99.as_secs_f64() * 1e3,
                     c.read
                 );
+                if (c.stored, c.duplicates) != (o.events, 0) {
+                    println!(
+                        "ceiling: FAILED: the server stored {} of {} messages, {} as duplicates",
+                        c.stored, o.events, c.duplicates
+                    );
+                    return None;
+                }
                 rates.push(c.rate);
                 reads.push(c.read);
             }
