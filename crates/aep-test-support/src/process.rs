@@ -46,7 +46,12 @@ impl RelayProcess {
     /// Starts `command` (its stdio is taken over) and waits for the `http://` address on
     /// its first line of stdout; or says why there is none (it exited, or was silent for
     /// 30 s), with what it wrote on stderr.
-    pub fn spawn(mut command: Command) -> Result<RelayProcess, String> {
+    pub fn spawn(command: Command) -> Result<RelayProcess, String> {
+        RelayProcess::spawn_within(command, START_TIMEOUT)
+    }
+
+    /// [`RelayProcess::spawn`], waiting `timeout` for the address.
+    fn spawn_within(mut command: Command, timeout: Duration) -> Result<RelayProcess, String> {
         command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -82,24 +87,35 @@ impl RelayProcess {
             url: String::new(),
             log,
         };
-        let line = address.recv_timeout(START_TIMEOUT).unwrap_or_default();
-        match line.split_whitespace().find(|w| w.starts_with("http://")) {
-            Some(url) => {
-                relay.url = url.trim_end_matches('/').to_owned();
-                Ok(relay)
-            }
-            None => {
-                // a moment for its last words to reach the log
-                std::thread::sleep(Duration::from_millis(100));
-                let why = format!(
-                    "the relay printed no address (first line {:?}); its stderr:\n{}",
-                    line.trim(),
-                    relay.log()
-                );
-                relay.kill();
-                Err(why)
-            }
+        let first = address.recv_timeout(timeout);
+        let url = first
+            .as_deref()
+            .ok()
+            .and_then(|line| line.split_whitespace().find(|w| w.starts_with("http://")));
+        if let Some(url) = url {
+            relay.url = url.trim_end_matches('/').to_owned();
+            return Ok(relay);
         }
+        // a moment for its last words to reach the log
+        std::thread::sleep(Duration::from_millis(100));
+        let what = match &first {
+            Ok(line) if !line.is_empty() => {
+                format!("its first line names no http:// address: {:?}", line.trim())
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                format!("it printed nothing on stdout within {timeout:?}")
+            }
+            _ => match relay.child.try_wait() {
+                Ok(Some(status)) => format!("it exited ({status}) before printing its address"),
+                _ => "it closed its stdout before printing its address".to_owned(),
+            },
+        };
+        let why = format!(
+            "the relay did not start: {what}; its stderr:\n{}",
+            relay.log()
+        );
+        relay.kill();
+        Err(why)
     }
 
     /// `http://127.0.0.1:PORT`
@@ -173,6 +189,7 @@ pub fn peak_rss_kib(pid: u32) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn shell(script: &str) -> Command {
         let mut c = Command::new("sh");
@@ -194,8 +211,59 @@ mod tests {
     }
 
     #[test]
-    fn a_program_that_prints_no_address_is_an_error_with_its_stderr() {
+    fn a_program_that_exits_at_once_is_an_error_with_its_status_and_stderr() {
         let err = RelayProcess::spawn(shell("echo 'no flag --nats' >&2; exit 2")).unwrap_err();
         assert!(err.contains("no flag --nats"), "{err}");
+        assert!(err.contains("exited (exit status: 2)"), "{err}");
+    }
+
+    #[test]
+    fn a_first_line_without_an_address_is_an_error_and_the_program_is_stopped() {
+        let started = Instant::now();
+        let err = RelayProcess::spawn(shell("echo starting; exec sleep 60")).unwrap_err();
+        assert!(err.contains(r#"no http:// address: "starting""#), "{err}");
+        // stopped with `kill -9`, not left to sleep its minute out
+        assert!(started.elapsed() < Duration::from_secs(10), "{err}");
+    }
+
+    #[test]
+    fn a_silent_program_is_an_error_within_the_bound_with_its_stderr() {
+        let started = Instant::now();
+        let silent = shell("echo 'waiting for nothing' >&2; exec sleep 60");
+        let err = RelayProcess::spawn_within(silent, Duration::from_millis(500)).unwrap_err();
+        assert!(
+            err.contains("printed nothing on stdout within 500ms"),
+            "{err}"
+        );
+        assert!(err.contains("waiting for nothing"), "{err}");
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn dropping_it_stops_and_reaps_the_process() {
+        let relay = RelayProcess::spawn(shell("echo http://127.0.0.1:9; exec sleep 60")).unwrap();
+        let proc = format!("/proc/{}", relay.pid());
+        assert!(cfg!(not(target_os = "linux")) || Path::new(&proc).exists());
+        drop(relay);
+        // reaped: no zombie left under its pid
+        assert!(!Path::new(&proc).exists(), "{proc} is still there");
+    }
+
+    #[test]
+    fn a_relay_deaf_to_sigterm_is_killed_after_the_grace() {
+        // an ignored SIGTERM stays ignored across `exec`
+        let mut relay = RelayProcess::spawn(shell(
+            "trap '' TERM; echo http://127.0.0.1:9; exec sleep 60",
+        ))
+        .unwrap();
+        let started = Instant::now();
+        relay.terminate(Duration::from_millis(300));
+        assert!(!relay.is_running());
+        let took = started.elapsed();
+        assert!(
+            took >= Duration::from_millis(300),
+            "it obeyed SIGTERM: {took:?}"
+        );
+        assert!(took < Duration::from_secs(10), "{took:?}");
     }
 }
