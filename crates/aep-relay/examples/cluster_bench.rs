@@ -33,16 +33,19 @@
 //! everything it measures. It starts `nats-server -js` (on `PATH`, or `AEP_NATS_SERVER`)
 //! on a port of its own with a fresh store directory, and removes both at the end.
 
+mod common;
+
 use std::collections::VecDeque;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aep_test_support::nats::NatsServer;
-use aep_test_support::process::{peak_rss_kib, RelayProcess};
+use aep_test_support::process::{cpu_secs, peak_rss_kib, RelayProcess};
 use async_nats::jetstream::{self, message::PublishMessage, stream};
 use bytes::Bytes;
-use futures::{SinkExt, StreamExt};
+use common::{filter_query, median, mib, start_relay, TOKEN};
+use futures::StreamExt;
 use tokio_tungstenite::tungstenite::Message;
 
 const HELP: &str = "\
@@ -65,9 +68,6 @@ usage: cluster_bench [--events N] [--batch N] [--posters N] [--in-flight N] [--r
 Run it with: cargo run --release -p aep-relay --features nats --example cluster_bench
 ";
 
-const TOKEN: &str = "bench";
-/// Each relay's replay depth per session (both kinds alike).
-const BUFFER: &str = "20000";
 /// The stream the cluster's relays share.
 const CLUSTER_STREAM: &str = "AEPCLUSTER";
 
@@ -141,13 +141,7 @@ fn event(session: &str, seq: usize) -> Bytes {
 
 /// [`event`] of agent `agent` (whose name the readers filter on).
 fn agent_event(agent: &str, session: &str, seq: usize) -> Bytes {
-    let id = ulid::Ulid::new();
-    let line = |pad: usize| {
-        format!(
-            r#"{{"aep":"0.1","id":"{id}","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://bench/agent/{agent}/session/{session}","agent":"{agent}","session":"{session}","seq":{seq},"epoch":0,"severity":"notice","capture":"metadata","data":{{"phase":"benchmark","detail":"{}","step":{seq},"of":20000,"tags":["relay","bench","throughput","end-to-end"]}}}}"#,
-            "x".repeat(pad)
-        )
-    };
+    let line = |pad: usize| common::event(agent, session, seq, "notice", pad);
     let bare = line(0).len();
     Bytes::from(line(MESSAGE_BYTES.saturating_sub(bare)))
 }
@@ -224,19 +218,13 @@ async fn ceiling_run(
     let read = read_back(&js, &name, o.events).await?;
     let _ = js.delete_stream(&name).await;
     latencies.sort();
-    let at = |q: f64| {
-        latencies
-            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or_default()
-    };
     Ok(Ceiling {
         rate: o.events as f64 / secs,
         read,
         stored,
         duplicates,
-        p50: at(0.50),
-        p99: at(0.99),
+        p50: percentile(&latencies, 0.50),
+        p99: percentile(&latencies, 0.99),
     })
 }
 
@@ -286,9 +274,13 @@ async fn settle(
     Ok(())
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
+/// The `q` quantile of the ascending `sorted` (the nearest rank below), zero if empty.
+fn percentile(sorted: &[Duration], q: f64) -> Duration {
+    let rank = (sorted.len() as f64 * q) as usize;
+    sorted
+        .get(rank.min(sorted.len().saturating_sub(1)))
+        .copied()
+        .unwrap_or_default()
 }
 
 /// Where the readers of an end-to-end run attach, and the relay the posters post to.
@@ -355,15 +347,9 @@ fn seq_of(line: &[u8]) -> Option<usize> {
         .ok()
 }
 
-fn filter_query(agent: &str) -> String {
-    let filter = format!(r#"{{"agent":"{agent}"}}"#);
-    filter
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
+/// The readers' filter: every event of agent `agent`.
+fn agent_filter(agent: &str) -> String {
+    format!(r#"{{"agent":"{agent}"}}"#)
 }
 
 /// A live SSE reader of agent `agent` on `url`, connected; reads until every one of `n`
@@ -376,7 +362,10 @@ async fn sse_reader(
     stall: Duration,
 ) -> Result<tokio::task::JoinHandle<Arrivals>, String> {
     let mut response = client
-        .get(format!("{url}/stream?filter={}", filter_query(agent)))
+        .get(format!(
+            "{url}/stream?filter={}",
+            filter_query(&agent_filter(agent))
+        ))
         .bearer_auth(TOKEN)
         .send()
         .await
@@ -416,27 +405,7 @@ async fn ws_reader(
     n: usize,
     stall: Duration,
 ) -> Result<tokio::task::JoinHandle<Arrivals>, String> {
-    let ws_url = format!(
-        "ws{}/socket?access_token={TOKEN}",
-        url.trim_start_matches("http")
-    );
-    let (mut ws, _) = tokio_tungstenite::connect_async(ws_url)
-        .await
-        .map_err(|e| format!("WS to {url}: {e}"))?;
-    let hello = r#"{"type":"hello","versions":["0.1"],"role":"consumer"}"#;
-    let subscribe = format!(r#"{{"type":"subscribe","id":"b","filter":{{"agent":"{agent}"}}}}"#);
-    for frame in [hello.to_owned(), subscribe] {
-        ws.send(Message::Text(frame.into()))
-            .await
-            .map_err(|e| format!("WS to {url}: {e}"))?;
-    }
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
-            Ok(Some(Ok(m))) if m.to_text().unwrap_or("").contains("subscribed") => break,
-            Ok(Some(Ok(_))) => {}
-            other => return Err(format!("WS to {url}: no `subscribed` ({other:?})")),
-        }
-    }
+    let mut ws = common::ws_subscribe(url, &agent_filter(agent)).await?;
     Ok(tokio::spawn(async move {
         let mut arrivals = Arrivals::new(n);
         let mut count = 0;
@@ -541,18 +510,12 @@ async fn end_to_end_run(target: &Target<'_>, o: &Options) -> Result<EndToEnd, St
         lost = lost.max(missing);
     }
     latencies.sort();
-    let at = |q: f64| {
-        latencies
-            .get(((latencies.len() as f64 * q) as usize).min(latencies.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or_default()
-    };
     let delivered = n - lost;
     Ok(EndToEnd {
         rate: delivered as f64 / last.duration_since(started).as_secs_f64().max(1e-9),
         ingest: n as f64 / posted.max(1e-9),
-        p50: at(0.50),
-        p99: at(0.99),
+        p50: percentile(&latencies, 0.50),
+        p99: percentile(&latencies, 0.99),
         lost,
         twice,
         error,
@@ -563,21 +526,8 @@ async fn end_to_end_run(target: &Target<'_>, o: &Options) -> Result<EndToEnd, St
 fn relay(flags: &[&str]) -> Result<RelayProcess, String> {
     let exe = std::env::current_exe().map_err(|e| format!("this program's path: {e}"))?;
     let mut command = Command::new(exe);
-    command
-        .arg("--as-relay")
-        .args([
-            "--port",
-            "0",
-            "--host",
-            "127.0.0.1",
-            "--token",
-            TOKEN,
-            "--buffer",
-            BUFFER,
-        ])
-        .args(flags)
-        .env("RUST_LOG", "warn");
-    RelayProcess::spawn(command)
+    command.arg("--as-relay").env("RUST_LOG", "warn");
+    start_relay(command, flags)
 }
 
 /// `cluster_bench --as-relay FLAGS`: the `aep-relay` binary's flags and start-up, so that
@@ -625,29 +575,6 @@ fn spread(v: &[f64]) -> String {
     let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     format!("{:>7.0} (runs {lo:.0}..{hi:.0})", median(v.to_vec()))
-}
-
-/// CPU seconds (user and system) process `pid` has used so far (Linux).
-fn cpu_secs(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    // the fields after the command's closing parenthesis; utime and stime are 14 and 15
-    let fields: Vec<&str> = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest.split_whitespace().collect())
-        .unwrap_or_default();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // ticks are 1/100 s on Linux (USER_HZ)
-    (ticks(11) + ticks(12)) / 100.0
-}
-
-fn mib(kib: Option<u64>) -> String {
-    kib.map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
-        .unwrap_or_else(|| "n/a".into())
 }
 
 /// Runs `o.runs` end-to-end runs against `target`, prints each and the summary line;

@@ -25,14 +25,15 @@
 //! SIGTERM, so it exits cleanly and the profiler writes its output. Callgrind Ir/event is
 //! the difference of two runs with different `--events`, divided by the difference.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use futures::{SinkExt, StreamExt};
+use aep_test_support::process::{peak_rss_kib, rss_kib, RelayProcess};
+use common::{filter_query, median, mib, start_relay, ws_subscribe, BUFFER, TOKEN};
+use futures::StreamExt;
 use tokio_tungstenite::tungstenite::Message;
-
-const TOKEN: &str = "bench";
 
 const HELP: &str = "\
 relay_bench: the Rust relay against the reference relay, end to end, in one run
@@ -128,13 +129,20 @@ type Starter = Box<dyn Fn() -> Relay>;
 
 /// A relay process under test.
 struct Relay {
-    child: Child,
+    process: Process,
     url: String,
+}
+
+enum Process {
+    /// Started with `--port 0`; it names its address.
+    Rust(RelayProcess),
+    /// Started on a port picked for it.
+    Reference(Child),
 }
 
 impl Relay {
     fn rust(bin: &str, wrap: &[String]) -> Relay {
-        let mut command = match wrap.split_first() {
+        let command = match wrap.split_first() {
             Some((program, args)) => {
                 let mut c = Command::new(program);
                 c.args(args).arg(bin);
@@ -142,32 +150,13 @@ impl Relay {
             }
             None => Command::new(bin),
         };
-        let mut child = command
-            .args([
-                "--port",
-                "0",
-                "--host",
-                "127.0.0.1",
-                "--token",
-                TOKEN,
-                "--buffer",
-                "20000",
-            ])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the Rust relay (build it: cargo build --release -p aep-relay)");
-        let stdout = child.stdout.take().expect("stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("first line");
-        let url = line
-            .split_whitespace()
-            .find(|w| w.starts_with("http://"))
-            .expect("address on the first line")
-            .to_owned();
-        Relay { child, url }
+        let process = start_relay(command, &[]).unwrap_or_else(|why| {
+            panic!("the Rust relay {bin} (build it: cargo build --release -p aep-relay): {why}")
+        });
+        Relay {
+            url: process.url().to_owned(),
+            process: Process::Rust(process),
+        }
     }
 
     fn reference(script: &str) -> Relay {
@@ -176,7 +165,7 @@ impl Relay {
             .map(|a| a.port())
             .expect("free port");
         let child = Command::new(script)
-            .args([port.to_string(), TOKEN.to_owned(), "20000".to_owned()])
+            .args([port.to_string(), TOKEN.to_owned(), BUFFER.to_owned()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -187,54 +176,60 @@ impl Relay {
             std::thread::sleep(Duration::from_millis(50));
         }
         Relay {
-            child,
+            process: Process::Reference(child),
             url: format!("http://127.0.0.1:{port}"),
         }
     }
 
-    fn status(&self, key: &str) -> Option<u64> {
-        let text = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).ok()?;
-        let line = text.lines().find(|l| l.starts_with(key))?;
-        line.split_whitespace().nth(1)?.parse().ok()
+    fn pid(&self) -> u32 {
+        match &self.process {
+            Process::Rust(p) => p.pid(),
+            Process::Reference(child) => child.id(),
+        }
     }
 
     /// Peak resident set, KiB.
     fn peak_rss_kib(&self) -> Option<u64> {
-        self.status("VmHWM:")
+        peak_rss_kib(self.pid())
     }
 
     fn rss_kib(&self) -> Option<u64> {
-        self.status("VmRSS:")
+        rss_kib(self.pid())
     }
 
     fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
+        match &mut self.process {
+            Process::Rust(p) => p.is_running(),
+            Process::Reference(child) => matches!(child.try_wait(), Ok(None)),
+        }
     }
 }
 
 impl Drop for Relay {
     fn drop(&mut self) {
         // SIGTERM first: the relay exits cleanly (and a wrapping profiler writes its file)
-        let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .stderr(Stdio::null())
-            .status();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while self.alive() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(50));
+        let grace = Duration::from_secs(20);
+        match &mut self.process {
+            Process::Rust(p) => p.terminate(grace),
+            Process::Reference(child) => {
+                let _ = Command::new("kill")
+                    .args(["-TERM", &child.id().to_string()])
+                    .stderr(Stdio::null())
+                    .status();
+                let deadline = Instant::now() + grace;
+                while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                let _ = child.kill();
+                let _ = child.wait();
+            }
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
 fn event(session: &str, seq: usize, severity: &str) -> String {
-    let id = ulid::Ulid::new();
-    // about 470 bytes, the size of the anchors' 9.5 MB / 20 000 events
-    format!(
-        r#"{{"aep":"0.1","id":"{id}","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://bench/agent/bench/session/{session}","agent":"bench","session":"{session}","seq":{seq},"epoch":0,"severity":"{severity}","capture":"metadata","data":{{"phase":"benchmark","detail":"{}","step":{seq},"of":20000,"tags":["relay","bench","throughput","end-to-end"]}}}}"#,
-        "x".repeat(180)
-    )
+    // about 600 bytes a line
+    common::event("bench", session, seq, severity, 180)
 }
 
 async fn post_all(
@@ -303,15 +298,6 @@ async fn open_sse(client: &reqwest::Client, url: &str, query: &str) -> reqwest::
         .expect("SSE")
 }
 
-fn enc(s: &str) -> String {
-    s.bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' => (b as char).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect()
-}
-
 #[derive(Debug, Default, Clone)]
 struct Outcome {
     rate: f64,
@@ -325,25 +311,9 @@ struct Outcome {
 async fn live_run(url: &str, o: &Options, severity: &str) -> Outcome {
     let client = reqwest::Client::new();
     let session = format!("bench-{}", ulid::Ulid::new().to_string().to_lowercase());
-    let filter = enc(&format!(r#"{{"session":"{session}"}}"#));
-    let sse = open_sse(&client, url, &format!("filter={filter}")).await;
-    let ws_url = format!(
-        "ws{}/socket?access_token={TOKEN}",
-        url.trim_start_matches("http")
-    );
-    let (mut ws, _) = tokio_tungstenite::connect_async(ws_url).await.expect("ws");
-    ws.send(Message::Text(
-        r#"{"type":"hello","versions":["0.1"],"role":"consumer"}"#.into(),
-    ))
-    .await
-    .expect("hello");
-    let sub = format!(r#"{{"type":"subscribe","id":"b","filter":{{"session":"{session}"}}}}"#);
-    ws.send(Message::Text(sub.into())).await.expect("subscribe");
-    while let Some(Ok(m)) = ws.next().await {
-        if m.to_text().unwrap_or("").contains("subscribed") {
-            break;
-        }
-    }
+    let filter = format!(r#"{{"session":"{session}"}}"#);
+    let sse = open_sse(&client, url, &format!("filter={}", filter_query(&filter))).await;
+    let mut ws = ws_subscribe(url, &filter).await.expect("ws");
     tokio::time::sleep(Duration::from_millis(100)).await;
     let lines: Vec<String> = (0..o.events)
         .map(|i| event(&session, i, severity))
@@ -437,7 +407,7 @@ async fn replay_run(relay: &mut Relay, o: &Options, severity: &str) -> ReplayOut
             .as_u64()
             .map(|b| b as f64 / o.events as f64);
     }
-    let filter = enc(&format!(r#"{{"session":"{session}"}}"#));
+    let filter = filter_query(&format!(r#"{{"session":"{session}"}}"#));
     let start = Instant::now();
     let response = open_sse(&client, &relay.url, &format!("live=0&filter={filter}")).await;
     let (n, _, _) = count_sse(response, usize::MAX, o.stall).await;
@@ -446,16 +416,6 @@ async fn replay_run(relay: &mut Relay, o: &Options, severity: &str) -> ReplayOut
     tokio::time::sleep(Duration::from_millis(500)).await;
     out.alive = relay.alive();
     out
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v.get(v.len() / 2).copied().unwrap_or(0.0)
-}
-
-fn mib(kib: Option<u64>) -> String {
-    kib.map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
-        .unwrap_or_else(|| "n/a".into())
 }
 
 #[tokio::main]

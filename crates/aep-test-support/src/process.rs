@@ -1,6 +1,7 @@
 //! A relay as a process of its own (the `aep-relay` binary, or any program printing its
 //! address first), for the tests and benches that kill one (`kill -9`) or weigh it (its
-//! peak resident memory).
+//! peak resident memory, [`peak_rss_kib`]; its resident memory now, [`rss_kib`]; the CPU
+//! time it used, [`cpu_secs`]).
 //!
 //! The relay picks its port (`--port 0`) and names it on the first line of its stdout;
 //! [`RelayProcess::spawn`] waits for that line, so nothing binds a port, releases it and
@@ -181,9 +182,60 @@ impl Drop for RelayProcess {
 /// assert!(cfg!(not(target_os = "linux")) || mine.is_some_and(|k| k > 0));
 /// ```
 pub fn peak_rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmHWM:")
+}
+
+/// The resident set of process `pid` now, in KiB (`VmRSS` of `/proc/PID/status`), where
+/// there is one (Linux, the process alive).
+///
+/// ```
+/// use aep_test_support::process::{peak_rss_kib, rss_kib};
+/// let me = std::process::id();
+/// if let (Some(now), Some(peak)) = (rss_kib(me), peak_rss_kib(me)) {
+///     assert!(0 < now && now <= peak);
+/// }
+/// ```
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:")
+}
+
+fn status_kib(pid: u32, key: &str) -> Option<u64> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = text.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = text.lines().find(|l| l.starts_with(key))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// The CPU seconds (user and system) process `pid` has used so far, from
+/// `/proc/PID/stat` (Linux; 0 where there is none). A bench reads it before and after
+/// what it measures.
+///
+/// ```
+/// use aep_test_support::process::cpu_secs;
+/// use std::time::{Duration, Instant};
+/// let me = std::process::id();
+/// let (before, deadline) = (cpu_secs(me), Instant::now() + Duration::from_secs(30));
+/// // busy until this process has used a twentieth of a second more
+/// while cpu_secs(me) < before + 0.05 && Instant::now() < deadline {
+///     std::hint::black_box((0..100_000u64).sum::<u64>());
+/// }
+/// assert!(cfg!(not(target_os = "linux")) || cpu_secs(me) >= before + 0.05);
+/// ```
+pub fn cpu_secs(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // the fields after the command's closing parenthesis (the command may hold spaces);
+    // utime and stime, fields 14 and 15, are the 12th and 13th of those
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // in clock ticks, 1/100 s on Linux (USER_HZ)
+    (ticks(11) + ticks(12)) / 100.0
 }
 
 #[cfg(test)]

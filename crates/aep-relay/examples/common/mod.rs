@@ -1,0 +1,88 @@
+//! What the relay's bench programs (`relay_bench`, `cluster_bench`) share: their event,
+//! a Rust relay process started with their flags, a live WebSocket subscription, a
+//! filter as a query value, and how their figures are summarized.
+// Each bench uses its own share of this module.
+#![allow(dead_code)]
+
+use std::process::Command;
+use std::time::Duration;
+
+use aep_test_support::process::RelayProcess;
+use futures::{SinkExt, StreamExt};
+use tokio_tungstenite::tungstenite::Message;
+
+/// The bearer token of every relay a bench starts.
+pub const TOKEN: &str = "bench";
+/// Each relay's replay depth per session (`--buffer`): a whole run's events.
+pub const BUFFER: &str = "20000";
+
+/// The bench's event: a `progress.status` of agent `agent` in `session` at `seq` with
+/// `severity`, `pad` bytes of `x` in its `data.detail` (relay_bench's pad of 180 makes
+/// a line of about 600 bytes; cluster_bench pads it to exactly 603).
+pub fn event(agent: &str, session: &str, seq: usize, severity: &str, pad: usize) -> String {
+    let id = ulid::Ulid::new();
+    format!(
+        r#"{{"aep":"0.1","id":"{id}","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://bench/agent/{agent}/session/{session}","agent":"{agent}","session":"{session}","seq":{seq},"epoch":0,"severity":"{severity}","capture":"metadata","data":{{"phase":"benchmark","detail":"{}","step":{seq},"of":20000,"tags":["relay","bench","throughput","end-to-end"]}}}}"#,
+        "x".repeat(pad)
+    )
+}
+
+/// A Rust relay process: `command` (the relay, or a program that runs one) on a port it
+/// picks on 127.0.0.1, with [`TOKEN`] and [`BUFFER`], then `flags`; its address read
+/// off its first line, or why it did not start.
+pub fn start_relay(mut command: Command, flags: &[&str]) -> Result<RelayProcess, String> {
+    command
+        .args(["--port", "0", "--host", "127.0.0.1", "--token", TOKEN])
+        .args(["--buffer", BUFFER])
+        .args(flags);
+    RelayProcess::spawn(command)
+}
+
+/// The attr-match `filter` (its JSON) as the value of a `?filter=` query.
+pub fn filter_query(filter: &str) -> String {
+    aep_core::percent::encode(filter.as_bytes(), aep_core::percent::unreserved)
+}
+
+/// A live WebSocket connection to the relay at `url` (`http://`), a consumer
+/// subscribed with the attr-match `filter` (its JSON) once the relay said `subscribed`.
+pub async fn ws_subscribe(
+    url: &str,
+    filter: &str,
+) -> Result<
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
+    String,
+> {
+    let ws_url = format!(
+        "ws{}/socket?access_token={TOKEN}",
+        url.trim_start_matches("http")
+    );
+    let (mut ws, _) = tokio_tungstenite::connect_async(ws_url)
+        .await
+        .map_err(|e| format!("WS to {url}: {e}"))?;
+    let hello = r#"{"type":"hello","versions":["0.1"],"role":"consumer"}"#;
+    let subscribe = format!(r#"{{"type":"subscribe","id":"b","filter":{filter}}}"#);
+    for frame in [hello.to_owned(), subscribe] {
+        ws.send(Message::Text(frame.into()))
+            .await
+            .map_err(|e| format!("WS to {url}: {e}"))?;
+    }
+    loop {
+        match tokio::time::timeout(Duration::from_secs(10), ws.next()).await {
+            Ok(Some(Ok(m))) if m.to_text().unwrap_or("").contains("subscribed") => return Ok(ws),
+            Ok(Some(Ok(_))) => {}
+            other => return Err(format!("WS to {url}: no `subscribed` ({other:?})")),
+        }
+    }
+}
+
+/// The median of `v` (the upper one of an even count), 0 if empty.
+pub fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// `kib` in MiB, or `n/a`.
+pub fn mib(kib: Option<u64>) -> String {
+    kib.map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
+        .unwrap_or_else(|| "n/a".into())
+}
