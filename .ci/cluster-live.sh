@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The relay cluster (feature `nats`) end to end: one nats-server with a temporary store,
-# two release-built relays on it (--buffer 8, one token), the protocol's live checker
-# (--evict) against each, and the Python SDK's smoke.py against one.
+# two relays on it (--buffer 8, one token), the protocol's live checker (--evict)
+# against each, and the Python SDK's smoke.py against one. The relay is the debug build
+# cluster-control-live.sh uses too: a release build would compile the whole tree again
+# for checks that measure nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 shared=$(cd ../shared && pwd)
@@ -14,8 +16,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cargo build -q --release -p aep-relay --features nats --bin aep-relay
-relay_bin=target/release/aep-relay
+cargo build -q -p aep-relay --features nats --bin aep-relay
+relay_bin=target/debug/aep-relay
 
 # nats-server on a free port: it writes the port it took into a ports file
 nats-server -js -a 127.0.0.1 -p -1 -sd "$work/store" -ports_file_dir "$work" > "$work/nats.log" 2>&1 &
