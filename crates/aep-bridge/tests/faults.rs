@@ -10,7 +10,8 @@ use std::time::Duration;
 
 use aep_async::SubscribeOptions;
 use aep_bridge::export::{
-    CeMode, CeSink, ExportError, ExportReport, HttpOptions, OcsfWriter, OtlpExporter,
+    CeMode, CeSink, ExportError, ExportReport, ExportStats, HttpOptions, OcsfWriter, OtlpExporter,
+    OtlpExporterBuilder,
 };
 use aep_core::Event;
 use common::{golden, Answer, Endpoint};
@@ -34,36 +35,35 @@ fn reports() -> (Arc<Mutex<Vec<String>>>, impl Fn(ExportReport) + Send + Sync) {
     })
 }
 
+/// Exports the first `n` golden events with the exporter `builder` makes, returning its
+/// stats and the reports it made on the way.
+async fn export(builder: OtlpExporterBuilder, n: usize) -> (ExportStats, Vec<String>) {
+    let (seen, handler) = reports();
+    let exporter = builder.on_report(handler).build().unwrap();
+    let stats = exporter
+        .run(stream::iter(golden().into_iter().take(n)))
+        .await;
+    let seen = seen.lock().unwrap().clone();
+    (stats, seen)
+}
+
 #[tokio::test]
 async fn an_otlp_receiver_answering_500_rejects_the_batch_for_good() {
     let mut endpoint = Endpoint::start(|_| Answer::Status(500)).await;
-    let (seen, handler) = reports();
-    let exporter = OtlpExporter::builder(&endpoint.url)
+    let builder = OtlpExporter::builder(&endpoint.url)
         .max_batch(10)
-        .http(quick())
-        .on_report(handler)
-        .build()
-        .unwrap();
-    let events = golden().into_iter().take(4);
-    let stats = exporter.run(stream::iter(events)).await;
+        .http(quick());
+    let (stats, seen) = export(builder, 4).await;
     assert_eq!((stats.records, stats.exported, stats.rejected), (4, 0, 4));
     // OTLP/HTTP: 500 is not retryable; one request, no retry loop.
     assert_eq!(endpoint.drain().len(), 1);
-    assert!(seen.lock().unwrap()[0].contains("HTTP 500"), "{seen:?}");
+    assert!(seen[0].contains("HTTP 500"), "{seen:?}");
 }
 
 #[tokio::test]
 async fn a_503_is_retried_with_the_same_batch_until_it_is_taken() {
     let mut endpoint = Endpoint::start(|n| Answer::Status(if n < 2 { 503 } else { 200 })).await;
-    let (seen, handler) = reports();
-    let exporter = OtlpExporter::builder(&endpoint.url)
-        .http(quick())
-        .on_report(handler)
-        .build()
-        .unwrap();
-    let stats = exporter
-        .run(stream::iter(golden().into_iter().take(3)))
-        .await;
+    let (stats, seen) = export(OtlpExporter::builder(&endpoint.url).http(quick()), 3).await;
     assert_eq!((stats.exported, stats.failed), (3, 0));
     let requests = endpoint.drain();
     assert_eq!(requests.len(), 3);
@@ -73,7 +73,7 @@ async fn a_503_is_retried_with_the_same_batch_until_it_is_taken() {
     );
     assert_eq!(requests[0].path, "/v1/logs");
     assert_eq!(requests[0].header("content-encoding"), Some("gzip"));
-    assert_eq!(seen.lock().unwrap().len(), 2, "two retries reported");
+    assert_eq!(seen.len(), 2, "two retries reported");
 }
 
 #[tokio::test]
@@ -86,53 +86,36 @@ async fn a_retry_after_past_every_clock_gives_up_instead_of_stopping_the_worker(
         _ => Answer::RetryAfter(503, "18446744073709551615"),
     })
     .await;
-    let (seen, handler) = reports();
-    let exporter = OtlpExporter::builder(&endpoint.url)
-        .http(
-            quick()
-                .retry_backoff(Duration::from_millis(1100), Duration::MAX)
-                .give_up_after(Duration::from_secs(5)),
-        )
-        .on_report(handler)
-        .build()
-        .unwrap();
-    let stats = exporter
-        .run(stream::iter(golden().into_iter().take(2)))
-        .await;
+    let builder = OtlpExporter::builder(&endpoint.url).http(
+        quick()
+            .retry_backoff(Duration::from_millis(1100), Duration::MAX)
+            .give_up_after(Duration::from_secs(5)),
+    );
+    let (stats, seen) = export(builder, 2).await;
     assert_eq!(
         (stats.records, stats.failed, stats.pending()),
         (2, 2, 0),
         "{stats:?}"
     );
     assert_eq!(endpoint.drain().len(), 2);
-    assert!(
-        seen.lock().unwrap().last().unwrap().contains("gave up"),
-        "{seen:?}"
-    );
+    assert!(seen.last().unwrap().contains("gave up"), "{seen:?}");
 }
 
 #[tokio::test]
 async fn an_endpoint_that_is_down_is_retried_then_given_up_and_counted() {
-    // A port nothing listens on: every attempt is refused at connect.
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        format!("http://{}", listener.local_addr().unwrap())
-    };
-    let (seen, handler) = reports();
-    let exporter = OtlpExporter::builder(&closed)
-        .http(quick())
-        .on_report(handler)
-        .build()
-        .unwrap();
-    let stats = exporter
-        .run(stream::iter(golden().into_iter().take(3)))
-        .await;
+    // A port held for the whole test and never listened on: every attempt is refused
+    // at connect, and no other test can take the port meanwhile (a port bound and
+    // released could be).
+    let held = tokio::net::TcpSocket::new_v4().unwrap();
+    held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let closed = format!("http://{}", held.local_addr().unwrap());
+    let (stats, seen) = export(OtlpExporter::builder(&closed).http(quick()), 3).await;
+    drop(held);
     assert_eq!(
         (stats.records, stats.failed, stats.exported, stats.pending()),
         (3, 3, 0, 0),
         "{stats:?}"
     );
-    let seen = seen.lock().unwrap();
     assert!(seen[0].contains("retrying"), "retried first: {seen:?}");
     assert!(seen.last().unwrap().contains("gave up on 3"), "{seen:?}");
 }
@@ -140,16 +123,10 @@ async fn an_endpoint_that_is_down_is_retried_then_given_up_and_counted() {
 #[tokio::test]
 async fn a_413_for_an_oversized_batch_is_final_and_the_next_batch_still_goes() {
     let mut endpoint = Endpoint::start(|n| Answer::Status(if n == 0 { 413 } else { 200 })).await;
-    let (seen, handler) = reports();
-    let exporter = OtlpExporter::builder(&endpoint.url)
+    let builder = OtlpExporter::builder(&endpoint.url)
         .max_batch(10)
-        .http(quick())
-        .on_report(handler)
-        .build()
-        .unwrap();
-    let stats = exporter
-        .run(stream::iter(golden().into_iter().take(20)))
-        .await;
+        .http(quick());
+    let (stats, seen) = export(builder, 20).await;
     assert_eq!(
         (
             stats.records,
@@ -165,7 +142,7 @@ async fn a_413_for_an_oversized_batch_is_final_and_the_next_batch_still_goes() {
         2,
         "the refused batch is not sent again"
     );
-    assert!(seen.lock().unwrap()[0].contains("HTTP 413"), "{seen:?}");
+    assert!(seen[0].contains("HTTP 413"), "{seen:?}");
 }
 
 #[tokio::test]
@@ -188,13 +165,7 @@ async fn an_endless_answer_to_a_taken_batch_is_read_no_further_than_needed() {
     // A 200 whose body never ends: the records were taken, and the exporter neither
     // waits for (nor holds) the rest, nor sends them again.
     let mut endpoint = Endpoint::start(|_| Answer::StallAfter(200, 1 << 20)).await;
-    let exporter = OtlpExporter::builder(&endpoint.url)
-        .http(quick())
-        .build()
-        .unwrap();
-    let stats = exporter
-        .run(stream::iter(golden().into_iter().take(2)))
-        .await;
+    let (stats, _) = export(OtlpExporter::builder(&endpoint.url).http(quick()), 2).await;
     assert_eq!(
         (stats.records, stats.exported, stats.failed),
         (2, 2, 0),
