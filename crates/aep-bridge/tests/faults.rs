@@ -163,15 +163,36 @@ async fn a_cloudevents_receiver_refusing_with_400_is_not_asked_again() {
 #[tokio::test]
 async fn an_endless_answer_to_a_taken_batch_is_read_no_further_than_needed() {
     // A 200 whose body never ends: the records were taken, and the exporter neither
-    // waits for (nor holds) the rest, nor sends them again.
+    // waits for (nor holds) the rest, nor sends them again. The request timeout is
+    // far off: what ends the read is the cap on what is read.
     let mut endpoint = Endpoint::start(|_| Answer::StallAfter(200, 1 << 20)).await;
-    let (stats, _) = export(OtlpExporter::builder(&endpoint.url).http(quick()), 2).await;
+    let patient = quick().timeout(Duration::from_secs(120));
+    let run = export(OtlpExporter::builder(&endpoint.url).http(patient), 2);
+    let (stats, _) = tokio::time::timeout(Duration::from_secs(30), run)
+        .await
+        .expect("the answer is read no further than the cap");
     assert_eq!(
         (stats.records, stats.exported, stats.failed),
         (2, 2, 0),
         "{stats:?}"
     );
     assert_eq!(endpoint.drain().len(), 1);
+}
+
+#[tokio::test]
+async fn a_status_whose_body_stalls_decides_the_batch_without_sending_it_again() {
+    // The status came, the body stops short of its length: a 2xx took the records, a
+    // 400 refused them for good. Neither is a network failure worth a resend.
+    for (status, want) in [(200, (2, 0, 0)), (400, (0, 2, 0))] {
+        let mut endpoint = Endpoint::start(move |_| Answer::StallAfter(status, 10)).await;
+        let (stats, seen) = export(OtlpExporter::builder(&endpoint.url).http(quick()), 2).await;
+        assert_eq!(
+            (stats.exported, stats.rejected, stats.failed),
+            want,
+            "{status}: {stats:?} {seen:?}"
+        );
+        assert_eq!(endpoint.drain().len(), 1, "{status}: sent once");
+    }
 }
 
 #[tokio::test]

@@ -131,8 +131,10 @@ impl HttpOptions {
         self
     }
 
-    /// The bound on one request, from sending to the end of the response. Expiry is a
-    /// network failure, retried (an endpoint that never answers cannot stall export).
+    /// The bound on one request, from sending to the end of the response. Expiry
+    /// before the status is a network failure, retried (an endpoint that never answers
+    /// cannot stall export); a body still coming at expiry is read no further, and the
+    /// status decides.
     ///
     /// ```
     /// let o = aep_bridge::export::HttpOptions::new().timeout(std::time::Duration::from_secs(2));
@@ -439,44 +441,42 @@ impl Worker {
             req = req.header(name.as_str(), value.as_str());
         }
         let url = request.url.as_str();
-        let attempt = async {
-            let response = req
-                .send()
-                .await
-                .map_err(|e| (TransportError::network(format!("POST {url}"), e), None))?;
-            let status = response.status();
-            let retry_after = response
-                .headers()
-                .get(reqwest::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .map(Duration::from_secs);
-            let bytes = answer_prefix(response).await.map_err(|e| {
-                (
-                    TransportError::network(format!("POST {url}: reading the answer"), e),
-                    None,
-                )
-            })?;
-            if !status.is_success() {
-                let text = String::from_utf8_lossy(&bytes);
-                let detail: String = text.chars().take(200).collect();
+        let deadline = Instant::now() + options.timeout;
+        let response = match tokio::time::timeout_at(deadline, req.send()).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(e)) => return Err((TransportError::network(format!("POST {url}"), e), None)),
+            Err(_) => {
                 return Err((
-                    TransportError::http(status.as_u16(), format!("POST {url}: {detail}")),
-                    retry_after,
-                ));
+                    TransportError::network_msg(format!(
+                        "POST {url}: no answer within {} ms",
+                        options.timeout.as_millis()
+                    )),
+                    None,
+                ))
             }
-            Ok(partial_success(request.answer, &bytes))
         };
-        match tokio::time::timeout(options.timeout, attempt).await {
-            Ok(result) => result,
-            Err(_) => Err((
-                TransportError::network_msg(format!(
-                    "POST {url}: no answer within {} ms",
-                    options.timeout.as_millis()
-                )),
-                None,
-            )),
+        let status = response.status();
+        let retry_after = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        // The status is the answer: the body only adds a partial success or a refusal's
+        // text. One that breaks off or outlasts the timeout is read as far as it came,
+        // so a 2xx is not sent again (the endpoint has the records) and a final refusal
+        // is not retried.
+        let mut bytes = Vec::new();
+        let _ = tokio::time::timeout_at(deadline, answer_prefix(response, &mut bytes)).await;
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&bytes);
+            let detail: String = text.chars().take(200).collect();
+            return Err((
+                TransportError::http(status.as_u16(), format!("POST {url}: {detail}")),
+                retry_after,
+            ));
         }
+        Ok(partial_success(request.answer, &bytes))
     }
 }
 
@@ -484,19 +484,17 @@ impl Worker {
 /// a refusal's text, fits many times over.
 const ANSWER_LIMIT: usize = 64 * 1024;
 
-/// The first [`ANSWER_LIMIT`] bytes of a response's body. The rest is not read: a
-/// lying endpoint's endless body holds neither memory nor the worker, and a 2xx counts
-/// as soon as its status has come.
-async fn answer_prefix(mut response: reqwest::Response) -> reqwest::Result<Vec<u8>> {
-    let mut body = Vec::new();
+/// Reads into `body` the first [`ANSWER_LIMIT`] bytes of a response's body, or as much
+/// as comes before it ends or breaks off. The rest is not read: a lying endpoint's
+/// endless body holds neither memory nor the worker.
+async fn answer_prefix(mut response: reqwest::Response, body: &mut Vec<u8>) {
     while body.len() < ANSWER_LIMIT {
-        let Some(chunk) = response.chunk().await? else {
+        let Ok(Some(chunk)) = response.chunk().await else {
             break;
         };
         let room = ANSWER_LIMIT - body.len();
         body.extend_from_slice(&chunk[..chunk.len().min(room)]);
     }
-    Ok(body)
 }
 
 /// The records an OTLP endpoint reports rejecting in a 2xx answer (partial success),
