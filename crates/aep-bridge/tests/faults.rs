@@ -102,6 +102,40 @@ async fn a_retry_after_past_every_clock_gives_up_instead_of_stopping_the_worker(
 }
 
 #[tokio::test]
+async fn a_retry_after_within_the_ceiling_is_waited_for_and_one_past_it_is_not() {
+    // Within the 2 s ceiling, `Retry-After: 1` replaces the 20 ms delay: the retry
+    // waits at least that second.
+    let mut endpoint = Endpoint::start(|n| match n {
+        0 => Answer::RetryAfter(503, "1"),
+        _ => Answer::Status(200),
+    })
+    .await;
+    let http = quick()
+        .retry_backoff(Duration::from_millis(20), Duration::from_secs(2))
+        .give_up_after(Duration::from_secs(10));
+    let started = std::time::Instant::now();
+    let (stats, _) = export(OtlpExporter::builder(&endpoint.url).http(http), 2).await;
+    assert_eq!((stats.exported, stats.failed), (2, 0), "{stats:?}");
+    assert_eq!(endpoint.drain().len(), 2);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "the asked second was kept"
+    );
+
+    // An hour asked of an exporter whose ceiling is 100 ms and whose budget is 800 ms:
+    // it keeps its own schedule, and the batch goes on the next attempt instead of
+    // being given up at once.
+    let mut endpoint = Endpoint::start(|n| match n {
+        0 => Answer::RetryAfter(503, "3600"),
+        _ => Answer::Status(200),
+    })
+    .await;
+    let (stats, seen) = export(OtlpExporter::builder(&endpoint.url).http(quick()), 2).await;
+    assert_eq!((stats.exported, stats.failed), (2, 0), "{stats:?} {seen:?}");
+    assert_eq!(endpoint.drain().len(), 2);
+}
+
+#[tokio::test]
 async fn an_endpoint_that_is_down_is_retried_then_given_up_and_counted() {
     // A port held for the whole test and never listened on: every attempt is refused
     // at connect, and no other test can take the port meanwhile (a port bound and
