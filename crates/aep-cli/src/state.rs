@@ -1,13 +1,18 @@
 //! Resume positions kept in a file between runs: written whole to a temporary file and
 //! renamed over the old one, so a crash leaves the old state or the new, never half.
 
-use std::io::Write;
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use aep::ResumePosition;
 use serde_json::Value;
 
 use crate::exit::Failure;
+
+/// The largest state file read: a million sessions' positions fit. Anything larger is
+/// not a state file (a `--state` pointing at the wrong file, `/dev/zero`), and is
+/// refused before it is held in memory.
+const MAX_STATE_BYTES: u64 = 64 << 20;
 
 /// A file of resume positions: a JSON array of `{session, epoch, seq}` (the SDK's
 /// `ResumePosition`). The reference CLI's map form, `{"SESSION": {"epoch": E, "seq":
@@ -41,19 +46,32 @@ impl StateFile {
     }
 
     /// The saved positions; none when the file does not exist. A file that cannot be
-    /// read or is not a state file is exit 6, naming it and how to start over.
+    /// read, is larger than 64 MiB, or is not a state file is exit 6, naming it and how
+    /// to start over.
     pub fn load(&self) -> Result<Vec<ResumePosition>, Failure> {
         let shown = self.path.display();
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => {
-                return Err(Failure::input(format!(
-                    "cannot read the state file {shown}: {e}; {}",
-                    self.start_over
-                )))
-            }
+        let unreadable = |e: std::io::Error| {
+            Failure::input(format!(
+                "cannot read the state file {shown}: {e}; {}",
+                self.start_over
+            ))
         };
+        let file = match std::fs::File::open(&self.path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(unreadable(e)),
+        };
+        let mut text = String::new();
+        file.take(MAX_STATE_BYTES + 1)
+            .read_to_string(&mut text)
+            .map_err(unreadable)?;
+        if text.len() as u64 > MAX_STATE_BYTES {
+            return Err(Failure::input(format!(
+                "the state file {shown} is over {} MiB, more than any list of resume positions: check that it is the state file; {}",
+                MAX_STATE_BYTES >> 20,
+                self.start_over
+            )));
+        }
         let bad = |why: String| {
             Failure::input(format!(
                 "the state file {shown} is not a list of resume positions ({why}); {}",
@@ -133,6 +151,7 @@ mod tests {
         for garbage in [
             "",
             "{not json",
+            r#"[{"session":"a","epoch":1,"se"#, // a write cut short
             "7",
             r#"[{"session":"a"}]"#,
             r#"{"a":{"epoch":1}}"#,
@@ -140,14 +159,29 @@ mod tests {
             r#"{"a":{"epoch":-1,"seq":3}}"#,
             r#"{"a":5}"#,
         ] {
-            let e = load(garbage).expect_err(garbage);
-            assert_eq!(e.exit(), crate::exit::Exit::Input, "{garbage}");
-            let text = e.to_string();
-            assert!(
-                text.contains("state.json") && text.ends_with("; start over"),
-                "{garbage}: {text}"
-            );
+            refused(&load(garbage).expect_err(garbage), "state.json");
         }
+    }
+
+    /// Asserts `e` is exit 6, says `says`, and ends with how to start over.
+    fn refused(e: &Failure, says: &str) {
+        assert_eq!(e.exit(), crate::exit::Exit::Input, "{e}");
+        let text = e.to_string();
+        assert!(
+            text.contains(says) && text.ends_with("; start over"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_file_too_large_to_be_a_state_file_is_refused_unread() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("huge.json");
+        // sparse: no disk is spent on it
+        let file = std::fs::File::create(&path).unwrap();
+        file.set_len(MAX_STATE_BYTES + 1).unwrap();
+        let e = StateFile::new(&path, "start over").load();
+        refused(&e.expect_err("too large"), "huge.json is over 64 MiB");
     }
 
     #[test]
@@ -155,13 +189,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = StateFile::new(dir.path().join("absent.json"), "start over");
         assert_eq!(missing.load().unwrap(), []);
-        let e = StateFile::new(dir.path(), "start over")
-            .load()
-            .expect_err("a directory");
-        assert_eq!(e.exit(), crate::exit::Exit::Input);
-        assert!(
-            e.to_string().starts_with("cannot read the state file"),
-            "{e}"
-        );
+        let e = StateFile::new(dir.path(), "start over").load();
+        refused(&e.expect_err("a directory"), "cannot read the state file");
     }
 }
