@@ -224,6 +224,18 @@ fn a_relay_that_stops_answering_is_exit_5_not_a_hang() {
     assert_eq!(summary["lost"], summary["sent"]);
 }
 
+/// `aep emit` to `url` both ways: the events of `file`, and one event from flags.
+fn emit_both_ways(file: &str, url: &str) -> [common::Run; 2] {
+    [
+        vec!["emit", file],
+        vec!["emit", "--type", "agent.heartbeat"],
+    ]
+    .map(|mut args| {
+        args.extend(["--url", url]);
+        run(&args)
+    })
+}
+
 #[test]
 fn a_relay_that_fails_discovery_or_never_answers_it_is_exit_5() {
     let dir = scratch();
@@ -232,10 +244,7 @@ fn a_relay_that_fails_discovery_or_never_answers_it_is_exit_5() {
     let failing = scripted_relay(Some(
         b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 4\r\nconnection: close\r\n\r\noops",
     ));
-    for args in [vec!["emit", f], vec!["emit", "--type", "agent.heartbeat"]] {
-        let mut args = args.clone();
-        args.extend(["--url", &failing]);
-        let r = run(&args);
+    for r in emit_both_ways(f, &failing) {
         r.expect(5);
         r.stderr_has("answered 500");
         r.stderr_has("/.well-known/aep");
@@ -246,10 +255,7 @@ fn a_relay_that_fails_discovery_or_never_answers_it_is_exit_5() {
     let not_a_relay = scripted_relay(Some(
         b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: 15\r\nconnection: close\r\n\r\n<html>hi</html>",
     ));
-    for args in [vec!["emit", f], vec!["emit", "--type", "agent.heartbeat"]] {
-        let mut args = args.clone();
-        args.extend(["--url", &not_a_relay]);
-        let r = run(&args);
+    for r in emit_both_ways(f, &not_a_relay) {
         r.expect(5);
         r.stderr_has("no AEP discovery document");
         assert!(r.stdout.is_empty(), "nothing sent: {}", r.stdout);
