@@ -260,6 +260,21 @@ fn a_relay_that_fails_discovery_or_never_answers_it_is_exit_5() {
         r.stderr_has("no AEP discovery document");
         assert!(r.stdout.is_empty(), "nothing sent: {}", r.stdout);
     }
+    // a discovery document padded past the 64 KiB any relay's fits in is refused
+    // before it is held whole (it parses: only the bound refuses it)
+    let pad = "x".repeat(70 << 10);
+    let document = format!(r#"{{"aep":["0.1"],"endpoints":{{"events":"/events"}},"pad":"{pad}"}}"#);
+    let answer = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{document}",
+        document.len()
+    );
+    let huge = scripted_relay(Some(Box::leak(answer.into_bytes().into_boxed_slice())));
+    for r in emit_both_ways(f, &huge) {
+        r.expect(5);
+        r.stderr_has("no AEP discovery document");
+        r.stderr_has("a body over 65536 bytes");
+        assert!(r.stdout.is_empty(), "nothing sent: {}", r.stdout);
+    }
     // accepted and never answered: the probe's own timeout ends it, not the deadline
     let r = run_with(
         &["emit", f, "--url", &scripted_relay(None)],
