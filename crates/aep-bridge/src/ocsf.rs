@@ -396,6 +396,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_call_id_that_is_not_there_in_substance_is_no_process_uid() {
+        // §4.3: the uid is the payload's call id, never an empty or zero stand-in.
+        let denied = |call_id: Value| {
+            let e = Event::new(
+                "01J",
+                "tool.denied",
+                "2026-07-03T10:15:12.500Z",
+                "aep://h/agent/a",
+                "a",
+            )
+            .with_subject("Bash")
+            .with_data(json!({"tool": {"name": "Bash", "call_id": call_id}, "by": "policy"}));
+            let record = to_ocsf(&e, &OcsfOptions::default()).unwrap().unwrap();
+            record.get("process").cloned()
+        };
+        for absent in [json!(""), json!(0), json!(null), json!(false)] {
+            assert_eq!(
+                denied(absent.clone()),
+                Some(json!({"name": "Bash"})),
+                "{absent}"
+            );
+        }
+        assert_eq!(
+            denied(json!("t_92")),
+            Some(json!({"name": "Bash", "uid": "t_92"}))
+        );
+    }
+
+    #[test]
     fn authorities() {
         assert_eq!(authority("aep://host-a/agent/x"), Some("host-a"));
         assert_eq!(authority("https://u@h:8/p?q#f"), Some("u@h:8"));
