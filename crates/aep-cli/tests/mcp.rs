@@ -137,6 +137,23 @@ fn handshake_tools_and_emit_event() {
     c.stdin.flush().unwrap();
     assert_eq!(c.recv()["error"]["code"], -32700);
     assert_eq!(c.call(21, "ping", json!({}))["result"], json!({}));
+    // a line longer than any message is refused unread past the bound, and skipped
+    let mut endless =
+        br#"{"jsonrpc": "2.0", "id": 22, "method": "ping", "params": {"x": ""#.to_vec();
+    endless.resize(17 << 20, b'x');
+    endless.extend_from_slice(b"\"}}\n");
+    c.stdin.write_all(&endless).unwrap();
+    c.stdin.flush().unwrap();
+    let refused = c.recv();
+    assert_eq!(refused["error"]["code"], -32700, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("over 16 MiB"),
+        "{refused}"
+    );
+    assert_eq!(c.call(23, "ping", json!({}))["result"], json!({}));
 
     eventually("the event at the relay", Duration::from_secs(10), || {
         history(relay.url()).iter().any(|e| e.id() == id)

@@ -12,7 +12,7 @@ use aep::protocol::types::EventType;
 use aep::protocol::{Capture, Severity};
 use aep::{EmitOptions, Emitter, SessionEmitter, WsSink};
 use serde_json::{json, Value};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::args::RelayArgs;
@@ -28,7 +28,8 @@ use crate::exit::{describe, Exit, Failure, Outcome};
 /// WebSocket, in a session of their own (`--session`, default `mcp-ULID`) opened with
 /// `session.started` and closed with `session.ended` when stdin ends.
 ///
-/// Logs go to stderr; stdout carries only the protocol.
+/// Logs go to stderr; stdout carries only the protocol. A message longer than 16 MiB
+/// is answered with a parse error and skipped.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
@@ -47,6 +48,11 @@ pub struct Args {
 /// The MCP protocol revisions this server speaks; it answers with the client's when it
 /// knows it, else the newest.
 const PROTOCOL_VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// The longest message read from the client: the relay takes no larger body (its
+/// `--max-body` default), so no event of a longer one could be delivered. A longer line
+/// is answered with a parse error and skipped, never held.
+const MAX_MESSAGE: usize = 16 << 20;
 
 /// Answers waiting for a person, by `attention.requested` id.
 type Waiting = Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>;
@@ -173,15 +179,25 @@ pub async fn run(args: Args) -> Outcome {
     let mut line = Vec::new();
     loop {
         line.clear();
-        match stdin.read_until(b'\n', &mut line).await {
+        let mut limited = (&mut stdin).take(MAX_MESSAGE as u64 + 1);
+        let read = match limited.read_until(b'\n', &mut line).await {
             Ok(0) => break,
-            Ok(_) => {}
-            Err(e) => {
-                crate::term::warn(format!("aep mcp: stdin: {e}"));
-                break;
+            Ok(_) if line.len() > MAX_MESSAGE && line.last() != Some(&b'\n') => {
+                server.error(
+                    Value::Null,
+                    -32700,
+                    &format!("parse error: a message over {} MiB", MAX_MESSAGE >> 20),
+                );
+                skip_line(&mut stdin).await
             }
+            Ok(_) => Ok(()),
+            Err(e) => Err(e),
+        };
+        if let Err(e) = read {
+            crate::term::warn(format!("aep mcp: stdin: {e}"));
+            break;
         }
-        if line.iter().all(u8::is_ascii_whitespace) {
+        if line.len() > MAX_MESSAGE || line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
         server.clone().message(&line);
@@ -194,6 +210,26 @@ pub async fn run(args: Args) -> Outcome {
     drop(server);
     let _ = writer.await;
     Ok(Exit::Success)
+}
+
+/// Reads past the rest of a line, holding none of it.
+async fn skip_line(input: &mut (impl AsyncBufRead + Unpin)) -> std::io::Result<()> {
+    loop {
+        let buf = input.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        match buf.iter().position(|b| *b == b'\n') {
+            Some(end) => {
+                input.consume(end + 1);
+                return Ok(());
+            }
+            None => {
+                let n = buf.len();
+                input.consume(n);
+            }
+        }
+    }
 }
 
 impl Server {
