@@ -8,8 +8,9 @@ use aep::protocol::frame::Discovery;
 use crate::args::RelayArgs;
 use crate::exit::{describe, Failure};
 
-/// Largest discovery document read: the reference relay's is a few hundred bytes.
-const MAX_DOCUMENT: usize = 64 << 10;
+/// Largest discovery document (or other relay answer) read: the reference relay's is a
+/// few hundred bytes.
+pub const MAX_DOCUMENT: usize = 64 << 10;
 
 /// Whether an AEP relay answers at `relay` within 10 s: a discovery document
 /// (AEP-0003 §3.4), or a 404 from a relay that serves none, says it does. Unreachable,
@@ -61,7 +62,10 @@ pub async fn discovery(relay: &RelayArgs) -> Result<(), Failure> {
 }
 
 /// The body, refused past `limit` bytes rather than held whole.
-async fn read_at_most(mut response: reqwest::Response, limit: usize) -> Result<Vec<u8>, String> {
+pub async fn read_at_most(
+    mut response: reqwest::Response,
+    limit: usize,
+) -> Result<Vec<u8>, String> {
     let mut body = Vec::new();
     while let Some(chunk) = response
         .chunk()

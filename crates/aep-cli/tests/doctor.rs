@@ -15,7 +15,9 @@ fn a_healthy_relay_has_no_findings() {
     for lane in [
         "reach",
         "auth is on",
-        "discovery",
+        r#"/.well-known/aep: ["0.1"]"#,
+        // the relay's capabilities.replay.buffer, read as core's Discovery reads it
+        "replay buffer 10000",
         "sse",
         "cors",
         "websocket",
@@ -69,4 +71,16 @@ fn nothing_listening_is_a_finding_and_a_bad_url_is_usage() {
         && l["remedy"].as_str().unwrap().contains("aep relay")));
     run(&["doctor", "not a url"]).expect(2);
     run(&["doctor", "ftp://127.0.0.1:1"]).expect(2);
+}
+
+#[test]
+fn a_web_server_that_is_no_relay_is_a_discovery_finding() {
+    // JSON at every path, but no discovery document: `aep emit` would refuse it, so
+    // `doctor` says why
+    let not_a_relay = common::scripted_relay(Some(
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 8\r\nconnection: close\r\n\r\n{\"ok\":1}",
+    ));
+    let r = run(&["doctor", &not_a_relay]);
+    r.expect(1);
+    r.stderr_has("/.well-known/aep is no AEP discovery document (AEP-0003 §3.4)");
 }

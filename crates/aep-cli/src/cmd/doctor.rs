@@ -6,6 +6,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use aep::control::{open_duplex, DuplexOptions};
+use aep::protocol::frame::Discovery;
 use reqwest::header::{ACCESS_CONTROL_ALLOW_ORIGIN, CONTENT_TYPE, ORIGIN};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -392,15 +393,15 @@ impl Http<'_> {
 
     async fn discovery(&mut self) {
         match self.get("/.well-known/aep", true).await {
-            Ok(r) if r.status().is_success() => match body_json(r).await {
+            // read as every client reads it: core's `Discovery`, as `probe` does
+            Ok(r) if r.status().is_success() => match body_json(r).await.and_then(|doc| serde_json::from_value::<Discovery>(doc).map_err(|e| e.to_string())) {
                 Ok(doc) => {
-                    let versions = doc.get("aep").or_else(|| doc.get("versions")).cloned().unwrap_or(Value::Null);
-                    self.report.add("discovery", Level::Ok, format!("/.well-known/aep: {}", compact(&versions)), None);
-                    if let Some(buffer) = doc.pointer("/replay/buffer").or_else(|| doc.get("buffer")) {
-                        self.report.add("discovery", Level::Info, format!("replay buffer {}", compact(buffer)), None);
+                    self.report.add("discovery", Level::Ok, format!("/.well-known/aep: {}", compact(&json!(doc.aep))), None);
+                    if let Some(buffer) = doc.capabilities().replay.and_then(|r| r.buffer) {
+                        self.report.add("discovery", Level::Info, format!("replay buffer {buffer}"), None);
                     }
                 }
-                Err(e) => self.report.add("discovery", Level::Finding, format!("/.well-known/aep is not JSON: {e}"), Some("is this an AEP relay?")),
+                Err(e) => self.report.add("discovery", Level::Finding, format!("/.well-known/aep is no AEP discovery document (AEP-0003 §3.4): {e}"), Some("is this an AEP relay?")),
             },
             Ok(r) if r.status() == StatusCode::NOT_FOUND => self.report.add("discovery", Level::Warning, "no /.well-known/aep (AEP-0003 §3.4): clients cannot learn the relay's capabilities", None),
             Ok(r) => {
@@ -540,6 +541,6 @@ fn compact(v: &Value) -> String {
 }
 
 async fn body_json(r: reqwest::Response) -> Result<Value, String> {
-    let bytes = r.bytes().await.map_err(|e| describe(&e.without_url()))?;
+    let bytes = crate::probe::read_at_most(r, crate::probe::MAX_DOCUMENT).await?;
     serde_json::from_slice(&bytes).map_err(|e| e.to_string())
 }
