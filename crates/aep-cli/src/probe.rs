@@ -12,6 +12,10 @@ use crate::exit::{describe, Failure};
 /// few hundred bytes.
 pub const MAX_DOCUMENT: usize = 64 << 10;
 
+/// What to do about a relay that cannot be reached or answers as no relay would.
+pub const CHECK_URL: &str =
+    "check that the relay is running and that --url or AEP_URL is its address";
+
 /// Whether an AEP relay answers at `relay` within 10 s: a discovery document
 /// (AEP-0003 §3.4), or a 404 from a relay that serves none, says it does. Unreachable,
 /// silent, refusing the token, any other status, or a success whose body is no
@@ -29,7 +33,7 @@ pub async fn discovery(relay: &RelayArgs) -> Result<(), Failure> {
     }
     let response = request.send().await.map_err(|e| {
         Failure::relay(format!(
-            "cannot reach the relay at {}: {}",
+            "cannot reach the relay at {}: {}; {CHECK_URL}",
             relay.base(),
             describe(&e.without_url())
         ))
@@ -43,13 +47,13 @@ pub async fn discovery(relay: &RelayArgs) -> Result<(), Failure> {
     }
     if !status.is_success() {
         return Err(Failure::relay(format!(
-            "the relay at {} answered {status} to GET /.well-known/aep",
+            "the relay at {} answered {status} to GET /.well-known/aep; {CHECK_URL}, and its log",
             relay.base()
         )));
     }
     let not_a_relay = |why: String| {
         Failure::relay(format!(
-            "{} answered GET /.well-known/aep with no AEP discovery document (AEP-0003 §3.4: {why}); check that --url or AEP_URL is the relay's",
+            "{} answered GET /.well-known/aep with no AEP discovery document (AEP-0003 §3.4: {why}); {CHECK_URL}",
             relay.base()
         ))
     };

@@ -203,6 +203,7 @@ fn a_relay_down_or_refusing_is_exit_5_and_a_watch_only_relay_nacks() {
     let r = pause(&dead_relay_url(), &[]);
     r.expect(5);
     r.stderr_has("cannot reach the relay at http://127.0.0.1:");
+    r.stderr_has("--url or AEP_URL is its address");
     let relay = relay();
     let r = pause(relay.url(), &["--token", "nope"]);
     r.expect(5);

@@ -167,6 +167,7 @@ fn a_relay_down_or_refusing_is_exit_5() {
     let r = run(&["emit", f, "--url", &dead_relay_url()]);
     r.expect(5);
     r.stderr_has("cannot reach the relay");
+    r.stderr_has("check that the relay is running and that --url or AEP_URL is its address");
     let relay = relay();
     let r = run(&["emit", f, "--url", relay.url(), "--token", "wrong"]);
     r.expect(5);
@@ -248,6 +249,7 @@ fn a_relay_that_fails_discovery_or_never_answers_it_is_exit_5() {
         r.expect(5);
         r.stderr_has("answered 500");
         r.stderr_has("/.well-known/aep");
+        r.stderr_has("--url or AEP_URL");
         assert_eq!(r.stderr.trim().lines().count(), 1, "{}", r.stderr);
     }
     // a web server on the wrong port: a success that is no discovery document, where

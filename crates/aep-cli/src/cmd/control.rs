@@ -187,9 +187,10 @@ pub async fn connect(relay: &RelayArgs) -> Result<ControlClient, Failure> {
                 describe(&e)
             )),
             _ => Failure::relay(format!(
-                "cannot reach the relay at {}: {}",
+                "cannot reach the relay at {}: {}; {}",
                 relay.base(),
-                describe(&e)
+                describe(&e),
+                crate::probe::CHECK_URL
             )),
         })
 }
