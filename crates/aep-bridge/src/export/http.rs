@@ -146,7 +146,8 @@ impl HttpOptions {
     }
 
     /// Delays between attempts: the first and the ceiling, doubling in between. A
-    /// `Retry-After` of at most the ceiling replaces the delay it exceeds.
+    /// `Retry-After` of at most the ceiling replaces the delay it exceeds; a longer one
+    /// is not waited for (the delay stands), nor is one given as an HTTP date.
     ///
     /// ```
     /// use std::time::Duration;
