@@ -7,7 +7,8 @@
 //! readers under it, and a subscription is registered and its replay bounded (by the
 //! store's stamp) under it too, so every event reaches a new subscriber exactly once: by
 //! replay or live, never both, never neither. With a store several relays share, its
-//! feed takes the lock in place of ingest for the events it delivers (see `storage`).
+//! feed takes the lock in place of ingest for the events it delivers, and is parked
+//! while no live subscription reads it (see `storage`).
 
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -31,7 +32,8 @@ use crate::outbox::{self, Binding, Bounds, End, Outbox, ReplayJob};
 use crate::proto::Filter;
 use crate::routing::{self, Alone, Connections, Directory, Party, Refusal, RosterTooLarge};
 use crate::storage::{
-    Admitted, Admitting, Backend, Feed, Limits, ReplayFrom, Stamp, Storage, Unstored,
+    Admitted, Admitting, Backend, Feed, FeedGate, Gate, Limits, ReplayFrom, Stamp, Storage,
+    Unstored,
 };
 
 #[derive(Debug)]
@@ -42,6 +44,10 @@ struct State {
     /// a new live subscription's replay (a `live=0` one reads all the store holds; none:
     /// ingest fans out, bounded by the store's stamp).
     fed: Option<Stamp>,
+    /// With a gate: the feed is parked (no live subscription since it last delivered).
+    parked: bool,
+    /// The gate's latest opening: what the feed read under an earlier one is dropped.
+    generation: u64,
 }
 
 /// What a new subscription replays before going live (AEP-0003 §5).
@@ -115,6 +121,8 @@ pub(crate) struct Hub {
     directory: Arc<dyn Directory>,
     /// A shared store's feed, until the server starts fanning it out.
     feed: Untaken,
+    /// Parks and opens the feed (`storage::FeedGate`), when the store gives one.
+    gate: Option<FeedGate>,
     started: Instant,
     next_id: AtomicU64,
     /// Live subscriptions that need each event parsed (a filter on more than the session,
@@ -209,10 +217,14 @@ impl Hub {
                 subs,
                 conns: Connections::new(directory.clone()),
                 fed,
+                // a feed with a gate starts parked: the first live subscription opens it
+                parked: backend.gate.is_some(),
+                generation: 0,
             }),
             storage: backend.storage,
             directory,
             feed: Untaken(Mutex::new(backend.feed)),
+            gate: backend.gate,
             started: Instant::now(),
             next_id: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
@@ -366,8 +378,23 @@ impl Hub {
     async fn fan_out_fed(&self, admitted: Admitted) {
         let subs = {
             let mut st = self.lock();
+            if admitted.generation != st.generation {
+                // read ahead before the gate opened again, from a stamp the replays of
+                // the subscriptions since then already cover
+                return;
+            }
             // a redelivery carries its held copy's stamp: forwarded, the bound kept
             st.fed = st.fed.max(Some(admitted.stamp));
+            if st.subs.len() == 0 && !st.parked {
+                if let Some(gate) = &self.gate {
+                    // nobody reads live: the stream need not deliver every event here
+                    st.parked = true;
+                    gate.send_replace(Gate {
+                        after: None,
+                        generation: st.generation,
+                    });
+                }
+            }
             st.subs.list()
         };
         if !subs.is_empty() {
@@ -398,6 +425,9 @@ impl Hub {
         let mut st = self.lock();
         if let Some(bytes) = first {
             outbox.push_frame(bytes);
+        }
+        if live && st.parked {
+            self.open_feed(&mut st);
         }
         if let Some(from) = replay {
             let upto = match st.fed {
@@ -436,6 +466,21 @@ impl Hub {
         }
         id
     }
+    /// Opens a parked feed for a live subscription about to register (under the lock):
+    /// from the larger of what it had delivered and the store's stamp, which becomes
+    /// the bound of the subscription's replay (see `storage`).
+    fn open_feed(&self, st: &mut State) {
+        let Some(gate) = &self.gate else { return };
+        let after = st.fed.unwrap_or(0).max(self.storage.stamp());
+        st.fed = Some(after);
+        st.generation += 1;
+        st.parked = false;
+        gate.send_replace(Gate {
+            after: Some(after),
+            generation: st.generation,
+        });
+    }
+
     /// Removes one subscription by hub id (an SSE stream that ended).
     pub(crate) fn unsubscribe(&self, id: u64) {
         let mut st = self.lock();

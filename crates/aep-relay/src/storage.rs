@@ -43,6 +43,13 @@
 //!   routing and fan-out are the same either way. The JetStream store (`nats::store`,
 //!   feature `nats`) gives a feed; the hub's tests also drive this path with two
 //!   relays on one shared in-memory store.
+//! - **A feed nobody reads live may be parked.** A backend may give a [`FeedGate`]
+//!   with its feed: the hub parks the feed while the relay has no live subscription
+//!   (a relay that only takes events in then costs the stream no delivery of each
+//!   one) and opens it when one registers, under the same lock, from the larger of
+//!   what the feed had delivered and [`Storage::stamp`]: the subscription's replay is
+//!   bounded by that stamp and the feed delivers what follows it, and whatever an
+//!   earlier opening had read ahead is dropped ([`Admitted::generation`]).
 
 use std::fmt;
 use std::io;
@@ -249,12 +256,40 @@ pub(crate) trait Storage: Send + Sync + fmt::Debug {
 }
 
 /// Events admitted by any relay sharing a backend, as its [`Feed`] yields them for live
-/// fan-out: a run in stamp order, and the stamp of its last event.
+/// fan-out: a run in stamp order, the stamp of its last event, and the opening of the
+/// [`FeedGate`] it was read under (0 for a feed without a gate).
 #[derive(Debug)]
 pub(crate) struct Admitted {
     pub(crate) events: Vec<Encoded>,
     pub(crate) stamp: Stamp,
+    pub(crate) generation: u64,
 }
+
+/// Whether a relay's feed is read, as the hub last said through its [`FeedGate`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Gate {
+    /// Read from the stamp after this one on; `None`: parked, nothing read.
+    pub(crate) after: Option<Stamp>,
+    /// Counts the openings: what a feed reads under an opening carries its number
+    /// ([`Admitted::generation`]), so that the hub drops what an earlier opening had
+    /// read ahead once a later one has started.
+    pub(crate) generation: u64,
+}
+
+impl Gate {
+    /// A gate not opened yet: the feed reads nothing until the hub opens it.
+    pub(crate) const PARKED: Gate = Gate {
+        after: None,
+        generation: 0,
+    };
+}
+
+/// How the hub parks a shared backend's feed while this relay has no live subscription
+/// and opens it again, from a stamp, when one comes: a relay nobody reads live from
+/// (one that only takes in events) then costs the stream no delivery of every event.
+/// The hub opens it under the lock a subscription registers under, from the stamp the
+/// subscription's replay is bounded by, so replay and live delivery still meet.
+pub(crate) type FeedGate = tokio::sync::watch::Sender<Gate>;
 
 /// What a shared backend yields for live fan-out: every event admitted on any relay
 /// after the backend was opened (its [`Storage::stamp`] then), in stamp order, once
@@ -268,6 +303,8 @@ pub(crate) type Feed = BoxStream<'static, Admitted>;
 pub(crate) struct Backend {
     pub(crate) storage: Box<dyn Storage>,
     pub(crate) feed: Option<Feed>,
+    /// With a feed that can be parked: the hub parks it while nobody reads live.
+    pub(crate) gate: Option<FeedGate>,
 }
 
 impl Backend {
@@ -276,6 +313,7 @@ impl Backend {
         Backend {
             storage: Box::new(storage),
             feed: None,
+            gate: None,
         }
     }
 }
@@ -285,6 +323,7 @@ impl fmt::Debug for Backend {
         f.debug_struct("Backend")
             .field("storage", &self.storage)
             .field("feed", &self.feed.is_some())
+            .field("gate", &self.gate.is_some())
             .finish()
     }
 }

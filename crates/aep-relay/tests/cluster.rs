@@ -78,6 +78,53 @@ async fn what_a_ingests_b_replays_and_delivers_live() {
     b.shutdown().await.unwrap();
 }
 
+/// A relay whose live readers have all gone parks its feed (the stream delivers it
+/// nothing); a new live reader there opens it again where its replay ends: what was
+/// posted meanwhile, to another relay or to this one, is replayed once, what follows
+/// arrives live once, in order.
+#[tokio::test]
+async fn a_relay_without_live_readers_resumes_where_a_new_reader_replays_to() {
+    let Some(server) = NatsServer::start_or_skip() else {
+        return;
+    };
+    let (a, b) = two(&server).await;
+    let s = session();
+    let mut first = Sse::open(&b, &only(&s)).await;
+    assert_eq!(post_ndjson(&a, &batch(&s, 0..2)).await.status(), 202);
+    for seq in 0..2 {
+        let got = first.next_event().await.expect("live on B");
+        assert_eq!(got.json()["seq"], json!(seq));
+    }
+    drop(first);
+    // nobody reads on B now: the next delivery parks its feed, and the rest is stored
+    // without B's feed reading it
+    // (the session stays within the relays' --buffer 8: replay serves all of it)
+    for (relay, seqs) in [(&a, 2..3), (&a, 3..4), (&b, 4..5)] {
+        assert_eq!(post_ndjson(relay, &batch(&s, seqs)).await.status(), 202);
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let mut again = Sse::open(&b, &format!("{}&{}", only(&s), from_after(&s, 0, 0))).await;
+    for (relay, seqs) in [(&a, 5..6), (&b, 6..7)] {
+        assert_eq!(post_ndjson(relay, &batch(&s, seqs)).await.status(), 202);
+    }
+    let mut got = Vec::new();
+    while got.len() < 6 {
+        let Some(event) = again.next_event().await else {
+            panic!("replayed or live on B: {got:?} only");
+        };
+        got.push(event.json()["seq"].as_u64().unwrap());
+    }
+    assert_eq!(got, (1..7).collect::<Vec<_>>());
+    let more = tokio::time::timeout(Duration::from_millis(500), again.next_event()).await;
+    assert!(
+        !matches!(more, Ok(Some(_))),
+        "delivered twice: {:?}",
+        more.ok().flatten().map(|m| m.data)
+    );
+    a.shutdown().await.unwrap();
+    b.shutdown().await.unwrap();
+}
+
 /// Each relay keeps `--buffer` events of a session (the stream's
 /// `max_messages_per_subject`): a request for what was dropped is told so.
 #[tokio::test]

@@ -77,13 +77,27 @@ impl ContentDigest {
     /// assert_eq!(d.to_hex(), "b90489c1ed65d1349510f576a27c510a");
     /// ```
     pub fn to_hex(&self) -> String {
-        self.to_string()
+        String::from_utf8_lossy(&self.hex_digits()).into_owned()
+    }
+
+    /// The 32 lowercase hex digits, by table rather than formatted byte by byte: the
+    /// relay cluster writes one per event (its `Nats-Msg-Id`).
+    fn hex_digits(&self) -> [u8; 32] {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut out = [0u8; 32];
+        for (pair, byte) in out.chunks_exact_mut(2).zip(self.0) {
+            pair[0] = DIGITS[usize::from(byte >> 4)];
+            pair[1] = DIGITS[usize::from(byte & 0xf)];
+        }
+        out
     }
 }
 
 impl fmt::Display for ContentDigest {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.iter().try_for_each(|b| write!(f, "{b:02x}"))
+        let digits = self.hex_digits();
+        // ASCII hex digits only: always UTF-8
+        f.write_str(std::str::from_utf8(&digits).map_err(|_| fmt::Error)?)
     }
 }
 

@@ -274,7 +274,12 @@ impl Storage for Relay {
         if stamp > before {
             feeds.retain(|feed| {
                 let events = held.clone();
-                feed.unbounded_send(Admitted { events, stamp }).is_ok()
+                feed.unbounded_send(Admitted {
+                    events,
+                    stamp,
+                    generation: 0,
+                })
+                .is_ok()
             });
         }
         // redeliveries too, at a stamp already fed (the held copy's, or before it)
@@ -288,7 +293,12 @@ impl Storage for Relay {
             feeds.retain(|feed| {
                 let events = again.clone();
                 let stamp = before;
-                feed.unbounded_send(Admitted { events, stamp }).is_ok()
+                feed.unbounded_send(Admitted {
+                    events,
+                    stamp,
+                    generation: 0,
+                })
+                .is_ok()
             });
         }
         Admitting::Pending(Box::pin(async move {
@@ -330,6 +340,7 @@ fn relay_unfed(shared: &Arc<Shared>) -> Arc<Hub> {
     let backend = Backend {
         storage: Box::new(Relay(shared.clone())),
         feed: Some(Box::pin(rx)),
+        gate: None,
     };
     Arc::new(Hub::with_backend(RelayConfig::default(), backend))
 }
@@ -431,4 +442,78 @@ async fn a_replay_without_live_serves_what_the_feed_has_not_reached() {
         tokio::task::yield_now().await;
     }
     assert!(next_data(&mut live).is_none());
+}
+
+/// A feed with a gate is parked while nobody reads live, and opened by a live
+/// subscription from the larger of what it delivered and the store's stamp, which
+/// bounds that subscription's replay; what the feed read under an earlier opening is
+/// dropped, so each event reaches the new reader once, by replay or live.
+#[tokio::test]
+async fn a_parked_feed_opens_where_the_new_readers_replay_ends() {
+    let shared = shared();
+    let a = relay_of(&shared);
+    let (gate, opened) = tokio::sync::watch::channel(Gate::PARKED);
+    let (_feed, rx) = futures::channel::mpsc::unbounded();
+    let backend = Backend {
+        storage: Box::new(Relay(shared.clone())),
+        feed: Some(Box::pin(rx)),
+        gate: Some(gate),
+    };
+    let b = Arc::new(Hub::with_backend(RelayConfig::default(), backend));
+    let event = |id: &str, seq| parse_line(&line(id, seq), false).unwrap();
+    let fed = |id: &str, seq, generation| Admitted {
+        events: vec![event(id, seq).encoded],
+        stamp: seq,
+        generation,
+    };
+    let late_reader = || {
+        let (outbox, rx) = b.outbox(CancellationToken::new());
+        let mut request = SubscribeRequest::new(Binding::Sse, Filter::default());
+        request.replay.all = true;
+        let id = b.subscribe(&outbox, request);
+        (
+            id,
+            Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60)),
+        )
+    };
+    a.ingest(&[event("e1", 1), event("e2", 2)], None)
+        .await
+        .unwrap();
+    assert_eq!(*opened.borrow(), Gate::PARKED, "parked until a live reader");
+
+    let (first, mut on_b) = late_reader();
+    let open = |after, generation| Gate {
+        after: Some(after),
+        generation,
+    };
+    assert_eq!(*opened.borrow(), open(2, 1));
+    // read under no opening (before this one): dropped, replay has served it
+    b.fan_out_fed(fed("e2", 2, 0)).await;
+    a.ingest(&[event("e3", 3)], None).await.unwrap();
+    b.fan_out_fed(fed("e3", 3, 1)).await;
+    assert_eq!(ids_within(&mut on_b, 3).await, ["e1", "e2", "e3"]);
+
+    // the reader gone, the next delivery parks the feed
+    b.unsubscribe(first);
+    a.ingest(&[event("e4", 4)], None).await.unwrap();
+    b.fan_out_fed(fed("e4", 4, 1)).await;
+    let parked = Gate {
+        after: None,
+        generation: 1,
+    };
+    assert_eq!(*opened.borrow(), parked);
+    a.ingest(&[event("e5", 5)], None).await.unwrap();
+
+    // opened again at the store's stamp (5, past the 4 fed): e5 is replayed, and the
+    // first opening's read-ahead of it dropped
+    let (_second, mut again) = late_reader();
+    assert_eq!(*opened.borrow(), open(5, 2));
+    b.fan_out_fed(fed("e5", 5, 1)).await;
+    assert_eq!(
+        ids_within(&mut again, 5).await,
+        ["e1", "e2", "e3", "e4", "e5"]
+    );
+    a.ingest(&[event("e6", 6)], None).await.unwrap();
+    b.fan_out_fed(fed("e6", 6, 2)).await;
+    assert_eq!(ids_within(&mut again, 1).await, ["e6"]);
 }

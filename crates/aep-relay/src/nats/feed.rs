@@ -2,12 +2,16 @@
 //! this relay's own included, for live fan-out (AEP-0003 §5: a reader on relay B
 //! receives what relay A took), as the storage contract's `Feed` asks (`storage`).
 //!
-//! Two sources, merged in one task:
+//! The hub parks it while this relay has no live subscription (its gate,
+//! `storage::FeedGate`): the consumer is dropped, so the stream delivers nothing to a
+//! relay nobody reads from live, and each opening starts a consumer from the sequence
+//! after the one the hub names (what the new subscription's replay covers). While
+//! open, two sources, merged in one task:
 //!
 //! - the stored events, in stream order, from an ordered consumer on every session's
-//!   subject that starts after a stream sequence (the store's stamp when it opened, so
-//!   that what its replays serve and what its feed delivers meet without a gap or an
-//!   overlap). Whatever ends or breaks the consumer (a reconnect, a server restart), the
+//!   subject that starts after the stream sequence the gate's opening names (the bound
+//!   of the replay of the subscription that opened it, so that what replays serve and
+//!   what the feed delivers meet without a gap or an overlap). Whatever ends or breaks the consumer (a reconnect, a server restart), the
 //!   task creates it again from the sequence after the last one it delivered, and
 //!   skips anything at or before it: no gap, no repeat;
 //! - the redeliveries the relays announce ([`Cluster::announce_duplicates`]), which
@@ -19,13 +23,15 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+use aep_core::EnvelopeView;
 use async_nats::jetstream::consumer;
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
+use tokio::sync::watch;
 
 use super::cluster::Cluster;
-use crate::encoded::Encoded;
-use crate::storage::{Admitted, Feed};
+use crate::encoded::{encode_view, Encoded};
+use crate::storage::{Admitted, Feed, FeedGate, Gate};
 
 /// Stored events read ahead of fan-out per run.
 const RUN: usize = 256;
@@ -36,17 +42,32 @@ const RETRY: Duration = Duration::from_millis(250);
 /// How often the feed looks at the connection, to resume as soon as it is back.
 const WATCH: Duration = Duration::from_millis(100);
 
-/// The feed of `cluster` from stream sequence `after + 1` on; `stamp` is raised to each
-/// sequence delivered. It runs until its receiver is dropped.
-pub(crate) fn feed(cluster: Cluster, after: u64, stamp: Arc<AtomicU64>) -> Feed {
+/// The feed of `cluster` and its gate: parked until the hub opens the gate, then from
+/// the stream sequence after the one the gate names; `stamp` is raised to each sequence
+/// delivered. It runs until its receiver or its gate is dropped.
+pub(crate) fn feed(cluster: Cluster, stamp: Arc<AtomicU64>) -> (Feed, FeedGate) {
+    let (gate, opened) = watch::channel(Gate::PARKED);
     let (tx, rx) = mpsc::channel(16);
-    tokio::spawn(run(cluster, after, stamp, tx));
-    Box::pin(rx)
+    tokio::spawn(run(cluster, stamp, opened, tx));
+    (Box::pin(rx), gate)
 }
 
 /// An event as the stream holds it (its JSON), framed again; `None` for a message that
 /// is no event (nothing a relay of the fleet writes).
+///
+/// Framing only: the stream holds what a relay of the fleet checked at ingest (only
+/// relays publish to its subjects), so the in-place reading frames it without the
+/// envelope's rules again; what that reading does not take (escapes, ...) is checked
+/// and framed the whole way.
 pub(crate) fn decode(payload: &[u8]) -> Option<Encoded> {
+    let framed = std::str::from_utf8(payload)
+        .ok()
+        .and_then(|text| Some((EnvelopeView::read(text)?, text)))
+        .filter(|(view, _)| view.session().is_some() && view.seq().is_some())
+        .map(|(view, text)| encode_view(&view, text.as_bytes()));
+    if framed.is_some() {
+        return framed;
+    }
     match crate::line::parse_line(payload, false) {
         Ok(incoming) => Some(incoming.encoded),
         Err(_) => {
@@ -56,8 +77,31 @@ pub(crate) fn decode(payload: &[u8]) -> Option<Encoded> {
     }
 }
 
-async fn run(cluster: Cluster, after: u64, stamp: Arc<AtomicU64>, mut tx: mpsc::Sender<Admitted>) {
-    let mut delivered = after;
+/// Forwards a relay's announced redelivery (at the stamp fed last, under the gate's
+/// current opening); `false` once the relay has stopped.
+async fn forward(
+    announced: async_nats::Message,
+    delivered: u64,
+    generation: u64,
+    tx: &mut mpsc::Sender<Admitted>,
+) -> bool {
+    let Some(event) = decode(&announced.payload) else {
+        return true;
+    };
+    let again = Admitted {
+        events: vec![event],
+        stamp: delivered,
+        generation,
+    };
+    tx.send(again).await.is_ok()
+}
+
+async fn run(
+    cluster: Cluster,
+    stamp: Arc<AtomicU64>,
+    mut gate: watch::Receiver<Gate>,
+    mut tx: mpsc::Sender<Admitted>,
+) {
     // subscribed before the consumer starts: no redelivery is missed meanwhile
     let mut duplicates = loop {
         match cluster
@@ -72,7 +116,74 @@ async fn run(cluster: Cluster, after: u64, stamp: Arc<AtomicU64>, mut tx: mpsc::
             }
         }
     };
+    let mut delivered = 0;
+    let mut generation = 0;
     loop {
+        // Parked until the hub opens the gate (a live subscription registers): nothing
+        // is read from the stream meanwhile. A redelivery is still forwarded, under the
+        // current opening (the hub drops it if nobody reads).
+        let opened = loop {
+            let now = *gate.borrow_and_update();
+            if let Some(after) = now.after {
+                break (after, now.generation);
+            }
+            tokio::select! {
+                changed = gate.changed() => {
+                    if changed.is_err() {
+                        return;
+                    }
+                }
+                announced = duplicates.next() => {
+                    let Some(message) = announced else {
+                        tracing::warn!("the cluster's redeliveries are no longer received");
+                        return;
+                    };
+                    if !forward(message, delivered, now.generation, &mut tx).await {
+                        return;
+                    }
+                }
+            }
+        };
+        // a new opening reads from where it says; the same one again goes on from
+        // where the feed was
+        if opened.1 != generation {
+            (delivered, generation) = opened;
+        }
+        if !read(
+            &cluster,
+            &stamp,
+            &mut gate,
+            &mut duplicates,
+            &mut tx,
+            &mut delivered,
+            generation,
+        )
+        .await
+        {
+            return;
+        }
+    }
+}
+
+/// Reads the stream from `delivered + 1` under opening `generation` until the gate
+/// changes (`true`) or the relay has stopped (`false`). Whatever ends or breaks the
+/// consumer, it is created again from the sequence after the last one delivered.
+async fn read(
+    cluster: &Cluster,
+    stamp: &AtomicU64,
+    gate: &mut watch::Receiver<Gate>,
+    duplicates: &mut async_nats::Subscriber,
+    tx: &mut mpsc::Sender<Admitted>,
+    delivered: &mut u64,
+    generation: u64,
+) -> bool {
+    loop {
+        match gate.has_changed() {
+            Ok(false) => {}
+            Ok(true) => return true,
+            // the hub is gone
+            Err(_) => return false,
+        }
         let created = cluster
             .stream()
             .create_consumer(consumer::pull::OrderedConfig {
@@ -86,7 +197,7 @@ async fn run(cluster: Cluster, after: u64, stamp: Arc<AtomicU64>, mut tx: mpsc::
         let messages = match created {
             Ok(consumer) => consumer.messages().await,
             Err(e) => {
-                tracing::warn!(error = %e, from = delivered + 1, "creating the live feed's consumer; retrying");
+                tracing::warn!(error = %e, from = *delivered + 1, "creating the live feed's consumer; retrying");
                 tokio::time::sleep(RETRY).await;
                 continue;
             }
@@ -105,22 +216,26 @@ async fn run(cluster: Cluster, after: u64, stamp: Arc<AtomicU64>, mut tx: mpsc::
         let mut was_down = false;
         loop {
             tokio::select! {
+                changed = gate.changed() => {
+                    // parked, or opened again from elsewhere: the consumer goes
+                    return changed.is_ok();
+                }
                 _ = watch.tick() => {
                     if tx.is_closed() {
                         // the relay has stopped: its connection goes with this task
-                        return;
+                        return false;
                     }
                     if !cluster.is_connected() {
                         was_down = true;
                     } else if was_down {
-                        tracing::info!(after = delivered, "NATS is back: the live feed resumes");
+                        tracing::info!(after = *delivered, "NATS is back: the live feed resumes");
                         break;
                     }
                 }
                 run = messages.next() => {
                     let Some(run) = run else { break };
                     let mut events = Vec::with_capacity(run.len());
-                    let mut last = delivered;
+                    let mut last = *delivered;
                     let mut broken = false;
                     for message in run {
                         let message = match message {
@@ -140,13 +255,14 @@ async fn run(cluster: Cluster, after: u64, stamp: Arc<AtomicU64>, mut tx: mpsc::
                         last = sequence;
                         events.extend(decode(&message.payload));
                     }
-                    if last > delivered {
-                        delivered = last;
+                    if last > *delivered {
+                        *delivered = last;
                         stamp.fetch_max(last, Ordering::AcqRel);
-                        if !events.is_empty()
-                            && tx.send(Admitted { events, stamp: last }).await.is_err()
-                        {
-                            return;
+                        if !events.is_empty() {
+                            let admitted = Admitted { events, stamp: last, generation };
+                            if tx.send(admitted).await.is_err() {
+                                return false;
+                            }
                         }
                     }
                     if broken {
@@ -157,13 +273,10 @@ async fn run(cluster: Cluster, after: u64, stamp: Arc<AtomicU64>, mut tx: mpsc::
                     let Some(message) = announced else {
                         // the client is gone: nothing more will come
                         tracing::warn!("the cluster's redeliveries are no longer received");
-                        return;
+                        return false;
                     };
-                    if let Some(event) = decode(&message.payload) {
-                        let again = Admitted { events: vec![event], stamp: delivered };
-                        if tx.send(again).await.is_err() {
-                            return;
-                        }
+                    if !forward(message, *delivered, generation, tx).await {
+                        return false;
                     }
                 }
             }
@@ -205,6 +318,15 @@ mod tests {
             .unwrap()
     }
 
+    async fn nothing_within(feed: &mut Feed, ms: u64) {
+        let got = tokio::time::timeout(Duration::from_millis(ms), feed.next()).await;
+        assert!(
+            got.is_err(),
+            "fed: {:?}",
+            got.ok().flatten().map(|a| ids(&a))
+        );
+    }
+
     fn ids(admitted: &Admitted) -> Vec<String> {
         admitted
             .events
@@ -230,8 +352,14 @@ mod tests {
         a.publish(&[event(&a, "e0", 0)]).await.unwrap();
         let after = b.last_sequence().await.unwrap();
         let stamp = Arc::new(AtomicU64::new(after));
-        let mut a_feed = feed(a.clone(), after, stamp.clone());
-        let mut b_feed = feed(b.clone(), after, Arc::new(AtomicU64::new(after)));
+        let (mut a_feed, a_gate) = feed(a.clone(), stamp.clone());
+        let (mut b_feed, b_gate) = feed(b.clone(), Arc::new(AtomicU64::new(after)));
+        for gate in [&a_gate, &b_gate] {
+            gate.send_replace(Gate {
+                after: Some(after),
+                generation: 1,
+            });
+        }
         tokio::time::sleep(Duration::from_millis(200)).await;
 
         let batch = [event(&a, "e1", 1), event(&a, "e2", 2)];
@@ -265,5 +393,61 @@ mod tests {
                 .is_err(),
             "fed twice"
         );
+    }
+
+    /// A parked feed reads nothing from the stream; opened, it reads from after the
+    /// stamp the opening names (what a new subscription's replay covers), under the
+    /// opening's number, never what it had read before.
+    #[tokio::test]
+    async fn a_parked_feed_reads_nothing_and_opens_after_the_stamp_it_is_given() {
+        let Some(server) = NatsServer::start_or_skip() else {
+            return;
+        };
+        let a = Cluster::connect(&options(&server.url())).await.unwrap();
+        let stamp = Arc::new(AtomicU64::new(0));
+        let (mut fed, gate) = feed(a.clone(), stamp.clone());
+        a.publish(&[event(&a, "e1", 1)]).await.unwrap();
+        nothing_within(&mut fed, 300).await;
+        let open = |after, generation| Gate {
+            after: Some(after),
+            generation,
+        };
+        gate.send_replace(open(0, 1));
+        let first = next(&mut fed).await;
+        assert_eq!(
+            (ids(&first), first.stamp, first.generation),
+            (vec!["e1".to_owned()], 1, 1)
+        );
+
+        gate.send_replace(Gate {
+            after: None,
+            generation: 1,
+        });
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        a.publish(&[event(&a, "e2", 2), event(&a, "e3", 3)])
+            .await
+            .unwrap();
+        nothing_within(&mut fed, 300).await;
+        assert_eq!(stamp.load(Ordering::Acquire), 1, "parked, nothing read");
+
+        // opened after e2, which the new subscription's replay serves
+        gate.send_replace(open(2, 2));
+        let resumed = next(&mut fed).await;
+        assert_eq!(
+            (ids(&resumed), resumed.stamp, resumed.generation),
+            (vec!["e3".to_owned()], 3, 2)
+        );
+        a.publish(&[event(&a, "e4", 4)]).await.unwrap();
+        let live = next(&mut fed).await;
+        assert_eq!(
+            (ids(&live), live.stamp, live.generation),
+            (vec!["e4".to_owned()], 4, 2)
+        );
+        nothing_within(&mut fed, 300).await;
+
+        // the gate dropped (the relay stopped): the feed ends
+        drop(gate);
+        let end = tokio::time::timeout(Duration::from_secs(5), fed.next()).await;
+        assert!(matches!(end, Ok(None)), "the feed ends with its gate");
     }
 }

@@ -6,7 +6,7 @@
 //! - [`names`]: the names every relay of a cluster must compute alike;
 //! - with feature `nats`: `cluster` (connect and check, publish a batch acknowledged,
 //!   read back in stream order), `feed` (every admission of every relay, in stream
-//!   order, for live fan-out), `store` (the [`Storage`](crate::storage::Storage)
+//!   order, for live fan-out; parked while the relay has no live subscription), `store` (the [`Storage`](crate::storage::Storage)
 //!   and its feed on the stream) and `control` (AEP-0004 control and the AEP-0003
 //!   §4.1 roster across the relays: the [`Directory`](crate::routing::Directory) of a
 //!   relay of a cluster). Without the feature a relay given a cluster refuses

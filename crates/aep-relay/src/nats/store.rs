@@ -20,7 +20,9 @@
 //!   `from=all`, every session's subject in stream order (admission order), never a gap.
 //!   A read that fails ends the replay with `Replayed::Failed` (the reader's stream
 //!   ends and it resumes), never a replay cut short in silence.
-//! - **The feed** is [`feed::feed`]: every relay's admissions, this one's included.
+//! - **The feed** is [`feed::feed`]: every relay's admissions, this one's included,
+//!   while the hub keeps its gate open (a live subscription on this relay); parked,
+//!   the stream delivers nothing to this relay.
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -38,7 +40,8 @@ use super::NatsCluster;
 use crate::config::RelayConfig;
 use crate::encoded::Encoded;
 use crate::storage::{
-    Admitting, Backend, Outcome, Outcomes, Replay, ReplayFrom, Replayed, Stamp, Storage, Unstored,
+    Admitting, Backend, FeedGate, Outcome, Outcomes, Replay, ReplayFrom, Replayed, Stamp, Storage,
+    Unstored,
 };
 
 /// How often the session and byte counts of `/healthz` are read from the stream.
@@ -49,10 +52,11 @@ const COUNTS_EVERY: Duration = Duration::from_secs(2);
 /// from a thread of its own, so it may be called from anywhere in one.
 pub(crate) fn open(config: &RelayConfig, cluster: &NatsCluster) -> std::io::Result<Backend> {
     let options = NatsOptions::new(cluster, config.buffer)?;
-    let (store, feed) = block_on_runtime(NatsStore::open(&options))?;
+    let (store, feed, gate) = block_on_runtime(NatsStore::open(&options))?;
     Ok(Backend {
         storage: Box::new(store),
         feed: Some(feed),
+        gate: Some(gate),
     })
 }
 
@@ -87,11 +91,12 @@ struct Counts {
 }
 
 impl NatsStore {
-    /// Connects and checks the stream, then starts the publishing task, the feed (from
-    /// the stream's last sequence now) and the counts' refresher.
+    /// Connects and checks the stream, then starts the publishing task, the feed (parked
+    /// until its gate opens it, from the stream's last sequence now at the earliest: the
+    /// store's stamp) and the counts' refresher.
     pub(crate) async fn open(
         options: &NatsOptions,
-    ) -> Result<(NatsStore, crate::storage::Feed), ClusterError> {
+    ) -> Result<(NatsStore, crate::storage::Feed, FeedGate), ClusterError> {
         let cluster = Cluster::connect(options).await?;
         let last = cluster.last_sequence().await?;
         let stamp = Arc::new(AtomicU64::new(last));
@@ -99,14 +104,14 @@ impl NatsStore {
         tokio::spawn(publish(cluster.clone(), queue, stamp.clone()));
         let counts = Arc::new(Counts::default());
         tokio::spawn(refresh_counts(cluster.clone(), Arc::downgrade(&counts)));
-        let feed = feed::feed(cluster.clone(), last, stamp.clone());
+        let (feed, gate) = feed::feed(cluster.clone(), stamp.clone());
         let store = NatsStore {
             cluster,
             jobs,
             stamp,
             counts,
         };
-        Ok((store, feed))
+        Ok((store, feed, gate))
     }
 }
 
@@ -438,7 +443,7 @@ mod tests {
         let Some(mut server) = NatsServer::start_or_skip() else {
             return;
         };
-        let (store, _feed) = NatsStore::open(&options(&server.url())).await.unwrap();
+        let (store, _feed, _gate) = NatsStore::open(&options(&server.url())).await.unwrap();
         let batch = [event("e0", 0), event("e1", 1)];
         store
             .admit(&batch.iter().collect::<Vec<_>>())
