@@ -5,13 +5,14 @@
 //! Each event is framed once and delivered to each reader in runs, never waiting inside
 //! the loop; afterwards one wait, all at once, for the readers that must catch up. An
 //! event read in place is matched on its reading; one kept as bytes only is matched on
-//! its frame when the filter names its session alone, and parsed again otherwise.
+//! its frame when the filter names its session alone, read in place again otherwise,
+//! and parsed when it must be lowered or the reading does not take it.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use aep_core::{Capture, Event, Severity};
+use aep_core::{Capture, EnvelopeView, Event, Severity};
 use bytes::Bytes;
 use smallvec::SmallVec;
 
@@ -129,37 +130,39 @@ where
     let mut runs = Runs::new(subs);
     for incoming in events {
         let severity = incoming.encoded.severity();
+        let json = incoming.encoded.json();
         let mut parsed_again = None;
         // read back from the frame (a UTF-8 check) once, for the first reader that asks
         let mut session = None;
+        // bytes only, read in place once for the first reader whose filter needs more
+        // than the session
+        let mut read_again: Option<Option<EnvelopeView<'_>>> = None;
         for (at, sub) in subs.iter().enumerate() {
             if sub.outbox.is_closed() {
                 continue;
             }
             let event = match &incoming.reading {
                 Reading::Parsed(event) => Some(&**event),
-                Reading::InPlace(view) => {
-                    if !sub.filter.matches_view(view) {
-                        continue;
-                    }
-                    if !proto::lowers(view.capture(), sub.capture) {
-                        // forwarded as received: nothing to lower
+                Reading::InPlace(view) => match on_view(view, sub) {
+                    OnView::Skip => continue,
+                    OnView::Forward => {
                         let bytes = outbox::pick(&incoming.encoded, sub.binding);
                         runs.offer(at, &sub.outbox, bytes, severity);
                         continue;
                     }
-                    // lowering to the reader's ceiling needs the parsed event
-                    if parsed_again.is_none() {
-                        parsed_again = Event::from_slice(&incoming.encoded.json()).ok();
+                    OnView::Lower => {
+                        if parsed_again.is_none() {
+                            parsed_again = Event::from_slice(&json).ok();
+                        }
+                        // matched already, on the view
+                        if let Some(event) = parsed_again.as_ref() {
+                            let bytes =
+                                outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
+                            runs.offer(at, &sub.outbox, bytes, severity);
+                        }
+                        continue;
                     }
-                    // matched already, on the view
-                    if let Some(event) = parsed_again.as_ref() {
-                        let bytes =
-                            outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
-                        runs.offer(at, &sub.outbox, bytes, severity);
-                    }
-                    continue;
-                }
+                },
                 Reading::BytesOnly => match (
                     sub.capture,
                     sub.filter
@@ -174,10 +177,24 @@ where
                         continue;
                     }
                     _ => {
-                        if parsed_again.is_none() {
-                            parsed_again = Event::from_slice(&incoming.encoded.json()).ok();
+                        let read = read_again.get_or_insert_with(|| {
+                            std::str::from_utf8(&json).ok().and_then(EnvelopeView::read)
+                        });
+                        match read.as_ref().map(|view| on_view(view, sub)) {
+                            Some(OnView::Skip) => continue,
+                            Some(OnView::Forward) => {
+                                let bytes = outbox::pick(&incoming.encoded, sub.binding);
+                                runs.offer(at, &sub.outbox, bytes, severity);
+                                continue;
+                            }
+                            // to lower, or not read in place (escapes, ...): parsed
+                            _ => {
+                                if parsed_again.is_none() {
+                                    parsed_again = Event::from_slice(&json).ok();
+                                }
+                                parsed_again.as_ref()
+                            }
                         }
-                        parsed_again.as_ref()
                     }
                 },
             };
@@ -192,6 +209,28 @@ where
     // every reader has what it could take; only now wait for those that must catch up
     runs.flush_all();
     runs.pace().await;
+}
+
+/// What a reader takes of an event read in place.
+enum OnView {
+    /// Its filter does not match.
+    Skip,
+    /// As received: nothing to lower to its capture ceiling.
+    Forward,
+    /// Lowered to its ceiling, which needs the parsed event.
+    Lower,
+}
+
+/// Decides on the in-place reading what `sub` takes of the event (the reading and a
+/// parse decide every filter alike, `proto`).
+fn on_view(view: &EnvelopeView<'_>, sub: &Sub) -> OnView {
+    if !sub.filter.matches_view(view) {
+        OnView::Skip
+    } else if proto::lowers(view.capture(), sub.capture) {
+        OnView::Lower
+    } else {
+        OnView::Forward
+    }
 }
 
 /// The runs of one fan-out, one per reader queue. Subscriptions on one connection share

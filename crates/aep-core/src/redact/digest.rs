@@ -179,22 +179,32 @@ pub fn write_canonical_json(value: &Value, out: &mut String) {
 
 /// A JSON string literal as RFC 8785 writes it.
 fn write_json_string(s: &str, out: &mut String) {
+    out.reserve(s.len() + 2);
     out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => {
-                out.push_str(&format!("\\u{:04x}", u32::from(c)));
-            }
-            c => out.push(c),
+    // Only ASCII is escaped, and no byte of a multi-byte character is ASCII: the runs
+    // between escapes are copied whole, cut at ASCII bytes, so at character boundaries.
+    let mut run = 0;
+    for (at, byte) in s.bytes().enumerate() {
+        let escape = match byte {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0..=0x1f => "",
+            _ => continue,
+        };
+        out.push_str(s.get(run..at).unwrap_or_default());
+        if escape.is_empty() {
+            out.push_str(&format!("\\u{byte:04x}"));
+        } else {
+            out.push_str(escape);
         }
+        run = at + 1;
     }
+    out.push_str(s.get(run..).unwrap_or_default());
     out.push('"');
 }
 
@@ -285,6 +295,16 @@ mod tests {
             "9007199254740992"
         );
         assert_eq!(canonical_json(&json!(-42)), "-42");
+    }
+
+    #[test]
+    fn every_escape_and_multibyte_text_around_them() {
+        assert_eq!(
+            canonical_json(&json!("é\"a\\b\u{8}\u{c}\n\r\t\u{1f}€\u{1f600}\u{0}z")),
+            "\"é\\\"a\\\\b\\b\\f\\n\\r\\t\\u001f€\u{1f600}\\u0000z\""
+        );
+        assert_eq!(canonical_json(&json!("")), "\"\"");
+        assert_eq!(canonical_json(&json!("\u{1f600}")), "\"\u{1f600}\"");
     }
 
     #[test]

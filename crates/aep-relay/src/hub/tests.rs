@@ -8,8 +8,9 @@ use crate::outbox::{Drain, Piece};
 use crate::proto;
 use crate::storage::{Admitted, Backend};
 
-/// Fan-out of an event read in place reaches the readers a parsed one reaches, and a
-/// reader that lowers `capture` gets the lowered event.
+/// Fan-out of an event read in place, or kept as bytes only (as a shared store's feed
+/// gives it), reaches the readers a parsed one reaches, and a reader that lowers
+/// `capture` gets the lowered event.
 #[tokio::test]
 async fn a_websocket_event_read_in_place_fans_out_as_a_parsed_one() {
     let line = std::str::from_utf8(LINE).unwrap().replace(
@@ -17,7 +18,7 @@ async fn a_websocket_event_read_in_place_fans_out_as_a_parsed_one() {
         r#""capture":"full","acme":"x","data":{"status":"reading"}"#,
     );
     let mut lowered_once = Vec::new();
-    for in_place in [true, false] {
+    for (in_place, bytes_only) in [(true, false), (false, false), (false, true)] {
         let hub = Hub::new(RelayConfig::default()).unwrap();
         let mut by_session = reader(&hub, json!({ "session": "s1" }));
         let mut by_type = reader(&hub, json!({ "type": "progress.*", "agent": "a" }));
@@ -40,10 +41,13 @@ async fn a_websocket_event_read_in_place_fans_out_as_a_parsed_one() {
         let mut slot = None;
         let incoming = if in_place {
             read_event(&line, &mut slot).unwrap()
+        } else if bytes_only {
+            Incoming::stored(parse_line(line.as_bytes(), false).unwrap().encoded)
         } else {
             parse_line(line.as_bytes(), true).unwrap()
         };
         assert_eq!(matches!(incoming.reading, Reading::InPlace(_)), in_place);
+        assert_eq!(matches!(incoming.reading, Reading::BytesOnly), bytes_only);
         hub.ingest(std::slice::from_ref(&incoming), Some(7))
             .await
             .unwrap();
@@ -64,6 +68,7 @@ async fn a_websocket_event_read_in_place_fans_out_as_a_parsed_one() {
         lowered_once.push(got);
     }
     assert_eq!(lowered_once[0], lowered_once[1]);
+    assert_eq!(lowered_once[0], lowered_once[2]);
 }
 
 /// The events `hub`'s store holds of `session`.

@@ -160,7 +160,8 @@ impl std::error::Error for ClusterError {}
 /// One event to publish: its session's subject, its `Nats-Msg-Id`, its bytes.
 #[derive(Debug, Clone)]
 pub(crate) struct Outgoing {
-    pub(crate) subject: String,
+    /// Shared by the events of a session in a batch (a clone is a reference count).
+    pub(crate) subject: async_nats::Subject,
     pub(crate) message_id: String,
     pub(crate) payload: Bytes,
 }
@@ -631,7 +632,7 @@ mod tests {
     fn event(name: &StreamName, session: &str, id: &str) -> Outgoing {
         let json = format!(r#"{{"id":"{id}","session":"{session}"}}"#);
         Outgoing {
-            subject: name.session_subject(session),
+            subject: name.session_subject(session).into(),
             message_id: message_id("aep://t", id),
             payload: Bytes::from(json),
         }

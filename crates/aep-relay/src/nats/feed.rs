@@ -305,7 +305,7 @@ mod tests {
             r#"{{"aep":"0.1","id":"{id}","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://t/agent/a","agent":"a","session":"s","seq":{seq},"data":{{}}}}"#
         );
         Outgoing {
-            subject: cluster.name().session_subject("s"),
+            subject: cluster.name().session_subject("s").into(),
             message_id: message_id("aep://t/agent/a", id),
             payload: Bytes::from(json),
         }

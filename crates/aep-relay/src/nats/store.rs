@@ -119,10 +119,11 @@ impl NatsStore {
 /// next is sent; answers each with its acknowledgements and announces its redeliveries.
 async fn publish(cluster: Cluster, mut queue: mpsc::UnboundedReceiver<Job>, stamp: Arc<AtomicU64>) {
     while let Some(job) = queue.recv().await {
+        let mut subjects = Subjects::default();
         let batch: Vec<Outgoing> = job
             .events
             .iter()
-            .map(|event| outgoing(cluster.name(), event))
+            .map(|event| outgoing(cluster.name(), event, &mut subjects))
             .collect();
         // Sending waits only for room in the client's queue, which a connection lost
         // mid-batch stops draining: past the timeout the batch is answered 503 (what
@@ -189,9 +190,28 @@ async fn refresh_counts(cluster: Cluster, counts: std::sync::Weak<Counts>) {
     }
 }
 
+/// The subject of the session last published to: a batch is mostly one session's.
+#[derive(Debug, Default)]
+struct Subjects {
+    last: Option<(String, async_nats::Subject)>,
+}
+
+impl Subjects {
+    fn of(&mut self, name: &StreamName, session: &str) -> async_nats::Subject {
+        match &self.last {
+            Some((last, subject)) if last == session => subject.clone(),
+            _ => {
+                let subject = async_nats::Subject::from(name.session_subject(session));
+                self.last = Some((session.to_owned(), subject.clone()));
+                subject
+            }
+        }
+    }
+}
+
 /// The message of one sequenced session event: its session's subject, the digest of
 /// its `(source, id)`, its JSON as received.
-fn outgoing(name: &StreamName, event: &Encoded) -> Outgoing {
+fn outgoing(name: &StreamName, event: &Encoded, subjects: &mut Subjects) -> Outgoing {
     let json = event.json();
     // read back from the JSON rather than kept beside every event of every store: only
     // this store needs them
@@ -206,7 +226,7 @@ fn outgoing(name: &StreamName, event: &Encoded) -> Outgoing {
         Err(_) => format!("{:016x}{:016x}", event.key().0, event.key().1),
     });
     Outgoing {
-        subject: name.session_subject(event.session().unwrap_or_default()),
+        subject: subjects.of(name, event.session().unwrap_or_default()),
         message_id: id,
         payload: json,
     }
@@ -422,7 +442,8 @@ mod tests {
     #[test]
     fn the_message_id_is_the_digest_of_source_and_id_however_spelt() {
         let name = StreamName::parse("STORE").unwrap();
-        let plain = outgoing(&name, &event("e1", 1));
+        let mut subjects = Subjects::default();
+        let plain = outgoing(&name, &event("e1", 1), &mut subjects);
         assert_eq!(plain.message_id, message_id("aep://t/agent/a", "e1"));
         let json = String::from_utf8(event("e1", 1).json().to_vec())
             .unwrap()
@@ -431,8 +452,26 @@ mod tests {
             .unwrap()
             .encoded;
         assert!(EnvelopeView::read(std::str::from_utf8(&escaped.json()).unwrap()).is_none());
-        assert_eq!(outgoing(&name, &escaped).message_id, plain.message_id);
-        assert_eq!(plain.subject, name.session_subject("s"));
+        assert_eq!(
+            outgoing(&name, &escaped, &mut subjects).message_id,
+            plain.message_id
+        );
+        assert_eq!(plain.subject.as_str(), name.session_subject("s"));
+        // the subject kept for the last session is never another session's
+        let other = String::from_utf8(event("e2", 2).json().to_vec())
+            .unwrap()
+            .replace(r#""session":"s""#, r#""session":"t""#);
+        let other = crate::line::parse_line(other.as_bytes(), false)
+            .unwrap()
+            .encoded;
+        let subject = |event: &Encoded, subjects: &mut Subjects| {
+            outgoing(&name, event, subjects).subject.to_string()
+        };
+        assert_eq!(subject(&other, &mut subjects), name.session_subject("t"));
+        assert_eq!(
+            subject(&event("e3", 3), &mut subjects),
+            name.session_subject("s")
+        );
     }
 
     /// A replay the stream cannot answer (NATS down) is declared, as its last item,
