@@ -99,10 +99,14 @@ async fn a_relay_without_live_readers_resumes_where_a_new_reader_replays_to() {
     // nobody reads on B now: the next delivery parks its feed, and the rest is stored
     // without B's feed reading it
     // (the session stays within the relays' --buffer 8: replay serves all of it)
-    for (relay, seqs) in [(&a, 2..3), (&a, 3..4), (&b, 4..5)] {
+    for (relay, seqs) in [(&a, 2..3), (&b, 3..4), (&a, 4..5)] {
         assert_eq!(post_ndjson(relay, &batch(&s, seqs)).await.status(), 202);
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // a reader with nothing to replay starts from about now, not from where B's feed
+    // was parked: B's stamp follows the stream (read every 2 s) while parked
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let mut live_only = Sse::open(&b, &only(&s)).await;
     let mut again = Sse::open(&b, &format!("{}&{}", only(&s), from_after(&s, 0, 0))).await;
     for (relay, seqs) in [(&a, 5..6), (&b, 6..7)] {
         assert_eq!(post_ndjson(relay, &batch(&s, seqs)).await.status(), 202);
@@ -115,6 +119,10 @@ async fn a_relay_without_live_readers_resumes_where_a_new_reader_replays_to() {
         got.push(event.json()["seq"].as_u64().unwrap());
     }
     assert_eq!(got, (1..7).collect::<Vec<_>>());
+    for seq in 5..7 {
+        let got = live_only.next_event().await.expect("live on B");
+        assert_eq!(got.json()["seq"], json!(seq), "posted before it subscribed");
+    }
     let more = tokio::time::timeout(Duration::from_millis(500), again.next_event()).await;
     assert!(
         !matches!(more, Ok(Some(_))),

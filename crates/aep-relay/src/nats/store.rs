@@ -13,7 +13,10 @@
 //!   another by one task, in the order the hub admitted them, and their
 //!   acknowledgements awaited meanwhile; the redeliveries among them are announced to
 //!   every relay's feed ([`Cluster::announce_duplicates`]).
-//! - **Stamps** are stream sequences; the stamp is the latest the relay has seen.
+//! - **Stamps** are stream sequences; the stamp is the latest the relay has seen: its
+//!   own acknowledgements, its feed, and the stream's last sequence read every 2 s
+//!   (what a parked feed opens after, so that a new live reader starts from about
+//!   now, not from where the feed was parked).
 //! - **Replay** reads the stream: a session's subject (the stream keeps its newest
 //!   `--buffer` events, `max_messages_per_subject`), in `(epoch, seq)` order, from its
 //!   `from` position, with `replay-exhausted` when what was asked for was dropped;
@@ -103,7 +106,11 @@ impl NatsStore {
         let (jobs, queue) = mpsc::unbounded_channel();
         tokio::spawn(publish(cluster.clone(), queue, stamp.clone()));
         let counts = Arc::new(Counts::default());
-        tokio::spawn(refresh_counts(cluster.clone(), Arc::downgrade(&counts)));
+        tokio::spawn(refresh_counts(
+            cluster.clone(),
+            Arc::downgrade(&counts),
+            stamp.clone(),
+        ));
         let (feed, gate) = feed::feed(cluster.clone(), stamp.clone());
         let store = NatsStore {
             cluster,
@@ -173,8 +180,10 @@ async fn publish(cluster: Cluster, mut queue: mpsc::UnboundedReceiver<Job>, stam
 }
 
 /// Reads the stream's session and byte counts every [`COUNTS_EVERY`] while the store
-/// lives.
-async fn refresh_counts(cluster: Cluster, counts: std::sync::Weak<Counts>) {
+/// lives, and raises the stamp to its last sequence: while the feed is parked nothing
+/// else moves it for the other relays' events, and the next live subscription's feed
+/// starts after it (a replay up to it serves what is before: all of it is stored).
+async fn refresh_counts(cluster: Cluster, counts: std::sync::Weak<Counts>, stamp: Arc<AtomicU64>) {
     loop {
         let Some(held) = counts.upgrade() else { return };
         let mut stream = cluster.stream().clone();
@@ -184,6 +193,7 @@ async fn refresh_counts(cluster: Cluster, counts: std::sync::Weak<Counts>) {
                 .store(narrow(info.state.subjects_count), Ordering::Relaxed);
             held.bytes
                 .store(narrow(info.state.bytes), Ordering::Relaxed);
+            stamp.fetch_max(info.state.last_sequence, Ordering::AcqRel);
         }
         drop(held);
         tokio::time::sleep(COUNTS_EVERY).await;
