@@ -466,6 +466,7 @@ impl Hub {
         }
         id
     }
+
     /// Opens a parked feed for a live subscription about to register (under the lock):
     /// from the larger of what it had delivered and the store's stamp, which becomes
     /// the bound of the subscription's replay (see `storage`).

@@ -292,8 +292,9 @@ impl Gate {
 pub(crate) type FeedGate = tokio::sync::watch::Sender<Gate>;
 
 /// What a shared backend yields for live fan-out: every event admitted on any relay
-/// after the backend was opened (its [`Storage::stamp`] then), in stamp order, once
-/// each, and never before [`Storage::replay`] can serve it; and the redeliveries among
+/// after the backend was opened (its [`Storage::stamp`] then; with a [`FeedGate`], after
+/// the stamp of the gate's latest opening, and nothing while it is parked), in stamp
+/// order, once each, and never before [`Storage::replay`] can serve it; and the redeliveries among
 /// them, duplicates of a held `(source, id)` stamped with the held copy's stamp, which
 /// fan-out forwards all the same (AEP-0003 §5: a redelivery crosses every hop).
 pub(crate) type Feed = BoxStream<'static, Admitted>;
