@@ -338,6 +338,28 @@ mod tests {
             .collect()
     }
 
+    /// A stored event is framed from its in-place reading as ingest framed it; one the
+    /// reading does not take (an escape) is checked and framed the whole way, alike;
+    /// what is no event is skipped.
+    #[test]
+    fn a_stored_event_is_framed_as_ingest_framed_it() {
+        let plain = r#"{"aep":"0.1","id":"e1","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://t/agent/a","agent":"a","session":"s","seq":3,"severity":"warning","data":{}}"#;
+        let escaped = plain.replace(r#""id":"e1""#, r#""id":"\u00651""#);
+        for json in [plain, escaped.as_str()] {
+            let ingested = crate::line::parse_line(json.as_bytes(), false)
+                .unwrap()
+                .encoded;
+            let fed = decode(json.as_bytes()).expect("an event");
+            assert_eq!(fed.sse(), ingested.sse());
+            assert_eq!(fed.key(), ingested.key());
+            assert_eq!(fed.position(), ingested.position());
+            assert_eq!(fed.severity(), ingested.severity());
+            assert_eq!(fed.session(), Some("s"));
+        }
+        assert!(decode(b"{\"not\":\"an event\"}").is_none());
+        assert!(decode(b"\xff").is_none());
+    }
+
     /// Every relay's feed carries every admission, its own included, once, from after
     /// the sequence it was opened at; a redelivery is forwarded at the sequence already
     /// fed, never past it.
