@@ -104,8 +104,9 @@ async fn a_relay_without_live_readers_resumes_where_a_new_reader_replays_to() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // a reader with nothing to replay starts from about now, not from where B's feed
-    // was parked: B's stamp follows the stream (read every 2 s) while parked
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // was parked: B's stamp follows the stream (read every 2 s) while parked; two
+    // periods, so that a slow read on a busy machine still lands
+    tokio::time::sleep(Duration::from_millis(4500)).await;
     let mut live_only = Sse::open(&b, &only(&s)).await;
     let mut again = Sse::open(&b, &format!("{}&{}", only(&s), from_after(&s, 0, 0))).await;
     for (relay, seqs) in [(&a, 5..6), (&b, 6..7)] {
