@@ -445,7 +445,8 @@ mod tests {
             after: None,
             generation: 1,
         });
-        tokio::time::sleep(Duration::from_millis(200)).await;
+        // time for the feed to drop its consumer, on a busy machine too
+        tokio::time::sleep(Duration::from_millis(500)).await;
         a.publish(&[event(&a, "e2", 2), event(&a, "e3", 3)])
             .await
             .unwrap();
