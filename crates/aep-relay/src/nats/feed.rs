@@ -8,12 +8,15 @@
 //! after the one the hub names (what the new subscription's replay covers). While
 //! open, two sources, merged in one task:
 //!
-//! - the stored events, in stream order, from an ordered consumer on every session's
-//!   subject that starts after the stream sequence the gate's opening names (the bound
-//!   of the replay of the subscription that opened it, so that what replays serve and
-//!   what the feed delivers meet without a gap or an overlap). Whatever ends or breaks the consumer (a reconnect, a server restart), the
-//!   task creates it again from the sequence after the last one it delivered, and
-//!   skips anything at or before it: no gap, no repeat;
+//! - the stored events, in stream order, from an ordered push consumer (the server
+//!   pushes them as it stores them, flow-controlled, rather than in pulled windows;
+//!   the client recreates it across a gap or a reconnect) on every session's subject,
+//!   starting after the stream sequence the gate's opening names (the bound of the
+//!   replay of the subscription that opened it, so that what replays serve and what
+//!   the feed delivers meet without a gap or an overlap). Whatever ends or breaks the
+//!   consumer (a reconnect, a server restart), the task creates it again from the
+//!   sequence after the last one it delivered, and skips anything at or before it: no
+//!   gap, no repeat;
 //! - the redeliveries the relays announce ([`Cluster::announce_duplicates`]), which
 //!   JetStream never delivers to a consumer but fan-out forwards all the same. Each is
 //!   stamped with the last sequence fed, so it never moves the bound a new
@@ -186,7 +189,8 @@ async fn read(
         }
         let created = cluster
             .stream()
-            .create_consumer(consumer::pull::OrderedConfig {
+            .create_consumer(consumer::push::OrderedConfig {
+                deliver_subject: cluster.client().new_inbox(),
                 filter_subject: cluster.name().sessions_wildcard(),
                 deliver_policy: consumer::DeliverPolicy::ByStartSequence {
                     start_sequence: delivered.saturating_add(1),
@@ -210,7 +214,7 @@ async fn read(
                 continue;
             }
         };
-        // A server restart loses the consumer's pull without ending its stream until
+        // A server restart loses the consumer without ending its stream until
         // heartbeats are missed: once the connection is back, start over at once.
         let mut watch = tokio::time::interval(WATCH);
         let mut was_down = false;
