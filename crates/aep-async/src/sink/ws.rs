@@ -446,16 +446,7 @@ impl Worker {
         // restarted, stores each `(source, id)` once, AEP-0001 §7.4).
         let resend = self.unconfirmed.take_for_resend();
         if !resend.is_empty() {
-            // noted before written: should this connection fail too, they wait for the
-            // next one rather than being lost with `resend`
-            let let_go = self.unconfirmed.written(resend.iter().cloned());
-            self.outbox.settle(let_go, 0);
-            for (text, _) in &resend {
-                write
-                    .feed(Message::Text(text.clone()))
-                    .await
-                    .map_err(ws_error)?;
-            }
+            self.write_noted(&mut write, &resend).await?;
             tracing::debug!(events = resend.len(), "unconfirmed events written again");
             self.ask_confirmation(&mut write, true).await?;
             write.flush().await.map_err(ws_error)?;
@@ -650,17 +641,28 @@ impl Worker {
         if again.is_empty() {
             return Ok(false);
         }
-        // noted before written, as in `serve`: a write that fails loses none of them
-        let let_go = self.unconfirmed.written(again.iter().cloned());
+        self.write_noted(write, &again).await?;
+        tracing::debug!(events = again.len(), "refused events written again");
+        Ok(true)
+    }
+
+    /// Writes (without flushing) events written before, noting them unconfirmed first:
+    /// should this connection fail too, they wait for the next one rather than being
+    /// lost with `texts`.
+    async fn write_noted(
+        &mut self,
+        write: &mut SplitSink<WsStream, Message>,
+        texts: &[(Utf8Bytes, bool)],
+    ) -> Result<(), TransportError> {
+        let let_go = self.unconfirmed.written(texts.iter().cloned());
         self.outbox.settle(let_go, 0);
-        for (text, _) in &again {
+        for (text, _) in texts {
             write
                 .feed(Message::Text(text.clone()))
                 .await
                 .map_err(ws_error)?;
         }
-        tracing::debug!(events = again.len(), "refused events written again");
-        Ok(true)
+        Ok(())
     }
 
     /// Counts what the relay settled; what it refused for now waits to be written again.
