@@ -84,12 +84,7 @@ impl TransportError {
         message: impl Into<String>,
         source: impl StdError + Send + Sync + 'static,
     ) -> Self {
-        TransportError {
-            kind: TransportErrorKind::Network,
-            detail: Detail::Other,
-            message: message.into(),
-            source: Some(Box::new(source)),
-        }
+        TransportError::of_kind(TransportErrorKind::Network, message).caused_by(source)
     }
 
     /// A network failure without an underlying error value (a stream that ended
@@ -100,12 +95,7 @@ impl TransportError {
     /// assert!(e.is_network() && !e.is_timeout());
     /// ```
     pub fn network_msg(message: impl Into<String>) -> Self {
-        TransportError {
-            kind: TransportErrorKind::Network,
-            detail: Detail::Other,
-            message: message.into(),
-            source: None,
-        }
+        TransportError::of_kind(TransportErrorKind::Network, message)
     }
 
     /// A deadline that passed (a connect, `hello` or request timeout): a `Network`
@@ -138,12 +128,7 @@ impl TransportError {
     /// assert_eq!(aep_async::TransportError::http(503, "ingest").status(), Some(503));
     /// ```
     pub fn http(status: u16, message: impl Into<String>) -> Self {
-        TransportError {
-            kind: TransportErrorKind::Http { status },
-            detail: Detail::Other,
-            message: message.into(),
-            source: None,
-        }
+        TransportError::of_kind(TransportErrorKind::Http { status }, message)
     }
 
     /// An endpoint's in-band refusal of an event written to it, by the `error` frame's
@@ -159,12 +144,7 @@ impl TransportError {
     /// ```
     pub fn refused(code: &aep_core::frame::ErrorCode, message: impl Into<String>) -> Self {
         let transient = aep_core::frame::IngestRefusal::of_code(code).is_transient();
-        TransportError {
-            kind: TransportErrorKind::Refused { transient },
-            detail: Detail::Other,
-            message: message.into(),
-            source: None,
-        }
+        TransportError::of_kind(TransportErrorKind::Refused { transient }, message)
     }
 
     /// An undecodable payload, with the decoder's error kept as the source.
@@ -178,12 +158,23 @@ impl TransportError {
         message: impl Into<String>,
         source: impl StdError + Send + Sync + 'static,
     ) -> Self {
+        TransportError::of_kind(TransportErrorKind::Parse, message).caused_by(source)
+    }
+
+    /// An error of `kind` with no further detail and no source.
+    fn of_kind(kind: TransportErrorKind, message: impl Into<String>) -> Self {
         TransportError {
-            kind: TransportErrorKind::Parse,
+            kind,
             detail: Detail::Other,
             message: message.into(),
-            source: Some(Box::new(source)),
+            source: None,
         }
+    }
+
+    /// The same error, with `source` kept as its cause.
+    fn caused_by(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
+        self.source = Some(Box::new(source));
+        self
     }
 
     /// The class of failure.
@@ -234,10 +225,8 @@ impl TransportError {
             None => self.message.clone(),
         };
         TransportError {
-            kind: self.kind,
             detail: self.detail,
-            message,
-            source: None,
+            ..TransportError::of_kind(self.kind, message)
         }
     }
 
