@@ -530,14 +530,8 @@ impl Drain {
     /// The next piece to write, waiting for one (a heartbeat when idle); `None` once ended.
     pub(crate) async fn next(&mut self) -> Option<Piece> {
         loop {
-            if self.done {
-                return None;
-            }
-            if let Some(bytes) = self.run.next() {
-                return Some(Piece::Data(bytes));
-            }
-            if let Some(piece) = self.next_replayed() {
-                return Some(piece);
+            if let Some(ready) = self.ready() {
+                return ready;
             }
             let beat = tokio::time::sleep_until(self.next_beat);
             let piece = if let Some(job) = self.replay.as_mut() {
@@ -565,17 +559,24 @@ impl Drain {
         }
     }
 
+    /// What comes next without asking the queue or the replay: `Some(None)` once
+    /// ended, `Some(piece)` from the run being written, `None` when the queue (or the
+    /// replay) decides.
+    fn ready(&mut self) -> Option<Option<Piece>> {
+        if self.done {
+            return Some(None);
+        }
+        if let Some(bytes) = self.run.next() {
+            return Some(Some(Piece::Data(bytes)));
+        }
+        self.next_replayed().map(Some)
+    }
+
     /// The next piece if one is ready now, without waiting.
     pub(crate) fn try_next(&mut self) -> Option<Piece> {
         loop {
-            if self.done {
-                return None;
-            }
-            if let Some(bytes) = self.run.next() {
-                return Some(Piece::Data(bytes));
-            }
-            if let Some(piece) = self.next_replayed() {
-                return Some(piece);
+            if let Some(ready) = self.ready() {
+                return ready;
             }
             let piece = match self.replay.as_mut() {
                 // a replay the store has not answered yet holds back what follows it
@@ -719,27 +720,18 @@ mod tests {
         // each 60-byte event costs 156 toward the bounds: two fit under the soft bound
         let (outbox, mut drain) = outbox(300, 1000);
         let line = Bytes::from(vec![b'x'; 60]);
-        assert_eq!(
-            outbox.deliver(line.clone(), Severity::Info).await,
-            Delivery::Queued
-        );
-        assert_eq!(
-            outbox.deliver(line.clone(), Severity::Info).await,
-            Delivery::Queued
-        );
-        // past the soft bound, nobody reading: after the grace it is lagging
-        assert_eq!(
-            outbox.deliver(line.clone(), Severity::Debug).await,
-            Delivery::Dropped
-        );
-        assert_eq!(
-            outbox.deliver(line.clone(), Severity::Info).await,
-            Delivery::Dropped
-        );
-        assert_eq!(
-            outbox.deliver(line.clone(), Severity::Notice).await,
-            Delivery::Queued
-        );
+        let expected = [
+            (Severity::Info, Delivery::Queued),
+            (Severity::Info, Delivery::Queued),
+            // past the soft bound, nobody reading: after the grace it is lagging
+            (Severity::Debug, Delivery::Dropped),
+            (Severity::Info, Delivery::Dropped),
+            (Severity::Notice, Delivery::Queued),
+        ];
+        for (n, (severity, delivery)) in expected.into_iter().enumerate() {
+            let got = outbox.deliver(line.clone(), severity).await;
+            assert_eq!(got, delivery, "event {n} ({severity:?})");
+        }
         assert_eq!(outbox.dropped(), 2);
         // draining below half the soft bound ends the lagging state
         let mut got = 0;
