@@ -838,6 +838,14 @@ impl<'a> Iterator for Lines<'a> {
 mod tests {
     use super::*;
 
+    /// The `seq` of each event of `batch`, in order.
+    fn seqs(batch: &Batch) -> Vec<u64> {
+        batch
+            .lines()
+            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
+            .collect()
+    }
+
     fn ev(i: u64, sev: Severity) -> Event {
         Event::new(
             format!("{i}"),
@@ -878,12 +886,7 @@ mod tests {
         outbox.push(&ev(2, Severity::Error)).unwrap();
         outbox.push(&ev(3, Severity::Warning)).unwrap(); // evicts #1 (info)
         outbox.push(&ev(4, Severity::Debug)).unwrap(); // no room, itself droppable
-        let kept: Vec<_> = outbox
-            .take(10, usize::MAX)
-            .lines()
-            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
-            .collect();
-        assert_eq!(kept, vec![0, 2, 3]);
+        assert_eq!(seqs(&outbox.take(10, usize::MAX)), vec![0, 2, 3]);
         let stats = outbox.stats();
         assert_eq!((stats.accepted, stats.dropped), (5, 2), "counted at once");
         assert!(
@@ -962,12 +965,11 @@ mod tests {
         assert_eq!(outbox.stats().dropped, 1);
         outbox.push_reserved(&ev(2, Severity::Debug), None).unwrap();
         outbox.push_reserved(&ev(3, Severity::Info), None).unwrap();
-        let kept: Vec<_> = outbox
-            .take(10, usize::MAX)
-            .lines()
-            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
-            .collect();
-        assert_eq!(kept, vec![0, 2, 3], "the reserved ones dropped nothing");
+        assert_eq!(
+            seqs(&outbox.take(10, usize::MAX)),
+            vec![0, 2, 3],
+            "the reserved ones dropped nothing"
+        );
         assert_eq!(outbox.stats().dropped, 1);
         outbox.report_drops(true);
         assert_eq!(*seen.lock().unwrap(), vec![(1, Severity::Info, 1)]);
@@ -1101,12 +1103,7 @@ mod tests {
         for i in 0..3 {
             outbox.push(&ev(i, Severity::Error)).unwrap();
         }
-        let kept: Vec<_> = outbox
-            .take(10, usize::MAX)
-            .lines()
-            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
-            .collect();
-        assert_eq!(kept, vec![1, 2]);
+        assert_eq!(seqs(&outbox.take(10, usize::MAX)), vec![1, 2]);
         assert_eq!(outbox.stats().dropped, 1);
     }
 
@@ -1119,13 +1116,7 @@ mod tests {
         let one = outbox.take(100, 1);
         assert_eq!(one.len(), 1, "at least one line per batch");
         let rest = outbox.take(4, usize::MAX);
-        assert_eq!(rest.len(), 4);
-        assert_eq!(
-            Event::from_slice(&rest.lines().next().unwrap())
-                .unwrap()
-                .seq(),
-            Some(1)
-        );
+        assert_eq!(seqs(&rest), (1..5).collect::<Vec<_>>());
     }
 
     #[test]
@@ -1138,23 +1129,13 @@ mod tests {
         outbox.push(&ev(4, Severity::Error)).unwrap(); // evicts #1
         outbox.push(&ev(5, Severity::Error)).unwrap(); // evicts #3
         let batch = outbox.take(3, usize::MAX);
-        let seqs: Vec<_> = batch
-            .lines()
-            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
-            .collect();
-        assert_eq!(seqs, vec![0, 2, 4]);
+        assert_eq!(seqs(&batch), [0, 2, 4]);
         // The body is exactly those lines as NDJSON, nothing of the dropped ones.
         let body = batch.ndjson();
         assert_eq!(body.iter().filter(|&&b| b == b'\n').count(), 3);
         assert!(body.ends_with(b"\n"));
         let rest = outbox.take(10, usize::MAX);
-        assert_eq!(rest.len(), 1);
-        assert_eq!(
-            Event::from_slice(&rest.lines().next().unwrap())
-                .unwrap()
-                .seq(),
-            Some(5)
-        );
+        assert_eq!(seqs(&rest), [5]);
         assert!(outbox.take(10, usize::MAX).is_empty());
         let st = outbox.lock();
         let queued: usize = st.chunks.iter().map(BytesMut::len).sum();
@@ -1269,11 +1250,7 @@ mod tests {
             .push_claiming(&ev(3, Severity::Notice), claim("c"))
             .unwrap(); // evicts #0
         let batch = outbox.take(10, usize::MAX);
-        let seqs: Vec<_> = batch
-            .lines()
-            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
-            .collect();
-        assert_eq!(seqs, vec![1, 2, 3]);
+        assert_eq!(seqs(&batch), [1, 2, 3]);
         let claims: Vec<_> = batch
             .into_lines_with_claims()
             .map(|(_, c)| c.map(|c| c.session))
@@ -1300,12 +1277,10 @@ mod tests {
             assert_eq!(outbox.lock().dead(), 0, "after push {i}");
             assert_consistent(&outbox);
         }
-        let seqs: Vec<_> = outbox
-            .take(100, usize::MAX)
-            .lines()
-            .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
-            .collect();
-        assert_eq!(seqs, (4_990..5_000).collect::<Vec<_>>());
+        assert_eq!(
+            seqs(&outbox.take(100, usize::MAX)),
+            (4_990..5_000).collect::<Vec<_>>()
+        );
     }
 
     /// The outbox against a plain model of its rules, over random pushes (mixed
@@ -1362,10 +1337,7 @@ mod tests {
                     let max_events = [0, 1, 2, 7, 24, 1_000][rnd(6) as usize];
                     let max_bytes = [0, 1, 500, 20_000, usize::MAX][rnd(5) as usize];
                     let batch = outbox.take(max_events, max_bytes);
-                    let got: Vec<u64> = batch
-                        .lines()
-                        .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
-                        .collect();
+                    let got = seqs(&batch);
                     let body = batch.ndjson();
                     let newlines = body.iter().filter(|&&b| b == b'\n').count();
                     assert_eq!(newlines, got.len());
@@ -1390,11 +1362,7 @@ mod tests {
                 }
                 assert_consistent(&outbox);
             }
-            let rest: Vec<u64> = outbox
-                .take(usize::MAX, usize::MAX)
-                .lines()
-                .map(|l| Event::from_slice(&l).unwrap().seq().unwrap())
-                .collect();
+            let rest = seqs(&outbox.take(usize::MAX, usize::MAX));
             assert_eq!(rest, model.iter().map(|(s, _)| *s).collect::<Vec<_>>());
         }
     }
