@@ -34,17 +34,7 @@ use common::{event_line, SerializingSink};
 /// CPU seconds this process has used (user + system), from /proc/self/stat: robust to
 /// the machine's load, unlike wall time.
 fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
-    let fields: Vec<&str> = after.split_whitespace().collect();
-    let ticks = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    // utime and stime are fields 14 and 15 (1-based), 12 and 13 after the `)`; 100 Hz.
-    (ticks(11) + ticks(12)) / 100.0
+    aep_test_support::process::cpu_secs(std::process::id())
 }
 
 type Responder = Arc<dyn Fn(&str) -> Vec<u8> + Send + Sync>;
