@@ -6,6 +6,7 @@
 # (--debug and the workspace's target dir: the test build's artifacts are reused.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source .ci/relay-url.sh
 root=$(mktemp -d)
 pids=()
 cleanup() {
@@ -21,12 +22,7 @@ aep="$root/bin/aep"
 # terminal 1: a relay
 "$aep" relay --port 0 --host 127.0.0.1 --token T > "$root/relay.out" 2> "$root/relay.err" &
 pids+=($!)
-url=
-for _ in $(seq 200); do
-  url=$(head -n 1 "$root/relay.out" | grep -o 'http://[^ ]*' || true)
-  [ -n "$url" ] && break; sleep 0.1
-done
-[ -n "$url" ] || { echo "aep relay printed no address"; cat "$root/relay.err"; exit 1; }
+relay_url "$root/relay.out" "$root/relay.err" "aep relay"
 export AEP_URL=$url AEP_TOKEN=T NO_COLOR=1
 
 # terminal 2: follow it (JSON lines, since this is no terminal)

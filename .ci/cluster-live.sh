@@ -6,6 +6,7 @@
 # for checks that measure nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source .ci/relay-url.sh
 shared=$(cd ../shared && pwd)
 work=$(mktemp -d)
 pids=()
@@ -35,12 +36,7 @@ start_relay() {
   "$relay_bin" --port 0 --host 127.0.0.1 --token T --buffer 8 --nats "$nats_url" \
     --nats-stream CILIVE "$@" > "$work/$name.out" 2> "$work/$name.log" &
   pids+=("$!")
-  url=
-  for _ in $(seq 200); do
-    url=$(head -n 1 "$work/$name.out" | grep -o 'http://[^ ]*' || true)
-    [ -n "$url" ] && break; sleep 0.1
-  done
-  [ -n "$url" ] || { echo "relay $name printed no address"; cat "$work/$name.log"; exit 1; }
+  relay_url "$work/$name.out" "$work/$name.log" "relay $name"
 }
 start_relay a; url_a=$url
 start_relay b; url_b=$url
