@@ -242,6 +242,24 @@ pub(super) enum Scope {
     Envelope,
 }
 
+/// AEP-0001 §5.1: each of `attrs` is a non-empty string, and present when `required`.
+fn text_attrs<E: Envelope + ?Sized>(e: &E, attrs: &[Attr], required: bool, out: &mut Vec<Issue>) {
+    for &attr in attrs {
+        let name = attr.name();
+        let (rule, message) = match e.attr(attr) {
+            Seen::Str(s) if !s.is_empty() => continue,
+            Seen::Absent if !required => continue,
+            Seen::Absent => (Rule::Required, format!("{name} is required")),
+            _ if required => (Rule::AttrType, format!("{name} must be a non-empty string")),
+            _ => (
+                Rule::AttrType,
+                format!("{name} must be a non-empty string when present"),
+            ),
+        };
+        out.push(issue(rule, name, message, "AEP-0001 §5.1"));
+    }
+}
+
 /// Runs the single-event rules of `scope` over `e`.
 pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> {
     let mut out = Vec::new();
@@ -256,24 +274,7 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
         ));
     }
 
-    for attr in REQUIRED {
-        let name = attr.name();
-        match e.attr(attr) {
-            Seen::Absent => out.push(issue(
-                Rule::Required,
-                name,
-                format!("{name} is required"),
-                "AEP-0001 §5.1",
-            )),
-            Seen::Str(s) if !s.is_empty() => {}
-            _ => out.push(issue(
-                Rule::AttrType,
-                name,
-                format!("{name} must be a non-empty string"),
-                "AEP-0001 §5.1",
-            )),
-        }
-    }
+    text_attrs(e, &REQUIRED, true, &mut out);
 
     let type_str = match e.attr(Attr::TYPE) {
         Seen::Str(s) if !s.is_empty() => Some(s),
@@ -295,40 +296,30 @@ pub(super) fn validate<E: Envelope + ?Sized>(e: &E, scope: Scope) -> Vec<Issue> 
         }
     });
 
-    if let Seen::Str(time) = e.attr(Attr::TIME) {
-        if !time.is_empty() && !format::is_date_time(time) {
-            out.push(issue(
-                Rule::Format,
-                "time",
-                format!("time `{time}` is not an RFC 3339 date-time with offset"),
-                "AEP-0001 §5.1",
-            ));
-        }
-    }
-    if let Seen::Str(source) = e.attr(Attr::SOURCE) {
-        if !source.is_empty() && !format::is_uri(source) {
-            out.push(issue(
-                Rule::Format,
-                "source",
-                format!("source `{source}` is not a URI: use a schemed identifier such as aep://host/agent/name"),
-                "AEP-0001 §5.1",
-            ));
+    // AEP-0001 §5.1: `time` is an RFC 3339 date-time, `source` a URI
+    let formats = [
+        (
+            Attr::TIME,
+            format::is_date_time as fn(&str) -> bool,
+            "is not an RFC 3339 date-time with offset",
+        ),
+        (
+            Attr::SOURCE,
+            format::is_uri,
+            "is not a URI: use a schemed identifier such as aep://host/agent/name",
+        ),
+    ];
+    for (attr, valid, what) in formats {
+        if let Seen::Str(value) = e.attr(attr) {
+            if !value.is_empty() && !valid(value) {
+                let name = attr.name();
+                let message = format!("{name} `{value}` {what}");
+                out.push(issue(Rule::Format, name, message, "AEP-0001 §5.1"));
+            }
         }
     }
 
-    for attr in OPTIONAL_TEXT {
-        let name = attr.name();
-        match e.attr(attr) {
-            Seen::Absent => {}
-            Seen::Str(s) if !s.is_empty() => {}
-            _ => out.push(issue(
-                Rule::AttrType,
-                name,
-                format!("{name} must be a non-empty string when present"),
-                "AEP-0001 §5.1",
-            )),
-        }
-    }
+    text_attrs(e, &OPTIONAL_TEXT, false, &mut out);
 
     for attr in [Attr::SEQ, Attr::EPOCH] {
         let name = attr.name();
