@@ -269,12 +269,16 @@ impl Storage for Relay {
         let Admitting::Done(outcomes) = self.0.memory.admit(events) else {
             unreachable!("the memory store answers at once");
         };
-        let held: Vec<_> = events
-            .iter()
-            .zip(&outcomes)
-            .filter(|(_, o)| **o == crate::storage::Outcome::Held)
-            .map(|(e, _)| (*e).clone())
-            .collect();
+        // the events whose outcome is `wanted`
+        let those = |wanted: crate::storage::Outcome| -> Vec<_> {
+            events
+                .iter()
+                .zip(&outcomes)
+                .filter(|(_, o)| **o == wanted)
+                .map(|(e, _)| (*e).clone())
+                .collect()
+        };
+        let held = those(crate::storage::Outcome::Held);
         let stamp = self.0.memory.stamp();
         if stamp > before {
             feeds.retain(|feed| {
@@ -288,12 +292,7 @@ impl Storage for Relay {
             });
         }
         // redeliveries too, at a stamp already fed (the held copy's, or before it)
-        let again: Vec<_> = events
-            .iter()
-            .zip(&outcomes)
-            .filter(|(_, o)| **o == crate::storage::Outcome::Duplicate)
-            .map(|(e, _)| (*e).clone())
-            .collect();
+        let again = those(crate::storage::Outcome::Duplicate);
         if !again.is_empty() {
             feeds.retain(|feed| {
                 let events = again.clone();
