@@ -33,6 +33,18 @@ fn http_sink(url: &str, reports: &Arc<Mutex<Vec<String>>>) -> HttpSink {
         .unwrap()
 }
 
+/// A started relay and an emitter sending to it over HTTP, its reports kept; `None`
+/// where the relay cannot run here (the test then returns, `skip` having said why).
+async fn relay_and_emitter() -> Option<(TestRelay, Arc<Mutex<Vec<String>>>, Emitter)> {
+    if TestRelay::skip() {
+        return None;
+    }
+    let relay = TestRelay::start(RelayConfig::default()).await;
+    let reports = Arc::default();
+    let emitter = Emitter::new("coder", "host-a", http_sink(&relay.url(), &reports));
+    Some((relay, reports, emitter))
+}
+
 /// Takes `n` events or fails after a generous deadline (a hang guard, not a timing claim).
 async fn take(sub: &mut Subscription, n: usize) -> Vec<Event> {
     let mut out = Vec::new();
@@ -63,12 +75,9 @@ fn seqs(events: &[Event]) -> Vec<u64> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn http_emit_then_sse_history_pass() {
-    if TestRelay::skip() {
+    let Some((relay, reports, emitter)) = relay_and_emitter().await else {
         return;
-    }
-    let relay = TestRelay::start(RelayConfig::default()).await;
-    let reports = Arc::default();
-    let emitter = Emitter::new("coder", "host-a", http_sink(&relay.url(), &reports));
+    };
     let session = emitter.session("s-history");
     for i in 0..50 {
         session
@@ -196,12 +205,9 @@ async fn killed_mid_stream_and_restarted_resumes_without_loss_or_duplicate() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn resume_from_persisted_positions_is_exact() {
-    if TestRelay::skip() {
+    let Some((relay, _reports, emitter)) = relay_and_emitter().await else {
         return;
-    }
-    let relay = TestRelay::start(RelayConfig::default()).await;
-    let reports = Arc::default();
-    let emitter = Emitter::new("coder", "host-a", http_sink(&relay.url(), &reports));
+    };
     let a = emitter.session("s-a");
     let b = emitter.session("s-b");
     for _ in 0..6 {
