@@ -43,6 +43,14 @@ fn rate(n: usize, d: Duration) -> f64 {
     n as f64 / d.as_secs_f64()
 }
 
+/// One row whose work `run` times itself (setup left out); the CPU it used is this
+/// process's while it runs.
+async fn row(name: &str, n: usize, run: impl std::future::Future<Output = Duration>) {
+    let c = cpu_seconds();
+    let d = run.await;
+    report(name, n, d, cpu_seconds() - c);
+}
+
 fn report(name: &str, n: usize, d: Duration, cpu: f64) {
     println!(
         "{name:<48} {:>10.0} events/s  ({n} in {:.3} s; this process {:.2} us CPU/event)",
@@ -381,22 +389,18 @@ async fn main() {
     let accept: Responder =
         Arc::new(|_| b"HTTP/1.1 202 Accepted\r\ncontent-length: 0\r\n\r\n".to_vec());
     let sink_url = serve(accept).await;
-    let c = cpu_seconds();
-    let d = emit_sdk(&sink_url, ("a", "s"), n, sessions, false).await;
-    report(
+    row(
         "emit: HttpSink -> in-process 202 server",
         n,
-        d,
-        cpu_seconds() - c,
-    );
-    let c = cpu_seconds();
-    let d = emit_sdk(&sink_url, ("a", "s"), n, sessions, true).await;
-    report(
+        emit_sdk(&sink_url, ("a", "s"), n, sessions, false),
+    )
+    .await;
+    row(
         "emit_wait: HttpSink (queue 10k) -> in-process 202 server",
         n,
-        d,
-        cpu_seconds() - c,
-    );
+        emit_sdk(&sink_url, ("a", "s"), n, sessions, true),
+    )
+    .await;
 
     // SDK-bound consume: a pre-built SSE body.
     let mut body = String::with_capacity(n * 330);
@@ -420,14 +424,12 @@ async fn main() {
         out
     });
     let sse_url = serve(sse).await;
-    let c = cpu_seconds();
-    let d = consume(&sse_url, n, Transport::Sse).await;
-    report(
+    row(
         "consume: SSE subscription <- in-process body",
         n,
-        d,
-        cpu_seconds() - c,
-    );
+        consume(&sse_url, n, Transport::Sse),
+    )
+    .await;
 
     // `AEP_BENCH_SDK_ONLY=1`: the SDK-bound half alone, e.g. under callgrind
     if std::env::var_os("AEP_BENCH_SDK_ONLY").is_some() {
@@ -554,14 +556,12 @@ async fn against_relay(label: &str, url: &str, n: usize, sessions: usize) {
         cpu_seconds() - c,
     );
 
-    let c = cpu_seconds();
-    let d = emit_sdk(url, ("a", "s"), n, sessions, false).await;
-    report(
+    row(
         &format!("{label}: emit with HttpSink"),
         n,
-        d,
-        cpu_seconds() - c,
-    );
+        emit_sdk(url, ("a", "s"), n, sessions, false),
+    )
+    .await;
 
     // Raw replay anchor: the bytes of a from=all live=0 pass, unparsed.
     let total = n;
@@ -591,22 +591,18 @@ async fn against_relay(label: &str, url: &str, n: usize, sessions: usize) {
         "the relay cut the replay short: {lines} lines"
     );
 
-    let c = cpu_seconds();
-    let d = consume(url, total, Transport::Sse).await;
-    report(
+    row(
         &format!("{label}: SSE subscription history pass"),
         total,
-        d,
-        cpu_seconds() - c,
-    );
-    let c = cpu_seconds();
-    let d = consume(url, total, Transport::WebSocket).await;
-    report(
+        consume(url, total, Transport::Sse),
+    )
+    .await;
+    row(
         &format!("{label}: WS subscription from=all"),
         total,
-        d,
-        cpu_seconds() - c,
-    );
+        consume(url, total, Transport::WebSocket),
+    )
+    .await;
     // Everything the relay holds, no filter: the relay serves stored bytes without
     // parsing them again, so this row is bound by the SDK rather than the relay's
     // filtering. Only where the relay keeps it all (the reference relay's replay window
@@ -614,27 +610,23 @@ async fn against_relay(label: &str, url: &str, n: usize, sessions: usize) {
     let everything = raw_n + lines_n + total;
     if label.starts_with("Rust") {
         for transport in [Transport::Sse, Transport::WebSocket] {
-            let c = cpu_seconds();
-            let d = consume_filtered(url, everything, transport, json!({})).await;
-            report(
+            row(
                 &format!("{label}: {transport:?} subscription, no filter"),
                 everything,
-                d,
-                cpu_seconds() - c,
-            );
+                consume_filtered(url, everything, transport, json!({})),
+            )
+            .await;
         }
     }
 
     // The waiting path, last so that the rows above read what they read before it: its
     // events are another agent's in other sessions, outside their filters and buffers.
-    let c = cpu_seconds();
-    let d = emit_sdk(url, ("w", "w"), n, sessions, true).await;
-    report(
+    row(
         &format!("{label}: emit_wait with HttpSink (queue 10k)"),
         n,
-        d,
-        cpu_seconds() - c,
-    );
+        emit_sdk(url, ("w", "w"), n, sessions, true),
+    )
+    .await;
 
     // The Python SDK on the same relay, same run: the ratios.
     match python_sdk(url, 1_000, total) {
