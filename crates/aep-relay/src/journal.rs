@@ -252,15 +252,22 @@ mod tests {
         drop(journal);
     }
 
+    /// A journal syncing every write (`always`) in a new directory, on a disk whose
+    /// faults the test injects.
+    fn on_faulty_disk() -> (TempDir, Faulty, Journal) {
+        let dir = TempDir::new();
+        let disk = Faulty::default();
+        let journal =
+            Journal::open(&dir.0, options(Fsync::Always), Box::new(disk.clone())).unwrap();
+        (dir, disk, journal)
+    }
+
     /// An admission the disk cannot take is answered with the error, leaves the file as
     /// it was and the buffers without it, so the same event is admitted anew once the
     /// disk has room; with `always`, the answer comes after the sync.
     #[tokio::test]
     async fn an_admission_is_answered_after_its_write_or_with_why_not() {
-        let dir = TempDir::new();
-        let disk = Faulty::default();
-        let journal =
-            Journal::open(&dir.0, options(Fsync::Always), Box::new(disk.clone())).unwrap();
+        let (dir, disk, journal) = on_faulty_disk();
         let (e1, e2) = (event("s", 1, "x"), event("s", 2, "x"));
         let outcomes = journal.admit(&[&e1]).stored().await.unwrap();
         assert_eq!(outcomes.as_slice(), [Outcome::Held]);
@@ -295,10 +302,7 @@ mod tests {
     /// once (the first file's two copies deduped as live ingest dedupes).
     #[tokio::test]
     async fn a_batch_failing_on_one_of_its_files_is_unstored_whole_and_its_retry_held_once() {
-        let dir = TempDir::new();
-        let disk = Faulty::default();
-        let journal =
-            Journal::open(&dir.0, options(Fsync::Always), Box::new(disk.clone())).unwrap();
+        let (dir, disk, journal) = on_faulty_disk();
         let batch = [event("a", 1, "x"), event("b", 1, "x")];
         let batch: Vec<&Encoded> = batch.iter().collect();
         disk.full_for
