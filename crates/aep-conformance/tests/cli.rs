@@ -14,6 +14,17 @@ fn run(args: &[&str]) -> Output {
         .expect("the runner starts")
 }
 
+/// Runs the runner on a corpus with failures: it exits 1, and its stdout has each of
+/// `lines` (FAIL and PASS lines alike).
+fn fails_with(args: &[&str], lines: &[&str]) {
+    let out = run(args);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    for line in lines {
+        assert!(stdout.contains(line), "no `{line}` in:\n{stdout}");
+    }
+}
+
 #[test]
 fn the_corpus_passes_and_the_json_report_has_the_protocol_shape() {
     let out = run(&["--json", "-"]);
@@ -82,14 +93,13 @@ fn a_broken_golden_line_fails_the_run() {
     std::fs::write(dir.join("golden.jsonl"), lines.join("\n") + "\n").expect("scratch corpus");
 
     let fixtures = scratch.path().to_string_lossy().into_owned();
-    let out = run(&["--fixtures", &fixtures, "--class", "golden"]);
-    assert_eq!(out.status.code(), Some(1));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("FAIL  golden[0] session.started envelope-valid"),
-        "{stdout}"
+    fails_with(
+        &["--fixtures", &fixtures, "--class", "golden"],
+        &[
+            "FAIL  golden[0] session.started envelope-valid",
+            "PASS  golden[1] run.started envelope-valid",
+        ],
     );
-    assert!(stdout.contains("PASS  golden[1] run.started envelope-valid"));
 }
 
 #[test]
@@ -135,25 +145,21 @@ fn a_wrong_bridge_pin_fails_the_run() {
     .expect("scratch registry");
 
     let fixtures = scratch.path().to_string_lossy().into_owned();
-    let out = run(&[
-        "--fixtures",
-        &fixtures,
-        "--class",
-        "ce-roundtrip",
-        "--class",
-        "otlp",
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        stdout.contains("FAIL  CE forward[2] matches pin (tool.requested)"),
-        "{stdout}"
+    fails_with(
+        &[
+            "--fixtures",
+            &fixtures,
+            "--class",
+            "ce-roundtrip",
+            "--class",
+            "otlp",
+        ],
+        &[
+            "FAIL  CE forward[2] matches pin (tool.requested)",
+            "PASS  CE forward[1] matches pin (run.started)",
+            "PASS  CE round-trip identity[2]",
+            "FAIL  OTLP severity table complete",
+            "PASS  OTLP projection[3] matches pin (tool.completed)",
+        ],
     );
-    assert!(stdout.contains("PASS  CE forward[1] matches pin (run.started)"));
-    assert!(stdout.contains("PASS  CE round-trip identity[2]"));
-    assert!(
-        stdout.contains("FAIL  OTLP severity table complete"),
-        "{stdout}"
-    );
-    assert!(stdout.contains("PASS  OTLP projection[3] matches pin (tool.completed)"));
 }
