@@ -4,9 +4,7 @@
 
 use aep_core::dedupe::Dedupe;
 use criterion::measurement::Measurement;
-use criterion::{
-    black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput,
-};
+use criterion::{black_box, BenchmarkGroup, Criterion, Throughput};
 
 mod shape;
 
@@ -65,10 +63,4 @@ fn dedupe_oncpu(c: &mut Criterion<shape::oncpu::OnCpu>) {
     }
 }
 
-criterion_group!(wall, dedupe);
-criterion_group! {
-    name = oncpu;
-    config = Criterion::default().with_measurement(shape::oncpu::OnCpu);
-    targets = dedupe_oncpu
-}
-criterion_main!(wall, oncpu);
+shape::wall_and_oncpu_main!(dedupe, dedupe_oncpu);

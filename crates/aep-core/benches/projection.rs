@@ -5,9 +5,7 @@
 
 use aep_core::projection::{project_state, StateProjection};
 use criterion::measurement::Measurement;
-use criterion::{
-    black_box, criterion_group, criterion_main, BenchmarkGroup, Criterion, Throughput,
-};
+use criterion::{black_box, BenchmarkGroup, Criterion, Throughput};
 
 mod shape;
 
@@ -54,10 +52,4 @@ fn projection_oncpu(c: &mut Criterion<shape::oncpu::OnCpu>) {
     }
 }
 
-criterion_group!(wall, projection);
-criterion_group! {
-    name = oncpu;
-    config = Criterion::default().with_measurement(shape::oncpu::OnCpu);
-    targets = projection_oncpu
-}
-criterion_main!(wall, oncpu);
+shape::wall_and_oncpu_main!(projection, projection_oncpu);

@@ -133,3 +133,18 @@ pub mod oncpu {
         }
     }
 }
+
+/// The `main` of a bench that runs twice: `wall` measured in wall time, `oncpu` in this
+/// thread's time on a CPU ([`oncpu::OnCpu`]).
+macro_rules! wall_and_oncpu_main {
+    ($wall:path, $oncpu:path) => {
+        criterion::criterion_group!(wall, $wall);
+        criterion::criterion_group! {
+            name = oncpu;
+            config = criterion::Criterion::default().with_measurement($crate::shape::oncpu::OnCpu);
+            targets = $oncpu
+        }
+        criterion::criterion_main!(wall, oncpu);
+    };
+}
+pub(crate) use wall_and_oncpu_main;
