@@ -240,31 +240,51 @@ mod tests {
     /// Every row of the lifecycle model's pattern table.
     #[test]
     fn the_models_pattern_table() {
-        // "*": all event types.
-        for t in ["memory.fact.added", "tool.call", "x.acme.tool.synced", "a"] {
-            assert!(m("*", t), "{t}");
+        // (pattern, types it matches, types it does not)
+        let table: [(&str, &[&str], &[&str]); 5] = [
+            // "*": all event types.
+            (
+                "*",
+                &["memory.fact.added", "tool.call", "x.acme.tool.synced", "a"],
+                &[],
+            ),
+            // "memory.*": all memory.* events.
+            (
+                "memory.*",
+                &["memory.fact.added", "memory.episode.stored"],
+                &["memory", "memoryx.fact", "context.memory.added"],
+            ),
+            // "tool.call.*": all tool.call.* events.
+            (
+                "tool.call.*",
+                &["tool.call.started", "tool.call.a.b"],
+                &["tool.call", "tool.caller.x"],
+            ),
+            // "tool.*.progress": exactly one segment in the middle.
+            (
+                "tool.*.progress",
+                &["tool.call.progress", "tool.any.progress"],
+                &[
+                    "tool.progress",
+                    "tool.a.b.progress",
+                    "tool.call.progress.more",
+                ],
+            ),
+            // "task.progress": exact match only.
+            (
+                "task.progress",
+                &["task.progress"],
+                &["task.progress.x", "task"],
+            ),
+        ];
+        for (pattern, hits, misses) in table {
+            for t in hits {
+                assert!(m(pattern, t), "{pattern} should match {t}");
+            }
+            for t in misses {
+                assert!(!m(pattern, t), "{pattern} should not match {t}");
+            }
         }
-        // "memory.*": all memory.* events.
-        assert!(m("memory.*", "memory.fact.added"));
-        assert!(m("memory.*", "memory.episode.stored"));
-        assert!(!m("memory.*", "memory"));
-        assert!(!m("memory.*", "memoryx.fact"));
-        assert!(!m("memory.*", "context.memory.added"));
-        // "tool.call.*": all tool.call.* events.
-        assert!(m("tool.call.*", "tool.call.started"));
-        assert!(m("tool.call.*", "tool.call.a.b"));
-        assert!(!m("tool.call.*", "tool.call"));
-        assert!(!m("tool.call.*", "tool.caller.x"));
-        // "tool.*.progress": exactly one segment in the middle.
-        assert!(m("tool.*.progress", "tool.call.progress"));
-        assert!(m("tool.*.progress", "tool.any.progress"));
-        assert!(!m("tool.*.progress", "tool.progress"));
-        assert!(!m("tool.*.progress", "tool.a.b.progress"));
-        assert!(!m("tool.*.progress", "tool.call.progress.more"));
-        // "task.progress": exact match only.
-        assert!(m("task.progress", "task.progress"));
-        assert!(!m("task.progress", "task.progress.x"));
-        assert!(!m("task.progress", "task"));
     }
 
     #[test]

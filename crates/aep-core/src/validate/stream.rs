@@ -418,14 +418,21 @@ mod tests {
         json.parse().unwrap()
     }
 
+    /// Pushes `events`, in order, into a new validator: none raises an issue.
+    fn no_issue(events: &[&Event]) {
+        let mut v = StreamValidator::new();
+        for (n, event) in events.iter().enumerate() {
+            let issues = v.push(event);
+            assert!(issues.is_empty(), "event {n}: {issues:?}");
+        }
+    }
+
     #[test]
     fn exact_redelivery_is_not_a_second_terminal() {
         let end = ev(
             r#"{"aep":"0.1","id":"e","type":"session.ended","time":"2026-07-03T10:00:00Z","source":"aep://h/agent/a","agent":"a","session":"s","seq":0}"#,
         );
-        let mut v = StreamValidator::new();
-        assert!(v.push(&end).is_empty());
-        assert!(v.push(&end).is_empty());
+        no_issue(&[&end, &end]);
     }
 
     #[test]
@@ -436,9 +443,7 @@ mod tests {
         let b = ev(
             r#"{"aep":"0.1","id":"1","type":"progress.status","time":"t","source":"aep://b","agent":"b","session":"s","seq":0}"#,
         );
-        let mut v = StreamValidator::new();
-        assert!(v.push(&a).is_empty());
-        assert!(v.push(&b).is_empty());
+        no_issue(&[&a, &b]);
     }
 
     #[test]
