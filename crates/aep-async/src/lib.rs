@@ -62,7 +62,6 @@ pub mod lifecycle;
 mod relays;
 pub mod sink;
 pub mod subscribe;
-#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 mod transport;
 
 pub use aep_core::resume::ResumePosition;

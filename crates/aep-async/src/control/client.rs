@@ -23,7 +23,7 @@ use crate::relays::Relays;
 use crate::transport::ws::{
     classify, close_socket, hello as crate_hello, open, ws_error, Inbound, WsStream,
 };
-use crate::transport::Failover;
+use crate::transport::{BackoffPolicy, Failover};
 use aep_core::control::Nack;
 
 /// How a [`ControlClient`] connects and who it says it is.
@@ -45,8 +45,7 @@ pub struct ClientOptions {
     host: String,
     connect_timeout: Duration,
     roster_timeout: Duration,
-    backoff_initial: Duration,
-    backoff_max: Duration,
+    backoff: BackoffPolicy,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -76,8 +75,7 @@ impl ClientOptions {
             host: "localhost".into(),
             connect_timeout: Duration::from_secs(30),
             roster_timeout: Duration::from_secs(10),
-            backoff_initial: Duration::from_millis(100),
-            backoff_max: Duration::from_secs(5),
+            backoff: BackoffPolicy::new(Duration::from_millis(100), Duration::from_secs(5)),
         }
     }
     /// The bearer token sent with the upgrade (control needs an authenticated binding,
@@ -105,8 +103,7 @@ impl ClientOptions {
     }
     /// Delays between reconnect attempts after a dropped connection.
     pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.backoff_initial = initial;
-        self.backoff_max = max.max(initial);
+        self.backoff = BackoffPolicy::new(initial, max);
         self
     }
 }
@@ -215,8 +212,7 @@ impl ControlClient {
     ) -> Result<ControlClient, TransportError> {
         let relays = base.into();
         let hello = crate_hello(Role::Consumer, &options.agent, &options.host, None);
-        let mut failover =
-            Failover::new(relays.clone(), options.backoff_initial, options.backoff_max);
+        let mut failover = Failover::new(relays.clone(), options.backoff);
         let mut refusal: Option<TransportError> = None;
         let mut last = TransportError::network_msg("ControlClient::connect was given no relay URL");
         let mut opened = None;

@@ -11,6 +11,8 @@ use aep_core::Event;
 use tokio::time::Instant;
 use tokio_tungstenite::tungstenite::Utf8Bytes;
 
+use crate::transport::BackoffPolicy;
+
 /// The events written since the relay last confirmed, and the `ping` that asks it to.
 ///
 /// A relay answers a connection's messages in order, so the `pong` to a `ping` written
@@ -51,7 +53,7 @@ pub(super) struct Unconfirmed {
     again_at: Option<Instant>,
     /// The delay before writing refused events again: doubling from the first to the
     /// second per refusal in a row, back to the first once a `pong` confirms with none.
-    retry: (Duration, Duration),
+    retry: BackoffPolicy,
     retries: u32,
 }
 
@@ -94,7 +96,7 @@ fn has_id(text: &str, cause: &str) -> bool {
 
 impl Unconfirmed {
     /// `retry`: the first and the longest delay before writing refused events again.
-    pub(super) fn new(cap: usize, patience: Duration, retry: (Duration, Duration)) -> Self {
+    pub(super) fn new(cap: usize, patience: Duration, retry: BackoffPolicy) -> Self {
         Unconfirmed {
             events: VecDeque::new(),
             cap: cap.max(1),
@@ -221,7 +223,7 @@ impl Unconfirmed {
         }
         if settled.again > 0 {
             self.retries += 1;
-            let (first, most) = self.retry;
+            let (first, most) = (self.retry.initial(), self.retry.max());
             let delay = first
                 .saturating_mul(1 << (self.retries - 1).min(16))
                 .min(most);
@@ -308,7 +310,10 @@ impl Unconfirmed {
 mod tests {
     use super::*;
 
-    const RETRY: (Duration, Duration) = (Duration::from_millis(100), Duration::from_secs(1));
+    const RETRY_FIRST: Duration = Duration::from_millis(100);
+    fn retry() -> BackoffPolicy {
+        BackoffPolicy::new(RETRY_FIRST, Duration::from_secs(1))
+    }
 
     fn delivered(n: u64) -> Settled {
         Settled {
@@ -330,7 +335,7 @@ mod tests {
     /// confirms nothing; an event written again is not counted twice.
     #[test]
     fn a_pong_confirms_what_its_ping_followed() {
-        let mut u = Unconfirmed::new(10, Duration::from_secs(1), RETRY);
+        let mut u = Unconfirmed::new(10, Duration::from_secs(1), retry());
         assert_eq!(u.ask(true), None, "nothing to confirm");
         u.written(fresh(&["a", "b"]));
         let ping = u.ask(true).unwrap();
@@ -359,7 +364,7 @@ mod tests {
     /// Unless urgent, a `ping` waits [`QUIET`] after the last one; the timer says when.
     #[test]
     fn pings_keep_a_quiet_interval_unless_urgent() {
-        let mut u = Unconfirmed::new(10, Duration::from_secs(1), RETRY);
+        let mut u = Unconfirmed::new(10, Duration::from_secs(1), retry());
         assert_eq!(u.timer(), None);
         u.written(fresh(&["a"]));
         assert!(u.ask(false).is_some(), "the first at once");
@@ -378,7 +383,7 @@ mod tests {
     /// A silent relay: what waits counts as delivered, and stays for a resend.
     #[test]
     fn an_unanswered_ping_presumes_the_events_taken() {
-        let mut u = Unconfirmed::new(10, Duration::from_secs(1), RETRY);
+        let mut u = Unconfirmed::new(10, Duration::from_secs(1), retry());
         u.written(fresh(&["a", "b"]));
         let _ = u.ask(true);
         assert_eq!(u.uncounted(), 2);
@@ -392,7 +397,7 @@ mod tests {
     /// covers only what is left.
     #[test]
     fn unconfirmed_events_are_bounded() {
-        let mut u = Unconfirmed::new(2, Duration::from_secs(1), RETRY);
+        let mut u = Unconfirmed::new(2, Duration::from_secs(1), retry());
         u.written(fresh(&["a", "b"]));
         let _ = u.ask(true);
         assert_eq!(u.written(fresh(&["c", "d"])), 2);
@@ -418,7 +423,7 @@ mod tests {
     /// nothing waiting marks nothing.
     #[tokio::test(start_paused = true)]
     async fn a_refused_event_is_not_counted_delivered() {
-        let mut u = Unconfirmed::new(10, Duration::from_secs(5), RETRY);
+        let mut u = Unconfirmed::new(10, Duration::from_secs(5), retry());
         u.written([
             (event("a"), false),
             (event("b"), false),
@@ -441,8 +446,8 @@ mod tests {
         assert_eq!(u.uncounted(), 1, "b waits to be written again");
         assert_eq!((u.retries(), u.is_empty()), (1, true));
         assert!(u.due(false).is_empty(), "not before its delay");
-        assert_eq!(u.timer(), Some(Instant::now() + RETRY.0));
-        tokio::time::advance(RETRY.0).await;
+        assert_eq!(u.timer(), Some(Instant::now() + RETRY_FIRST));
+        tokio::time::advance(RETRY_FIRST).await;
         let again = u.due(false);
         assert_eq!(again, [(event("b"), false)]);
         // refused again: the delay doubles; taken: it is delivered, and the delay resets
@@ -450,7 +455,7 @@ mod tests {
         let _ = u.ask(true);
         assert!(u.refused("b", IngestRefusal::Transient));
         assert_eq!(u.pong(Some(&serde_json::json!("aep-sink-2"))).again, 1);
-        assert_eq!(u.timer(), Some(Instant::now() + RETRY.0 * 2));
+        assert_eq!(u.timer(), Some(Instant::now() + RETRY_FIRST * 2));
         let again = u.due(true);
         u.written(again);
         let _ = u.ask(true);
@@ -462,7 +467,7 @@ mod tests {
     /// it refused as a `pong` would, and what it refused for now can be given up.
     #[tokio::test(start_paused = true)]
     async fn refused_events_survive_a_reconnect_and_silence() {
-        let mut u = Unconfirmed::new(10, Duration::from_secs(5), RETRY);
+        let mut u = Unconfirmed::new(10, Duration::from_secs(5), retry());
         u.written([(event("a"), false), (event("b"), false)]);
         let _ = u.ask(true);
         assert!(u.refused("a", IngestRefusal::Transient));
@@ -501,7 +506,7 @@ mod tests {
             state % n
         };
         for round in 0..200 {
-            let mut u = Unconfirmed::new(1 + next(6) as usize, Duration::from_secs(1), RETRY);
+            let mut u = Unconfirmed::new(1 + next(6) as usize, Duration::from_secs(1), retry());
             let (mut accepted, mut settled, mut token) = (0u64, 0u64, None::<String>);
             let add = |s: Settled| s.delivered + s.rejected;
             for step in 0..300 {

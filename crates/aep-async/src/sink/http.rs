@@ -13,7 +13,7 @@ use super::{
 };
 use crate::error::{EmitError, TransportError};
 use crate::relays::Relays;
-use crate::transport::Failover;
+use crate::transport::{BackoffPolicy, Failover};
 
 /// Configuration of an [`HttpSink`]; every value has a default.
 ///
@@ -39,8 +39,7 @@ pub struct HttpSinkBuilder {
     linger: Duration,
     queue_capacity: usize,
     request_timeout: Duration,
-    retry_initial: Duration,
-    retry_max: Duration,
+    retry: BackoffPolicy,
     give_up_after: Option<Duration>,
     report: ReportHandler,
     client: Option<reqwest::Client>,
@@ -99,8 +98,7 @@ impl HttpSinkBuilder {
     /// relays, a failed batch goes to the next relay at once, and these delays apply
     /// once every relay has failed it.
     pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.retry_initial = initial;
-        self.retry_max = max.max(initial);
+        self.retry = BackoffPolicy::new(initial, max);
         self
     }
     /// How long one batch keeps being retried before it is given up and reported
@@ -152,7 +150,7 @@ impl HttpSinkBuilder {
         let worker = Worker {
             outbox: outbox.clone(),
             client,
-            failover: Failover::new(self.relays.clone(), self.retry_initial, self.retry_max),
+            failover: Failover::new(self.relays.clone(), self.retry),
             config: self,
         };
         let span = tracing::info_span!("aep_http_sink", %endpoint);
@@ -212,8 +210,7 @@ impl HttpSink {
             linger: Duration::from_millis(5),
             queue_capacity: 10_000,
             request_timeout: Duration::from_secs(10),
-            retry_initial: Duration::from_millis(100),
-            retry_max: Duration::from_secs(5),
+            retry: BackoffPolicy::new(Duration::from_millis(100), Duration::from_secs(5)),
             give_up_after: Some(Duration::from_secs(60)),
             report: default_handler(),
             client: None,

@@ -25,7 +25,7 @@ use crate::relays::Relays;
 use crate::transport::ws::{
     classify, close_socket, hello, open, ws_error, Inbound, WsRead, WsStream,
 };
-use crate::transport::Failover;
+use crate::transport::{BackoffPolicy, Failover};
 
 /// Receives control commands (AEP-0004) that arrive on an emitter's socket.
 ///
@@ -78,8 +78,7 @@ pub struct WsSinkBuilder {
     token: Option<String>,
     queue_capacity: usize,
     connect_timeout: Duration,
-    backoff_initial: Duration,
-    backoff_max: Duration,
+    backoff: BackoffPolicy,
     give_up_after: Option<Duration>,
     hook: Option<Arc<dyn CommandHook>>,
     report: ReportHandler,
@@ -136,8 +135,7 @@ impl WsSinkBuilder {
     /// refused for now (`limit-exceeded`: its disk is full), doubling per refusal in a
     /// row.
     pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.backoff_initial = initial;
-        self.backoff_max = max.max(initial);
+        self.backoff = BackoffPolicy::new(initial, max);
         self
     }
     /// Where inbound commands go; its `accepts` are declared at `hello`.
@@ -166,11 +164,7 @@ impl WsSinkBuilder {
             outbox: outbox.clone(),
             unsent: Vec::new(),
             claims: HashMap::new(),
-            unconfirmed: Unconfirmed::new(
-                self.queue_capacity,
-                self.connect_timeout,
-                (self.backoff_initial, self.backoff_max),
-            ),
+            unconfirmed: Unconfirmed::new(self.queue_capacity, self.connect_timeout, self.backoff),
             flush_waits: false,
             last_refusal: None,
             cfg: self,
@@ -248,8 +242,7 @@ impl WsSink {
             token: None,
             queue_capacity: 10_000,
             connect_timeout: Duration::from_secs(10),
-            backoff_initial: Duration::from_millis(500),
-            backoff_max: Duration::from_secs(10),
+            backoff: BackoffPolicy::new(Duration::from_millis(500), Duration::from_secs(10)),
             give_up_after: Some(Duration::from_secs(60)),
             hook: None,
             report: default_handler(),
@@ -394,11 +387,7 @@ impl Worker {
         ) {
             caps.control = caps.control.take().map(|c| c.with_ack_window(window));
         }
-        let mut failover = Failover::new(
-            self.cfg.relays.clone(),
-            self.cfg.backoff_initial,
-            self.cfg.backoff_max,
-        );
+        let mut failover = Failover::new(self.cfg.relays.clone(), self.cfg.backoff);
         loop {
             let (live, _, closed, _) = self.outbox.level();
             // A closed sink chases what it has not counted delivered; what it presumed

@@ -36,6 +36,7 @@ use tokio_util::sync::CancellationToken;
 use crate::error::TransportError;
 #[cfg(any(feature = "sse", feature = "ws"))]
 use crate::relays::Relays;
+use crate::transport::BackoffPolicy;
 
 #[cfg(feature = "sse")]
 mod sse;
@@ -191,8 +192,7 @@ pub struct SubscribeOptions {
     pub(crate) token: Option<String>,
     pub(crate) from: StartFrom,
     pub(crate) live: bool,
-    pub(crate) backoff_initial: Duration,
-    pub(crate) backoff_max: Duration,
+    pub(crate) backoff: BackoffPolicy,
     pub(crate) from_budget: usize,
     pub(crate) max_replay_chunks: usize,
     pub(crate) connect_timeout: Duration,
@@ -211,8 +211,7 @@ impl fmt::Debug for SubscribeOptions {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("from", &self.from)
             .field("live", &self.live)
-            .field("backoff_initial", &self.backoff_initial)
-            .field("backoff_max", &self.backoff_max)
+            .field("backoff", &self.backoff)
             .field("from_budget", &self.from_budget)
             .field("max_replay_chunks", &self.max_replay_chunks)
             .field("connect_timeout", &self.connect_timeout)
@@ -229,8 +228,7 @@ impl Default for SubscribeOptions {
             token: None,
             from: StartFrom::Live,
             live: true,
-            backoff_initial: Duration::from_millis(500),
-            backoff_max: Duration::from_secs(10),
+            backoff: BackoffPolicy::new(Duration::from_millis(500), Duration::from_secs(10)),
             from_budget: 6000,
             max_replay_chunks: 20,
             connect_timeout: Duration::from_secs(30),
@@ -322,8 +320,7 @@ impl SubscribeOptions {
     }
     /// Reconnect delays: first and ceiling, doubling in between.
     pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.backoff_initial = initial;
-        self.backoff_max = max.max(initial);
+        self.backoff = BackoffPolicy::new(initial, max);
         self
     }
     /// Budget in encoded characters for the positions riding the live request.
@@ -659,7 +656,7 @@ fn subscribe_ws(relays: Relays, options: SubscribeOptions) -> Subscription {
     let conn = ws::WsConnection::builder(relays)
         .token_opt(options.token.clone())
         .connect_timeout(options.connect_timeout)
-        .backoff(options.backoff_initial, options.backoff_max)
+        .backoff_policy(options.backoff)
         .connect();
     // The subscription holds the only handle: the connection ends with it.
     conn.subscribe(options)

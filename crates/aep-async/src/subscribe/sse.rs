@@ -52,7 +52,7 @@ impl SseTask {
         tx: mpsc::Sender<Vec<Event>>,
     ) -> Self {
         SseTask {
-            failover: Failover::new(relays, opts.backoff_initial, opts.backoff_max),
+            failover: Failover::new(relays, opts.backoff),
             opts,
             shared,
             tx,

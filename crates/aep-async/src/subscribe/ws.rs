@@ -18,7 +18,7 @@ use super::{unavailable, Notice, Shared, StartFrom, SubscribeOptions, Subscripti
 use crate::error::TransportError;
 use crate::relays::Relays;
 use crate::transport::ws::{classify, close_socket, hello, open, ws_error, Inbound, WsStream};
-use crate::transport::Failover;
+use crate::transport::{BackoffPolicy, Failover};
 
 /// Configuration of a [`WsConnection`].
 ///
@@ -34,8 +34,7 @@ pub struct WsConnectionBuilder {
     relays: Relays,
     token: Option<String>,
     connect_timeout: Duration,
-    backoff_initial: Duration,
-    backoff_max: Duration,
+    backoff: BackoffPolicy,
     agent: String,
 }
 
@@ -54,9 +53,11 @@ impl WsConnectionBuilder {
         self
     }
     /// Reconnect delays (default 500 ms doubling to 10 s).
-    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.backoff_initial = initial;
-        self.backoff_max = max.max(initial);
+    pub fn backoff(self, initial: Duration, max: Duration) -> Self {
+        self.backoff_policy(BackoffPolicy::new(initial, max))
+    }
+    pub(crate) fn backoff_policy(mut self, policy: BackoffPolicy) -> Self {
+        self.backoff = policy;
         self
     }
     /// The `identity.agent` declared at `hello` (default `aep-rust-consumer`).
@@ -121,8 +122,7 @@ impl WsConnection {
             relays: base.into(),
             token: None,
             connect_timeout: Duration::from_secs(30),
-            backoff_initial: Duration::from_millis(500),
-            backoff_max: Duration::from_secs(10),
+            backoff: BackoffPolicy::new(Duration::from_millis(500), Duration::from_secs(10)),
             agent: "aep-rust-consumer".into(),
         }
     }
@@ -232,11 +232,7 @@ impl ConnTask {
     }
 
     async fn run(mut self) {
-        let mut failover = Failover::new(
-            self.cfg.relays.clone(),
-            self.cfg.backoff_initial,
-            self.cfg.backoff_max,
-        );
+        let mut failover = Failover::new(self.cfg.relays.clone(), self.cfg.backoff);
         let hello = hello(Role::Consumer, &self.cfg.agent, "aep-async", None);
         let (token, timeout) = (self.cfg.token.clone(), self.cfg.connect_timeout);
         let mut attempt = 0u32;

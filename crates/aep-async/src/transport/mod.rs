@@ -9,13 +9,19 @@
 
 use std::time::Duration;
 
+#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 use tokio::time::Instant;
 
+#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 use crate::relays::Relays;
 
 #[cfg(feature = "ws")]
 pub(crate) mod ws;
 
+#[cfg_attr(
+    not(any(feature = "http", feature = "sse", feature = "ws")),
+    allow(dead_code)
+)]
 /// The delay before reconnect attempt `attempt` (0 for the first after a success):
 /// `initial` doubling per attempt, never above `max` (nor below `initial`).
 ///
@@ -28,21 +34,56 @@ pub(crate) fn reconnect_delay(initial: Duration, max: Duration, attempt: u32) ->
     initial.saturating_mul(factor).min(max)
 }
 
-/// The reconnect schedule of one loop: counts failed attempts since the last success.
-#[derive(Debug, Clone)]
-pub(crate) struct Backoff {
+/// The bounds of a reconnect (or retry) schedule as a builder keeps them, from its
+/// `backoff` or `retry_backoff` setter: the first delay and the ceiling, which is never
+/// below it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BackoffPolicy {
     initial: Duration,
     max: Duration,
+}
+
+#[cfg_attr(
+    not(any(feature = "http", feature = "sse", feature = "ws")),
+    allow(dead_code)
+)]
+impl BackoffPolicy {
+    pub(crate) fn new(initial: Duration, max: Duration) -> Self {
+        BackoffPolicy {
+            initial,
+            max: max.max(initial),
+        }
+    }
+
+    /// The first delay.
+    pub(crate) fn initial(self) -> Duration {
+        self.initial
+    }
+
+    /// The ceiling.
+    #[cfg_attr(not(feature = "ws"), allow(dead_code))]
+    pub(crate) fn max(self) -> Duration {
+        self.max
+    }
+
+    /// The delay before attempt `attempt` (0 for the first): [`reconnect_delay`].
+    pub(crate) fn delay(self, attempt: u32) -> Duration {
+        reconnect_delay(self.initial, self.max, attempt)
+    }
+}
+
+/// The reconnect schedule of one loop: counts failed attempts since the last success.
+#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
+#[derive(Debug, Clone)]
+pub(crate) struct Backoff {
+    policy: BackoffPolicy,
     attempt: u32,
 }
 
+#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 impl Backoff {
-    pub(crate) fn new(initial: Duration, max: Duration) -> Self {
-        Backoff {
-            initial,
-            max,
-            attempt: 0,
-        }
+    pub(crate) fn new(policy: BackoffPolicy) -> Self {
+        Backoff { policy, attempt: 0 }
     }
 
     /// A connection succeeded: the next failure waits `initial` again.
@@ -52,7 +93,7 @@ impl Backoff {
 
     /// The delay before the next attempt, counting this one.
     pub(crate) fn next_delay(&mut self) -> Duration {
-        let d = reconnect_delay(self.initial, self.max, self.attempt);
+        let d = self.policy.delay(self.attempt);
         self.attempt = self.attempt.saturating_add(1);
         d
     }
@@ -70,6 +111,7 @@ impl Backoff {
 /// A success followed by a failure within the backoff's first delay (a relay that takes
 /// a connection and drops it at once) does not count as one for moving on at once: were
 /// every relay to do that, the loop would otherwise go round them without a pause.
+#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 #[derive(Debug, Clone)]
 pub(crate) struct Failover {
     relays: Relays,
@@ -82,13 +124,14 @@ pub(crate) struct Failover {
     last_success: Option<(Instant, usize)>,
 }
 
+#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 impl Failover {
-    pub(crate) fn new(relays: Relays, initial: Duration, max: Duration) -> Self {
+    pub(crate) fn new(relays: Relays, policy: BackoffPolicy) -> Self {
         Failover {
             relays,
             at: 0,
             failures: 0,
-            backoff: Backoff::new(initial, max),
+            backoff: Backoff::new(policy),
             last_success: None,
         }
     }
@@ -111,7 +154,7 @@ impl Failover {
         let n = self.relays.len().max(1);
         self.at = (self.at + 1) % n;
         if let Some((at, before)) = self.last_success.take() {
-            if at.elapsed() < self.backoff.initial {
+            if at.elapsed() < self.backoff.policy.initial() {
                 self.failures = before;
             }
         }
@@ -126,6 +169,7 @@ impl Failover {
 
 // Only the SSE loop reads these: it gives up a history pass once every relay failed,
 // and pauses after a stream that ended in order.
+#[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 #[cfg_attr(not(feature = "sse"), allow(dead_code))]
 impl Failover {
     /// The relays.
@@ -146,11 +190,15 @@ impl Failover {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, any(feature = "http", feature = "sse", feature = "ws")))]
 mod tests {
     use super::*;
 
     const MS: fn(u64) -> Duration = Duration::from_millis;
+
+    fn policy(initial_ms: u64, max_ms: u64) -> BackoffPolicy {
+        BackoffPolicy::new(MS(initial_ms), MS(max_ms))
+    }
 
     #[test]
     fn the_schedule_doubles_from_initial_up_to_max() {
@@ -176,8 +224,21 @@ mod tests {
     }
 
     #[test]
+    fn a_policy_keeps_its_ceiling_at_or_above_the_first_delay() {
+        assert_eq!(policy(300, 10), policy(300, 300));
+        assert_eq!(
+            (policy(300, 10).initial(), policy(300, 10).max()),
+            (MS(300), MS(300))
+        );
+        assert_eq!(
+            policy(100, 1000).delay(2),
+            reconnect_delay(MS(100), MS(1000), 2)
+        );
+    }
+
+    #[test]
     fn backoff_counts_attempts_and_a_success_resets_it() {
-        let mut b = Backoff::new(MS(100), MS(1000));
+        let mut b = Backoff::new(policy(100, 1000));
         let first: Vec<_> = (0..5).map(|_| b.next_delay()).collect();
         assert_eq!(first, [100, 200, 400, 800, 1000].map(MS));
         b.reset();
@@ -186,7 +247,7 @@ mod tests {
 
     #[test]
     fn one_relay_fails_over_to_itself_on_the_backoff_schedule() {
-        let mut f = Failover::new(Relays::from("http://a"), MS(100), MS(1000));
+        let mut f = Failover::new(Relays::from("http://a"), policy(100, 1000));
         let delays: Vec<_> = (0..4).map(|_| f.failed()).collect();
         assert_eq!(delays, [100, 200, 400, 800].map(MS));
         assert_eq!(f.current(), Some("http://a"));
@@ -196,7 +257,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn several_relays_are_tried_at_once_then_round_on_the_backoff() {
-        let mut f = Failover::new(Relays::from(["a", "b", "c"]), MS(100), MS(1000));
+        let mut f = Failover::new(Relays::from(["a", "b", "c"]), policy(100, 1000));
         assert_eq!(f.current(), Some("a"));
         // a and b fail: the next relay each time, at once
         assert_eq!((f.failed(), f.current()), (Duration::ZERO, Some("b")));
@@ -218,7 +279,7 @@ mod tests {
     /// backoff, not in a tight loop; one that worked for a while is left at once.
     #[tokio::test(start_paused = true)]
     async fn a_success_that_fails_at_once_does_not_count() {
-        let mut f = Failover::new(Relays::from(["a", "b"]), MS(100), MS(1000));
+        let mut f = Failover::new(Relays::from(["a", "b"]), policy(100, 1000));
         f.succeeded();
         assert_eq!((f.failed(), f.current()), (Duration::ZERO, Some("b")));
         f.succeeded();
@@ -234,7 +295,7 @@ mod tests {
 
     #[test]
     fn no_relay_is_no_url() {
-        let mut f = Failover::new(Relays::new(Vec::<String>::new()), MS(1), MS(1));
+        let mut f = Failover::new(Relays::new(Vec::<String>::new()), policy(1, 1));
         assert_eq!(f.current(), None);
         assert_eq!(f.failed(), MS(1));
         assert!(f.relays().is_empty());
