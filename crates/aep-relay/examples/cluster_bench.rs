@@ -102,16 +102,9 @@ fn options() -> Options {
         only: vec!["ceiling".into(), "cluster".into(), "memory".into()],
         stall: Duration::from_secs(5),
     };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        print!("{HELP}");
-        std::process::exit(0);
-    }
-    let mut i = 0;
-    while i < args.len() {
-        let value = args.get(i + 1).cloned().unwrap_or_default();
+    for (flag, value) in common::flags(HELP, &[]) {
         let number = |default: usize| value.parse().unwrap_or(default).max(1);
-        match args[i].as_str() {
+        match flag.as_str() {
             "--events" => o.events = number(o.events),
             "--batch" => o.batch = number(o.batch),
             "--posters" => o.posters = number(o.posters),
@@ -120,12 +113,8 @@ fn options() -> Options {
             "--runs" => o.runs = number(o.runs),
             "--only" => o.only = value.split(',').map(str::to_owned).collect(),
             "--stall" => o.stall = Duration::from_secs_f64(value.parse().unwrap_or(5.0)),
-            other => {
-                eprintln!("unknown argument {other}\n\n{HELP}");
-                std::process::exit(2);
-            }
+            other => common::unknown(other, HELP),
         }
-        i += 2;
     }
     o
 }
@@ -456,22 +445,7 @@ async fn end_to_end_run(target: &Target<'_>, o: &Options) -> Result<EndToEnd, St
                     body.push(b'\n');
                 }
                 let at = Instant::now();
-                let r = client
-                    .post(url.as_str())
-                    .bearer_auth(TOKEN)
-                    .header("aep-version", "0.1")
-                    .header("content-type", "application/x-ndjson")
-                    .body(body)
-                    .send()
-                    .await
-                    .map_err(|e| format!("POST: {e}"))?;
-                if r.status() != 202 {
-                    let status = r.status();
-                    return Err(format!(
-                        "POST answered {status}: {}",
-                        r.text().await.unwrap_or_default()
-                    ));
-                }
+                common::post_ndjson(&client, &url, body).await?;
                 sent_at.extend(chunk.iter().map(|(seq, _)| (*seq, at)));
             }
             Ok::<_, String>(sent_at)

@@ -93,15 +93,8 @@ fn options() -> Options {
         stall: Duration::from_secs(3),
         wrap: Vec::new(),
     };
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.iter().any(|a| a == "--help" || a == "-h") {
-        print!("{HELP}");
-        std::process::exit(0);
-    }
-    let mut i = 0;
-    while i < args.len() {
-        let value = args.get(i + 1).cloned().unwrap_or_default();
-        match args[i].as_str() {
+    for (flag, value) in common::flags(HELP, &["--no-reference"]) {
+        match flag.as_str() {
             "--events" => o.events = value.parse().unwrap_or(o.events),
             "--batch" => o.batch = value.parse().unwrap_or(o.batch),
             "--runs" => o.runs = value.parse().unwrap_or(o.runs),
@@ -110,16 +103,9 @@ fn options() -> Options {
             "--only" => o.only = Some(value.split(',').map(str::to_owned).collect()),
             "--stall" => o.stall = Duration::from_secs_f64(value.parse().unwrap_or(3.0)),
             "--wrap" => o.wrap = value.split_whitespace().map(str::to_owned).collect(),
-            "--no-reference" => {
-                o.reference = None;
-                i -= 1;
-            }
-            other => {
-                eprintln!("unknown argument {other}");
-                std::process::exit(2);
-            }
+            "--no-reference" => o.reference = None,
+            other => common::unknown(other, HELP),
         }
-        i += 2;
     }
     o
 }
@@ -241,18 +227,7 @@ async fn post_all(
     for chunk in lines.chunks(batch) {
         let mut body = chunk.join("\n");
         body.push('\n');
-        let r = client
-            .post(format!("{url}/events"))
-            .bearer_auth(TOKEN)
-            .header("aep-version", "0.1")
-            .header("content-type", "application/x-ndjson")
-            .body(body)
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        if r.status() != 202 {
-            return Err(format!("POST answered {}", r.status()));
-        }
+        common::post_ndjson(client, &format!("{url}/events"), body).await?;
     }
     Ok(())
 }

@@ -1,6 +1,7 @@
 //! What the relay's bench programs (`relay_bench`, `cluster_bench`) share: their event,
-//! a Rust relay process started with their flags, a live WebSocket subscription, a
-//! filter as a query value, and how their figures are summarized.
+//! their command line, a Rust relay process started with their flags, an NDJSON POST, a
+//! live WebSocket subscription, a filter as a query value, and how their figures are
+//! summarized.
 // Each bench uses its own share of this module.
 #![allow(dead_code)]
 
@@ -85,4 +86,57 @@ pub fn median(mut v: Vec<f64>) -> f64 {
 pub fn mib(kib: Option<u64>) -> String {
     kib.map(|k| format!("{:.1} MiB", k as f64 / 1024.0))
         .unwrap_or_else(|| "n/a".into())
+}
+
+/// The bench's command line as `(flag, value)` pairs, a flag named in `switches` with an
+/// empty value; `--help` or `-h` prints `help` and exits.
+pub fn flags(help: &str, switches: &[&str]) -> Vec<(String, String)> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{help}");
+        std::process::exit(0);
+    }
+    let mut pairs = Vec::new();
+    let mut args = args.into_iter();
+    while let Some(flag) = args.next() {
+        let value = if switches.contains(&flag.as_str()) {
+            String::new()
+        } else {
+            args.next().unwrap_or_default()
+        };
+        pairs.push((flag, value));
+    }
+    pairs
+}
+
+/// Exits with status 2, saying which argument the bench does not know.
+pub fn unknown(flag: &str, help: &str) -> ! {
+    eprintln!("unknown argument {flag}\n\n{help}");
+    std::process::exit(2);
+}
+
+/// POSTs an NDJSON `body` to `url` (a relay's `/events`) with the bench's token; an
+/// answer other than `202` is an error that gives the status and the relay's reason.
+pub async fn post_ndjson(
+    client: &reqwest::Client,
+    url: &str,
+    body: impl Into<reqwest::Body>,
+) -> Result<(), String> {
+    let r = client
+        .post(url)
+        .bearer_auth(TOKEN)
+        .header("aep-version", "0.1")
+        .header("content-type", "application/x-ndjson")
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| format!("POST: {e}"))?;
+    if r.status() != 202 {
+        let status = r.status();
+        return Err(format!(
+            "POST answered {status}: {}",
+            r.text().await.unwrap_or_default()
+        ));
+    }
+    Ok(())
 }
