@@ -329,25 +329,28 @@ async fn subscription_fails_over_before_the_caller_reads(transport: Transport) {
     assert!(tokio::time::timeout(MS(300), sub.next()).await.is_err());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_sse_subscription_resumes_after_what_its_caller_has_not_taken_yet() {
-    subscription_fails_over_before_the_caller_reads(Transport::Sse).await;
+/// A test of `$scenario` over SSE and one over WebSocket, by the names given.
+macro_rules! over_sse_and_ws {
+    ($scenario:ident: $sse:ident, $ws:ident) => {
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $sse() {
+            $scenario(Transport::Sse).await;
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn $ws() {
+            $scenario(Transport::WebSocket).await;
+        }
+    };
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_ws_subscription_resumes_after_what_its_caller_has_not_taken_yet() {
-    subscription_fails_over_before_the_caller_reads(Transport::WebSocket).await;
-}
+over_sse_and_ws!(subscription_fails_over_before_the_caller_reads:
+    an_sse_subscription_resumes_after_what_its_caller_has_not_taken_yet,
+    a_ws_subscription_resumes_after_what_its_caller_has_not_taken_yet);
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_sse_subscription_resumes_on_the_next_relay_from_its_positions() {
-    subscription_fails_over(Transport::Sse).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_ws_subscription_resumes_on_the_next_relay_from_its_positions() {
-    subscription_fails_over(Transport::WebSocket).await;
-}
+over_sse_and_ws!(subscription_fails_over:
+    an_sse_subscription_resumes_on_the_next_relay_from_its_positions,
+    a_ws_subscription_resumes_on_the_next_relay_from_its_positions);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_given_no_relay_ends_saying_so() {
