@@ -90,16 +90,17 @@ impl Field {
         }
     }
 
-    /// The string-valued fields that match an exact envelope value.
-    const EXACT: [Field; 6] = [
-        Field::Source,
-        Field::Target,
-        Field::Topic,
-        Field::SessionId,
-        Field::ConversationId,
-        Field::TaskId,
-    ];
+    /// The string-valued fields that match an exact envelope value: those of
+    /// [`Field::ALL`] from `source` to `task_id`, in the slots of `SubscriptionFilter::exact`.
+    const EXACT: &'static [Field] = Field::ALL.split_at(7).0.split_at(1).1;
 }
+
+// `SubscriptionFilter::exact` has a slot for each of them: a field added to `ALL`
+// between `source` and `task_id` must move these bounds and that array's length
+const _: () = assert!(matches!(
+    Field::EXACT,
+    [Field::Source, _, _, _, _, Field::TaskId]
+));
 
 display_as_str!(Field);
 
