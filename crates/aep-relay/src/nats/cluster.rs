@@ -349,9 +349,10 @@ impl Cluster {
         self.send(batch).await?.await
     }
 
-    /// The first half of [`Cluster::publish`]: sends `batch` in order (so batches sent
-    /// one after another are stored in that order) and returns the wait for its
-    /// acknowledgements, so that the next batch can be sent meanwhile.
+    /// The first half of a publish (the tests' `publish` awaits both halves): sends
+    /// `batch` in order (so batches sent one after another are stored in that order) and
+    /// returns the wait for its acknowledgements, so that the next batch can be sent
+    /// meanwhile.
     pub(crate) async fn send(
         &self,
         batch: &[Outgoing],

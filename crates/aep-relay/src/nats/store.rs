@@ -1,10 +1,10 @@
-//! The replay store on the cluster's JetStream stream: a [`Storage`] and its [`Feed`]
-//! (see `storage` for the contract), so that any relay of a fleet answers replay and
-//! live delivery as a single relay would.
+//! The replay store on the cluster's JetStream stream: a [`Storage`] and its
+//! [`Feed`](crate::storage::Feed) (see `storage` for the contract), so that any relay
+//! of a fleet answers replay and live delivery as a single relay would.
 //!
 //! - **Admission** publishes the batch, in admission order, each event on its
 //!   session's subject with `Nats-Msg-Id` the digest of its `(source, id)`
-//!   ([`names::message_id`]): JetStream stores it once within the dedupe horizon,
+//!   ([`super::names::message_id`]): JetStream stores it once within the dedupe horizon,
 //!   whichever relay it was sent to (AEP-0001 §7.4). The batch resolves once JetStream
 //!   has acknowledged every event (a duplicate from the acknowledgement's flag), so a
 //!   `202` means stored (AEP-0003 §3.2.3); NATS unreachable, or an acknowledgement not
