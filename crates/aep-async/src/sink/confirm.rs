@@ -51,8 +51,9 @@ pub(super) struct Unconfirmed {
     /// Refused for now and confirmed so: written again at `again_at`.
     again: Vec<(Utf8Bytes, bool)>,
     again_at: Option<Instant>,
-    /// The delay before writing refused events again: doubling from the first to the
-    /// second per refusal in a row, back to the first once a `pong` confirms with none.
+    /// The delay before writing refused events again: the reconnect schedule's
+    /// doubling, one step per refusal in a row, back to the first delay once a `pong`
+    /// confirms with none.
     retry: BackoffPolicy,
     retries: u32,
 }
@@ -95,7 +96,7 @@ fn has_id(text: &str, cause: &str) -> bool {
 }
 
 impl Unconfirmed {
-    /// `retry`: the first and the longest delay before writing refused events again.
+    /// `retry`: the schedule of the delays before writing refused events again.
     pub(super) fn new(cap: usize, patience: Duration, retry: BackoffPolicy) -> Self {
         Unconfirmed {
             events: VecDeque::new(),
@@ -223,10 +224,7 @@ impl Unconfirmed {
         }
         if settled.again > 0 {
             self.retries += 1;
-            let (first, most) = (self.retry.initial(), self.retry.max());
-            let delay = first
-                .saturating_mul(1 << (self.retries - 1).min(16))
-                .min(most);
+            let delay = self.retry.delay(self.retries - 1);
             self.again_at.get_or_insert(Instant::now() + delay);
         } else if settled.delivered > 0 {
             self.retries = 0;
