@@ -89,7 +89,8 @@ pub fn mib(kib: Option<u64>) -> String {
 }
 
 /// The bench's command line as `(flag, value)` pairs, a flag named in `switches` with an
-/// empty value; `--help` or `-h` prints `help` and exits.
+/// empty value; `--help` or `-h` prints `help` and exits, and a last flag without its
+/// value exits with status 2.
 pub fn flags(help: &str, switches: &[&str]) -> Vec<(String, String)> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.iter().any(|a| a == "--help" || a == "-h") {
@@ -101,8 +102,11 @@ pub fn flags(help: &str, switches: &[&str]) -> Vec<(String, String)> {
     while let Some(flag) = args.next() {
         let value = if switches.contains(&flag.as_str()) {
             String::new()
+        } else if let Some(value) = args.next() {
+            value
         } else {
-            args.next().unwrap_or_default()
+            eprintln!("{flag} needs a value\n\n{help}");
+            std::process::exit(2);
         };
         pairs.push((flag, value));
     }
