@@ -16,7 +16,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -355,8 +355,9 @@ struct Answer {
     keys: Vec<Key>,
 }
 
-/// Posts batches of 10 fresh events of one session to `url` every 20 ms until `stop`.
-async fn poster(url: String, stop: Arc<AtomicBool>) -> Posted {
+/// Posts batches of 10 fresh events of one session to `url` every 20 ms until `stop`,
+/// counting the batches refused with `503` in `refused`.
+async fn poster(url: String, stop: Arc<AtomicBool>, refused: Arc<AtomicUsize>) -> Posted {
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(30))
         .build()
@@ -384,6 +385,9 @@ async fn poster(url: String, stop: Arc<AtomicBool>) -> Posted {
             Ok(r) => (r.status().as_u16(), r.text().await.unwrap_or_default()),
             Err(e) => (0, e.to_string()),
         };
+        if status == 503 {
+            refused.fetch_add(1, Ordering::Relaxed);
+        }
         posted.answers.push(Answer {
             sent,
             answered: Instant::now(),
@@ -405,18 +409,26 @@ async fn while_nats_is_down_ingest_answers_503_and_nothing_acknowledged_is_lost(
     let mut relays: Vec<RelayProcess> = (0..2).map(|_| relay(&nats, &stream)).collect();
     let urls: Vec<String> = relays.iter().map(|r| r.url().to_owned()).collect();
     let stop = Arc::new(AtomicBool::new(false));
+    let refused: Vec<Arc<AtomicUsize>> = urls.iter().map(|_| Arc::default()).collect();
     let posters: Vec<_> = urls
         .iter()
-        .map(|url| tokio::spawn(poster(url.clone(), Arc::clone(&stop))))
+        .zip(&refused)
+        .map(|(url, refused)| {
+            tokio::spawn(poster(url.clone(), Arc::clone(&stop), Arc::clone(refused)))
+        })
         .collect();
 
     tokio::time::sleep(MS(800)).await;
     nats.kill();
     let down = Instant::now();
-    // down for a few seconds, and at least until each relay has refused a batch
+    // Down for a few seconds, and until each poster has had a batch refused: a batch in
+    // flight when the server died waits up to the relay's NATS timeout (5 s) for its
+    // acknowledgements, so a fixed outage shorter than that may see none refused.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let deadline = Instant::now() + Duration::from_secs(20);
-    while probe(&urls).await.iter().any(|s| *s != 503) {
+    while probe(&urls).await.iter().any(|s| *s != 503)
+        || refused.iter().any(|n| n.load(Ordering::Relaxed) == 0)
+    {
         assert!(
             Instant::now() < deadline,
             "ingest still answers other than 503 20 s after nats-server died"
