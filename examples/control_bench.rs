@@ -40,6 +40,7 @@ use std::time::{Duration, Instant};
 
 use aep::control::{ClientOptions, ControlClient, ControlTarget, SendOptions};
 use aep::{Emitter, WsSink};
+use aep_test_support::reference::{ReferenceOptions, ReferenceRelay};
 use serde_json::json;
 
 mod common;
@@ -109,7 +110,7 @@ enum Relay {
         std::sync::mpsc::Sender<()>,
         Option<std::thread::JoinHandle<()>>,
     ),
-    Reference(Child),
+    Reference(ReferenceRelay),
 }
 
 impl Relay {
@@ -145,28 +146,14 @@ impl Relay {
                 Ok((Relay::Rust(stop_tx, Some(thread)), url))
             }
             "reference" => {
-                let port = std::net::TcpListener::bind("127.0.0.1:0")
-                    .and_then(|l| l.local_addr())
-                    .map_err(|e| e.to_string())?
-                    .port();
-                let child = Command::new("bash")
-                    .arg(shared().join("tools/reference-relay.sh"))
-                    .arg(port.to_string())
-                    .arg(TOKEN)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::null())
-                    .spawn()
-                    .map_err(|e| e.to_string())?;
-                let url = format!("http://127.0.0.1:{port}");
+                let options = ReferenceOptions {
+                    token: Some(TOKEN.to_owned()),
+                    ..Default::default()
+                };
+                let relay = ReferenceRelay::start(options)?;
+                let url = relay.url();
                 // Held from here: dropped on the way out, it is killed.
-                let relay = Relay::Reference(child);
-                for _ in 0..300 {
-                    if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                        return Ok((relay, url));
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-                Err("the reference relay did not start in 30 s".into())
+                Ok((Relay::Reference(relay), url))
             }
             other => Err(format!("unknown relay {other}")),
         }
@@ -183,10 +170,7 @@ impl Drop for Relay {
                     let _ = thread.join();
                 }
             }
-            Relay::Reference(child) => {
-                let _ = child.kill();
-                let _ = child.wait();
-            }
+            Relay::Reference(relay) => relay.kill(),
         }
     }
 }

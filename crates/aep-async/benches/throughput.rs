@@ -323,14 +323,6 @@ impl RustRelay {
     }
 }
 
-struct Relay(std::process::Child);
-impl Drop for Relay {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let n: usize = std::env::var("AEP_BENCH_EVENTS")
@@ -465,37 +457,17 @@ async fn main() {
         println!("AEP_BENCH_NO_REFERENCE set; reference relay skipped");
         return;
     }
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let script = aep_test_support::external::shared_dir().join("tools/reference-relay.sh");
-    if !script.exists() {
-        println!("reference relay not available; skipped");
+    if let Some(why) = aep_test_support::reference::ReferenceRelay::missing() {
+        println!("reference relay not available ({why}); skipped");
         return;
     }
-    let child = Command::new("bash")
-        .arg(&script)
-        .arg(port.to_string())
-        .arg("")
-        .arg((relay_n + 10).to_string())
-        .env("AEP_MAX_SESSIONS", "1000")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let _relay = Relay(child);
-    let url = format!("http://127.0.0.1:{port}");
-    for _ in 0..400 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let options = aep_test_support::reference::ReferenceOptions {
+        buffer: Some(relay_n + 10),
+        env: vec![("AEP_MAX_SESSIONS".into(), "1000".into())],
+        ..Default::default()
+    };
+    let relay = aep_test_support::reference::ReferenceRelay::start(options).unwrap();
+    let url = relay.url();
     against_relay("reference relay", &url, relay_n, sessions).await;
 }
 

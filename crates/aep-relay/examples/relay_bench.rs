@@ -27,10 +27,11 @@
 
 mod common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use aep_test_support::process::{peak_rss_kib, rss_kib, RelayProcess};
+use aep_test_support::reference::{ReferenceOptions, ReferenceRelay};
 use common::{filter_query, median, mib, start_relay, ws_subscribe, BUFFER, TOKEN};
 use futures::StreamExt;
 use tokio_tungstenite::tungstenite::Message;
@@ -122,8 +123,8 @@ struct Relay {
 enum Process {
     /// Started with `--port 0`; it names its address.
     Rust(RelayProcess),
-    /// Started on a port picked for it.
-    Reference(Child),
+    /// Started on port 0; a preloaded hook names the port it took.
+    Reference(ReferenceRelay),
 }
 
 impl Relay {
@@ -146,31 +147,24 @@ impl Relay {
     }
 
     fn reference(script: &str) -> Relay {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .map(|a| a.port())
-            .expect("free port");
-        let child = Command::new(script)
-            .args([port.to_string(), TOKEN.to_owned(), BUFFER.to_owned()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start the reference relay");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < deadline, "reference relay did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let options = ReferenceOptions {
+            token: Some(TOKEN.to_owned()),
+            buffer: Some(BUFFER.parse().expect("BUFFER is a number")),
+            script: Some(script.into()),
+            ..Default::default()
+        };
+        let relay = ReferenceRelay::start(options)
+            .unwrap_or_else(|why| panic!("the reference relay {script}: {why}"));
         Relay {
-            process: Process::Reference(child),
-            url: format!("http://127.0.0.1:{port}"),
+            url: relay.url(),
+            process: Process::Reference(relay),
         }
     }
 
     fn pid(&self) -> u32 {
         match &self.process {
             Process::Rust(p) => p.pid(),
-            Process::Reference(child) => child.id(),
+            Process::Reference(relay) => relay.pid().unwrap_or(0),
         }
     }
 
@@ -186,7 +180,7 @@ impl Relay {
     fn alive(&mut self) -> bool {
         match &mut self.process {
             Process::Rust(p) => p.is_running(),
-            Process::Reference(child) => matches!(child.try_wait(), Ok(None)),
+            Process::Reference(relay) => relay.is_running(),
         }
     }
 }
@@ -197,18 +191,7 @@ impl Drop for Relay {
         let grace = Duration::from_secs(20);
         match &mut self.process {
             Process::Rust(p) => p.terminate(grace),
-            Process::Reference(child) => {
-                let _ = Command::new("kill")
-                    .args(["-TERM", &child.id().to_string()])
-                    .stderr(Stdio::null())
-                    .status();
-                let deadline = Instant::now() + grace;
-                while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
-                    std::thread::sleep(Duration::from_millis(50));
-                }
-                let _ = child.kill();
-                let _ = child.wait();
-            }
+            Process::Reference(relay) => relay.terminate(grace),
         }
     }
 }

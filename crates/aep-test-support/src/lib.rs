@@ -10,6 +10,8 @@
 //!   the relay cluster's tests;
 //! - [`process`]: a relay as a process of its own (started, killed `-9`, its peak
 //!   memory read), for the cluster's fault tests and bench;
+//! - [`reference`](mod@reference): the reference relay (Node) as a child process on a port it took
+//!   itself, for the tests and benches run against it;
 //! - [`relay`]: the embedded relay on a port it holds for its whole life, so a test
 //!   can stop it and start it again on the same address without racing anyone for the
 //!   port;
@@ -26,6 +28,7 @@ pub mod golden;
 pub mod http;
 pub mod nats;
 pub mod process;
+pub mod reference;
 pub mod relay;
 pub mod servers;
 pub mod sse;

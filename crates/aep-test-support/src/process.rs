@@ -153,19 +153,26 @@ impl RelayProcess {
     /// Stops it with SIGTERM (a clean shutdown), SIGKILL if it has not exited within
     /// `grace`.
     pub fn terminate(&mut self, grace: Duration) {
-        if !self.is_running() {
-            return;
-        }
+        terminate(&mut self.child, grace);
+    }
+}
+
+/// Stops `child` with SIGTERM (a clean shutdown), SIGKILL if it has not exited within
+/// `grace`, and reaps it. Nothing if it has exited.
+pub fn terminate(child: &mut Child, grace: Duration) {
+    let running = |child: &mut Child| matches!(child.try_wait(), Ok(None));
+    if running(child) {
         let _ = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
+            .args(["-TERM", &child.id().to_string()])
             .stderr(Stdio::null())
             .status();
         let deadline = Instant::now() + grace;
-        while self.is_running() && Instant::now() < deadline {
+        while running(child) && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(20));
         }
-        self.kill();
     }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 impl Drop for RelayProcess {

@@ -12,12 +12,9 @@
 #![allow(dead_code, unused_imports, clippy::unwrap_used)]
 
 use std::net::TcpListener as StdListener;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
-use std::time::Duration;
 
-use aep_test_support::external;
+use aep_test_support::{external, reference};
 
 /// A relay the scenarios can start, kill and restart on the same port.
 pub trait Relay: Send {
@@ -37,8 +34,9 @@ pub struct RelayConfig {
     pub max_from: Option<usize>,
 }
 
-/// A port nobody listens on right now, for the reference relay (a child process, which
-/// cannot take a bound socket from us).
+/// A port nobody listens on right now, for a reference relay that must have an address
+/// before it exists (a client started first); the one place a port is released and
+/// bound again, as nothing can hold a port for a process not yet started.
 pub fn free_port() -> u16 {
     StdListener::bind("127.0.0.1:0")
         .unwrap()
@@ -47,25 +45,29 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// The reference relay as a child process.
-pub struct ReferenceRelay {
-    port: u16,
-    cfg: RelayConfig,
-    child: Option<Child>,
-}
+/// The reference relay as a child process ([`aep_test_support::reference`]).
+pub struct ReferenceRelay(reference::ReferenceRelay);
 
-const SCRIPT: &str = "tools/reference-relay.sh";
-
-/// What the reference relay lacks here, if anything: its script under the shared
-/// directory, or a `node` that runs. Probed once per test binary.
+/// Why the reference relay cannot run here, if so. Probed once per test binary.
 fn reference_relay_missing() -> Option<&'static str> {
     static MISSING: OnceLock<Option<String>> = OnceLock::new();
     MISSING
-        .get_or_init(|| match external::shared_file(SCRIPT) {
-            Err(why) => Some(why),
-            Ok(_) => external::program_missing("node"),
-        })
+        .get_or_init(reference::ReferenceRelay::missing)
         .as_deref()
+}
+
+fn reference_options(cfg: RelayConfig, port: u16) -> reference::ReferenceOptions {
+    reference::ReferenceOptions {
+        token: cfg.token,
+        buffer: cfg.buffer,
+        port,
+        env: cfg
+            .max_from
+            .map(|n| ("AEP_MAX_FROM".to_owned(), n.to_string()))
+            .into_iter()
+            .collect(),
+        ..Default::default()
+    }
 }
 
 impl ReferenceRelay {
@@ -75,92 +77,35 @@ impl ReferenceRelay {
         external::skip_for(reference_relay_missing())
     }
 
+    /// One listening on a port it took.
     pub async fn start(cfg: RelayConfig) -> Self {
-        Self::start_on(free_port(), cfg).await
+        let mut r = ReferenceRelay(reference::ReferenceRelay::new(reference_options(cfg, 0)));
+        r.start_now().await;
+        r
     }
 
     /// A relay that will listen on a free port but is not started yet.
     pub fn stopped(cfg: RelayConfig) -> Self {
-        ReferenceRelay {
-            port: free_port(),
+        ReferenceRelay(reference::ReferenceRelay::new(reference_options(
             cfg,
-            child: None,
-        }
-    }
-
-    pub async fn start_on(port: u16, cfg: RelayConfig) -> Self {
-        let mut r = Self::stopped(cfg);
-        r.port = port;
-        r.spawn();
-        r.wait_ready().await;
-        r
-    }
-
-    fn spawn(&mut self) {
-        let mut cmd = Command::new("bash");
-        cmd.arg(external::shared_dir().join(SCRIPT))
-            .arg(self.port.to_string())
-            .arg(self.cfg.token.clone().unwrap_or_default())
-            .arg(self.cfg.buffer.unwrap_or(10_000).to_string())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        if let Some(n) = self.cfg.max_from {
-            cmd.env("AEP_MAX_FROM", n.to_string());
-        }
-        self.child = Some(cmd.spawn().expect("start the reference relay"));
-    }
-
-    pub async fn wait_ready(&mut self) {
-        for _ in 0..400 {
-            if tokio::net::TcpStream::connect(("127.0.0.1", self.port))
-                .await
-                .is_ok()
-            {
-                return;
-            }
-            // A relay that exited will not come up: say so now, not after the whole wait.
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                panic!(
-                    "the reference relay exited ({status}) before listening on port {}; run {} by hand to see why",
-                    self.port,
-                    external::shared_dir().join(SCRIPT).display()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-        panic!("reference relay did not come up on port {}", self.port);
+            free_port(),
+        )))
     }
 
     pub async fn start_now(&mut self) {
-        self.spawn();
-        self.wait_ready().await;
+        tokio::task::block_in_place(|| self.0.start_now()).unwrap();
     }
 }
 
 impl Relay for ReferenceRelay {
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        self.0.url()
     }
     fn kill(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            // bash execs node, so the child pid is the relay itself.
-            let _ = c.kill();
-            let _ = c.wait();
-        }
+        self.0.kill();
     }
     fn restart(&mut self) {
-        self.kill();
-        self.spawn();
-    }
-}
-
-impl Drop for ReferenceRelay {
-    fn drop(&mut self) {
-        self.kill();
+        tokio::task::block_in_place(|| self.0.start_now()).unwrap();
     }
 }
 
