@@ -246,6 +246,39 @@ impl Drop for Node {
     }
 }
 
+/// The relay whose claims (read off `claims`, a subscription to every relay's) first
+/// name `session`.
+async fn relay_claiming(
+    claims: &mut async_nats::Subscriber,
+    subjects: &Subjects,
+    session: &str,
+) -> String {
+    loop {
+        let message = tokio::time::timeout(Duration::from_secs(10), claims.next())
+            .await
+            .expect("a relay's claims within 10 s")
+            .unwrap();
+        let Some((_, _, entries)) = read_claims(&message.payload) else {
+            continue;
+        };
+        if entries.iter().any(|e| e.session == session) {
+            return subjects.relay_of(&message.subject).unwrap().to_owned();
+        }
+    }
+}
+
+/// Until a request on `subject` finds no subscriber (within 10 s).
+async fn until_no_responders(client: &async_nats::Client, subject: String) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let probe = async_nats::Request::new().timeout(Some(Duration::from_millis(100)));
+        match client.send_request(subject.clone(), probe).await {
+            Err(e) if e.kind() == RequestErrorKind::NoResponders => return,
+            _ => assert!(Instant::now() < deadline, "{subject} still subscribed"),
+        }
+    }
+}
+
 /// A WebSocket party of a test.
 struct Peer {
     ws: tokio_tungstenite::WebSocketStream<
@@ -493,9 +526,14 @@ async fn a_killed_relay_stops_counting_within_the_bound() {
     };
     let mut d = Node::start(&server, "CTL5").await;
     let (shared_s, only_d) = (session(), session());
+    let watcher = async_nats::connect(server.url()).await.unwrap();
+    let subjects = Subjects::new("CTL5");
+    let mut claims = watcher.subscribe(subjects.claims("*")).await.unwrap();
+    watcher.flush().await.unwrap();
     let mut on_b = Peer::claiming(&b, &shared_s, json!(["control.pause"])).await;
     let _on_c = Peer::claiming(&c, &shared_s, json!(["control.pause"])).await;
     let _on_d = Peer::claiming(&d, &only_d, json!(["control.pause"])).await;
+    let d_relay = relay_claiming(&mut claims, &subjects, &only_d).await;
     let mut console = Peer::hello(&a, "consumer", json!({})).await;
     console.until_claims(&shared_s, 2).await;
     console.until_claims(&only_d, 1).await;
@@ -507,6 +545,10 @@ async fn a_killed_relay_stops_counting_within_the_bound() {
     let killed = Instant::now();
     c.kill().await;
     d.kill().await;
+    // The server drops D's subscriptions once it reads the end of D's socket, which a
+    // command sent at once may overtake (and then wait out the forward timeout): the
+    // command goes once NATS has no one on D's subject, as a crash seen later would.
+    until_no_responders(&watcher, subjects.command(&d_relay)).await;
     let error = console
         .refused(&json_command("control.pause", &only_d))
         .await;
