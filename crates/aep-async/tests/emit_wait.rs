@@ -280,7 +280,7 @@ async fn an_http_relay_gone_for_good_ends_a_wait_with_stalled() {
         .queue_capacity(4)
         .max_batch(1)
         .request_timeout(Duration::from_millis(200))
-        .retry_backoff(Duration::from_millis(20), Duration::from_millis(50))
+        .backoff(Duration::from_millis(20), Duration::from_millis(50))
         .give_up_after(Some(Duration::from_millis(300)))
         .on_report(|_| {})
         .build()

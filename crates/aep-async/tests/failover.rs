@@ -71,7 +71,7 @@ async fn an_http_sink_whose_first_relay_is_down_delivers_to_the_second() {
     let reports = Recorder::default();
     let sink = HttpSink::builder([down.url(), up.url()])
         .token(TOKEN)
-        .retry_backoff(MS(10), MS(50))
+        .backoff(MS(10), MS(50))
         .on_report(reports.handler())
         .build()
         .unwrap();
@@ -97,7 +97,7 @@ async fn an_http_sink_sends_a_refused_batch_to_the_next_relay_with_the_same_ids(
     let up = TestRelay::start(config()).await.unwrap();
     let sink = HttpSink::builder(vec![failing.url.clone(), up.url()])
         .token(TOKEN)
-        .retry_backoff(MS(10), MS(50))
+        .backoff(MS(10), MS(50))
         .linger(MS(50))
         .build()
         .unwrap();

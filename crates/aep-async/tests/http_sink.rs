@@ -111,7 +111,7 @@ async fn retries_5xx_with_the_same_ids_then_succeeds() {
     let reports = Arc::new(Mutex::new(Vec::new()));
     let log = reports.clone();
     let sink = HttpSink::builder(&server.url)
-        .retry_backoff(Duration::from_millis(10), Duration::from_millis(20))
+        .backoff(Duration::from_millis(10), Duration::from_millis(20))
         .linger(Duration::from_millis(50))
         .on_report(move |r| log.lock().unwrap().push(r.to_string()))
         .build()

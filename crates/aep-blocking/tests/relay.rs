@@ -26,7 +26,7 @@ fn fast() -> SubscribeOptions {
 
 fn sink(url: &str) -> HttpSink {
     HttpSink::builder(url)
-        .configure(|b| b.retry_backoff(Duration::from_millis(20), Duration::from_millis(200)))
+        .configure(|b| b.backoff(Duration::from_millis(20), Duration::from_millis(200)))
         .build()
         .unwrap()
 }
@@ -257,7 +257,7 @@ fn a_wait_ends_with_stalled_when_the_relay_is_gone_and_closed_after_close() {
         .give_up_after(Some(Duration::from_millis(300)))
         .configure(|b| {
             b.request_timeout(Duration::from_millis(200))
-                .retry_backoff(Duration::from_millis(20), Duration::from_millis(50))
+                .backoff(Duration::from_millis(20), Duration::from_millis(50))
         })
         .on_report(|_| {})
         .build()
@@ -316,7 +316,7 @@ fn a_sink_and_a_subscription_given_two_relays_use_the_one_that_answers() {
 
 fn sink_to(relays: aep_blocking::Relays) -> HttpSink {
     HttpSink::builder(relays)
-        .configure(|b| b.retry_backoff(Duration::from_millis(20), Duration::from_millis(200)))
+        .configure(|b| b.backoff(Duration::from_millis(20), Duration::from_millis(200)))
         .build()
         .unwrap()
 }

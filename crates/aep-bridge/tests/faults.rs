@@ -23,7 +23,7 @@ use tokio::net::TcpListener;
 fn quick() -> HttpOptions {
     HttpOptions::new()
         .timeout(Duration::from_millis(300))
-        .retry_backoff(Duration::from_millis(20), Duration::from_millis(100))
+        .backoff(Duration::from_millis(20), Duration::from_millis(100))
         .give_up_after(Duration::from_millis(800))
 }
 
@@ -88,7 +88,7 @@ async fn a_retry_after_past_every_clock_gives_up_instead_of_stopping_the_worker(
     .await;
     let builder = OtlpExporter::builder(&endpoint.url).http(
         quick()
-            .retry_backoff(Duration::from_millis(1100), Duration::MAX)
+            .backoff(Duration::from_millis(1100), Duration::MAX)
             .give_up_after(Duration::from_secs(5)),
     );
     let (stats, seen) = export(builder, 2).await;
@@ -111,7 +111,7 @@ async fn a_retry_after_within_the_ceiling_is_waited_for_and_one_past_it_is_not()
     })
     .await;
     let http = quick()
-        .retry_backoff(Duration::from_millis(20), Duration::from_secs(2))
+        .backoff(Duration::from_millis(20), Duration::from_secs(2))
         .give_up_after(Duration::from_secs(10));
     let started = std::time::Instant::now();
     let (stats, _) = export(OtlpExporter::builder(&endpoint.url).http(http), 2).await;

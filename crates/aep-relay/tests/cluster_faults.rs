@@ -231,7 +231,7 @@ async fn killing_one_relay_of_three_under_load_loses_nothing_and_doubles_nothing
         .max_batch(40)
         .linger(MS(5))
         .queue_capacity(100_000)
-        .retry_backoff(MS(20), MS(200))
+        .backoff(MS(20), MS(200))
         .on_report(reports.handler())
         .build()
         .unwrap();

@@ -97,7 +97,7 @@ impl HttpSinkBuilder {
     /// Retry delays: first and ceiling (defaults 100 ms and 5 s, doubling). With several
     /// relays, a failed batch goes to the next relay at once, and these delays apply
     /// once every relay has failed it.
-    pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
         self.retry = BackoffPolicy::new(initial, max);
         self
     }

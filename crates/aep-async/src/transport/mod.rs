@@ -35,7 +35,7 @@ pub(crate) fn reconnect_delay(initial: Duration, max: Duration, attempt: u32) ->
 }
 
 /// The bounds of a reconnect (or retry) schedule as a builder keeps them, from its
-/// `backoff` or `retry_backoff` setter: the first delay and the ceiling, which is never
+/// `backoff` setter: the first delay and the ceiling, which is never
 /// below it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct BackoffPolicy {

@@ -27,7 +27,7 @@ fn fast() -> SubscribeOptions {
 fn http_sink(url: &str, reports: &Arc<Mutex<Vec<String>>>) -> HttpSink {
     let log = reports.clone();
     HttpSink::builder(url)
-        .retry_backoff(Duration::from_millis(50), Duration::from_millis(300))
+        .backoff(Duration::from_millis(50), Duration::from_millis(300))
         .on_report(move |r| log.lock().unwrap().push(format!("{r:?}")))
         .build()
         .unwrap()
@@ -263,7 +263,7 @@ async fn server_that_never_answers_times_out_as_network() {
     let log = reports.clone();
     let sink = HttpSink::builder(&silent.url)
         .request_timeout(Duration::from_millis(200))
-        .retry_backoff(Duration::from_millis(20), Duration::from_millis(50))
+        .backoff(Duration::from_millis(20), Duration::from_millis(50))
         .give_up_after(Some(Duration::from_millis(600)))
         .on_report(move |r| log.lock().unwrap().push(format!("{r}")))
         .build()

@@ -36,7 +36,7 @@ use crate::proto::collector::trace::v1::ExportTraceServiceResponse;
 ///     .header("x-scope", "agents")
 ///     .gzip(false)
 ///     .timeout(Duration::from_secs(5))
-///     .retry_backoff(Duration::from_millis(100), Duration::from_secs(2))
+///     .backoff(Duration::from_millis(100), Duration::from_secs(2))
 ///     .give_up_after(Duration::from_secs(10))
 ///     .queue(4);
 /// assert!(!format!("{opts:?}").contains("secret"));
@@ -151,10 +151,10 @@ impl HttpOptions {
     ///
     /// ```
     /// use std::time::Duration;
-    /// let o = aep_bridge::export::HttpOptions::new().retry_backoff(Duration::from_millis(50), Duration::from_secs(1));
+    /// let o = aep_bridge::export::HttpOptions::new().backoff(Duration::from_millis(50), Duration::from_secs(1));
     /// # let _ = o;
     /// ```
-    pub fn retry_backoff(mut self, initial: Duration, max: Duration) -> Self {
+    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
         self.retry_initial = initial;
         self.retry_max = max.max(initial);
         self
