@@ -19,9 +19,11 @@ use std::fmt;
 use std::io::{self, BufRead, BufReader};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
+
+use crate::process::ServerChild;
 
 /// The oldest server the cluster backend runs on (see the module documentation).
 pub const MIN_VERSION: Version = Version(2, 10, 0);
@@ -105,8 +107,7 @@ pub fn usable_version() -> Result<Version, String> {
 /// assert_eq!(server.url(), url);
 /// ```
 pub struct NatsServer {
-    child: Option<Child>,
-    port: u16,
+    server: ServerChild,
     dir: PathBuf,
     version: Version,
 }
@@ -115,7 +116,7 @@ impl fmt::Debug for NatsServer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("NatsServer")
             .field("url", &self.url())
-            .field("running", &self.child.is_some())
+            .field("pid", &self.server.pid())
             .field("dir", &self.dir)
             .field("version", &self.version)
             .finish()
@@ -129,8 +130,7 @@ impl NatsServer {
         let version = usable_version()?;
         let dir = fresh_dir().map_err(|e| format!("creating a store directory: {e}"))?;
         let mut server = NatsServer {
-            child: None,
-            port: 0,
+            server: ServerChild::default(),
             dir,
             version,
         };
@@ -154,17 +154,17 @@ impl NatsServer {
 
     /// `nats://127.0.0.1:PORT`
     pub fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
+        format!("nats://127.0.0.1:{}", self.port())
     }
 
     /// The port it listens on (kept across restarts).
     pub fn port(&self) -> u16 {
-        self.port
+        self.server.port()
     }
 
     /// Its process id while it runs (for its peak memory, `/proc/PID/status`).
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.server.pid()
     }
 
     /// The server's version.
@@ -179,26 +179,19 @@ impl NatsServer {
 
     /// Whether the process runs.
     pub fn is_running(&mut self) -> bool {
-        match &mut self.child {
-            Some(child) => matches!(child.try_wait(), Ok(None)),
-            None => false,
-        }
+        self.server.is_running()
     }
 
     /// Kills the process (SIGKILL, as a crash) and waits for it; the store stays.
     /// Idempotent.
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
+        self.server.kill();
     }
 
     /// Starts the server again on the same port with the same store (killing it first
     /// if it runs), so what JetStream held is there again.
     pub fn restart(&mut self) -> Result<(), String> {
-        self.kill();
-        self.launch(Some(self.port))
+        self.launch(Some(self.port()))
     }
 
     /// What the server logged so far.
@@ -224,37 +217,19 @@ impl NatsServer {
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err);
-        let child = command
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", program().to_string_lossy()))?;
-        let pid = child.id();
-        self.child = Some(child);
-        let ports_file = ports_dir.join(format!("nats-server_{pid}.ports"));
-        let deadline = Instant::now() + START_TIMEOUT;
-        let url = loop {
-            if let Some(url) = read_ports_file(&ports_file) {
-                break url;
-            }
-            if !self.is_running() {
-                self.kill();
-                return Err(format!("nats-server exited at start:\n{}", self.log()));
-            }
-            if Instant::now() > deadline {
-                self.kill();
-                return Err(format!(
-                    "nats-server wrote no ports file within {} s:\n{}",
-                    START_TIMEOUT.as_secs(),
-                    self.log()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let read = |pid| {
+            let url = read_ports_file(&ports_dir.join(format!("nats-server_{pid}.ports")))?;
+            url.rsplit(':').next()?.parse().ok()
         };
-        self.port = url
-            .rsplit(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .ok_or_else(|| format!("a ports file without a port: {url}"))?;
-        let info = read_info(self.port).map_err(|e| format!("reading the server's INFO: {e}"))?;
+        if let Err(why) = self.server.launch(&mut command, START_TIMEOUT, read) {
+            self.kill();
+            return Err(format!(
+                "nats-server ({}) did not start: {why}; its log:\n{}",
+                program().to_string_lossy(),
+                self.log()
+            ));
+        }
+        let info = read_info(self.port()).map_err(|e| format!("reading the server's INFO: {e}"))?;
         if !info.contains("\"jetstream\":true") {
             self.kill();
             return Err(format!("the server runs without JetStream: {info}"));

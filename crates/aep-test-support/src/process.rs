@@ -245,6 +245,111 @@ pub fn cpu_secs(pid: u32) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
+/// A server as a child process on a port it chose and wrote down somewhere (nats-server
+/// its ports file, the reference relay a hook's file), started again on that port:
+/// [`crate::nats::NatsServer`] and [`crate::reference::ReferenceRelay`] are each one.
+#[derive(Debug, Default)]
+pub struct ServerChild {
+    child: Option<Child>,
+    port: u16,
+}
+
+/// Why [`ServerChild::launch`] has no server listening.
+#[derive(Debug)]
+pub enum LaunchError {
+    /// The program could not be started.
+    Spawn(std::io::Error),
+    /// It exited before naming its port.
+    Exited(std::process::ExitStatus),
+    /// It named no port within the time allowed; it was killed.
+    TimedOut(Duration),
+}
+
+impl fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LaunchError::Spawn(e) => write!(f, "it could not be started: {e}"),
+            LaunchError::Exited(status) => write!(f, "it exited ({status}) before listening"),
+            LaunchError::TimedOut(d) => write!(f, "it named no port within {} s", d.as_secs()),
+        }
+    }
+}
+
+impl ServerChild {
+    /// Kills what runs, starts `command`, and polls `port` (given the new process's id)
+    /// every 20 ms until it names the port the server listens on, the process exits, or
+    /// `timeout` passes (the process is then killed).
+    pub fn launch(
+        &mut self,
+        command: &mut Command,
+        timeout: Duration,
+        mut port: impl FnMut(u32) -> Option<u16>,
+    ) -> Result<u16, LaunchError> {
+        self.kill();
+        let child = command.spawn().map_err(LaunchError::Spawn)?;
+        let pid = child.id();
+        self.child = Some(child);
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(p) = port(pid) {
+                self.port = p;
+                return Ok(p);
+            }
+            if let Some(status) = self
+                .child
+                .as_mut()
+                .and_then(|c| c.try_wait().ok().flatten())
+            {
+                self.child = None;
+                return Err(LaunchError::Exited(status));
+            }
+            if Instant::now() > deadline {
+                self.kill();
+                return Err(LaunchError::TimedOut(timeout));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The port it listens on (kept across restarts; 0 before the first launch).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Its process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Whether it runs (launched, and has not exited).
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// Kills it (SIGKILL, as a crash) and reaps it. Idempotent.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Stops it with SIGTERM, SIGKILL if it has not exited within `grace`.
+    pub fn terminate(&mut self, grace: Duration) {
+        if let Some(mut child) = self.child.take() {
+            terminate(&mut child, grace);
+        }
+    }
+}
+
+impl Drop for ServerChild {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -324,5 +429,44 @@ mod tests {
             "it obeyed SIGTERM: {took:?}"
         );
         assert!(took < Duration::from_secs(10), "{took:?}");
+    }
+
+    #[test]
+    fn a_server_child_names_its_port_and_keeps_it() {
+        let mut server = ServerChild::default();
+        let port = server
+            .launch(&mut shell("exec sleep 30"), Duration::from_secs(5), |_| {
+                Some(7)
+            })
+            .unwrap();
+        assert_eq!((port, server.port()), (7, 7));
+        assert!(server.is_running() && server.pid().is_some());
+        server.kill();
+        assert!(!server.is_running() && server.pid().is_none());
+        assert_eq!(server.port(), 7);
+    }
+
+    #[test]
+    fn a_server_child_that_exits_or_names_no_port_is_an_error() {
+        let mut server = ServerChild::default();
+        let exited = server.launch(&mut shell("exit 4"), Duration::from_secs(5), |_| None);
+        assert!(matches!(exited, Err(LaunchError::Exited(s)) if s.code() == Some(4)));
+        let silent = server.launch(
+            &mut shell("exec sleep 30"),
+            Duration::from_millis(100),
+            |_| None,
+        );
+        assert!(
+            matches!(silent, Err(LaunchError::TimedOut(_))),
+            "{silent:?}"
+        );
+        // killed, not left running
+        assert!(!server.is_running());
+        let missing = server.launch(
+            &mut Command::new("aep-test-no-such-program"),
+            Duration::from_secs(1),
+            |_| None,
+        );
+        assert!(matches!(missing, Err(LaunchError::Spawn(_))), "{missing:?}");
     }
 }

@@ -10,11 +10,12 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use crate::disk::TempDir;
 use crate::external;
+use crate::process::ServerChild;
 
 /// The start script, under the shared directory.
 const SCRIPT: &str = "tools/reference-relay.sh";
@@ -54,8 +55,7 @@ pub struct ReferenceOptions {
 #[derive(Debug)]
 pub struct ReferenceRelay {
     options: ReferenceOptions,
-    port: u16,
-    child: Option<Child>,
+    server: ServerChild,
     dir: TempDir,
 }
 
@@ -71,9 +71,8 @@ impl ReferenceRelay {
     /// A relay not started yet, on `options.port` (0: the one it takes when started).
     pub fn new(options: ReferenceOptions) -> ReferenceRelay {
         ReferenceRelay {
-            port: options.port,
             options,
-            child: None,
+            server: ServerChild::default(),
             dir: TempDir::new("reference-relay"),
         }
     }
@@ -88,7 +87,6 @@ impl ReferenceRelay {
     /// Starts this relay (again, on the port it took before, once it has one) and waits
     /// until it listens; an error says why it did not, with where to look.
     pub fn start_now(&mut self) -> Result<(), String> {
-        self.kill();
         let hook = self.dir.path().join("bound-port.cjs");
         let bound = self.dir.path().join("port");
         std::fs::write(&hook, HOOK).map_err(|e| format!("writing {}: {e}", hook.display()))?;
@@ -103,10 +101,11 @@ impl ReferenceRelay {
             preload.push(" ");
             preload.push(more);
         }
+        let port = self.port();
         let mut command = Command::new("bash");
         command
             .arg(&script)
-            .arg(self.port.to_string())
+            .arg(port.to_string())
             .arg(self.options.token.clone().unwrap_or_default())
             .arg(self.options.buffer.unwrap_or(10_000).to_string())
             .env("NODE_OPTIONS", preload)
@@ -114,84 +113,48 @@ impl ReferenceRelay {
             .envs(self.options.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        let child = command
-            .spawn()
-            .map_err(|e| format!("starting {}: {e}", script.display()))?;
         // bash execs node: the child is the relay itself, and killing it stops it
-        self.child = Some(child);
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if let Some(port) = std::fs::read_to_string(&bound)
-                .ok()
-                .and_then(|p| p.trim().parse::<u16>().ok())
-            {
-                self.port = port;
-                return Ok(());
-            }
-            if let Some(status) = self
-                .child
-                .as_mut()
-                .and_then(|c| c.try_wait().ok().flatten())
-            {
-                self.child = None;
-                return Err(format!(
-                    "the reference relay exited ({status}) before listening; run {} {} by hand to see why",
-                    script.display(),
-                    self.port
-                ));
-            }
-            if Instant::now() > deadline {
-                self.kill();
-                return Err(format!(
-                    "the reference relay did not listen within {} s",
-                    START_TIMEOUT.as_secs()
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(20));
+        let read = |_pid| std::fs::read_to_string(&bound).ok()?.trim().parse().ok();
+        match self.server.launch(&mut command, START_TIMEOUT, read) {
+            Ok(_) => Ok(()),
+            Err(why) => Err(format!(
+                "the reference relay did not start: {why}; run {} {port} by hand to see why",
+                script.display()
+            )),
         }
     }
 
-    /// Its address, `http://127.0.0.1:PORT` (PORT 0 until first started on port 0).
+    /// Its address, `http://127.0.0.1:PORT`.
     pub fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
+        format!("http://127.0.0.1:{}", self.port())
     }
 
-    /// The port it listens on (or will, or did).
+    /// The port it listens on (or will, or did; 0 before it first took one).
     pub fn port(&self) -> u16 {
-        self.port
+        match self.server.port() {
+            0 => self.options.port,
+            taken => taken,
+        }
     }
 
     /// The relay's process id while it runs.
     pub fn pid(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
+        self.server.pid()
     }
 
     /// Whether it runs (started, and has not exited).
     pub fn is_running(&mut self) -> bool {
-        self.child
-            .as_mut()
-            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+        self.server.is_running()
     }
 
     /// Stops it with SIGTERM, SIGKILL if it has not exited within `grace`.
     pub fn terminate(&mut self, grace: Duration) {
-        if let Some(mut child) = self.child.take() {
-            crate::process::terminate(&mut child, grace);
-        }
+        self.server.terminate(grace);
     }
 
     /// Kills it (SIGKILL) and reaps it; nothing if it is not running.
     pub fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-impl Drop for ReferenceRelay {
-    fn drop(&mut self) {
-        self.kill();
+        self.server.kill();
     }
 }
 
@@ -230,6 +193,9 @@ mod tests {
             ..Default::default()
         };
         let why = ReferenceRelay::start(options).unwrap_err();
-        assert!(why.contains("exited (exit status: 3)"), "{why}");
+        assert!(
+            why.contains("exited (exit status: 3) before listening"),
+            "{why}"
+        );
     }
 }
