@@ -17,13 +17,15 @@ fn control(url: &str, args: &[&str]) -> common::Run {
     run(&all)
 }
 
-/// [`control`], which must exit `code` within three seconds.
-fn control_within_3s(url: &str, args: &[&str], code: i32) -> common::Run {
+/// [`control`], which must exit `code` well before the default ack window (10 s) would
+/// have run out: what a refusal or the test's short windows decide. (Not three
+/// seconds: starting the process alone can take one on a busy machine.)
+fn control_soon(url: &str, args: &[&str], code: i32) -> common::Run {
     let started = Instant::now();
     let r = control(url, args);
     r.expect(code);
     let took = started.elapsed();
-    assert!(took < Duration::from_secs(3), "took {took:?}");
+    assert!(took < Duration::from_secs(8), "took {took:?}");
     r
 }
 
@@ -82,7 +84,7 @@ fn a_rejection_is_exit_3_with_the_reason() {
 #[test]
 fn no_route_is_exit_3_within_a_second_or_two() {
     let relay = relay();
-    let r = control_within_3s(
+    let r = control_soon(
         relay.url(),
         &["send", "control.pause", "--session", "nobody"],
         3,
@@ -94,7 +96,7 @@ fn no_route_is_exit_3_within_a_second_or_two() {
 #[test]
 fn silence_past_every_window_is_exit_4() {
     let (relay, _agent) = relay_with_agent("s1");
-    let r = control_within_3s(
+    let r = control_soon(
         relay.url(),
         &[
             "send",

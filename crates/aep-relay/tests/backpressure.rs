@@ -77,7 +77,7 @@ async fn readers_that_never_read_hold_up_no_emitter() {
     let took = started.elapsed();
     assert_eq!(answer.status(), 202);
     assert!(
-        took < Duration::from_secs(2),
+        took < Duration::from_secs(10),
         "a one-event POST waited {took:?} behind readers that never read"
     );
     flood.await.unwrap();

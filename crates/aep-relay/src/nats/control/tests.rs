@@ -555,14 +555,19 @@ async fn a_killed_relay_stops_counting_within_the_bound() {
     assert_eq!(error["code"], "no-route", "{error}");
     let detail = error["detail"].as_str().unwrap();
     assert!(detail.ends_with("is gone"), "{detail}");
-    console.until_claims(&only_d, 0).await;
-    assert!(killed.elapsed() < BEAT, "D stopped counting at once");
+    // at once: A forgot D's claims before it sent the refusal
+    let left = console.roster().await;
+    assert!(
+        !left.iter().any(|e| e["session"] == only_d),
+        "D's claims still counted after NATS said it was gone: {left:?}"
+    );
 
     let bound = BEAT * (ControlOptions::default().missed + 1);
     console.until_claims(&shared_s, 1).await;
     let stopped = killed.elapsed();
+    // the bound, and two heartbeats for a relay on a machine as busy as CI's
     assert!(
-        stopped <= bound + BEAT,
+        stopped <= bound + 2 * BEAT,
         "C's claims counted {stopped:?} after its death, the bound being {bound:?}"
     );
     // the roster and routing read the same copy: B's claimant alone now
@@ -645,7 +650,8 @@ async fn a_relay_stopped_cleanly_stops_counting_at_once() {
     c.stop().await;
     let stopped = Instant::now();
     console.until_claims(&s, 0).await;
-    assert!(stopped.elapsed() < BEAT, "{:?}", stopped.elapsed());
+    // well before its silence would tell (`missed` heartbeats)
+    assert!(stopped.elapsed() < 2 * BEAT, "{:?}", stopped.elapsed());
     let error = console.refused(&json_command("control.pause", &s)).await;
     assert_eq!(error["code"], "no-route");
 }
