@@ -677,8 +677,9 @@ async fn a_lost_ack_is_recovered_by_the_retry() {
     })
     .await;
     let client = console_for(&proxy.url, "s-lossy").await;
+    // a window long enough for the re-sent ack's round trip on a busy machine
     let opts = SendOptions::new()
-        .ack_window(Duration::from_millis(300))
+        .ack_window(Duration::from_secs(1))
         .retries(2);
     let ack = client.send("control.pause", "s-lossy", opts).await.unwrap();
     assert_eq!(ack.event_type(), "control.accepted");
@@ -802,12 +803,18 @@ async fn close_is_idempotent_and_settles_pending_commands() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecided_command_is_rejected_busy_within_the_window() {
     let relay = relay().await;
+    // The handler holds the command until the sender has had its `busy`, then tries
+    // to decide too late.
+    let refused = Arc::new(tokio::sync::Notify::new());
+    let late = refused.clone();
     let target = ControlTarget::builder(["control.pause"])
         .ack_window(Duration::from_millis(100))
-        .handler(|cmd| async move {
-            // Holds the command past the window, then tries to decide too late.
-            tokio::time::sleep(Duration::from_millis(400)).await;
-            assert!(cmd.accept().is_err());
+        .handler(move |cmd| {
+            let late = late.clone();
+            async move {
+                late.notified().await;
+                assert!(cmd.accept().is_err());
+            }
         });
     let agent = agent(relay.url(), "s-slow", &target).await;
     let client = console_for(relay.url(), "s-slow").await;
@@ -818,6 +825,7 @@ async fn an_undecided_command_is_rejected_busy_within_the_window() {
     let nack = err.nack().unwrap();
     assert_eq!(nack.reason(), NackReason::Busy);
     assert!(!nack.is_synthesized());
+    refused.notify_one();
     client.close().await;
     agent.emitter.close().await;
 }

@@ -3,6 +3,9 @@
 #![allow(clippy::unwrap_used)] // tests: a failed unwrap is a failed test
 mod common;
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
 use common::*;
 use serde_json::{json, Value};
 
@@ -249,9 +252,11 @@ async fn a_relay_killed_during_ingest_loses_no_acknowledged_batch() {
         let data_dir = dir.path().display().to_string();
         let relay = RelayProcess::start(&["--data-dir", &data_dir, "--buffer", "100000"]);
         let s = session();
+        let answered = Arc::new(AtomicUsize::new(0));
         let poster = {
             let url = relay.url.clone();
             let s = s.clone();
+            let answered = answered.clone();
             tokio::spawn(async move {
                 let mut acknowledged = Vec::new();
                 for batch in 0..10_000u64 {
@@ -262,11 +267,18 @@ async fn a_relay_killed_during_ingest_loses_no_acknowledged_batch() {
                         Some(r) if r.status() == 202 => acknowledged.push(batch),
                         _ => break,
                     }
+                    answered.fetch_add(1, Ordering::Relaxed);
                 }
                 acknowledged
             })
         };
-        tokio::time::sleep(std::time::Duration::from_millis(300 + 150 * trial)).await;
+        // killed mid-stream, once batches are being acknowledged (a busy machine may
+        // take a while to the first), at a different point each trial
+        aep_test_support::wait::until("a first acknowledged batch", || {
+            answered.load(Ordering::Relaxed) > 0
+        })
+        .await;
+        tokio::time::sleep(std::time::Duration::from_millis(150 * trial)).await;
         relay.kill();
         let acknowledged = poster.await.unwrap();
         assert!(

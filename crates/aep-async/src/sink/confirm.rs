@@ -360,8 +360,9 @@ mod tests {
     }
 
     /// Unless urgent, a `ping` waits [`QUIET`] after the last one; the timer says when.
-    #[test]
-    fn pings_keep_a_quiet_interval_unless_urgent() {
+    /// (The clock is paused: a real one may pass the 5 ms between two lines.)
+    #[tokio::test(start_paused = true)]
+    async fn pings_keep_a_quiet_interval_unless_urgent() {
         let mut u = Unconfirmed::new(10, Duration::from_secs(1), retry());
         assert_eq!(u.timer(), None);
         u.written(fresh(&["a"]));
