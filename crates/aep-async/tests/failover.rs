@@ -98,7 +98,8 @@ async fn an_http_sink_sends_a_refused_batch_to_the_next_relay_with_the_same_ids(
     let sink = HttpSink::builder(vec![failing.url.clone(), up.url()])
         .token(TOKEN)
         .backoff(MS(10), MS(50))
-        .linger(MS(50))
+        // one batch, sent by the flush: no pause mid-emit splits it
+        .linger(Duration::from_secs(30))
         .build()
         .unwrap();
     let (emitter, session) = emitting(sink, 4);

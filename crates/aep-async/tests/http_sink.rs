@@ -112,7 +112,8 @@ async fn retries_5xx_with_the_same_ids_then_succeeds() {
     let log = reports.clone();
     let sink = HttpSink::builder(&server.url)
         .backoff(Duration::from_millis(10), Duration::from_millis(20))
-        .linger(Duration::from_millis(50))
+        // one batch, sent by the flush: no pause mid-emit splits it
+        .linger(Duration::from_secs(30))
         .on_report(move |r| log.lock().unwrap().push(r.to_string()))
         .build()
         .unwrap();

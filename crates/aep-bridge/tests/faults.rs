@@ -27,6 +27,15 @@ fn quick() -> HttpOptions {
         .give_up_after(Duration::from_millis(800))
 }
 
+/// Fast retries, a long budget and a patient request, for the tests that count the
+/// requests of batches that all go: on a busy machine a request slower than `quick`'s
+/// 300 ms would be sent again, or the budget would run out.
+fn steady() -> HttpOptions {
+    quick()
+        .timeout(Duration::from_secs(10))
+        .give_up_after(Duration::from_secs(30))
+}
+
 fn reports() -> (Arc<Mutex<Vec<String>>>, impl Fn(ExportReport) + Send + Sync) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let sink = seen.clone();
@@ -63,7 +72,7 @@ async fn an_otlp_receiver_answering_500_rejects_the_batch_for_good() {
 #[tokio::test]
 async fn a_503_is_retried_with_the_same_batch_until_it_is_taken() {
     let mut endpoint = Endpoint::start(|n| Answer::Status(if n < 2 { 503 } else { 200 })).await;
-    let (stats, seen) = export(OtlpExporter::builder(&endpoint.url).http(quick()), 3).await;
+    let (stats, seen) = export(OtlpExporter::builder(&endpoint.url).http(steady()), 3).await;
     assert_eq!((stats.exported, stats.failed), (3, 0));
     let requests = endpoint.drain();
     assert_eq!(requests.len(), 3);
@@ -159,7 +168,7 @@ async fn a_413_for_an_oversized_batch_is_final_and_the_next_batch_still_goes() {
     let mut endpoint = Endpoint::start(|n| Answer::Status(if n == 0 { 413 } else { 200 })).await;
     let builder = OtlpExporter::builder(&endpoint.url)
         .max_batch(10)
-        .http(quick());
+        .http(steady());
     let (stats, seen) = export(builder, 20).await;
     assert_eq!(
         (
