@@ -12,9 +12,14 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# wait_for FILE TEXT: until FILE contains TEXT (30 s), else print it and fail.
+# wait_for FILE TEXT [PID]: until FILE contains TEXT (30 s), else print it and fail;
+# at once if process PID (when given) has exited.
 wait_for() {
-  for _ in $(seq 300); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  for _ in $(seq 300); do
+    grep -q "$2" "$1" 2>/dev/null && return 0
+    [ -z "${3:-}" ] || kill -0 "$3" 2>/dev/null || { echo "exited before writing '$2' to $1"; cat "$1" 2>/dev/null; return 1; }
+    sleep 0.1
+  done
   echo "timed out waiting for '$2' in $1:"; cat "$1"; return 1
 }
 
@@ -33,7 +38,7 @@ start_reference_relay() {
     AEP_BOUND_PORT_FILE="$logs/ref-relay.port" \
     bash "$shared/tools/reference-relay.sh" 0 "$1" >"$logs/ref-relay.out" 2>&1 &
   pids+=($!)
-  wait_for "$logs/ref-relay.port" "[0-9]"
+  wait_for "$logs/ref-relay.port" "[0-9]" "$!" || { cat "$logs/ref-relay.out"; return 1; }
   url="http://127.0.0.1:$(cat "$logs/ref-relay.port")"
 }
 
