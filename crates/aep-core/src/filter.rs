@@ -569,7 +569,7 @@ trait Attrs {
 
 /// One body for the types that answer through accessors of the same names: an
 /// [`Event`], and an [`EnvelopeView`], which reads the same attributes from the same line
-/// (held by `tests/event_reader.rs`). `$raw` is the raw JSON text of extension `$name`.
+/// (held by `tests/it/event_reader.rs`). `$raw` is the raw JSON text of extension `$name`.
 macro_rules! attrs_from_accessors {
     ($ty:ty, |$this:ident, $name:ident| $raw:expr) => {
         impl Attrs for $ty {

@@ -1,0 +1,19 @@
+//! The integration tests of `aep-async`, one binary: each module was a test
+//! binary of its own, and linking each against the whole dependency graph was most of
+//! CI's time (issue 30).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+mod common;
+mod control;
+mod control_reclaim;
+mod control_sender;
+mod emit;
+mod emit_wait;
+mod failover;
+mod http_sink;
+mod hub;
+mod reference_relay;
+mod rust_relay;
+mod subscription_filter;
+mod ws_sink_refusals;

@@ -1,0 +1,11 @@
+//! The integration tests of `aep-bridge`, one binary: each module was a test
+//! binary of its own, and linking each against the whole dependency graph was most of
+//! CI's time (issue 30).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+mod common;
+mod faults;
+mod golden;
+mod otlp_e2e;
+mod sinks;

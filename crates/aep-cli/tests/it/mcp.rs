@@ -1,0 +1,272 @@
+//! `aep mcp` driven by a scripted MCP client over stdio (newline-delimited JSON-RPC
+//! 2.0): the handshake, both tools, and the protocol's error answers.
+
+#![allow(clippy::unwrap_used)] // a test: a panic is the failure report
+
+use crate::common;
+
+use std::io::Write;
+use std::process::{Child, ChildStdin};
+use std::sync::mpsc::Receiver;
+use std::time::Duration;
+
+use common::{
+    aep, dead_relay_url, eventually, finish, history, line_channel, relay, run, spawn, TOKEN,
+};
+use serde_json::{json, Value};
+
+/// A scripted MCP client: writes requests, reads the server's lines.
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Receiver<String>,
+}
+
+impl Client {
+    fn start(url: &str, session: &str) -> Client {
+        let mut cmd = aep();
+        cmd.args(["mcp", "--url", url, "--token", TOKEN, "--session", session]);
+        let mut child = spawn(cmd);
+        let stdin = child.stdin.take().unwrap();
+        let lines = line_channel(child.stdout.take().unwrap());
+        Client {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn send(&mut self, message: &Value) {
+        self.send_raw(&message.to_string());
+    }
+
+    fn send_raw(&mut self, line: &str) {
+        writeln!(self.stdin, "{line}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    fn recv(&self) -> Value {
+        let line = self
+            .lines
+            .recv_timeout(Duration::from_secs(20))
+            .expect("a reply within 20 s");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON on stdout: {line}: {e}"))
+    }
+
+    fn call(&mut self, id: u64, method: &str, params: Value) -> Value {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let reply = self.recv();
+        assert_eq!(reply["id"], id, "{reply}");
+        reply
+    }
+
+    fn tool(&mut self, id: u64, name: &str, arguments: Value) -> Value {
+        self.call(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        )
+    }
+}
+
+fn handshake(c: &mut Client) {
+    let init = c.call(
+        1,
+        "initialize",
+        json!({
+            "protocolVersion": "2025-03-26",
+            "capabilities": {},
+            "clientInfo": {"name": "scripted", "version": "0"}
+        }),
+    );
+    assert_eq!(init["result"]["protocolVersion"], "2025-03-26");
+    assert!(init["result"]["capabilities"]["tools"].is_object());
+    assert_eq!(init["result"]["serverInfo"]["name"], "aep");
+    c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+}
+
+#[test]
+fn handshake_tools_and_emit_event() {
+    let relay = relay();
+    let mut c = Client::start(relay.url(), "mcp-a");
+    handshake(&mut c);
+    let list = c.call(2, "tools/list", json!({}));
+    let names: Vec<&str> = list["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["emit_event", "ask_human"]);
+    assert_eq!(c.call(3, "ping", json!({}))["result"], json!({}));
+
+    let ok = c.tool(4, "emit_event", json!({"type": "x.test.milestone.reached", "data": {"step": 3}, "subject": "build", "severity": "notice"}));
+    assert_eq!(ok["result"]["isError"], false, "{ok}");
+    let id = ok["result"]["structuredContent"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let refused = c.tool(5, "emit_event", json!({"type": "control.pause"}));
+    assert_eq!(refused["result"]["isError"], true);
+    assert!(refused["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("control"));
+    let malformed = c.tool(6, "emit_event", json!({"type": "Not A Type"}));
+    assert_eq!(malformed["result"]["isError"], true);
+    let no_type = c.tool(7, "emit_event", json!({}));
+    assert_eq!(no_type["result"]["isError"], true);
+
+    // the protocol's own errors
+    let unknown_tool = c.tool(8, "rm_rf", json!({}));
+    assert_eq!(unknown_tool["error"]["code"], -32602);
+    let unknown = c.call(9, "resources/list", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601);
+    c.send_raw("{not json");
+    assert_eq!(c.recv()["error"]["code"], -32700);
+    c.send_raw("[1, 2]");
+    assert_eq!(c.recv()["error"]["code"], -32600);
+    c.send(&json!({"jsonrpc": "2.0", "id": 20}));
+    let no_method = c.recv();
+    assert_eq!(
+        (no_method["id"].clone(), no_method["error"]["code"].clone()),
+        (json!(20), json!(-32600))
+    );
+    // a line that is not UTF-8 is a parse error like any other, and the server goes on
+    c.stdin.write_all(b"{\"id\": \"\xff\"}\n").unwrap();
+    c.stdin.flush().unwrap();
+    assert_eq!(c.recv()["error"]["code"], -32700);
+    assert_eq!(c.call(21, "ping", json!({}))["result"], json!({}));
+    // a line longer than any message is refused unread past the bound, and skipped
+    let mut endless =
+        br#"{"jsonrpc": "2.0", "id": 22, "method": "ping", "params": {"x": ""#.to_vec();
+    endless.resize(17 << 20, b'x');
+    endless.extend_from_slice(b"\"}}\n");
+    c.stdin.write_all(&endless).unwrap();
+    c.stdin.flush().unwrap();
+    let refused = c.recv();
+    assert_eq!(refused["error"]["code"], -32700, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("over 16 MiB"),
+        "{refused}"
+    );
+    assert_eq!(c.call(23, "ping", json!({}))["result"], json!({}));
+
+    eventually("the event at the relay", Duration::from_secs(10), || {
+        history(relay.url()).iter().any(|e| e.id() == id)
+    });
+    let held = history(relay.url());
+    let e = held.iter().find(|e| e.id() == id).unwrap();
+    assert_eq!((e.session(), e.subject()), (Some("mcp-a"), Some("build")));
+    assert!(held
+        .iter()
+        .any(|e| e.event_type() == "session.started" && e.session() == Some("mcp-a")));
+
+    drop(c.stdin);
+    let r = finish(c.child, b"", Duration::from_secs(20));
+    r.expect(0);
+    assert!(history(relay.url())
+        .iter()
+        .any(|e| e.event_type() == "session.ended" && e.session() == Some("mcp-a")));
+}
+
+#[test]
+fn ask_human_waits_for_the_answer_and_reports_a_timeout() {
+    let relay = relay();
+    let mut c = Client::start(relay.url(), "mcp-b");
+    handshake(&mut c);
+    c.send(&json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
+        "name": "ask_human", "arguments": {"prompt": "Deploy to production?", "options": [{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}]}
+    }}));
+    // a person sees the request and answers it with the CLI
+    let mut request = None;
+    eventually(
+        "the attention request at the relay",
+        Duration::from_secs(10),
+        || {
+            request = history(relay.url())
+                .into_iter()
+                .find(|e| e.event_type() == "attention.requested" && e.session() == Some("mcp-b"))
+                .map(|e| e.id().to_owned());
+            request.is_some()
+        },
+    );
+    let request = request.unwrap();
+    let r = run(&[
+        "respond",
+        "mcp-b",
+        &request,
+        "--option",
+        "yes",
+        "--url",
+        relay.url(),
+        "--token",
+        TOKEN,
+    ]);
+    r.expect(0);
+    let reply = c.recv();
+    assert_eq!(reply["id"], 10);
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    assert_eq!(
+        reply["result"]["structuredContent"]["answer"],
+        json!({"option": "yes"})
+    );
+    assert_eq!(
+        reply["result"]["structuredContent"]["request_id"],
+        request.as_str()
+    );
+    eventually("answered and resolved", Duration::from_secs(10), || {
+        let held = history(relay.url());
+        ["attention.answered", "attention.resolved"]
+            .iter()
+            .all(|t| {
+                held.iter()
+                    .any(|e| e.event_type() == *t && e.subject() == Some(request.as_str()))
+            })
+    });
+    // an answer to a request nobody waits on is refused
+    run(&[
+        "respond",
+        "mcp-b",
+        "no-such-request",
+        "--text",
+        "hm",
+        "--url",
+        relay.url(),
+        "--token",
+        TOKEN,
+    ])
+    .expect(3);
+
+    let timed_out = c.tool(
+        11,
+        "ask_human",
+        json!({"prompt": "Anyone?", "timeout_s": 1}),
+    );
+    assert_eq!(timed_out["result"]["isError"], true);
+    assert!(timed_out["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("no human answer"));
+    eventually(
+        "attention.timeout at the relay",
+        Duration::from_secs(10),
+        || {
+            history(relay.url())
+                .iter()
+                .any(|e| e.event_type() == "attention.timeout")
+        },
+    );
+    drop(c.stdin);
+    finish(c.child, b"", Duration::from_secs(20)).expect(0);
+}
+
+#[test]
+fn a_relay_that_is_down_is_exit_5() {
+    let r = run(&["mcp", "--url", &dead_relay_url()]);
+    r.expect(5);
+    assert!(r.stdout.is_empty(), "stdout carries only the protocol");
+}

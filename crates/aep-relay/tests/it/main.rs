@@ -1,0 +1,22 @@
+//! The integration tests of `aep-relay`, one binary: each module was a test
+//! binary of its own, and linking each against the whole dependency graph was most of
+//! CI's time (issue 30).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests: a failed unwrap is a failed test
+
+mod backpressure;
+mod buffer;
+#[cfg(feature = "nats")]
+mod cluster;
+mod common;
+// Issue 20's faults: real nats-server, real relay processes (the binary, hence `cli`).
+#[cfg(all(feature = "nats", feature = "cli"))]
+mod cluster_faults;
+mod control;
+mod durable;
+mod ingest;
+mod limits;
+mod sse;
+mod subscriptions;
+mod surface;
+mod ws;
