@@ -217,8 +217,7 @@ fn collect_sdk_lines(n: usize, sessions: usize) -> Vec<String> {
             .emit_with("tool.called", &data, opts)
             .unwrap();
     }
-    let lines = std::mem::take(&mut *sink.0.lock().unwrap());
-    lines
+    std::mem::take(&mut *sink.0.lock().unwrap())
 }
 
 #[derive(Debug)]

@@ -571,7 +571,7 @@ trait Attrs {
 /// [`Event`], and an [`EnvelopeView`], which reads the same attributes from the same line
 /// (held by `tests/it/event_reader.rs`). `$raw` is the raw JSON text of extension `$name`.
 macro_rules! attrs_from_accessors {
-    ($ty:ty, |$this:ident, $name:ident| $raw:expr) => {
+    ($ty:ty, |$this:ident, $name:ident| $raw:expr_2021) => {
         impl Attrs for $ty {
             #[inline]
             fn text(&self, attr: &Attr) -> Option<&str> {

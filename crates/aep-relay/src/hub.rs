@@ -360,7 +360,9 @@ impl Hub {
 
     /// Fans out what a shared store's feed yields, until it ends; `None` when the store
     /// has no feed (or it is fanned out already). The server runs it while it serves.
-    pub(crate) fn feed(self: &Arc<Hub>) -> Option<impl Future<Output = ()> + Send + 'static> {
+    pub(crate) fn feed(
+        self: &Arc<Hub>,
+    ) -> Option<impl Future<Output = ()> + Send + 'static + use<>> {
         let mut feed = self
             .feed
             .0

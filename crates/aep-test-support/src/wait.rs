@@ -32,7 +32,7 @@ pub struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
 
 impl Recorder {
     /// A callback that records into this recorder.
-    pub fn handler<T: std::fmt::Debug>(&self) -> impl Fn(T) + Send + Sync + 'static {
+    pub fn handler<T: std::fmt::Debug>(&self) -> impl Fn(T) + Send + Sync + 'static + use<T> {
         let log = self.0.clone();
         move |x| log.lock().unwrap().push(format!("{x:?}"))
     }

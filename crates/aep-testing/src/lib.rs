@@ -420,7 +420,7 @@ impl ControlStub {
     /// assert_eq!(pending.await??.event_type(), "control.accepted");
     /// # Ok(()) }
     /// ```
-    pub fn transport(&self) -> impl Fn(&Event) + Send + Sync + 'static {
+    pub fn transport(&self) -> impl Fn(&Event) + Send + Sync + 'static + use<> {
         let sent = self.sent.clone();
         move |command: &Event| lock(&sent).push(command.clone())
     }

@@ -334,7 +334,7 @@ impl Books {
 
     /// A notice handler for a subscription: payloads the relay sent that are not
     /// events are counted as unmapped and reported; everything else goes to `tracing`.
-    pub(crate) fn notice_handler(&self) -> impl Fn(Notice) + Send + Sync + 'static {
+    pub(crate) fn notice_handler(&self) -> impl Fn(Notice) + Send + Sync + 'static + use<> {
         let books = self.clone();
         move |notice| match notice {
             Notice::Error(error) if error.kind() == TransportErrorKind::Parse => {

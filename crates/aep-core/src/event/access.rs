@@ -441,7 +441,12 @@ impl Event {
         self.extensions.remove(pos);
         if let Some(order) = self.order.take() {
             let mut order = order.into_vec();
-            if let Some(at) = order.iter().enumerate().filter(|(_, &s)| s == EXT).nth(pos) {
+            if let Some(at) = order
+                .iter()
+                .enumerate()
+                .filter(|&(_, &s)| s == EXT)
+                .nth(pos)
+            {
                 order.remove(at.0);
             }
             self.order = Some(order.into_boxed_slice());

@@ -356,8 +356,10 @@ impl Cluster {
     pub(crate) async fn send(
         &self,
         batch: &[Outgoing],
-    ) -> Result<impl std::future::Future<Output = Result<Vec<Published>, ClusterError>>, ClusterError>
-    {
+    ) -> Result<
+        impl std::future::Future<Output = Result<Vec<Published>, ClusterError>> + use<>,
+        ClusterError,
+    > {
         if !self.is_connected() {
             return Err(ClusterError::Unreachable);
         }

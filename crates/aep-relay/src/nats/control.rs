@@ -190,7 +190,7 @@ const MAX_PARTS: usize = 1024;
 #[derive(Debug)]
 struct Known {
     /// The generation of `entries` (0: none received yet).
-    gen: u64,
+    generation: u64,
     entries: Arc<[RosterEntry]>,
     /// Its last heartbeat or claims message.
     seen: Instant,
@@ -203,7 +203,7 @@ struct Known {
 impl Known {
     fn new(now: Instant) -> Known {
         Known {
-            gen: 0,
+            generation: 0,
             entries: Arc::from(Vec::new()),
             seen: now,
             assembling: None,
@@ -237,13 +237,13 @@ impl Mirror {
 
     /// `relay` is alive and holds generation `gen`; whether to ask for its claims (a
     /// generation this copy lacks, asked at most once per `again`).
-    fn beat(&mut self, relay: &str, gen: u64, now: Instant, again: Duration) -> bool {
+    fn beat(&mut self, relay: &str, generation: u64, now: Instant, again: Duration) -> bool {
         let known = self
             .relays
             .entry(Arc::from(relay))
             .or_insert_with(|| Known::new(now));
         known.seen = now;
-        let behind = known.gen != gen;
+        let behind = known.generation != generation;
         let due = known
             .asked
             .is_none_or(|at| now.saturating_duration_since(at) >= again);
@@ -258,7 +258,7 @@ impl Mirror {
     fn part(
         &mut self,
         relay: &str,
-        gen: u64,
+        generation: u64,
         (part, parts): (usize, usize),
         entries: Vec<RosterEntry>,
         now: Instant,
@@ -270,19 +270,19 @@ impl Mirror {
         known.seen = now;
         // a split no relay writes (past `MAX_PARTS`, 1 GiB at the default payload
         // limit) is dropped, so a hostile message asks for no memory
-        if gen <= known.gen || part >= parts || parts > MAX_PARTS {
+        if generation <= known.generation || part >= parts || parts > MAX_PARTS {
             return;
         }
         let slots = match &mut known.assembling {
-            Some((g, slots)) if *g == gen && slots.len() == parts => slots,
+            Some((g, slots)) if *g == generation && slots.len() == parts => slots,
             // a newer generation (or another split of it) starts over
-            _ => &mut known.assembling.insert((gen, vec![None; parts])).1,
+            _ => &mut known.assembling.insert((generation, vec![None; parts])).1,
         };
         slots[part] = Some(entries);
         if slots.iter().all(Option::is_some) {
             let whole: Vec<RosterEntry> = slots.drain(..).flatten().flatten().collect();
             known.entries = Arc::from(whole);
-            known.gen = gen;
+            known.generation = generation;
             known.assembling = None;
         }
     }
@@ -326,11 +326,16 @@ impl Mirror {
 /// A relay's claims as the messages that carry them: roster frames of at most `max`
 /// bytes each (one at least, empty when there is no claim); a claim larger than a
 /// message alone is left out.
-fn claims_messages(relay: &str, gen: u64, entries: Vec<RosterEntry>, max: usize) -> Vec<String> {
+fn claims_messages(
+    relay: &str,
+    generation: u64,
+    entries: Vec<RosterEntry>,
+    max: usize,
+) -> Vec<String> {
     // the frame around the entries, with room for the largest `part`/`parts` numbers
     let frame = |entries: Vec<RosterEntry>, part: usize, parts: usize| {
         let mut reply = RosterReply::new(relay, entries);
-        reply.extra.insert("gen".into(), json!(gen));
+        reply.extra.insert("gen".into(), json!(generation));
         reply.extra.insert("part".into(), json!(part));
         reply.extra.insert("parts".into(), json!(parts));
         reply
@@ -376,10 +381,10 @@ fn read_claims(payload: &[u8]) -> Option<(u64, (usize, usize), Vec<RosterEntry>)
         return None;
     };
     let number = |key: &str| reply.extra.get(key).and_then(Value::as_u64);
-    let gen = number("gen")?;
+    let generation = number("gen")?;
     let part = usize::try_from(number("part")?).ok()?;
     let parts = usize::try_from(number("parts")?).ok()?;
-    Some((gen, (part, parts), reply.entries))
+    Some((generation, (part, parts), reply.entries))
 }
 
 /// The control plane of one relay of a cluster: its [`Directory`].
@@ -391,7 +396,7 @@ pub(crate) struct NatsControl {
     options: ControlOptions,
     mirror: Arc<Mutex<Mirror>>,
     /// The generation of this relay's claims: one more at each change.
-    gen: AtomicU64,
+    generation: AtomicU64,
     /// The generation last published, which heartbeats announce.
     published: AtomicU64,
     changed: Notify,
@@ -428,7 +433,7 @@ impl NatsControl {
             relay: Arc::from(ulid::Ulid::new().to_string()),
             options,
             mirror: Arc::new(Mutex::new(Mirror::new(options.ttl()))),
-            gen: AtomicU64::new(1),
+            generation: AtomicU64::new(1),
             published: AtomicU64::new(0),
             changed: Notify::new(),
         })
@@ -441,16 +446,16 @@ impl NatsControl {
     /// Publishes this relay's claims as `hub` holds them now.
     async fn publish_claims(&self, hub: &Hub) {
         // read before the claims: what is published holds at least this generation
-        let gen = self.gen.load(Ordering::Acquire);
+        let generation = self.generation.load(Ordering::Acquire);
         let max = self.client.server_info().max_payload.max(4096);
         let subject = self.subjects.claims(&self.relay);
-        for message in claims_messages(&self.relay, gen, hub.own_entries(), max) {
+        for message in claims_messages(&self.relay, generation, hub.own_entries(), max) {
             if let Err(e) = self.client.publish(subject.clone(), message.into()).await {
                 tracing::warn!(error = %e, "publishing this relay's claims failed");
                 return;
             }
         }
-        self.published.store(gen, Ordering::Release);
+        self.published.store(generation, Ordering::Release);
     }
 
     /// Answers a command another relay forwarded: routed to this relay's claimant.
@@ -519,23 +524,23 @@ impl NatsControl {
                     if *relay == *self.relay {
                         continue;
                     }
-                    if let Some((gen, part, entries)) = read_claims(&message.payload) {
-                        self.mirror().part(relay, gen, part, entries, Instant::now());
+                    if let Some((generation, part, entries)) = read_claims(&message.payload) {
+                        self.mirror().part(relay, generation, part, entries, Instant::now());
                     }
                 }
                 Some(message) = beats.next() => {
                     let Some(relay) = self.subjects.relay_of(&message.subject) else {
                         continue;
                     };
-                    let gen = std::str::from_utf8(&message.payload)
+                    let generation = std::str::from_utf8(&message.payload)
                         .ok()
                         .and_then(|g| g.parse::<u64>().ok());
-                    let Some(gen) = gen.filter(|_| *relay != *self.relay) else {
+                    let Some(generation) = generation.filter(|_| *relay != *self.relay) else {
                         continue;
                     };
                     let ask = self
                         .mirror()
-                        .beat(relay, gen, Instant::now(), self.options.heartbeat);
+                        .beat(relay, generation, Instant::now(), self.options.heartbeat);
                     if ask {
                         let relay = Bytes::from(relay.to_owned());
                         let _ = self.client.publish(self.subjects.sync(), relay).await;
@@ -549,9 +554,9 @@ impl NatsControl {
                 }
                 Some(message) = commands.next() => self.answer(&hub, message).await,
                 _ = tick.tick() => {
-                    let gen = self.published.load(Ordering::Acquire).to_string();
+                    let generation = self.published.load(Ordering::Acquire).to_string();
                     let beat = self.subjects.beat(&self.relay);
-                    if let Err(e) = self.client.publish(beat, gen.into()).await {
+                    if let Err(e) = self.client.publish(beat, generation.into()).await {
                         tracing::debug!(error = %e, "a heartbeat was not sent");
                     }
                     self.mirror().expire(Instant::now());
@@ -568,7 +573,7 @@ impl Directory for NatsControl {
     }
 
     fn changed(&self) {
-        self.gen.fetch_add(1, Ordering::AcqRel);
+        self.generation.fetch_add(1, Ordering::AcqRel);
         self.changed.notify_one();
     }
 
@@ -617,9 +622,9 @@ impl Directory for NatsControl {
     }
 
     fn leave(&self) -> BoxFuture<'static, ()> {
-        let gen = self.gen.fetch_add(1, Ordering::AcqRel) + 1;
+        let generation = self.generation.fetch_add(1, Ordering::AcqRel) + 1;
         let max = self.client.server_info().max_payload.max(4096);
-        let messages = claims_messages(&self.relay, gen, Vec::new(), max);
+        let messages = claims_messages(&self.relay, generation, Vec::new(), max);
         let subject = self.subjects.claims(&self.relay);
         let client = self.client.clone();
         let wait = self.options.forward_timeout;

@@ -49,23 +49,23 @@ fn claims_are_split_within_the_payload_limit_and_read_back_whole() {
     let now = Instant::now();
     for (i, message) in messages.iter().enumerate() {
         assert!(message.len() <= 600, "part {i}: {} bytes", message.len());
-        let (gen, part, got) = read_claims(message.as_bytes()).unwrap();
-        assert_eq!((gen, part), (7, (i, messages.len())));
+        let (r#gen, part, got) = read_claims(message.as_bytes()).unwrap();
+        assert_eq!((r#gen, part), (7, (i, messages.len())));
         // a copy changes only once every part has come
         assert_eq!(mirror.elsewhere("session-0", now).claims, 0);
-        mirror.part("R1", gen, part, got, now);
+        mirror.part("R1", r#gen, part, got, now);
     }
     assert_eq!(mirror.elsewhere("session-0", now).claims, 1);
     assert_eq!(&*mirror.entries(now)[0], &entries[..]);
     let empty = claims_messages("R1", 8, Vec::new(), 600);
     assert_eq!(empty.len(), 1);
-    let (gen, part, got) = read_claims(empty[0].as_bytes()).unwrap();
-    assert_eq!((gen, part, got.len()), (8, (0, 1), 0));
-    mirror.part("R1", gen, part, got, now);
+    let (r#gen, part, got) = read_claims(empty[0].as_bytes()).unwrap();
+    assert_eq!((r#gen, part, got.len()), (8, (0, 1), 0));
+    mirror.part("R1", r#gen, part, got, now);
     assert!(mirror.entries(now).is_empty());
     // an older generation never replaces a newer one
-    let (gen, part, got) = read_claims(messages[0].as_bytes()).unwrap();
-    mirror.part("R1", gen, part, got, now);
+    let (r#gen, part, got) = read_claims(messages[0].as_bytes()).unwrap();
+    mirror.part("R1", r#gen, part, got, now);
     assert!(mirror.entries(now).is_empty());
     // a claim too large for any message (a hello past the server's payload limit) is
     // left out, not the relay's every claim with it
@@ -136,14 +136,14 @@ fn a_liars_claims_hold_bounded_memory_and_never_a_partial_copy() {
     let mut mirror = Mirror::new(ttl);
     let now = Instant::now();
     let split = |mirror: &Mirror| {
-        let (gen, slots) = mirror.relays["L"].assembling.as_ref().unwrap();
-        (*gen, slots.len(), slots.iter().flatten().count())
+        let (r#gen, slots) = mirror.relays["L"].assembling.as_ref().unwrap();
+        (*r#gen, slots.len(), slots.iter().flatten().count())
     };
     mirror.part("L", 2, (0, 1), vec![entry("whole", "l")], now);
     // parts that never complete, generation after generation: the newest split alone
-    for gen in 3..1000 {
+    for r#gen in 3..1000 {
         let claim = entry(&format!("partial-{gen}"), "l");
-        mirror.part("L", gen, (0, 2), vec![claim], now);
+        mirror.part("L", r#gen, (0, 2), vec![claim], now);
     }
     assert_eq!(split(&mirror), (999, 2, 1));
     assert_eq!(mirror.elsewhere("whole", now).claims, 1);
@@ -682,8 +682,8 @@ impl Liar {
     }
 
     /// Relay `relay`'s claims of generation `gen`, whole, as a relay writes them.
-    async fn claim(&self, relay: &str, gen: u64, entries: Vec<RosterEntry>) {
-        for message in claims_messages(relay, gen, entries, 1 << 20) {
+    async fn claim(&self, relay: &str, r#gen: u64, entries: Vec<RosterEntry>) {
+        for message in claims_messages(relay, r#gen, entries, 1 << 20) {
             self.publish(relay, message).await;
         }
     }
@@ -723,8 +723,8 @@ async fn a_liars_broken_claims_count_for_nothing_and_the_relay_keeps_serving() {
     console.until_claims(&whole, 1).await;
 
     let claim = serde_json::to_value(entry(&partial, "liar")).unwrap();
-    let frame = |gen: Value, part: Value, parts: Value, claim: &Value| {
-        json!({ "type": "roster", "id": "LIAR", "gen": gen, "part": part, "parts": parts,
+    let frame = |r#gen: Value, part: Value, parts: Value, claim: &Value| {
+        json!({ "type": "roster", "id": "LIAR", "gen": r#gen, "part": part, "parts": parts,
             "entries": [claim] })
         .to_string()
     };
