@@ -15,6 +15,14 @@
 //! - pending attention (AEP-0002 §7.2): `attention.resolved` and `attention.timeout`
 //!   clear a request, `attention.answered` does not.
 //!
+//! Beside that shared state, the fold keeps what a supervisor looks at (module
+//! `supervise`): each pending request's question ([`AttentionRequest`]: prompt, options,
+//! AEP-0006 fields, `respond_via`, subject, deadline), tool calls with their status,
+//! duration and the requests that gated them ([`ProjectedTool`]), the last activity,
+//! a [`SessionStatus`], and the roster's [`Claim`] when a relay hands it one
+//! ([`StateProjection::set_roster`]). These stay out of the serde form, which is the
+//! golden corpus's shape byte for byte; [`ProjectedState::detailed`] serializes them.
+//!
 //! Commands (AEP-0004) and agent-scoped `agent.*` events are deduplicated but never
 //! folded: a command names the target's session under the sender's `source` and
 //! carries no `seq`, so folding it would invent a session.
@@ -53,9 +61,15 @@ use serde::{Deserialize, Serialize};
 use crate::resume::Position;
 
 mod fold;
+mod supervise;
+mod timeline;
 mod witness;
 
-pub use fold::{project_state, StateProjection};
+pub use fold::{project_state, InboxItem, StateProjection};
+pub use supervise::{
+    Activity, AttentionRequest, Claim, Detailed, ProjectedTool, SessionStatus, ToolStatus,
+};
+pub use timeline::{Placed, Timeline};
 
 /// The status of a run (AEP-0002 §2 convention 5): running until the first terminal
 /// event closes it.
@@ -158,6 +172,9 @@ pub struct PendingAttention {
     id: String,
     kind: Option<String>,
     since: String,
+    /// Not in the golden shape: see [`Detailed`].
+    #[serde(skip)]
+    request: AttentionRequest,
 }
 
 impl PendingAttention {
@@ -174,6 +191,16 @@ impl PendingAttention {
     /// `time` of the request.
     pub fn since(&self) -> &str {
         &self.since
+    }
+
+    /// What it asks and how it may be answered.
+    pub fn request(&self) -> &AttentionRequest {
+        &self.request
+    }
+
+    /// This request serialized with its question (see [`Detailed`]).
+    pub fn detailed(&self) -> Detailed<'_, PendingAttention> {
+        Detailed(self)
     }
 }
 
@@ -200,6 +227,13 @@ pub struct ProjectedSession {
     position: Option<Position>,
     runs: Vec<ProjectedRun>,
     pending: Vec<PendingAttention>,
+    /// Not in the golden shape: see [`Detailed`].
+    #[serde(skip)]
+    tools: Vec<ProjectedTool>,
+    #[serde(skip)]
+    last_activity: Option<Activity>,
+    #[serde(skip)]
+    claim: Option<Claim>,
 }
 
 impl ProjectedSession {
@@ -241,6 +275,49 @@ impl ProjectedSession {
     /// Unresolved attention requests, in fold order.
     pub fn pending(&self) -> &[PendingAttention] {
         &self.pending
+    }
+
+    /// Tool calls, in fold order.
+    pub fn tools(&self) -> &[ProjectedTool] {
+        &self.tools
+    }
+
+    /// The last event folded into the session.
+    pub fn last_activity(&self) -> Option<&Activity> {
+        self.last_activity.as_ref()
+    }
+
+    /// The roster's live claim on the session, when the projection was given one
+    /// ([`StateProjection::set_roster`]); `None`: nobody connected claims it.
+    pub fn claim(&self) -> Option<&Claim> {
+        self.claim.as_ref()
+    }
+
+    /// Ended, waiting on a person, running, or idle, in that order of precedence.
+    ///
+    /// ```
+    /// use aep_core::{projection::{project_state, SessionStatus}, Event};
+    /// let e = |id: &str, ty: &str, seq| Event::new(id, ty, "t", "aep://h", "a").with_session("s").with_seq(seq).with_run("r");
+    /// let state = project_state(&[e("1", "run.started", 0), e("2", "attention.requested", 1)]);
+    /// assert_eq!(state.sessions()[0].status(), SessionStatus::Waiting);
+    /// let state = project_state(&[e("1", "run.started", 0)]);
+    /// assert_eq!(state.sessions()[0].status(), SessionStatus::Running);
+    /// ```
+    pub fn status(&self) -> SessionStatus {
+        if self.ended.is_some() {
+            SessionStatus::Ended
+        } else if !self.pending.is_empty() {
+            SessionStatus::Waiting
+        } else if self.runs.iter().any(|r| r.status == RunStatus::Running) {
+            SessionStatus::Running
+        } else {
+            SessionStatus::Idle
+        }
+    }
+
+    /// This session serialized with the supervisor's members (see [`Detailed`]).
+    pub fn detailed(&self) -> Detailed<'_, ProjectedSession> {
+        Detailed(self)
     }
 }
 
@@ -376,5 +453,11 @@ impl ProjectedState {
     /// Violations, in fold order.
     pub fn violations(&self) -> &[Violation] {
         &self.violations
+    }
+
+    /// This snapshot serialized with the supervisor's members (see [`Detailed`]); the
+    /// plain serde form is the golden corpus's shape.
+    pub fn detailed(&self) -> Detailed<'_, ProjectedState> {
+        Detailed(self)
     }
 }

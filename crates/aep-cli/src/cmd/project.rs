@@ -12,12 +12,14 @@ use crate::exit::{Exit, Outcome};
 use crate::filter::SourceArgs;
 use crate::render::table;
 
-/// Fold events into per-session state: agent, start and end, position, runs and their
-/// status, pending attention requests, and the violations the fold found.
+/// Fold events into per-session state: agent, status, start and end, position, last
+/// activity, runs and their status, tool calls with their duration and the requests
+/// that gated them, pending attention requests with their question, and the violations
+/// the fold found.
 ///
 /// Reads FILE (`-` for stdin), or else one history pass over the relay at `--url`.
-/// Prints the JSON of `project_state` (the Python and TypeScript SDKs' shape), or tables
-/// on a terminal.
+/// Prints the JSON of `project_state` (the Python and TypeScript SDKs' shape; `--detail`
+/// adds the supervisor's members), or tables on a terminal.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A JSONL file of events; `-` reads stdin [default: the relay's history].
@@ -28,6 +30,11 @@ pub struct Args {
     /// `json`, or `text` tables [default: text on a terminal, json otherwise].
     #[arg(long, value_enum)]
     format: Option<Format>,
+    /// JSON with the supervisor's members: each session's `status`, `last_activity`,
+    /// `tools` and `claim`, each pending request's prompt, options, fields,
+    /// `respond_via`, subject and deadline [default: the SDKs' shape].
+    #[arg(long)]
+    detail: bool,
 }
 
 /// Runs the subcommand.
@@ -42,7 +49,12 @@ pub async fn run(args: Args) -> Outcome {
     let state = project_state(kept);
     match Format::or_default(args.format) {
         Format::Json => {
-            let value = serde_json::to_value(&state).unwrap_or(Value::Null);
+            let value = if args.detail {
+                serde_json::to_value(state.detailed())
+            } else {
+                serde_json::to_value(&state)
+            }
+            .unwrap_or(Value::Null);
             crate::term::print_json_pretty(&value);
         }
         Format::Text => {
@@ -83,20 +95,34 @@ fn more_table(out: &mut String, headers: &[&str], rows: &[Vec<String>]) {
     }
 }
 
-/// Sessions, runs, pending attention and violations, each a table.
+/// The wire spelling of a serde enum (a status), or empty.
+fn spelled(value: impl serde::Serialize) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// Sessions, runs, tool calls, pending attention and violations, each a table.
 fn tables(state: &ProjectedState) -> String {
     let sessions: Vec<Vec<String>> = state
         .sessions()
         .iter()
         .map(|s| {
+            let last = s
+                .last_activity()
+                .map(|a| format!("{} {}", crate::render::clock(a.time()), a.event_type()))
+                .unwrap_or_else(|| "-".into());
             vec![
                 s.session().to_owned(),
                 s.agent().to_owned(),
+                spelled(s.status()),
                 or_dash(s.started()),
                 or_dash(s.ended()),
                 s.position()
                     .map(|p| format!("{}:{}", p.epoch(), p.seq()))
                     .unwrap_or_else(|| "-".into()),
+                last,
                 s.runs().len().to_string(),
                 s.pending().len().to_string(),
             ]
@@ -104,7 +130,7 @@ fn tables(state: &ProjectedState) -> String {
         .collect();
     let mut out = table(
         &[
-            "SESSION", "AGENT", "STARTED", "ENDED", "AT", "RUNS", "PENDING",
+            "SESSION", "AGENT", "STATUS", "STARTED", "ENDED", "AT", "LAST", "RUNS", "PENDING",
         ],
         &sessions,
     );
@@ -125,16 +151,66 @@ fn tables(state: &ProjectedState) -> String {
         &["SESSION", "RUN", "STATUS", "STARTED", "ENDED"],
         &runs,
     );
-    let pending = per_session(state, ProjectedSession::pending, |p| {
+    let tools = per_session(state, ProjectedSession::tools, |t| {
         vec![
-            p.id().to_owned(),
-            p.kind().unwrap_or("-").to_owned(),
-            or_dash(Some(p.since())),
+            t.call().to_owned(),
+            t.name().to_owned(),
+            spelled(t.status()),
+            t.duration_ms()
+                .map(|ms| format!("{ms} ms"))
+                .unwrap_or_else(|| "-".into()),
+            if t.gated_by().is_empty() {
+                "-".into()
+            } else {
+                t.gated_by().join(",")
+            },
         ]
     });
     more_table(
         &mut out,
-        &["SESSION", "PENDING REQUEST", "KIND", "SINCE"],
+        &[
+            "SESSION",
+            "TOOL CALL",
+            "NAME",
+            "STATUS",
+            "DURATION",
+            "GATED BY",
+        ],
+        &tools,
+    );
+    let pending = per_session(state, ProjectedSession::pending, |p| {
+        let ask = p.request();
+        let answers: Vec<&str> = if ask.fields().is_empty() {
+            ask.options().iter().map(|o| o.id.as_str()).collect()
+        } else {
+            ask.fields().iter().map(|f| f.id.as_str()).collect()
+        };
+        vec![
+            p.id().to_owned(),
+            p.kind().unwrap_or("-").to_owned(),
+            or_dash(Some(p.since())),
+            ask.prompt().unwrap_or("-").to_owned(),
+            if answers.is_empty() {
+                "-".into()
+            } else {
+                answers.join(",")
+            },
+            if ask.answerable() { "control" } else { "oob" }.to_owned(),
+            or_dash(ask.expires_at()),
+        ]
+    });
+    more_table(
+        &mut out,
+        &[
+            "SESSION",
+            "PENDING REQUEST",
+            "KIND",
+            "SINCE",
+            "PROMPT",
+            "ANSWERS",
+            "VIA",
+            "EXPIRES",
+        ],
         &pending,
     );
     if !state.violations().is_empty() {

@@ -74,6 +74,26 @@ fn project_prints_the_sdks_projection_of_the_corpus() {
         "the pending request: {}",
         r.stdout
     );
+    // the supervisor's members: the status, the request's question, in tables and JSON
+    for shown in ["STATUS", "ended", "Deployment details", "LAST"] {
+        assert!(r.stdout.contains(shown), "{shown}: {}", r.stdout);
+    }
+    let r = run(&[
+        "project",
+        file.to_str().unwrap(),
+        "--format",
+        "json",
+        "--detail",
+    ]);
+    r.expect(0);
+    let got: Value = serde_json::from_str(&r.stdout).unwrap();
+    let beta = &got["sessions"][1];
+    assert_eq!(beta["session"], "s-beta");
+    assert_eq!(beta["status"], "ended");
+    assert_eq!(beta["pending"][0]["prompt"], "Deployment details");
+    assert_eq!(beta["pending"][0]["fields"][0]["choices"][1]["id"], "prod");
+    assert_eq!(beta["last_activity"]["type"], "session.ended");
+    assert!(beta["tools"].is_array() && beta["claim"].is_null());
 }
 
 #[test]

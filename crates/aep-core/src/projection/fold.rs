@@ -9,11 +9,14 @@ use std::hash::BuildHasher;
 use hashbrown::HashTable;
 use serde::Deserialize;
 
+use super::supervise::{millis_between, Activity, AttentionRequest, Claim, ToolBits, ToolCalls};
 use super::witness::Witnesses;
 use super::{
-    PendingAttention, ProjectedRun, ProjectedSession, ProjectedState, RunStatus, Violation,
+    PendingAttention, ProjectedRun, ProjectedSession, ProjectedState, ProjectedTool, RunStatus,
+    ToolStatus, Violation,
 };
 use crate::dedupe::CompactId;
+use crate::frame::RosterEntry;
 use crate::resume::Position;
 use crate::types::EventType;
 use crate::{Event, FastMap};
@@ -122,6 +125,12 @@ impl Keyed for PendingAttention {
     }
 }
 
+impl Keyed for ProjectedTool {
+    fn key(&self) -> &str {
+        &self.call
+    }
+}
+
 #[derive(Debug)]
 struct SessionAcc {
     source: u32,
@@ -132,6 +141,93 @@ struct SessionAcc {
     position: Option<Position>,
     runs: Ordered<ProjectedRun>,
     pending: Ordered<PendingAttention>,
+    tools: Ordered<ProjectedTool>,
+    /// The call of each tool event, for pairing and for the `cause` of a request.
+    tool_ids: ToolCalls,
+    last: Option<Activity>,
+}
+
+impl SessionAcc {
+    /// The snapshot of this session, its `source` spelled `source` and its roster
+    /// claim `claim`.
+    fn snapshot(&self, source: &str, claim: Option<Claim>) -> ProjectedSession {
+        ProjectedSession {
+            source: source.to_owned(),
+            session: self.session.to_string(),
+            agent: self.agent.to_string(),
+            started: self.started.as_deref().map(str::to_owned),
+            ended: self.ended.as_deref().map(str::to_owned),
+            position: self.position,
+            runs: self.runs.iter().cloned().collect(),
+            pending: self.pending.iter().cloned().collect(),
+            tools: self.tools.iter().cloned().collect(),
+            last_activity: self.last.clone(),
+            claim,
+        }
+    }
+
+    /// Folds a `tool.requested` or a tool terminal (`status`) into its call.
+    fn fold_tool(&mut self, event: &Event, status: Option<ToolStatus>) {
+        let bits = ToolBits::of(event);
+        let (name, call_id) = match bits.tool {
+            Some(t) => (t.name, t.call_id),
+            None => (None, None),
+        };
+        let call = self.tool_ids.key_with(event, status.is_some(), call_id);
+        let time = event.time();
+        match self.tools.find(&call).and_then(|at| self.tools.get_mut(at)) {
+            None => self.tools.push(ProjectedTool {
+                call: call.into(),
+                name: name
+                    .or_else(|| event.subject().map(str::to_owned))
+                    .unwrap_or_default(),
+                status: status.unwrap_or(ToolStatus::Requested),
+                run: event.run().map(str::to_owned),
+                requested: status.is_none().then(|| time.to_owned()),
+                ended: status.map(|_| time.to_owned()),
+                duration_ms: bits.duration_ms,
+                gated_by: Vec::new(),
+                ids: vec![event.id().to_owned()],
+            }),
+            Some(tool) => {
+                tool.ids.push(event.id().to_owned());
+                match status {
+                    // a second tool.requested for a known call: the first stays
+                    None => {
+                        if tool.requested.is_none() {
+                            tool.requested = Some(time.to_owned());
+                        }
+                    }
+                    // the first terminal closes it; a later one changes nothing
+                    Some(status) if tool.status == ToolStatus::Requested => {
+                        tool.status = status;
+                        tool.ended = Some(time.to_owned());
+                        tool.duration_ms = bits.duration_ms.or_else(|| {
+                            tool.requested
+                                .as_deref()
+                                .and_then(|r| millis_between(r, time))
+                        });
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+
+    /// The tool call an `attention.requested` gates: the one its `cause` names, else
+    /// the latest open call of the same run whose name is its `subject`.
+    fn gated_call(&self, event: &Event) -> Option<Box<str>> {
+        if let Some(call) = event.cause().and_then(|c| self.tool_ids.call_of(c)) {
+            return Some(call.into());
+        }
+        let subject = event.subject()?;
+        let open = self.tools.iter().filter(|t| {
+            t.status == ToolStatus::Requested
+                && t.name == subject
+                && t.run.as_deref() == event.run()
+        });
+        open.last().map(|t| t.call.as_str().into())
+    }
 }
 
 /// What the fold does with a type, decided once per distinct type string.
@@ -143,6 +239,8 @@ enum Fold {
     SessionEnded,
     RunStarted,
     RunTerminal(RunStatus),
+    ToolRequested,
+    ToolTerminal(ToolStatus),
     AttentionRequested,
     /// `attention.resolved` and `attention.timeout`.
     AttentionCleared,
@@ -161,6 +259,10 @@ impl Fold {
             "session.started" => Fold::SessionStarted,
             "session.ended" => Fold::SessionEnded,
             "run.started" => Fold::RunStarted,
+            "tool.requested" => Fold::ToolRequested,
+            "tool.completed" => Fold::ToolTerminal(ToolStatus::Completed),
+            "tool.failed" => Fold::ToolTerminal(ToolStatus::Failed),
+            "tool.denied" => Fold::ToolTerminal(ToolStatus::Denied),
             "attention.requested" => Fold::AttentionRequested,
             // attention.answered is deliberately absent: resolution is the emitter's
             // attention.resolved (AEP-0002 §7.2).
@@ -243,6 +345,8 @@ pub struct StateProjection {
     /// The group of the last event, since consecutive events often share it.
     last: Option<u32>,
     violations: Vec<Violation>,
+    /// The relay's roster: session -> its live claims (AEP-0003 §4.1).
+    roster: FastMap<Box<str>, Vec<Claim>>,
 }
 
 impl fmt::Debug for StateProjection {
@@ -282,6 +386,7 @@ impl StateProjection {
             groups: Vec::new(),
             last: None,
             violations: Vec::new(),
+            roster: FastMap::default(),
         }
     }
 
@@ -373,6 +478,9 @@ impl StateProjection {
             position: None,
             runs: Ordered::default(),
             pending: Ordered::default(),
+            tools: Ordered::default(),
+            tool_ids: ToolCalls::default(),
+            last: None,
         });
         Some(at)
     }
@@ -497,6 +605,7 @@ impl StateProjection {
             }
             acc.position = Some(position);
         }
+        acc.last = Some(Activity::of(event));
 
         let time = event.time();
         match fold {
@@ -562,11 +671,23 @@ impl StateProjection {
                     }),
                 }
             }
-            Fold::AttentionRequested => acc.pending.push(PendingAttention {
-                id: event.id().to_owned(),
-                kind: attention_kind(event),
-                since: time.to_owned(),
-            }),
+            Fold::ToolRequested => acc.fold_tool(event, None),
+            Fold::ToolTerminal(status) => acc.fold_tool(event, Some(status)),
+            Fold::AttentionRequested => {
+                let mut request = AttentionRequest::of(event);
+                if let Some(call) = acc.gated_call(event) {
+                    if let Some(tool) = acc.tools.find(&call).and_then(|at| acc.tools.get_mut(at)) {
+                        tool.gated_by.push(event.id().to_owned());
+                    }
+                    request.tool = Some(call.into());
+                }
+                acc.pending.push(PendingAttention {
+                    id: event.id().to_owned(),
+                    kind: attention_kind(event),
+                    since: time.to_owned(),
+                    request,
+                });
+            }
             // A subject that is not pending is a no-op.
             Fold::AttentionCleared => {
                 if let Some(subject) = event.subject() {
@@ -605,24 +726,8 @@ impl StateProjection {
     /// assert_eq!(state.session("aep://h", "s").map(|s| s.agent()), Some("a"));
     /// ```
     pub fn state(&self) -> ProjectedState {
-        let mut sessions: Vec<ProjectedSession> = self
-            .sessions
-            .iter()
-            .map(|acc| ProjectedSession {
-                source: self
-                    .sources
-                    .get(acc.source as usize)
-                    .map(|s| s.to_string())
-                    .unwrap_or_default(),
-                session: acc.session.to_string(),
-                agent: acc.agent.to_string(),
-                started: acc.started.as_deref().map(str::to_owned),
-                ended: acc.ended.as_deref().map(str::to_owned),
-                position: acc.position,
-                runs: acc.runs.iter().cloned().collect(),
-                pending: acc.pending.iter().cloned().collect(),
-            })
-            .collect();
+        let mut sessions: Vec<ProjectedSession> =
+            self.sessions.iter().map(|acc| self.snapshot(acc)).collect();
         sessions.sort_unstable_by(|a, b| {
             (a.source.as_str(), a.session.as_str()).cmp(&(b.source.as_str(), b.session.as_str()))
         });
@@ -630,6 +735,153 @@ impl StateProjection {
             sessions,
             violations: self.violations.clone(),
         }
+    }
+
+    fn source_of(&self, acc: &SessionAcc) -> &str {
+        self.sources.get(acc.source as usize).map_or("", |s| &**s)
+    }
+
+    fn snapshot(&self, acc: &SessionAcc) -> ProjectedSession {
+        acc.snapshot(self.source_of(acc), self.claim_of(acc))
+    }
+
+    /// The roster's claim on a session: its session's live claims, those of another
+    /// agent set aside when the claimant said who it is.
+    fn claim_of(&self, acc: &SessionAcc) -> Option<Claim> {
+        let claims = self.roster.get(&acc.session)?;
+        let mine: Vec<&Claim> = claims
+            .iter()
+            .filter(|c| c.agent.as_deref().is_none_or(|a| a == &*acc.agent))
+            .collect();
+        let first = (*mine.first()?).clone();
+        Some(Claim {
+            claimants: mine.len(),
+            ..first
+        })
+    }
+
+    /// A snapshot of one session, `(source, session)`, as [`state`](Self::state)
+    /// would hold it; `None` when nothing folded into it.
+    ///
+    /// ```
+    /// use aep_core::{projection::StateProjection, Event};
+    /// let mut p = StateProjection::new();
+    /// p.apply(&Event::new("1", "session.started", "t", "aep://h", "a").with_session("s").with_seq(0));
+    /// assert_eq!(p.session("aep://h", "s").map(|s| s.agent().to_owned()), Some("a".into()));
+    /// assert!(p.session("aep://h", "other").is_none());
+    /// ```
+    pub fn session(&self, source: &str, session: &str) -> Option<ProjectedSession> {
+        let (groups, sources) = (&self.groups, &self.sources);
+        let hash = self.hasher.hash_one((source, session));
+        let g = self.group_index.find(hash, |&g| {
+            groups.get(g as usize).is_some_and(|g| {
+                &*g.session == session
+                    && sources.get(g.src as usize).is_some_and(|s| &**s == source)
+            })
+        })?;
+        let acc = groups
+            .get(*g as usize)
+            .and_then(|g| g.acc)
+            .and_then(|at| self.sessions.get(at as usize))?;
+        Some(self.snapshot(acc))
+    }
+
+    /// Every session's snapshot, in fold order (unsorted: [`state`](Self::state) sorts).
+    pub fn sessions(&self) -> impl Iterator<Item = ProjectedSession> + '_ {
+        self.sessions.iter().map(|acc| self.snapshot(acc))
+    }
+
+    /// Every pending attention request of every session, oldest `since` first (by
+    /// instant when both times read as RFC 3339, else as text; ties in fold order):
+    /// the inbox a supervisor answers from.
+    ///
+    /// ```
+    /// use aep_core::{projection::StateProjection, Event};
+    /// let ask = |id: &str, s: &str, time: &str| Event::new(id, "attention.requested", time, "aep://h", "a")
+    ///     .with_session(s).with_seq(0).with_data(serde_json::json!({"kind": "input", "prompt": "?"}));
+    /// let mut p = StateProjection::new();
+    /// p.apply(&ask("late", "s1", "2026-07-22T06:00:09.000Z"));
+    /// p.apply(&ask("early", "s2", "2026-07-22T08:00:01.000+03:00"));
+    /// let ids: Vec<String> = p.inbox().iter().map(|i| i.request().id().to_owned()).collect();
+    /// assert_eq!(ids, ["early", "late"]);
+    /// ```
+    pub fn inbox(&self) -> Vec<InboxItem> {
+        let mut items: Vec<(Option<i128>, InboxItem)> = Vec::new();
+        for acc in self.sessions.iter().filter(|a| !a.pending.is_empty()) {
+            let source = self.source_of(acc);
+            for p in acc.pending.iter() {
+                items.push((
+                    crate::validate::unix_nanos(&p.since),
+                    InboxItem {
+                        source: source.to_owned(),
+                        session: acc.session.to_string(),
+                        agent: acc.agent.to_string(),
+                        request: p.clone(),
+                    },
+                ));
+            }
+        }
+        items.sort_by(|(ta, a), (tb, b)| match (ta, tb) {
+            (Some(ta), Some(tb)) => ta.cmp(tb),
+            _ => a.request.since.cmp(&b.request.since),
+        });
+        items.into_iter().map(|(_, i)| i).collect()
+    }
+
+    /// Replaces the roster the sessions' claims are read from (the relay's AEP-0003
+    /// §4.1 roster: one entry per live claim). A session no entry names has no claim.
+    pub fn set_roster<'a>(&mut self, entries: impl IntoIterator<Item = &'a RosterEntry>) {
+        self.roster.clear();
+        for entry in entries {
+            self.roster
+                .entry(entry.session.as_str().into())
+                .or_default()
+                .push(Claim::of(entry));
+        }
+    }
+}
+
+/// One pending request of the inbox ([`StateProjection::inbox`]) with the session it
+/// belongs to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InboxItem {
+    source: String,
+    session: String,
+    agent: String,
+    request: PendingAttention,
+}
+
+impl InboxItem {
+    /// The session's emitter.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The session.
+    pub fn session(&self) -> &str {
+        &self.session
+    }
+
+    /// The session's agent.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    /// The pending request.
+    pub fn request(&self) -> &PendingAttention {
+        &self.request
+    }
+}
+
+impl serde::Serialize for InboxItem {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(4))?;
+        m.serialize_entry("source", &self.source)?;
+        m.serialize_entry("session", &self.session)?;
+        m.serialize_entry("agent", &self.agent)?;
+        m.serialize_entry("request", &self.request.detailed())?;
+        m.end()
     }
 }
 
@@ -956,6 +1208,7 @@ mod tests {
             id: format!("q{i}"),
             kind: None,
             since: String::new(),
+            request: Default::default(),
         };
         for i in 0..100 {
             o.push(p(i));

@@ -38,7 +38,11 @@ fn batch_projection_of_the_corpus_equals_the_golden_state() {
 fn the_golden_state_reads_back_into_the_typed_snapshot() {
     let typed: aep_core::projection::ProjectedState =
         serde_json::from_value(expected_state()).unwrap();
-    assert_eq!(typed, project_state(&corpus()));
+    // the golden members only: the supervisor's stay out of the serde form
+    assert_eq!(
+        serde_json::to_value(&typed).unwrap(),
+        serde_json::to_value(project_state(&corpus())).unwrap()
+    );
     let beta = typed.session("aep://corpus/adapter-a", "s-beta").unwrap();
     assert_eq!(beta.position(), Some(Position::new(1, 4)));
     assert_eq!(beta.runs()[1].status(), RunStatus::Finished);
@@ -325,4 +329,201 @@ fn events_without_session_or_with_odd_types_never_panic() {
     let s = state.session("aep://h", "s").unwrap();
     assert_eq!(s.position(), None);
     assert_eq!(s.pending()[0].kind(), None);
+}
+
+// ---- the supervisor's members (issue 35) ---------------------------------------------
+
+const GOLDEN: &str = include_str!("../../../../fixtures/conformance/golden/golden.jsonl");
+
+fn golden_stream() -> Vec<Event> {
+    GOLDEN
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.parse().expect("golden line"))
+        .collect()
+}
+
+#[test]
+fn tool_calls_pair_by_call_id_with_status_duration_and_gate() {
+    use aep_core::projection::ToolStatus;
+    let state = project_state(&golden_stream());
+    let s = state
+        .session("aep://host-a/agent/claude-code/session/s_8f2c", "s_8f2c")
+        .unwrap();
+    let tools: Vec<(&str, &str, ToolStatus)> = s
+        .tools()
+        .iter()
+        .map(|t| (t.call(), t.name(), t.status()))
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            ("t_91", "Bash", ToolStatus::Completed),
+            ("t_92", "Bash", ToolStatus::Denied),
+            ("t_93", "Write", ToolStatus::Failed),
+        ]
+    );
+    let t91 = &s.tools()[0];
+    assert_eq!(t91.run(), Some("r_0042"));
+    assert_eq!(t91.requested(), Some("2026-07-03T10:15:03.000Z"));
+    assert!(t91.duration_ms().is_some());
+    // the permission request's cause is the call's terminal: it gated that call
+    assert_eq!(t91.gated_by(), ["01JX9YB4RQ000000000000GOLD"]);
+    // a denied call was never requested: it has no start and no duration
+    assert_eq!(s.tools()[1].requested(), None);
+    assert!(
+        s.pending().is_empty(),
+        "resolved and timed out requests leave"
+    );
+    assert_eq!(s.last_activity().unwrap().event_type(), "session.ended");
+    assert_eq!(s.status(), aep_core::projection::SessionStatus::Ended);
+}
+
+#[test]
+fn a_tool_terminal_without_call_id_pairs_by_cause_and_times_give_the_duration() {
+    let ev = |id: &str, ty: &str, time: &str, seq| {
+        Event::new(id, ty, time, "aep://h", "a")
+            .with_session("s")
+            .with_seq(seq)
+            .with_run("r")
+            .with_subject("Bash")
+            .with_data(json!({"tool": {"name": "Bash"}}))
+    };
+    let events = [
+        ev("q", "tool.requested", "2026-07-22T06:00:00.000Z", 0),
+        // a permission prompt naming the open call by subject (no cause)
+        Event::new(
+            "ask",
+            "attention.requested",
+            "2026-07-22T06:00:00.500Z",
+            "aep://h",
+            "a",
+        )
+        .with_session("s")
+        .with_seq(1)
+        .with_run("r")
+        .with_subject("Bash")
+        .with_data(json!({"kind": "permission", "prompt": "Run it?"})),
+        ev("done", "tool.completed", "2026-07-22T06:00:02.000Z", 2).with_cause("q"),
+        ev("late", "tool.failed", "2026-07-22T06:00:03.000Z", 3).with_cause("q"),
+    ];
+    let state = project_state(&events);
+    let s = &state.sessions()[0];
+    assert_eq!(s.tools().len(), 1, "{:?}", s.tools());
+    let tool = &s.tools()[0];
+    assert_eq!(tool.call(), "q");
+    assert_eq!(tool.status(), aep_core::projection::ToolStatus::Completed);
+    assert_eq!(tool.duration_ms(), Some(2000));
+    assert_eq!(tool.gated_by(), ["ask"]);
+    assert_eq!(s.pending()[0].request().tool(), Some("q"));
+}
+
+#[test]
+fn a_pending_request_carries_its_question_and_how_to_answer_it() {
+    let state = project_state(&golden_stream());
+    // s_form's request is answered and resolved in the golden stream: fold up to it
+    let upto: Vec<Event> = golden_stream()
+        .into_iter()
+        .take_while(|e| e.event_type() != "attention.answered" || e.session() != Some("s_form"))
+        .collect();
+    let partial = project_state(&upto);
+    let form = partial
+        .sessions()
+        .iter()
+        .find(|s| s.session() == "s_form")
+        .unwrap();
+    let pending = &form.pending()[0];
+    let ask = pending.request();
+    assert_eq!(pending.kind(), Some("form"));
+    assert_eq!(ask.prompt(), Some("Configure the new service deployment"));
+    let ids: Vec<&str> = ask.fields().iter().map(|f| f.id.as_str()).collect();
+    assert_eq!(ids, ["name", "staged", "regions", "db"]);
+    assert_eq!(ask.fields()[0].required, Some(true));
+    assert_eq!(ask.subject(), Some("deploy-form"));
+    assert!(ask.answerable());
+    assert_eq!(form.status(), aep_core::projection::SessionStatus::Waiting);
+    // the detailed form carries it; the golden form does not
+    let detailed = serde_json::to_value(pending.detailed()).unwrap();
+    assert_eq!(detailed["fields"][2]["multi"], true);
+    assert_eq!(detailed["answerable"], true);
+    assert!(serde_json::to_value(pending)
+        .unwrap()
+        .get("fields")
+        .is_none());
+    assert!(state
+        .sessions()
+        .iter()
+        .all(|s| s.session() != "s_form" || s.pending().is_empty()));
+}
+
+#[test]
+fn the_inbox_lists_every_pending_request_oldest_first_with_its_session() {
+    let mut p = StateProjection::new();
+    p.extend(&corpus());
+    let inbox = p.inbox();
+    let got: Vec<(&str, &str)> = inbox
+        .iter()
+        .map(|i| (i.session(), i.request().id()))
+        .collect();
+    assert_eq!(got, [("s-beta", "ev-c-04")]);
+    assert_eq!(
+        inbox[0].request().request().prompt(),
+        Some("Deployment details")
+    );
+    let json = serde_json::to_value(&inbox[0]).unwrap();
+    assert_eq!(json["request"]["fields"][0]["id"], "env");
+    assert_eq!(json["agent"], "agent-one");
+}
+
+#[test]
+fn the_roster_claim_names_who_is_connected_and_what_it_accepts() {
+    use aep_core::frame::{Capabilities, ControlCapability, Hello, Identity, Role, RosterEntry};
+    let mut p = StateProjection::new();
+    p.extend(&corpus());
+    let hello = |agent: &str| {
+        let mut caps = Capabilities::default();
+        caps.control = Some(ControlCapability::accepting(["control.attention.respond"]));
+        Hello::new(Role::Emitter)
+            .with_identity(Identity::new(agent))
+            .with_capabilities(caps)
+    };
+    p.set_roster(&[
+        RosterEntry::claimed("s-beta", &hello("agent-one")),
+        // another agent's claim of a same-named session is not this session's
+        RosterEntry::claimed("s-alpha", &hello("someone-else")),
+    ]);
+    let beta = p.session("aep://corpus/adapter-a", "s-beta").unwrap();
+    let claim = beta.claim().unwrap();
+    assert_eq!(claim.agent(), Some("agent-one"));
+    assert!(claim.accepts_type("control.attention.respond"));
+    assert!(!claim.accepts_type("control.cancel"));
+    assert_eq!(claim.claimants(), 1);
+    assert!(p
+        .session("aep://corpus/adapter-a", "s-alpha")
+        .unwrap()
+        .claim()
+        .is_none());
+    p.set_roster(&[]);
+    assert!(p
+        .session("aep://corpus/adapter-a", "s-beta")
+        .unwrap()
+        .claim()
+        .is_none());
+    // a full snapshot says the same
+    let json = serde_json::to_value(p.state().detailed()).unwrap();
+    assert_eq!(json["sessions"][1]["claim"], Value::Null);
+    assert_eq!(json["sessions"][1]["status"], "ended");
+}
+
+#[test]
+fn a_request_whose_payload_does_not_decode_stays_pending_without_a_question() {
+    let e = Event::new("q", "attention.requested", "t", "aep://h", "a")
+        .with_session("s")
+        .with_seq(0)
+        .with_data(json!({"kind": 5, "options": "nope"}));
+    let state = project_state([&e]);
+    let pending = &state.sessions()[0].pending()[0];
+    assert_eq!(pending.request().prompt(), None);
+    assert!(pending.request().options().is_empty());
+    assert!(pending.request().answerable());
 }
