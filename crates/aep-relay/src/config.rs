@@ -153,6 +153,8 @@ pub struct RelayConfig {
     /// A cluster's NATS; `Some` with an empty URL when only `--nats-*` flags were given
     /// (refused at start).
     pub(crate) nats: Option<NatsCluster>,
+    /// Serves the web console at `/console` (`--console on`).
+    pub(crate) console: bool,
 }
 
 /// A value of a `AEP_*` variable or flag that is not what it should be.
@@ -202,6 +204,7 @@ impl Default for RelayConfig {
             fsync: Fsync::Batch,
             fsync_interval: Duration::from_secs(1),
             nats: None,
+            console: false,
         }
     }
 }
@@ -264,6 +267,7 @@ pub(crate) static SETTINGS: &[Setting] = &[
     setting("nats-creds", "AEP_NATS_CREDS", "FILE", "With --nats, the NATS credentials file (user JWT and nkey seed) [default: none]"),
     setting("nats-tls-ca", "AEP_NATS_TLS_CA", "FILE", "With --nats, PEM roots to verify the server's certificate with; TLS required [default: the system's roots]"),
     setting("nats-stream", "AEP_NATS_STREAM", "NAME", "With --nats, the stream the fleet shares and its subjects' first token, so several fleets share one NATS; --buffer must match what the stream holds [default: AEP]"),
+    setting("console", "AEP_CONSOLE", "on|off", "Serve mission control, a live web console, at /console: sessions, timelines, the inbox of attention requests answered from the page, the roster; its API is behind --token [default: off]"),
     setting("nats-dedupe-horizon", "AEP_NATS_DEDUPE_HORIZON", "SECONDS", "With --nats, how long a stored (source, id) keeps a retry to any relay from being stored again (the stream's duplicate_window; the server holds every id of it in memory, so rate x horizon bounds it); every relay must agree [default: 120]"),
 ];
 
@@ -406,6 +410,13 @@ impl RelayConfig {
                 })?;
                 self.nats_mut().stream = value.trim().to_owned();
             }
+            "console" => {
+                self.console = match value.trim() {
+                    "on" | "true" | "1" => true,
+                    "off" | "false" | "0" | "" => false,
+                    _ => return Err(ConfigError::new(name, value, "on or off")),
+                }
+            }
             "nats-dedupe-horizon" => {
                 let seconds: u64 = parse_num(name, value)?;
                 if seconds == 0 {
@@ -540,6 +551,23 @@ impl RelayConfig {
     pub fn with_hard_backpressure(mut self, bytes: usize) -> Self {
         self.hard_backpressure = bytes;
         self
+    }
+
+    /// Serves mission control, the web console, at `/console` (default off): the page
+    /// is public, its API (`/console/api/`) behind the token like every other surface.
+    ///
+    /// ```
+    /// let config = aep_relay::RelayConfig::default().with_console(true);
+    /// assert!(config.console());
+    /// ```
+    pub fn with_console(mut self, on: bool) -> Self {
+        self.console = on;
+        self
+    }
+
+    /// Whether the web console is served (see [`RelayConfig::with_console`]).
+    pub fn console(&self) -> bool {
+        self.console
     }
 
     /// Interval of `: ping` comments and `ping` frames (default 25 s; AEP-0003 §3.3.4).

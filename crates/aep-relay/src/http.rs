@@ -91,6 +91,10 @@ pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
         };
     }
 
+    // the console's page holds no data: public, like /healthz; its API is behind the wall
+    if let Some(page) = crate::console::asset(&hub, &method, &path, &parts.headers) {
+        return page;
+    }
     // the one unauthenticated surface: probes cannot carry tokens; counts stay behind auth
     if method == Method::GET && path == "/healthz" {
         let mut body = json!({ "ok": true });
@@ -150,6 +154,9 @@ pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
                 .into_response()
         }
         (Method::POST, "/events") => post_events(hub, &parts.headers, body).await,
+        (method, path) if crate::console::is_api(path) => {
+            crate::console::api(hub, method, path, &query, body).await
+        }
         (Method::GET, "/stream") => {
             // dropped whole if its reader is disconnected and takes nothing more
             let shed = parts

@@ -132,6 +132,8 @@ pub(crate) struct Hub {
     /// Cancelled once the drain timeout of a shutdown has passed: every connection still
     /// open then is dropped.
     stopped: CancellationToken,
+    /// The web console (`/console`), when the configuration turns it on.
+    pub(crate) console: crate::console::Console,
 }
 
 /// A feed not taken yet.
@@ -211,6 +213,7 @@ impl Hub {
         let subs = Subscribers::default();
         let fed = backend.feed.is_some().then(|| backend.storage.stamp());
         Hub {
+            console: crate::console::Console::new(&config),
             config,
             parsing: subs.parsing(),
             state: Mutex::new(State {

@@ -97,6 +97,7 @@ mod admission;
 #[cfg_attr(docsrs, doc(cfg(feature = "cli")))]
 pub mod cli;
 pub mod config;
+mod console;
 mod encoded;
 mod fanout;
 mod http;

@@ -385,6 +385,23 @@ impl RelayBuilder {
         self
     }
 
+    /// Serves mission control, the web console, at `/console` (see
+    /// [`RelayConfig::with_console`]).
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// let relay = aep_relay::Relay::builder().token("t").console(true).start().await?;
+    /// println!("open {}/console#token=t", relay.url());
+    /// relay.shutdown().await?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn console(mut self, on: bool) -> Self {
+        self.config = self.config.with_console(on);
+        self
+    }
+
     /// See [`RelayConfig::with_heartbeat`].
     pub fn heartbeat(mut self, every: Duration) -> Self {
         self.config = self.config.with_heartbeat(every);

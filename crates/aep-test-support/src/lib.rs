@@ -21,6 +21,7 @@
 //! - [`wait`]: polling a condition with a deadline, async or blocking.
 #![allow(clippy::unwrap_used)]
 
+pub mod browser;
 pub mod disk;
 pub mod events;
 pub mod external;

@@ -12,6 +12,7 @@ mod common;
 // Issue 20's faults: real nats-server, real relay processes (the binary, hence `cli`).
 #[cfg(all(feature = "nats", feature = "cli"))]
 mod cluster_faults;
+mod console;
 mod control;
 mod durable;
 mod ingest;

@@ -1,0 +1,444 @@
+//! Mission control: a live web console served by the relay itself (issue 35), on with
+//! [`RelayConfig::with_console`](crate::RelayConfig::with_console), `--console on` or
+//! `AEP_CONSOLE=on`.
+//!
+//! `GET /console` is the page (module `assets`: embedded, strict CSP, strong ETag); it
+//! holds no protocol rule. Everything it shows is read from the relay under its token:
+//!
+//! | endpoint | what |
+//! |---|---|
+//! | `GET /console/api/live` | newline-delimited JSON: the state whole, then what changed (sessions filtered by `agent`, `type` pattern, `severity`, `q` text; the inbox; the roster; the session named by `watch_source`/`watch_session` in detail) |
+//! | `GET /console/api/state` | the first of those messages, once |
+//! | `GET /console/api/timeline` | one session (`source`, `session`) from the store in `(epoch, seq)` order, placed in runs and tool calls, gaps and `replay-exhausted` said, each event's JSON |
+//! | `POST /console/api/respond` | `{source, session, request, answer}`: `control.attention.respond`, answered with the ack or nack |
+//! | `POST /console/api/cancel` | `{session, run, reason?}`: `control.cancel` of a run, the same way |
+//!
+//! The state is aep-core's fold ([`aep_core::projection::StateProjection`]) of what
+//! the relay holds and receives (module `engine`); commands are aep-core's
+//! [`ControlSender`](aep_core::ControlSender)'s (module `control`), routed as any
+//! connection's. In a NATS cluster each relay's console shows the fleet: the store, the
+//! feed, the roster and command routing are the fleet's.
+//!
+//! The token: the page is public (it holds no data); every `/console/api/` request
+//! passes the relay's auth wall with `Authorization: Bearer`, never a query parameter,
+//! so access logs never see it. The page takes it from the URL's fragment
+//! (`/console#token=...`, which a browser never sends) or from a form, keeps it in the
+//! tab's `sessionStorage`, and clears the fragment from the address bar and history.
+
+mod assets;
+mod control;
+mod engine;
+mod live;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, SystemTime};
+
+use aep_core::control::NackOrigin;
+use aep_core::frame::{decode_slice, Frame};
+use aep_core::projection::Timeline;
+use aep_core::resume::{Position, ReplayStart, ResumeFrom};
+use aep_core::Message;
+use axum::body::Body;
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::RelayConfig;
+use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
+use crate::outbox::{Binding, Drain, End, Piece};
+
+use control::{Ask, Control};
+use engine::Engine;
+
+/// The largest body a console `POST` may carry.
+const MAX_BODY: usize = 64 * 1024;
+
+/// The most events one timeline answer holds (the latest ones).
+const MAX_TIMELINE: usize = 10_000;
+
+/// A relay's console: off, or the state and the command task it starts on demand.
+#[derive(Debug, Default)]
+pub(crate) struct Console {
+    enabled: bool,
+    engine: Mutex<Option<Arc<Engine>>>,
+    control: Control,
+}
+
+impl Console {
+    /// The console `config` asks for.
+    pub(crate) fn new(config: &RelayConfig) -> Console {
+        Console {
+            enabled: config.console,
+            ..Console::default()
+        }
+    }
+
+    /// The running state, started if it is not.
+    fn engine(&self, hub: &Arc<Hub>) -> Arc<Engine> {
+        let mut slot = self.engine.lock().unwrap_or_else(PoisonError::into_inner);
+        let engine = match slot.as_ref().filter(|e| e.is_running()) {
+            Some(engine) => engine.clone(),
+            None => {
+                let engine = Engine::start(hub);
+                *slot = Some(engine.clone());
+                engine
+            }
+        };
+        engine.touch();
+        engine
+    }
+}
+
+/// The page's files: public, before the auth wall (they hold no data). `None` when the
+/// path is none of them or the console is off.
+pub(crate) fn asset(
+    hub: &Hub,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+) -> Option<Response> {
+    if !hub.console.enabled || !(method == Method::GET || method == Method::HEAD) {
+        return None;
+    }
+    assets::find(path).map(|a| a.respond(headers))
+}
+
+/// Whether `path` is the console's API (answered by [`api`] behind the auth wall).
+pub(crate) fn is_api(path: &str) -> bool {
+    path.starts_with("/console/api/")
+}
+
+/// The console's API, behind the auth wall.
+pub(crate) async fn api(
+    hub: Arc<Hub>,
+    method: Method,
+    path: &str,
+    query: &HashMap<String, String>,
+    body: Body,
+) -> Response {
+    if !hub.console.enabled {
+        return StatusCode::NOT_FOUND.into_response();
+    }
+    let mut response = match (method, path) {
+        (Method::GET, "/console/api/live") => live::stream(&hub, query, true),
+        (Method::GET, "/console/api/state") => live::stream(&hub, query, false),
+        (Method::GET, "/console/api/timeline") => timeline(&hub, query).await,
+        (Method::POST, "/console/api/respond") => match read_json(body).await {
+            Ok(body) => respond(&hub, &body).await,
+            Err(r) => r,
+        },
+        (Method::POST, "/console/api/cancel") => match read_json(body).await {
+            Ok(body) => cancel(&hub, &body).await,
+            Err(r) => r,
+        },
+        _ => StatusCode::NOT_FOUND.into_response(),
+    };
+    assets::security_headers(response.headers_mut());
+    response
+        .headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+/// A `400` naming what is wrong and what to send instead.
+fn bad_request(detail: impl Into<String>) -> Response {
+    json_response(
+        StatusCode::BAD_REQUEST,
+        &json!({ "error": "bad-request", "detail": detail.into() }),
+    )
+}
+
+async fn read_json(body: Body) -> Result<Value, Response> {
+    let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
+        json_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &json!({"error": "payload-too-large", "max_bytes": MAX_BODY}),
+        )
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| bad_request(format!("the body is not JSON: {e}")))
+}
+
+fn text_member<'a>(body: &'a Value, name: &str) -> Result<&'a str, Response> {
+    body.get(name)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .ok_or_else(|| bad_request(format!("`{name}` is required: a non-empty string")))
+}
+
+// ---- commands ------------------------------------------------------------------------
+
+/// `POST /console/api/respond`: answers a pending attention request of the console's
+/// state with `control.attention.respond` (AEP-0004 §5, AEP-0002 §5.3): `subject` and
+/// `cause` the request's id, `data.answer` the page's `option`, `text` or `values`.
+async fn respond(hub: &Arc<Hub>, body: &Value) -> Response {
+    let (source, session, request) = match (
+        text_member(body, "source"),
+        text_member(body, "session"),
+        text_member(body, "request"),
+    ) {
+        (Ok(a), Ok(b), Ok(c)) => (a, b, c),
+        (Err(r), _, _) | (_, Err(r), _) | (_, _, Err(r)) => return r,
+    };
+    let answer = match body.get("answer") {
+        Some(Value::Object(answer)) => answer,
+        _ => {
+            return bad_request("`answer` is required: an object with `option`, `text` or `values`")
+        }
+    };
+    for (key, value) in answer {
+        let ok = match key.as_str() {
+            "option" | "text" => value.is_string(),
+            "values" => value.is_object(),
+            _ => false,
+        };
+        if !ok {
+            return bad_request(format!(
+                "`answer.{key}`: an answer holds `option` (a string), `text` (a string) or `values` (an object) (AEP-0002 §5.3)"
+            ));
+        }
+    }
+    if answer.is_empty() {
+        return bad_request("`answer` is empty: give `option`, `text` or `values`");
+    }
+    // only what the state holds pending, and only over control where it may be
+    let pending = {
+        let engine = hub.console.engine(hub);
+        let st = engine.lock();
+        st.projection.session(source, session).and_then(|s| {
+            s.pending()
+                .iter()
+                .find(|p| p.id() == request)
+                .map(|p| p.request().answerable())
+        })
+    };
+    match pending {
+        None => {
+            return json_response(
+                StatusCode::CONFLICT,
+                &json!({"error": "not-pending", "detail": format!("request {request} of session {session} is not pending: it was resolved, timed out, or never seen")}),
+            )
+        }
+        Some(false) => {
+            return json_response(
+                StatusCode::CONFLICT,
+                &json!({"error": "not-answerable", "detail": "the request's respond_via does not list control: its answer arrives out of band (AEP-0008)"}),
+            )
+        }
+        Some(true) => {}
+    }
+    let command = Control::builder()
+        .command("control.attention.respond", session)
+        .subject(request)
+        .cause(request)
+        .data(json!({ "answer": answer }))
+        .build_at(SystemTime::now());
+    send(hub, command).await
+}
+
+/// `POST /console/api/cancel`: `control.cancel` of one run (AEP-0004 §5).
+async fn cancel(hub: &Arc<Hub>, body: &Value) -> Response {
+    let (session, run) = match (text_member(body, "session"), text_member(body, "run")) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    let mut data = json!({ "scope": "run" });
+    if let Some(reason) = body.get("reason").and_then(Value::as_str) {
+        data["reason"] = json!(reason);
+    }
+    let command = Control::builder()
+        .command("control.cancel", session)
+        .run(run)
+        .data(data)
+        .build_at(SystemTime::now());
+    send(hub, command).await
+}
+
+/// Sends `command` and answers with how it settled: `accepted`, or `rejected` with
+/// the reason, the detail and who said so (`target`, `relay`, or `sender` for the
+/// synthesized timeout).
+async fn send(hub: &Arc<Hub>, command: aep_core::Event) -> Response {
+    let id = command.id().to_owned();
+    let (reply, settled) = tokio::sync::oneshot::channel();
+    let tx = hub.console.control.sender(hub);
+    if tx.try_send(Ask { command, reply }).is_err() {
+        return json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"error": "busy", "detail": format!("{} commands are in flight already; retry once some are settled", control::MAX_IN_FLIGHT)}),
+        );
+    }
+    match settled.await {
+        Ok(Ok(ack)) => json_response(
+            StatusCode::OK,
+            &json!({"outcome": "accepted", "command": id, "ack": ack.id()}),
+        ),
+        Ok(Err(nack)) => {
+            let by = match nack.origin() {
+                NackOrigin::Target(_) => "target",
+                NackOrigin::Relay(_) => "relay",
+                _ => "sender",
+            };
+            json_response(
+                StatusCode::OK,
+                &json!({
+                    "outcome": "rejected",
+                    "command": id,
+                    "reason": nack.reason().as_str(),
+                    "detail": nack.detail(),
+                    "by": by,
+                }),
+            )
+        }
+        Err(_) => json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            &json!({"error": "stopped", "detail": "the relay stopped before the command settled; send it again"}),
+        ),
+    }
+}
+
+// ---- timeline ------------------------------------------------------------------------
+
+/// `GET /console/api/timeline?session=S[&source=SRC][&after=EPOCH:SEQ][&limit=N]`: the
+/// session's events the store holds, in `(epoch, seq)` order (after `after` when
+/// given: then a `replay-exhausted` is reported when the store no longer holds what
+/// follows it), placed by aep-core's [`Timeline`]; the latest `limit` of them
+/// (default and at most 10,000).
+async fn timeline(hub: &Arc<Hub>, query: &HashMap<String, String>) -> Response {
+    let Some(session) = query.get("session").filter(|s| !s.is_empty()) else {
+        return bad_request("`session` is required");
+    };
+    let source = query.get("source").filter(|s| !s.is_empty());
+    let start = match query.get("after").filter(|s| !s.is_empty()) {
+        None => ReplayStart::EARLIEST,
+        Some(after) => {
+            let parsed = after
+                .split_once(':')
+                .and_then(|(e, s)| Some(Position::new(e.parse().ok()?, s.parse().ok()?)));
+            match parsed {
+                Some(p) => ReplayStart::After(p),
+                None => return bad_request("`after` is EPOCH:SEQ, two non-negative integers"),
+            }
+        }
+    };
+    let limit = query
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(MAX_TIMELINE)
+        .clamp(1, MAX_TIMELINE);
+    let Ok(filter) = crate::proto::parse_filter(&json!({ "session": session })) else {
+        return bad_request("`session` cannot be filtered on");
+    };
+    let (outbox, rx) = hub.outbox(CancellationToken::new());
+    let mut request = SubscribeRequest::new(Binding::Ws, filter);
+    request.replay = ReplayAsk {
+        positions: vec![ResumeFrom::new(session.clone(), start)],
+        ..ReplayAsk::default()
+    };
+    request.live = false;
+    request.sub = Some("console".to_owned());
+    hub.subscribe(&outbox, request);
+    outbox.end(End::ReplayComplete);
+    let mut drain = Drain::new(rx, outbox, Binding::Ws, Duration::from_secs(3600));
+
+    let mut placer = Timeline::new();
+    let mut kept: std::collections::VecDeque<Value> = std::collections::VecDeque::new();
+    let (mut omitted, mut exhausted, mut first) = (0usize, Value::Null, None);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while let Ok(Some(piece)) = tokio::time::timeout_at(deadline, drain.next()).await {
+        let bytes = match piece {
+            Piece::Data(bytes) => bytes,
+            Piece::Heartbeat => continue,
+            Piece::End(_) => break,
+        };
+        let event = match decode_slice(&bytes) {
+            Ok(Message::Event(event)) => event,
+            Ok(Message::Frame(Frame::ReplayExhausted(r))) => {
+                exhausted = json!({"epoch": r.earliest.epoch(), "seq": r.earliest.seq()});
+                continue;
+            }
+            _ => continue,
+        };
+        if source.is_some_and(|s| s != event.source()) {
+            continue;
+        }
+        let position = Position::of(&event);
+        if first.is_none() {
+            first = position;
+        }
+        let placed = placer.place(&event);
+        kept.push_back(json!({
+            "id": event.id(),
+            "type": event.event_type(),
+            "time": event.time(),
+            "source": event.source(),
+            "position": position,
+            "severity": event.severity(),
+            "subject": event.subject(),
+            "run": placed.run(),
+            "tool": placed.tool(),
+            "gap": placed.gap(),
+            "json": String::from_utf8_lossy(&bytes),
+        }));
+        if kept.len() > limit {
+            kept.pop_front();
+            omitted += 1;
+        }
+    }
+    // from the start, the first held event not at the start of its epoch says the
+    // store no longer holds (or never got) what came before it
+    let missing_before = match (start, first) {
+        (ReplayStart::EpochStart(_), Some(p)) if p.seq() > 0 => {
+            json!({"epoch": p.epoch(), "seq": p.seq()})
+        }
+        _ => Value::Null,
+    };
+    // the session's folded state beside its events: runs and tool calls with their
+    // status and duration, from the same fold the list shows
+    let state = source.and_then(|src| {
+        let engine = hub.console.engine(hub);
+        let st = engine.lock();
+        st.projection
+            .session(src, session)
+            .and_then(|s| serde_json::to_value(s.detailed()).ok())
+    });
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "session": session,
+            "source": source,
+            "state": state,
+            "events": kept,
+            "omitted": omitted,
+            "exhausted": exhausted,
+            "missing_before": missing_before,
+        }),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_console_that_is_off_serves_nothing() {
+        let hub = Hub::new(RelayConfig::default()).unwrap();
+        assert!(asset(&hub, &Method::GET, "/console", &HeaderMap::new()).is_none());
+        let hub = Hub::new(RelayConfig::default().with_console(true)).unwrap();
+        assert!(asset(&hub, &Method::GET, "/console", &HeaderMap::new()).is_some());
+        assert!(asset(&hub, &Method::POST, "/console", &HeaderMap::new()).is_none());
+        assert!(asset(&hub, &Method::GET, "/console/nope.js", &HeaderMap::new()).is_none());
+    }
+}
