@@ -228,7 +228,9 @@ async fn main() {
                         .next()
                         .and_then(|s| s.parse::<u64>().ok())
                     {
-                        sink.lock().unwrap().insert(seq, at);
+                        sink.lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner)
+                            .insert(seq, at);
                     }
                 }
             }
@@ -251,7 +253,10 @@ async fn main() {
         .execute("return window.__seen", vec![])
         .await
         .expect("seen");
-    let seen_sse = seen_sse.lock().unwrap().clone();
+    let seen_sse = seen_sse
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone();
     let (mut page, mut sse) = (Vec::new(), Vec::new());
     for (seq, t0) in &posted {
         if let Some(t) = seen.get(format!("0:{seq}")).and_then(|v| v.as_f64()) {

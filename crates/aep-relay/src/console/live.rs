@@ -86,7 +86,7 @@ impl SessionFilter {
             }
         }
         if let Some(least) = self.severity {
-            if !index.is_some_and(|i| i.severity >= least) {
+            if index.is_none_or(|i| i.severity < least) {
                 return false;
             }
         }
@@ -138,7 +138,8 @@ fn summary(s: &ProjectedSession) -> Value {
 /// The roster grouped by claimant: who is connected, which sessions it claims, and
 /// which commands it accepts (AEP-0003 §4.1, AEP-0004 §4.2).
 fn roster(entries: &[RosterEntry]) -> Value {
-    let mut by: Vec<(Option<&str>, Option<&str>, Value, Vec<&str>)> = Vec::new();
+    type Group<'a> = (Option<&'a str>, Option<&'a str>, Value, Vec<&'a str>);
+    let mut by: Vec<Group<'_>> = Vec::new();
     for e in entries {
         let accepts = json!(e.control.as_ref().and_then(|c| c.accepts.as_ref()));
         let at = by.iter().position(|(agent, instance, acc, _)| {
