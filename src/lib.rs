@@ -14,6 +14,7 @@
 //! | `aep::relay` | `relay` | the embeddable relay |
 //! | `aep::testing` | `testing` | relay-free test doubles |
 //! | `aep::bridge` | `bridge` | CloudEvents, OpenTelemetry (OTLP) and OCSF bridges and exporters (AEP-0005) |
+//! | `aep::tracing` | `tracing` | a `tracing_subscriber::Layer`: an instrumented agent's spans as AEP events |
 //!
 //! Transports: `http` (emit over HTTP), `sse` (subscribe over SSE), `ws` (WebSocket
 //! emit, subscribe and control); TLS: `rustls` (default) or `native-tls`. The default is
@@ -50,6 +51,7 @@
 //! - `relay` (feature `relay`): `aep-relay`.
 //! - `testing` (feature `testing`): `aep-testing`.
 //! - `bridge` (feature `bridge`): `aep-bridge`.
+//! - `tracing` (feature `tracing`): `aep-tracing`.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -88,6 +90,9 @@ pub use aep_relay as relay;
 #[cfg(feature = "testing")]
 #[cfg_attr(docsrs, doc(cfg(feature = "testing")))]
 pub use aep_testing as testing;
+#[cfg(feature = "tracing")]
+#[cfg_attr(docsrs, doc(cfg(feature = "tracing")))]
+pub use aep_tracing as tracing;
 
 /// The AEP version this SDK implements (`"0.1"`).
 ///

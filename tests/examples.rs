@@ -29,6 +29,10 @@ mod tail;
 #[path = "../examples/bridge.rs"]
 mod bridge;
 
+#[allow(dead_code)]
+#[path = "../examples/traced_agent.rs"]
+mod traced_agent;
+
 use aep_test_support::servers::{status_response, Scripted};
 
 fn args(flags: &[&str]) -> Vec<String> {
@@ -123,4 +127,11 @@ async fn bridge_exports_its_demo_session_to_otlp_and_ocsf() {
     assert_eq!(paths, ["/v1/logs", "/v1/traces"]);
     assert!(bridge::parse(args(&[])).is_err(), "nothing to export to");
     assert!(bridge::parse(args(&["--otlp", "x", "--max-capture", "most"])).is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn traced_agent_spans_appear_on_the_relay() {
+    traced_agent::traced_agent(traced_agent::Args::default())
+        .await
+        .unwrap();
 }
