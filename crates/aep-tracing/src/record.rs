@@ -214,8 +214,11 @@ impl Visit for Visitor<'_> {
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        if let Some(attr) = self.attr(field) {
-            self.text(attr, if value { "true" } else { "false" });
+        match self.attr(field) {
+            // `error = true` fails the span; `error = false` says it did not fail.
+            Some(Attr::ErrorType | Attr::ErrorMessage) => self.record.failed |= value,
+            Some(attr) => self.text(attr, if value { "true" } else { "false" }),
+            None => {}
         }
     }
 

@@ -363,6 +363,58 @@ fn at_a_full_ceiling_the_content_goes_out_too() {
 }
 
 #[test]
+fn at_a_redacted_ceiling_without_a_redactor_no_unredacted_text_goes_out() {
+    let (events, _, ()) = traced(
+        Capture::Redacted,
+        |b| b,
+        || {
+            agent_run(None);
+            info_span!(
+                "execute_tool",
+                gen_ai.operation.name = "execute_tool",
+                gen_ai.tool.name = "fetch"
+            )
+            .in_scope(|| tracing::error!("token=abc123 was refused"));
+        },
+    );
+    assert_valid(&events);
+    assert!(events.iter().all(|e| e.capture() <= Capture::Redacted));
+    let lines: Vec<String> = events.iter().map(|e| e.to_json()).collect();
+    assert!(!lines
+        .iter()
+        .any(|l| l.contains("abc123") || l.contains("weather in Paris?")));
+}
+
+#[test]
+fn a_boolean_error_field_fails_the_span_only_when_true() {
+    let (events, _, ()) = traced(
+        Capture::Metadata,
+        |b| b,
+        || {
+            for failed in [false, true] {
+                info_span!(
+                    "execute_tool",
+                    gen_ai.operation.name = "execute_tool",
+                    gen_ai.tool.name = "t",
+                    error = failed
+                )
+                .in_scope(|| {});
+            }
+        },
+    );
+    assert_valid(&events);
+    assert_eq!(
+        types(&events),
+        [
+            "tool.requested",
+            "tool.completed",
+            "tool.requested",
+            "tool.failed"
+        ]
+    );
+}
+
+#[test]
 fn content_past_the_bound_is_digested_and_not_carried() {
     let big = format!(r#"{{"blob": "{}"}}"#, "x".repeat(100));
     let (events, _, ()) = traced(
