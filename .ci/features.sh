@@ -34,6 +34,7 @@ check $sdk --features testing,relay                           # a test suite wit
 check $sdk --no-default-features --features relay             # an application embedding the relay
 check $sdk --no-default-features --features bridge,rustls     # a bridge into OTLP, CloudEvents, OCSF
 check $sdk --no-default-features --features bridge,native-tls  # the same on the platform TLS
+check $sdk --no-default-features --features tracing,http,rustls  # an agent instrumented with tracing
 check $sdk --all-features
 
 # The crates underneath, for users who depend on them directly.
@@ -55,5 +56,7 @@ check aep-relay --no-default-features --features nats         # a cluster relay 
 check aep-bridge                                              # the mappings and the exporters
 check aep-bridge --no-default-features                        # the pure mappings only
 check aep-bridge --no-default-features --features export,native-tls
+check aep-tracing                                             # the layer
+check aep-tracing --features otel                             # with traceparent from OpenTelemetry
 
 printf '\nfeatures: every documented combination builds without a warning\n'
