@@ -49,8 +49,10 @@ pub const DEFAULT_MAX_SESSIONS: usize = 16 * 1024;
 /// | tool execution ([`SpanKind::Tool`]) | `tool.requested` (call id, name, `args_digest`), then `tool.completed`, `tool.failed` or `tool.denied` |
 ///
 /// Every event carries the `run` (and `step`) it happens in; its session is the
-/// nearest `gen_ai.conversation.id` (or `session.id`) around it, else the layer's
-/// default; with feature `otel` and a `tracing_opentelemetry` layer in the same
+/// nearest `gen_ai.conversation.id` (or `session.id`) around it, declared when that
+/// span was created, else the layer's default (rig records no conversation id: wrap
+/// the call in an `invoke_agent` span that names it, which rig adopts as its agent
+/// span); with feature `otel` and a `tracing_opentelemetry` layer in the same
 /// subscriber, its `traceparent` is the span's OpenTelemetry context. A terminal's
 /// `cause` is its opening event (AEP-0002 §2).
 ///
