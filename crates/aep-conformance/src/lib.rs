@@ -5,7 +5,8 @@
 //! (`spec/conformance/run.py`) is here with its check names: the golden corpus, the
 //! invalid corpus, the stream invariants, attr-match, down-leveling, capture gating,
 //! redaction, the AEP-0005 bridges (CloudEvents, OTLP, OCSF, through `aep-bridge`) and
-//! the Annex A mapping pins; plus this SDK's own `projection` class.
+//! the Annex A mapping pins; plus this SDK's own classes: `adapters` (its Annex A
+//! mappings, `aep-adapters`, against every pin) and `projection`.
 //!
 //! ## Pointing it at a corpus
 //!
@@ -109,6 +110,7 @@ classes! {
     gating => "capture-gating",
     redaction => "redaction",
     mappings => "mappings",
+    adapters => "adapters",
     projection => "projection",
 }
 

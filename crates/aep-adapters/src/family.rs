@@ -1,0 +1,158 @@
+//! What the hook-shaped sources share: the tool trio, the permission card, the
+//! session frame. Each source module decides which of these a hook becomes; the
+//! shapes themselves are written once here.
+
+use serde_json::{json, Map, Value};
+
+use crate::draft::Draft;
+use crate::json::{get, s};
+
+/// The `tool` object of the tool trio: `{name, call_id?}`.
+pub(crate) fn tool(name: &str, call: Option<&str>) -> Value {
+    let mut t = Map::new();
+    t.insert("name".into(), json!(name));
+    if let Some(c) = call.filter(|c| !c.is_empty()) {
+        t.insert("call_id".into(), json!(c));
+    }
+    Value::Object(t)
+}
+
+/// `tool.requested`: the args digest always (AEP-0003 §9.3, over the original
+/// value), the args verbatim at `full`, redacted at exactly `redacted`.
+pub(crate) fn requested(name: &str, call: Option<&str>, args: Option<&Value>) -> Draft {
+    let mut d = Draft::new("tool.requested")
+        .meta("tool", tool(name, call))
+        .subject(name)
+        .call(call);
+    if let Some(args) = args {
+        d = d
+            .digest("args_digest", args)
+            .redacted_only("args_redacted", args.clone())
+            .full("args", args.clone());
+    }
+    d
+}
+
+/// `tool.completed`: the result digest always, the result at `full`, redacted at
+/// exactly `redacted`.
+pub(crate) fn completed(name: &str, call: Option<&str>, result: Option<&Value>) -> Draft {
+    let mut d = Draft::new("tool.completed")
+        .meta("tool", tool(name, call))
+        .subject(name)
+        .call(call);
+    if let Some(result) = result {
+        d = d
+            .digest("result_digest", result)
+            .redacted_only("result_redacted", result.clone())
+            .full("result", result.clone());
+    }
+    d
+}
+
+/// `tool.failed` with the vendor's error class (structural) and its message
+/// (content, `redacted`).
+pub(crate) fn failed(name: &str, call: Option<&str>, kind: &str, message: Option<&Value>) -> Draft {
+    Draft::new("tool.failed")
+        .meta("tool", tool(name, call))
+        .meta_in(&["error", "type"], json!(kind))
+        .content_in(&["error", "message"], message_text(message))
+        .subject(name)
+        .call(call)
+}
+
+/// The readable detail of a tool input for a permission prompt: the command (with its
+/// stated description), else the path, URL, pattern or query it acts on.
+pub(crate) fn describe(input: Option<&Value>) -> Option<String> {
+    let input = input?;
+    if let Some(text) = input.as_str().filter(|t| !t.is_empty()) {
+        return Some(text.to_owned());
+    }
+    if let Some(cmd) = s(input, "command").or_else(|| s(input, "cmd")) {
+        return Some(match s(input, "description") {
+            Some(why) => format!("{cmd} ({why})"),
+            None => cmd.to_owned(),
+        });
+    }
+    ["file_path", "path", "url", "pattern", "query", "prompt"]
+        .iter()
+        .find_map(|k| s(input, k))
+        .map(str::to_owned)
+}
+
+/// The two options a held permission gate can deliver.
+pub(crate) fn allow_deny() -> Value {
+    json!([{"id": "allow", "label": "Allow"}, {"id": "deny", "label": "Deny"}])
+}
+
+/// `attention.requested(kind: permission)`: the prompt `"Permission requested: {tool} —
+/// {detail}"` at `redacted` and above, synthesized from structure below (AEP-0003 §9.2:
+/// `"{agent} requests permission: {tool}"`).
+pub(crate) fn permission(agent: &str, tool: &str, detail: Option<&str>) -> Draft {
+    let prompt = match detail {
+        Some(d) => format!("Permission requested: {tool} — {d}"),
+        None => format!("Permission requested: {tool}"),
+    };
+    Draft::new("attention.requested")
+        .meta("kind", json!("permission"))
+        .both(
+            "prompt",
+            json!(prompt),
+            json!(format!("{agent} requests permission: {tool}")),
+        )
+        .subject(tool)
+}
+
+/// A held gate's card: the permission prompt with the options the gate can deliver,
+/// answerable over control.
+pub(crate) fn held_permission(agent: &str, tool: &str, detail: Option<&str>) -> Draft {
+    permission(agent, tool, detail)
+        .meta("options", allow_deny())
+        .meta("respond_via", json!(["control"]))
+}
+
+/// `session.ended` with the vendor's free-text reason collapsed to the schema's
+/// `normal` (the siblings' convention).
+pub(crate) fn ended_normal() -> Draft {
+    Draft::new("session.ended").meta("reason", json!("normal"))
+}
+
+/// The `client` object of `session.started`.
+pub(crate) fn client(name: &str, version: Option<&str>) -> Value {
+    match version {
+        Some(v) => json!({"name": name, "version": v}),
+        None => json!({"name": name}),
+    }
+}
+
+/// `session.started` of a hook agent: `client`, the vendor's `source` as `trigger`,
+/// the model, and the working directory as content.
+pub(crate) fn started(p: &Value, client_name: &str) -> Draft {
+    Draft::new("session.started")
+        .meta("client", client(client_name, None))
+        .meta_opt("trigger", get(p, "source").cloned())
+        .meta_opt("gen_ai.request.model", get(p, "model").cloned())
+        .content_opt("cwd", get(p, "cwd").cloned())
+}
+
+/// `run.started` by the user, the prompt as content.
+pub(crate) fn run_started(prompt: Option<Value>) -> Draft {
+    Draft::new("run.started")
+        .meta("trigger", json!("user"))
+        .content_opt("prompt", prompt)
+}
+
+/// The vendor-extension fallback of a hook agent, with no data.
+pub(crate) fn fallback(vendor: &str, hook: &str) -> Draft {
+    Draft::new(crate::naming::session_fallback(vendor, hook)).severity(aep_core::Severity::Debug)
+}
+
+/// An error message as the schemas want it, a string: text as it is, any other value
+/// as its JSON; `null` when there is none (the member is then left out).
+pub(crate) fn message_text(message: Option<&Value>) -> Value {
+    match message {
+        Some(Value::String(m)) if !m.is_empty() => Value::String(m.clone()),
+        Some(Value::Null) | None => Value::Null,
+        Some(Value::String(_)) => Value::Null,
+        Some(other) => Value::String(other.to_string()),
+    }
+}

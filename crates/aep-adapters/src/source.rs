@@ -1,0 +1,329 @@
+//! The seventeen sources of AEP-0002 Annex A behind one shape: a [`Moment`] (the
+//! vendor's payload and what the agent said beside it) and a [`Posture`] in, the
+//! [`Draft`]s of the events it maps to out.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::Value;
+
+use crate::channel::ChannelMode;
+use crate::draft::{Draft, Posture};
+use crate::sources;
+
+/// One source vocabulary of AEP-0002 Annex A.
+///
+/// ```
+/// use aep_adapters::Source;
+/// let s: Source = "gemini-cli".parse()?;
+/// assert_eq!(s, Source::GeminiCli);
+/// assert_eq!(s.name(), "gemini-cli");
+/// assert!(s.is_hook_agent());
+/// assert!(!Source::Acp.is_hook_agent());
+/// assert_eq!(Source::ALL.len(), 17);
+/// # Ok::<(), aep_adapters::UnknownSource>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Source {
+    /// Claude Code hooks (A.1).
+    ClaudeCode,
+    /// Codex hooks (A.2).
+    Codex,
+    /// Gemini CLI hooks (A.3).
+    GeminiCli,
+    /// Qwen Code hooks (A.4).
+    QwenCode,
+    /// VS Code agent hooks (A.5).
+    Vscode,
+    /// Kimi Code CLI hooks (A.6); its web channel is [`sources::kimi_code::web`].
+    KimiCode,
+    /// OpenCode plugin moments (A.7); its SSE channel is [`sources::opencode::sse`].
+    Opencode,
+    /// Kilo Code plugin moments (A.8); its SSE channel is [`sources::kilocode::sse`].
+    Kilocode,
+    /// Cline subprocess hooks (A.9).
+    Cline,
+    /// Hermes Agent shell hooks (A.10).
+    Hermes,
+    /// Antigravity hooks (A.11).
+    Antigravity,
+    /// pi extension-bus events (A.12).
+    Pi,
+    /// ACP, the Agent Client Protocol (A.13).
+    Acp,
+    /// AG-UI (A.14).
+    Agui,
+    /// OpenHands agent-server events (A.15).
+    Openhands,
+    /// The Codex OTel channel (A.2).
+    CodexOtel,
+    /// The VS Code agent OTel channel (A.5).
+    VscodeOtel,
+}
+
+/// A source name no source has.
+///
+/// ```
+/// let err = "claude".parse::<aep_adapters::Source>().unwrap_err();
+/// assert!(err.to_string().contains("claude-code"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownSource(pub String);
+
+impl fmt::Display for UnknownSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = Source::ALL.iter().map(|s| s.name()).collect();
+        write!(
+            f,
+            "unknown source `{}`; sources: {}",
+            self.0,
+            names.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownSource {}
+
+/// Where a source's identity comes from (the pins' `identity` block, AEP-0002 Annex A).
+///
+/// ```
+/// let id = aep_adapters::Source::Codex.identity();
+/// assert_eq!((id.session_from, id.run_from), ("session_id", Some("turn_id")));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Identity {
+    /// What names the AEP session.
+    pub session_from: &'static str,
+    /// What names the AEP run; `None` where the session runtime synthesizes runs.
+    pub run_from: Option<&'static str>,
+}
+
+impl Source {
+    /// Every source, in Annex A order.
+    pub const ALL: [Source; 17] = [
+        Source::ClaudeCode,
+        Source::Codex,
+        Source::GeminiCli,
+        Source::QwenCode,
+        Source::Vscode,
+        Source::KimiCode,
+        Source::Opencode,
+        Source::Kilocode,
+        Source::Cline,
+        Source::Hermes,
+        Source::Antigravity,
+        Source::Pi,
+        Source::Acp,
+        Source::Agui,
+        Source::Openhands,
+        Source::CodexOtel,
+        Source::VscodeOtel,
+    ];
+
+    /// The twelve agents that call a hook command or load a plugin (what `aep hook`
+    /// serves).
+    pub const HOOK_AGENTS: [Source; 12] = [
+        Source::ClaudeCode,
+        Source::Codex,
+        Source::GeminiCli,
+        Source::QwenCode,
+        Source::Vscode,
+        Source::KimiCode,
+        Source::Opencode,
+        Source::Kilocode,
+        Source::Cline,
+        Source::Hermes,
+        Source::Antigravity,
+        Source::Pi,
+    ];
+
+    /// The source's name, as the pins' file names spell it.
+    ///
+    /// ```
+    /// assert_eq!(aep_adapters::Source::VscodeOtel.name(), "vscode-otel");
+    /// ```
+    pub fn name(self) -> &'static str {
+        match self {
+            Source::ClaudeCode => "claude-code",
+            Source::Codex => "codex",
+            Source::GeminiCli => "gemini-cli",
+            Source::QwenCode => "qwen-code",
+            Source::Vscode => "vscode",
+            Source::KimiCode => "kimi-code",
+            Source::Opencode => "opencode",
+            Source::Kilocode => "kilocode",
+            Source::Cline => "cline",
+            Source::Hermes => "hermes",
+            Source::Antigravity => "antigravity",
+            Source::Pi => "pi",
+            Source::Acp => "acp",
+            Source::Agui => "agui",
+            Source::Openhands => "openhands",
+            Source::CodexOtel => "codex-otel",
+            Source::VscodeOtel => "vscode-otel",
+        }
+    }
+
+    /// The vendor token of the source's `x.{vendor}.*` types (an OTel channel shares its
+    /// agent's).
+    ///
+    /// ```
+    /// assert_eq!(aep_adapters::Source::CodexOtel.vendor(), "codex");
+    /// ```
+    pub fn vendor(self) -> &'static str {
+        match self {
+            Source::CodexOtel => "codex",
+            Source::VscodeOtel => "vscode",
+            other => other.name(),
+        }
+    }
+
+    /// Whether the agent calls a hook command or loads a plugin (one of the twelve).
+    ///
+    /// ```
+    /// assert!(aep_adapters::Source::Pi.is_hook_agent());
+    /// ```
+    pub fn is_hook_agent(self) -> bool {
+        Source::HOOK_AGENTS.contains(&self)
+    }
+
+    /// Where the source's identity comes from.
+    ///
+    /// ```
+    /// assert_eq!(aep_adapters::Source::GeminiCli.identity().run_from, None);
+    /// ```
+    pub fn identity(self) -> Identity {
+        let (session_from, run_from) = match self {
+            Source::ClaudeCode | Source::GeminiCli | Source::QwenCode | Source::Vscode => {
+                ("session_id", None)
+            }
+            Source::KimiCode => ("session_id", None),
+            Source::Codex => ("session_id", Some("turn_id")),
+            Source::Opencode | Source::Kilocode => ("properties.sessionID", None),
+            Source::Cline => ("taskId", None),
+            Source::Hermes => ("session_id", Some("extra.turn_id")),
+            Source::Antigravity => ("conversationId", None),
+            Source::Pi => ("session.id", None),
+            Source::Acp => ("params.sessionId", Some("the session/prompt request id")),
+            Source::Agui => ("threadId", Some("runId")),
+            Source::Openhands => ("conversation_id", None),
+            Source::CodexOtel => ("conversation.id", None),
+            Source::VscodeOtel => ("resource:session.id", None),
+        };
+        Identity {
+            session_from,
+            run_from,
+        }
+    }
+
+    /// Maps one moment of this source to the drafts of its events, at `posture` (which
+    /// decides the opt-ins; rendering the drafts applies its ceiling).
+    ///
+    /// This is the pure mapping the Annex A pins state: no state, no identity beyond
+    /// what the payload names. [`crate::session`] keeps the state (runs, tool pairs,
+    /// pending attention, joins) and stamps the envelopes.
+    ///
+    /// ```
+    /// use aep_adapters::{Moment, Posture, Source};
+    /// use serde_json::json;
+    /// let payload = json!({"hook_event_name": "UserPromptSubmit", "session_id": "s1", "prompt": "fix it"});
+    /// let drafts = Source::QwenCode.map(&Moment::new(&payload), &Posture::default());
+    /// assert_eq!(drafts[0].render(&Posture::default()).to_pin(), json!({"type": "run.started", "data": {"trigger": "user"}}));
+    /// ```
+    pub fn map(self, moment: &Moment<'_>, posture: &Posture) -> Vec<Draft> {
+        let p = moment.payload;
+        match self {
+            Source::ClaudeCode => sources::claude_code::map(p),
+            Source::Codex => sources::codex::map(p),
+            Source::GeminiCli => sources::gemini_cli::map(p),
+            Source::QwenCode => sources::qwen_code::map(p),
+            Source::Vscode => sources::vscode::map(p),
+            Source::KimiCode => sources::kimi_code::map(p),
+            Source::Opencode => sources::opencode::map(p),
+            Source::Kilocode => sources::kilocode::map(p),
+            Source::Cline => sources::cline::map(p),
+            Source::Hermes => sources::hermes::map(p),
+            Source::Antigravity => {
+                sources::antigravity::map(moment.hook.unwrap_or(""), p, moment.joined)
+            }
+            Source::Pi => sources::pi::map(p, posture),
+            Source::Acp => sources::acp::map(p, posture),
+            Source::Agui => sources::agui::map(p, posture),
+            Source::Openhands => sources::openhands::map(p, posture),
+            Source::CodexOtel => sources::codex_otel::map(p, moment.mode),
+            Source::VscodeOtel => sources::vscode_otel::map(p, moment.mode),
+        }
+    }
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Source {
+    type Err = UnknownSource;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Source::ALL
+            .into_iter()
+            .find(|src| src.name() == s)
+            .ok_or_else(|| UnknownSource(s.to_owned()))
+    }
+}
+
+/// One thing a source said: its payload, and what the agent or the session supplies
+/// beside it.
+///
+/// ```
+/// use aep_adapters::{ChannelMode, Moment};
+/// let payload = serde_json::json!({"stepIdx": 5, "error": ""});
+/// let m = Moment::new(&payload).hook("PostToolUse").joined_name("run_command");
+/// assert_eq!(m.payload()["stepIdx"], 5);
+/// let otel = Moment::new(&payload).mode(ChannelMode::Primary);
+/// # let _ = otel;
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Moment<'a> {
+    payload: &'a Value,
+    hook: Option<&'a str>,
+    joined: Option<&'a str>,
+    mode: ChannelMode,
+}
+
+impl<'a> Moment<'a> {
+    /// A moment carrying `payload` alone.
+    pub fn new(payload: &'a Value) -> Moment<'a> {
+        Moment {
+            payload,
+            hook: None,
+            joined: None,
+            mode: ChannelMode::Companion,
+        }
+    }
+
+    /// The hook name when the agent names it outside the payload (Antigravity passes it
+    /// on the command line: no payload names its own event).
+    pub fn hook(mut self, hook: &'a str) -> Moment<'a> {
+        self.hook = Some(hook);
+        self
+    }
+
+    /// The tool name the session joined to this moment (Antigravity's
+    /// `(conversationId, stepIdx)` join, made by [`crate::session`]).
+    pub fn joined_name(mut self, name: &'a str) -> Moment<'a> {
+        self.joined = Some(name);
+        self
+    }
+
+    /// The channel mode of an OTel source (companion by default).
+    pub fn mode(mut self, mode: ChannelMode) -> Moment<'a> {
+        self.mode = mode;
+        self
+    }
+
+    /// The payload.
+    pub fn payload(&self) -> &'a Value {
+        self.payload
+    }
+}

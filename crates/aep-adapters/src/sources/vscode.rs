@@ -1,0 +1,64 @@
+//! VS Code agent hooks (AEP-0002 Annex A.5): the eight-event VSCode-target Preview
+//! surface, a Claude-Code-family member.
+//!
+//! Identity: `session_id` is the AEP session (optional in the vendor envelope: a
+//! missing one lands on the runtime's `unknown` session); runs are synthesized per
+//! `UserPromptSubmit`/`Stop` pair; `tool_use_id` pairs the tool events.
+//!
+//! | hook | event |
+//! |---|---|
+//! | `SessionStart` | `session.started` (`client`, `trigger`, the model, `agent_type`) |
+//! | `UserPromptSubmit` / `Stop` | `run.started` / `run.finished` |
+//! | `PreToolUse` / `PostToolUse` | `tool.requested` / `tool.completed` |
+//! | `PreCompact` | `session.compacted` |
+//! | `SubagentStart` / `SubagentStop` | the delegation pair |
+//!
+//! Deviations and stated gaps: compaction is carried at the pre moment, the only one
+//! this surface exposes; `PostToolUse` fires on success only, so `tool.failed`,
+//! `run.failed` and `session.ended` have no vendor moment here; `transcript_path` (a
+//! workstation-local path) and the vendor's `timestamp` are never forwarded (the
+//! envelope time is the adapter's clock). Observe-only by default.
+
+use serde_json::Value;
+
+use crate::draft::Draft;
+use crate::family::{self, requested, run_started, started};
+use crate::json::{get, s};
+
+/// The vendor token.
+pub const VENDOR: &str = "vscode";
+
+/// Maps one VS Code agent hook payload.
+///
+/// ```
+/// use serde_json::json;
+/// let d = aep_adapters::sources::vscode::map(&json!({"hook_event_name": "PreCompact", "trigger": "auto"}));
+/// assert_eq!(d[0].event_type(), "session.compacted");
+/// ```
+pub fn map(p: &Value) -> Vec<Draft> {
+    let hook = s(p, "hook_event_name").unwrap_or("unknown");
+    let tool_name = s(p, "tool_name").unwrap_or("unknown");
+    let call = s(p, "tool_use_id");
+    let d = match hook {
+        "SessionStart" => started(p, VENDOR).meta_opt("agent_type", get(p, "agent_type").cloned()),
+        "UserPromptSubmit" => run_started(get(p, "prompt").cloned()),
+        "Stop" => Draft::new("run.finished"),
+        "PreToolUse" => requested(tool_name, call, get(p, "tool_input")),
+        "PostToolUse" => family::completed(tool_name, call, get(p, "tool_response")),
+        // Documented deviation: the pre moment is the only compaction moment here.
+        "PreCompact" => Draft::new("session.compacted")
+            .meta_opt("trigger", get(p, "trigger").cloned())
+            .content_opt(
+                "custom_instructions",
+                get(p, "custom_instructions").cloned(),
+            ),
+        "SubagentStart" => Draft::new("delegation.subagent.started")
+            .meta_opt("agent_type", get(p, "agent_type").cloned())
+            .subject_opt(s(p, "agent_id")),
+        "SubagentStop" => Draft::new("delegation.subagent.stopped")
+            .meta_opt("agent_type", get(p, "agent_type").cloned())
+            .subject_opt(s(p, "agent_id")),
+        other => family::fallback(VENDOR, other),
+    };
+    vec![d.on_session(s(p, "session_id"))]
+}
