@@ -543,13 +543,28 @@ impl Draft {
             .map(|(_, v, _)| v)
     }
 
-    pub(crate) fn call(mut self, call: Option<&str>) -> Draft {
-        self.links.call = call.map(str::to_owned);
+    /// The vendor's tool call id, which pairs a tool event with its request in the
+    /// session runtime.
+    ///
+    /// ```
+    /// let d = aep_adapters::Draft::new("tool.completed").with_call(Some("call_1"));
+    /// # let _ = d;
+    /// ```
+    pub fn with_call(mut self, call: Option<&str>) -> Draft {
+        self.links.call = call.filter(|c| !c.is_empty()).map(str::to_owned);
         self
     }
 
-    pub(crate) fn attention_key(mut self, key: Option<&str>) -> Draft {
-        self.links.attention = key.map(str::to_owned);
+    /// The vendor's key of an attention request (a tool call id, a permission id, a
+    /// pattern key), which pairs the request with its settlement in the session
+    /// runtime.
+    ///
+    /// ```
+    /// let d = aep_adapters::Draft::new("attention.timeout").with_attention_key(Some("perm_1"));
+    /// # let _ = d;
+    /// ```
+    pub fn with_attention_key(mut self, key: Option<&str>) -> Draft {
+        self.links.attention = key.filter(|k| !k.is_empty()).map(str::to_owned);
         self
     }
 

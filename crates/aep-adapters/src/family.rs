@@ -23,7 +23,7 @@ pub(crate) fn requested(name: &str, call: Option<&str>, args: Option<&Value>) ->
     let mut d = Draft::new("tool.requested")
         .meta("tool", tool(name, call))
         .subject(name)
-        .call(call);
+        .with_call(call);
     if let Some(args) = args {
         d = d
             .digest("args_digest", args)
@@ -39,7 +39,7 @@ pub(crate) fn completed(name: &str, call: Option<&str>, result: Option<&Value>) 
     let mut d = Draft::new("tool.completed")
         .meta("tool", tool(name, call))
         .subject(name)
-        .call(call);
+        .with_call(call);
     if let Some(result) = result {
         d = d
             .digest("result_digest", result)
@@ -57,7 +57,7 @@ pub(crate) fn failed(name: &str, call: Option<&str>, kind: &str, message: Option
         .meta_in(&["error", "type"], json!(kind))
         .content_in(&["error", "message"], message_text(message))
         .subject(name)
-        .call(call)
+        .with_call(call)
 }
 
 /// The readable detail of a tool input for a permission prompt: the command (with its

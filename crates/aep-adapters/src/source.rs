@@ -216,6 +216,54 @@ impl Source {
         }
     }
 
+    /// The AEP session a payload of this source belongs to (its `session_from`), when
+    /// the payload names one. A payload that names none (Kimi Code's subagent hooks,
+    /// a VS Code payload without its optional `session_id`) belongs to the caller's
+    /// fallback session (`aep hook` uses `unknown`).
+    ///
+    /// ```
+    /// use aep_adapters::Source;
+    /// use serde_json::json;
+    /// assert_eq!(Source::Cline.session_of(&json!({"taskId": "task_1"})).as_deref(), Some("task_1"));
+    /// let bus = json!({"kind": "bus", "event": {"type": "session.created", "properties": {"info": {"id": "s9"}}}});
+    /// assert_eq!(Source::Opencode.session_of(&bus).as_deref(), Some("s9"));
+    /// assert_eq!(Source::Hermes.session_of(&json!({"session_id": "", "extra": {"session_key": "s1"}})).as_deref(), Some("s1"));
+    /// ```
+    pub fn session_of(self, p: &Value) -> Option<String> {
+        use crate::json::{get, s, s_at};
+        let found = match self {
+            Source::ClaudeCode
+            | Source::Codex
+            | Source::GeminiCli
+            | Source::QwenCode
+            | Source::Vscode
+            | Source::KimiCode => s(p, "session_id"),
+            Source::Opencode | Source::Kilocode => {
+                let e = get(p, "event").unwrap_or(p);
+                let props = get(e, "properties").unwrap_or(&Value::Null);
+                s(props, "sessionID")
+                    .or(s_at(props, &["info", "sessionID"]))
+                    .or(s_at(props, &["info", "id"]))
+                    .or(s_at(p, &["permission", "sessionID"]))
+                    .or(s_at(p, &["input", "sessionID"]))
+            }
+            Source::Cline => s(p, "taskId"),
+            Source::Hermes => s(p, "session_id")
+                .or(s_at(p, &["extra", "session_key"]))
+                .or(s_at(p, &["extra", "parent_session_id"])),
+            Source::Antigravity => s(p, "conversationId"),
+            Source::Pi => s_at(p, &["session", "id"]),
+            Source::Acp => s_at(p, &["params", "sessionId"]).or(s_at(p, &["result", "sessionId"])),
+            Source::Agui => s(p, "threadId"),
+            Source::Openhands => s(p, "conversation_id"),
+            Source::CodexOtel => s_at(p, &["attributes", "conversation.id"]),
+            Source::VscodeOtel => {
+                s_at(p, &["resource", "session.id"]).or(s_at(p, &["attributes", "session.id"]))
+            }
+        };
+        found.map(str::to_owned)
+    }
+
     /// Maps one moment of this source to the drafts of its events, at `posture` (which
     /// decides the opt-ins; rendering the drafts applies its ceiling).
     ///
@@ -325,5 +373,10 @@ impl<'a> Moment<'a> {
     /// The payload.
     pub fn payload(&self) -> &'a Value {
         self.payload
+    }
+
+    /// The hook name given beside the payload, if any.
+    pub fn hook_name(&self) -> Option<&'a str> {
+        self.hook
     }
 }

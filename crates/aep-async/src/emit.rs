@@ -125,12 +125,10 @@ struct Inner {
     redactor: Option<Arc<Redactor>>,
 }
 
-/// `aep://{host}/agent/{agent}[/session/{session}]` (AEP-0001 §5.2).
+/// `aep://{host}/agent/{agent}[/session/{session}]` (AEP-0001 §5.2), aep-core's one
+/// spelling of it.
 fn source(host: &str, agent: &str, session: Option<&str>) -> String {
-    match session {
-        Some(s) => format!("aep://{host}/agent/{agent}/session/{s}"),
-        None => format!("aep://{host}/agent/{agent}"),
-    }
+    aep_core::envelope::source_uri(host, agent, session)
 }
 
 /// Builds valid envelopes for one producer and hands them to a [`Sink`].

@@ -108,9 +108,7 @@ fn pins(source: Source, doc: &Value, out: &mut Vec<Check>) {
         }
         Source::CodexOtel | Source::VscodeOtel => {
             let records = table(doc, "records").chain(
-                doc.get("unknown")
-                    .map(|u| ("unknown".to_owned(), u))
-                    .into_iter(),
+                doc.get("unknown").map(|u| ("unknown".to_owned(), u)),
             );
             for (entry, e) in records {
                 for (mode, key) in [

@@ -132,6 +132,22 @@ impl Clock for ManualClock {
     }
 }
 
+/// An emitter's `source` URI: `aep://{host}/agent/{agent}[/session/{session}]`
+/// (AEP-0001 §5.2). Every emitter of this SDK (aep-async's `Emitter`, the agent
+/// adapters' sessions) spells it here.
+///
+/// ```
+/// use aep_core::envelope::source_uri;
+/// assert_eq!(source_uri("host-a", "coder", Some("s1")), "aep://host-a/agent/coder/session/s1");
+/// assert_eq!(source_uri("host-a", "coder", None), "aep://host-a/agent/coder");
+/// ```
+pub fn source_uri(host: &str, agent: &str, session: Option<&str>) -> String {
+    match session {
+        Some(s) => format!("aep://{host}/agent/{agent}/session/{s}"),
+        None => format!("aep://{host}/agent/{agent}"),
+    }
+}
+
 /// One generator for the whole process, so ids minted in the same millisecond still
 /// sort in minting order across every factory.
 static IDS: Mutex<Generator> = Mutex::new(Generator::new());

@@ -88,7 +88,7 @@ pub fn map(m: &Value, posture: &Posture) -> Vec<Draft> {
                         .map(|o| json!(o.len())),
                 )
                 .subject_opt(id)
-                .attention_key(id)
+                .with_attention_key(id)
         }
         ("response", "session/new") => {
             Draft::new("session.started").meta("client", family::client(VENDOR, None))

@@ -95,7 +95,7 @@ pub fn map(e: &Value, posture: &Posture) -> Vec<Draft> {
                     ),
                 )
                 .subject_opt(s(e, "toolCallName"))
-                .call(s(e, "toolCallId")),
+                .with_call(s(e, "toolCallId")),
         ),
         "TOOL_CALL_RESULT" => {
             let name = s(e, "toolCallName").unwrap_or("unknown");

@@ -53,7 +53,7 @@ impl Bus {
                     s(perm, "type").unwrap_or("unknown"),
                     s(perm, "title").or(s(perm, "pattern")),
                 )
-                .attention_key(s(perm, "id"))
+                .with_attention_key(s(perm, "id"))
                 .on_session(s(perm, "sessionID"));
                 vec![d]
             }
@@ -136,7 +136,7 @@ impl Bus {
             "permission.replied" => Draft::new("attention.resolved")
                 .meta("resolution", json!("answered"))
                 .subject_opt(s(props, "permissionID"))
-                .attention_key(s(props, "permissionID")),
+                .with_attention_key(s(props, "permissionID")),
             "permission.asked" if self.asks => {
                 let d = read_only_permission(vendor, props);
                 if plugin {
@@ -163,7 +163,7 @@ impl Bus {
                     .meta("prompt", json!(form::asks(vendor, fields.len())))
                     .both("fields", content, structural)
                     .subject_opt(s(props, "id"))
-                    .attention_key(s(props, "id"));
+                    .with_attention_key(s(props, "id"));
                 if plugin {
                     d.meta("respond_via", json!(["control"]))
                 } else {
@@ -173,7 +173,7 @@ impl Bus {
             "question.replied" if self.asks => Draft::new("attention.resolved")
                 .meta("resolution", json!("answered"))
                 .subject_opt(s(props, "requestID"))
-                .attention_key(s(props, "requestID")),
+                .with_attention_key(s(props, "requestID")),
             // A snapshot, not a transition: the session runtime diffs consecutive
             // snapshots ([`diff_todos`]).
             "todo.updated" => return None,
@@ -196,7 +196,7 @@ fn read_only_permission(vendor: &str, props: &Value) -> Draft {
         s(props, "type").unwrap_or("unknown"),
         s(props, "title").or(s(props, "pattern")),
     )
-    .attention_key(s(props, "id"))
+    .with_attention_key(s(props, "id"))
 }
 
 /// The transitions between two todo snapshots: a new id is planned, a move to

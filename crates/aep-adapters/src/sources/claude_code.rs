@@ -87,16 +87,16 @@ pub fn map(p: &Value) -> Vec<Draft> {
             .meta("by", json!("policy"))
             .content_opt("rule", get(p, "reason").cloned())
             .subject(tool_name)
-            .call(call),
+            .with_call(call),
         "PermissionRequest" if tool_name == ASK_USER_QUESTION => {
             let questions = get(p, "tool_input")
                 .and_then(|i| get(i, "questions"))
                 .unwrap_or(&Value::Null);
-            ask_user_question(questions).attention_key(call.or(Some(tool_name)))
+            ask_user_question(questions).with_attention_key(call.or(Some(tool_name)))
         }
         "PermissionRequest" => {
             held_permission(VENDOR, tool_name, describe(get(p, "tool_input")).as_deref())
-                .attention_key(call.or(Some(tool_name)))
+                .with_attention_key(call.or(Some(tool_name)))
         }
         "Elicitation" => {
             let schema = get(p, "requested_schema")
@@ -104,7 +104,7 @@ pub fn map(p: &Value) -> Vec<Draft> {
                 .unwrap_or(&Value::Null);
             elicitation(get(p, "message"), schema)
                 .subject_opt(s(p, "mcp_server_name"))
-                .attention_key(elicitation_key(p))
+                .with_attention_key(elicitation_key(p))
         }
         "ElicitationResult" => match s(p, "action") {
             Some("accept") => Draft::new("attention.answered")
@@ -119,7 +119,7 @@ pub fn map(p: &Value) -> Vec<Draft> {
             _ => Draft::new("attention.resolved").meta("resolution", json!("dismissed")),
         }
         .subject_opt(s(p, "mcp_server_name"))
-        .attention_key(elicitation_key(p)),
+        .with_attention_key(elicitation_key(p)),
         "SubagentStart" => Draft::new("delegation.subagent.started")
             .meta_opt("agent_type", get(p, "agent_type").cloned())
             .subject_opt(s(p, "agent_id")),
@@ -160,7 +160,7 @@ pub fn map(p: &Value) -> Vec<Draft> {
                 )
                 .meta("respond_via", json!(["oob"]))
                 .subject("idle_prompt")
-                .attention_key(Some("idle_prompt")),
+                .with_attention_key(Some("idle_prompt")),
             kind => Draft::new("progress.status")
                 .content_opt("message", get(p, "message").cloned())
                 .subject_opt(kind),

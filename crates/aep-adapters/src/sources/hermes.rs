@@ -90,7 +90,7 @@ pub fn map(p: &Value) -> Vec<Draft> {
                     .meta("by", json!("policy"))
                     .content_opt("rule", get(extra, "error_message").cloned())
                     .subject(tool_name)
-                    .call(call),
+                    .with_call(call),
                 _ => family::completed(tool_name, call, get(extra, "result")),
             };
             let mut v = vec![d.meta_opt("duration_ms", get(extra, "duration_ms").cloned())];
@@ -125,7 +125,7 @@ pub fn map(p: &Value) -> Vec<Draft> {
                 )
                 .meta("respond_via", json!(["oob"]))
                 .subject_opt(key)
-                .attention_key(key)]
+                .with_attention_key(key)]
         }
         "post_approval_response" => {
             let key = s(extra, "pattern_key");
@@ -135,7 +135,7 @@ pub fn map(p: &Value) -> Vec<Draft> {
                     .meta_in(&["answer", "option"], json!(choice.unwrap_or("deny")))
                     .meta("via", json!("oob")),
             };
-            vec![d.subject_opt(key).attention_key(key)]
+            vec![d.subject_opt(key).with_attention_key(key)]
         }
         "on_session_end" => {
             let flag = |k: &str| get(extra, k).and_then(Value::as_bool);
@@ -251,7 +251,7 @@ pub fn clarify_card(input: &Value, call: Option<&str>) -> Vec<Draft> {
         .both("fields", content, structural)
         .meta("respond_via", json!(["oob"]))
         .subject_opt(call)
-        .attention_key(call)]
+        .with_attention_key(call)]
 }
 
 /// How a `clarify` call ended, from its result (`{question, choices_offered,
@@ -272,7 +272,7 @@ pub fn clarify_outcome(status: &str, result: Option<&Value>, call: Option<&str>)
         Draft::new("attention.resolved")
             .meta("resolution", json!("dismissed"))
             .subject_opt(call)
-            .attention_key(call)
+            .with_attention_key(call)
     };
     if status != "ok" {
         return vec![dismissed()];
@@ -289,7 +289,7 @@ pub fn clarify_outcome(status: &str, result: Option<&Value>, call: Option<&str>)
     {
         return vec![Draft::new("attention.timeout")
             .subject_opt(call)
-            .attention_key(call)];
+            .with_attention_key(call)];
     }
     if answer.is_empty()
         || lower.starts_with("the user cancelled")
@@ -313,5 +313,5 @@ pub fn clarify_outcome(status: &str, result: Option<&Value>, call: Option<&str>)
     vec![d
         .meta("via", json!("oob"))
         .subject_opt(call)
-        .attention_key(call)]
+        .with_attention_key(call)]
 }

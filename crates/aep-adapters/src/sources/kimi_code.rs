@@ -90,11 +90,11 @@ pub fn map(p: &Value) -> Vec<Draft> {
             )
             .meta("respond_via", json!(["oob"]))
             .subject(tool_name)
-            .attention_key(call),
+            .with_attention_key(call),
         "PermissionResult" => match s(p, "decision") {
             Some("cancelled") => Draft::new("attention.resolved")
                 .meta("resolution", json!("dismissed"))
-                .attention_key(call),
+                .with_attention_key(call),
             Some(decision) if decision != "error" => Draft::new("attention.answered")
                 .meta_in(&["answer", "option"], json!(decision))
                 .content_in(
@@ -103,7 +103,7 @@ pub fn map(p: &Value) -> Vec<Draft> {
                 )
                 .meta("via", json!("oob"))
                 .meta_opt("label", get(p, "selected_label").cloned())
-                .attention_key(call),
+                .with_attention_key(call),
             // An internal gate failure is not an answer: never an attention outcome.
             _ => family::fallback(VENDOR, hook),
         },
@@ -208,7 +208,7 @@ fn web_primary(ty: &str, family_type: &str, p: &Value) -> Option<Draft> {
                     json!(format!("{VENDOR} requests permission: {tool}")),
                 )
                 .subject_opt(s(p, "approval_id"))
-                .attention_key(s(p, "approval_id"))
+                .with_attention_key(s(p, "approval_id"))
         }
         "event.approval.resolved" => match s(p, "decision") {
             Some(decision) => Draft::new("attention.answered")
@@ -221,7 +221,7 @@ fn web_primary(ty: &str, family_type: &str, p: &Value) -> Option<Draft> {
             None => Draft::new("attention.resolved").meta("resolution", json!("dismissed")),
         }
         .subject_opt(s(p, "approval_id"))
-        .attention_key(s(p, "approval_id")),
+        .with_attention_key(s(p, "approval_id")),
         "event.question.requested" => {
             let questions = get(p, "questions")
                 .and_then(Value::as_array)
@@ -268,7 +268,7 @@ fn web_primary(ty: &str, family_type: &str, p: &Value) -> Option<Draft> {
                 )
                 .both("fields", content, structural)
                 .subject_opt(s(p, "question_id"))
-                .attention_key(s(p, "question_id"))
+                .with_attention_key(s(p, "question_id"))
         }
         "event.question.answered" => {
             let answers = get(p, "answers").cloned().unwrap_or_else(|| json!({}));
@@ -276,12 +276,12 @@ fn web_primary(ty: &str, family_type: &str, p: &Value) -> Option<Draft> {
                 .both_in(&["answer", "values"], answers, json!({}))
                 .meta("via", json!("oob"))
                 .subject_opt(s(p, "question_id"))
-                .attention_key(s(p, "question_id"))
+                .with_attention_key(s(p, "question_id"))
         }
         "event.question.dismissed" => Draft::new("attention.resolved")
             .meta("resolution", json!("dismissed"))
             .subject_opt(s(p, "question_id"))
-            .attention_key(s(p, "question_id")),
+            .with_attention_key(s(p, "question_id")),
         "event.session.work_changed" => Draft::new(family_type)
             .meta_opt("busy", get(p, "busy").cloned())
             .meta_opt(

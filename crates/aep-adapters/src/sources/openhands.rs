@@ -75,7 +75,7 @@ pub fn map(e: &Value, posture: &Posture) -> Vec<Draft> {
             let mut d = Draft::new("tool.requested")
                 .meta("tool", tool(name, call))
                 .subject(name)
-                .call(call)
+                .with_call(call)
                 .step_opt(s(e, "llm_response_id"));
             if let Some(risk) = s(e, "security_risk").filter(|r| *r != "UNKNOWN") {
                 d = d.meta("risk", json!(risk));
@@ -106,13 +106,13 @@ pub fn map(e: &Value, posture: &Posture) -> Vec<Draft> {
                 .meta("by", json!("policy"))
                 .content_opt("rule", get(e, "rejection_reason").cloned())
                 .subject(name)
-                .call(call)
+                .with_call(call)
         }
         "UserRejectObservation" => Draft::new(vendor_type_of(kind))
             .meta("tool", tool(name, call))
             .content_opt("reason", get(e, "rejection_reason").cloned())
             .subject(name)
-            .call(call),
+            .with_call(call),
         "MessageEvent" => {
             let skills = get(e, "activated_skills")
                 .and_then(Value::as_array)

@@ -116,7 +116,7 @@ pub fn map(m: &Value, posture: &Posture) -> Vec<Draft> {
             let mut d = vendor("tool.update")
                 .meta("tool", tool(name, s(e, "toolCallId")))
                 .subject(name)
-                .call(s(e, "toolCallId"));
+                .with_call(s(e, "toolCallId"));
             if let Some(partial) = get(e, "partialResult") {
                 d = d
                     .digest("partial_digest", partial)

@@ -74,7 +74,7 @@ pub fn map(p: &Value) -> Vec<Draft> {
         }
         "PermissionRequest" => {
             held_permission(VENDOR, tool_name, describe(get(p, "tool_input")).as_deref())
-                .attention_key(call.or(Some(tool_name)))
+                .with_attention_key(call.or(Some(tool_name)))
         }
         "SubagentStart" => Draft::new("delegation.subagent.started")
             .meta_opt("agent_type", get(p, "agent_type").cloned())

@@ -1,0 +1,5 @@
+//! aep-adapters' integration tests, one module per concern.
+
+mod hostile;
+mod posture;
+mod sessions;
