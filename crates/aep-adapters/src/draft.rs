@@ -9,6 +9,7 @@
 //! the original value, before anything is dropped or redacted.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use aep_core::ceiling::{CaptureCeiling, CeilingError};
 use aep_core::redact::{ContentDigest, RedactError, RedactOptions, Redactor};
@@ -35,7 +36,10 @@ use serde_json::{Map, Value};
 #[derive(Clone)]
 pub struct Posture {
     ceiling: CaptureCeiling,
-    redactor: Option<Redactor>,
+    /// The options the pipeline is built from, once something needs it: compiling its
+    /// patterns is the costliest thing a hook does, and most hooks keep no content.
+    redaction: RedactOptions,
+    redactor: OnceLock<Option<Redactor>>,
     deltas: bool,
 }
 
@@ -83,17 +87,11 @@ impl Default for Posture {
             ceiling: DEFAULT_CEILING
                 .parse()
                 .unwrap_or_else(|_| CaptureCeiling::new(Capture::Metadata)),
-            redactor: default_redactor(),
+            redaction: RedactOptions::new(),
+            redactor: OnceLock::new(),
             deltas: false,
         }
     }
-}
-
-/// The §9.4 pipeline with aep-core's defaults. Only a bug in aep-core's built-in
-/// patterns can refuse them; then content gated `redacted` is dropped instead of sent
-/// unredacted (the privacy-safe direction).
-fn default_redactor() -> Option<Redactor> {
-    Redactor::new(RedactOptions::new()).ok()
 }
 
 impl Posture {
@@ -135,7 +133,9 @@ impl Posture {
     /// # Ok::<(), aep_adapters::PostureError>(())
     /// ```
     pub fn with_redaction(mut self, options: RedactOptions) -> Result<Posture, PostureError> {
-        self.redactor = Some(Redactor::new(options)?);
+        let redactor = Redactor::new(options.clone())?;
+        self.redaction = options;
+        self.redactor = OnceLock::from(Some(redactor));
         Ok(self)
     }
 
@@ -190,12 +190,17 @@ impl Posture {
     /// assert_eq!(redactor.redact_text("mail ops@example.com"), "mail [REDACTED:pii]");
     /// ```
     pub fn redactor(&self) -> Option<&Redactor> {
-        self.redactor.as_ref()
+        // Only a bug in aep-core's built-in patterns can refuse the options (they were
+        // checked by `with_redaction`); then content gated `redacted` is dropped
+        // instead of sent unredacted (the privacy-safe direction).
+        self.redactor
+            .get_or_init(|| Redactor::new(self.redaction.clone()).ok())
+            .as_ref()
     }
 
     /// `value` through the §9.4 pipeline, or nothing when there is no pipeline.
     fn redacted(&self, value: &Value) -> Option<Value> {
-        self.redactor.as_ref().map(|r| r.redact_value(value))
+        self.redactor().map(|r| r.redact_value(value))
     }
 }
 

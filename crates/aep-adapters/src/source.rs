@@ -264,6 +264,29 @@ impl Source {
         found.map(str::to_owned)
     }
 
+    /// What a hook of this agent prints on stdout when it has no decision to give: the
+    /// reply that leaves the agent to do as it would have done (`hook`: the hook's name,
+    /// for agents that pass it apart from the payload). Nothing for most; Cline reads a
+    /// JSON object (`{}`); Antigravity wants its safely-handled empty decision on
+    /// `PreToolUse` and `Stop` (never a named decision, never `"continue"`) and `{}`
+    /// elsewhere.
+    ///
+    /// ```
+    /// use aep_adapters::Source;
+    /// assert_eq!(Source::Antigravity.neutral_reply(Some("PreToolUse")), r#"{"decision": ""}"#);
+    /// assert_eq!(Source::Antigravity.neutral_reply(Some("PostToolUse")), "{}");
+    /// assert_eq!(Source::ClaudeCode.neutral_reply(None), "");
+    /// ```
+    pub fn neutral_reply(self, hook: Option<&str>) -> &'static str {
+        match (self, hook) {
+            (Source::Antigravity, Some("PreToolUse" | "Stop")) => {
+                sources::antigravity::NEUTRAL_DECISION
+            }
+            (Source::Antigravity | Source::Cline, _) => "{}",
+            _ => "",
+        }
+    }
+
     /// Maps one moment of this source to the drafts of its events, at `posture` (which
     /// decides the opt-ins; rendering the drafts applies its ceiling).
     ///

@@ -11,11 +11,13 @@ mod deliver;
 mod exit;
 mod filter;
 mod follow;
+mod hookstore;
 mod input;
 mod probe;
 mod render;
 mod signal;
 mod source;
+mod spool;
 mod state;
 mod term;
 
@@ -51,6 +53,7 @@ enum Command {
     Mcp(cmd::mcp::Args),
     Conformance(cmd::conformance::Args),
     Validate(cmd::validate::Args),
+    Hook(cmd::hook::Args),
     Completions(cmd::completions::Args),
 }
 
@@ -72,6 +75,7 @@ fn main() -> ExitCode {
         Command::Mcp(a) => block_on(cmd::mcp::run(a)),
         Command::Conformance(a) => cmd::conformance::run(a),
         Command::Validate(a) => cmd::validate::run(a),
+        Command::Hook(a) => cmd::hook::run(a),
         Command::Completions(a) => cmd::completions::run(a),
     };
     finish(outcome)

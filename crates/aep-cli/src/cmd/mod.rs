@@ -5,6 +5,7 @@ pub mod conformance;
 pub mod control;
 pub mod doctor;
 pub mod emit;
+pub mod hook;
 pub mod mcp;
 pub mod project;
 pub mod relay;

@@ -11,6 +11,7 @@ mod conformance;
 mod control;
 mod doctor;
 mod emit;
+mod hook;
 mod mcp;
 mod project_timeline;
 mod relay;
