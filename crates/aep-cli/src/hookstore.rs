@@ -237,8 +237,15 @@ mod tests {
         hooks.save_session("codex", &first).unwrap();
         assert_eq!(hooks.load_session("codex", "s/../1"), first);
         // the file name never climbs out
-        assert!(dir.path().join("sessions/codex/s%2F%2E%2E%2F1.json").is_file());
-        std::fs::write(dir.path().join("sessions/codex/s%2F%2E%2E%2F1.json"), "{nope").unwrap();
+        assert!(dir
+            .path()
+            .join("sessions/codex/s%2F%2E%2E%2F1.json")
+            .is_file());
+        std::fs::write(
+            dir.path().join("sessions/codex/s%2F%2E%2E%2F1.json"),
+            "{nope",
+        )
+        .unwrap();
         let again = hooks.load_session("codex", "s/../1");
         assert!(again.epoch() >= first.epoch());
         let log = std::fs::read_to_string(dir.path().join("hook.log")).unwrap();

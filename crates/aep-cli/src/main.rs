@@ -7,6 +7,7 @@
 
 mod args;
 mod cmd;
+mod confedit;
 mod deliver;
 mod exit;
 mod filter;
@@ -54,6 +55,7 @@ enum Command {
     Conformance(cmd::conformance::Args),
     Validate(cmd::validate::Args),
     Hook(cmd::hook::Args),
+    Setup(cmd::setup::Args),
     Completions(cmd::completions::Args),
 }
 
@@ -76,6 +78,7 @@ fn main() -> ExitCode {
         Command::Conformance(a) => cmd::conformance::run(a),
         Command::Validate(a) => cmd::validate::run(a),
         Command::Hook(a) => cmd::hook::run(a),
+        Command::Setup(a) => cmd::setup::run(a),
         Command::Completions(a) => cmd::completions::run(a),
     };
     finish(outcome)

@@ -11,6 +11,7 @@ pub mod project;
 pub mod relay;
 pub mod replay;
 pub mod roster;
+pub mod setup;
 pub mod sink;
 pub mod tail;
 pub mod timeline;

@@ -16,6 +16,7 @@ mod mcp;
 mod project_timeline;
 mod relay;
 mod replay;
+mod setup;
 mod sink;
 mod tail;
 mod validate;
