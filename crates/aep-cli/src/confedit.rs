@@ -30,20 +30,26 @@ pub struct Hook {
 /// Whether `command` is one `aep setup` wrote for `agent`: `... hook AGENT[ HOOK]`
 /// run by a program named `aep`.
 pub fn is_ours(command: &str, agent: &str) -> bool {
-    let Some(program) = command.split_whitespace().next() else {
-        return false;
+    let command = command.trim();
+    // The program: a quoted path up to its closing quote, else the first word.
+    let (program, rest) = match command.chars().next() {
+        Some(q @ ('\'' | '"')) => match command[1..].find(q) {
+            Some(i) => (&command[1..=i], &command[i + 2..]),
+            None => return false,
+        },
+        _ => match command.split_once(char::is_whitespace) {
+            Some((p, r)) => (p, r),
+            None => return false,
+        },
     };
-    let program = program.trim_matches(['\'', '"']);
     let name = std::path::Path::new(program)
         .file_name()
         .and_then(|n| n.to_str())
         .unwrap_or("");
-    let after = command[command.find(' ').unwrap_or(command.len())..].trim_start();
-    let after = after.trim_start_matches(['\'', '"']);
+    let mut words = rest.split_whitespace();
     (name == "aep" || name == "aep.exe")
-        && (command.contains(&format!(" hook {agent} "))
-            || command.ends_with(&format!(" hook {agent}")))
-        && !after.is_empty()
+        && words.next() == Some("hook")
+        && words.next() == Some(agent)
 }
 
 fn command_of(entry: &Value) -> Option<&str> {
