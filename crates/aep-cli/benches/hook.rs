@@ -66,13 +66,19 @@ fn payload(i: usize) -> Vec<u8> {
 
 /// Runs `cmd` with `stdin`, returning its wall time; a failing run fails the bench.
 fn time(mut cmd: Command, stdin: &[u8]) -> Duration {
-    cmd.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped());
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     let started = Instant::now();
     let mut child = cmd.spawn().unwrap();
     child.stdin.take().unwrap().write_all(stdin).unwrap();
     let out = child.wait_with_output().unwrap();
     let took = started.elapsed();
-    assert!(out.status.success() && out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success() && out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     took
 }
 
@@ -114,8 +120,16 @@ fn main() {
     }
     let aep_cmd = || {
         let mut c = Command::new(env!("CARGO_BIN_EXE_aep"));
-        c.args(["hook", "claude-code", "--url", &url, "--token", TOKEN, "--state-dir"])
-            .arg(state.path());
+        c.args([
+            "hook",
+            "claude-code",
+            "--url",
+            &url,
+            "--token",
+            TOKEN,
+            "--state-dir",
+        ])
+        .arg(state.path());
         c
     };
     let node_cmd = |i: usize| {
@@ -147,7 +161,10 @@ fn main() {
     }
     let held = aep::blocking::subscribe(
         &url,
-        aep::blocking::SubscribeOptions::new().token(TOKEN).from_all().history_only(),
+        aep::blocking::SubscribeOptions::new()
+            .token(TOKEN)
+            .from_all()
+            .history_only(),
     )
     .unwrap()
     .count();

@@ -42,6 +42,11 @@ fn hook(
         args.push(h);
     }
     args.extend_from_slice(&["--url", url, "--token", TOKEN, "--state-dir", dir]);
+    // A busy machine may take more than the default second to map a large payload in
+    // a debug build: the budget here only guards against a hang, unless a test sets it.
+    if !extra.contains(&"--budget") {
+        args.extend_from_slice(&["--budget", "20000"]);
+    }
     args.extend_from_slice(extra);
     run_with(&args, payload, Duration::from_secs(30))
 }
@@ -246,6 +251,8 @@ fn hooks_racing_on_one_session_never_share_a_position() {
             cmd.args([
                 "hook",
                 "qwen-code",
+                "--budget",
+                "20000",
                 "--url",
                 relay.url(),
                 "--token",

@@ -224,7 +224,8 @@ fn cline_s_hook_scripts_hand_the_payload_to_aep_hook() {
     let mut cmd = std::process::Command::new(&script);
     cmd.env("AEP_URL", relay.url())
         .env("AEP_TOKEN", TOKEN)
-        .env("AEP_HOOK_DIR", state.path());
+        .env("AEP_HOOK_DIR", state.path())
+        .env("AEP_HOOK_BUDGET_MS", "20000");
     let r = common::finish(
         common::spawn(cmd),
         payload.to_string().as_bytes(),
@@ -247,7 +248,9 @@ fn node(script: &str, relay_url: &str, state: &Path) -> Option<Run> {
     cmd.args(["--input-type=module", "-e", script])
         .env("AEP_URL", relay_url)
         .env("AEP_TOKEN", TOKEN)
-        .env("AEP_HOOK_DIR", state);
+        .env("AEP_HOOK_DIR", state)
+        // the budget only guards against a hang on a busy machine
+        .env("AEP_HOOK_BUDGET_MS", "20000");
     Some(common::finish(
         common::spawn(cmd),
         b"",
