@@ -35,7 +35,7 @@ const s = p.session_id;
 const event = {
   aep: "0.1", id: "n" + process.pid + Date.now(), type: "tool.requested",
   time: new Date().toISOString(), source: `aep://bench/agent/node/session/${s}`,
-  agent: "node", session: s, seq: Number(process.argv[2]),
+  agent: "node", session: s, seq: Number(process.env.AEP_BENCH_SEQ),
   data: { tool: { name: p.tool_name, call_id: p.tool_use_id } },
 };
 const r = await fetch(process.env.AEP_URL + "/events", {
@@ -43,6 +43,7 @@ const r = await fetch(process.env.AEP_URL + "/events", {
   headers: { "content-type": "application/json", "aep-version": "0.1", authorization: "Bearer " + process.env.AEP_TOKEN },
   body: JSON.stringify(event),
 });
+if (!r.ok) console.error("the relay answered " + r.status + ": " + (await r.text()));
 process.exit(r.ok ? 0 : 1);
 "#;
 
@@ -134,7 +135,8 @@ fn main() {
     };
     let node_cmd = |i: usize| {
         let mut c = Command::new("node");
-        c.args(["--input-type=module", "-e", NODE, &i.to_string()])
+        c.args(["--input-type=module", "-e", NODE])
+            .env("AEP_BENCH_SEQ", i.to_string())
             .env("AEP_URL", &url)
             .env("AEP_TOKEN", TOKEN);
         c
