@@ -809,6 +809,7 @@ mod tests {
             "AEP_NATS_URL" => "nats://127.0.0.1:4222",
             "AEP_NATS_CREDS" | "AEP_NATS_TLS_CA" => "/etc/aep/x",
             "AEP_NATS_STREAM" => "FLEET",
+            "AEP_CONSOLE" => "on",
             _ => "7",
         };
         for setting in SETTINGS {
