@@ -47,10 +47,12 @@
 use crate::types::EventType;
 
 mod nack;
+mod outcome;
 mod sender;
 mod target;
 
 pub use nack::{Nack, NackOrigin, NackReason, RejectReason, UnknownReason};
+pub use outcome::OutcomeEvent;
 pub use sender::{CommandBuilder, ControlSender, SendError, SendPolicy, Settled};
 pub use target::{
     AckToEmit, CommandDelivery, CommandKey, ControlTarget, Decision, IncomingCommand, TargetConfig,

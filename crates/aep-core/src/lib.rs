@@ -35,12 +35,15 @@
 //! - [`frame`]: the WebSocket frame vocabulary and the discovery document (AEP-0003 §2,
 //!   §3.4).
 //! - [`control`]: the sender and target state machines of AEP-0004.
+//! - [`attention`]: the attention loop, target side (AEP-0002 §7, AEP-0006, AEP-0008):
+//!   requests, answers checked against them, the pending requests' state machine.
 //! - [`subscription`]: the subscription lifecycle model (the draft AEP Subscription Model):
 //!   typed filters with dotted type patterns, the `subscription.*` lifecycle, the
 //!   producer [`SubscriptionRegistry`], delivery modes, cursors, lowering to attr-match.
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod attention;
 pub mod capture;
 pub mod ceiling;
 pub mod control;

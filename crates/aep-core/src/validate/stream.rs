@@ -11,6 +11,7 @@ use std::fmt;
 use serde_json::Value;
 
 use super::{validate_event, Issue, Rule};
+use crate::attention::FormProblem;
 use crate::event::Event;
 use crate::level::Capture;
 use crate::projection::{StateProjection, Violation};
@@ -311,72 +312,29 @@ fn issue_of(v: &Violation) -> Issue {
     Issue::new(rule, Some(attr.to_owned()), message, section)
 }
 
-/// The AEP-0006 `values` rules (AEP-0002 §5.3): each value has its field's shape, a
+/// The AEP-0006 `values` rules (AEP-0002 §5.3), as [`crate::attention::form_problems`]
+/// states them for a target checking an answer: each value has its field's shape, a
 /// `select` value is a `choices[].id` unless the field allows `other` free text, and
 /// every required field is answered. Required coverage is judged only at `redacted` or
-/// `full`: below that, free-text values are gated out by design.
+/// `full`: below that, free-text values are gated out by design; a key that names no
+/// field is the answering target's to refuse, not a fault of the record.
 fn form_values(id: &str, fields: &Value, values: &Value, capture: Capture, out: &mut Vec<Issue>) {
     let Value::Object(values) = values else {
         // The payload schema reports a non-object `values`.
         return;
     };
-    let fields = fields.as_array().map(Vec::as_slice).unwrap_or_default();
-    let mut problem = |field: &str, message: String| {
-        out.push(Issue::new(
-            Rule::FormValues,
-            Some(format!("data.answer.values.{field}")),
-            format!("{id}: {message}"),
-            "AEP-0006",
-        ));
-    };
-    for field in fields {
-        let Some(fid) = field.get("id").and_then(Value::as_str) else {
-            continue;
-        };
-        let flag = |name: &str| field.get(name).and_then(Value::as_bool).unwrap_or(false);
-        let Some(value) = values.get(fid) else {
-            if flag("required") && capture >= Capture::Redacted {
-                problem(fid, format!("required field `{fid}` is not answered"));
-            }
-            continue;
-        };
-        match field.get("type").and_then(Value::as_str) {
-            Some("string") if !value.is_string() => {
-                problem(fid, format!("field `{fid}` is a string field"));
-            }
-            Some("number") if !value.is_number() => {
-                problem(fid, format!("field `{fid}` is a number field"));
-            }
-            Some("boolean") if !value.is_boolean() => {
-                problem(fid, format!("field `{fid}` is a boolean field"));
-            }
-            Some("select") => {
-                let choices: Vec<&str> = field
-                    .get("choices")
-                    .and_then(Value::as_array)
-                    .map(Vec::as_slice)
-                    .unwrap_or_default()
-                    .iter()
-                    .filter_map(|c| c.get("id").and_then(Value::as_str))
-                    .collect();
-                let answers = match value {
-                    Value::Array(many) => many.as_slice(),
-                    one => std::slice::from_ref(one),
-                };
-                let other = flag("other");
-                let bad = answers.iter().find(|a| match a.as_str() {
-                    Some(s) => !choices.contains(&s) && !other,
-                    None => true,
-                });
-                if let Some(bad) = bad {
-                    problem(
-                        fid,
-                        format!("{bad} is not a choices[].id of select field `{fid}`, which does not allow other free text"),
-                    );
-                }
-            }
+    for problem in crate::attention::form_problems(fields, values) {
+        match problem {
+            FormProblem::Missing { .. } if capture < Capture::Redacted => continue,
+            FormProblem::UnknownField { .. } => continue,
             _ => {}
         }
+        out.push(Issue::new(
+            Rule::FormValues,
+            Some(format!("data.answer.values.{}", problem.field())),
+            format!("{id}: {problem}"),
+            "AEP-0006",
+        ));
     }
 }
 
