@@ -399,6 +399,31 @@ impl<'a> EventType<'a> {
         self.vendor.is_none() && self.raw == "session.ended"
     }
 
+    /// Which emitting path may write events of this type ([`EmitScope`]): the one rule
+    /// every emitter applies before it builds an event (AEP-0001 §5.2, AEP-0004 §2).
+    ///
+    /// ```
+    /// use aep_core::types::{EmitScope, EventType};
+    /// assert_eq!(EventType::parse("agent.heartbeat")?.emit_scope(), EmitScope::Agent);
+    /// assert_eq!(EventType::parse("tool.completed")?.emit_scope(), EmitScope::Session);
+    /// assert_eq!(EventType::parse("control.accepted")?.emit_scope(), EmitScope::Session);
+    /// assert_eq!(EventType::parse("control.pause")?.emit_scope(), EmitScope::Command);
+    /// assert_eq!(EventType::parse("x.acme.control.reboot")?.emit_scope(), EmitScope::Command);
+    /// assert_eq!(EventType::parse("attention.routed")?.emit_scope(), EmitScope::Foreign);
+    /// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+    /// ```
+    pub fn emit_scope(&self) -> EmitScope {
+        if self.is_agent_scoped() {
+            EmitScope::Agent
+        } else if self.is_command() {
+            EmitScope::Command
+        } else if self.is_foreign_emitter() {
+            EmitScope::Foreign
+        } else {
+            EmitScope::Session
+        }
+    }
+
     /// The registry entry, for registered core types.
     ///
     /// ```
@@ -417,6 +442,71 @@ impl fmt::Display for EventType<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.raw)
     }
+}
+
+/// Which emitting path may write a type (AEP-0001 §5.2, AEP-0004 §2): what
+/// [`EventType::emit_scope`] answers and every emitter checks before it builds an event.
+///
+/// An agent's emitter writes its own presence (`Agent`) and the sessions it owns
+/// (`Session`: `session`, `epoch` and a `seq` it assigns). It writes no command: a command
+/// addresses a session the sender does not own, carries no `seq`, and is sent by a
+/// control sender that waits for its ack (`Command`). Nor does it write the other
+/// foreign-emitter events (`Foreign`: `attention.routed`, which a consumer writes into
+/// the session of the agent whose request it routed, without `seq`, AEP-0002 §7.3).
+///
+/// ```
+/// use aep_core::types::{emit_scope, EmitScope};
+/// assert_eq!(emit_scope("run.started")?, EmitScope::Session);
+/// assert_eq!(EmitScope::Command.as_str(), "command");
+/// assert!(emit_scope("Not A Type").is_err());
+/// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EmitScope {
+    /// `agent.*`: the emitter itself (presence, health, heartbeat); no `session`, `run`,
+    /// `step` or `seq` (AEP-0001 §5.2).
+    Agent,
+    /// Every type the owner of a session writes into it, acks included: `session`,
+    /// `epoch` and `seq` (AEP-0001 §5.2, §7; AEP-0004 §2 rule 2).
+    Session,
+    /// A command (`control.{verb}`, `x.{vendor}.control.{verb}`): sent by a control
+    /// sender to a session it does not own, without `seq`, and answered by an ack
+    /// (AEP-0004 §2-3).
+    Command,
+    /// A foreign-emitter session event that is not a command (`attention.routed`):
+    /// written by a consumer or router into another emitter's session, without `seq`
+    /// (AEP-0001 §5.2, AEP-0002 §7.3).
+    Foreign,
+}
+
+impl EmitScope {
+    /// The name of the scope: `agent`, `session`, `command` or `foreign`.
+    ///
+    /// ```
+    /// assert_eq!(aep_core::types::EmitScope::Foreign.to_string(), "foreign");
+    /// ```
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            EmitScope::Agent => "agent",
+            EmitScope::Session => "session",
+            EmitScope::Command => "command",
+            EmitScope::Foreign => "foreign",
+        }
+    }
+}
+
+crate::names::display_as_str!(EmitScope);
+
+/// [`EventType::emit_scope`] of a type string; a malformed type is an error.
+///
+/// ```
+/// use aep_core::types::{emit_scope, EmitScope};
+/// assert_eq!(emit_scope("agent.health")?, EmitScope::Agent);
+/// # Ok::<(), aep_core::types::TypeSyntaxError>(())
+/// ```
+pub fn emit_scope(event_type: &str) -> Result<EmitScope, TypeSyntaxError> {
+    EventType::parse(event_type).map(|t| t.emit_scope())
 }
 
 /// Registration status of a core type (AEP-0002 §4).
@@ -543,6 +633,29 @@ mod tests {
                 t.name
             );
             assert_eq!(parsed.registered(), Some(t));
+        }
+    }
+
+    #[test]
+    fn emit_scope_agrees_with_registry() {
+        for t in REGISTRY {
+            let scope = EventType::parse(t.name).unwrap().emit_scope();
+            let expected = match t.scope {
+                TypeScope::Agent => EmitScope::Agent,
+                TypeScope::Command => EmitScope::Command,
+                TypeScope::Session if t.name == "attention.routed" => EmitScope::Foreign,
+                TypeScope::Session => EmitScope::Session,
+            };
+            assert_eq!(scope, expected, "{}", t.name);
+        }
+        // Vendor types: agent-scoped only in core; vendor commands are commands.
+        for (ty, scope) in [
+            ("x.acme.agent.ping", EmitScope::Session),
+            ("x.acme.control.instruct", EmitScope::Command),
+            ("x.acme.instruction.delivered", EmitScope::Session),
+            ("control.rejected", EmitScope::Session),
+        ] {
+            assert_eq!(emit_scope(ty).unwrap(), scope, "{ty}");
         }
     }
 
