@@ -9,12 +9,15 @@ use std::fmt;
 #[cfg(feature = "ws")]
 use std::time::Duration;
 
+mod attention;
+
 pub use aep_async::control::{
-    Accepted, Command, ControlError, Decision, Nack, NackOrigin, NackReason, RejectReason,
-    SendOptions,
+    Accepted, AskError, Command, ControlError, Decision, Nack, NackOrigin, NackReason,
+    RejectReason, SendOptions,
 };
 #[cfg(feature = "ws")]
 pub use aep_async::control::{ClientOptions, DuplexOptions};
+pub use aep_core::attention::{Answer, AttentionRequest, FormField};
 #[cfg(feature = "ws")]
 use aep_core::frame::{Hello, Message, RosterEntry};
 use aep_core::Event;

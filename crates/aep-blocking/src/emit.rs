@@ -95,7 +95,7 @@ impl Emitter {
         self.runtime.as_ref()
     }
 
-    fn waiter(&self) -> Result<Runtime, Error> {
+    pub(crate) fn waiter(&self) -> Result<Runtime, Error> {
         match &self.runtime {
             Some(rt) => Ok(rt.clone()),
             None => Runtime::shared(),

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use aep_async::control::{ControlError, Nack};
+use aep_async::control::{AskError, ControlError, Nack};
 use aep_async::{EmitError, TransportError};
 
 /// What a blocking call can fail with.
@@ -47,6 +47,10 @@ pub enum Error {
     /// client (see [`ControlError`]).
     #[error(transparent)]
     Control(#[from] ControlError),
+    /// An attention request got no answer: refused before it was emitted, not emitted,
+    /// or timed out (see [`AskError`]).
+    #[error(transparent)]
+    Ask(#[from] AskError),
 }
 
 impl Error {
@@ -81,7 +85,11 @@ impl Error {
     /// assert!(aep_blocking::Error::Timeout(Duration::from_secs(1)).is_timeout());
     /// ```
     pub fn is_timeout(&self) -> bool {
-        matches!(self, Error::Timeout(_))
+        match self {
+            Error::Timeout(_) => true,
+            Error::Ask(e) => e.is_timeout(),
+            _ => false,
+        }
     }
 }
 

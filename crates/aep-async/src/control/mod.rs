@@ -17,7 +17,9 @@
 //! - [`ControlTarget`]: the receiving side. It plugs into the WebSocket emit sink as its
 //!   `CommandHook`, so an agent that emits over WebSocket receives its commands on the
 //!   same connection, asks an async handler to decide, and acks through the session's
-//!   [`SessionEmitter`](crate::SessionEmitter).
+//!   [`SessionEmitter`](crate::SessionEmitter). [`ControlTarget::ask`] is the
+//!   attention loop on it: a request emitted, its answer checked, acked and recorded
+//!   (core's [`aep_core::attention`]).
 //!
 //! ```no_run
 //! use aep_async::control::{ControlClient, ClientOptions, SendOptions};
@@ -32,6 +34,7 @@
 //! # Ok(()) }
 //! ```
 
+mod attention;
 mod error;
 mod sender;
 mod target;
@@ -42,6 +45,7 @@ mod client;
 #[cfg(feature = "ws")]
 mod duplex;
 
+pub use attention::AskError;
 pub use error::ControlError;
 pub use sender::{ControlSender, SendOptions};
 pub use target::{Accepted, Command, ControlTarget, ControlTargetBuilder};
@@ -53,6 +57,7 @@ pub use client::{ClientOptions, ControlClient};
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub use duplex::{open_duplex, Duplex, DuplexOptions};
 
+pub use aep_core::attention::{Answer, AttentionRequest, FormField};
 pub use aep_core::control::{
     Decision, Nack, NackOrigin, NackReason, RejectReason, DEFAULT_ACK_WINDOW, DEFAULT_RETRIES,
 };

@@ -25,19 +25,21 @@ use smallvec::SmallVec;
 type HandlerFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 type Handler = Arc<dyn Fn(Command) -> HandlerFuture + Send + Sync>;
 
-struct State {
-    core: core::ControlTarget,
+pub(super) struct State {
+    pub(super) core: core::ControlTarget,
     /// Weak: the emit sink's connection task holds this target as its command hook, and
     /// the session holds the sink; a strong reference would keep all of them alive after
     /// the agent let go.
-    sessions: HashMap<String, Weak<SessionEmitter>>,
+    pub(super) sessions: HashMap<String, Weak<SessionEmitter>>,
     arm: Arm,
+    /// The attention requests `ask` waits on, and their waiters (`attention`).
+    pub(super) asks: super::attention::Asks,
 }
 
-struct Inner {
+pub(super) struct Inner {
     state: Mutex<State>,
     handler: Handler,
-    accepts: Vec<String>,
+    pub(super) accepts: Vec<String>,
     ack_window: Option<Duration>,
     wake: Arc<Notify>,
 }
@@ -104,6 +106,7 @@ impl ControlTargetBuilder {
                     core: core::ControlTarget::with_config(self.config),
                     sessions: HashMap::new(),
                     arm: Arm::default(),
+                    asks: super::attention::Asks::default(),
                 }),
                 handler,
                 wake: Arc::new(Notify::new()),
@@ -156,7 +159,7 @@ impl ControlTargetBuilder {
 /// ```
 #[derive(Clone)]
 pub struct ControlTarget {
-    inner: Arc<Inner>,
+    pub(super) inner: Arc<Inner>,
 }
 
 impl fmt::Debug for ControlTarget {
@@ -244,6 +247,10 @@ impl ControlTarget {
             self.inner.wake.notify_one();
         }
         for incoming in decide {
+            // An answer to a request `ask` waits on is the attention loop's to decide.
+            let Some(incoming) = super::attention::route(&self.inner, incoming) else {
+                continue;
+            };
             let key = incoming.key().clone();
             let cmd = Command {
                 event: incoming.into_command(),
@@ -313,7 +320,7 @@ impl crate::sink::ws::CommandHook for ControlTarget {
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
+    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -345,12 +352,12 @@ impl Timed for Inner {
 }
 
 /// An ack as emitted, with the session emitter it went through.
-type Minted = (Arc<Event>, Arc<SessionEmitter>);
+pub(super) type Minted = (Arc<Event>, Arc<SessionEmitter>);
 
 /// Carries out everything the core target asked for: acks are minted through the
 /// session's emitter and recorded; recorded acks are re-sent as they were. Returns the
 /// commands awaiting a decision and, when `mine` is given, how minting its ack went.
-fn drain(
+pub(super) fn drain(
     st: &mut State,
     mine: Option<&CommandKey>,
 ) -> (

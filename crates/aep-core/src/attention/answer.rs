@@ -56,6 +56,9 @@ pub struct Answer {
     text: Option<String>,
     values: Option<Map<String, Value>>,
     applied: Applied,
+    /// Set by the desk: the request answered and who answered it.
+    request: Option<String>,
+    by: Option<String>,
 }
 
 impl Answer {
@@ -82,6 +85,25 @@ impl Answer {
     /// How the answer was derived from what was sent.
     pub fn applied(&self) -> Applied {
         self.applied
+    }
+
+    /// The id of the `attention.requested` event answered, once a desk matched the
+    /// answer to its request.
+    pub fn request_id(&self) -> Option<&str> {
+        self.request.as_deref()
+    }
+
+    /// Who answered: the `agent` of the `control.attention.respond` (an asserted
+    /// identity, AEP-0004 §8), once a desk matched the answer to its request.
+    pub fn by(&self) -> Option<&str> {
+        self.by.as_deref()
+    }
+
+    /// The same answer, matched to `request` and answered by `by`.
+    pub(super) fn matched(mut self, request: &str, by: &str) -> Answer {
+        self.request = Some(request.to_owned());
+        self.by = Some(by.to_owned());
+        self
     }
 
     /// The `answer` member of `attention.answered`.
@@ -385,6 +407,8 @@ pub(super) fn check(
         text,
         values: None,
         applied,
+        request: None,
+        by: None,
     };
     if request.kind() == AttentionRequestedKind::Form {
         let (None, Some(values)) = (&answer.option, &answer.values) else {
@@ -401,6 +425,8 @@ pub(super) fn check(
             text,
             values: Some(values.clone()),
             applied: Applied::AsSent,
+            request: None,
+            by: None,
         });
     }
     if answer.values.is_some() {

@@ -51,7 +51,7 @@ pub enum Respond {
     Rejected(Rejected),
     /// Answered: accept the command, then emit [`Answered::answered`] and
     /// [`Answered::resolved`], in that order.
-    Answered(Answered),
+    Answered(Box<Answered>),
 }
 
 /// A respond that does not answer its request.
@@ -303,15 +303,15 @@ impl AttentionDesk {
                 let Some(pending) = self.pending.remove(&key) else {
                     return Respond::NotPending;
                 };
-                Respond::Answered(Answered {
+                Respond::Answered(Box::new(Answered {
+                    answer: answer.matched(&key.1, command.agent()),
                     session: key.0,
                     request: key.1,
                     command: command.id().to_owned(),
                     by: command.agent().to_owned(),
-                    answer,
                     fields: pending.fields,
                     latency: now.saturating_duration_since(pending.opened),
-                })
+                }))
             }
         }
     }
@@ -499,6 +499,10 @@ mod tests {
         assert_eq!(a.resolved().data()["latency_ms"], 1500);
         assert_eq!(a.answered(Capture::Redacted).data()["by"], "console");
         assert_eq!(a.answered(Capture::Redacted).data()["via"], "control");
+        assert_eq!(
+            (a.answer().request_id(), a.answer().by()),
+            (Some("r"), Some("console"))
+        );
     }
 
     #[test]
