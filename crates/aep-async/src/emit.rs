@@ -16,6 +16,19 @@ use serde_json::Value;
 use crate::error::EmitError;
 use crate::sink::{DeliveryStats, Sink};
 
+mod epoch;
+
+pub use epoch::{EpochError, EpochStore, STATE_DIR_VAR};
+
+/// Where sessions take their epoch from (AEP-0001 §7.2).
+#[derive(Debug, Clone)]
+enum Epochs {
+    /// One epoch for every session: the caller owns its increase.
+    Fixed(u64),
+    /// Each session's own, from the store, when it is created.
+    Store(Arc<EpochStore>),
+}
+
 /// Optional envelope attributes for one emitted event.
 ///
 /// ```
@@ -118,7 +131,7 @@ impl EmitOptions {
 struct Inner {
     agent: String,
     host: String,
-    epoch: u64,
+    epochs: Epochs,
     ceiling: Capture,
     sink: Arc<dyn Sink>,
     envelope: EnvelopeFactory,
@@ -147,7 +160,10 @@ fn source(host: &str, agent: &str, session: Option<&str>) -> String {
 /// [`EmitError::Stalled`] once the sink has delivered nothing for its `give_up_after`.
 ///
 /// `epoch` (AEP-0001 §7.2) must increase each time the producer restarts without
-/// durable `seq` state; the caller owns persisting it (default 0).
+/// durable `seq` state. Either the caller owns it ([`EmitterBuilder::epoch`], default
+/// 0), or each session takes the next one from an [`EpochStore`] when it is created
+/// ([`EmitterBuilder::epoch_store`]), so a restarted process never writes at a
+/// position an earlier run used.
 ///
 /// ```
 /// use aep_async::{Emitter, JsonlSink};
@@ -179,7 +195,7 @@ impl fmt::Debug for Emitter {
         f.debug_struct("Emitter")
             .field("agent", &self.inner.agent)
             .field("host", &self.inner.host)
-            .field("epoch", &self.inner.epoch)
+            .field("epochs", &self.inner.epochs)
             .field("capture", &self.inner.ceiling)
             .field("sink", &self.inner.sink)
             .finish()
@@ -210,7 +226,7 @@ impl Emitter {
         EmitterBuilder {
             agent: agent.into(),
             host: host.into(),
-            epoch: 0,
+            epochs: Epochs::Fixed(0),
             ceiling: Capture::Metadata,
             redactor: None,
         }
@@ -224,25 +240,72 @@ impl Emitter {
     pub fn host(&self) -> &str {
         &self.inner.host
     }
-    /// The emitter epoch stamped on session-scoped events.
+    /// The epoch stamped on session-scoped events when it is fixed
+    /// ([`EmitterBuilder::epoch`]); 0 with an [`EpochStore`], where each session takes
+    /// its own ([`SessionEmitter::epoch`]).
     pub fn epoch(&self) -> u64 {
-        self.inner.epoch
+        match self.inner.epochs {
+            Epochs::Fixed(e) => e,
+            Epochs::Store(_) => 0,
+        }
+    }
+
+    /// The epoch store sessions take their epoch from, if there is one.
+    pub fn epoch_store(&self) -> Option<&EpochStore> {
+        match &self.inner.epochs {
+            Epochs::Store(s) => Some(s),
+            Epochs::Fixed(_) => None,
+        }
     }
     /// The capture ceiling (AEP-0001 §8.2).
     pub fn capture_ceiling(&self) -> Capture {
         self.inner.ceiling
     }
 
-    /// A session emitter: `seq` starts at 0 and increases by one per event.
+    /// A session emitter: `seq` starts at 0 and increases by one per event, in the
+    /// emitter's fixed epoch or, with an [`EpochStore`], in the next epoch the store
+    /// gives `(agent, session)`: each session emitter created for a session starts a
+    /// new epoch, so none writes at a position another used (AEP-0001 §7.2).
+    ///
+    /// Taking an epoch from a store reads and writes its small file. Should the store
+    /// fail (an unwritable directory, a lock held past its wait), the session takes the
+    /// timestamp seed instead (the current Unix time in milliseconds, increasing within
+    /// the process) and the failure is logged as a warning: emitting goes on, and only
+    /// a clock set back could then repeat an epoch.
+    ///
+    /// ```
+    /// use aep_async::emit::EpochStore;
+    /// use aep_async::{Emitter, JsonlSink};
+    /// # let dir = std::env::temp_dir().join(format!("aep-session-epoch-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let store = EpochStore::at(dir.join("epochs.json"));
+    /// let emitter = Emitter::builder("coder", "host-a").epoch_store(store).build(JsonlSink::open(dir.join("out.jsonl"))?);
+    /// let first = emitter.session("s1");
+    /// let again = emitter.session("s1"); // a restart, as far as positions go
+    /// assert!(again.epoch() > first.epoch());
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn session(&self, session: impl Into<String>) -> SessionEmitter {
         let session = session.into();
         let envelope = EnvelopeFactory::new(
             source(&self.inner.host, &self.inner.agent, Some(&session)),
             self.inner.agent.as_str(),
         );
+        let epoch = match &self.inner.epochs {
+            Epochs::Fixed(e) => *e,
+            Epochs::Store(store) => store
+                .next_epoch(&self.inner.agent, &session)
+                .unwrap_or_else(|e| {
+                    let seed = epoch::fallback_epoch();
+                    tracing::warn!(error = %e, session, epoch = seed, "the epoch store failed: the session takes the timestamp seed");
+                    seed
+                }),
+        };
         SessionEmitter {
             emitter: self.clone(),
             session,
+            epoch,
             seq: Mutex::new(0),
             envelope,
         }
@@ -451,15 +514,39 @@ pub(crate) fn payload_of(data: &Value) -> Option<&Value> {
 pub struct EmitterBuilder {
     agent: String,
     host: String,
-    epoch: u64,
+    epochs: Epochs,
     ceiling: Capture,
     redactor: Option<Arc<Redactor>>,
 }
 
 impl EmitterBuilder {
-    /// The emitter epoch (AEP-0001 §7.2).
+    /// One epoch for every session (AEP-0001 §7.2): the caller owns its increase on
+    /// each restart. Replaces an [`epoch_store`](Self::epoch_store).
     pub fn epoch(mut self, epoch: u64) -> Self {
-        self.epoch = epoch;
+        self.epochs = Epochs::Fixed(epoch);
+        self
+    }
+    /// Each session takes the next epoch `store` gives its `(agent, session)` when it is
+    /// created ([`Emitter::session`]), so a restarted producer writes after every
+    /// position an earlier run used (AEP-0001 §7.2). [`EpochStore::user`] is the user's
+    /// store. Replaces a fixed [`epoch`](Self::epoch).
+    ///
+    /// ```
+    /// use aep_async::emit::EpochStore;
+    /// use aep_async::{Emitter, JsonlSink};
+    /// # let dir = std::env::temp_dir().join(format!("aep-builder-store-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let store = EpochStore::at(dir.join("epochs.json"));
+    /// for _run in 0..2 {
+    ///     let emitter = Emitter::builder("coder", "host-a").epoch_store(store.clone()).build(JsonlSink::open(dir.join("out.jsonl"))?);
+    ///     let e = emitter.session("s1").emit("session.started", serde_json::json!({}))?;
+    ///     assert_eq!(store.last_epoch("coder", "s1")?, Some(e.epoch()));
+    /// }
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn epoch_store(mut self, store: EpochStore) -> Self {
+        self.epochs = Epochs::Store(Arc::new(store));
         self
     }
     /// The capture ceiling (AEP-0001 §8.2): stamped on events that ask for nothing,
@@ -503,7 +590,7 @@ impl EmitterBuilder {
             inner: Arc::new(Inner {
                 agent: self.agent,
                 host: self.host,
-                epoch: self.epoch,
+                epochs: self.epochs,
                 ceiling: self.ceiling,
                 sink: Arc::new(sink),
                 envelope,
@@ -534,6 +621,7 @@ impl EmitterBuilder {
 pub struct SessionEmitter {
     emitter: Emitter,
     session: String,
+    epoch: u64,
     seq: Mutex<u64>,
     envelope: EnvelopeFactory,
 }
@@ -542,7 +630,7 @@ impl fmt::Debug for SessionEmitter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SessionEmitter")
             .field("session", &self.session)
-            .field("epoch", &self.emitter.epoch())
+            .field("epoch", &self.epoch)
             .field("next_seq", &self.next_seq())
             .finish()
     }
@@ -557,6 +645,11 @@ impl SessionEmitter {
     /// The emitter this session belongs to.
     pub fn emitter(&self) -> &Emitter {
         &self.emitter
+    }
+
+    /// The epoch every event of this session emitter carries (AEP-0001 §7.2).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// The `seq` the next event will carry.
@@ -665,7 +758,7 @@ impl SessionEmitter {
             .emitter
             .build(&self.envelope, event_type, data, attrs)?
             .with_session(&self.session);
-        event.set_epoch(Some(self.emitter.epoch()));
+        event.set_epoch(Some(self.epoch));
         let mut seq = self.seq.lock().unwrap_or_else(|p| p.into_inner());
         event.set_seq(Some(*seq));
         hand.over(&*self.emitter.inner.sink, &event)?;

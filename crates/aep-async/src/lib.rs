@@ -26,7 +26,8 @@
 //! ## Layout
 //!
 //! - [`emit`]: [`Emitter`], [`SessionEmitter`], [`EmitOptions`], [`EmitPermit`]
-//!   (`emit` never waits; `emit_wait` waits for room instead of dropping).
+//!   (`emit` never waits; `emit_wait` waits for room instead of dropping);
+//!   [`EpochStore`], the per-user record of the epochs sessions took.
 //! - [`sink`]: the [`Sink`] trait; [`JsonlSink`], `HttpSink` (feature `http`), `WsSink`
 //!   (feature `ws`); the bounded outbox that drops `debug`/`info` first, or makes a
 //!   waiting producer wait.
@@ -69,7 +70,7 @@ pub use aep_core::resume::ResumePosition;
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub use control::ControlClient;
 pub use control::{ControlError, ControlSender, ControlTarget};
-pub use emit::{EmitOptions, EmitPermit, Emitter, EmitterBuilder, SessionEmitter};
+pub use emit::{EmitOptions, EmitPermit, Emitter, EmitterBuilder, EpochStore, SessionEmitter};
 pub use error::{EmitError, TransportError, TransportErrorKind};
 pub use relays::Relays;
 #[cfg(feature = "http")]
@@ -100,6 +101,7 @@ const _: () = {
     assert_send_sync::<TransportError>();
     assert_send_sync::<SubscribeOptions>();
     assert_send_sync::<Relays>();
+    assert_send_sync::<EpochStore>();
     assert_send_sync::<lifecycle::Hub>();
     assert_send_sync::<lifecycle::HubSession>();
     #[cfg(feature = "http")]

@@ -8,6 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use aep_async::emit::EpochStore;
 use aep_async::{DeliveryStats, EmitError, EmitOptions, EmitPermit, Sink};
 use aep_core::redact::Redactor;
 use aep_core::{Capture, Event};
@@ -110,7 +111,8 @@ impl Emitter {
     pub fn host(&self) -> &str {
         self.inner.host()
     }
-    /// The emitter epoch stamped on session-scoped events (AEP-0001 §7.2).
+    /// The fixed epoch stamped on session-scoped events (AEP-0001 §7.2); 0 with an
+    /// [`EpochStore`], where each session takes its own ([`SessionEmitter::epoch`]).
     pub fn epoch(&self) -> u64 {
         self.inner.epoch()
     }
@@ -119,7 +121,9 @@ impl Emitter {
         self.inner.capture_ceiling()
     }
 
-    /// A session emitter: `seq` starts at 0 and increases by one per event.
+    /// A session emitter: `seq` starts at 0 and increases by one per event, in the
+    /// fixed epoch or the next one of the [`EpochStore`]; see
+    /// [`aep_async::Emitter::session`].
     pub fn session(&self, session: impl Into<String>) -> SessionEmitter {
         SessionEmitter {
             inner: Arc::new(self.inner.session(session)),
@@ -222,9 +226,28 @@ pub struct EmitterBuilder {
 }
 
 impl EmitterBuilder {
-    /// The emitter epoch (AEP-0001 §7.2).
+    /// One epoch for every session (AEP-0001 §7.2); replaces an epoch store.
     pub fn epoch(mut self, epoch: u64) -> Self {
         self.inner = self.inner.epoch(epoch);
+        self
+    }
+    /// Each session takes the next epoch of `store` when it is created, so a restarted
+    /// producer writes after every position an earlier run used; see
+    /// [`aep_async::EmitterBuilder::epoch_store`].
+    ///
+    /// ```
+    /// use aep_blocking::{Emitter, EpochStore, JsonlSink};
+    /// # let dir = std::env::temp_dir().join(format!("aep-blocking-store-{}", std::process::id()));
+    /// # std::fs::create_dir_all(&dir)?;
+    /// let store = EpochStore::at(dir.join("epochs.json"));
+    /// let emitter = Emitter::builder("coder", "host-a").epoch_store(store.clone()).build(JsonlSink::open(dir.join("out.jsonl"))?);
+    /// let session = emitter.session("s1");
+    /// assert_eq!(store.last_epoch("coder", "s1")?, Some(session.epoch()));
+    /// # std::fs::remove_dir_all(&dir).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn epoch_store(mut self, store: EpochStore) -> Self {
+        self.inner = self.inner.epoch_store(store);
         self
     }
     /// The capture ceiling (AEP-0001 §8.2).
@@ -306,6 +329,10 @@ impl SessionEmitter {
     /// their `seq` from the same counter).
     pub fn as_async(&self) -> &Arc<aep_async::SessionEmitter> {
         &self.inner
+    }
+    /// The epoch every event of this session emitter carries (AEP-0001 §7.2).
+    pub fn epoch(&self) -> u64 {
+        self.inner.epoch()
     }
     /// The `seq` the next event will carry.
     pub fn next_seq(&self) -> u64 {

@@ -58,7 +58,7 @@ pub mod sink;
 pub mod subscribe;
 
 pub use aep_async::{
-    DeliveryReport, DeliveryStats, EmitError, EmitOptions, EmitPermit, Notice, Relays,
+    DeliveryReport, DeliveryStats, EmitError, EmitOptions, EmitPermit, EpochStore, Notice, Relays,
     ResumePosition, StartFrom, SubscribeOptions, Transport, TransportError, TransportErrorKind,
 };
 #[cfg(feature = "ws")]

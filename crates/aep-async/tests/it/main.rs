@@ -11,6 +11,7 @@ mod control_reclaim;
 mod control_sender;
 mod emit;
 mod emit_wait;
+mod epoch;
 mod failover;
 mod http_sink;
 mod hub;
