@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use aep_core::capture::{downlevel_in_place, downlevel_redacting};
 use aep_core::envelope::{set_extensions, EnvelopeFactory};
 use aep_core::redact::Redactor;
+use aep_core::types::EmitScope;
 use aep_core::{Capture, Event, EventType, Severity};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -386,16 +387,14 @@ impl Emitter {
         attrs: Attrs<'_>,
         hand: Hand<'_>,
     ) -> Result<Event, EmitError> {
-        let ty = parse_type(event_type)?;
-        if !ty.is_agent_scoped() {
-            return Err(EmitError::Scope {
-                event_type: event_type.to_owned(),
-                reason: "is session-scoped: emit it through Emitter::session(..)",
-            });
+        let scope = parse_type(event_type)?.emit_scope();
+        if scope != EmitScope::Agent {
+            return Err(refused(event_type, scope));
         }
         if attrs.run.is_some() || attrs.step.is_some() {
             return Err(EmitError::Scope {
                 event_type: event_type.to_owned(),
+                scope,
                 reason: "is agent-scoped and carries no run or step (AEP-0002 §4)",
             });
         }
@@ -476,6 +475,30 @@ impl Emitter {
     /// Counters of the sink: accepted, delivered, rejected, dropped.
     pub fn stats(&self) -> DeliveryStats {
         self.inner.sink.stats()
+    }
+}
+
+/// The refusal of a type of `scope` by an emitter of another scope (core's one rule,
+/// [`EventType::emit_scope`]), saying what to do instead.
+fn refused(event_type: &str, scope: EmitScope) -> EmitError {
+    let reason = match scope {
+        EmitScope::Agent => {
+            "is agent-scoped and carries no session or seq (AEP-0001 §5.2): emit it with Emitter::emit"
+        }
+        EmitScope::Session => {
+            "is session-scoped (AEP-0001 §5.2): emit it through a session, Emitter::session(..)"
+        }
+        EmitScope::Command => {
+            "is a command (AEP-0004 §2): an emitter sends none; send it with a ControlClient or ControlSender, which addresses the session without seq and waits for its ack"
+        }
+        _ => {
+            "is written by a consumer into another emitter's session, without seq (AEP-0001 §5.2, AEP-0002 §7.3): a session's own emitter does not emit it"
+        }
+    };
+    EmitError::Scope {
+        event_type: event_type.to_owned(),
+        scope,
+        reason,
     }
 }
 
@@ -748,11 +771,9 @@ impl SessionEmitter {
         attrs: Attrs<'_>,
         hand: Hand<'_>,
     ) -> Result<Event, EmitError> {
-        if parse_type(event_type)?.is_agent_scoped() {
-            return Err(EmitError::Scope {
-                event_type: event_type.to_owned(),
-                reason: "is agent-scoped and carries no session or seq: use Emitter::emit",
-            });
+        let scope = parse_type(event_type)?.emit_scope();
+        if scope != EmitScope::Session {
+            return Err(refused(event_type, scope));
         }
         let mut event = self
             .emitter

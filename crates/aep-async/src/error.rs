@@ -318,14 +318,32 @@ pub enum EmitError {
     /// The `type` is not a well-formed event type (AEP-0002 §2).
     #[error("event type `{0}` is malformed (AEP-0002 §2); use `category.verb` or `x.vendor.name`")]
     Type(String),
-    /// The type's scope does not fit the emitter: agent-scoped types (`agent.*`) go
-    /// through [`Emitter::emit`](crate::Emitter::emit) and carry no session, run, step
-    /// or seq; session-scoped types go through a [`SessionEmitter`](crate::SessionEmitter).
+    /// The type's scope does not fit the emitter (core's
+    /// [`EventType::emit_scope`](aep_core::EventType::emit_scope), AEP-0001 §5.2,
+    /// AEP-0004 §2): agent-scoped types (`agent.*`) go through
+    /// [`Emitter::emit`](crate::Emitter::emit) and carry no session, run, step or seq;
+    /// session-scoped types go through a [`SessionEmitter`](crate::SessionEmitter);
+    /// commands (`control.*`, `x.{vendor}.control.*`) are sent by a control sender, and
+    /// `attention.routed` by a consumer, never by an emitter.
+    ///
+    /// ```
+    /// use aep_async::{EmitError, Emitter, JsonlSink};
+    /// use aep_core::types::EmitScope;
+    /// # let path = std::env::temp_dir().join(format!("aep-scope-doc-{}.jsonl", std::process::id()));
+    /// let session = Emitter::new("a", "h", JsonlSink::open(&path)?).session("s");
+    /// let err = session.emit("control.pause", serde_json::json!({})).unwrap_err();
+    /// assert!(matches!(err, EmitError::Scope { scope: EmitScope::Command, .. }));
+    /// assert!(err.to_string().contains("ControlClient"));
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     #[error("`{event_type}` {reason}")]
     Scope {
         /// The type that was refused.
         event_type: String,
-        /// What to do instead.
+        /// The type's scope.
+        scope: aep_core::types::EmitScope,
+        /// Why, and what to do instead.
         reason: &'static str,
     },
     /// The payload could not be serialized to JSON.

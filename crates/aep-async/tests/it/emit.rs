@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use aep_async::{EmitError, EmitOptions, Emitter, JsonlSink};
+use aep_core::types::EmitScope;
 use aep_core::{Capture, Event, Severity};
 use serde::Serialize;
 use serde_json::json;
@@ -116,6 +117,50 @@ fn agent_scoped_events_carry_no_session_run_step_or_seq() {
         emitter.emit("NotAType", json!({})),
         Err(EmitError::Type(_))
     ));
+    std::fs::remove_file(&path).ok();
+}
+
+/// One emit-scope rule (core's `EmitScope`): an emitter writes its own agent events and
+/// the sessions it owns; never a command, nor another emitter's foreign event.
+#[test]
+fn commands_and_foreign_events_are_refused_by_every_emitting_path() {
+    let path = temp("scope");
+    let emitter = Emitter::new("coder", "host-a", JsonlSink::open(&path).unwrap());
+    let s = emitter.session("s");
+    for (ty, scope) in [
+        ("control.pause", EmitScope::Command),
+        ("control.attention.respond", EmitScope::Command),
+        ("x.acme.control.instruct", EmitScope::Command),
+        ("attention.routed", EmitScope::Foreign),
+    ] {
+        for result in [
+            s.emit(ty, json!({})),
+            emitter.emit(ty, json!({})),
+            s.emit_with(ty, json!({}), EmitOptions::new().subject("x")),
+        ] {
+            match result {
+                Err(EmitError::Scope {
+                    scope: got,
+                    event_type,
+                    ..
+                }) => {
+                    assert_eq!((got, event_type.as_str()), (scope, ty));
+                }
+                other => panic!("{ty}: {other:?}"),
+            }
+        }
+    }
+    let err = s.emit("control.pause", json!({})).unwrap_err().to_string();
+    assert!(
+        err.contains("is a command") && err.contains("ControlClient"),
+        "{err}"
+    );
+    assert_eq!(s.next_seq(), 0, "nothing refused took a seq");
+    // Acks are the session owner's sequenced events, and vendor events of any category.
+    assert!(s.emit("control.accepted", json!({})).is_ok());
+    assert!(s
+        .emit("x.acme.instruction.delivered", json!({"queued_ms": 3}))
+        .is_ok());
     std::fs::remove_file(&path).ok();
 }
 

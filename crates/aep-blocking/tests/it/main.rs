@@ -6,4 +6,5 @@
 
 mod attention;
 mod control;
+mod emit_scope;
 mod relay;
