@@ -9,6 +9,7 @@ mod args;
 mod cmd;
 mod confedit;
 mod deliver;
+mod epochs;
 mod exit;
 mod filter;
 mod follow;

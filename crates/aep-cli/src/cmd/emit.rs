@@ -2,9 +2,9 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-use aep::protocol::types::EventType;
+use aep::protocol::types::{emit_scope, EmitScope};
 use aep::protocol::{Capture, Event, Severity};
 use aep::{EmitOptions, Emitter, Sink};
 use serde_json::{json, Value};
@@ -23,8 +23,9 @@ use crate::term;
 /// as the relay takes them and no faster: a fast input waits, nothing is dropped. A
 /// progress bar shows on a terminal; a JSON summary goes to stdout at the end.
 ///
-/// With `--type` one event is built instead (a fresh id, the time now, `epoch` the Unix
-/// time in milliseconds unless `--epoch`, `seq` 0) and printed on stdout.
+/// With `--type` one event is built instead (a fresh id, the time now, `seq` 0, and
+/// unless `--epoch` the session's next epoch from the user's epoch store, so a second
+/// `aep emit` into a session writes after the first) and printed on stdout.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
@@ -61,8 +62,10 @@ pub struct Args {
         requires = "event_type"
     )]
     agent: String,
-    /// The one event's epoch [default: the Unix time in milliseconds, so each run of
-    /// `aep emit` into a session declares a new epoch (AEP-0001 §7.2)].
+    /// The one event's epoch [default: the session's next epoch from the epoch store
+    /// ($AEP_STATE_DIR/epochs.json, else the per-user state directory): the Unix time in
+    /// milliseconds or one above the session's last, so each run of `aep emit` into a
+    /// session declares a new epoch (AEP-0001 §7.2)].
     #[arg(long, value_name = "N", requires = "event_type")]
     epoch: Option<u64>,
     /// Events per request (the relay's max-batch bounds it).
@@ -204,23 +207,31 @@ async fn one(args: Args) -> Outcome {
     let Some(event_type) = args.event_type.as_deref() else {
         return Err(Failure::usage("--type is required for one event"));
     };
-    let parsed =
-        EventType::parse(event_type).map_err(|e| Failure::usage(format!("--type: {e}")))?;
-    if parsed.is_command() {
-        return Err(Failure::usage(format!(
-            "{event_type} is a command: send it with `aep send`, which waits for its ack"
-        )));
-    }
-    let agent_scoped = parsed.is_agent_scoped();
-    if agent_scoped && args.session.is_some() {
-        return Err(Failure::usage(format!(
-            "{event_type} is agent-scoped: it carries no --session (AEP-0001 §5.2)"
-        )));
-    }
-    if !agent_scoped && args.session.is_none() {
-        return Err(Failure::usage(format!(
-            "{event_type} is session-scoped: give --session (AEP-0001 §5.2)"
-        )));
+    // The SDK's one emit-scope rule, read before the relay is asked anything: a usage
+    // error is the same with or without a relay.
+    let scope = emit_scope(event_type).map_err(|e| Failure::usage(format!("--type: {e}")))?;
+    match (scope, &args.session) {
+        (EmitScope::Command, _) => {
+            return Err(Failure::usage(format!(
+                "{event_type} is a command: send it with `aep send`, which waits for its ack"
+            )));
+        }
+        (EmitScope::Agent, Some(_)) => {
+            return Err(Failure::usage(format!(
+                "{event_type} is agent-scoped: it carries no --session (AEP-0001 §5.2)"
+            )));
+        }
+        (EmitScope::Session, None) => {
+            return Err(Failure::usage(format!(
+                "{event_type} is session-scoped: give --session (AEP-0001 §5.2)"
+            )));
+        }
+        (EmitScope::Agent | EmitScope::Session, _) => {}
+        (_, _) => {
+            return Err(Failure::usage(format!(
+                "{event_type} is written by a consumer into another emitter's session, without seq (AEP-0001 §5.2): `aep emit` writes the sessions it owns"
+            )));
+        }
     }
     crate::probe::discovery(&args.relay).await?;
     let reports = Arc::new(Reports::default());
@@ -230,16 +241,12 @@ async fn one(args: Args) -> Outcome {
         Duration::from_secs(args.give_up_after),
         &reports,
     )?;
-    let epoch = args.epoch.unwrap_or_else(|| {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map(|d| d.as_millis() as u64)
-            .unwrap_or(0)
-    });
-    let emitter = Emitter::builder(&args.agent, crate::host())
-        .epoch(epoch)
-        .capture(Capture::Full)
-        .build(sink);
+    let builder = Emitter::builder(&args.agent, crate::host()).capture(Capture::Full);
+    let builder = match args.epoch {
+        Some(epoch) => builder.epoch(epoch),
+        None => crate::epochs::from_store(builder),
+    };
+    let emitter = builder.build(sink);
     let mut opts = EmitOptions::new().capture(args.capture.unwrap_or(Capture::Metadata));
     if let Some(r) = &args.run {
         opts = opts.run(r);

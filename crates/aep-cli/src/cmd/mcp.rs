@@ -5,15 +5,16 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
-use aep::control::{ControlTarget, RejectReason};
+use aep::control::{AskError, AttentionRequest, ControlTarget, RejectReason};
+use aep::protocol::attention::AttentionKind;
 use aep::protocol::envelope::new_ulid;
 use aep::protocol::redact::{RedactOptions, Redactor};
-use aep::protocol::types::EventType;
+use aep::protocol::types::{emit_scope, EmitScope};
 use aep::protocol::{Capture, Severity};
 use aep::{EmitOptions, Emitter, SessionEmitter, WsSink};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use crate::args::RelayArgs;
 use crate::exit::{describe, Exit, Failure, Outcome};
@@ -26,7 +27,9 @@ use crate::exit::{describe, Exit, Failure, Outcome};
 /// `attention.requested` that waits for a person's answer over the control round trip:
 /// `aep respond SESSION REQUEST --option ID` answers it). Events go to the relay over
 /// WebSocket, in a session of their own (`--session`, default `mcp-ULID`) opened with
-/// `session.started` and closed with `session.ended` when stdin ends.
+/// `session.started` and closed with `session.ended` when stdin ends. Each run takes
+/// the session's next epoch from the user's epoch store, so a second run with the same
+/// `--session` writes after the first.
 ///
 /// Logs go to stderr; stdout carries only the protocol. A message longer than 16 MiB
 /// is answered with a parse error and skipped.
@@ -54,9 +57,6 @@ const PROTOCOL_VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
 /// is answered with a parse error and skipped, never held.
 const MAX_MESSAGE: usize = 16 << 20;
 
-/// Answers waiting for a person, by `attention.requested` id.
-type Waiting = Arc<Mutex<HashMap<String, oneshot::Sender<Value>>>>;
-
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -68,7 +68,8 @@ struct Server {
     home: Arc<SessionEmitter>,
     /// Sessions the model named, with their own `seq`.
     others: Mutex<HashMap<String, SessionEmitter>>,
-    waiting: Waiting,
+    /// Asks through the attention loop (`ask_human`).
+    target: ControlTarget,
     ask_timeout: Duration,
     out: mpsc::UnboundedSender<Value>,
 }
@@ -76,46 +77,13 @@ struct Server {
 /// Runs the subcommand.
 pub async fn run(args: Args) -> Outcome {
     crate::probe::discovery(&args.relay).await?;
-    let waiting: Waiting = Arc::default();
-    let answers = waiting.clone();
-    let target = ControlTarget::new(["control.attention.respond"], move |cmd| {
-        let answers = answers.clone();
-        async move {
-            let request = cmd.event().subject().map(str::to_owned);
-            let answer = cmd
-                .event()
-                .data()
-                .and_then(|d| d.get("answer").cloned())
-                .unwrap_or_else(|| json!({}));
-            let Some(waiter) = request.as_deref().and_then(|r| lock(&answers).remove(r)) else {
-                let _ = cmd.reject(
-                    RejectReason::Invalid,
-                    "no ask_human of this server is waiting on that request",
-                );
-                return;
-            };
-            let Ok(accepted) = cmd.accept() else { return };
-            let request = request.unwrap_or_default();
-            let opts = EmitOptions::new().subject(&request).cause(&request);
-            let capture = if answer.get("option").is_some()
-                && answer.as_object().is_some_and(|a| a.len() == 1)
-            {
-                Capture::Metadata
-            } else {
-                Capture::Redacted
-            };
-            let _ = accepted.emit_with(
-                "attention.answered",
-                json!({"answer": answer}),
-                opts.clone().capture(capture),
-            );
-            let _ = accepted.emit_with(
-                "attention.resolved",
-                json!({"resolution": "answered"}),
-                opts,
-            );
-            let _ = waiter.send(answer);
-        }
+    // Answers to the requests ask_human waits on go to the attention loop; what reaches
+    // the handler answers nothing pending.
+    let target = ControlTarget::new(["control.attention.respond"], |cmd| async move {
+        let _ = cmd.reject(
+            RejectReason::Invalid,
+            "no ask_human of this server is waiting on that request",
+        );
     });
     let mut sink = WsSink::builder(
         args.relay.base(),
@@ -135,7 +103,7 @@ pub async fn run(args: Args) -> Outcome {
     })?;
     let redactor = Redactor::new(RedactOptions::new())
         .map_err(|e| Failure::usage(format!("redaction: {e}")))?;
-    let emitter = Emitter::builder(&args.agent, crate::host())
+    let emitter = crate::epochs::from_store(Emitter::builder(&args.agent, crate::host()))
         .capture(Capture::Redacted)
         .redactor(redactor)
         .build(sink);
@@ -169,7 +137,7 @@ pub async fn run(args: Args) -> Outcome {
         emitter,
         home,
         others: Mutex::default(),
-        waiting,
+        target,
         ask_timeout: Duration::from_secs(args.ask_timeout),
         out,
     });
@@ -327,13 +295,12 @@ impl Server {
         let Some(event_type) = text("type") else {
             return tool_error("`type` is required: a dotted AEP type such as `progress.milestone` or `x.vendor.thing.happened`");
         };
-        let parsed = match EventType::parse(event_type) {
-            Ok(t) => t,
+        // The SDK's emitters refuse commands and foreign events (EmitScope); the scope
+        // says only which emitter to hand the event to.
+        let scope = match emit_scope(event_type) {
+            Ok(s) => s,
             Err(e) => return tool_error(&format!("{e}")),
         };
-        if parsed.is_command() {
-            return tool_error("control.* types are commands for agents, not events to emit; emit_event refuses them (AEP-0004)");
-        }
         let mut opts = EmitOptions::new();
         if let Some(s) = text("subject") {
             opts = opts.subject(s);
@@ -352,7 +319,7 @@ impl Server {
             Some(d @ Value::Object(_)) => d.clone(),
             Some(_) => return tool_error("`data` must be a JSON object"),
         };
-        let emitted = if parsed.is_agent_scoped() {
+        let emitted = if scope == EmitScope::Agent {
             self.emitter.emit_with(event_type, data, opts)
         } else {
             match text("session") {
@@ -375,60 +342,76 @@ impl Server {
     }
 
     async fn ask_human(&self, args: &Value) -> Value {
-        let Some(prompt) = args.get("prompt").and_then(Value::as_str) else {
-            return tool_error("`prompt` is required: the question for the person");
+        let request = match ask_request(args) {
+            Ok(r) => r,
+            Err(why) => return tool_error(&why),
         };
-        let kind = args.get("kind").and_then(Value::as_str).unwrap_or("input");
-        let mut data = json!({"kind": kind, "prompt": prompt, "respond_via": ["control"]});
-        if let Some(options) = args.get("options").and_then(Value::as_array) {
-            let options: Vec<Value> = options
-                .iter()
-                .enumerate()
-                .map(|(i, o)| match o {
-                    Value::String(label) => json!({"id": (i + 1).to_string(), "label": label}),
-                    other => other.clone(),
-                })
-                .collect();
-            data["options"] = Value::Array(options);
-        }
         let timeout = args
             .get("timeout_s")
             .and_then(Value::as_u64)
             .map(Duration::from_secs)
             .unwrap_or(self.ask_timeout);
-        let (tx, rx) = oneshot::channel();
-        // the id is known only once emitted; the lock holds off an answer until the
-        // waiter is registered
-        let request = {
-            let mut waiting = lock(&self.waiting);
-            let opts = EmitOptions::new()
-                .capture(Capture::Redacted)
-                .severity(Severity::Notice);
-            match self.home.emit_with("attention.requested", data, opts) {
-                Ok(e) => {
-                    waiting.insert(e.id().to_owned(), tx);
-                    e.id().to_owned()
-                }
-                Err(e) => return tool_error(&format!("attention.requested not emitted: {e}")),
-            }
-        };
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(answer)) => tool_ok(json!({"answer": answer, "request_id": request})),
-            _ => {
-                lock(&self.waiting).remove(&request);
-                let opts = EmitOptions::new().subject(&request).cause(&request);
-                let _ = self.home.emit_with(
-                    "attention.timeout",
-                    json!({"after_ms": u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX)}),
-                    opts,
-                );
-                tool_error(&format!(
-                    "no human answer within {} s (request {request}); decide without one, or ask again",
-                    timeout.as_secs()
-                ))
-            }
+        // The SDK's attention loop: the answer checked against the request (AEP-0006,
+        // AEP-0008), acked, recorded; attention.timeout past the deadline.
+        match self.target.ask(&self.home, request.timeout(timeout)).await {
+            Ok(answer) => tool_ok(json!({
+                "answer": answer.to_payload(),
+                "request_id": answer.request_id(),
+            })),
+            Err(AskError::TimedOut { request, after }) => tool_error(&format!(
+                "no human answer within {} s (request {request}); decide without one, or ask again",
+                after.as_secs()
+            )),
+            Err(e) => tool_error(&format!("ask_human: {e}")),
         }
     }
+}
+
+/// The attention request of an `ask_human` call: `kind` (default `input`; a permission
+/// without options offers allow and deny, deny refusing), `prompt`, `options` (strings,
+/// whose ids are their 1-based positions, or `{id, label}` objects).
+fn ask_request(args: &Value) -> Result<AttentionRequest, String> {
+    let Some(prompt) = args.get("prompt").and_then(Value::as_str) else {
+        return Err("`prompt` is required: the question for the person".to_owned());
+    };
+    let kind = match args.get("kind") {
+        None | Some(Value::Null) => AttentionKind::Input,
+        Some(k) => serde_json::from_value::<AttentionKind>(k.clone()).map_err(|_| {
+            format!("`kind` {k} is not one of permission, input, auth, review, other")
+        })?,
+    };
+    let options = args
+        .get("options")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if kind == AttentionKind::Permission && options.is_empty() {
+        return Ok(AttentionRequest::permission(prompt));
+    }
+    let mut request = AttentionRequest::new(kind, prompt);
+    for (i, o) in options.iter().enumerate() {
+        request = match o {
+            Value::String(label) => request.option((i + 1).to_string(), label),
+            Value::Object(m) => match (m.get("id"), m.get("label")) {
+                (Some(Value::String(id)), Some(Value::String(label))) => request.option(id, label),
+                (Some(Value::String(id)), None) => request.option(id, id),
+                _ => {
+                    return Err(format!(
+                        "option {} needs a string `id` (and a `label`)",
+                        i + 1
+                    ))
+                }
+            },
+            _ => {
+                return Err(format!(
+                    "option {} is neither a string nor an {{id, label}} object",
+                    i + 1
+                ))
+            }
+        };
+    }
+    request.check().map_err(|e| e.to_string())?;
+    Ok(request)
 }
 
 fn tool_ok(value: Value) -> Value {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
 use aep::protocol::envelope::new_ulid;
-use aep::protocol::types::EventType;
+use aep::protocol::types::{emit_scope, EmitScope};
 use aep::protocol::validate::unix_nanos;
 use aep::protocol::{Capture, Event};
 use aep::{EmitOptions, EmitPermit, Emitter, SessionEmitter};
@@ -22,7 +22,7 @@ use crate::term;
 ///
 /// A re-emitter cannot carry another emitter's `(epoch, seq)` forward (AEP-0001 §7), so
 /// each recorded `(source, session)` becomes a new `replay-ULID` session: fresh ids, one
-/// fresh epoch, `seq` from 0, the time of re-emission. The recorded `(epoch, seq)`
+/// fresh epoch (from the user's epoch store), `seq` from 0, the time of re-emission. The recorded `(epoch, seq)`
 /// order is kept within a session after a `(source, id)` dedupe; sessions interleave by
 /// recorded time. `cause` and `subject` are rewritten to the new ids, so causal chains
 /// and attention requests still resolve. The extension attributes `aepreplayof` (the
@@ -117,7 +117,7 @@ pub async fn run(args: Args) -> Outcome {
         .iter()
         .map(|g| {
             let first = &g.events[0];
-            Emitter::builder(first.agent(), host_of(first.source()))
+            crate::epochs::from_store(Emitter::builder(first.agent(), host_of(first.source())))
                 .capture(Capture::Full)
                 .build(sink.clone())
                 .session(&g.replay)
@@ -200,14 +200,16 @@ fn plan(recorded: Vec<Event>) -> (Vec<Group>, Skipped) {
     let mut groups: Vec<Group> = Vec::new();
     let now = SystemTime::now();
     for e in recorded {
-        match EventType::parse(e.event_type()) {
-            Ok(t) if t.is_command() => {
+        // The SDK's emit-scope rule: the emitter refuses both, so they are counted here
+        // rather than abort the replay.
+        match emit_scope(e.event_type()) {
+            Ok(EmitScope::Command) => {
                 skipped.commands += 1;
                 continue;
             }
             // written into another emitter's session without seq (AEP-0001 §5.2): not
             // this replay's to forge
-            Ok(t) if t.is_foreign_emitter() => {
+            Ok(EmitScope::Foreign) => {
                 skipped.foreign += 1;
                 continue;
             }

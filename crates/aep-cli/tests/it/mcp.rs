@@ -270,3 +270,99 @@ fn a_relay_that_is_down_is_exit_5() {
     r.expect(5);
     assert!(r.stdout.is_empty(), "stdout carries only the protocol");
 }
+
+/// Epoch continuity (AEP-0001 §7.2): two runs of `aep mcp --session same`, the second's
+/// events all after the first's, none at a position the first used.
+#[test]
+fn a_second_run_into_the_same_session_writes_after_the_first() {
+    let relay = relay();
+    for run in 0..2 {
+        let mut c = Client::start(relay.url(), "mcp-same");
+        handshake(&mut c);
+        let ok = c.tool(
+            2,
+            "emit_event",
+            json!({"type": "x.test.milestone.reached", "data": {"run": run}}),
+        );
+        assert_eq!(ok["result"]["isError"], false, "{ok}");
+        drop(c.stdin);
+        finish(c.child, b"", Duration::from_secs(20)).expect(0);
+    }
+    let mut held: Vec<_> = history(relay.url())
+        .into_iter()
+        .filter(|e| e.session() == Some("mcp-same"))
+        .collect();
+    held.sort_by_key(|e| (e.epoch(), e.seq()));
+    let types: Vec<&str> = held.iter().map(|e| e.event_type()).collect();
+    assert_eq!(
+        types,
+        [
+            "session.started",
+            "x.test.milestone.reached",
+            "session.ended",
+            "session.started",
+            "x.test.milestone.reached",
+            "session.ended"
+        ],
+        "the first run whole, then the second, in (epoch, seq) order"
+    );
+    assert_eq!(held[1].data().unwrap()["run"], 0);
+    assert_eq!(held[4].data().unwrap()["run"], 1);
+    let (first, second) = held.split_at(3);
+    assert!(first.iter().all(|e| e.epoch() == first[0].epoch()));
+    assert!(second.iter().all(|e| e.epoch() == second[0].epoch()));
+    assert!(
+        second[0].epoch() > first[0].epoch(),
+        "a new epoch, never reused"
+    );
+    assert_eq!(second[0].seq(), Some(0));
+}
+
+/// ask_human on the SDK's attention loop: an answer that does not answer the request is
+/// nacked `invalid` and the call keeps waiting; text naming an option is that option.
+#[test]
+fn ask_human_checks_answers_against_the_request() {
+    let relay = relay();
+    let mut c = Client::start(relay.url(), "mcp-check");
+    handshake(&mut c);
+    c.send(
+        &json!({"jsonrpc": "2.0", "id": 30, "method": "tools/call", "params": {
+            "name": "ask_human", "arguments": {"prompt": "Ship it?", "kind": "permission"}
+        }}),
+    );
+    let mut request = None;
+    eventually("the request at the relay", Duration::from_secs(10), || {
+        request = history(relay.url())
+            .into_iter()
+            .find(|e| e.event_type() == "attention.requested" && e.session() == Some("mcp-check"))
+            .map(|e| e.id().to_owned());
+        request.is_some()
+    });
+    let request = request.unwrap();
+    let respond = |flag: &str, value: &str| {
+        run(&[
+            "respond",
+            "mcp-check",
+            &request,
+            flag,
+            value,
+            "--url",
+            relay.url(),
+            "--token",
+            TOKEN,
+        ])
+    };
+    // Not an option of the request: nacked, still pending.
+    respond("--option", "maybe").expect(3).stderr_has("invalid");
+    // The word names the option (AEP-0008).
+    respond("--text", " Allow ").expect(0);
+    let reply = c.recv();
+    assert_eq!(reply["id"], 30);
+    assert_eq!(
+        reply["result"]["structuredContent"]["answer"],
+        json!({"option": "allow"}),
+        "{reply}"
+    );
+    drop(c.stdin);
+    finish(c.child, b"", Duration::from_secs(20)).expect(0);
+}

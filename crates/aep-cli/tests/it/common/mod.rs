@@ -81,14 +81,22 @@ fn holds(name: &str, text: &str, needle: &str, want: bool) {
     );
 }
 
-/// `aep` with a clean environment for what it reads: no `AEP_*`, no colour.
+/// `aep` with a clean environment for what it reads: no `AEP_*`, no colour, and the
+/// per-user state (the epoch store) in [`state_dir`], never the user's own.
 pub fn aep() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_aep"));
     for var in ["AEP_URL", "AEP_TOKEN", "AEP_PORT", "AEP_HOST", "AEP_BUFFER"] {
         cmd.env_remove(var);
     }
     cmd.env("NO_COLOR", "1");
+    cmd.env("AEP_STATE_DIR", state_dir());
     cmd
+}
+
+/// Where the tests' runs of `aep` keep per-user state: in Cargo's scratch directory for
+/// integration tests, shared by the tests of one build (their sessions differ).
+pub fn state_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("aep-cli-state")
 }
 
 /// Runs `aep ARGS` with `stdin`, killing it past `deadline`.
