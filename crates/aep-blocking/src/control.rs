@@ -10,10 +10,11 @@ use std::fmt;
 use std::time::Duration;
 
 mod attention;
+mod steering;
 
 pub use aep_async::control::{
-    Accepted, AskError, Command, ControlError, Decision, Nack, NackOrigin, NackReason,
-    RejectReason, SendOptions,
+    Accepted, AskError, Command, ControlError, Decision, Instruction, InstructionsError, Nack,
+    NackOrigin, NackReason, RejectReason, SendOptions, Steering,
 };
 #[cfg(feature = "ws")]
 pub use aep_async::control::{ClientOptions, DuplexOptions};
@@ -21,6 +22,7 @@ pub use aep_core::attention::{Answer, AttentionRequest, FormField};
 #[cfg(feature = "ws")]
 use aep_core::frame::{Hello, Message, RosterEntry};
 use aep_core::Event;
+pub use steering::Instructions;
 
 use crate::emit::SessionEmitter;
 use crate::error::Error;

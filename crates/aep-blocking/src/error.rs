@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use aep_async::control::{AskError, ControlError, Nack};
+use aep_async::control::{AskError, ControlError, InstructionsError, Nack};
 use aep_async::{EmitError, TransportError};
 
 /// What a blocking call can fail with.
@@ -51,6 +51,9 @@ pub enum Error {
     /// or timed out (see [`AskError`]).
     #[error(transparent)]
     Ask(#[from] AskError),
+    /// A session's instruction stream could not be opened (see [`InstructionsError`]).
+    #[error(transparent)]
+    Instructions(#[from] InstructionsError),
 }
 
 impl Error {

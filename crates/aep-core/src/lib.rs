@@ -37,6 +37,8 @@
 //! - [`control`]: the sender and target state machines of AEP-0004.
 //! - [`attention`]: the attention loop, target side (AEP-0002 §7, AEP-0006, AEP-0008):
 //!   requests, answers checked against them, the pending requests' state machine.
+//! - [`steering`]: instructions sent to an agent (`x.{vendor}.control.instruct`), one
+//!   bounded FIFO per session with its delivered and dropped audits.
 //! - [`subscription`]: the subscription lifecycle model (the draft AEP Subscription Model):
 //!   typed filters with dotted type patterns, the `subscription.*` lifecycle, the
 //!   producer [`SubscriptionRegistry`], delivery modes, cursors, lowering to attr-match.
@@ -61,6 +63,7 @@ pub mod projection;
 pub mod redact;
 pub mod resume;
 pub mod schema;
+pub mod steering;
 pub mod subscription;
 pub mod types;
 pub mod validate;

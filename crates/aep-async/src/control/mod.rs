@@ -19,7 +19,9 @@
 //!   same connection, asks an async handler to decide, and acks through the session's
 //!   [`SessionEmitter`](crate::SessionEmitter). [`ControlTarget::ask`] is the
 //!   attention loop on it: a request emitted, its answer checked, acked and recorded
-//!   (core's [`aep_core::attention`]).
+//!   (core's [`aep_core::attention`]); [`ControlTarget::instructions`] the steering:
+//!   `x.{vendor}.control.instruct` queued per session and read as a stream, each one
+//!   delivered or dropped with its audit (core's [`aep_core::steering`]).
 //!
 //! ```no_run
 //! use aep_async::control::{ControlClient, ClientOptions, SendOptions};
@@ -37,6 +39,7 @@
 mod attention;
 mod error;
 mod sender;
+mod steering;
 mod target;
 mod timer;
 
@@ -48,6 +51,7 @@ mod duplex;
 pub use attention::AskError;
 pub use error::ControlError;
 pub use sender::{ControlSender, SendOptions};
+pub use steering::{Instructions, InstructionsError};
 pub use target::{Accepted, Command, ControlTarget, ControlTargetBuilder};
 
 #[cfg(feature = "ws")]
@@ -61,3 +65,4 @@ pub use aep_core::attention::{Answer, AttentionRequest, FormField};
 pub use aep_core::control::{
     Decision, Nack, NackOrigin, NackReason, RejectReason, DEFAULT_ACK_WINDOW, DEFAULT_RETRIES,
 };
+pub use aep_core::steering::{Instruction, Steering};

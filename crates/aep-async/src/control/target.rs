@@ -13,6 +13,7 @@ use std::time::{Duration, Instant};
 use aep_core::control::{
     self as core, CommandDelivery, CommandKey, Decision, RejectReason, TargetConfig, TargetOutput,
 };
+use aep_core::steering::Steering;
 use aep_core::Event;
 use serde::Serialize;
 use tokio::sync::Notify;
@@ -34,12 +35,15 @@ pub(super) struct State {
     arm: Arm,
     /// The attention requests `ask` waits on, and their waiters (`attention`).
     pub(super) asks: super::attention::Asks,
+    /// Each steered session's instruction queue and its reader (`steering`).
+    pub(super) steer: HashMap<String, super::steering::Slot>,
 }
 
 pub(super) struct Inner {
     state: Mutex<State>,
     handler: Handler,
     pub(super) accepts: Vec<String>,
+    pub(super) steering: Option<Steering>,
     ack_window: Option<Duration>,
     wake: Arc<Notify>,
 }
@@ -65,6 +69,7 @@ impl Drop for Inner {
 #[must_use = "a builder does nothing until `handler`"]
 pub struct ControlTargetBuilder {
     config: TargetConfig,
+    steering: Option<Steering>,
 }
 
 impl ControlTargetBuilder {
@@ -80,6 +85,30 @@ impl ControlTargetBuilder {
     /// (default 10 000).
     pub fn dedupe_capacity(mut self, capacity: usize) -> Self {
         self.config = self.config.with_dedupe_capacity(capacity);
+        self
+    }
+
+    /// Takes instructions (`steering`'s `x.{vendor}.control.instruct`, declared in
+    /// `accepts`): each attached session gets a bounded queue, read with
+    /// [`ControlTarget::instructions`]; the handler never sees them. Steering is opt-in
+    /// by design: declare it only where the agent really folds instructions in.
+    ///
+    /// ```
+    /// use aep_async::control::ControlTarget;
+    /// use aep_core::steering::Steering;
+    /// let target = ControlTarget::builder(["control.cancel"])
+    ///     .steering(Steering::new("acme")?)
+    ///     .handler(|cmd| async move { let _ = cmd.accept(); });
+    /// assert_eq!(target.accepts(), ["control.cancel", "x.acme.control.instruct"]);
+    /// # Ok::<(), aep_core::steering::SteeringError>(())
+    /// ```
+    pub fn steering(mut self, steering: Steering) -> Self {
+        if !self.config.accepts(steering.instruct_type()) {
+            self.config
+                .accepts
+                .push(steering.instruct_type().to_owned());
+        }
+        self.steering = Some(steering);
         self
     }
 
@@ -101,12 +130,14 @@ impl ControlTargetBuilder {
         ControlTarget {
             inner: Arc::new(Inner {
                 accepts: self.config.accepts.clone(),
+                steering: self.steering,
                 ack_window: self.config.decision_window,
                 state: Mutex::new(State {
                     core: core::ControlTarget::with_config(self.config),
                     sessions: HashMap::new(),
                     arm: Arm::default(),
                     asks: super::attention::Asks::default(),
+                    steer: HashMap::new(),
                 }),
                 handler,
                 wake: Arc::new(Notify::new()),
@@ -194,6 +225,7 @@ impl ControlTarget {
     {
         ControlTargetBuilder {
             config: TargetConfig::new(accepts),
+            steering: None,
         }
     }
 
@@ -212,17 +244,20 @@ impl ControlTarget {
     /// `Arc`) is alive: keep it for the agent's own events.
     pub fn attach(&self, session: impl Into<Arc<SessionEmitter>>) -> Arc<SessionEmitter> {
         let session = session.into();
-        self.inner
-            .lock()
-            .sessions
-            .insert(session.session().to_owned(), Arc::downgrade(&session));
+        let name = session.session().to_owned();
+        let mut st = self.inner.lock();
+        super::steering::on_attach(&mut st, self.inner.steering.as_ref(), &name);
+        st.sessions.insert(name, Arc::downgrade(&session));
         session
     }
 
     /// Stops acking for `session` (commands addressed to it are then dropped and
-    /// logged: there is no emitter to ack through).
+    /// logged: there is no emitter to ack through). With steering, the session's queued
+    /// instructions are dropped, each audited, and its instruction stream ends.
     pub fn detach(&self, session: &str) {
-        self.inner.lock().sessions.remove(session);
+        let mut st = self.inner.lock();
+        super::steering::on_detach(&mut st, session);
+        st.sessions.remove(session);
     }
 
     /// Feeds one delivery of a command. New commands of an accepted type go to the
@@ -247,8 +282,11 @@ impl ControlTarget {
             self.inner.wake.notify_one();
         }
         for incoming in decide {
-            // An answer to a request `ask` waits on is the attention loop's to decide.
-            let Some(incoming) = super::attention::route(&self.inner, incoming) else {
+            // An answer to a request `ask` waits on is the attention loop's to decide, an
+            // instruction the steering's.
+            let Some(incoming) = super::attention::route(&self.inner, incoming)
+                .and_then(|i| super::steering::route(&self.inner, i))
+            else {
                 continue;
             };
             let key = incoming.key().clone();

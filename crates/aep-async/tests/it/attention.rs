@@ -9,12 +9,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aep_async::control::{
-    open_duplex, AskError, ClientOptions, ControlClient, ControlError, ControlTarget, Duplex,
-    DuplexOptions, NackReason, RejectReason, SendOptions,
+    AskError, ControlClient, ControlError, ControlTarget, Duplex, NackReason, RejectReason,
+    SendOptions,
 };
 use aep_async::{Emitter, SessionEmitter, WsSink};
 use aep_core::attention::{Applied, AttentionRequest, FormField, RequestError, RespondVia};
-use aep_core::frame::{Frame, Message as AepMessage, Subscribe};
 use aep_core::redact::{RedactOptions, Redactor};
 use aep_core::{Capture, Event, Severity};
 use serde_json::{json, Value};
@@ -53,21 +52,8 @@ impl Loop {
         let session = target.attach(emitter.session(name));
         session.emit("session.started", json!({})).unwrap();
         emitter.flush().await;
-        let mut watch = open_duplex(relay.url(), DuplexOptions::new().token(TOKEN))
-            .await
-            .unwrap();
-        let sub = Subscribe::new("w", json!({"session": name}));
-        watch
-            .send(&AepMessage::Frame(Frame::Subscribe(sub)))
-            .await
-            .unwrap();
-        loop {
-            match watch.recv().await.unwrap().unwrap() {
-                AepMessage::Frame(f) if f.frame_type() == "subscribed" => break,
-                _ => {}
-            }
-        }
-        let console = console_for(relay.url(), name).await;
+        let watch = common::watch_session(relay.url(), TOKEN, name).await;
+        let console = common::console_for(relay.url(), TOKEN, name).await;
         Loop {
             _relay: relay,
             target,
@@ -81,18 +67,7 @@ impl Loop {
 
     /// The next event of type `ty` on the session.
     async fn next(&mut self, ty: &str) -> Event {
-        let wait = async {
-            loop {
-                if let AepMessage::Event(e) = self.watch.recv().await.unwrap().unwrap() {
-                    if e.event_type() == ty {
-                        return e;
-                    }
-                }
-            }
-        };
-        tokio::time::timeout(Duration::from_secs(20), wait)
-            .await
-            .unwrap_or_else(|_| panic!("no {ty} within 20 s"))
+        common::next_of(&mut self.watch, ty).await
     }
 
     /// Sends `answer` to `request`: the ack, or the nack.
@@ -121,29 +96,6 @@ impl Loop {
         self.watch.close().await;
         self.emitter.close().await;
     }
-}
-
-async fn console_for(url: &str, session: &str) -> ControlClient {
-    let options = ClientOptions::new()
-        .token(TOKEN)
-        .connect_timeout(Duration::from_secs(10))
-        .backoff(Duration::from_millis(20), Duration::from_millis(200));
-    let client = ControlClient::connect(url, options).await.unwrap();
-    let claimed = async {
-        while !client
-            .roster()
-            .await
-            .unwrap()
-            .iter()
-            .any(|e| e.session == session)
-        {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(20), claimed)
-        .await
-        .expect("the session claimed within 20 s");
-    client
 }
 
 /// The nack's reason and detail.

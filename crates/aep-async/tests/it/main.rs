@@ -17,5 +17,6 @@ mod http_sink;
 mod hub;
 mod reference_relay;
 mod rust_relay;
+mod steering;
 mod subscription_filter;
 mod ws_sink_refusals;

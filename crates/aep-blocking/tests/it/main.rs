@@ -8,3 +8,4 @@ mod attention;
 mod control;
 mod emit_scope;
 mod relay;
+mod steering;

@@ -172,3 +172,74 @@ pub async fn token_relay(token: &str) -> aep_relay::RelayHandle {
         .await
         .unwrap()
 }
+
+/// A console connected to `url` with `token` once the relay routes commands for
+/// `session` (its claim is live), waiting at most 20 s.
+#[cfg(feature = "ws")]
+pub async fn console_for(
+    url: &str,
+    token: &str,
+    session: &str,
+) -> aep_async::control::ControlClient {
+    use std::time::Duration;
+    let options = aep_async::control::ClientOptions::new()
+        .token(token)
+        .connect_timeout(Duration::from_secs(10))
+        .backoff(Duration::from_millis(20), Duration::from_millis(200));
+    let client = aep_async::control::ControlClient::connect(url, options)
+        .await
+        .unwrap();
+    let claimed = async {
+        while !client
+            .roster()
+            .await
+            .unwrap()
+            .iter()
+            .any(|e| e.session == session)
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(20), claimed)
+        .await
+        .expect("the session claimed within 20 s");
+    client
+}
+
+/// A WebSocket subscribed live to `session`, its `subscribed` frame read.
+#[cfg(feature = "ws")]
+pub async fn watch_session(url: &str, token: &str, session: &str) -> aep_async::control::Duplex {
+    use aep_core::frame::{Frame, Message, Subscribe};
+    let mut watch =
+        aep_async::control::open_duplex(url, aep_async::control::DuplexOptions::new().token(token))
+            .await
+            .unwrap();
+    let sub = Subscribe::new("w", serde_json::json!({ "session": session }));
+    watch
+        .send(&Message::Frame(Frame::Subscribe(sub)))
+        .await
+        .unwrap();
+    loop {
+        match watch.recv().await.unwrap().unwrap() {
+            Message::Frame(f) if f.frame_type() == "subscribed" => return watch,
+            _ => {}
+        }
+    }
+}
+
+/// The next event of type `ty` on `watch`, within 20 s.
+#[cfg(feature = "ws")]
+pub async fn next_of(watch: &mut aep_async::control::Duplex, ty: &str) -> aep_core::Event {
+    let wait = async {
+        loop {
+            if let aep_core::frame::Message::Event(e) = watch.recv().await.unwrap().unwrap() {
+                if e.event_type() == ty {
+                    return e;
+                }
+            }
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(20), wait)
+        .await
+        .unwrap_or_else(|_| panic!("no {ty} within 20 s"))
+}

@@ -1,0 +1,87 @@
+//! Steering from plain threads: instructions read as an iterator, each delivery audited,
+//! against the embedded relay.
+
+use std::time::{Duration, Instant};
+
+use aep_blocking::control::{
+    ClientOptions, ControlClient, ControlTarget, NackReason, SendOptions, Steering,
+};
+use aep_blocking::{subscribe, Emitter, Error, SubscribeOptions, WsSink};
+use aep_relay::Relay;
+use aep_testing::ThreadRelay;
+use serde_json::json;
+
+const TOKEN: &str = "sesame";
+
+#[test]
+fn instructions_are_an_iterator_on_a_plain_thread() {
+    let relay = ThreadRelay::start_with(Relay::builder().token(TOKEN)).unwrap();
+    let builder = aep_async::ControlTarget::builder(["control.cancel"])
+        .steering(Steering::new("acme").unwrap().with_capacity(2));
+    let target = ControlTarget::with_builder(builder, |cmd| {
+        let _ = cmd.accept();
+    })
+    .unwrap();
+    let sink = WsSink::builder(relay.url(), "sync-steered", "host-a/1")
+        .token(TOKEN)
+        .command_hook(target.clone())
+        .build()
+        .unwrap();
+    let emitter = Emitter::new("sync-steered", "host-a", sink);
+    let session = target.attach(emitter.session("s-steer"));
+    session.emit("session.started", json!({})).unwrap();
+    let client = ControlClient::connect(relay.url(), ClientOptions::new().token(TOKEN)).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !client
+        .roster()
+        .unwrap()
+        .iter()
+        .any(|e| e.session == "s-steer")
+    {
+        assert!(Instant::now() < deadline, "s-steer never claimed");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let instruct = |text: &str| {
+        client.send(
+            "x.acme.control.instruct",
+            "s-steer",
+            SendOptions::new().data(json!({ "text": text })),
+        )
+    };
+
+    let mut instructions = target.instructions(&session).unwrap();
+    assert!(instructions.try_recv().is_none());
+    assert!(matches!(
+        instructions.recv_timeout(Duration::from_millis(20)),
+        Err(Error::Timeout(_))
+    ));
+    instruct("first").unwrap();
+    instruct("second").unwrap();
+    let full = instruct("third").unwrap_err();
+    assert_eq!(full.nack().map(|n| n.reason()), Some(NackReason::Invalid));
+    let texts: Vec<String> = instructions
+        .by_ref()
+        .take(2)
+        .map(|i| i.text().to_owned())
+        .collect();
+    assert_eq!(texts, ["first", "second"]);
+
+    let reader =
+        std::thread::spawn(move || instructions.recv().map(|i| i.map(|i| i.text().to_owned())));
+    instruct("third, now there is room").unwrap();
+    assert_eq!(
+        reader.join().unwrap().unwrap().as_deref(),
+        Some("third, now there is room")
+    );
+
+    emitter.flush().unwrap();
+    let options = SubscribeOptions::new()
+        .token(TOKEN)
+        .from_all()
+        .history_only()
+        .filter(json!({"type": "x.acme.instruction.delivered"}));
+    let delivered: Vec<_> = subscribe(relay.url(), options).unwrap().collect();
+    assert_eq!(delivered.len(), 3);
+    client.close().unwrap();
+    emitter.close().unwrap();
+}
