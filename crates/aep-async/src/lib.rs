@@ -118,6 +118,7 @@ const _: () = {
     assert_send::<Subscription>();
     assert_send::<EmitPermit<'static>>();
     assert_send::<lifecycle::Subscriber>();
+    assert_send::<control::Instructions>();
     #[cfg(feature = "ws")]
     assert_send::<lifecycle::RemoteSubscriber>();
 };

@@ -82,6 +82,14 @@ pub(super) struct Asks {
     waiters: HashMap<(String, String), Waiter>,
 }
 
+impl std::fmt::Debug for Asks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Asks")
+            .field("pending", &self.desk.len())
+            .finish()
+    }
+}
+
 /// Emits `outcome` through `session` (cause and subject set; `capture` asked, the
 /// emitter's ceiling still applies), logging a failure: an outcome's loss does not
 /// undo the decision already acked.

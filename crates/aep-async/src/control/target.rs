@@ -201,6 +201,11 @@ impl fmt::Debug for ControlTarget {
             .field("ack_window", &self.inner.ack_window)
             .field("sessions", &st.sessions.keys().collect::<Vec<_>>())
             .field("remembered", &st.core.remembered())
+            .field("asks", &st.asks)
+            .field(
+                "steering",
+                &self.inner.steering.as_ref().map(|s| s.vendor()),
+            )
             .finish()
     }
 }

@@ -1,5 +1,6 @@
 //! Epoch continuity (AEP-0001 §7.2): emitters that take each session's epoch from an
 //! `EpochStore` never write at a position an earlier run used, read back from a relay.
+#![cfg(all(feature = "http", feature = "sse"))]
 
 use crate::common;
 
