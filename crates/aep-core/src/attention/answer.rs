@@ -168,12 +168,20 @@ pub enum InvalidAnswer {
     },
 }
 
+/// The first problems, and how many more: a nack's detail stays short whatever the
+/// answer held.
 fn list(problems: &[FormProblem]) -> String {
-    problems
+    const SHOWN: usize = 5;
+    let mut text = problems
         .iter()
+        .take(SHOWN)
         .map(ToString::to_string)
         .collect::<Vec<_>>()
-        .join("; ")
+        .join("; ");
+    if problems.len() > SHOWN {
+        text.push_str(&format!("; and {} more", problems.len() - SHOWN));
+    }
+    text
 }
 
 /// One way form `values` break AEP-0006 (AEP-0002 §5.3 `attention.answered`): the rule
@@ -226,8 +234,8 @@ pub enum FormProblem {
         /// The field id.
         field: String,
     },
-    /// A key that names no field of the form.
-    #[error("`{field}` is not a field of this form")]
+    /// A key that names no field of the form (the key, the responder's, is not quoted).
+    #[error("a key of the values names no field of this form")]
     UnknownField {
         /// The key.
         field: String,
@@ -615,12 +623,18 @@ mod tests {
             r.check_answer(&respond(json!({"text": "eu"}))),
             Err(InvalidAnswer::FormNeedsValues)
         );
-        // Nothing the responder wrote appears in a nack's detail.
+        // Nothing the responder wrote appears in a nack's detail, which stays short.
         let e = r
             .check_answer(&respond(
-                json!({"values": {"service": "s", "region": "secret-region"}}),
+                json!({"values": {"service": "s", "region": "secret-region", "secret-key": 1}}),
             ))
             .unwrap_err();
-        assert!(!e.to_string().contains("secret-region"), "{e}");
+        assert!(!e.to_string().contains("secret"), "{e}");
+        let many: Map<String, Value> = (0..10_000).map(|i| (format!("k{i}"), json!(i))).collect();
+        let e = r
+            .check_answer(&respond(json!({ "values": many })))
+            .unwrap_err();
+        assert!(e.to_string().len() < 1_000, "{e}");
+        assert!(e.to_string().ends_with("and 9996 more"), "{e}");
     }
 }
