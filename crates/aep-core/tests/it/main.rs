@@ -15,7 +15,6 @@ mod event_writer;
 mod fixtures;
 mod frame;
 mod gating;
-mod module_size;
 mod no_panic;
 mod payload;
 mod projection;

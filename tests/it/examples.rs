@@ -1,32 +1,29 @@
 //! The examples, run briefly against the embedded relay: each example file is compiled
 //! here as a module and its entry point called with no arguments (so it starts its own
 //! relay on `127.0.0.1:0` and shuts it down before returning).
-#![allow(clippy::unwrap_used)]
-// Each example is compiled as it stands, so each brings its own copy of `examples/common`.
-#![allow(clippy::duplicate_mod)]
 
 #[allow(dead_code)]
-#[path = "../examples/quickstart.rs"]
+#[path = "../../examples/quickstart.rs"]
 mod quickstart;
 
 #[allow(dead_code)]
-#[path = "../examples/subscriptions.rs"]
+#[path = "../../examples/subscriptions.rs"]
 mod subscriptions;
 
 #[allow(dead_code)]
-#[path = "../examples/blocking.rs"]
+#[path = "../../examples/blocking.rs"]
 mod blocking;
 
 #[allow(dead_code)]
-#[path = "../examples/emit.rs"]
+#[path = "../../examples/emit.rs"]
 mod emit;
 
 #[allow(dead_code)]
-#[path = "../examples/tail.rs"]
+#[path = "../../examples/tail.rs"]
 mod tail;
 
 #[allow(dead_code)]
-#[path = "../examples/bridge.rs"]
+#[path = "../../examples/bridge.rs"]
 mod bridge;
 
 #[allow(dead_code)]

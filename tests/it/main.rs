@@ -1,0 +1,10 @@
+//! The facade's integration tests, one binary: the examples run against the embedded
+//! relay, and the workspace-wide rules every source file keeps (its size).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+// tests: a failed unwrap is a failed test
+// Each example is compiled as it stands, so each brings its own copy of `examples/common`.
+#![allow(clippy::duplicate_mod)]
+
+mod examples;
+mod module_size;
