@@ -36,7 +36,7 @@ fn main() -> Result<(), BoxError> {
     blocking(common::parse_args("blocking")?)
 }
 
-/// The whole example; `tests/examples.rs` runs it too.
+/// The whole example; `tests/it/examples.rs` runs it too.
 pub fn blocking(args: Args) -> Result<(), BoxError> {
     // The embedded relay is async code: run it on a blocking runtime's thread. Control
     // needs an authenticated binding (AEP-0004 §4.1), hence the token.

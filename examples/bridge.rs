@@ -25,7 +25,7 @@ use aep::protocol::Capture;
 use aep::{EmitOptions, Emitter, HttpSink, SubscribeOptions};
 use serde_json::json;
 
-/// The command line; `tests/examples.rs` builds it with [`parse`] too.
+/// The command line; `tests/it/examples.rs` builds it with [`parse`] too.
 #[derive(Debug, Default)]
 pub struct Args {
     url: Option<String>,

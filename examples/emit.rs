@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use aep::{Emitter, HttpSink};
 use serde_json::json;
 
-/// The command line; `tests/examples.rs` builds it with [`parse`] too.
+/// The command line; `tests/it/examples.rs` builds it with [`parse`] too.
 #[derive(Debug)]
 pub struct Args {
     /// The relay; `None` starts an embedded one.

@@ -41,7 +41,7 @@ async fn main() -> Result<(), BoxError> {
     quickstart(common::parse_args("quickstart")?).await
 }
 
-/// The whole example; `tests/examples.rs` runs it too.
+/// The whole example; `tests/it/examples.rs` runs it too.
 pub async fn quickstart(args: Args) -> Result<(), BoxError> {
     // 1. A relay: the embedded one unless the caller named another. Control needs an
     //    authenticated binding (AEP-0004 §4.1), so the embedded relay gets a token.

@@ -47,7 +47,7 @@ fn researcher_filter() -> Result<SubscriptionFilter, BoxError> {
         .with(Field::Target, "agent:researcher")?)
 }
 
-/// The whole example; `tests/examples.rs` runs it too.
+/// The whole example; `tests/it/examples.rs` runs it too.
 pub async fn subscriptions(args: Args) -> Result<(), BoxError> {
     lifecycle()?;
     let (url, relay) = match args.url {

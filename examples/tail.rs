@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use aep::{subscribe, Notice, ResumePosition, SubscribeOptions, Transport};
 use futures::StreamExt;
 
-/// The command line; `tests/examples.rs` builds it with [`parse`] too.
+/// The command line; `tests/it/examples.rs` builds it with [`parse`] too.
 #[derive(Debug)]
 pub struct Args {
     url: Option<String>,

@@ -54,7 +54,7 @@ async fn main() -> Result<(), BoxError> {
     traced_agent(common::parse_args("traced_agent")?).await
 }
 
-/// The whole example; `tests/examples.rs` runs it too.
+/// The whole example; `tests/it/examples.rs` runs it too.
 pub async fn traced_agent(args: Args) -> Result<(), BoxError> {
     // 1. A relay: the embedded one unless the caller named another.
     let (url, relay) = match args.url {

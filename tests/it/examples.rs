@@ -27,7 +27,7 @@ mod tail;
 mod bridge;
 
 #[allow(dead_code)]
-#[path = "../examples/traced_agent.rs"]
+#[path = "../../examples/traced_agent.rs"]
 mod traced_agent;
 
 use aep_test_support::servers::{status_response, Scripted};
