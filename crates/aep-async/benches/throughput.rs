@@ -21,7 +21,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aep_async::{subscribe, EmitOptions, Emitter, HttpSink, SubscribeOptions, Transport};
+use aep_async::{Client, EmitOptions, Emitter, HttpSinkOptions, SubscribeOptions, Transport};
 use aep_core::Severity;
 use futures::StreamExt;
 use serde_json::json;
@@ -111,23 +111,22 @@ async fn emit_sdk(
     sessions: usize,
     wait: bool,
 ) -> Duration {
-    let mut sink = HttpSink::builder(url)
-        .max_batch(
-            std::env::var("AEP_BENCH_MAX_BATCH")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(10_000),
-        )
-        .linger(Duration::from_millis(
-            std::env::var("AEP_BENCH_LINGER_MS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(5),
-        ));
+    let max_batch = std::env::var("AEP_BENCH_MAX_BATCH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let linger = Duration::from_millis(
+        std::env::var("AEP_BENCH_LINGER_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5),
+    );
+    let mut options = HttpSinkOptions::new().batch(|b| b.max_items(max_batch).linger(linger));
     if !wait {
-        sink = sink.queue_capacity(n + 1);
+        options = options.queue_capacity(n + 1);
     }
-    let emitter = Emitter::new(agent, "bench", sink.build().unwrap());
+    let sink = Client::new(url).http_sink(options).unwrap();
+    let emitter = Emitter::new(agent, "bench", sink);
     let ses: Vec<_> = (0..sessions)
         .map(|i| emitter.session(format!("{prefix}{i}")))
         .collect();
@@ -175,7 +174,7 @@ async fn consume_filtered(
         opts
     };
     let t = Instant::now();
-    let mut sub = subscribe(url, opts);
+    let mut sub = Client::new(url).subscribe(opts);
     let mut got = 0;
     while got < n {
         match tokio::time::timeout(Duration::from_secs(60), sub.next()).await {

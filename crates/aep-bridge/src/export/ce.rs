@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aep_async::SubscribeOptions;
+use aep_async::{Client, SubscribeOptions};
 use aep_core::{Capture, Event};
 use futures::Stream;
 use tokio::time::Instant;
@@ -159,7 +159,7 @@ impl CeSinkBuilder {
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let sink = CeSink::builder("http://127.0.0.1:8080/events").build()?;
 /// let stats = sink
-///     .run_relay("http://127.0.0.1:8787", aep_async::SubscribeOptions::new(), tokio::signal::ctrl_c())
+///     .run_relay(&aep_async::Client::new("http://127.0.0.1:8787"), aep_async::SubscribeOptions::new(), tokio::signal::ctrl_c())
 ///     .await;
 /// println!("{} forwarded", stats.exported);
 /// # Ok(()) }
@@ -254,23 +254,22 @@ impl CeSink {
         self.stats()
     }
 
-    /// Subscribes to the relay at `url` with `options` and forwards until `shutdown`
+    /// Subscribes to `relay` with `options` and forwards until `shutdown`
     /// resolves; payloads that are not events are counted as unmapped (the notice
     /// handler on `options` is replaced).
     ///
     /// ```no_run
     /// # async fn run(sink: aep_bridge::export::CeSink) {
-    /// let stats = sink.run_relay("http://127.0.0.1:8787", aep_async::SubscribeOptions::new(), tokio::signal::ctrl_c()).await;
+    /// let stats = sink.run_relay(&aep_async::Client::new("http://127.0.0.1:8787"), aep_async::SubscribeOptions::new(), tokio::signal::ctrl_c()).await;
     /// # let _ = stats; }
     /// ```
     pub async fn run_relay(
         &self,
-        url: &str,
+        relay: &Client,
         options: SubscribeOptions,
         shutdown: impl Future<Output = impl Sized> + Send,
     ) -> ExportStats {
-        let subscription =
-            aep_async::subscribe(url, options.on_notice(self.books.notice_handler()));
+        let subscription = self.books.subscribe(relay, options);
         self.run_until(subscription, shutdown).await
     }
 

@@ -6,7 +6,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aep_async::SubscribeOptions;
+use aep_async::{Client, SubscribeOptions};
 use aep_core::Event;
 use futures::Stream;
 use prost::Message;
@@ -266,7 +266,7 @@ impl OtlpExporterBuilder {
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let exporter = OtlpExporter::builder("http://127.0.0.1:4318").build()?;
 /// let options = SubscribeOptions::new().filter(serde_json::json!({"type": ["tool.*", "run.*"]}));
-/// let stats = exporter.run_relay("http://127.0.0.1:8787", options, tokio::signal::ctrl_c()).await;
+/// let stats = exporter.run_relay(&aep_async::Client::new("http://127.0.0.1:8787"), options, tokio::signal::ctrl_c()).await;
 /// assert_eq!(stats.pending(), 0);
 /// # Ok(()) }
 /// ```
@@ -371,25 +371,25 @@ impl OtlpExporter {
         self.stats()
     }
 
-    /// Subscribes to the relay at `url` with `options` (its attr-match filter, token,
+    /// Subscribes to `relay` with `options` (its attr-match filter, token,
     /// resume position, transport) and exports until `shutdown` resolves. Payloads the
     /// relay sends that are not events are counted as unmapped; the subscription's
     /// notice handler is the exporter's (one set on `options` is replaced).
     ///
     /// ```no_run
     /// # async fn run(exporter: aep_bridge::export::OtlpExporter) {
-    /// let options = aep_async::SubscribeOptions::new().token("relay-token").from_all();
-    /// let stats = exporter.run_relay("http://127.0.0.1:8787", options, tokio::signal::ctrl_c()).await;
+    /// let relay = aep_async::Client::new("http://127.0.0.1:8787").token("relay-token");
+    /// let options = aep_async::SubscribeOptions::new().from_all();
+    /// let stats = exporter.run_relay(&relay, options, tokio::signal::ctrl_c()).await;
     /// # let _ = stats; }
     /// ```
     pub async fn run_relay(
         &self,
-        url: &str,
+        relay: &Client,
         options: SubscribeOptions,
         shutdown: impl Future<Output = impl Sized> + Send,
     ) -> ExportStats {
-        let subscription =
-            aep_async::subscribe(url, options.on_notice(self.books.notice_handler()));
+        let subscription = self.books.subscribe(relay, options);
         self.run_until(subscription, shutdown).await
     }
 

@@ -382,8 +382,10 @@ async fn a_malformed_relay_event_is_counted_and_the_next_one_exported() {
         .build()
         .unwrap();
     let received = tokio::time::timeout(Duration::from_secs(10), endpoint.requests.recv());
-    let run = exporter.run_relay(&relay, SubscribeOptions::new(), received);
-    let stats = run.await;
+    let relay = aep_async::Client::new(&relay);
+    let stats = exporter
+        .run_relay(&relay, SubscribeOptions::new(), received)
+        .await;
     task.abort();
     assert_eq!((stats.unmapped, stats.exported), (1, 1), "{stats:?}");
     assert!(seen.lock().unwrap()[0].contains("non-event"));

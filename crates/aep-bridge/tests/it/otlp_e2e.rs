@@ -54,7 +54,9 @@ impl Receiver {
             .output()
             .await;
         if !probe.is_ok_and(|o| o.status.success()) {
-            skip("python3 with the opentelemetry-proto package is not installed (pip install opentelemetry-proto)");
+            skip(
+                "python3 with the opentelemetry-proto package is not installed (pip install opentelemetry-proto)",
+            );
             return None;
         }
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/otlp_receiver.py");
@@ -149,7 +151,11 @@ async fn the_golden_corpus_arrives_as_log_records_and_spans_and_nothing_above_ma
     let relay_url = relay.url().to_owned();
     let export = tokio::spawn(async move {
         let stats = exporter
-            .run_relay(&relay_url, SubscribeOptions::new(), stopped)
+            .run_relay(
+                &aep_async::Client::new(relay_url),
+                SubscribeOptions::new(),
+                stopped,
+            )
             .await;
         (stats, exporter)
     });

@@ -5,7 +5,7 @@ use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
-use aep::control::{open_duplex, DuplexOptions};
+use aep::control::DuplexOptions;
 use aep::protocol::binding::{SOCKET_PATH, SSE_CONTENT_TYPE, STREAM_PATH, WELL_KNOWN_PATH};
 use aep::protocol::frame::Discovery;
 use reqwest::header::{ACCESS_CONTROL_ALLOW_ORIGIN, CONTENT_TYPE, ORIGIN};
@@ -506,11 +506,8 @@ impl Http<'_> {
 }
 
 async fn websocket(report: &mut Report, relay: &RelayArgs) {
-    let mut opts = DuplexOptions::new().connect_timeout(Duration::from_secs(5));
-    if let Some(t) = relay.token() {
-        opts = opts.token(t);
-    }
-    match open_duplex(relay.base(), opts).await {
+    let client = relay.client().connect_timeout(Duration::from_secs(5));
+    match client.duplex(DuplexOptions::new()).await {
         Ok(duplex) => {
             report.add(
                 "websocket",
