@@ -141,6 +141,41 @@ async fn retries_5xx_with_the_same_ids_then_succeeds() {
     );
 }
 
+/// The sink's retries are the one delivery worker's: a `503` with `Retry-After: 1`
+/// (within the backoff's 2 s ceiling) is sent again no sooner than a second later, the
+/// same bytes; a `429` is final for AEP ingest (AEP-0003 §3.2 rule 4: only a `5xx`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_within_the_ceiling_is_waited_for() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let server = Scripted::start(move |_| match c.fetch_add(1, Ordering::SeqCst) {
+        0 => b"HTTP/1.1 503 X\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            .to_vec(),
+        _ => status_response(202),
+    })
+    .await;
+    let options = HttpSinkOptions::new()
+        .batch(|b| b.linger(Duration::from_secs(30)))
+        .retry(|r| r.backoff(Duration::from_millis(10), Duration::from_secs(2)));
+    let sink = Client::new(&server.url).http_sink(options).unwrap();
+    let started = std::time::Instant::now();
+    deliver(sink, 2).await;
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    let reqs = bodies(&server);
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].1, reqs[1].1);
+
+    let server = Scripted::start(|_| status_response(429)).await;
+    let sink = Client::new(&server.url)
+        .http_sink(HttpSinkOptions::new().on_report(|_| {}))
+        .unwrap();
+    let emitter = Emitter::new("a", "h", sink);
+    emitter.session("s").emit("tool.called", json!({})).unwrap();
+    emitter.flush().await;
+    assert_eq!(emitter.stats().rejected, 1);
+    assert_eq!(bodies(&server).len(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_refusal_is_final_and_reported() {
     let server = Scripted::start(|_| status_response(400)).await;

@@ -54,9 +54,7 @@ impl Receiver {
             .output()
             .await;
         if !probe.is_ok_and(|o| o.status.success()) {
-            skip(
-                "python3 with the opentelemetry-proto package is not installed (pip install opentelemetry-proto)",
-            );
+            skip("python3 with the opentelemetry-proto package is not installed (pip install opentelemetry-proto)");
             return None;
         }
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/otlp_receiver.py");
@@ -143,7 +141,7 @@ async fn the_golden_corpus_arrives_as_log_records_and_spans_and_nothing_above_ma
     let relay = Relay::builder().start().await.unwrap();
     let exporter = OtlpExporter::builder(&receiver.url)
         .signals(Signals::LogsAndSpans)
-        .linger(Duration::from_millis(100))
+        .batch(|b| b.linger(Duration::from_millis(100)))
         .http(HttpOptions::new().bearer("otlp-secret"))
         .build()
         .unwrap();
@@ -400,7 +398,7 @@ async fn a_wrong_token_is_a_rejection_counted_not_a_retry_loop() {
         return;
     };
     let exporter = OtlpExporter::builder(&receiver.url)
-        .linger(Duration::ZERO)
+        .batch(|b| b.linger(Duration::ZERO))
         .http(HttpOptions::new().bearer("wrong"))
         .build()
         .unwrap();
