@@ -160,9 +160,7 @@ impl Client {
     #[cfg(feature = "http")]
     #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
     pub fn http_sink(&self, options: aep_async::HttpSinkOptions) -> Result<crate::HttpSink, Error> {
-        let rt = self.rt()?;
-        let inner = rt.enter(|| self.inner.http_sink(options))?;
-        Ok(crate::sink::NetSink::new(inner, rt))
+        self.start(|c| c.http_sink(options))
     }
 
     /// Starts a WebSocket sink: [`aep_async::Client::ws_sink`], delivering on the
@@ -170,8 +168,17 @@ impl Client {
     #[cfg(feature = "ws")]
     #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
     pub fn ws_sink(&self, options: WsSinkOptions) -> Result<crate::WsSink, Error> {
+        self.start(|c| c.ws_sink(options))
+    }
+
+    /// Starts a sink of the async crate with `start`, delivering on the runtime.
+    #[cfg(any(feature = "http", feature = "ws"))]
+    fn start<S>(
+        &self,
+        start: impl FnOnce(&aep_async::Client) -> Result<S, aep_async::TransportError>,
+    ) -> Result<crate::NetSink<S>, Error> {
         let rt = self.rt()?;
-        let inner = rt.enter(|| self.inner.ws_sink(options))?;
+        let inner = rt.enter(|| start(&self.inner))?;
         Ok(crate::sink::NetSink::new(inner, rt))
     }
 
@@ -180,8 +187,7 @@ impl Client {
     #[cfg(feature = "ws")]
     #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
     pub fn control(&self, options: ControlOptions) -> Result<crate::ControlClient, Error> {
-        let (rt, client) = (self.rt()?, self.inner.clone());
-        let inner = rt.block_on(async move { client.control(options).await })??;
+        let (inner, rt) = self.open(|c| async move { c.control(options).await })?;
         Ok(crate::ControlClient::new(inner, rt))
     }
 
@@ -189,8 +195,7 @@ impl Client {
     #[cfg(feature = "ws")]
     #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
     pub fn duplex(&self, options: DuplexOptions) -> Result<crate::Duplex, Error> {
-        let (rt, client) = (self.rt()?, self.inner.clone());
-        let inner = rt.block_on(async move { client.duplex(options).await })??;
+        let (inner, rt) = self.open(|c| async move { c.duplex(options).await })?;
         Ok(crate::Duplex::new(inner, rt))
     }
 
@@ -199,8 +204,20 @@ impl Client {
     #[cfg(feature = "ws")]
     #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
     pub fn lifecycle(&self) -> Result<crate::lifecycle::LifecycleConnection, Error> {
-        let (rt, client) = (self.rt()?, self.inner.clone());
-        let inner = rt.block_on(async move { client.lifecycle().await })??;
+        let (inner, rt) = self.open(|c| async move { c.lifecycle().await })?;
         Ok(crate::lifecycle::LifecycleConnection::new(inner, rt))
+    }
+
+    /// Opens a connection that waits for its `hello` with `open`, on the runtime,
+    /// blocking until it is open.
+    #[cfg(feature = "ws")]
+    fn open<T, F>(&self, open: impl FnOnce(aep_async::Client) -> F) -> Result<(T, Runtime), Error>
+    where
+        F: std::future::Future<Output = Result<T, aep_async::TransportError>> + Send + 'static,
+        T: Send + 'static,
+    {
+        let rt = self.rt()?;
+        let opened = rt.block_on(open(self.inner.clone()))??;
+        Ok((opened, rt))
     }
 }

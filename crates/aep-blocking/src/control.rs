@@ -127,18 +127,10 @@ impl ControlClient {
 /// ```
 #[cfg(feature = "ws")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
+#[derive(Debug)]
 pub struct Duplex {
     inner: aep_async::control::Duplex,
     runtime: Runtime,
-}
-
-#[cfg(feature = "ws")]
-impl fmt::Debug for Duplex {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Duplex")
-            .field("inner", &self.inner)
-            .finish()
-    }
 }
 
 #[cfg(feature = "ws")]

@@ -23,8 +23,6 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::fmt;
-
 #[cfg(feature = "ws")]
 pub use aep_async::lifecycle::SubscribeError;
 pub use aep_async::lifecycle::{Ended, HubConfig, Rejected};
@@ -40,16 +38,10 @@ pub use crate::subscribe::Receiver;
 
 /// An in-process producer of the lifecycle model: the blocking face of
 /// [`aep_async::lifecycle::Hub`]. Cheap to clone.
-#[derive(Clone)]
+#[derive(Debug, Clone)]
 pub struct Hub {
     inner: aep_async::lifecycle::Hub,
     runtime: Runtime,
-}
-
-impl fmt::Debug for Hub {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Hub").field("inner", &self.inner).finish()
-    }
 }
 
 impl Hub {
@@ -107,30 +99,29 @@ impl Hub {
 
 /// A consumer session of a [`Hub`]; dropping it (or [`HubSession::close`]) cancels its
 /// subscriptions.
+#[derive(Debug)]
 pub struct HubSession {
     inner: aep_async::lifecycle::HubSession,
     runtime: Runtime,
 }
 
-impl fmt::Debug for HubSession {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("HubSession")
-            .field("inner", &self.inner)
-            .finish()
-    }
-}
-
 impl HubSession {
     /// Requests a subscription with `filter`; [`Rejected`] says why not.
     pub fn subscribe(&self, filter: &SubscriptionFilter) -> Result<Subscriber, Rejected> {
-        let inner = self.inner.subscribe(filter)?;
-        Ok(Receiver::new(inner, self.runtime.clone()))
+        self.read(self.inner.subscribe(filter))
     }
 
     /// Answers a `subscription.requested` message as the hub would.
     pub fn request(&self, request: &SubscriptionRequested) -> Result<Subscriber, Rejected> {
-        let inner = self.inner.request(request)?;
-        Ok(Receiver::new(inner, self.runtime.clone()))
+        self.read(self.inner.request(request))
+    }
+
+    /// A created subscription, read on the session's runtime.
+    fn read(
+        &self,
+        created: Result<aep_async::lifecycle::Subscriber, Rejected>,
+    ) -> Result<Subscriber, Rejected> {
+        created.map(|inner| Receiver::new(inner, self.runtime.clone()))
     }
 
     /// Ends the session and every subscription on it.
@@ -188,19 +179,11 @@ impl Receiver<aep_async::lifecycle::Subscriber> {
 /// ```
 #[cfg(feature = "ws")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
+#[derive(Debug)]
 #[must_use = "dropping the connection cancels its subscriptions"]
 pub struct LifecycleConnection {
     inner: aep_async::lifecycle::LifecycleConnection,
     runtime: Runtime,
-}
-
-#[cfg(feature = "ws")]
-impl fmt::Debug for LifecycleConnection {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LifecycleConnection")
-            .field("inner", &self.inner)
-            .finish()
-    }
 }
 
 #[cfg(feature = "ws")]

@@ -88,21 +88,4 @@ impl ControlError {
             .is_some_and(|n| n.reason() == NackReason::Timeout)
             || self.transport().is_some_and(TransportError::is_timeout)
     }
-
-    /// Whether the transport failed below the protocol (timeouts included):
-    /// [`TransportError::is_network`] of the failure underneath.
-    pub fn is_network(&self) -> bool {
-        self.transport().is_some_and(TransportError::is_network)
-    }
-
-    /// Whether the connection could not be established:
-    /// [`TransportError::is_connect`] of the failure underneath.
-    pub fn is_connect(&self) -> bool {
-        self.transport().is_some_and(TransportError::is_connect)
-    }
-
-    /// The HTTP status of a refused connection (401 for a wrong token).
-    pub fn status(&self) -> Option<u16> {
-        self.transport().and_then(TransportError::status)
-    }
 }
