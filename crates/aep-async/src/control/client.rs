@@ -159,6 +159,14 @@ impl Client {
     /// (see [`Client`]). A refused upgrade is an `Http` transport error (401 for a wrong
     /// token); silence past the timeout is a timeout ([`TransportError::is_timeout`]).
     /// Feature `ws`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), aep_async::TransportError> {
+    /// use aep_async::control::ControlOptions;
+    /// let relay = aep_async::Client::new("http://127.0.0.1:8787").token("secret");
+    /// let control = relay.control(ControlOptions::new()).await?;
+    /// # let _ = control; Ok(()) }
+    /// ```
     pub async fn control(&self, options: ControlOptions) -> Result<ControlClient, TransportError> {
         let link = self.link(Defaults::CONTROL);
         let hello = crate_hello(Role::Consumer, &link.agent, &link.host, None);

@@ -98,6 +98,15 @@ impl Client {
     /// A refused upgrade is [`TransportErrorKind::Http`](crate::TransportErrorKind::Http)
     /// with the status (401 for a wrong token); an endpoint that never answers is a
     /// timeout ([`TransportError::is_timeout`]) once the connect timeout passes.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), aep_async::TransportError> {
+    /// use aep_async::control::DuplexOptions;
+    /// let relay = aep_async::Client::new(["http://10.0.0.1:8787", "http://10.0.0.2:8787"]);
+    /// let duplex = relay.token("secret").duplex(DuplexOptions::new()).await?;
+    /// println!("{:?}", duplex.hello().identity);
+    /// # Ok(()) }
+    /// ```
     pub async fn duplex(&self, options: DuplexOptions) -> Result<Duplex, TransportError> {
         let link = self.link(Defaults::CONTROL);
         let hello = options.hello.unwrap_or_else(|| {

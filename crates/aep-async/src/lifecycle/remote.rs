@@ -104,6 +104,13 @@ impl Client {
     /// Opens a [`LifecycleConnection`]: `{base}/socket` as a consumer, `hello`
     /// exchanged within the connect timeout; given several relays, the first that
     /// answers (see [`Client`]). Feature `ws`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), aep_async::TransportError> {
+    /// let conn = aep_async::Client::new("http://127.0.0.1:8787").token("t").lifecycle().await?;
+    /// conn.close().await;
+    /// # Ok(()) }
+    /// ```
     pub async fn lifecycle(&self) -> Result<LifecycleConnection, TransportError> {
         let link = self.link(Defaults::CONTROL);
         let hello = hello(Role::Consumer, &link.agent, &link.host, None);

@@ -124,6 +124,13 @@ impl Client {
     /// Fails with [`TransportError`] (kind `Network`) when called outside a runtime,
     /// when the client has no relay, or when the HTTP client cannot be built (TLS
     /// backend initialisation).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), aep_async::TransportError> {
+    /// use aep_async::{Client, HttpSinkOptions};
+    /// let sink = Client::new("http://127.0.0.1:8787").http_sink(HttpSinkOptions::new())?;
+    /// # let _ = sink; Ok(()) }
+    /// ```
     pub fn http_sink(&self, options: HttpSinkOptions) -> Result<HttpSink, TransportError> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|e| TransportError::network("Client::http_sink needs a tokio runtime", e))?;

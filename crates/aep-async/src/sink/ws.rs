@@ -147,6 +147,13 @@ impl Client {
     /// ([`DeliveryReport::GaveUp`]). Its backoff (default 500 ms doubling to 10 s) spaces
     /// the reconnects, and the writing again of an event the relay refused for now (its
     /// disk is full), doubling per refusal in a row.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), aep_async::TransportError> {
+    /// use aep_async::{Client, WsSinkOptions};
+    /// let sink = Client::new("http://127.0.0.1:8787").ws_sink(WsSinkOptions::new("coder", "host-a/1"))?;
+    /// # let _ = sink; Ok(()) }
+    /// ```
     pub fn ws_sink(&self, options: WsSinkOptions) -> Result<WsSink, TransportError> {
         let runtime = tokio::runtime::Handle::try_current()
             .map_err(|e| TransportError::network("Client::ws_sink needs a tokio runtime", e))?;

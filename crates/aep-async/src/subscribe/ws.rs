@@ -53,6 +53,13 @@ impl Client {
     /// Opens one WebSocket for many subscriptions ([`WsConnection`]), in the background
     /// on the current runtime: it connects, and reconnects until every handle and every
     /// subscription on it is gone. Feature `ws`.
+    ///
+    /// ```no_run
+    /// # async fn run() {
+    /// let conn = aep_async::Client::new("http://127.0.0.1:8787").ws_connection();
+    /// let sub = conn.subscribe(aep_async::SubscribeOptions::new());
+    /// # let _ = sub; }
+    /// ```
     pub fn ws_connection(&self) -> WsConnection {
         WsConnection::start(self.link(Defaults::CONSUMER))
     }
