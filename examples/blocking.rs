@@ -16,10 +16,10 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use aep::blocking::control::{
-    ClientOptions, ControlClient, ControlTarget, RejectReason, SendOptions,
+use aep::blocking::control::{ControlOptions, ControlTarget, RejectReason, SendOptions};
+use aep::blocking::{
+    Client, EmitOptions, Emitter, Notice, Runtime, SubscribeOptions, WsSinkOptions,
 };
-use aep::blocking::{subscribe, EmitOptions, Emitter, Notice, Runtime, SubscribeOptions, WsSink};
 use aep::protocol::projection::StateProjection;
 use aep::protocol::Severity;
 use serde_json::json;
@@ -61,7 +61,7 @@ pub fn blocking(args: Args) -> Result<(), BoxError> {
 fn dashboard(url: &str, token: Option<String>) -> Result<(), BoxError> {
     let session_id = format!("blocking-{}", std::process::id());
     let (connected_tx, connected) = mpsc::sync_channel(1);
-    let mut options = SubscribeOptions::new()
+    let options = SubscribeOptions::new()
         .filter(
             json!({"session": session_id, "type": ["session.*", "run.*", "tool.*", "attention.*"]}),
         )
@@ -72,14 +72,10 @@ fn dashboard(url: &str, token: Option<String>) -> Result<(), BoxError> {
             Notice::Error(e) => eprintln!("dashboard  {e}"),
             _ => {}
         });
-    let mut client_options = ClientOptions::new().identity("blocking-dashboard", "localhost");
-    if let Some(t) = &token {
-        options = options.token(t.clone());
-        client_options = client_options.token(t.clone());
-    }
-    let mut feed = subscribe(url, options)?;
+    let relay = client(url, token.as_deref()).identity("blocking-dashboard", "localhost");
+    let mut feed = relay.subscribe(options)?;
     connected.recv_timeout(PATIENCE)?;
-    let console = ControlClient::connect(url, client_options)?;
+    let console = relay.control(ControlOptions::new())?;
 
     let agent = {
         let (url, session_id) = (url.to_owned(), session_id.clone());
@@ -108,7 +104,7 @@ fn dashboard(url: &str, token: Option<String>) -> Result<(), BoxError> {
         }
     }
     feed.close();
-    console.close()?;
+    console.close();
     agent.join().map_err(|_| "the agent thread panicked")??;
 
     let state = projection.state();
@@ -124,6 +120,14 @@ fn dashboard(url: &str, token: Option<String>) -> Result<(), BoxError> {
         return Err("the session ended with pending attention or violations".into());
     }
     Ok(())
+}
+
+/// The relay at `url`, with the token if there is one.
+fn client(url: &str, token: Option<&str>) -> Client {
+    match token {
+        Some(t) => Client::new(url).token(t),
+        None => Client::new(url),
+    }
 }
 
 fn agent(url: &str, token: Option<String>, session_id: &str) -> Result<(), BoxError> {
@@ -148,12 +152,9 @@ fn agent(url: &str, token: Option<String>, session_id: &str) -> Result<(), BoxEr
         }
         let _ = answered_tx.try_send(());
     })?;
-    let mut sink =
-        WsSink::builder(url, "blocking-agent", "localhost/1").command_hook(target.clone());
-    if let Some(t) = token {
-        sink = sink.token(t);
-    }
-    let emitter = Emitter::new("blocking-agent", "localhost", sink.build()?);
+    let options = WsSinkOptions::new("blocking-agent", "localhost/1").command_hook(target.clone());
+    let sink = client(url, token.as_deref()).ws_sink(options)?;
+    let emitter = Emitter::new("blocking-agent", "localhost", sink);
     let session = target.attach(emitter.session(session_id));
     let run = EmitOptions::new().run("r1");
 

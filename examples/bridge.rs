@@ -22,7 +22,7 @@ use std::process::ExitCode;
 use aep::bridge::export::{ExportStats, HttpOptions, OcsfWriter, OtlpExporter, Signals};
 use aep::bridge::CaptureLimit;
 use aep::protocol::Capture;
-use aep::{EmitOptions, Emitter, HttpSink, SubscribeOptions};
+use aep::{Client, EmitOptions, Emitter, HttpSinkOptions, SubscribeOptions};
 use serde_json::json;
 
 /// The command line; `tests/it/examples.rs` builds it with [`parse`] too.
@@ -121,12 +121,13 @@ pub async fn bridge(
         }
     };
     let url = args.url.clone().unwrap_or_default();
+    let relay = match &args.token {
+        Some(token) => Client::new(url).token(token.as_str()),
+        None => Client::new(url),
+    };
     let mut subscription = SubscribeOptions::new();
     if let Some(filter) = &args.filter {
         subscription = subscription.filter(filter.clone());
-    }
-    if let Some(token) = &args.token {
-        subscription = subscription.token(token.as_str());
     }
     if args.history {
         subscription = subscription.from_all().history_only();
@@ -159,7 +160,7 @@ pub async fn bridge(
             .http(http)
             .build()?;
         let stats = exporter
-            .run_relay(&url, subscription.clone(), until_stopped())
+            .run_relay(&relay, subscription.clone(), until_stopped())
             .await;
         Ok(Some(stats))
     };
@@ -169,7 +170,7 @@ pub async fn bridge(
         };
         let writer = OcsfWriter::to_path(path).await?.capture(limit);
         let stats = writer
-            .run_relay(&url, subscription.clone(), until_stopped())
+            .run_relay(&relay, subscription.clone(), until_stopped())
             .await?;
         Ok(Some(stats))
     };
@@ -190,7 +191,11 @@ pub async fn bridge(
 
 /// One short coding session with a run and a tool call, emitted over HTTP.
 async fn demo_session(url: &str) -> Result<(), Box<dyn std::error::Error>> {
-    let emitter = Emitter::new("coder", "demo-host", HttpSink::builder(url).build()?);
+    let emitter = Emitter::new(
+        "coder",
+        "demo-host",
+        Client::new(url).http_sink(HttpSinkOptions::new())?,
+    );
     let session = emitter.session("s-demo");
     let run = || EmitOptions::new().run("r-1");
     let tool = json!({"name": "Bash", "call_id": "t1"});

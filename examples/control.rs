@@ -13,7 +13,8 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use aep::control::{ClientOptions, ControlClient, ControlError, SendOptions};
+use aep::control::{ControlError, ControlOptions, SendOptions};
+use aep::Client;
 use serde_json::json;
 
 mod common;
@@ -80,11 +81,11 @@ async fn main() -> ExitCode {
     let Some(args) = common::or_usage("control", USAGE, parse()) else {
         return ExitCode::from(2);
     };
-    let mut options = ClientOptions::new().identity("aep-example-control", "localhost");
+    let mut relay = Client::new(&args.url).identity("aep-example-control", "localhost");
     if let Some(t) = &args.token {
-        options = options.token(t);
+        relay = relay.token(t);
     }
-    let client = match ControlClient::connect(&args.url, options).await {
+    let client = match relay.control(ControlOptions::new()).await {
         Ok(c) => c,
         Err(e) => {
             eprintln!("control: {e}");

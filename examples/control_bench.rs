@@ -38,8 +38,8 @@
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use aep::control::{ClientOptions, ControlClient, ControlTarget, SendOptions};
-use aep::{Emitter, WsSink};
+use aep::control::{ControlClient, ControlOptions, ControlTarget, SendOptions};
+use aep::{Client, Emitter, WsSinkOptions};
 use aep_test_support::reference::{ReferenceOptions, ReferenceRelay};
 use serde_json::json;
 
@@ -231,14 +231,12 @@ async fn rust_sequential(
     session: &str,
     args: &Args,
 ) -> Result<(ControlClient, Figures), String> {
-    let client = ControlClient::connect(
-        url,
-        ClientOptions::new()
-            .token(TOKEN)
-            .identity("rust-bench", "bench"),
-    )
-    .await
-    .map_err(|e| e.to_string())?;
+    let client = Client::new(url)
+        .token(TOKEN)
+        .identity("rust-bench", "bench")
+        .control(ControlOptions::new())
+        .await
+        .map_err(|e| e.to_string())?;
     for _ in 0..200 {
         client
             .send("control.pause", session, SendOptions::new())
@@ -468,11 +466,11 @@ async fn main() -> std::process::ExitCode {
         let target = ControlTarget::new(["control.pause"], |cmd| async move {
             let _ = cmd.accept();
         });
-        let sink = WsSink::builder(&url, "bench-target", "bench/1")
-            .token(TOKEN)
-            .queue_capacity(1_000_000)
-            .command_hook(target.clone())
-            .build();
+        let sink = Client::new(&url).token(TOKEN).ws_sink(
+            WsSinkOptions::new("bench-target", "bench/1")
+                .queue_capacity(1_000_000)
+                .command_hook(target.clone()),
+        );
         let Ok(sink) = sink else {
             eprintln!("control_bench: sink");
             drop(relay);

@@ -16,7 +16,7 @@
 
 use std::process::ExitCode;
 
-use aep::{Emitter, HttpSink};
+use aep::{Client, Emitter, HttpSinkOptions};
 use serde_json::json;
 
 /// The command line; `tests/it/examples.rs` builds it with [`parse`] too.
@@ -108,11 +108,12 @@ pub async fn emit(args: Args) -> bool {
 }
 
 async fn emit_to(url: &str, args: &Args) -> bool {
-    let mut sink = HttpSink::builder(url).on_report(|r| eprintln!("emit: {r}"));
+    let mut relay = Client::new(url);
     if let Some(t) = &args.token {
-        sink = sink.token(t);
+        relay = relay.token(t);
     }
-    let sink = match sink.build() {
+    let options = HttpSinkOptions::new().on_report(|r| eprintln!("emit: {r}"));
+    let sink = match relay.http_sink(options) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("emit: {e}");

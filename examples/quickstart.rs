@@ -20,10 +20,10 @@ use std::error::Error;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aep::control::{ClientOptions, ControlClient, ControlTarget, RejectReason, SendOptions};
+use aep::control::{ControlOptions, ControlTarget, RejectReason, SendOptions};
 use aep::protocol::projection::StateProjection;
 use aep::protocol::{Event, Severity};
-use aep::{subscribe, EmitOptions, Emitter, Notice, SubscribeOptions, WsSink};
+use aep::{Client, EmitOptions, Emitter, Notice, SubscribeOptions, WsSinkOptions};
 use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::{mpsc, Notify};
@@ -72,11 +72,19 @@ pub async fn quickstart(args: Args) -> Result<(), BoxError> {
     }
 }
 
+/// The relay at `url`, with the token if there is one.
+fn client(url: &str, token: Option<&str>) -> Client {
+    match token {
+        Some(t) => Client::new(url).token(t),
+        None => Client::new(url),
+    }
+}
+
 async fn run(url: &str, token: Option<String>, session_id: &str) -> Result<(), BoxError> {
     // 2. The dashboard subscribes first; `Connected` says the relay holds the
     //    subscription, so nothing the agent emits afterwards can be missed.
     let connected = Arc::new(Notify::new());
-    let mut options = SubscribeOptions::new()
+    let options = SubscribeOptions::new()
         .filter(json!({
             "session": session_id,
             "type": ["session.*", "run.*", "tool.*", "attention.*", "control.*"],
@@ -89,15 +97,13 @@ async fn run(url: &str, token: Option<String>, session_id: &str) -> Result<(), B
                 _ => {}
             }
         });
-    let mut client_options = ClientOptions::new().identity("quickstart-dashboard", "localhost");
-    if let Some(t) = &token {
-        options = options.token(t.clone());
-        client_options = client_options.token(t.clone());
-    }
-    let mut feed = subscribe(url, options);
+    // One client of the relay; the dashboard's subscription and its control client
+    // are opened on it.
+    let relay = client(url, token.as_deref()).identity("quickstart-dashboard", "localhost");
+    let mut feed = relay.subscribe(options);
     connected.notified().await;
     // The dashboard's control client: commands out, acks back (AEP-0004).
-    let console = ControlClient::connect(url, client_options).await?;
+    let console = relay.control(ControlOptions::new()).await?;
 
     let agent = tokio::spawn(agent(url.to_owned(), token, session_id.to_owned()));
 
@@ -175,12 +181,10 @@ async fn agent(url: String, token: Option<String>, session_id: String) -> Result
             let _ = answered_tx.send(()).await;
         }
     });
-    let mut sink =
-        WsSink::builder(&url, "quickstart-agent", "localhost/1").command_hook(target.clone());
-    if let Some(t) = token {
-        sink = sink.token(t);
-    }
-    let emitter = Emitter::new("quickstart-agent", "localhost", sink.build()?);
+    let options =
+        WsSinkOptions::new("quickstart-agent", "localhost/1").command_hook(target.clone());
+    let sink = client(&url, token.as_deref()).ws_sink(options)?;
+    let emitter = Emitter::new("quickstart-agent", "localhost", sink);
     let session = target.attach(emitter.session(session_id));
     let run = EmitOptions::new().run("r1");
 

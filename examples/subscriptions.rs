@@ -23,7 +23,7 @@ use aep::protocol::subscription::{
     Field, LifecycleMessage, SubscriptionCancelled, SubscriptionFilter, SubscriptionRegistry,
     SubscriptionRegistryConfig, SubscriptionRequested, TARGET_ATTR,
 };
-use aep::{subscribe, EmitOptions, Emitter, HttpSink, Notice, SubscribeOptions};
+use aep::{Client, EmitOptions, Emitter, HttpSinkOptions, Notice, SubscribeOptions};
 use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::Notify;
@@ -139,7 +139,7 @@ async fn on_the_wire(url: &str, token: Option<String>) -> Result<(), BoxError> {
     );
 
     let connected = Arc::new(Notify::new());
-    let mut options = SubscribeOptions::new()
+    let options = SubscribeOptions::new()
         .subscription_filter(&filter)?
         .on_notice({
             let connected = connected.clone();
@@ -149,15 +149,18 @@ async fn on_the_wire(url: &str, token: Option<String>) -> Result<(), BoxError> {
                 }
             }
         });
-    let mut sink = HttpSink::builder(url);
-    if let Some(t) = token {
-        options = options.token(t.clone());
-        sink = sink.token(t);
-    }
-    let mut feed = subscribe(url, options);
+    let relay = match token {
+        Some(t) => Client::new(url).token(t),
+        None => Client::new(url),
+    };
+    let mut feed = relay.subscribe(options);
     connected.notified().await;
 
-    let emitter = Emitter::new("memory", "localhost", sink.build()?);
+    let emitter = Emitter::new(
+        "memory",
+        "localhost",
+        relay.http_sink(HttpSinkOptions::new())?,
+    );
     let session = emitter.session("memory-main");
     let to = |target: &str| EmitOptions::new().extension(TARGET_ATTR, target);
     let script = [

@@ -19,7 +19,7 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use aep::{subscribe, Notice, ResumePosition, SubscribeOptions, Transport};
+use aep::{Client, Notice, ResumePosition, SubscribeOptions, Transport};
 use futures::StreamExt;
 
 /// The command line; `tests/it/examples.rs` builds it with [`parse`] too.
@@ -51,11 +51,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Args, String> {
         let mut value = || it.next().ok_or_else(|| format!("{flag} needs a value"));
         match flag.as_str() {
             "--url" => url = Some(value()?),
-            "--token" => {
-                let t = value()?;
-                opts = opts.token(t.as_str());
-                token = Some(t);
-            }
+            "--token" => token = Some(value()?),
             "--filter" => {
                 let v = value()?;
                 let filter = serde_json::from_str(&v).map_err(|e| format!("--filter: {e}"))?;
@@ -127,7 +123,11 @@ pub async fn tail(args: Args, out: &mut impl Write) -> Result<(), String> {
             (relay.url().to_owned(), Some(relay))
         }
     };
-    let mut sub = subscribe(&url, args.opts);
+    let client = match &args.token {
+        Some(t) => Client::new(&url).token(t.as_str()),
+        None => Client::new(&url),
+    };
+    let mut sub = client.subscribe(args.opts);
     loop {
         tokio::select! {
             event = sub.next() => match event {

@@ -27,7 +27,7 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use aep::control::{ControlTarget, RejectReason};
-use aep::{CommandHook, EmitOptions, Emitter, WsSink};
+use aep::{Client, CommandHook, EmitOptions, Emitter, WsSinkOptions};
 use serde_json::json;
 
 mod common;
@@ -218,8 +218,7 @@ async fn main() -> ExitCode {
         }
     });
 
-    let mut sink = WsSink::builder(
-        &url,
+    let options = WsSinkOptions::new(
         "aep-example-target",
         format!("localhost/{}", std::process::id()),
     )
@@ -228,10 +227,11 @@ async fn main() -> ExitCode {
         ignore: args.ignore.clone(),
     })
     .on_report(|r| eprintln!("target: {r}"));
+    let mut relay = Client::new(&url);
     if let Some(t) = &token {
-        sink = sink.token(t);
+        relay = relay.token(t);
     }
-    let sink = match sink.build() {
+    let sink = match relay.ws_sink(options) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("target: {e}");

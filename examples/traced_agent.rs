@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use aep::protocol::Event;
 use aep::tracing::AepLayer;
-use aep::{subscribe, Emitter, HttpSink, Notice, SubscribeOptions};
+use aep::{Client, Emitter, HttpSinkOptions, Notice, SubscribeOptions};
 use futures::StreamExt;
 use serde_json::json;
 use tokio::sync::Notify;
@@ -83,7 +83,7 @@ async fn run(url: &str, token: Option<String>, conversation: &str) -> Result<(),
     // 2. The dashboard subscribes first; `Connected` says the relay holds the
     //    subscription, so nothing the agent emits afterwards can be missed.
     let connected = Arc::new(Notify::new());
-    let mut options = SubscribeOptions::new()
+    let options = SubscribeOptions::new()
         .filter(json!({"session": conversation}))
         .on_notice({
             let connected = connected.clone();
@@ -93,17 +93,17 @@ async fn run(url: &str, token: Option<String>, conversation: &str) -> Result<(),
                 _ => {}
             }
         });
-    let mut sink = HttpSink::builder(url);
-    if let Some(t) = &token {
-        options = options.token(t.clone());
-        sink = sink.token(t.clone());
-    }
-    let mut feed = subscribe(url, options);
+    let relay = match &token {
+        Some(t) => Client::new(url).token(t.as_str()),
+        None => Client::new(url),
+    };
+    let mut feed = relay.subscribe(options);
     connected.notified().await;
 
     // 3. The agent process: one subscriber, the AEP layer over an emitter to the relay.
     //    The conversation id on the agent's span is the AEP session.
-    let emitter = Emitter::new("traced-agent", "localhost", sink.build()?);
+    let sink = relay.http_sink(HttpSinkOptions::new())?;
+    let emitter = Emitter::new("traced-agent", "localhost", sink);
     let subscriber =
         tracing_subscriber::registry().with(AepLayer::builder(emitter.clone()).build());
     let answer = agent(conversation, "What is the weather in Paris?")

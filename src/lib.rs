@@ -6,8 +6,8 @@
 //! | path | feature | what |
 //! |---|---|---|
 //! | [`protocol`] | always | envelopes, filters, projection, control state machines (no IO) |
-//! | `aep::{Emitter, subscribe, ..}` | `async` (default) | emit and consume on tokio |
-//! | `aep::{emit, sink, subscribe, error}` | `async` | the same, with every option type |
+//! | `aep::{Client, Emitter, ..}` | `async` (default) | emit and consume on tokio: a `Client` opens every connection |
+//! | `aep::{client, emit, sink, delivery, subscribe, error}` | `async` (`http` for `delivery`) | the same, with every option type |
 //! | `aep::control` | `async` (`ws` for the client) | commands and acks (AEP-0004) |
 //! | `aep::lifecycle` | `async` (`ws` for a relay) | the subscription lifecycle model: `Hub`, `LifecycleConnection` |
 //! | `aep::blocking` | `blocking` | the same API for synchronous code |
@@ -24,15 +24,16 @@
 //! ```no_run
 //! # #[cfg(all(feature = "http", feature = "sse"))]
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! use aep::{subscribe, Emitter, HttpSink, SubscribeOptions};
+//! use aep::{Client, Emitter, HttpSinkOptions, SubscribeOptions};
 //! use futures::StreamExt;
 //! use serde_json::json;
 //!
-//! let emitter = Emitter::new("coder", "host-a", HttpSink::builder("http://127.0.0.1:8787").build()?);
+//! let relay = Client::new("http://127.0.0.1:8787");
+//! let emitter = Emitter::new("coder", "host-a", relay.http_sink(HttpSinkOptions::new())?);
 //! emitter.session("s1").emit("session.started", json!({"cwd": "/work"}))?;
 //! emitter.flush().await;
 //!
-//! let mut sub = subscribe("http://127.0.0.1:8787", SubscribeOptions::new().from_all().history_only());
+//! let mut sub = relay.subscribe(SubscribeOptions::new().from_all().history_only());
 //! while let Some(event) = sub.next().await {
 //!     println!("{} {}", event.event_type(), event.id());
 //! }
@@ -46,7 +47,8 @@
 //!   prelude's `From`.)
 //! - crate root (feature `async`): the everyday names of `aep-async`, listed one by one
 //!   below (nothing that would shadow the prelude under `use aep::*`); its modules
-//!   `emit`, `sink`, `subscribe`, `control`, `lifecycle` and `error` hold the rest.
+//!   `client`, `emit`, `sink`, `delivery`, `subscribe`, `control`, `lifecycle` and
+//!   `error` hold the rest.
 //! - `blocking` (feature `blocking`): `aep-blocking`.
 //! - `relay` (feature `relay`): `aep-relay`.
 //! - `testing` (feature `testing`): `aep-testing`.
@@ -57,27 +59,29 @@
 
 pub use aep_core as protocol;
 
-// `subscribe` is the module and, with `sse` or `ws`, the function of the same name.
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub use aep_async::delivery;
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
-pub use aep_async::{control, emit, error, lifecycle, sink, subscribe};
+pub use aep_async::{client, control, emit, error, lifecycle, sink, subscribe};
 
 // The everyday names at the root, one by one: a name added to aep-async does not reach
 // `use aep::*` users unless it is listed here.
-#[cfg(feature = "ws")]
-#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
-pub use aep_async::{CommandHook, ControlClient, WsSink, WsSinkBuilder};
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use aep_async::{
-    ControlError, ControlSender, ControlTarget, DeliveryReport, DeliveryStats, EmitError,
+    Client, ControlError, ControlSender, ControlTarget, DeliveryReport, DeliveryStats, EmitError,
     EmitOptions, EmitPermit, Emitter, EmitterBuilder, JsonlSink, Notice, Relays, ReportHandler,
     ReserveFuture, ResumePosition, SessionEmitter, Sink, SinkFuture, StartFrom, SubscribeOptions,
     Subscription, Transport, TransportError, TransportErrorKind,
 };
+#[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
+pub use aep_async::{CommandHook, ControlClient, WsSink, WsSinkOptions};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use aep_async::{HttpSink, HttpSinkBuilder};
+pub use aep_async::{HttpSink, HttpSinkOptions};
 #[cfg(feature = "blocking")]
 #[cfg_attr(docsrs, doc(cfg(feature = "blocking")))]
 pub use aep_blocking as blocking;

@@ -21,8 +21,8 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aep_async::{subscribe, EmitOptions, Emitter, HttpSink, SubscribeOptions, Transport};
-use aep_core::Severity;
+use aep_async::{Client, EmitOptions, Emitter, HttpSinkOptions, SubscribeOptions, Transport};
+use aep_core::{binding, Severity};
 use futures::StreamExt;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -111,23 +111,22 @@ async fn emit_sdk(
     sessions: usize,
     wait: bool,
 ) -> Duration {
-    let mut sink = HttpSink::builder(url)
-        .max_batch(
-            std::env::var("AEP_BENCH_MAX_BATCH")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(10_000),
-        )
-        .linger(Duration::from_millis(
-            std::env::var("AEP_BENCH_LINGER_MS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .unwrap_or(5),
-        ));
+    let max_batch = std::env::var("AEP_BENCH_MAX_BATCH")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10_000);
+    let linger = Duration::from_millis(
+        std::env::var("AEP_BENCH_LINGER_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(5),
+    );
+    let mut options = HttpSinkOptions::new().batch(|b| b.max_items(max_batch).linger(linger));
     if !wait {
-        sink = sink.queue_capacity(n + 1);
+        options = options.queue_capacity(n + 1);
     }
-    let emitter = Emitter::new(agent, "bench", sink.build().unwrap());
+    let sink = Client::new(url).http_sink(options).unwrap();
+    let emitter = Emitter::new(agent, "bench", sink);
     let ses: Vec<_> = (0..sessions)
         .map(|i| emitter.session(format!("{prefix}{i}")))
         .collect();
@@ -175,7 +174,7 @@ async fn consume_filtered(
         opts
     };
     let t = Instant::now();
-    let mut sub = subscribe(url, opts);
+    let mut sub = Client::new(url).subscribe(opts);
     let mut got = 0;
     while got < n {
         match tokio::time::timeout(Duration::from_secs(60), sub.next()).await {
@@ -402,12 +401,13 @@ async fn main() {
             event_line("a", &s, i)
         ));
     }
-    body.push_str(": replay-complete\n\n");
+    body.push_str(binding::sse::REPLAY_COMPLETE);
     let body = Arc::new(body);
     let b = body.clone();
     let sse: Responder = Arc::new(move |_| {
         let mut out = format!(
-            "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\n\r\n",
+            "HTTP/1.1 200 OK\r\ncontent-type: {}\r\ncontent-length: {}\r\n\r\n",
+            binding::SSE_CONTENT_TYPE,
             b.len()
         )
         .into_bytes();
@@ -486,9 +486,9 @@ async fn against_relay(label: &str, url: &str, n: usize, sessions: usize) {
             nd.push('\n');
         }
         let res = client
-            .post(format!("{url}/events"))
-            .header("AEP-Version", "0.1")
-            .header("content-type", "application/x-ndjson")
+            .post(binding::events_url(url))
+            .header(binding::VERSION_HEADER, aep_core::AEP_VERSION)
+            .header("content-type", binding::NDJSON_CONTENT_TYPE)
             .body(nd)
             .send()
             .await
@@ -511,9 +511,9 @@ async fn against_relay(label: &str, url: &str, n: usize, sessions: usize) {
     let t = Instant::now();
     for chunk in lines.chunks(10_000) {
         let res = client
-            .post(format!("{url}/events"))
-            .header("AEP-Version", "0.1")
-            .header("content-type", "application/x-ndjson")
+            .post(binding::events_url(url))
+            .header(binding::VERSION_HEADER, aep_core::AEP_VERSION)
+            .header("content-type", binding::NDJSON_CONTENT_TYPE)
             .body(chunk.join("\n"))
             .send()
             .await
@@ -540,9 +540,10 @@ async fn against_relay(label: &str, url: &str, n: usize, sessions: usize) {
     let t = Instant::now();
     let mut res = client
         .get(format!(
-            "{url}/stream?from=all&live=0&filter=%7B%22agent%22%3A%22a%22%7D"
+            "{}?from=all&live=0&filter=%7B%22agent%22%3A%22a%22%7D",
+            binding::stream_url(url)
         ))
-        .header("accept", "text/event-stream")
+        .header("accept", binding::SSE_CONTENT_TYPE)
         .send()
         .await
         .unwrap();

@@ -706,11 +706,12 @@ impl SessionEmitter {
     /// must have it enabled (`#[tokio::main]` does, as does `enable_all`).
     ///
     /// ```no_run
-    /// use aep_async::{Emitter, HttpSink};
+    /// use aep_async::{Client, Emitter, HttpSinkOptions};
     /// use serde_json::json;
     ///
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-    /// let emitter = Emitter::new("coder", "host-a", HttpSink::builder("http://127.0.0.1:8787").build()?);
+    /// let sink = Client::new("http://127.0.0.1:8787").http_sink(HttpSinkOptions::new())?;
+    /// let emitter = Emitter::new("coder", "host-a", sink);
     /// let session = emitter.session("s1");
     /// for n in 0..100_000 {
     ///     // as fast as the relay takes them, none dropped

@@ -5,18 +5,24 @@
 //! a relay is down, and a [`Subscription`] that is a [`futures::Stream`] of events with
 //! `(source, id)` dedupe, resume positions and exact reconnects.
 //!
+//! One shape for every connection: a [`Client`] says where the relay is (or the relays
+//! of a cluster, [`Relays`]) and how to reach it, and everything is opened on it:
+//! `subscribe`, `http_sink`, `ws_sink`, `ws_connection`, `control`, `duplex`,
+//! `lifecycle`, each taking the options of what it opens.
+//!
 //! ```no_run
-//! use aep_async::{subscribe, Emitter, HttpSink, SubscribeOptions};
+//! use aep_async::{Client, Emitter, HttpSinkOptions, SubscribeOptions};
 //! use futures::StreamExt;
 //! use serde_json::json;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let emitter = Emitter::new("coder", "host-a", HttpSink::builder("http://127.0.0.1:8787").build()?);
+//! let relay = Client::new("http://127.0.0.1:8787");
+//! let emitter = Emitter::new("coder", "host-a", relay.http_sink(HttpSinkOptions::new())?);
 //! let session = emitter.session("s1");
 //! session.emit("session.started", json!({"cwd": "/work"}))?;
 //! emitter.flush().await;
 //!
-//! let mut sub = subscribe("http://127.0.0.1:8787", SubscribeOptions::new().from_all().history_only());
+//! let mut sub = relay.subscribe(SubscribeOptions::new().from_all().history_only());
 //! while let Some(event) = sub.next().await {
 //!     println!("{}", event.to_json());
 //! }
@@ -25,22 +31,26 @@
 //!
 //! ## Layout
 //!
+//! - [`client`](mod@client): [`Client`], the one way in: where, with what token, within
+//!   what connect timeout, on what backoff, as whom.
 //! - [`emit`]: [`Emitter`], [`SessionEmitter`], [`EmitOptions`], [`EmitPermit`]
 //!   (`emit` never waits; `emit_wait` waits for room instead of dropping);
 //!   [`EpochStore`], the per-user record of the epochs sessions took.
 //! - [`sink`]: the [`Sink`] trait; [`JsonlSink`], `HttpSink` (feature `http`), `WsSink`
 //!   (feature `ws`); the bounded outbox that drops `debug`/`info` first, or makes a
 //!   waiting producer wait.
-//! - [`subscribe`](mod@subscribe): [`subscribe()`], [`SubscribeOptions`],
+//! - `delivery` (feature `http`): the one HTTP delivery worker (`HttpDelivery`) under
+//!   the HTTP sink and the bridge's exporters, its `BatchOptions` and `RetryPolicy`.
+//! - [`subscribe`](mod@subscribe): [`Client::subscribe`], [`SubscribeOptions`],
 //!   [`Subscription`], [`Notice`]: the event stream of AEP-0003 over SSE (feature `sse`)
-//!   or WebSocket (feature `ws`, with `subscribe::ws::WsConnection` to multiplex).
+//!   or WebSocket (feature `ws`, with `Client::ws_connection` to multiplex).
 //! - [`control`]: `ControlClient` and `Duplex` (feature `ws`), [`ControlSender`],
 //!   [`ControlTarget`] (AEP-0004 commands and acks).
 //! - [`lifecycle`]: the subscription lifecycle model (requested, created or rejected,
 //!   cancelled, expired; delivery modes): [`lifecycle::Hub`] in process,
 //!   `lifecycle::LifecycleConnection` (feature `ws`) against a relay that serves it.
 //! - [`error`]: [`TransportError`] (network, HTTP status, parse) and [`EmitError`].
-//! - [`Relays`]: one relay's URL, or several of one cluster that every client fails
+//! - [`Relays`]: one relay's URL, or several of one cluster that every connection fails
 //!   over between.
 //!
 //! Every WebSocket of the crate is opened and read through one internal transport layer
@@ -56,7 +66,11 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod client;
 pub mod control;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod delivery;
 pub mod emit;
 pub mod error;
 pub mod lifecycle;
@@ -66,6 +80,7 @@ pub mod subscribe;
 mod transport;
 
 pub use aep_core::resume::ResumePosition;
+pub use client::Client;
 #[cfg(feature = "ws")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub use control::ControlClient;
@@ -75,16 +90,13 @@ pub use error::{EmitError, TransportError, TransportErrorKind};
 pub use relays::Relays;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use sink::http::{HttpSink, HttpSinkBuilder};
+pub use sink::http::{HttpSink, HttpSinkOptions};
 #[cfg(feature = "ws")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
-pub use sink::ws::{CommandHook, WsSink, WsSinkBuilder};
+pub use sink::ws::{CommandHook, WsSink, WsSinkOptions};
 pub use sink::{
     DeliveryReport, DeliveryStats, JsonlSink, ReportHandler, ReserveFuture, Sink, SinkFuture,
 };
-#[cfg(any(feature = "sse", feature = "ws"))]
-#[cfg_attr(docsrs, doc(cfg(any(feature = "sse", feature = "ws"))))]
-pub use subscribe::subscribe;
 pub use subscribe::{Notice, StartFrom, SubscribeOptions, Subscription, Transport};
 
 // What a user shares across tasks and threads must stay shareable: a change that makes
@@ -102,6 +114,7 @@ const _: () = {
     assert_send_sync::<SubscribeOptions>();
     assert_send_sync::<Relays>();
     assert_send_sync::<EpochStore>();
+    assert_send_sync::<Client>();
     assert_send_sync::<lifecycle::Hub>();
     assert_send_sync::<lifecycle::HubSession>();
     #[cfg(feature = "http")]

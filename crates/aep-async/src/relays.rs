@@ -8,10 +8,10 @@ use std::sync::Arc;
 /// The base URL of a relay (`http://127.0.0.1:8787`), or of several relays of one
 /// cluster, in order of preference.
 ///
-/// Every client of this crate that connects to a relay (a subscription, a
-/// `WsConnection`, the `ControlClient`, the `HttpSink` and the `WsSink`) takes one. With
-/// several, it talks to one at a time, starting with the first, and stays on the one
-/// that works. When an attempt fails (the relay is unreachable, answers `5xx`, or drops
+/// A [`Client`](crate::Client) is made from one, and every connection opened on it (a
+/// subscription, a `WsConnection`, the `HttpSink`, the `WsSink`, the `ControlClient`, a
+/// `Duplex`, a `LifecycleConnection`) fails over between them. With several, it talks
+/// to one at a time, starting with the first, and stays on the one that works. When an attempt fails (the relay is unreachable, answers `5xx`, or drops
 /// the connection) the next attempt goes to the next relay at once; only once every relay
 /// has failed since the last success does it wait its reconnect backoff before going
 /// round again. What the client carries over is the same as on a reconnect to the same
@@ -21,9 +21,8 @@ use std::sync::Arc;
 /// relays of a cluster share one store, so nothing is missed and nothing is stored
 /// twice (AEP-0001 §7.4).
 ///
-/// Two connections of the crate take one URL instead: `control::open_duplex` and
-/// `lifecycle::LifecycleConnection` open a single connection and never reconnect, so
-/// there is nothing to fail over; when one ends, open the next on another relay.
+/// A `Duplex` and a `LifecycleConnection` never reconnect: they are opened on the
+/// first relay that answers, and when one ends, the next is opened the same way.
 ///
 /// A `&str` or a `String` is one relay; an array, a slice or a `Vec` of them is a list.
 ///

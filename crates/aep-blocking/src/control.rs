@@ -17,7 +17,7 @@ pub use aep_async::control::{
     NackOrigin, NackReason, RejectReason, SendOptions, Steering,
 };
 #[cfg(feature = "ws")]
-pub use aep_async::control::{ClientOptions, DuplexOptions};
+pub use aep_async::control::{ControlOptions, DuplexOptions};
 pub use aep_core::attention::{Answer, AttentionRequest, FormField};
 #[cfg(feature = "ws")]
 use aep_core::frame::{Hello, Message, RosterEntry};
@@ -29,23 +29,22 @@ use crate::error::Error;
 use crate::runtime::Runtime;
 
 /// Sends commands over its own WebSocket and waits for each one's settlement; the
-/// blocking face of [`aep_async::ControlClient`].
-///
-/// Like every blocking call, [`connect`](Self::connect) runs on the
-/// [shared](Runtime::shared) runtime and [`connect_on`](Self::connect_on) on a given one.
+/// blocking face of [`aep_async::ControlClient`], connected with
+/// [`Client::control`](crate::Client::control).
 ///
 /// ```no_run
-/// use aep_blocking::control::{ClientOptions, ControlClient, SendOptions};
+/// use aep_blocking::control::{ControlOptions, SendOptions};
+/// use aep_blocking::Client;
 ///
-/// let client = ControlClient::connect("http://127.0.0.1:8787", ClientOptions::new().token("secret"))?;
-/// match client.send("control.pause", "s1", SendOptions::new()) {
+/// let control = Client::new("http://127.0.0.1:8787").token("secret").control(ControlOptions::new())?;
+/// match control.send("control.pause", "s1", SendOptions::new()) {
 ///     Ok(ack) => println!("accepted: {}", ack.id()),
 ///     Err(e) => match e.nack() {
 ///         Some(nack) => println!("not accepted: {}", nack.reason()),
 ///         None => return Err(e.into()),
 ///     },
 /// }
-/// client.close()?;
+/// control.close();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[cfg(feature = "ws")]
@@ -58,29 +57,8 @@ pub struct ControlClient {
 
 #[cfg(feature = "ws")]
 impl ControlClient {
-    /// Connects on the [shared](Runtime::shared) runtime and completes `hello`; given
-    /// several relays of a cluster ([`Relays`](crate::Relays)), to the first that
-    /// answers, failing over between them afterwards.
-    pub fn connect(
-        base: impl Into<crate::Relays>,
-        options: ClientOptions,
-    ) -> Result<ControlClient, Error> {
-        Self::connect_on(&Runtime::shared()?, base, options)
-    }
-
-    /// [`ControlClient::connect`] on a given runtime.
-    pub fn connect_on(
-        runtime: &Runtime,
-        base: impl Into<crate::Relays>,
-        options: ClientOptions,
-    ) -> Result<ControlClient, Error> {
-        let base = base.into();
-        let inner = runtime
-            .block_on(async move { aep_async::ControlClient::connect(base, options).await })??;
-        Ok(ControlClient {
-            inner,
-            runtime: runtime.clone(),
-        })
+    pub(crate) fn new(inner: aep_async::ControlClient, runtime: Runtime) -> Self {
+        ControlClient { inner, runtime }
     }
 
     /// The async client underneath.
@@ -88,9 +66,9 @@ impl ControlClient {
         &self.inner
     }
 
-    /// The endpoint's `hello`.
-    pub fn endpoint_hello(&self) -> Hello {
-        self.inner.endpoint_hello()
+    /// The endpoint's `hello` (the latest, after a reconnect).
+    pub fn hello(&self) -> Hello {
+        self.inner.hello()
     }
 
     /// Sends a command of `command_type` to `session` and blocks until it settles: the
@@ -123,72 +101,46 @@ impl ControlClient {
     }
 
     /// Closes in order; pending commands settle as the synthesized `timeout`.
-    /// Idempotent.
-    pub fn close(&self) -> Result<(), Error> {
-        let inner = self.inner.clone();
-        self.runtime.block_on(async move { inner.close().await })
+    /// Idempotent. Waits for the close, except inside a tokio runtime, where it only
+    /// starts it (a blocking call there would stall the runtime).
+    pub fn close(&self) {
+        let _ = self.runtime.block_on(self.inner.close());
     }
 }
 
 /// The raw WebSocket binding, `hello` done: events and frames in and out; the blocking
-/// face of [`aep_async::control::Duplex`].
+/// face of [`aep_async::control::Duplex`], opened with
+/// [`Client::duplex`](crate::Client::duplex).
 ///
 /// ```no_run
-/// use aep_blocking::control::{open_duplex, DuplexOptions};
+/// use aep_blocking::control::DuplexOptions;
+/// use aep_blocking::Client;
 /// use aep_core::frame::{Frame, IdFrame, Message};
 ///
-/// let mut duplex = open_duplex("http://127.0.0.1:8787", DuplexOptions::new().token("secret"))?;
+/// let mut duplex = Client::new("http://127.0.0.1:8787").token("secret").duplex(DuplexOptions::new())?;
 /// duplex.send(&Message::Frame(Frame::RosterRequest(IdFrame::new("r1"))))?;
 /// if let Some(reply) = duplex.recv() {
 ///     println!("{:?}", reply?);
 /// }
-/// duplex.close()?;
+/// duplex.close();
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 #[cfg(feature = "ws")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
+#[derive(Debug)]
 pub struct Duplex {
     inner: aep_async::control::Duplex,
     runtime: Runtime,
 }
 
 #[cfg(feature = "ws")]
-impl fmt::Debug for Duplex {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Duplex")
-            .field("inner", &self.inner)
-            .finish()
-    }
-}
-
-/// Opens `{base}/socket` on the [shared](Runtime::shared) runtime and exchanges `hello`.
-#[cfg(feature = "ws")]
-#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
-pub fn open_duplex(base: &str, options: DuplexOptions) -> Result<Duplex, Error> {
-    open_duplex_on(&Runtime::shared()?, base, options)
-}
-
-/// [`open_duplex`] on a given runtime.
-#[cfg(feature = "ws")]
-#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
-pub fn open_duplex_on(
-    runtime: &Runtime,
-    base: &str,
-    options: DuplexOptions,
-) -> Result<Duplex, Error> {
-    let base = base.to_owned();
-    let inner = runtime
-        .block_on(async move { aep_async::control::open_duplex(&base, options).await })??;
-    Ok(Duplex {
-        inner,
-        runtime: runtime.clone(),
-    })
-}
-
-#[cfg(feature = "ws")]
 impl Duplex {
+    pub(crate) fn new(inner: aep_async::control::Duplex, runtime: Runtime) -> Self {
+        Duplex { inner, runtime }
+    }
+
     /// The endpoint's `hello`.
-    pub fn hello(&self) -> &Hello {
+    pub fn hello(&self) -> Hello {
         self.inner.hello()
     }
 
@@ -223,8 +175,9 @@ impl Duplex {
     }
 
     /// Closes in order (a `closing` frame, then the WebSocket close). Idempotent.
-    pub fn close(&self) -> Result<(), Error> {
-        self.runtime.poll_here(self.inner.close())
+    /// Waits for the close, except inside a tokio runtime, where it only starts it.
+    pub fn close(&self) {
+        let _ = self.runtime.block_on(self.inner.close());
     }
 }
 
@@ -236,12 +189,12 @@ impl Duplex {
 /// per new command of an accepted type in arrival order, and decides with
 /// [`Command::accept`], [`Command::reject`] or [`Command::decide`] (dropping the
 /// command undecided rejects it `refused`). Hand the target to
-/// [`WsSinkBuilder::command_hook`](crate::WsSinkBuilder::command_hook) and
+/// [`WsSinkOptions::command_hook`](crate::WsSinkOptions::command_hook) and
 /// [`attach`](ControlTarget::attach) each session the agent owns.
 ///
 /// ```no_run
 /// use aep_blocking::control::{ControlTarget, RejectReason};
-/// use aep_blocking::{Emitter, WsSink};
+/// use aep_blocking::{Client, Emitter, WsSinkOptions};
 /// use serde_json::json;
 ///
 /// let target = ControlTarget::new(["control.pause"], |cmd| {
@@ -251,10 +204,8 @@ impl Duplex {
 ///         let _ = accepted.emit("run.paused", json!({}));
 ///     }
 /// })?;
-/// let sink = WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1")
-///     .token("secret")
-///     .command_hook(target.clone())
-///     .build()?;
+/// let relay = Client::new("http://127.0.0.1:8787").token("secret");
+/// let sink = relay.ws_sink(WsSinkOptions::new("coder", "host-a/1").command_hook(target.clone()))?;
 /// let emitter = Emitter::new("coder", "host-a", sink);
 /// let session = target.attach(emitter.session("s1"));
 /// session.emit("session.started", json!({}))?; // claims s1 on this connection

@@ -357,9 +357,10 @@ impl SessionEmitter {
     /// inside a tokio runtime.
     ///
     /// ```no_run
-    /// use aep_blocking::{Emitter, HttpSink};
+    /// use aep_blocking::{Client, Emitter, HttpSinkOptions};
     ///
-    /// let emitter = Emitter::new("coder", "host-a", HttpSink::builder("http://127.0.0.1:8787").build()?);
+    /// let sink = Client::new("http://127.0.0.1:8787").http_sink(HttpSinkOptions::new())?;
+    /// let emitter = Emitter::new("coder", "host-a", sink);
     /// let session = emitter.session("s1");
     /// for n in 0..100_000 {
     ///     session.emit_wait("tool.called", serde_json::json!({"tool": "bash", "n": n}))?;

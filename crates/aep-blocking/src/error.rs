@@ -3,6 +3,8 @@
 use std::time::Duration;
 
 use aep_async::control::{AskError, ControlError, InstructionsError, Nack};
+#[cfg(feature = "ws")]
+use aep_async::lifecycle::SubscribeError;
 use aep_async::{EmitError, TransportError};
 
 /// What a blocking call can fail with.
@@ -54,6 +56,12 @@ pub enum Error {
     /// A session's instruction stream could not be opened (see [`InstructionsError`]).
     #[error(transparent)]
     Instructions(#[from] InstructionsError),
+    /// A lifecycle subscription was not created: the relay rejected it, or the
+    /// connection closed first (see [`SubscribeError`]). Feature `ws`.
+    #[cfg(feature = "ws")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
+    #[error(transparent)]
+    Lifecycle(#[from] SubscribeError),
 }
 
 impl Error {
@@ -81,18 +89,68 @@ impl Error {
         }
     }
 
-    /// Whether the call timed out.
+    /// The transport failure underneath, when there is one, however wrapped (directly,
+    /// or inside a control error): what the `is_*` checks below look through to.
+    ///
+    /// ```
+    /// use aep_async::control::ControlError;
+    /// use aep_async::TransportError;
+    /// let e = aep_blocking::Error::from(ControlError::from(TransportError::http(401, "refused")));
+    /// assert_eq!(e.transport().and_then(|t| t.status()), Some(401));
+    /// ```
+    pub fn transport(&self) -> Option<&TransportError> {
+        match self {
+            Error::Transport(e) => Some(e),
+            Error::Control(e) => e.transport(),
+            _ => None,
+        }
+    }
+
+    /// Whether a deadline passed: the call's own ([`Error::Timeout`]), or one inside
+    /// what it wraps (a connect or request timeout, the synthesized `timeout` nack of a
+    /// command, AEP-0004 §3).
     ///
     /// ```
     /// use std::time::Duration;
+    /// use aep_async::TransportError;
     /// assert!(aep_blocking::Error::Timeout(Duration::from_secs(1)).is_timeout());
+    /// assert!(aep_blocking::Error::from(TransportError::timeout("no hello")).is_timeout());
+    /// assert!(!aep_blocking::Error::from(TransportError::network_msg("reset")).is_timeout());
     /// ```
     pub fn is_timeout(&self) -> bool {
         match self {
             Error::Timeout(_) => true,
+            Error::Control(e) => e.is_timeout(),
             Error::Ask(e) => e.is_timeout(),
-            _ => false,
+            other => other.transport().is_some_and(TransportError::is_timeout),
         }
+    }
+
+    /// Whether a transport failed below the protocol (timeouts included), however
+    /// wrapped.
+    ///
+    /// ```
+    /// use aep_async::TransportError;
+    /// assert!(aep_blocking::Error::from(TransportError::network_msg("reset")).is_network());
+    /// assert!(!aep_blocking::Error::InsideRuntime.is_network());
+    /// ```
+    pub fn is_network(&self) -> bool {
+        self.transport().is_some_and(TransportError::is_network)
+    }
+
+    /// Whether a connection could not be established, however wrapped.
+    pub fn is_connect(&self) -> bool {
+        self.transport().is_some_and(TransportError::is_connect)
+    }
+
+    /// The HTTP status of a refusal, however wrapped (401 for a wrong token).
+    ///
+    /// ```
+    /// use aep_async::TransportError;
+    /// assert_eq!(aep_blocking::Error::from(TransportError::http(503, "ingest")).status(), Some(503));
+    /// ```
+    pub fn status(&self) -> Option<u16> {
+        self.transport().and_then(TransportError::status)
     }
 }
 

@@ -7,15 +7,15 @@
 //! crate's, so the two behave the same.
 //!
 //! ```no_run
-//! use aep_blocking::{subscribe, Emitter, HttpSink, SubscribeOptions};
+//! use aep_blocking::{Client, Emitter, HttpSinkOptions, SubscribeOptions};
 //! use serde_json::json;
 //!
-//! let emitter = Emitter::new("coder", "host-a", HttpSink::builder("http://127.0.0.1:8787").build()?);
+//! let relay = Client::new("http://127.0.0.1:8787");
+//! let emitter = Emitter::new("coder", "host-a", relay.http_sink(HttpSinkOptions::new())?);
 //! emitter.session("s1").emit("session.started", json!({"cwd": "/work"}))?;
 //! emitter.flush()?;
 //!
-//! let sub = subscribe("http://127.0.0.1:8787", SubscribeOptions::new().from_all().history_only())?;
-//! for event in sub {
+//! for event in relay.subscribe(SubscribeOptions::new().from_all().history_only())? {
 //!     println!("{} {}", event.event_type(), event.id());
 //! }
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -24,24 +24,31 @@
 //! **Inside async code**, calls that wait return [`Error::InsideRuntime`] (or, for
 //! `recv`, [`RecvError::InsideRuntime`]) instead of blocking a runtime thread: use
 //! `aep_async` there. Calls that never wait (`emit`, `subscribe`, `try_recv`,
-//! `positions`, `close` of a subscription) work anywhere. No `Drop` needs a runtime.
-//! (Tokio's `spawn_blocking` threads carry the runtime's context and count as inside;
-//! a [`ControlTarget`] handler runs on a plain thread, so blocking calls work there.)
+//! `positions`, `close` of a subscription) work anywhere; `close` of a connection only
+//! starts the close there. No `Drop` needs a runtime. (Tokio's `spawn_blocking` threads
+//! carry the runtime's context and count as inside; a [`ControlTarget`] handler runs on
+//! a plain thread, so blocking calls work there.)
 //!
 //! ## Layout
 //!
-//! - [`runtime`](mod@runtime): [`Runtime`] (owned thread, caller's handle, or the shared one).
-//!   Every call that needs a runtime takes the shared one, and has an `_on` form whose
-//!   first argument is the [`Runtime`] to use instead ([`subscribe_on`],
-//!   [`EmitterBuilder::build_on`], `SinkBuilder::build_on`, `ControlClient::connect_on`,
-//!   `open_duplex_on`, [`ControlTarget::handle_on`]).
-//! - [`error`](mod@error): [`Error`].
+//! Module for module the async crate's, with the same names; what waits blocks instead.
+//!
+//! - [`client`](mod@client): [`Client`], the one way into every connection, as
+//!   [`aep_async::Client`]; [`Client::runtime`] picks the [`Runtime`] (default: the
+//!   shared one).
+//! - [`runtime`](mod@runtime): [`Runtime`] (owned thread, caller's handle, or the shared
+//!   one); besides the client, [`EmitterBuilder::build_on`] and
+//!   [`ControlTarget::handle_on`] take one.
+//! - [`error`](mod@error): [`Error`], whose `is_*` checks see through what it wraps.
 //! - [`emit`](mod@emit): [`Emitter`], [`SessionEmitter`], [`EmitterBuilder`].
 //! - [`sink`](mod@sink): `HttpSink` (feature `http`), `WsSink` (feature `ws`), [`JsonlSink`].
-//! - [`subscribe`](mod@subscribe): [`subscribe()`], [`Subscription`] with `recv`,
-//!   `try_recv`, `recv_timeout` and `Iterator`.
-//! - [`control`](mod@control): `ControlClient` (`connect`/`send`/`roster`/`close`) and `Duplex`
-//!   (feature `ws`), [`ControlTarget`] with a plain-function handler.
+//! - `delivery` (feature `http`): the HTTP sink's batch and retry options.
+//! - [`subscribe`](mod@subscribe): [`Subscription`], a [`Receiver`] with `recv`,
+//!   `try_recv`, `recv_timeout` and `Iterator`; `WsConnection` (feature `ws`).
+//! - [`control`](mod@control): `ControlClient` and `Duplex` (feature `ws`),
+//!   [`ControlTarget`] with a plain-function handler.
+//! - [`lifecycle`](mod@lifecycle): the subscription lifecycle model, the in-process
+//!   [`lifecycle::Hub`] and `LifecycleConnection` (feature `ws`).
 //!
 //! ## Features
 //!
@@ -50,9 +57,14 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+pub mod client;
 pub mod control;
+#[cfg(feature = "http")]
+#[cfg_attr(docsrs, doc(cfg(feature = "http")))]
+pub mod delivery;
 pub mod emit;
 pub mod error;
+pub mod lifecycle;
 pub mod runtime;
 pub mod sink;
 pub mod subscribe;
@@ -61,38 +73,42 @@ pub use aep_async::{
     DeliveryReport, DeliveryStats, EmitError, EmitOptions, EmitPermit, EpochStore, Notice, Relays,
     ResumePosition, StartFrom, SubscribeOptions, Transport, TransportError, TransportErrorKind,
 };
+pub use client::Client;
 #[cfg(feature = "ws")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
-pub use control::{open_duplex, open_duplex_on, ControlClient, Duplex};
+pub use control::{ControlClient, Duplex};
 pub use control::{ControlTarget, SendOptions};
 pub use emit::{Emitter, EmitterBuilder, SessionEmitter};
 pub use error::Error;
 pub use runtime::Runtime;
-pub use sink::{AsyncSinkBuilder, JsonlSink, NetSink, Sink, SinkBuilder};
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]
-pub use sink::{HttpSink, HttpSinkBuilder};
+pub use sink::{HttpSink, HttpSinkOptions};
+pub use sink::{JsonlSink, NetSink, Sink};
 #[cfg(feature = "ws")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
-pub use sink::{WsSink, WsSinkBuilder};
-#[cfg(any(feature = "sse", feature = "ws"))]
-#[cfg_attr(docsrs, doc(cfg(any(feature = "sse", feature = "ws"))))]
-pub use subscribe::{subscribe, subscribe_on};
-pub use subscribe::{RecvError, RecvTimeoutError, Subscription, TryRecvError};
+pub use sink::{WsSink, WsSinkOptions};
+pub use subscribe::{Receiver, RecvError, RecvTimeoutError, Subscription, TryRecvError};
 
 const _: () = {
     const fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<Runtime>();
+    assert_send_sync::<Client>();
     assert_send_sync::<Emitter>();
     assert_send_sync::<SessionEmitter>();
     assert_send_sync::<ControlTarget>();
+    assert_send_sync::<lifecycle::Hub>();
     #[cfg(feature = "ws")]
     {
         assert_send_sync::<ControlClient>();
         assert_send_sync::<WsSink>();
+        assert_send_sync::<lifecycle::LifecycleConnection>();
     }
     #[cfg(feature = "http")]
     assert_send_sync::<HttpSink>();
     const fn assert_send<T: Send>() {}
     assert_send::<Subscription>();
+    assert_send::<lifecycle::Subscriber>();
+    #[cfg(feature = "ws")]
+    assert_send::<lifecycle::RemoteSubscriber>();
 };

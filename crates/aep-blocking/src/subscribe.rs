@@ -1,6 +1,8 @@
-//! Consuming from synchronous code: [`subscribe()`] returns a [`Subscription`] with the
-//! receive methods of `std::sync::mpsc` (`recv`, `try_recv`, `recv_timeout`) and an
-//! [`Iterator`].
+//! Consuming from synchronous code: [`Client::subscribe`](crate::Client::subscribe)
+//! returns a [`Subscription`], a [`Receiver`] with the receive methods of
+//! `std::sync::mpsc` (`recv`, `try_recv`, `recv_timeout`) and an [`Iterator`];
+//! [`Client::ws_connection`](crate::Client::ws_connection) a [`WsConnection`] that
+//! carries several.
 //!
 //! Connecting, resuming, dedupe and reconnects are the async crate's
 //! ([`aep_async::Subscription`]), running on the [`Runtime`]; the caller's thread only
@@ -9,18 +11,13 @@
 use std::fmt;
 use std::time::Duration;
 
-// Without a transport only the docs name these.
-#[cfg_attr(not(any(feature = "sse", feature = "ws")), allow(unused_imports))]
-use aep_async::SubscribeOptions;
+pub use aep_async::{Notice, StartFrom, SubscribeOptions, Transport};
 use aep_core::resume::ResumePosition;
-use aep_core::Event;
-use futures::{FutureExt, StreamExt};
+use futures::{FutureExt, Stream, StreamExt};
 
-#[cfg_attr(not(any(feature = "sse", feature = "ws")), allow(unused_imports))]
-use crate::error::Error;
 use crate::runtime::Runtime;
 
-/// Why [`Subscription::recv`] returned no event.
+/// Why [`Receiver::recv`] returned no item.
 ///
 /// ```
 /// let e = aep_blocking::RecvError::Closed;
@@ -38,7 +35,7 @@ pub enum RecvError {
     InsideRuntime,
 }
 
-/// Why [`Subscription::try_recv`] returned no event.
+/// Why [`Receiver::try_recv`] returned no item.
 ///
 /// ```
 /// assert_ne!(aep_blocking::TryRecvError::Empty, aep_blocking::TryRecvError::Closed);
@@ -54,7 +51,7 @@ pub enum TryRecvError {
     Closed,
 }
 
-/// Why [`Subscription::recv_timeout`] returned no event.
+/// Why [`Receiver::recv_timeout`] returned no item.
 ///
 /// ```
 /// let e = aep_blocking::RecvTimeoutError::Timeout;
@@ -74,6 +71,101 @@ pub enum RecvTimeoutError {
     InsideRuntime,
 }
 
+/// A stream of the async crate read from synchronous code: [`recv`](Receiver::recv)
+/// blocks for the next item, [`try_recv`](Receiver::try_recv) never blocks,
+/// [`recv_timeout`](Receiver::recv_timeout) blocks at most so long, and iterating
+/// takes items until the stream ends. The blocking face of every stream of this crate:
+/// [`Subscription`], and the lifecycle model's
+/// [`Subscriber`](crate::lifecycle::Subscriber) and
+/// [`RemoteSubscriber`](crate::lifecycle::RemoteSubscriber).
+///
+/// Waiting is done on the [`Runtime`] the stream was opened on; called inside a tokio
+/// runtime, `recv` and `recv_timeout` refuse instead of blocking it, and iterating
+/// ends at once. Dropping it drops the async stream: no runtime needed.
+#[must_use = "a stream is closed when dropped: keep it and read it"]
+pub struct Receiver<S> {
+    inner: S,
+    runtime: Runtime,
+}
+
+impl<S: fmt::Debug> fmt::Debug for Receiver<S> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Receiver")
+            .field("inner", &self.inner)
+            .field("runtime", &self.runtime)
+            .finish()
+    }
+}
+
+impl<S> Receiver<S> {
+    /// Reads `inner` on `runtime`.
+    pub(crate) fn new(inner: S, runtime: Runtime) -> Self {
+        Receiver { inner, runtime }
+    }
+
+    /// The async stream underneath.
+    pub fn as_async(&self) -> &S {
+        &self.inner
+    }
+
+    /// The async stream underneath, to read from async code.
+    pub fn into_async(self) -> S {
+        self.inner
+    }
+
+    pub(crate) fn inner_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The runtime it waits on.
+    pub fn runtime(&self) -> &Runtime {
+        &self.runtime
+    }
+}
+
+impl<S: Stream + Unpin> Receiver<S> {
+    /// Blocks for the next item.
+    pub fn recv(&mut self) -> Result<S::Item, RecvError> {
+        match self.runtime.poll_here(self.inner.next()) {
+            Ok(Some(item)) => Ok(item),
+            Ok(None) => Err(RecvError::Closed),
+            Err(_) => Err(RecvError::InsideRuntime),
+        }
+    }
+
+    /// The next item if one is ready now; never blocks (and works anywhere, a tokio
+    /// runtime included).
+    pub fn try_recv(&mut self) -> Result<S::Item, TryRecvError> {
+        match self.inner.next().now_or_never() {
+            Some(Some(item)) => Ok(item),
+            Some(None) => Err(TryRecvError::Closed),
+            None => Err(TryRecvError::Empty),
+        }
+    }
+
+    /// Blocks for the next item, at most `timeout`. A timeout loses nothing: the stream
+    /// goes on and the next call sees what arrives.
+    pub fn recv_timeout(&mut self, timeout: Duration) -> Result<S::Item, RecvTimeoutError> {
+        // Waiting on the stream is cancel-safe: an item not yet returned stays queued.
+        // Built inside the poll, where the runtime's timer is in context.
+        let next = async { tokio::time::timeout(timeout, self.inner.next()).await };
+        match self.runtime.poll_here(next) {
+            Ok(Ok(Some(item))) => Ok(item),
+            Ok(Ok(None)) => Err(RecvTimeoutError::Closed),
+            Ok(Err(_)) => Err(RecvTimeoutError::Timeout),
+            Err(_) => Err(RecvTimeoutError::InsideRuntime),
+        }
+    }
+}
+
+impl<S: Stream + Unpin> Iterator for Receiver<S> {
+    type Item = S::Item;
+
+    fn next(&mut self) -> Option<S::Item> {
+        self.recv().ok()
+    }
+}
+
 /// A live or history subscription for synchronous code: deduplicated events in
 /// delivery order, as [`aep_async::Subscription`].
 ///
@@ -83,9 +175,9 @@ pub enum RecvTimeoutError {
 /// runtime; `recv` says which. Dropping it closes it; no runtime needed.
 ///
 /// ```no_run
-/// use aep_blocking::{subscribe, SubscribeOptions};
+/// use aep_blocking::{Client, SubscribeOptions};
 ///
-/// let mut sub = subscribe("http://127.0.0.1:8787", SubscribeOptions::new())?;
+/// let mut sub = Client::new("http://127.0.0.1:8787").subscribe(SubscribeOptions::new())?;
 /// for event in sub.by_ref().take(10) {
 ///     println!("{} {}", event.event_type(), event.id());
 /// }
@@ -94,92 +186,9 @@ pub enum RecvTimeoutError {
 /// # let _ = resume_from;
 /// # Ok::<(), aep_blocking::Error>(())
 /// ```
-#[must_use = "a subscription is closed when dropped: keep it and read it"]
-pub struct Subscription {
-    inner: aep_async::Subscription,
-    runtime: Runtime,
-}
+pub type Subscription = Receiver<aep_async::Subscription>;
 
-impl fmt::Debug for Subscription {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Subscription")
-            .field("inner", &self.inner)
-            .field("runtime", &self.runtime)
-            .finish()
-    }
-}
-
-/// Subscribes to the relay at `url` (or the first reachable of several relays of one
-/// cluster, [`Relays`](crate::Relays), failing over between them) on the
-/// [shared](Runtime::shared) runtime.
-#[cfg(any(feature = "sse", feature = "ws"))]
-#[cfg_attr(docsrs, doc(cfg(any(feature = "sse", feature = "ws"))))]
-///
-/// Returns at once; connecting happens in the background. Fails only when the shared
-/// runtime has to be started and cannot be.
-pub fn subscribe(
-    url: impl Into<crate::Relays>,
-    options: SubscribeOptions,
-) -> Result<Subscription, Error> {
-    subscribe_on(&Runtime::shared()?, url, options)
-}
-
-/// [`subscribe()`] on a given runtime.
-#[cfg(any(feature = "sse", feature = "ws"))]
-#[cfg_attr(docsrs, doc(cfg(any(feature = "sse", feature = "ws"))))]
-///
-/// ```no_run
-/// let rt = aep_blocking::Runtime::new()?;
-/// let sub = aep_blocking::subscribe_on(&rt, "http://127.0.0.1:8787", Default::default())?;
-/// # Ok::<(), aep_blocking::Error>(())
-/// ```
-pub fn subscribe_on(
-    runtime: &Runtime,
-    url: impl Into<crate::Relays>,
-    options: SubscribeOptions,
-) -> Result<Subscription, Error> {
-    let url = url.into();
-    let inner = runtime.enter(|| aep_async::subscribe(url, options));
-    Ok(Subscription {
-        inner,
-        runtime: runtime.clone(),
-    })
-}
-
-impl Subscription {
-    /// Blocks for the next event.
-    pub fn recv(&mut self) -> Result<Event, RecvError> {
-        match self.runtime.poll_here(self.inner.next()) {
-            Ok(Some(event)) => Ok(event),
-            Ok(None) => Err(RecvError::Closed),
-            Err(_) => Err(RecvError::InsideRuntime),
-        }
-    }
-
-    /// The next event if one is ready now; never blocks (and works anywhere, a tokio
-    /// runtime included).
-    pub fn try_recv(&mut self) -> Result<Event, TryRecvError> {
-        match self.inner.next().now_or_never() {
-            Some(Some(event)) => Ok(event),
-            Some(None) => Err(TryRecvError::Closed),
-            None => Err(TryRecvError::Empty),
-        }
-    }
-
-    /// Blocks for the next event, at most `timeout`. A timeout loses nothing: the
-    /// subscription goes on and the next call sees what arrives.
-    pub fn recv_timeout(&mut self, timeout: Duration) -> Result<Event, RecvTimeoutError> {
-        // Waiting on the stream is cancel-safe: an event not yet returned stays queued.
-        // Built inside the poll, where the runtime's timer is in context.
-        let next = async { tokio::time::timeout(timeout, self.inner.next()).await };
-        match self.runtime.poll_here(next) {
-            Ok(Ok(Some(event))) => Ok(event),
-            Ok(Ok(None)) => Err(RecvTimeoutError::Closed),
-            Ok(Err(_)) => Err(RecvTimeoutError::Timeout),
-            Err(_) => Err(RecvTimeoutError::InsideRuntime),
-        }
-    }
-
+impl Receiver<aep_async::Subscription> {
     /// The latest `(session, epoch, seq)` per session among the events taken so far;
     /// persist it and resume with [`SubscribeOptions::from_positions`].
     pub fn positions(&self) -> Vec<ResumePosition> {
@@ -195,17 +204,40 @@ impl Subscription {
     pub fn is_closed(&self) -> bool {
         self.inner.is_closed()
     }
-
-    /// The async subscription underneath.
-    pub fn into_async(self) -> aep_async::Subscription {
-        self.inner
-    }
 }
 
-impl Iterator for Subscription {
-    type Item = Event;
+/// One WebSocket connection carrying any number of subscriptions (AEP-0003 §6.5): the
+/// blocking face of [`aep_async::subscribe::ws::WsConnection`], opened with
+/// [`Client::ws_connection`](crate::Client::ws_connection). Feature `ws`.
+///
+/// ```no_run
+/// use aep_blocking::{Client, SubscribeOptions};
+/// use serde_json::json;
+///
+/// let conn = Client::new("http://127.0.0.1:8787").ws_connection()?;
+/// let attention = conn.subscribe(SubscribeOptions::new().filter(json!({"type": "attention.*"})));
+/// let errors = conn.subscribe(SubscribeOptions::new().filter(json!({"type": "error.*"})));
+/// # let _ = (attention, errors);
+/// # Ok::<(), aep_blocking::Error>(())
+/// ```
+#[cfg(feature = "ws")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
+#[derive(Debug, Clone)]
+#[must_use = "the connection ends when its last handle and subscription are dropped"]
+pub struct WsConnection {
+    inner: aep_async::subscribe::ws::WsConnection,
+    runtime: Runtime,
+}
 
-    fn next(&mut self) -> Option<Event> {
-        self.recv().ok()
+#[cfg(feature = "ws")]
+impl WsConnection {
+    pub(crate) fn new(inner: aep_async::subscribe::ws::WsConnection, runtime: Runtime) -> Self {
+        WsConnection { inner, runtime }
+    }
+
+    /// Adds a subscription on this connection (its `transport` is the connection's).
+    pub fn subscribe(&self, options: SubscribeOptions) -> Subscription {
+        let inner = self.runtime.enter(|| self.inner.subscribe(options));
+        Receiver::new(inner, self.runtime.clone())
     }
 }

@@ -25,6 +25,8 @@
 //! ```
 
 use aep_core::payload::truthy;
+// §4.3 `device.hostname`: the authority of the `source` URI, whatever its scheme.
+use aep_core::source::authority;
 use aep_core::{Event, Severity};
 use serde_json::{json, Map, Value};
 
@@ -378,19 +380,6 @@ pub fn to_ocsf(event: &Event, options: &OcsfOptions) -> Result<Option<OcsfRecord
     Ok(Some(OcsfRecord(r)))
 }
 
-/// The authority of a `scheme://authority/...` URI (§4.3 `device.hostname`).
-fn authority(uri: &str) -> Option<&str> {
-    let (scheme, rest) = uri.split_once("://")?;
-    let mut chars = scheme.chars();
-    let scheme_ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '.' | '-'));
-    if !scheme_ok {
-        return None;
-    }
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    Some(&rest[..end]).filter(|a| !a.is_empty())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -422,16 +411,5 @@ mod tests {
             denied(json!("t_92")),
             Some(json!({"name": "Bash", "uid": "t_92"}))
         );
-    }
-
-    #[test]
-    fn authorities() {
-        assert_eq!(authority("aep://host-a/agent/x"), Some("host-a"));
-        assert_eq!(authority("https://u@h:8/p?q#f"), Some("u@h:8"));
-        assert_eq!(authority("aep://h?x"), Some("h"));
-        assert_eq!(authority("aep:///path"), None);
-        assert_eq!(authority("urn:aep:a"), None);
-        assert_eq!(authority("1x://h"), None);
-        assert_eq!(authority("adapter-a"), None);
     }
 }

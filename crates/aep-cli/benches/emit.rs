@@ -21,7 +21,7 @@ use std::time::Instant;
 
 use aep::protocol::Event;
 use aep::relay::Relay;
-use aep::{HttpSink, Sink};
+use aep::{Client, HttpSinkOptions, Sink};
 
 const TOKEN: &str = "bench-token";
 
@@ -99,16 +99,14 @@ fn main() {
                 took
             } else {
                 rt.block_on(async {
-                    let builder = HttpSink::builder(&url).token(TOKEN);
                     // (b) the whole file queued at once; (c) the default queue, waiting
                     // for room as aep emit does
-                    let sink = if which == "sdk" {
-                        builder.queue_capacity(n)
+                    let options = if which == "sdk" {
+                        HttpSinkOptions::new().queue_capacity(n)
                     } else {
-                        builder
-                    }
-                    .build()
-                    .unwrap();
+                        HttpSinkOptions::new()
+                    };
+                    let sink = Client::new(&url).token(TOKEN).http_sink(options).unwrap();
                     let started = Instant::now();
                     for e in &events {
                         if which == "sdk" {

@@ -161,15 +161,15 @@ fn main() {
             a.push(time(aep_cmd(), &payload(i)));
         }
     }
-    let held = aep::blocking::subscribe(
-        &url,
-        aep::blocking::SubscribeOptions::new()
-            .token(TOKEN)
-            .from_all()
-            .history_only(),
-    )
-    .unwrap()
-    .count();
+    let held = aep::blocking::Client::new(&url)
+        .token(TOKEN)
+        .subscribe(
+            aep::blocking::SubscribeOptions::new()
+                .from_all()
+                .history_only(),
+        )
+        .unwrap()
+        .count();
     let want = (runs + 5) * if node { 2 } else { 1 };
     assert_eq!(held, want, "every hook's event reached the relay");
     println!("{runs} runs each, alternating; every event delivered ({held})");

@@ -32,6 +32,16 @@ impl RelayArgs {
     pub fn base(&self) -> &str {
         self.url.trim_end_matches('/')
     }
+
+    /// The SDK's client of the relay, with the token: what every connection is opened
+    /// on.
+    pub fn client(&self) -> aep::Client {
+        let client = aep::Client::new(self.base());
+        match self.token() {
+            Some(t) => client.token(t),
+            None => client,
+        }
+    }
 }
 
 /// A secret from the command line or the environment: its `Debug` never shows it.

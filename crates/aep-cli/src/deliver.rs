@@ -5,7 +5,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aep::{DeliveryReport, HttpSink};
+use aep::{DeliveryReport, HttpSink, HttpSinkOptions};
 
 use crate::args::RelayArgs;
 use crate::exit::{describe, Failure};
@@ -78,17 +78,15 @@ pub fn http_sink(
     reports: &Arc<Reports>,
 ) -> Result<HttpSink, Failure> {
     let handler = reports.clone();
-    let mut builder = HttpSink::builder(relay.base())
-        .max_batch(batch)
-        .give_up_after(Some(give_up_after))
+    let options = HttpSinkOptions::new()
+        .batch(|b| b.max_items(batch))
+        .retry(|r| r.give_up_after(Some(give_up_after)))
         // a request may not outlast the patience of the whole delivery
         .request_timeout(give_up_after.min(Duration::from_secs(10)))
         .on_report(move |r| handler.take(r));
-    if let Some(t) = relay.token() {
-        builder = builder.token(t);
-    }
-    builder
-        .build()
+    relay
+        .client()
+        .http_sink(options)
         .map_err(|e| Failure::relay(format!("cannot start delivery: {}", describe(&e))))
 }
 

@@ -51,14 +51,11 @@ impl Follow {
     /// Subscribes at `relay` with `opts` (the token and the notice handler are added).
     pub fn start(relay: &RelayArgs, opts: SubscribeOptions) -> Follow {
         let (tx, notices) = mpsc::unbounded_channel();
-        let mut opts = opts.on_notice(move |n| {
+        let opts = opts.on_notice(move |n| {
             let _ = tx.send(n);
         });
-        if let Some(t) = relay.token() {
-            opts = opts.token(t);
-        }
         Follow {
-            sub: aep::subscribe(relay.base(), opts),
+            sub: relay.client().subscribe(opts),
             notices,
             watch: Watch::new(relay.base()),
             shutdown: Box::pin(crate::signal::shutdown()),

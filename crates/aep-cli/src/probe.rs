@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use aep::protocol::binding;
 use aep::protocol::frame::Discovery;
 
 use crate::args::RelayArgs;
@@ -22,7 +23,7 @@ pub const CHECK_URL: &str =
 /// discovery document (a web server on the wrong port, which would take the events
 /// and deliver them nowhere) is exit 5. No caller needs the document itself.
 pub async fn discovery(relay: &RelayArgs) -> Result<(), Failure> {
-    let url = format!("{}/.well-known/aep", relay.base());
+    let url = binding::well_known_url(relay.base());
     let client = reqwest::Client::builder()
         .timeout(Duration::from_secs(10))
         .build()
@@ -47,14 +48,16 @@ pub async fn discovery(relay: &RelayArgs) -> Result<(), Failure> {
     }
     if !status.is_success() {
         return Err(Failure::relay(format!(
-            "the relay at {} answered {status} to GET /.well-known/aep; {CHECK_URL}, and its log",
-            relay.base()
+            "the relay at {} answered {status} to GET {}; {CHECK_URL}, and its log",
+            relay.base(),
+            binding::WELL_KNOWN_PATH
         )));
     }
     let not_a_relay = |why: String| {
         Failure::relay(format!(
-            "{} answered GET /.well-known/aep with no AEP discovery document (AEP-0003 §3.4: {why}); {CHECK_URL}",
-            relay.base()
+            "{} answered GET {} with no AEP discovery document (AEP-0003 §3.4: {why}); {CHECK_URL}",
+            relay.base(),
+            binding::WELL_KNOWN_PATH
         ))
     };
     let body = read_at_most(response, MAX_DOCUMENT)

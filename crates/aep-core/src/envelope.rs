@@ -133,8 +133,9 @@ impl Clock for ManualClock {
 }
 
 /// An emitter's `source` URI: `aep://{host}/agent/{agent}[/session/{session}]`
-/// (AEP-0001 §5.2). Every emitter of this SDK (aep-async's `Emitter`, the agent
-/// adapters' sessions) spells it here.
+/// (AEP-0001 §5.2), as a string. Every emitter of this SDK (aep-async's `Emitter`, the
+/// agent adapters' sessions) calls it; the form itself is [`SourceUri`](crate::SourceUri)'s,
+/// which reads it back too.
 ///
 /// ```
 /// use aep_core::envelope::source_uri;
@@ -142,9 +143,10 @@ impl Clock for ManualClock {
 /// assert_eq!(source_uri("host-a", "coder", None), "aep://host-a/agent/coder");
 /// ```
 pub fn source_uri(host: &str, agent: &str, session: Option<&str>) -> String {
+    let uri = crate::SourceUri::new(host, agent);
     match session {
-        Some(s) => format!("aep://{host}/agent/{agent}/session/{s}"),
-        None => format!("aep://{host}/agent/{agent}"),
+        Some(s) => uri.with_session(s).into_string(),
+        None => uri.into_string(),
     }
 }
 

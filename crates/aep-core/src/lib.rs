@@ -34,6 +34,9 @@
 //! - [`resume`]: resume positions, SSE ids and the `from` budget split (AEP-0003 §3.3, §5).
 //! - [`frame`]: the WebSocket frame vocabulary and the discovery document (AEP-0003 §2,
 //!   §3.4).
+//! - [`binding`]: the bindings' paths, version header and gate, content types and SSE
+//!   comments (AEP-0003 §3).
+//! - [`source`]: the `source` URI, [`SourceUri`] (AEP-0001 §5.2).
 //! - [`control`]: the sender and target state machines of AEP-0004.
 //! - [`attention`]: the attention loop, target side (AEP-0002 §7, AEP-0006, AEP-0008):
 //!   requests, answers checked against them, the pending requests' state machine.
@@ -46,6 +49,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod attention;
+pub mod binding;
 pub mod capture;
 pub mod ceiling;
 pub mod control;
@@ -63,6 +67,7 @@ pub mod projection;
 pub mod redact;
 pub mod resume;
 pub mod schema;
+pub mod source;
 pub mod steering;
 pub mod subscription;
 pub mod types;
@@ -87,6 +92,7 @@ pub use payload::{Payload, PayloadError, PayloadType};
 pub use projection::{project_state, ProjectedState, StateProjection, Violation};
 pub use redact::{ContentDigest, RedactOptions, Redactor};
 pub use resume::{FromBudget, Position, Positions, ReplayStart, ResumeFrom, ResumePosition};
+pub use source::SourceUri;
 pub use subscription::{DeliveryMode, SubscriptionFilter, SubscriptionRegistry};
 pub use types::EventType;
 pub use validate::{

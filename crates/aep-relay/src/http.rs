@@ -8,6 +8,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
 
+use aep_core::binding;
 use aep_core::resume::{FromError, FromParam, ResumePosition};
 use aep_core::Capture;
 use axum::body::Body;
@@ -79,7 +80,7 @@ pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
         .get(header::UPGRADE)
         .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"websocket"));
     if upgrade {
-        if path != "/socket" {
+        if path != binding::SOCKET_PATH {
             return StatusCode::NOT_FOUND.into_response();
         }
         if !authorized(&hub, &parts.headers, &query) {
@@ -106,7 +107,7 @@ pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
         return json_response(StatusCode::OK, &body);
     }
     // preflight carries no token by design; it grants only the right to ask
-    if method == Method::OPTIONS && (path == "/stream" || path == "/connections") {
+    if method == Method::OPTIONS && (path == binding::STREAM_PATH || path == "/connections") {
         return (
             StatusCode::NO_CONTENT,
             [
@@ -140,7 +141,7 @@ pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
                 .insert(ALLOW_ORIGIN.0, ALLOW_ORIGIN.1);
             response
         }
-        (Method::GET, "/events" | "/.well-known/aep") => {
+        (Method::GET, binding::EVENTS_PATH | binding::WELL_KNOWN_PATH) => {
             let doc = proto::discovery(&hub.config);
             let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
             (
@@ -153,11 +154,11 @@ pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
             )
                 .into_response()
         }
-        (Method::POST, "/events") => post_events(hub, &parts.headers, body).await,
+        (Method::POST, binding::EVENTS_PATH) => post_events(hub, &parts.headers, body).await,
         (method, path) if crate::console::is_api(path) => {
             crate::console::api(hub, method, path, &query, body).await
         }
-        (Method::GET, "/stream") => {
+        (Method::GET, binding::STREAM_PATH) => {
             // dropped whole if its reader is disconnected and takes nothing more
             let shed = parts
                 .extensions
@@ -188,10 +189,11 @@ fn drain_rest(mut stream: axum::body::BodyDataStream, limit: usize) {
 }
 
 async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response {
-    if headers.get("aep-version").map(HeaderValue::as_bytes) != Some(b"0.1") {
+    let version = headers.get(binding::VERSION_HEADER);
+    if !version.is_some_and(|v| binding::is_supported_version(v.as_bytes())) {
         return json_response(
             StatusCode::UPGRADE_REQUIRED,
-            &json!({ "versions": ["0.1"] }),
+            &json!({ "versions": binding::VERSIONS }),
         );
     }
     let content_type = headers
@@ -204,8 +206,8 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
         .trim()
         .to_ascii_lowercase();
     let ndjson = match content_type.as_str() {
-        "application/json" => false,
-        "application/x-ndjson" => true,
+        binding::JSON_CONTENT_TYPE => false,
+        binding::NDJSON_CONTENT_TYPE => true,
         _ => return StatusCode::UNSUPPORTED_MEDIA_TYPE.into_response(),
     };
 
@@ -589,7 +591,7 @@ fn stream(
         [
             (
                 header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
+                HeaderValue::from_static(binding::SSE_CONTENT_TYPE),
             ),
             (header::CACHE_CONTROL, HeaderValue::from_static("no-cache")),
             ALLOW_ORIGIN,
@@ -607,20 +609,20 @@ fn write_piece(chunk: &mut BytesMut, piece: Piece) -> bool {
             false
         }
         Piece::Heartbeat => {
-            chunk.extend_from_slice(b": ping\n\n");
+            chunk.extend_from_slice(binding::sse::HEARTBEAT.as_bytes());
             false
         }
         Piece::End(End::ReplayComplete) => {
-            chunk.extend_from_slice(aep_core::resume::REPLAY_COMPLETE_COMMENT.as_bytes());
+            chunk.extend_from_slice(binding::sse::REPLAY_COMPLETE.as_bytes());
             true
         }
         Piece::End(End::Shutdown) => {
-            chunk.extend_from_slice(b": shutting-down\n\n");
+            chunk.extend_from_slice(binding::sse::SHUTTING_DOWN.as_bytes());
             true
         }
         Piece::End(End::ReplayFailed) => {
             // no `: replay-complete`: the reader resumes from its positions
-            chunk.extend_from_slice(b": replay-failed\n\n");
+            chunk.extend_from_slice(binding::sse::REPLAY_FAILED.as_bytes());
             true
         }
         Piece::End(_) => true,

@@ -111,8 +111,8 @@ pub(crate) fn lowers(held: Capture, ceiling: Option<Capture>) -> bool {
 
 // ---- frames and discovery ------------------------------------------------------------
 
-/// The versions this relay speaks.
-pub(crate) const VERSIONS: [&str; 1] = [aep_core::AEP_VERSION];
+/// The versions this relay speaks: core's.
+pub(crate) use aep_core::binding::VERSIONS;
 
 /// The capabilities this relay declares in `hello` and discovery (AEP-0003 §3.4, §4).
 pub(crate) fn capabilities(config: &RelayConfig) -> Capabilities {

@@ -455,7 +455,7 @@ impl RelayHandle {
 
     /// The WebSocket URL of `/socket`.
     pub fn socket_url(&self) -> String {
-        format!("ws{}/socket", self.url.trim_start_matches("http"))
+        aep_core::binding::socket_url(&self.url)
     }
 
     /// The address the relay listens on.

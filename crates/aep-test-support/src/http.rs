@@ -6,10 +6,10 @@ use serde_json::Value;
 /// the response, whatever its status.
 pub async fn post_ndjson(base: &str, token: &str, events: &[Value]) -> reqwest::Response {
     reqwest::Client::new()
-        .post(format!("{base}/events"))
+        .post(aep_core::binding::events_url(base))
         .bearer_auth(token)
-        .header("aep-version", "0.1")
-        .header("content-type", "application/x-ndjson")
+        .header(aep_core::binding::VERSION_HEADER, aep_core::AEP_VERSION)
+        .header("content-type", aep_core::binding::NDJSON_CONTENT_TYPE)
         .body(crate::events::ndjson(events))
         .send()
         .await

@@ -200,17 +200,15 @@ impl ControlTarget {
     /// ```no_run
     /// use std::time::Duration;
     /// use aep_async::control::ControlTarget;
-    /// use aep_async::{Emitter, WsSink};
+    /// use aep_async::{Client, Emitter, WsSinkOptions};
     /// use aep_core::attention::{AttentionRequest, ALLOW};
     ///
     /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
     /// let target = ControlTarget::new(["control.attention.respond"], |cmd| async move {
     ///     let _ = cmd.reject(aep_async::control::RejectReason::Invalid, "nothing of that id is pending");
     /// });
-    /// let sink = WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1")
-    ///     .token("secret")
-    ///     .command_hook(target.clone())
-    ///     .build()?;
+    /// let relay = Client::new("http://127.0.0.1:8787").token("secret");
+    /// let sink = relay.ws_sink(WsSinkOptions::new("coder", "host-a/1").command_hook(target.clone()))?;
     /// let emitter = Emitter::new("coder", "host-a", sink);
     /// let session = target.attach(emitter.session("s1"));
     /// session.emit("session.started", serde_json::json!({}))?;

@@ -1,6 +1,7 @@
 //! [`ControlClient`]: a [`ControlSender`] over its own WebSocket, with reconnects.
 
 use std::collections::{HashMap, HashSet};
+use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,92 +19,45 @@ use tracing::Instrument;
 
 use super::error::ControlError;
 use super::sender::{settlement, ControlSender, SendOptions};
+use crate::client::{Client, Defaults, Link};
 use crate::error::TransportError;
-use crate::relays::Relays;
 use crate::transport::ws::{
-    classify, close_socket, hello as crate_hello, open, ws_error, Inbound, WsStream,
+    classify, close_socket, hello as crate_hello, open, open_first, ws_error, Inbound, WsStream,
 };
-use crate::transport::{BackoffPolicy, Failover};
+use crate::transport::Failover;
 use aep_core::control::Nack;
 
-/// How a [`ControlClient`] connects and who it says it is.
+/// What a [`ControlClient`] does beyond connecting (where, with what token, as whom and
+/// on what reconnect schedule is the [`Client`]'s).
 ///
 /// ```
 /// use std::time::Duration;
-/// use aep_async::control::ClientOptions;
-/// let opts = ClientOptions::new()
-///     .token("secret")
-///     .identity("console", "ops-host")
-///     .connect_timeout(Duration::from_secs(5));
+/// use aep_async::control::ControlOptions;
+/// let opts = ControlOptions::new().roster_timeout(Duration::from_secs(5));
 /// # let _ = opts;
 /// ```
-#[derive(Clone)]
-#[must_use]
-pub struct ClientOptions {
-    token: Option<String>,
-    agent: String,
-    host: String,
-    connect_timeout: Duration,
+#[derive(Debug, Clone)]
+#[must_use = "options do nothing until passed to Client::control"]
+pub struct ControlOptions {
     roster_timeout: Duration,
-    backoff: BackoffPolicy,
 }
 
-impl std::fmt::Debug for ClientOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ClientOptions")
-            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
-            .field("agent", &self.agent)
-            .field("host", &self.host)
-            .field("connect_timeout", &self.connect_timeout)
-            .finish()
-    }
-}
-
-impl Default for ClientOptions {
+impl Default for ControlOptions {
     fn default() -> Self {
-        ClientOptions::new()
+        ControlOptions::new()
     }
 }
 
-impl ClientOptions {
-    /// No token; agent `aep-rust-control` on host `localhost`; connect timeout 30 s;
-    /// roster timeout 10 s; reconnect backoff 100 ms doubling to 5 s.
+impl ControlOptions {
+    /// A roster timeout of 10 s.
     pub fn new() -> Self {
-        ClientOptions {
-            token: None,
-            agent: "aep-rust-control".into(),
-            host: "localhost".into(),
-            connect_timeout: Duration::from_secs(30),
+        ControlOptions {
             roster_timeout: Duration::from_secs(10),
-            backoff: BackoffPolicy::new(Duration::from_millis(100), Duration::from_secs(5)),
         }
-    }
-    /// The bearer token sent with the upgrade (control needs an authenticated binding,
-    /// AEP-0004 §4.1).
-    pub fn token(mut self, token: impl Into<String>) -> Self {
-        self.token = Some(token.into());
-        self
-    }
-    /// The sender's identity: commands carry `agent` and the source
-    /// `aep://{host}/agent/{agent}`, and the `hello` declares them.
-    pub fn identity(mut self, agent: impl Into<String>, host: impl Into<String>) -> Self {
-        self.agent = agent.into();
-        self.host = host.into();
-        self
-    }
-    /// One bound over TCP connect, TLS, upgrade and the `hello` wait (default 30 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
     }
     /// How long [`ControlClient::roster`] waits for its reply (default 10 s).
     pub fn roster_timeout(mut self, timeout: Duration) -> Self {
         self.roster_timeout = timeout;
-        self
-    }
-    /// Delays between reconnect attempts after a dropped connection.
-    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.backoff = BackoffPolicy::new(initial, max);
         self
     }
 }
@@ -158,15 +112,15 @@ struct Shared {
 }
 
 /// Sends control commands over its own WebSocket (AEP-0004), as the Python SDK's
-/// `ControlClient`: [`connect`](Self::connect) opens `{base}/socket` and completes the
-/// `hello` as a consumer; [`send`](Self::send) subscribes to the target session's acks
+/// `ControlClient`: [`Client::control`] opens `{base}/socket` and completes the `hello`
+/// as a consumer; [`send`](Self::send) subscribes to the target session's acks
 /// (once per session: acks are ordinary session events, and a fresh subscriber only sees
 /// live traffic), transmits the command and resolves to the `control.accepted` event or
 /// a [`Nack`](ControlError::Nack). Any number of tasks may send at once; the handle is cheap to clone.
 ///
 /// **Reconnects.** When the connection drops, the client reconnects in the background
-/// (backoff from [`ClientOptions::backoff`]; given several relays of a cluster,
-/// [`Relays`], to the next one at once), says `hello` again, re-subscribes every
+/// (backoff from [`Client::backoff`]; given several relays of a cluster,
+/// [`Relays`](crate::Relays), to the next one at once), says `hello` again, re-subscribes every
 /// session, and retransmits every pending command unchanged (same `id` and `source`):
 /// a target that already decided answers with its recorded ack (AEP-0004 §3), so a
 /// command whose ack was lost with the connection still settles once. Pending commands
@@ -177,18 +131,20 @@ struct Shared {
 /// `timeout` and later sends fail with [`ControlError::Closed`].
 ///
 /// ```no_run
-/// use aep_async::control::{ClientOptions, ControlClient, NackReason, SendOptions};
+/// use aep_async::control::{ControlOptions, NackReason, SendOptions};
+/// use aep_async::Client;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let client = ControlClient::connect("http://127.0.0.1:8787", ClientOptions::new().token("secret")).await?;
-/// match client.send("control.cancel", "s1", SendOptions::new().run("r1")).await {
+/// let relay = Client::new("http://127.0.0.1:8787").token("secret");
+/// let control = relay.control(ControlOptions::new()).await?;
+/// match control.send("control.cancel", "s1", SendOptions::new().run("r1")).await {
 ///     Ok(ack) => println!("accepted by {}", ack.source()),
 ///     Err(e) if e.nack().is_some_and(|n| n.reason() == NackReason::Unsupported) => {
 ///         println!("the target does not take cancels")
 ///     }
 ///     Err(e) => println!("not accepted: {e}"),
 /// }
-/// client.close().await;
+/// control.close().await;
 /// # Ok(()) }
 /// ```
 #[derive(Debug, Clone)]
@@ -197,62 +153,32 @@ pub struct ControlClient {
     shared: Arc<Shared>,
 }
 
-impl ControlClient {
-    /// Connects to the relay at `base` and completes the `hello` exchange, all within
-    /// the connect timeout. A refused upgrade is an `Http` transport error (401 for a
-    /// wrong token); silence past the timeout is a `Network` one.
+impl Client {
+    /// Connects a [`ControlClient`] and completes the `hello` exchange as a consumer,
+    /// all within the connect timeout; given several relays, to the first that answers
+    /// (see [`Client`]). A refused upgrade is an `Http` transport error (401 for a wrong
+    /// token); silence past the timeout is a timeout ([`TransportError::is_timeout`]).
+    /// Feature `ws`.
     ///
-    /// Given several relays of a cluster ([`Relays`]), it tries them in order, each
-    /// within the connect timeout, and connects to the first that answers; it fails
-    /// only if none does, with the first refusal (a `4xx` says more than an absent
-    /// relay) or else the last error.
-    pub async fn connect(
-        base: impl Into<Relays>,
-        options: ClientOptions,
-    ) -> Result<ControlClient, TransportError> {
-        let relays = base.into();
-        let hello = crate_hello(Role::Consumer, &options.agent, &options.host, None);
-        let mut failover = Failover::new(relays.clone(), options.backoff);
-        let mut refusal: Option<TransportError> = None;
-        let mut last = TransportError::network_msg("ControlClient::connect was given no relay URL");
-        let mut opened = None;
-        for _ in 0..relays.len() {
-            let base = failover.current().unwrap_or_default().to_owned();
-            match open(
-                &base,
-                options.token.as_deref(),
-                options.connect_timeout,
-                &hello,
-            )
-            .await
-            {
-                Ok(ok) => {
-                    failover.succeeded();
-                    opened = Some(ok);
-                    break;
-                }
-                Err(e) => {
-                    tracing::debug!(relay = %base, error = %e, "control connect failed");
-                    if refusal.is_none() && e.status().is_some() {
-                        refusal = Some(e);
-                    } else {
-                        last = e;
-                    }
-                    failover.failed();
-                }
-            }
-        }
-        let Some((ws, endpoint)) = opened else {
-            return Err(refusal.unwrap_or(last));
-        };
-        failover.succeeded();
+    /// ```no_run
+    /// # async fn run() -> Result<(), aep_async::TransportError> {
+    /// use aep_async::control::ControlOptions;
+    /// let relay = aep_async::Client::new("http://127.0.0.1:8787").token("secret");
+    /// let control = relay.control(ControlOptions::new()).await?;
+    /// # let _ = control; Ok(()) }
+    /// ```
+    pub async fn control(&self, options: ControlOptions) -> Result<ControlClient, TransportError> {
+        let link = self.link(Defaults::CONTROL);
+        let hello = crate_hello(Role::Consumer, &link.agent, &link.host, None);
+        let mut failover = Failover::new(link.relays.clone(), link.backoff);
+        let (ws, endpoint) = open_first(&mut failover, &link, &hello).await?;
         let (ops_tx, ops_rx) = mpsc::unbounded_channel();
         // Not the op channel: the connection task owns a clone of the sender, and a
         // channel handle here would keep it open (and the task alive) after every client
         // is dropped.
         let outgoing = Arc::new(Outgoing::default());
         let out = outgoing.clone();
-        let sender = ControlSender::new(&options.agent, &options.host, move |cmd: &Event| {
+        let sender = ControlSender::new(&link.agent, &link.host, move |cmd: &Event| {
             out.push(cmd.to_json());
         });
         let shared = Arc::new(Shared {
@@ -263,9 +189,10 @@ impl ControlClient {
             subscribed: Mutex::new(HashSet::new()),
             roster_timeout: options.roster_timeout,
         });
+        let span = tracing::info_span!("aep_control_client", relays = %link.relays);
         let task = Task {
             failover,
-            options,
+            link,
             hello,
             ops: ops_rx,
             sender: sender.clone(),
@@ -276,13 +203,14 @@ impl ControlClient {
             outgoing,
             batch: Vec::new(),
         };
-        let span = tracing::info_span!("aep_control_client", relays = %relays);
         tokio::spawn(task.run(ws).instrument(span));
         Ok(ControlClient { sender, shared })
     }
+}
 
+impl ControlClient {
     /// The endpoint's `hello` (the latest, after a reconnect).
-    pub fn endpoint_hello(&self) -> Hello {
+    pub fn hello(&self) -> Hello {
         lock(&self.shared.hello).clone()
     }
 
@@ -380,16 +308,24 @@ impl ControlClient {
     }
 
     /// Closes in order (a `closing` frame, then the WebSocket close); pending commands
-    /// settle as the synthesized `timeout`. Idempotent.
-    pub async fn close(&self) {
-        if self.shared.closed.swap(true, Ordering::AcqRel) {
-            return;
+    /// settle as the synthesized `timeout` and later sends fail with
+    /// [`ControlError::Closed`]. The close starts at the call; the future resolves once
+    /// the socket is closed (dropping it does not stop the close). Idempotent: a second
+    /// call resolves at once.
+    pub fn close(&self) -> impl Future<Output = ()> + Send + 'static {
+        let closed = if self.shared.closed.swap(true, Ordering::AcqRel) {
+            None
+        } else {
+            let (tx, rx) = oneshot::channel();
+            let sent = self.shared.ops.send(Op::Close(tx)).is_ok();
+            self.sender.close("control client closed");
+            sent.then_some(rx)
+        };
+        async move {
+            if let Some(rx) = closed {
+                let _ = rx.await;
+            }
         }
-        let (tx, rx) = oneshot::channel();
-        if self.shared.ops.send(Op::Close(tx)).is_ok() {
-            let _ = rx.await;
-        }
-        self.sender.close("control client closed");
     }
 }
 
@@ -407,7 +343,8 @@ struct SessionSub {
 struct Task {
     /// The relay connected to, among the client's relays.
     failover: Failover,
-    options: ClientOptions,
+    /// The token and the connect timeout of every reconnect.
+    link: Link,
     hello: Hello,
     ops: mpsc::UnboundedReceiver<Op>,
     sender: ControlSender,
@@ -452,10 +389,10 @@ impl Task {
                 let delay = self.failover.failed();
                 let (base, token, hello) = (
                     self.failover.current().unwrap_or_default().to_owned(),
-                    self.options.token.clone(),
+                    self.link.token.clone(),
                     self.hello.clone(),
                 );
-                let timeout = self.options.connect_timeout;
+                let timeout = self.link.connect_timeout;
                 let attempt = async {
                     tokio::time::sleep(delay).await;
                     open(&base, token.as_deref(), timeout, &hello).await

@@ -1,84 +1,50 @@
 //! [`Duplex`]: the WebSocket binding with `hello` done, JSON messages in and out.
 
-use std::time::Duration;
+use std::future::Future;
 
-use aep_core::frame::{Hello, Identity, Message as AepMessage, Role};
+use aep_core::frame::{Hello, Message as AepMessage, Role};
 use futures::stream::{SplitSink, SplitStream};
 use futures::{SinkExt, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 use tokio_tungstenite::tungstenite::Message;
 use tracing::Instrument;
 
+use crate::client::{Client, Defaults};
 use crate::error::TransportError;
 use crate::transport::ws::{
-    classify, close_socket, hello as crate_hello, open, ws_error, Inbound, WsStream,
+    classify, close_socket, hello as crate_hello, open_first, ws_error, Inbound, WsStream,
 };
+use crate::transport::Failover;
 
-/// How to open a [`Duplex`].
+/// What a [`Duplex`] declares at `hello` beyond the [`Client`]'s identity.
 ///
 /// ```
-/// use std::time::Duration;
 /// use aep_async::control::DuplexOptions;
 /// use aep_core::frame::Role;
-/// let opts = DuplexOptions::new().token("secret").role(Role::Consumer).connect_timeout(Duration::from_secs(5));
+/// let opts = DuplexOptions::new().role(Role::Emitter);
 /// # let _ = opts;
 /// ```
-#[derive(Clone)]
-#[must_use]
+#[derive(Debug, Clone, Default)]
+#[must_use = "options do nothing until passed to Client::duplex"]
 pub struct DuplexOptions {
-    pub(crate) token: Option<String>,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) hello: Hello,
-}
-
-impl std::fmt::Debug for DuplexOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DuplexOptions")
-            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
-            .field("connect_timeout", &self.connect_timeout)
-            .field("hello", &self.hello)
-            .finish()
-    }
-}
-
-impl Default for DuplexOptions {
-    fn default() -> Self {
-        DuplexOptions::new()
-    }
+    role: Option<Role>,
+    hello: Option<Hello>,
 }
 
 impl DuplexOptions {
-    /// No token, a 30 s connect timeout, and a consumer `hello` from `aep-rust-control`.
+    /// A consumer `hello` with the client's identity.
     pub fn new() -> Self {
-        DuplexOptions {
-            token: None,
-            connect_timeout: Duration::from_secs(30),
-            hello: crate_hello(Role::Consumer, "aep-rust-control", "aep-rust", None),
-        }
+        DuplexOptions::default()
     }
-    /// The bearer token sent with the upgrade request (AEP-0003 §8.1).
-    pub fn token(mut self, token: impl Into<String>) -> Self {
-        self.token = Some(token.into());
-        self
-    }
-    /// One bound over TCP connect, TLS, the upgrade and the `hello` wait (default 30 s).
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-    /// The role declared at `hello`.
+    /// The role declared at `hello` (default consumer).
     pub fn role(mut self, role: Role) -> Self {
-        self.hello.role = Some(role);
+        self.role = Some(role);
         self
     }
-    /// The identity declared at `hello`.
-    pub fn identity(mut self, agent: impl Into<String>, instance: impl Into<String>) -> Self {
-        self.hello.identity = Some(Identity::new(agent).with_instance(instance));
-        self
-    }
-    /// The whole `hello` to send (versions, role, identity, capabilities).
+    /// The whole `hello` to send (versions, role, identity, capabilities), instead of
+    /// the one made from the client's identity and [`DuplexOptions::role`].
     pub fn hello(mut self, hello: Hello) -> Self {
-        self.hello = hello;
+        self.hello = Some(hello);
         self
     }
 }
@@ -94,14 +60,17 @@ enum Op {
 /// One task owns the socket: it answers `ping` frames (and WebSocket pings) itself,
 /// hands every other message to [`recv`](Self::recv), and writes what
 /// [`send`](Self::send) gives it, in order. [`close`](Self::close) sends a `closing`
-/// frame and the WebSocket close, once; later calls return at once.
+/// frame and the WebSocket close, once; later calls return at once. It does not
+/// reconnect: when it ends, open the next one (on another relay, given several).
 ///
 /// ```no_run
-/// use aep_async::control::{open_duplex, DuplexOptions};
+/// use aep_async::control::DuplexOptions;
+/// use aep_async::Client;
 /// use aep_core::frame::{Frame, Message, IdFrame};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let mut duplex = open_duplex("http://127.0.0.1:8787", DuplexOptions::new().token("secret")).await?;
+/// let relay = Client::new("http://127.0.0.1:8787").token("secret");
+/// let mut duplex = relay.duplex(DuplexOptions::new()).await?;
 /// if duplex.hello().capabilities().supports_roster() {
 ///     duplex.send(&Message::Frame(Frame::RosterRequest(IdFrame::new("r1")))).await?;
 ///     while let Some(msg) = duplex.recv().await {
@@ -121,35 +90,47 @@ pub struct Duplex {
     hello: Hello,
 }
 
-/// Opens `{base}/socket` (`http(s)` becomes `ws(s)`), sends `options`' `hello` and
-/// waits for the endpoint's, all under the one connect timeout.
-///
-/// A refused upgrade is [`TransportErrorKind::Http`](crate::TransportErrorKind::Http)
-/// with the status (401 for a wrong token); an endpoint that never answers is a
-/// `Network` error once the timeout passes.
-pub async fn open_duplex(base: &str, options: DuplexOptions) -> Result<Duplex, TransportError> {
-    let (ws, hello) = open(
-        base,
-        options.token.as_deref(),
-        options.connect_timeout,
-        &options.hello,
-    )
-    .await?;
-    let (ops_tx, ops_rx) = mpsc::unbounded_channel();
-    let (in_tx, in_rx) = mpsc::channel(1024);
-    let span = tracing::info_span!("aep_duplex", base = %base);
-    tokio::spawn(serve(ws, ops_rx, in_tx).instrument(span));
-    Ok(Duplex {
-        ops: ops_tx,
-        inbound: in_rx,
-        hello,
-    })
+impl Client {
+    /// Opens a [`Duplex`]: `{base}/socket` (`http(s)` becomes `ws(s)`), our `hello` sent
+    /// and the endpoint's awaited, all under the one connect timeout; given several
+    /// relays, the first that answers (see [`Client`]). Feature `ws`.
+    ///
+    /// A refused upgrade is [`TransportErrorKind::Http`](crate::TransportErrorKind::Http)
+    /// with the status (401 for a wrong token); an endpoint that never answers is a
+    /// timeout ([`TransportError::is_timeout`]) once the connect timeout passes.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), aep_async::TransportError> {
+    /// use aep_async::control::DuplexOptions;
+    /// let relay = aep_async::Client::new(["http://10.0.0.1:8787", "http://10.0.0.2:8787"]);
+    /// let duplex = relay.token("secret").duplex(DuplexOptions::new()).await?;
+    /// println!("{:?}", duplex.hello().identity);
+    /// # Ok(()) }
+    /// ```
+    pub async fn duplex(&self, options: DuplexOptions) -> Result<Duplex, TransportError> {
+        let link = self.link(Defaults::CONTROL);
+        let hello = options.hello.unwrap_or_else(|| {
+            let role = options.role.unwrap_or(Role::Consumer);
+            crate_hello(role, &link.agent, &link.host, None)
+        });
+        let mut failover = Failover::new(link.relays.clone(), link.backoff);
+        let (ws, hello) = open_first(&mut failover, &link, &hello).await?;
+        let (ops_tx, ops_rx) = mpsc::unbounded_channel();
+        let (in_tx, in_rx) = mpsc::channel(1024);
+        let span = tracing::info_span!("aep_duplex", relay = failover.current());
+        tokio::spawn(serve(ws, ops_rx, in_tx).instrument(span));
+        Ok(Duplex {
+            ops: ops_tx,
+            inbound: in_rx,
+            hello,
+        })
+    }
 }
 
 impl Duplex {
     /// The endpoint's `hello`: its version, identity and capabilities.
-    pub fn hello(&self) -> &Hello {
-        &self.hello
+    pub fn hello(&self) -> Hello {
+        self.hello.clone()
     }
 
     /// Writes one event or frame.
@@ -173,12 +154,16 @@ impl Duplex {
         self.inbound.recv().await
     }
 
-    /// Closes the connection in order: a `closing` frame, then the WebSocket close.
-    /// Idempotent.
-    pub async fn close(&self) {
+    /// Closes the connection in order: a `closing` frame, then the WebSocket close. The
+    /// close starts at the call; the future resolves once the socket is closed
+    /// (dropping it does not stop the close). Idempotent.
+    pub fn close(&self) -> impl Future<Output = ()> + Send + 'static {
         let (tx, rx) = oneshot::channel();
-        if self.ops.send(Op::Close(tx)).is_ok() {
-            let _ = rx.await;
+        let sent = self.ops.send(Op::Close(tx)).is_ok();
+        async move {
+            if sent {
+                let _ = rx.await;
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
 //! What a control call can fail with.
 
-use aep_core::control::{Nack, SendError, TargetError};
+use aep_core::control::{Nack, NackReason, SendError, TargetError};
 
 use crate::error::{EmitError, TransportError};
 
@@ -56,5 +56,36 @@ impl ControlError {
             ControlError::Nack(n) => Some(n),
             _ => None,
         }
+    }
+
+    /// The transport failure underneath, when there is one: what the `is_*` checks
+    /// below look through to.
+    ///
+    /// ```
+    /// use aep_async::control::ControlError;
+    /// let e = ControlError::from(aep_async::TransportError::http(401, "upgrade refused"));
+    /// assert_eq!(e.transport().and_then(|t| t.status()), Some(401));
+    /// assert!(ControlError::Closed.transport().is_none());
+    /// ```
+    pub fn transport(&self) -> Option<&TransportError> {
+        match self {
+            ControlError::Transport(e) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// Whether a deadline passed: a transport timeout, or no ack within the window on
+    /// any attempt (the `timeout` nack the sender synthesizes, AEP-0004 §3).
+    ///
+    /// ```
+    /// use aep_async::control::{ControlError, Nack};
+    /// assert!(ControlError::from(Nack::timeout("no ack")).is_timeout());
+    /// assert!(ControlError::from(aep_async::TransportError::timeout("no hello")).is_timeout());
+    /// assert!(!ControlError::Closed.is_timeout());
+    /// ```
+    pub fn is_timeout(&self) -> bool {
+        self.nack()
+            .is_some_and(|n| n.reason() == NackReason::Timeout)
+            || self.transport().is_some_and(TransportError::is_timeout)
     }
 }

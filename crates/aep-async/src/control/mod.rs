@@ -9,11 +9,12 @@
 //!
 //! - [`ControlSender`]: correlation and retries over a transport you own: inject a
 //!   transmit function, feed inbound events and frames.
-//! - [`ControlClient`] (feature `ws`): a [`ControlSender`] over its own WebSocket to
-//!   `{base}/socket`, with `hello`, the session subscriptions acks arrive on,
-//!   `roster()`, and reconnects.
-//! - [`Duplex`] (feature `ws`): the raw WebSocket binding, `hello` done, JSON messages
-//!   in and out, for callers who speak the rest of the protocol themselves.
+//! - [`ControlClient`] (feature `ws`, [`Client::control`](crate::Client::control)): a
+//!   [`ControlSender`] over its own WebSocket to `{base}/socket`, with `hello`, the
+//!   session subscriptions acks arrive on, `roster()`, and reconnects.
+//! - [`Duplex`] (feature `ws`, [`Client::duplex`](crate::Client::duplex)): the raw
+//!   WebSocket binding, `hello` done, JSON messages in and out, for callers who speak
+//!   the rest of the protocol themselves.
 //! - [`ControlTarget`]: the receiving side. It plugs into the WebSocket emit sink as its
 //!   `CommandHook`, so an agent that emits over WebSocket receives its commands on the
 //!   same connection, asks an async handler to decide, and acks through the session's
@@ -24,15 +25,17 @@
 //!   delivered or dropped with its audit (core's [`aep_core::steering`]).
 //!
 //! ```no_run
-//! use aep_async::control::{ControlClient, ClientOptions, SendOptions};
+//! use aep_async::control::{ControlOptions, SendOptions};
+//! use aep_async::Client;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let client = ControlClient::connect("http://127.0.0.1:8787", ClientOptions::new().token("secret")).await?;
-//! match client.send("control.pause", "s1", SendOptions::new()).await {
+//! let relay = Client::new("http://127.0.0.1:8787").token("secret");
+//! let control = relay.control(ControlOptions::new()).await?;
+//! match control.send("control.pause", "s1", SendOptions::new()).await {
 //!     Ok(ack) => println!("accepted: {}", ack.id()),
 //!     Err(e) => println!("not accepted: {e}"),
 //! }
-//! client.close().await;
+//! control.close().await;
 //! # Ok(()) }
 //! ```
 
@@ -56,10 +59,10 @@ pub use target::{Accepted, Command, ControlTarget, ControlTargetBuilder};
 
 #[cfg(feature = "ws")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
-pub use client::{ClientOptions, ControlClient};
+pub use client::{ControlClient, ControlOptions};
 #[cfg(feature = "ws")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
-pub use duplex::{open_duplex, Duplex, DuplexOptions};
+pub use duplex::{Duplex, DuplexOptions};
 
 pub use aep_core::attention::{Answer, AttentionRequest, FormField};
 pub use aep_core::control::{

@@ -155,7 +155,7 @@ impl ControlTargetBuilder {
 /// with the recorded ack, byte-identical. The rules are
 /// [`aep_core::control::ControlTarget`]'s.
 ///
-/// Plug it into the WebSocket emit sink with `WsSinkBuilder::command_hook` so the
+/// Plug it into the WebSocket emit sink with `WsSinkOptions::command_hook` so the
 /// agent's commands arrive on the connection it emits on, then
 /// [`attach`](Self::attach) each session it owns. Any other transport can feed
 /// commands to [`handle`](Self::handle).
@@ -163,7 +163,7 @@ impl ControlTargetBuilder {
 /// ```no_run
 /// use std::sync::Arc;
 /// use aep_async::control::ControlTarget;
-/// use aep_async::{EmitOptions, Emitter, WsSink};
+/// use aep_async::{Client, EmitOptions, Emitter, WsSinkOptions};
 /// use serde_json::json;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -179,10 +179,8 @@ impl ControlTargetBuilder {
 ///         _ => { let _ = cmd.reject(aep_async::control::RejectReason::Busy, "mid-step"); }
 ///     }
 /// });
-/// let sink = WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1")
-///     .token("secret")
-///     .command_hook(target.clone())
-///     .build()?;
+/// let relay = Client::new("http://127.0.0.1:8787").token("secret");
+/// let sink = relay.ws_sink(WsSinkOptions::new("coder", "host-a/1").command_hook(target.clone()))?;
 /// let emitter = Emitter::new("coder", "host-a", sink);
 /// let session = target.attach(emitter.session("s1"));
 /// session.emit("session.started", json!({}))?; // claims s1 on this connection

@@ -3,10 +3,10 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::fmt;
+use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use aep_core::frame::Role;
 use aep_core::subscription::{
@@ -20,8 +20,10 @@ use tokio_tungstenite::tungstenite::Message;
 use tokio_util::sync::CancellationToken;
 
 use super::hub::{Ended, Rejected};
+use crate::client::{Client, Defaults};
 use crate::error::TransportError;
-use crate::transport::ws::{classify, close_socket, hello, open, Inbound, WsStream};
+use crate::transport::ws::{classify, close_socket, hello, open_first, Inbound, WsStream};
+use crate::transport::Failover;
 
 /// Why a remote subscription was not created.
 ///
@@ -55,15 +57,18 @@ enum Command {
     Cancel(String, Option<oneshot::Sender<SubscriptionCancelled>>),
 }
 
-/// A WebSocket connection to a relay speaking the subscription lifecycle.
+/// A WebSocket connection to a relay speaking the subscription lifecycle, opened with
+/// [`Client::lifecycle`]. It does not reconnect: when it ends, its subscriptions end
+/// with [`Ended::SessionClosed`] and the next connection is opened the same way (on
+/// another relay, given several).
 ///
 /// ```no_run
-/// use aep_async::lifecycle::LifecycleConnection;
+/// use aep_async::Client;
 /// use aep_core::subscription::{DeliveryMode, SubscriptionFilter};
 /// use futures::StreamExt;
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let conn = LifecycleConnection::connect("http://127.0.0.1:8787", Some("token")).await?;
+/// let conn = Client::new("http://127.0.0.1:8787").token("token").lifecycle().await?;
 /// let filter = SubscriptionFilter::new()
 ///     .with_types("tool.*.progress")?
 ///     .with_delivery_mode(DeliveryMode::AtLeastOnce);
@@ -77,6 +82,8 @@ enum Command {
 pub struct LifecycleConnection {
     commands: mpsc::UnboundedSender<Command>,
     close: CancellationToken,
+    /// Told once the connection task has closed the socket.
+    done: Arc<tokio::sync::Notify>,
 }
 
 impl fmt::Debug for LifecycleConnection {
@@ -93,15 +100,52 @@ impl Drop for LifecycleConnection {
     }
 }
 
-impl LifecycleConnection {
-    /// Opens `{base}/socket` as a consumer (`hello` exchanged) within 30 s.
-    pub async fn connect(base: &str, token: Option<&str>) -> Result<Self, TransportError> {
-        let hello = hello(Role::Consumer, "aep-async", "lifecycle", None);
-        let (ws, _) = open(base, token, Duration::from_secs(30), &hello).await?;
+impl Client {
+    /// Opens a [`LifecycleConnection`]: `{base}/socket` as a consumer, `hello`
+    /// exchanged within the connect timeout; given several relays, the first that
+    /// answers (see [`Client`]). Feature `ws`.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), aep_async::TransportError> {
+    /// let conn = aep_async::Client::new("http://127.0.0.1:8787").token("t").lifecycle().await?;
+    /// conn.close().await;
+    /// # Ok(()) }
+    /// ```
+    pub async fn lifecycle(&self) -> Result<LifecycleConnection, TransportError> {
+        let link = self.link(Defaults::CONTROL);
+        let hello = hello(Role::Consumer, &link.agent, &link.host, None);
+        let mut failover = Failover::new(link.relays.clone(), link.backoff);
+        let (ws, _) = open_first(&mut failover, &link, &hello).await?;
         let (commands, rx) = mpsc::unbounded_channel();
         let close = CancellationToken::new();
-        tokio::spawn(run(ws, rx, close.clone()));
-        Ok(LifecycleConnection { commands, close })
+        let done = Arc::new(tokio::sync::Notify::new());
+        tokio::spawn(run(ws, rx, close.clone(), done.clone()));
+        Ok(LifecycleConnection {
+            commands,
+            close,
+            done,
+        })
+    }
+}
+
+impl LifecycleConnection {
+    /// Closes the connection in order (a `closing` frame, then the WebSocket close),
+    /// which ends every subscription on it. The close starts at the call; the future
+    /// resolves once the socket is closed (dropping it does not stop the close).
+    /// Idempotent; dropping the connection closes it too, without waiting.
+    pub fn close(&self) -> impl Future<Output = ()> + Send + 'static {
+        let (done, commands) = (self.done.clone(), self.commands.clone());
+        self.close.cancel();
+        async move {
+            let notified = done.notified();
+            tokio::pin!(notified);
+            // registered before looking, so a task that ends meanwhile is not missed: it
+            // drops its receiver, then tells
+            notified.as_mut().enable();
+            if !commands.is_closed() {
+                notified.await;
+            }
+        }
     }
 
     /// Sends `subscription.requested` with `filter` and waits for the answer.
@@ -221,6 +265,7 @@ async fn run(
     mut ws: WsStream,
     mut commands: mpsc::UnboundedReceiver<Command>,
     close: CancellationToken,
+    done: Arc<tokio::sync::Notify>,
 ) {
     // The relay answers requests in the order it reads them.
     let mut pending: VecDeque<oneshot::Sender<Result<Created, SubscribeError>>> = VecDeque::new();
@@ -276,8 +321,12 @@ async fn run(
                 if value.get("delivery").is_some() {
                     let Ok(delivery) = DeliveredEvent::from_json(text.as_str()) else { continue };
                     if let Some(sub) = live.get(delivery.subscription_id()) {
-                        // waiting here is the backpressure the relay sees
-                        let _ = sub.tx.send(delivery).await;
+                        // waiting here is the backpressure the relay sees; a close
+                        // does not wait for a reader that never reads
+                        tokio::select! {
+                            _ = sub.tx.send(delivery) => {}
+                            () = close.cancelled() => break,
+                        }
                     }
                     continue;
                 }
@@ -326,6 +375,9 @@ async fn run(
         sub.end(Ended::SessionClosed);
     }
     close_socket(&mut ws, "lifecycle connection closed").await;
+    // the receiver goes first, so a `close` that finds the channel open is told
+    drop(commands);
+    done.notify_waiters();
 }
 
 #[cfg(test)]
@@ -352,8 +404,9 @@ mod tests {
             }
         })
         .await;
-        let conn = LifecycleConnection::connect(&url, None).await.unwrap();
+        let conn = Client::new(url).lifecycle().await.unwrap();
         server.await.unwrap();
-        drop(conn);
+        conn.close().await;
+        conn.close().await;
     }
 }

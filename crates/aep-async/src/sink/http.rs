@@ -3,7 +3,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use aep_core::binding::{self, VERSION_HEADER};
 use aep_core::Event;
+use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
 use tokio::time::Instant;
 use tracing::Instrument;
 
@@ -11,74 +13,76 @@ use super::{
     default_handler, AbandonGuard, Batch, DeliveryReport, DeliveryStats, Outbox, ReportHandler,
     ReserveFuture, Sink, SinkFuture,
 };
+use crate::client::Client;
+use crate::delivery::{
+    BatchOptions, HttpDelivery, Request, RetryPolicy, Retryable, Target, Undelivered,
+};
 use crate::error::{EmitError, TransportError};
-use crate::relays::Relays;
-use crate::transport::{BackoffPolicy, Failover};
 
-/// Configuration of an [`HttpSink`]; every value has a default.
+/// What an [`HttpSink`] does beyond connecting (where, and with what token, is the
+/// [`Client`]'s); every value has a default.
+///
+/// | option | default |
+/// |---|---|
+/// | batch | 1000 events, 1 MiB, sent at most 5 ms after the first |
+/// | queue capacity | 10 000 events |
+/// | request timeout | 10 s, connect to answer |
+/// | retry | [`RetryPolicy`]'s: 100 ms doubling to 5 s, given up after 60 s |
+/// | reports | `tracing` at `warn` |
 ///
 /// ```
-/// use aep_async::HttpSink;
+/// use aep_async::HttpSinkOptions;
 /// use std::time::Duration;
 ///
-/// let builder = HttpSink::builder("http://127.0.0.1:8787")
-///     .token("secret")
-///     .max_batch(500)
-///     .linger(Duration::from_millis(2))
+/// let options = HttpSinkOptions::new()
+///     .batch(|b| b.max_items(500).linger(Duration::from_millis(2)))
 ///     .request_timeout(Duration::from_secs(5))
+///     .retry(|r| r.give_up_after(Some(Duration::from_secs(30))))
 ///     .on_report(|report| eprintln!("{report}"));
-/// # let _ = builder;
+/// # let _ = options;
 /// ```
 #[derive(Clone)]
-#[must_use = "a builder does nothing until `build`"]
-pub struct HttpSinkBuilder {
-    relays: Relays,
-    token: Option<String>,
-    max_batch: usize,
-    max_batch_bytes: usize,
-    linger: Duration,
+#[must_use = "options do nothing until passed to Client::http_sink"]
+pub struct HttpSinkOptions {
+    batch: BatchOptions,
     queue_capacity: usize,
     request_timeout: Duration,
-    retry: BackoffPolicy,
-    give_up_after: Option<Duration>,
+    retry: RetryPolicy,
     report: ReportHandler,
-    client: Option<reqwest::Client>,
 }
 
-impl std::fmt::Debug for HttpSinkBuilder {
+impl std::fmt::Debug for HttpSinkOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpSinkBuilder")
-            .field("relays", &self.relays)
-            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
-            .field("max_batch", &self.max_batch)
-            .field("max_batch_bytes", &self.max_batch_bytes)
-            .field("linger", &self.linger)
+        f.debug_struct("HttpSinkOptions")
+            .field("batch", &self.batch)
             .field("queue_capacity", &self.queue_capacity)
             .field("request_timeout", &self.request_timeout)
-            .field("give_up_after", &self.give_up_after)
+            .field("retry", &self.retry)
             .finish()
     }
 }
 
-impl HttpSinkBuilder {
-    /// Bearer token sent as `Authorization: Bearer` (AEP-0003 §8.1).
-    pub fn token(mut self, token: impl Into<String>) -> Self {
-        self.token = Some(token.into());
-        self
+impl Default for HttpSinkOptions {
+    fn default() -> Self {
+        HttpSinkOptions::new()
     }
-    /// Most events per request (default 1000).
-    pub fn max_batch(mut self, n: usize) -> Self {
-        self.max_batch = n.max(1);
-        self
+}
+
+impl HttpSinkOptions {
+    /// The defaults above.
+    pub fn new() -> Self {
+        HttpSinkOptions {
+            batch: BatchOptions::new(1000, 1 << 20, Duration::from_millis(5)),
+            queue_capacity: 10_000,
+            request_timeout: Duration::from_secs(10),
+            retry: RetryPolicy::new(),
+            report: default_handler(),
+        }
     }
-    /// Most bytes per request body (default 1 MiB; a single larger event still goes).
-    pub fn max_batch_bytes(mut self, n: usize) -> Self {
-        self.max_batch_bytes = n.max(1);
-        self
-    }
-    /// How long a partial batch waits for company before it is sent (default 5 ms).
-    pub fn linger(mut self, d: Duration) -> Self {
-        self.linger = d;
+    /// The batches: most events and bytes per request, and how long a partial batch
+    /// waits for company, changed from the defaults above by `f`.
+    pub fn batch(mut self, f: impl FnOnce(BatchOptions) -> BatchOptions) -> Self {
+        self.batch = f(self.batch);
         self
     }
     /// Bound of the queue in events (default 10 000). When it is full, `accept` (and
@@ -88,27 +92,22 @@ impl HttpSinkBuilder {
         self.queue_capacity = n.max(1);
         self
     }
-    /// Deadline of each request, connect to response (default 10 s); expiry is a
+    /// Deadline of each request, connect to answer (default 10 s); expiry is a
     /// network failure and is retried.
     pub fn request_timeout(mut self, d: Duration) -> Self {
         self.request_timeout = d;
         self
     }
-    /// Retry delays: first and ceiling (defaults 100 ms and 5 s, doubling). With several
-    /// relays, a failed batch goes to the next relay at once, and these delays apply
-    /// once every relay has failed it.
-    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.retry = BackoffPolicy::new(initial, max);
-        self
-    }
-    /// How long one batch keeps being retried before it is given up and reported
-    /// (default 60 s; `None` retries until it succeeds). This also bounds how long
-    /// `close()` can wait on a relay that never comes back, and how long the waiting
-    /// path ([`reserve`](Sink::reserve), `emit_wait`) waits on a full queue while
-    /// nothing is delivered: past it, the relay counts as gone and the wait fails with
-    /// [`EmitError::Stalled`] (with `None`, it waits for as long as the sink retries).
-    pub fn give_up_after(mut self, d: Option<Duration>) -> Self {
-        self.give_up_after = d;
+    /// The retries, changed from the defaults by `f`: network failures and `5xx` are
+    /// sent again (AEP-0003 §3.2 rule 4); with several relays, a failed batch goes to
+    /// the next relay at once, and the backoff applies once every relay has failed it.
+    /// `give_up_after` also bounds how long `close()` can wait on a relay that never
+    /// comes back, and how long the waiting path ([`reserve`](Sink::reserve),
+    /// `emit_wait`) waits on a full queue while nothing is delivered: past it, the relay
+    /// counts as gone and the wait fails with [`EmitError::Stalled`] (with `None`, it
+    /// waits for as long as the sink retries).
+    pub fn retry(mut self, f: impl FnOnce(RetryPolicy) -> RetryPolicy) -> Self {
+        self.retry = f(self.retry);
         self
     }
     /// Where [`DeliveryReport`]s go (default: `tracing` at `warn`).
@@ -116,42 +115,56 @@ impl HttpSinkBuilder {
         self.report = Arc::new(f);
         self
     }
-    /// A preconfigured `reqwest::Client` (proxies, TLS roots); the per-request timeout
-    /// is still applied.
-    pub fn client(mut self, client: reqwest::Client) -> Self {
-        self.client = Some(client);
-        self
-    }
+}
 
-    /// Starts the delivery task on the current tokio runtime.
+impl Client {
+    /// Starts an [`HttpSink`] to the client's relays on the current tokio runtime.
+    /// Feature `http`.
     ///
-    /// Fails with [`TransportError`] (kind `Network`) when called outside a runtime
-    /// or when the HTTP client cannot be built (TLS backend initialisation).
-    pub fn build(self) -> Result<HttpSink, TransportError> {
+    /// Fails with [`TransportError`] (kind `Network`) when called outside a runtime,
+    /// when the client has no relay, or when the HTTP client cannot be built (TLS
+    /// backend initialisation).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), aep_async::TransportError> {
+    /// use aep_async::{Client, HttpSinkOptions};
+    /// let sink = Client::new("http://127.0.0.1:8787").http_sink(HttpSinkOptions::new())?;
+    /// # let _ = sink; Ok(()) }
+    /// ```
+    pub fn http_sink(&self, options: HttpSinkOptions) -> Result<HttpSink, TransportError> {
         let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|e| TransportError::network("HttpSink::build needs a tokio runtime", e))?;
-        let client = match self.client.clone() {
-            Some(c) => c,
-            None => reqwest::Client::builder()
-                .build()
-                .map_err(|e| TransportError::network("building the HTTP client", e))?,
-        };
-        let outbox = Arc::new(
-            Outbox::new(self.queue_capacity, self.report.clone())
-                .wake_at(self.max_batch, self.max_batch_bytes)
-                .patience(self.give_up_after),
-        );
-        let Some(first) = self.relays.first() else {
+            .map_err(|e| TransportError::network("Client::http_sink needs a tokio runtime", e))?;
+        let Some(first) = self.relays().first() else {
             return Err(TransportError::network_msg(
-                "HttpSink was given no relay URL",
+                "the client was given no relay URL",
             ));
         };
-        let endpoint = ingest_url(first);
+        let endpoint = binding::events_url(first);
+        let link = self.link(crate::client::Defaults::CONSUMER);
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            VERSION_HEADER,
+            HeaderValue::from_static(aep_core::AEP_VERSION),
+        );
+        if let Some(token) = &link.token {
+            let value = HeaderValue::try_from(format!("Bearer {token}"))
+                .map_err(|e| TransportError::network("the token is not a valid header value", e))?;
+            headers.insert(AUTHORIZATION, value);
+        }
+        let delivery = HttpDelivery::new(self.http()?, Retryable::Ingest)
+            .relays(link.relays)
+            .headers(headers)
+            .timeout(options.request_timeout)
+            .retry(options.retry);
+        let outbox = Arc::new(
+            Outbox::new(options.queue_capacity, options.report.clone())
+                .wake_at(options.batch.items(), options.batch.bytes())
+                .patience(options.retry.gives_up_after()),
+        );
         let worker = Worker {
             outbox: outbox.clone(),
-            client,
-            failover: Failover::new(self.relays.clone(), self.retry),
-            config: self,
+            delivery,
+            batch: options.batch,
         };
         let span = tracing::info_span!("aep_http_sink", %endpoint);
         runtime.spawn(worker.run().instrument(span));
@@ -162,11 +175,13 @@ impl HttpSinkBuilder {
 /// Delivers events to `POST {base}/events` in NDJSON batches (AEP-0003 §3.2).
 ///
 /// - `accept` serializes the event into a bounded queue and returns; a background task
-///   sends batches of up to `max_batch` events (or `max_batch_bytes`), after at most
-///   `linger`, one request at a time, so order is preserved.
+///   sends batches ([`HttpSinkOptions::batch`]) one request at a time, so order is
+///   preserved, through the crate's one HTTP delivery worker
+///   ([`HttpDelivery`](crate::delivery::HttpDelivery)).
 /// - Network failures (timeouts included) and 5xx are retried with the same bytes, so
-///   the same ids, with exponential backoff; a 4xx is final. Given several relays of a
-///   cluster ([`Relays`]), the retry goes to the next relay at once, and the sink stays
+///   the same ids, with exponential backoff (a `Retry-After` within its ceiling
+///   honoured); a 4xx is final. Given several relays of a
+///   cluster ([`Relays`](crate::Relays)), the retry goes to the next relay at once, and the sink stays
 ///   on the one that took it: the cluster stores each `(source, id)` once, whichever
 ///   relay it reached. Both are reported to the
 ///   handler ([`DeliveryReport`]); the emitting call never fails because of them.
@@ -174,7 +189,7 @@ impl HttpSinkBuilder {
 ///   counted ([`DeliveryStats::dropped`]) and reported, one report per burst (AEP-0003
 ///   §8.4); [`reserve`](Sink::reserve) (what `emit_wait` uses) waits for room instead,
 ///   and fails with [`EmitError::Stalled`] once nothing has been delivered for
-///   `give_up_after` (see [`HttpSinkBuilder::give_up_after`]).
+///   `give_up_after` (see [`HttpSinkOptions::retry`]).
 ///
 /// **Drop:** dropping the last handle closes the sink; the background task keeps
 /// delivering what was accepted (with retries, up to `give_up_after`) for as long as the
@@ -183,10 +198,11 @@ impl HttpSinkBuilder {
 /// [`Emitter::close`](crate::Emitter::close)) to wait for delivery instead.
 ///
 /// ```no_run
-/// use aep_async::{Emitter, HttpSink};
+/// use aep_async::{Client, Emitter, HttpSinkOptions};
 ///
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let sink = HttpSink::builder("http://127.0.0.1:8787").token("secret").build()?;
+/// let client = Client::new("http://127.0.0.1:8787").token("secret");
+/// let sink = client.http_sink(HttpSinkOptions::new())?;
 /// let emitter = Emitter::new("coder", "host-a", sink);
 /// emitter.session("s1").emit("session.started", serde_json::json!({}))?;
 /// emitter.close().await; // delivered, or reported through the handler
@@ -199,24 +215,6 @@ pub struct HttpSink {
 }
 
 impl HttpSink {
-    /// Defaults for the relay at `base` (e.g. `http://127.0.0.1:8787`), or for the
-    /// relays of a cluster ([`Relays`]).
-    pub fn builder(base: impl Into<Relays>) -> HttpSinkBuilder {
-        HttpSinkBuilder {
-            relays: base.into(),
-            token: None,
-            max_batch: 1000,
-            max_batch_bytes: 1 << 20,
-            linger: Duration::from_millis(5),
-            queue_capacity: 10_000,
-            request_timeout: Duration::from_secs(10),
-            retry: BackoffPolicy::new(Duration::from_millis(100), Duration::from_secs(5)),
-            give_up_after: Some(Duration::from_secs(60)),
-            report: default_handler(),
-            client: None,
-        }
-    }
-
     /// The ingest URL requests go to (of the first relay, given several).
     pub fn endpoint(&self) -> &str {
         &self.endpoint
@@ -255,34 +253,28 @@ impl Sink for HttpSink {
 
 struct Worker {
     outbox: Arc<Outbox>,
-    client: reqwest::Client,
-    /// The relay batches go to, among the sink's relays.
-    failover: Failover,
-    config: HttpSinkBuilder,
-}
-
-/// `{base}/events` (AEP-0003 §3.2).
-fn ingest_url(base: &str) -> String {
-    format!("{}/events", base.trim_end_matches('/'))
+    /// Sends each batch, with retries and failover.
+    delivery: HttpDelivery,
+    batch: BatchOptions,
 }
 
 impl Worker {
     async fn run(mut self) {
         let _abandon = AbandonGuard(self.outbox.clone());
+        let (max_items, max_bytes) = (self.batch.items(), self.batch.bytes());
         loop {
-            let cfg = &self.config;
             self.outbox.wait_for_work().await;
             let (live, bytes, closed, urgent) = self.outbox.level();
             if live == 0 && closed {
                 break;
             }
-            if !closed && !urgent && live < cfg.max_batch && bytes < cfg.max_batch_bytes {
+            if !closed && !urgent && live < max_items && bytes < max_bytes {
                 // Linger for company; wake early when more arrives and the batch is full.
-                let deadline = Instant::now() + cfg.linger;
+                let deadline = Instant::now() + self.batch.lingers();
                 loop {
                     let notified = self.outbox.notified();
                     let (live, bytes, closed, urgent) = self.outbox.level();
-                    if closed || urgent || live >= cfg.max_batch || bytes >= cfg.max_batch_bytes {
+                    if closed || urgent || live >= max_items || bytes >= max_bytes {
                         break;
                     }
                     if tokio::time::timeout_at(deadline, notified).await.is_err() {
@@ -290,7 +282,7 @@ impl Worker {
                     }
                 }
             }
-            let batch = self.outbox.take(cfg.max_batch, cfg.max_batch_bytes);
+            let batch = self.outbox.take(max_items, max_bytes);
             if !batch.is_empty() {
                 self.deliver(batch).await;
             }
@@ -300,96 +292,38 @@ impl Worker {
 
     async fn deliver(&mut self, batch: Batch) {
         let events = batch.len();
-        let (body, content_type) = encode(batch);
-        let started = Instant::now();
-        let mut attempt = 0u32;
-        // Each batch starts the retry schedule over, on the relay that took the last one.
-        self.failover.succeeded();
-        loop {
-            attempt += 1;
-            let error = match self.post(body.clone(), content_type).await {
-                Ok(()) => {
-                    self.failover.succeeded();
-                    self.outbox.settle(events as u64, 0);
-                    return;
-                }
-                Err(e) => e,
-            };
-            let cfg = &self.config;
-            if !error.is_retryable() {
-                tracing::warn!(%error, events, "batch rejected");
-                // Report before settling, so a flush that returns has seen the report.
-                (self.outbox.report)(DeliveryReport::Rejected { error, events });
-                self.outbox.settle(0, events as u64);
-                return;
-            }
-            // the same bytes, so the same ids, to the next relay (or this one again)
-            let delay = self.failover.failed();
-            if cfg
-                .give_up_after
-                .is_some_and(|limit| started.elapsed() + delay > limit)
-            {
-                tracing::warn!(%error, events, attempt, "giving up on batch");
-                (self.outbox.report)(DeliveryReport::GaveUp { error, events });
-                self.outbox.give_up(events as u64);
-                return;
-            }
-            tracing::info!(%error, events, attempt, ?delay, "batch failed; retrying with the same ids");
-            (self.outbox.report)(DeliveryReport::Retrying {
+        let request = encode(batch);
+        let report = &self.outbox.report;
+        let retrying = |error, attempt| {
+            tracing::info!(%error, events, attempt, "batch failed; retrying with the same ids");
+            report(DeliveryReport::Retrying {
                 error,
                 events,
                 attempt,
             });
-            tokio::time::sleep(delay).await;
-        }
-    }
-
-    async fn post(
-        &self,
-        body: bytes::Bytes,
-        content_type: &'static str,
-    ) -> Result<(), TransportError> {
-        let endpoint = ingest_url(self.failover.current().unwrap_or_default());
-        let mut req = self
-            .client
-            .post(&endpoint)
-            .header("AEP-Version", aep_core::AEP_VERSION)
-            .header(reqwest::header::CONTENT_TYPE, content_type)
-            .body(body);
-        if let Some(token) = &self.config.token {
-            req = req.bearer_auth(token);
-        }
-        let timeout = self.config.request_timeout;
-        let send = async {
-            let res = req
-                .send()
-                .await
-                .map_err(|e| TransportError::from_reqwest("ingest", e))?;
-            let status = res.status();
-            // Read the body so the connection can be reused.
-            let _ = res.bytes().await;
-            if status.is_success() {
-                Ok(())
-            } else {
-                Err(TransportError::http(
-                    status.as_u16(),
-                    format!("ingest refused: {status}"),
-                ))
-            }
         };
-        match tokio::time::timeout(timeout, send).await {
-            Ok(r) => r,
-            Err(_) => Err(TransportError::timeout(format!(
-                "ingest timeout after {} ms",
-                timeout.as_millis()
-            ))),
+        // Each report before its settling, so a flush that returns has seen the report.
+        match self.delivery.deliver(&request, retrying).await {
+            Ok(_) => self.outbox.settle(events as u64, 0),
+            Err(Undelivered::Rejected(error)) => {
+                tracing::warn!(%error, events, "batch rejected");
+                report(DeliveryReport::Rejected { error, events });
+                self.outbox.settle(0, events as u64);
+            }
+            Err(Undelivered::GaveUp(error)) => {
+                tracing::warn!(%error, events, "giving up on batch");
+                report(DeliveryReport::GaveUp { error, events });
+                self.outbox.give_up(events as u64);
+            }
         }
     }
 }
 
-fn encode(batch: Batch) -> (bytes::Bytes, &'static str) {
+/// One event as JSON, several as NDJSON (AEP-0003 §3.2 rule 1).
+fn encode(batch: Batch) -> Request {
+    let target = Target::Relay(binding::EVENTS_PATH);
     match batch.lines().next() {
-        Some(one) if batch.len() == 1 => (one, "application/json"),
-        _ => (batch.ndjson(), "application/x-ndjson"),
+        Some(one) if batch.len() == 1 => Request::new(target, one, binding::JSON_CONTENT_TYPE),
+        _ => Request::new(target, batch.ndjson(), binding::NDJSON_CONTENT_TYPE),
     }
 }

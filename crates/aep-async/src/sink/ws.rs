@@ -20,12 +20,12 @@ use super::{
     default_handler, AbandonGuard, Claim, DeliveryReport, DeliveryStats, Outbox, ReportHandler,
     ReserveFuture, Sink, SinkFuture,
 };
+use crate::client::{Client, Defaults, Link};
 use crate::error::{EmitError, TransportError};
-use crate::relays::Relays;
 use crate::transport::ws::{
     classify, close_socket, hello, open, ws_error, Inbound, WsRead, WsStream,
 };
-use crate::transport::{BackoffPolicy, Failover};
+use crate::transport::Failover;
 
 /// Receives control commands (AEP-0004) that arrive on an emitter's socket.
 ///
@@ -63,34 +63,30 @@ pub trait CommandHook: Send + Sync + fmt::Debug + 'static {
     }
 }
 
-/// Configuration of a [`WsSink`].
+/// What a [`WsSink`] declares and does beyond connecting (where, with what token,
+/// within what connect timeout and on what reconnect schedule is the [`Client`]'s).
 ///
 /// ```
-/// let builder = aep_async::WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1").token("secret");
-/// # let _ = builder;
+/// use aep_async::WsSinkOptions;
+/// let options = WsSinkOptions::new("coder", "host-a/1").queue_capacity(1000);
+/// # let _ = options;
 /// ```
 #[derive(Clone)]
-#[must_use = "a builder does nothing until `build`"]
-pub struct WsSinkBuilder {
-    relays: Relays,
+#[must_use = "options do nothing until passed to Client::ws_sink"]
+pub struct WsSinkOptions {
     agent: String,
     instance: String,
-    token: Option<String>,
     queue_capacity: usize,
-    connect_timeout: Duration,
-    backoff: BackoffPolicy,
     give_up_after: Option<Duration>,
     hook: Option<Arc<dyn CommandHook>>,
     report: ReportHandler,
 }
 
-impl fmt::Debug for WsSinkBuilder {
+impl fmt::Debug for WsSinkOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WsSinkBuilder")
-            .field("relays", &self.relays)
+        f.debug_struct("WsSinkOptions")
             .field("agent", &self.agent)
             .field("instance", &self.instance)
-            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("queue_capacity", &self.queue_capacity)
             .field("give_up_after", &self.give_up_after)
             .field("hook", &self.hook)
@@ -98,11 +94,19 @@ impl fmt::Debug for WsSinkBuilder {
     }
 }
 
-impl WsSinkBuilder {
-    /// Bearer token sent with the upgrade request.
-    pub fn token(mut self, token: impl Into<String>) -> Self {
-        self.token = Some(token.into());
-        self
+impl WsSinkOptions {
+    /// A sink declaring `identity.agent` and `instance` at `hello`, with a queue of
+    /// 10 000 events, a waiting emit that gives up after 60 s without delivery, no
+    /// command hook, and reports to `tracing` at `warn`.
+    pub fn new(agent: impl Into<String>, instance: impl Into<String>) -> Self {
+        WsSinkOptions {
+            agent: agent.into(),
+            instance: instance.into(),
+            queue_capacity: 10_000,
+            give_up_after: Some(Duration::from_secs(60)),
+            hook: None,
+            report: default_handler(),
+        }
     }
     /// Bound of the outbox (default 10 000). When it is full, `accept` (and `emit`)
     /// drops `debug`/`info` first (AEP-0003 §8.4), while [`reserve`](Sink::reserve)
@@ -116,26 +120,9 @@ impl WsSinkBuilder {
     /// before the relay counts as gone and the wait fails with [`EmitError::Stalled`]
     /// (default 60 s; `None` waits for as long as it takes). The sink itself gives
     /// nothing up while it is open: what is queued is sent after the next reconnect (at
-    /// `close`, see [`connect_timeout`](Self::connect_timeout)).
+    /// `close`, see [`Client::connect_timeout`]).
     pub fn give_up_after(mut self, d: Option<Duration>) -> Self {
         self.give_up_after = d;
-        self
-    }
-    /// Bound on the handshake and `hello` exchange (default 10 s); also how long
-    /// `close` waits for the relay to confirm the last events written, and how long it
-    /// goes on writing again events the relay refuses for now (`limit-exceeded`) before
-    /// it gives them up ([`DeliveryReport::GaveUp`]).
-    pub fn connect_timeout(mut self, d: Duration) -> Self {
-        self.connect_timeout = d;
-        self
-    }
-    /// Reconnect delays (default 500 ms doubling to 10 s). With several relays, a
-    /// reconnect goes to the next relay at once, and these delays apply once every
-    /// relay has failed. The same delays space the writing again of an event the relay
-    /// refused for now (`limit-exceeded`: its disk is full), doubling per refusal in a
-    /// row.
-    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.backoff = BackoffPolicy::new(initial, max);
         self
     }
     /// Where inbound commands go; its `accepts` are declared at `hello`.
@@ -148,26 +135,54 @@ impl WsSinkBuilder {
         self.report = Arc::new(f);
         self
     }
-    /// Starts the connection task on the current runtime.
-    pub fn build(self) -> Result<WsSink, TransportError> {
+}
+
+impl Client {
+    /// Starts a [`WsSink`] to the client's relays on the current runtime. Feature `ws`.
+    ///
+    /// The client's connect timeout (default 10 s here) bounds the handshake and
+    /// `hello` exchange, and also how long `close` waits for the relay to confirm the
+    /// last events written, and how long it goes on writing again events the relay
+    /// refuses for now (`limit-exceeded`) before it gives them up
+    /// ([`DeliveryReport::GaveUp`]). Its backoff (default 500 ms doubling to 10 s) spaces
+    /// the reconnects, and the writing again of an event the relay refused for now (its
+    /// disk is full), doubling per refusal in a row.
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), aep_async::TransportError> {
+    /// use aep_async::{Client, WsSinkOptions};
+    /// let sink = Client::new("http://127.0.0.1:8787").ws_sink(WsSinkOptions::new("coder", "host-a/1"))?;
+    /// # let _ = sink; Ok(()) }
+    /// ```
+    pub fn ws_sink(&self, options: WsSinkOptions) -> Result<WsSink, TransportError> {
         let runtime = tokio::runtime::Handle::try_current()
-            .map_err(|e| TransportError::network("WsSink::build needs a tokio runtime", e))?;
-        if self.relays.is_empty() {
-            return Err(TransportError::network_msg("WsSink was given no relay URL"));
+            .map_err(|e| TransportError::network("Client::ws_sink needs a tokio runtime", e))?;
+        if self.relays().is_empty() {
+            return Err(TransportError::network_msg(
+                "the client was given no relay URL",
+            ));
         }
+        let link = self.link(Defaults::WS_SINK);
         let outbox = Arc::new(
-            Outbox::new(self.queue_capacity, self.report.clone()).patience(self.give_up_after),
+            Outbox::new(options.queue_capacity, options.report.clone())
+                .patience(options.give_up_after),
         );
-        let span = tracing::info_span!("aep_ws_sink", relays = %self.relays, agent = %self.agent);
-        let claims = self.hook.is_some();
+        let span =
+            tracing::info_span!("aep_ws_sink", relays = %link.relays, agent = %options.agent);
+        let claims = options.hook.is_some();
         let worker = Worker {
             outbox: outbox.clone(),
             unsent: Vec::new(),
             claims: HashMap::new(),
-            unconfirmed: Unconfirmed::new(self.queue_capacity, self.connect_timeout, self.backoff),
+            unconfirmed: Unconfirmed::new(
+                options.queue_capacity,
+                link.connect_timeout,
+                link.backoff,
+            ),
             flush_waits: false,
             last_refusal: None,
-            cfg: self,
+            cfg: options,
+            link,
         };
         runtime.spawn(worker.run().instrument(span));
         Ok(WsSink { outbox, claims })
@@ -176,7 +191,8 @@ impl WsSinkBuilder {
 
 /// Emits over the WebSocket binding: connects to `{base}/socket`, says `hello` as an
 /// emitter (declaring the hook's `accepts`), then sends each event as a text frame, in
-/// order. Reconnects with backoff (given several relays of a cluster, [`Relays`], to
+/// order. Reconnects with backoff (given several relays of a cluster,
+/// [`Relays`](crate::Relays), to
 /// the next one at once); events not yet written are sent after the new `hello`.
 /// `error` frames the endpoint sends back are reported.
 ///
@@ -214,7 +230,8 @@ impl WsSinkBuilder {
 ///
 /// ```no_run
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-/// let sink = aep_async::WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1").build()?;
+/// let client = aep_async::Client::new("http://127.0.0.1:8787");
+/// let sink = client.ws_sink(aep_async::WsSinkOptions::new("coder", "host-a/1"))?;
 /// let emitter = aep_async::Emitter::new("coder", "host-a", sink);
 /// emitter.session("s").emit("session.started", serde_json::json!({}))?;
 /// emitter.close().await;
@@ -225,29 +242,6 @@ pub struct WsSink {
     outbox: Arc<Outbox>,
     /// Whether accepted events note their session claims (with a command hook).
     claims: bool,
-}
-
-impl WsSink {
-    /// Defaults for the relay at `base` (or the relays of a cluster, [`Relays`]),
-    /// declaring `identity.agent` and `instance`.
-    pub fn builder(
-        base: impl Into<Relays>,
-        agent: impl Into<String>,
-        instance: impl Into<String>,
-    ) -> WsSinkBuilder {
-        WsSinkBuilder {
-            relays: base.into(),
-            agent: agent.into(),
-            instance: instance.into(),
-            token: None,
-            queue_capacity: 10_000,
-            connect_timeout: Duration::from_secs(10),
-            backoff: BackoffPolicy::new(Duration::from_millis(500), Duration::from_secs(10)),
-            give_up_after: Some(Duration::from_secs(60)),
-            hook: None,
-            report: default_handler(),
-        }
-    }
 }
 
 impl Drop for WsSink {
@@ -284,7 +278,9 @@ impl Sink for WsSink {
 
 struct Worker {
     outbox: Arc<Outbox>,
-    cfg: WsSinkBuilder,
+    cfg: WsSinkOptions,
+    /// Where, with what token, within what time, on what schedule.
+    link: Link,
     /// Taken from the outbox and not yet written, with what each claims. Moved to
     /// `unconfirmed` before the write, so that a write that fails leaves each event in
     /// one place, to be written once on the next connection.
@@ -387,7 +383,7 @@ impl Worker {
         ) {
             caps.control = caps.control.take().map(|c| c.with_ack_window(window));
         }
-        let mut failover = Failover::new(self.cfg.relays.clone(), self.cfg.backoff);
+        let mut failover = Failover::new(self.link.relays.clone(), self.link.backoff);
         loop {
             let (live, _, closed, _) = self.outbox.level();
             // A closed sink chases what it has not counted delivered; what it presumed
@@ -398,8 +394,8 @@ impl Worker {
             let base = failover.current().unwrap_or_default().to_owned();
             let opened = open(
                 &base,
-                self.cfg.token.as_deref(),
-                self.cfg.connect_timeout,
+                self.link.token.as_deref(),
+                self.link.connect_timeout,
                 &hello,
             )
             .await;
@@ -572,7 +568,7 @@ impl Worker {
         read: &mut futures::stream::SplitStream<WsStream>,
     ) -> Result<(), TransportError> {
         // events the relay keeps refusing for now are chased this long, no longer
-        let give_up_at = Instant::now() + self.cfg.connect_timeout;
+        let give_up_at = Instant::now() + self.link.connect_timeout;
         while self.unconfirmed.uncounted() > 0 {
             let again = self.write_again(write, false).await?;
             if self.ask_confirmation(write, true).await? || again {

@@ -1,5 +1,5 @@
-//! Consuming: [`subscribe()`] returns a [`Subscription`], a `Stream` of events with the
-//! consumer duties of AEP-0001 §7 and AEP-0003 §5–7 built in.
+//! Consuming: [`Client::subscribe`] returns a [`Subscription`], a `Stream` of events
+//! with the consumer duties of AEP-0001 §7 and AEP-0003 §5–7 built in.
 //!
 //! - `(source, id)` dedupe, bounded (AEP-0001 §7.4);
 //! - [`Subscription::positions`]: the latest `(session, epoch, seq)` per session, to
@@ -22,7 +22,6 @@ use std::fmt;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use aep_core::dedupe::Dedupe;
 use aep_core::resume::{Position, Positions, ResumePosition};
@@ -33,10 +32,10 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::error::TransportError;
+use crate::client::Client;
 #[cfg(any(feature = "sse", feature = "ws"))]
-use crate::relays::Relays;
-use crate::transport::BackoffPolicy;
+use crate::client::{Defaults, Link};
+use crate::error::TransportError;
 
 #[cfg(feature = "sse")]
 mod sse;
@@ -156,7 +155,8 @@ pub enum Notice {
 /// The handler that receives [`Notice`]s.
 pub type NoticeHandler = Arc<dyn Fn(Notice) + Send + Sync>;
 
-/// Options of a subscription; defaults are the Python SDK's.
+/// What a subscription asks for and how it behaves; defaults are the Python SDK's. Where
+/// it connects, with what token and on what reconnect schedule is the [`Client`]'s.
 ///
 /// | option | default |
 /// |---|---|
@@ -165,10 +165,8 @@ pub type NoticeHandler = Arc<dyn Fn(Notice) + Send + Sync>;
 /// | capture ceiling | none (the endpoint's) |
 /// | from | live only |
 /// | live | `true` (`history_only()` sets `false`) |
-/// | backoff | 500 ms doubling to 10 s |
 /// | from_budget | 6000 encoded characters |
 /// | max_replay_chunks | 20 |
-/// | connect_timeout | 30 s (body reads unbounded) |
 /// | dedupe memory | 50 000 `(source, id)` keys |
 ///
 /// ```
@@ -179,23 +177,19 @@ pub type NoticeHandler = Arc<dyn Fn(Notice) + Send + Sync>;
 /// let opts = SubscribeOptions::new()
 ///     .filter(json!({"type": ["attention.*"], "severity": {"gte": "notice"}}))
 ///     .capture(Capture::Metadata)
-///     .token("secret")
 ///     .from_all()
 ///     .on_notice(|n| eprintln!("{n:?}"));
 /// # let _ = opts;
 /// ```
 #[derive(Clone)]
-#[must_use = "options do nothing until passed to subscribe()"]
+#[must_use = "options do nothing until passed to Client::subscribe"]
 pub struct SubscribeOptions {
     pub(crate) filter: Value,
     pub(crate) capture: Option<Capture>,
-    pub(crate) token: Option<String>,
     pub(crate) from: StartFrom,
     pub(crate) live: bool,
-    pub(crate) backoff: BackoffPolicy,
     pub(crate) from_budget: usize,
     pub(crate) max_replay_chunks: usize,
-    pub(crate) connect_timeout: Duration,
     pub(crate) dedupe_capacity: usize,
     pub(crate) buffer: usize,
     pub(crate) transport: Option<Transport>,
@@ -208,13 +202,10 @@ impl fmt::Debug for SubscribeOptions {
         f.debug_struct("SubscribeOptions")
             .field("filter", &self.filter)
             .field("capture", &self.capture)
-            .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("from", &self.from)
             .field("live", &self.live)
-            .field("backoff", &self.backoff)
             .field("from_budget", &self.from_budget)
             .field("max_replay_chunks", &self.max_replay_chunks)
-            .field("connect_timeout", &self.connect_timeout)
             .field("transport", &self.transport)
             .finish()
     }
@@ -225,13 +216,10 @@ impl Default for SubscribeOptions {
         SubscribeOptions {
             filter: Value::Object(Default::default()),
             capture: None,
-            token: None,
             from: StartFrom::Live,
             live: true,
-            backoff: BackoffPolicy::new(Duration::from_millis(500), Duration::from_secs(10)),
             from_budget: 6000,
             max_replay_chunks: 20,
-            connect_timeout: Duration::from_secs(30),
             dedupe_capacity: 50_000,
             buffer: 256,
             transport: None,
@@ -289,11 +277,6 @@ impl SubscribeOptions {
         self.capture = Some(ceiling);
         self
     }
-    /// Bearer token, sent as `Authorization: Bearer` (never in the URL).
-    pub fn token(mut self, token: impl Into<String>) -> Self {
-        self.token = Some(token.into());
-        self
-    }
     /// Where to start (default [`StartFrom::Live`]).
     pub fn start_from(mut self, from: StartFrom) -> Self {
         self.from = from;
@@ -318,11 +301,6 @@ impl SubscribeOptions {
         self.live = live;
         self
     }
-    /// Reconnect delays: first and ceiling, doubling in between.
-    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.backoff = BackoffPolicy::new(initial, max);
-        self
-    }
     /// Budget in encoded characters for the positions riding the live request.
     pub fn from_budget(mut self, chars: usize) -> Self {
         self.from_budget = chars;
@@ -331,16 +309,6 @@ impl SubscribeOptions {
     /// Most `live=0` drain requests per (re)connect.
     pub fn max_replay_chunks(mut self, n: usize) -> Self {
         self.max_replay_chunks = n;
-        self
-    }
-    /// Bound on connection establishment (request start to response headers, or the
-    /// WS handshake and `hello`). Expiry is a `Network` error and is retried.
-    ///
-    /// Keep it above the endpoint's heartbeat interval: a relay may hold back the SSE
-    /// response headers until its first write (the reference relay does, with a 25 s
-    /// `: ping`), so a shorter bound turns an idle stream into reconnects.
-    pub fn connect_timeout(mut self, d: Duration) -> Self {
-        self.connect_timeout = d;
         self
     }
     /// How many `(source, id)` keys dedupe remembers.
@@ -473,11 +441,11 @@ impl Shared {
 /// subscription closes it (no runtime needed).
 ///
 /// ```no_run
-/// use aep_async::{subscribe, SubscribeOptions};
+/// use aep_async::{Client, SubscribeOptions};
 /// use futures::StreamExt;
 ///
 /// # async fn run() {
-/// let mut sub = subscribe("http://127.0.0.1:8787", SubscribeOptions::new());
+/// let mut sub = Client::new("http://127.0.0.1:8787").subscribe(SubscribeOptions::new());
 /// if let Some(event) = sub.next().await {
 ///     println!("{} {}", event.event_type(), event.id());
 /// }
@@ -579,85 +547,91 @@ impl Stream for Subscription {
     }
 }
 
-/// Subscribes to the relay at `url` (its base, e.g. `http://127.0.0.1:8787`), or to the
-/// first reachable of several relays of one cluster ([`Relays`]).
-///
-/// Returns at once; connecting, resuming and reconnecting happen in a background task
-/// on the current tokio runtime. With several relays, a subscription whose relay fails
-/// resumes on the next one from its [positions](Subscription::positions): the relays of
-/// a cluster replay from one shared store, and the subscription's dedupe drops what the
-/// caller has seen, so the caller sees no gap and no duplicate. Called outside a runtime, the subscription ends at once
-/// with a `Network` [`Notice::Error`]. With [`Transport::WebSocket`] the subscription
-/// opens its own connection; use `ws::WsConnection` to multiplex several on one.
-///
-/// ```no_run
-/// use aep_async::{subscribe, SubscribeOptions};
-/// use futures::StreamExt;
-///
-/// # async fn run(saved: Vec<aep_core::resume::ResumePosition>) {
-/// let mut sub = subscribe(
-///     "http://127.0.0.1:8787",
-///     SubscribeOptions::new().from_positions(saved).token("secret"),
-/// );
-/// while let Some(event) = sub.next().await {
-///     // handle it; `sub.positions()` is what to persist
-/// #   let _ = event;
-/// }
-/// # }
-/// ```
-///
-/// Two relays of a cluster:
-///
-/// ```no_run
-/// use aep_async::{subscribe, SubscribeOptions};
-///
-/// # async fn run() {
-/// let relays = ["http://10.0.0.1:8787", "http://10.0.0.2:8787"];
-/// let sub = subscribe(relays, SubscribeOptions::new().token("secret"));
-/// # let _ = sub; }
-/// ```
-#[cfg(any(feature = "sse", feature = "ws"))]
-#[cfg_attr(docsrs, doc(cfg(any(feature = "sse", feature = "ws"))))]
-pub fn subscribe(url: impl Into<Relays>, options: SubscribeOptions) -> Subscription {
-    let relays = url.into();
-    if relays.is_empty() {
-        return unavailable(&options, "subscribe() was given no relay URL");
-    }
-    match options.transport.unwrap_or(DEFAULT_TRANSPORT) {
-        #[cfg(feature = "sse")]
-        Transport::Sse => subscribe_sse(relays, options),
-        #[cfg(feature = "ws")]
-        Transport::WebSocket => subscribe_ws(relays, options),
+impl Client {
+    /// Subscribes to the client's relay (or the first reachable of its relays,
+    /// [`Relays`](crate::Relays)) with `options`.
+    ///
+    /// Returns at once; connecting, resuming and reconnecting happen in a background
+    /// task on the current tokio runtime. With several relays, a subscription whose relay
+    /// fails resumes on the next one from its [positions](Subscription::positions): the
+    /// relays of a cluster replay from one shared store, and the subscription's dedupe
+    /// drops what the caller has seen, so the caller sees no gap and no duplicate. Called
+    /// outside a runtime, the subscription ends at once with a `Network`
+    /// [`Notice::Error`]. With [`Transport::WebSocket`] the subscription opens its own
+    /// connection; use [`Client::ws_connection`] to multiplex several on one.
+    ///
+    /// ```no_run
+    /// use aep_async::{Client, SubscribeOptions};
+    /// use futures::StreamExt;
+    ///
+    /// # async fn run(saved: Vec<aep_core::resume::ResumePosition>) {
+    /// let client = Client::new("http://127.0.0.1:8787").token("secret");
+    /// let mut sub = client.subscribe(SubscribeOptions::new().from_positions(saved));
+    /// while let Some(event) = sub.next().await {
+    ///     // handle it; `sub.positions()` is what to persist
+    /// #   let _ = event;
+    /// }
+    /// # }
+    /// ```
+    ///
+    /// Two relays of a cluster:
+    ///
+    /// ```no_run
+    /// use aep_async::{Client, SubscribeOptions};
+    ///
+    /// # async fn run() {
+    /// let client = Client::new(["http://10.0.0.1:8787", "http://10.0.0.2:8787"]);
+    /// let sub = client.subscribe(SubscribeOptions::new());
+    /// # let _ = sub; }
+    /// ```
+    #[cfg(any(feature = "sse", feature = "ws"))]
+    #[cfg_attr(docsrs, doc(cfg(any(feature = "sse", feature = "ws"))))]
+    pub fn subscribe(&self, options: SubscribeOptions) -> Subscription {
+        if self.relays().is_empty() {
+            return unavailable(&options, "the client was given no relay URL");
+        }
+        let link = self.link(Defaults::CONSUMER);
+        match options.transport.unwrap_or(DEFAULT_TRANSPORT) {
+            #[cfg(feature = "sse")]
+            Transport::Sse => subscribe_sse(self, link, options),
+            #[cfg(feature = "ws")]
+            Transport::WebSocket => subscribe_ws(link, options),
+        }
     }
 }
 
 /// A subscription that ends at once, having told its notice handler why.
 #[cfg(any(feature = "sse", feature = "ws"))]
 fn unavailable(options: &SubscribeOptions, why: &str) -> Subscription {
+    failed(options, TransportError::network_msg(why.to_owned()))
+}
+
+/// A subscription that ends at once with `error` as its notice.
+#[cfg(any(feature = "sse", feature = "ws"))]
+fn failed(options: &SubscribeOptions, error: TransportError) -> Subscription {
     let (sub, shared, tx) = Subscription::new(options);
-    shared.notify(Notice::Error(TransportError::network_msg(why.to_owned())));
+    shared.notify(Notice::Error(error));
     drop(tx);
     sub
 }
 
 #[cfg(feature = "sse")]
-fn subscribe_sse(relays: Relays, options: SubscribeOptions) -> Subscription {
+fn subscribe_sse(client: &Client, link: Link, options: SubscribeOptions) -> Subscription {
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-        return unavailable(&options, "subscribe() needs a tokio runtime");
+        return unavailable(&options, "Client::subscribe needs a tokio runtime");
+    };
+    let http = match client.http() {
+        Ok(http) => http,
+        Err(e) => return failed(&options, e),
     };
     let (sub, shared, tx) = Subscription::new(&options);
-    let task = sse::SseTask::new(relays, options, shared, tx);
+    let task = sse::SseTask::new(link, http, options, shared, tx);
     runtime.spawn(task.run());
     sub
 }
 
 #[cfg(feature = "ws")]
-fn subscribe_ws(relays: Relays, options: SubscribeOptions) -> Subscription {
-    let conn = ws::WsConnection::builder(relays)
-        .token_opt(options.token.clone())
-        .connect_timeout(options.connect_timeout)
-        .backoff_policy(options.backoff)
-        .connect();
+fn subscribe_ws(link: Link, options: SubscribeOptions) -> Subscription {
     // The subscription holds the only handle: the connection ends with it.
-    conn.subscribe(options)
+    ws::WsConnection::start(link).subscribe(options)
 }

@@ -13,8 +13,8 @@ use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use super::{Notice, Shared, StartFrom, SubscribeOptions};
+use crate::client::Link;
 use crate::error::TransportError;
-use crate::relays::Relays;
 use crate::transport::Failover;
 use aep_core::resume::{is_replay_complete_comment, parse_replay_exhausted_comment};
 
@@ -38,41 +38,35 @@ enum FromArg<'a> {
 pub(super) struct SseTask {
     /// The relay to connect to now, among the subscription's relays.
     failover: Failover,
+    /// The token and the connect timeout.
+    link: Link,
     opts: SubscribeOptions,
     shared: Arc<Shared>,
     tx: mpsc::Sender<Vec<Event>>,
-    client: Option<reqwest::Client>,
+    client: reqwest::Client,
 }
 
 impl SseTask {
     pub(super) fn new(
-        relays: Relays,
+        link: Link,
+        client: reqwest::Client,
         opts: SubscribeOptions,
         shared: Arc<Shared>,
         tx: mpsc::Sender<Vec<Event>>,
     ) -> Self {
         SseTask {
-            failover: Failover::new(relays, opts.backoff),
+            failover: Failover::new(link.relays.clone(), link.backoff),
+            link,
             opts,
             shared,
             tx,
-            client: None,
+            client,
         }
     }
 
     pub(super) async fn run(mut self) {
         let span = tracing::info_span!("aep_subscribe", transport = "sse", relays = %self.failover.relays());
         async move {
-            match reqwest::Client::builder().build() {
-                Ok(c) => self.client = Some(c),
-                Err(e) => {
-                    self.shared.notify(Notice::Error(TransportError::network(
-                        "building the HTTP client",
-                        e,
-                    )));
-                    return;
-                }
-            }
             self.main_loop().await;
             tracing::debug!("subscription ended");
         }
@@ -194,9 +188,8 @@ impl SseTask {
         let base = self
             .failover
             .current()
-            .ok_or_else(|| TransportError::network_msg("no relay URL to subscribe to"))?
-            .trim_end_matches('/');
-        let mut url = reqwest::Url::parse(&format!("{base}/stream"))
+            .ok_or_else(|| TransportError::network_msg("no relay URL to subscribe to"))?;
+        let mut url = reqwest::Url::parse(&aep_core::binding::stream_url(base))
             .map_err(|e| TransportError::network(format!("bad relay URL `{base}`"), e))?;
         {
             let mut q = url.query_pairs_mut();
@@ -232,9 +225,7 @@ impl SseTask {
         live: bool,
         terminal: bool,
     ) -> Result<Ended, TransportError> {
-        let Some(client) = &self.client else {
-            return Ok(Ended::Cancelled);
-        };
+        let client = &self.client;
         let resume = match &from {
             FromArg::Positions(p) => p.len(),
             _ => 0,
@@ -243,11 +234,11 @@ impl SseTask {
         let url = self.url(&from, live)?;
         let mut req = client
             .get(url)
-            .header(reqwest::header::ACCEPT, "text/event-stream");
-        if let Some(t) = &self.opts.token {
+            .header(reqwest::header::ACCEPT, aep_core::binding::SSE_CONTENT_TYPE);
+        if let Some(t) = &self.link.token {
             req = req.bearer_auth(t);
         }
-        let timeout = self.opts.connect_timeout;
+        let timeout = self.link.connect_timeout;
         // The deadline covers establishment only (until response headers); the body
         // may idle indefinitely between events.
         let response = tokio::select! {

@@ -5,7 +5,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use aep_core::frame::{self, Frame, IdFrame, Message as AepMessage, ReplayFrom, Role};
 use aep_core::{Event, Filter};
@@ -15,75 +14,10 @@ use tokio_tungstenite::tungstenite::Message;
 use tracing::Instrument;
 
 use super::{unavailable, Notice, Shared, StartFrom, SubscribeOptions, Subscription};
+use crate::client::{Client, Defaults, Link};
 use crate::error::TransportError;
-use crate::relays::Relays;
 use crate::transport::ws::{classify, close_socket, hello, open, ws_error, Inbound, WsStream};
-use crate::transport::{BackoffPolicy, Failover};
-
-/// Configuration of a [`WsConnection`].
-///
-/// ```no_run
-/// # async fn run() {
-/// use aep_async::subscribe::ws::WsConnection;
-/// let conn = WsConnection::builder("http://127.0.0.1:8787").token("secret").connect();
-/// # let _ = conn; }
-/// ```
-#[derive(Debug, Clone)]
-#[must_use = "a builder does nothing until `connect`"]
-pub struct WsConnectionBuilder {
-    relays: Relays,
-    token: Option<String>,
-    connect_timeout: Duration,
-    backoff: BackoffPolicy,
-    agent: String,
-}
-
-impl WsConnectionBuilder {
-    /// Bearer token sent with the upgrade request.
-    pub fn token(self, token: impl Into<String>) -> Self {
-        self.token_opt(Some(token.into()))
-    }
-    pub(crate) fn token_opt(mut self, token: Option<String>) -> Self {
-        self.token = token;
-        self
-    }
-    /// Bound on the handshake and `hello` exchange (default 30 s).
-    pub fn connect_timeout(mut self, d: Duration) -> Self {
-        self.connect_timeout = d;
-        self
-    }
-    /// Reconnect delays (default 500 ms doubling to 10 s).
-    pub fn backoff(self, initial: Duration, max: Duration) -> Self {
-        self.backoff_policy(BackoffPolicy::new(initial, max))
-    }
-    pub(crate) fn backoff_policy(mut self, policy: BackoffPolicy) -> Self {
-        self.backoff = policy;
-        self
-    }
-    /// The `identity.agent` declared at `hello` (default `aep-rust-consumer`).
-    pub fn agent(mut self, agent: impl Into<String>) -> Self {
-        self.agent = agent.into();
-        self
-    }
-    /// Starts the connection task on the current runtime and returns its handle. The
-    /// connection opens in the background and reconnects until every handle and every
-    /// subscription on it is gone.
-    pub fn connect(self) -> WsConnection {
-        let (cmd, rx) = mpsc::unbounded_channel();
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return WsConnection {
-                cmd: None,
-                next_id: Arc::new(AtomicU64::new(0)),
-            };
-        };
-        let span = tracing::info_span!("aep_ws_connection", relays = %self.relays);
-        runtime.spawn(ConnTask::new(self, rx).run().instrument(span));
-        WsConnection {
-            cmd: Some(cmd),
-            next_id: Arc::new(AtomicU64::new(0)),
-        }
-    }
-}
+use crate::transport::Failover;
 
 /// One WebSocket connection carrying any number of subscriptions (AEP-0003 §6.5).
 ///
@@ -91,19 +25,19 @@ impl WsConnectionBuilder {
 /// every subscription whose filter they match (an endpoint sends an event once per
 /// matching subscription, and each subscription's dedupe collapses the copies). After a
 /// reconnect every subscription is sent again with its own positions; given several
-/// relays ([`Relays`]), a reconnect after a failure goes to the next one. A slow reader of
-/// one subscription slows the connection for all of them.
+/// relays ([`Relays`](crate::Relays)), a reconnect after a failure goes to the next one.
+/// A slow reader of one subscription slows the connection for all of them. Opened with
+/// [`Client::ws_connection`].
 ///
 /// `live=false` (history-only) is an SSE feature: such a subscription ends at once
 /// with a notice.
 ///
 /// ```no_run
-/// use aep_async::subscribe::ws::WsConnection;
-/// use aep_async::SubscribeOptions;
+/// use aep_async::{Client, SubscribeOptions};
 /// use serde_json::json;
 ///
 /// # async fn run() {
-/// let conn = WsConnection::builder("http://127.0.0.1:8787").connect();
+/// let conn = Client::new("http://127.0.0.1:8787").token("secret").ws_connection();
 /// let attention = conn.subscribe(SubscribeOptions::new().filter(json!({"type": "attention.*"})));
 /// let errors = conn.subscribe(SubscribeOptions::new().filter(json!({"type": "error.*"})));
 /// # let _ = (attention, errors); }
@@ -115,23 +49,44 @@ pub struct WsConnection {
     next_id: Arc<AtomicU64>,
 }
 
+impl Client {
+    /// Opens one WebSocket for many subscriptions ([`WsConnection`]), in the background
+    /// on the current runtime: it connects, and reconnects until every handle and every
+    /// subscription on it is gone. Feature `ws`.
+    ///
+    /// ```no_run
+    /// # async fn run() {
+    /// let conn = aep_async::Client::new("http://127.0.0.1:8787").ws_connection();
+    /// let sub = conn.subscribe(aep_async::SubscribeOptions::new());
+    /// # let _ = sub; }
+    /// ```
+    pub fn ws_connection(&self) -> WsConnection {
+        WsConnection::start(self.link(Defaults::CONSUMER))
+    }
+}
+
 impl WsConnection {
-    /// Defaults for the relay at `base` (or the relays of a cluster, [`Relays`]).
-    pub fn builder(base: impl Into<Relays>) -> WsConnectionBuilder {
-        WsConnectionBuilder {
-            relays: base.into(),
-            token: None,
-            connect_timeout: Duration::from_secs(30),
-            backoff: BackoffPolicy::new(Duration::from_millis(500), Duration::from_secs(10)),
-            agent: "aep-rust-consumer".into(),
+    /// Starts the connection task on the current runtime; without one, every
+    /// subscription on the connection ends at once, saying why.
+    pub(crate) fn start(link: Link) -> WsConnection {
+        let next_id = Arc::new(AtomicU64::new(0));
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return WsConnection { cmd: None, next_id };
+        };
+        let (cmd, rx) = mpsc::unbounded_channel();
+        let span = tracing::info_span!("aep_ws_connection", relays = %link.relays);
+        runtime.spawn(ConnTask::new(link, rx).run().instrument(span));
+        WsConnection {
+            cmd: Some(cmd),
+            next_id,
         }
     }
 
-    /// Adds a subscription on this connection. `transport`, `token`, `backoff` and
-    /// `connect_timeout` of `options` are the connection's, not the subscription's.
+    /// Adds a subscription on this connection. The `transport` of `options` is the
+    /// connection's.
     pub fn subscribe(&self, options: SubscribeOptions) -> Subscription {
         let Some(cmd) = &self.cmd else {
-            return unavailable(&options, "WsConnection needs a tokio runtime");
+            return unavailable(&options, "Client::ws_connection needs a tokio runtime");
         };
         if !options.live {
             return unavailable(
@@ -212,7 +167,7 @@ impl SubEntry {
 }
 
 struct ConnTask {
-    cfg: WsConnectionBuilder,
+    cfg: Link,
     rx: mpsc::UnboundedReceiver<Command>,
     subs: HashMap<String, SubEntry>,
 }
@@ -223,7 +178,7 @@ enum Flow {
 }
 
 impl ConnTask {
-    fn new(cfg: WsConnectionBuilder, rx: mpsc::UnboundedReceiver<Command>) -> Self {
+    fn new(cfg: Link, rx: mpsc::UnboundedReceiver<Command>) -> Self {
         ConnTask {
             cfg,
             rx,
@@ -233,7 +188,7 @@ impl ConnTask {
 
     async fn run(mut self) {
         let mut failover = Failover::new(self.cfg.relays.clone(), self.cfg.backoff);
-        let hello = hello(Role::Consumer, &self.cfg.agent, "aep-async", None);
+        let hello = hello(Role::Consumer, &self.cfg.agent, &self.cfg.host, None);
         let (token, timeout) = (self.cfg.token.clone(), self.cfg.connect_timeout);
         let mut attempt = 0u32;
         loop {

@@ -48,16 +48,25 @@ pub(crate) struct BackoffPolicy {
     allow(dead_code)
 )]
 impl BackoffPolicy {
-    pub(crate) fn new(initial: Duration, max: Duration) -> Self {
-        BackoffPolicy {
-            initial,
-            max: max.max(initial),
-        }
+    pub(crate) const fn new(initial: Duration, max: Duration) -> Self {
+        // `Ord::max` is not `const`
+        let max = if max.as_nanos() < initial.as_nanos() {
+            initial
+        } else {
+            max
+        };
+        BackoffPolicy { initial, max }
     }
 
     /// The first delay.
     pub(crate) fn initial(self) -> Duration {
         self.initial
+    }
+
+    /// The ceiling.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
+    pub(crate) fn max(self) -> Duration {
+        self.max
     }
 
     /// The delay before attempt `attempt` (0 for the first): [`reconnect_delay`].

@@ -21,25 +21,14 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+use crate::client::Link;
 use crate::error::TransportError;
+use crate::transport::Failover;
 
 /// A client WebSocket, plain or TLS.
 pub(crate) type WsStream = WebSocketStream<MaybeTlsStream<TcpStream>>;
 /// What one read of a [`WsStream`] gives.
 pub(crate) type WsRead = Option<Result<Message, tokio_tungstenite::tungstenite::Error>>;
-
-/// `http(s)://host/base` to `ws(s)://host/base/socket` (AEP-0003 §3.5 rule 1).
-pub(crate) fn socket_url(base: &str) -> String {
-    let base = base.trim_end_matches('/');
-    let base = if let Some(rest) = base.strip_prefix("https://") {
-        format!("wss://{rest}")
-    } else if let Some(rest) = base.strip_prefix("http://") {
-        format!("ws://{rest}")
-    } else {
-        base.to_owned()
-    };
-    format!("{base}/socket")
-}
 
 /// The `hello` this crate sends (AEP-0003 §4): `accepts` is the control declaration of
 /// an emitter with a command hook.
@@ -73,7 +62,7 @@ pub(crate) async fn open(
 ) -> Result<(WsStream, Hello), TransportError> {
     let hello_text = Frame::Hello(Box::new(hello.clone())).to_json();
     let establish = async {
-        let url = socket_url(base);
+        let url = aep_core::binding::socket_url(base);
         let mut request = url
             .as_str()
             .into_client_request()
@@ -151,6 +140,39 @@ pub(crate) fn ws_error(e: tokio_tungstenite::tungstenite::Error) -> TransportErr
         }
         other => TransportError::network(format!("WebSocket: {other}"), other),
     }
+}
+
+/// Opens the first relay of `failover` that answers, starting from its current one and
+/// trying each once, every attempt within `link`'s connect timeout: how a connection
+/// that the caller waits for (the control client, a duplex, a lifecycle connection)
+/// fails over when it is opened. Fails only when none answers, with the first refusal
+/// (a `4xx` says more than an absent relay: a wrong token) or else the last error.
+pub(crate) async fn open_first(
+    failover: &mut Failover,
+    link: &Link,
+    hello: &Hello,
+) -> Result<(WsStream, Hello), TransportError> {
+    let mut refusal: Option<TransportError> = None;
+    let mut last = TransportError::network_msg("the client was given no relay URL");
+    for _ in 0..link.relays.len() {
+        let base = failover.current().unwrap_or_default().to_owned();
+        match open(&base, link.token.as_deref(), link.connect_timeout, hello).await {
+            Ok(opened) => {
+                failover.succeeded();
+                return Ok(opened);
+            }
+            Err(e) => {
+                tracing::debug!(relay = %base, error = %e, "connect failed");
+                if refusal.is_none() && e.status().is_some() {
+                    refusal = Some(e);
+                } else {
+                    last = e;
+                }
+                failover.failed();
+            }
+        }
+    }
+    Err(refusal.unwrap_or(last))
 }
 
 /// What one inbound WebSocket message means to a reader.
@@ -267,13 +289,6 @@ mod tests {
 
     use super::*;
     use tokio::net::TcpListener;
-
-    #[test]
-    fn socket_url_maps_schemes() {
-        assert_eq!(socket_url("http://h:1/"), "ws://h:1/socket");
-        assert_eq!(socket_url("https://h/x"), "wss://h/x/socket");
-        assert_eq!(socket_url("ws://h"), "ws://h/socket");
-    }
 
     use super::testing::{exchange_hello, serve};
 

@@ -12,7 +12,7 @@ use aep_async::control::{
     AskError, ControlClient, ControlError, ControlTarget, Duplex, NackReason, RejectReason,
     SendOptions,
 };
-use aep_async::{Emitter, SessionEmitter, WsSink};
+use aep_async::{Client, Emitter, SessionEmitter, WsSinkOptions};
 use aep_core::attention::{Applied, AttentionRequest, FormField, RequestError, RespondVia};
 use aep_core::redact::{RedactOptions, Redactor};
 use aep_core::{Capture, Event, Severity};
@@ -38,10 +38,9 @@ impl Loop {
         let target = ControlTarget::new(["control.attention.respond"], |cmd| async move {
             let _ = cmd.reject(RejectReason::Invalid, "no request of that id is pending");
         });
-        let sink = WsSink::builder(relay.url(), "asker", "host/1")
+        let sink = Client::new(relay.url())
             .token(TOKEN)
-            .command_hook(target.clone())
-            .build()
+            .ws_sink(WsSinkOptions::new("asker", "host/1").command_hook(target.clone()))
             .unwrap();
         // A redacted ceiling and the redaction pipeline, as an agent showing a person
         // the real question has (AEP-0003 §9.4).

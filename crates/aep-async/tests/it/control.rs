@@ -11,10 +11,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aep_async::control::{
-    open_duplex, ClientOptions, ControlClient, ControlError, ControlTarget, Duplex, DuplexOptions,
-    NackReason, RejectReason, SendOptions,
+    ControlClient, ControlError, ControlOptions, ControlTarget, Duplex, DuplexOptions, NackReason,
+    RejectReason, SendOptions,
 };
-use aep_async::{EmitOptions, Emitter, TransportErrorKind, WsSink};
+use aep_async::{Client, EmitOptions, Emitter, TransportErrorKind, WsSinkOptions};
 use aep_core::frame::{
     Capabilities, ControlCapability, Frame, Hello, Message as AepMessage, Role, Subscribe,
 };
@@ -30,8 +30,9 @@ async fn relay() -> aep_relay::RelayHandle {
     common::token_relay(TOKEN).await
 }
 
-fn fast() -> ClientOptions {
-    ClientOptions::new()
+/// A client of `url` with the token, reconnecting fast.
+fn fast(url: &str) -> Client {
+    Client::new(url)
         .token(TOKEN)
         .connect_timeout(Duration::from_secs(10))
         .backoff(Duration::from_millis(20), Duration::from_millis(200))
@@ -44,10 +45,9 @@ struct Agent {
 }
 
 async fn agent(url: &str, session: &str, target: &ControlTarget) -> Agent {
-    let sink = WsSink::builder(url, "test-agent", "host/1")
+    let sink = Client::new(url)
         .token(TOKEN)
-        .command_hook(target.clone())
-        .build()
+        .ws_sink(WsSinkOptions::new("test-agent", "host/1").command_hook(target.clone()))
         .unwrap();
     let emitter = Emitter::new("test-agent", "host", sink);
     let session = target.attach(emitter.session(session));
@@ -59,7 +59,7 @@ async fn agent(url: &str, session: &str, target: &ControlTarget) -> Agent {
 /// A console connected to `url` once the relay routes commands for `session` (its
 /// claim is live).
 async fn console_for(url: &str, session: &str) -> ControlClient {
-    let client = ControlClient::connect(url, fast()).await.unwrap();
+    let client = fast(url).control(ControlOptions::new()).await.unwrap();
     for _ in 0..200 {
         if client
             .roster()
@@ -220,7 +220,8 @@ async fn attention_round_trip() {
             .unwrap();
     });
     let agent = agent(relay.url(), "s-att", &target).await;
-    let mut watch = open_duplex(relay.url(), DuplexOptions::new().token(TOKEN))
+    let mut watch = fast(relay.url())
+        .duplex(DuplexOptions::new())
         .await
         .unwrap();
     let sub = Subscribe::new("w", json!({"session": "s-att"}));
@@ -295,7 +296,8 @@ async fn raw_emitter(url: &str, session: &str, accepts: &[&str]) -> Duplex {
     let hello = Hello::new(Role::Emitter)
         .with_identity(aep_core::frame::Identity::new("raw"))
         .with_capabilities(caps);
-    let d = open_duplex(url, DuplexOptions::new().token(TOKEN).hello(hello))
+    let d = fast(url)
+        .duplex(DuplexOptions::new().hello(hello))
         .await
         .unwrap();
     let claim = Event::new(
@@ -314,7 +316,10 @@ async fn raw_emitter(url: &str, session: &str, accepts: &[&str]) -> Duplex {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn no_route_and_ambiguous_are_refused_by_the_relay() {
     let relay = relay().await;
-    let client = ControlClient::connect(relay.url(), fast()).await.unwrap();
+    let client = fast(relay.url())
+        .control(ControlOptions::new())
+        .await
+        .unwrap();
     let err = client
         .send("control.pause", "nobody", SendOptions::new())
         .await
@@ -386,13 +391,13 @@ async fn a_target_that_never_acks_times_out_after_identical_retries() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wrong_token_is_an_http_401_on_the_upgrade() {
     let relay = relay().await;
-    let err = ControlClient::connect(relay.url(), ClientOptions::new().token("wrong"))
-        .await
-        .unwrap_err();
+    let wrong = Client::new(relay.url()).token("wrong");
+    let err = wrong.control(ControlOptions::new()).await.unwrap_err();
     assert_eq!(err.kind(), TransportErrorKind::Http { status: 401 });
-    let err = open_duplex(relay.url(), DuplexOptions::new())
-        .await
-        .unwrap_err();
+    let none = Client::new(relay.url());
+    let err = none.duplex(DuplexOptions::new()).await.unwrap_err();
+    assert_eq!(err.status(), Some(401));
+    let err = none.lifecycle().await.unwrap_err();
     assert_eq!(err.status(), Some(401));
 }
 
@@ -407,20 +412,25 @@ async fn a_server_that_never_answers_is_a_connect_timeout() {
             socks.push(s);
         }
     });
-    let opts = ClientOptions::new().connect_timeout(Duration::from_millis(200));
-    let err = ControlClient::connect(&url, opts).await.unwrap_err();
-    assert!(err.is_network(), "{err}");
+    let client = Client::new(&url).connect_timeout(Duration::from_millis(200));
+    let err = client.control(ControlOptions::new()).await.unwrap_err();
+    assert!(err.is_network() && err.is_timeout(), "{err}");
     assert!(err.to_string().contains("timeout"), "{err}");
     held.abort();
 
-    // Completes the upgrade and never says hello: the same timeout covers the wait.
+    // Completes the upgrade and never says hello: the same timeout covers the wait,
+    // for the duplex and the lifecycle connection alike.
     let endpoint = Scripted::start(None, |_| Vec::new()).await;
-    let opts = DuplexOptions::new().connect_timeout(Duration::from_millis(200));
-    let err = open_duplex(&endpoint.url, opts).await.unwrap_err();
+    let client = Client::new(&endpoint.url).connect_timeout(Duration::from_millis(200));
+    let err = client.duplex(DuplexOptions::new()).await.unwrap_err();
     assert!(
-        err.is_network() && err.to_string().contains("timeout"),
+        err.is_timeout() && err.to_string().contains("timeout"),
         "{err}"
     );
+    let endpoint = Scripted::start(None, |_| Vec::new()).await;
+    let client = Client::new(&endpoint.url).connect_timeout(Duration::from_millis(200));
+    let err = client.lifecycle().await.unwrap_err();
+    assert!(err.is_timeout(), "{err}");
 }
 
 /// A scripted WebSocket endpoint: says `hello` (when given) and answers each inbound
@@ -519,7 +529,8 @@ async fn binary_and_malformed_frames_are_skipped() {
         Message::text(r#"{"type":"futureframe","x":1}"#),
     ];
     let endpoint = Scripted::start(Some(endpoint_hello(false)), acking(junk)).await;
-    let client = ControlClient::connect(&endpoint.url, ClientOptions::new())
+    let client = Client::new(&endpoint.url)
+        .control(ControlOptions::new())
         .await
         .unwrap();
     let ack = client
@@ -530,7 +541,8 @@ async fn binary_and_malformed_frames_are_skipped() {
     client.close().await;
 
     // The raw duplex reports each bad message as a parse error and goes on.
-    let mut d = open_duplex(&endpoint.url, DuplexOptions::new())
+    let mut d = Client::new(&endpoint.url)
+        .duplex(DuplexOptions::new())
         .await
         .unwrap();
     let cmd = Event::new("c1", "control.pause", "t", "aep://h/agent/c", "c").with_session("s");
@@ -555,7 +567,8 @@ async fn binary_and_malformed_frames_are_skipped() {
 #[tokio::test]
 async fn roster_is_refused_at_once_without_the_capability() {
     let endpoint = Scripted::start(Some(endpoint_hello(false)), acking(Vec::new())).await;
-    let client = ControlClient::connect(&endpoint.url, ClientOptions::new())
+    let client = Client::new(&endpoint.url)
+        .control(ControlOptions::new())
         .await
         .unwrap();
     let err = client.roster().await.unwrap_err();
@@ -840,7 +853,8 @@ async fn dropping_every_handle_closes_the_connection_in_order() {
         ack(text)
     })
     .await;
-    let client = ControlClient::connect(&endpoint.url, ClientOptions::new())
+    let client = Client::new(&endpoint.url)
+        .control(ControlOptions::new())
         .await
         .unwrap();
     client
@@ -981,7 +995,10 @@ async fn a_detached_session_is_no_longer_acked() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_send_future_stays_small() {
     let relay = relay().await;
-    let client = ControlClient::connect(relay.url(), fast()).await.unwrap();
+    let client = fast(relay.url())
+        .control(ControlOptions::new())
+        .await
+        .unwrap();
     let send = client.send("control.pause", "s1", SendOptions::new());
     let size = std::mem::size_of_val(&send);
     eprintln!("send future: {size} bytes");

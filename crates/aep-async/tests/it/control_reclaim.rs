@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aep_async::control::{ClientOptions, ControlClient, ControlTarget, SendOptions};
-use aep_async::{Emitter, WsSink};
+use aep_async::control::{ControlClient, ControlOptions, ControlTarget, SendOptions};
+use aep_async::{Client, Emitter, WsSinkOptions};
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
@@ -118,11 +118,10 @@ async fn a_reconnected_sink_claims_its_sessions_again_without_a_new_emit() {
         }
     });
     // The agent reaches the relay through the cutter; the console connects directly.
-    let sink = WsSink::builder(&cutter.url, "reclaim-agent", "host/1")
+    let sink = Client::new(&cutter.url)
         .token(TOKEN)
         .backoff(Duration::from_millis(20), Duration::from_millis(100))
-        .command_hook(target.clone())
-        .build()
+        .ws_sink(WsSinkOptions::new("reclaim-agent", "host/1").command_hook(target.clone()))
         .unwrap();
     let emitter = Emitter::new("reclaim-agent", "host", sink);
     let session = target.attach(emitter.session("s-reclaim"));
@@ -134,14 +133,12 @@ async fn a_reconnected_sink_claims_its_sessions_again_without_a_new_emit() {
     emitter.flush().await;
     let emitted = emitter.stats().accepted;
 
-    let client = ControlClient::connect(
-        relay.url(),
-        ClientOptions::new()
-            .token(TOKEN)
-            .backoff(Duration::from_millis(20), Duration::from_millis(100)),
-    )
-    .await
-    .unwrap();
+    let client = Client::new(relay.url())
+        .token(TOKEN)
+        .backoff(Duration::from_millis(20), Duration::from_millis(100))
+        .control(ControlOptions::new())
+        .await
+        .unwrap();
     assert!(until_claims(&client, "s-reclaim", 1).await, "never claimed");
     assert!(until_claims(&client, "s-gone", 1).await, "never claimed");
     drop(gone);

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use aep_async::{
-    subscribe, DeliveryReport, EmitError, EmitOptions, Emitter, HttpSink, SessionEmitter,
-    SubscribeOptions, WsSink,
+    Client, DeliveryReport, EmitError, EmitOptions, Emitter, HttpSink, HttpSinkOptions,
+    SessionEmitter, SubscribeOptions, WsSinkOptions,
 };
 use aep_core::Severity;
 use common::Silent;
@@ -40,7 +40,7 @@ fn reports() -> (
 /// The first `n` events the relay holds, in order: its history, then live ones (for
 /// events a WebSocket sink presumed taken from a relay slow to answer its `ping`).
 async fn stored(url: &str, n: u64) -> Vec<u64> {
-    let mut sub = subscribe(url, SubscribeOptions::new().from_all());
+    let mut sub = Client::new(url).subscribe(SubscribeOptions::new().from_all());
     let mut seqs = Vec::new();
     while (seqs.len() as u64) < n {
         match tokio::time::timeout(PATIENCE, sub.next()).await {
@@ -87,11 +87,13 @@ fn waiting_http_sink(
     max_batch: usize,
     on_report: impl Fn(DeliveryReport) + Send + Sync + 'static,
 ) -> HttpSink {
-    HttpSink::builder(url)
-        .queue_capacity(QUEUE)
-        .max_batch(max_batch)
-        .on_report(on_report)
-        .build()
+    Client::new(url)
+        .http_sink(
+            HttpSinkOptions::new()
+                .batch(|b| b.max_items(max_batch))
+                .queue_capacity(QUEUE)
+                .on_report(on_report),
+        )
         .unwrap()
 }
 
@@ -120,10 +122,12 @@ async fn a_producer_faster_than_http_loses_nothing_when_it_waits() {
 async fn a_producer_faster_than_a_websocket_loses_nothing_when_it_waits() {
     let relay = aep_relay::Relay::builder().start().await.unwrap();
     let (log, on_report) = reports();
-    let sink = WsSink::builder(relay.url(), "a", "h/1")
-        .queue_capacity(QUEUE)
-        .on_report(on_report)
-        .build()
+    let sink = Client::new(relay.url())
+        .ws_sink(
+            WsSinkOptions::new("a", "h/1")
+                .queue_capacity(QUEUE)
+                .on_report(on_report),
+        )
         .unwrap();
     loses_nothing_when_it_waits(relay, sink, &log).await;
 }
@@ -170,10 +174,8 @@ async fn tasks_sharing_a_session_wait_in_turn_and_lose_nothing() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_event_gives_its_place_back() {
     let silent = Silent::start().await;
-    let sink = HttpSink::builder(&silent.url)
-        .queue_capacity(1)
-        .on_report(|_| {})
-        .build()
+    let sink = Client::new(&silent.url)
+        .http_sink(HttpSinkOptions::new().queue_capacity(1).on_report(|_| {}))
         .unwrap();
     let emitter = Emitter::new("a", "h", sink);
     let session = emitter.session("s");
@@ -202,12 +204,14 @@ async fn a_refused_event_gives_its_place_back() {
 async fn closing_the_sink_ends_a_wait_with_closed() {
     let silent = Silent::start().await;
     // Retrying for ever: only the close can end the wait.
-    let sink = HttpSink::builder(&silent.url)
-        .queue_capacity(1)
-        .request_timeout(Duration::from_millis(200))
-        .give_up_after(None)
-        .on_report(|_| {})
-        .build()
+    let sink = Client::new(&silent.url)
+        .http_sink(
+            HttpSinkOptions::new()
+                .queue_capacity(1)
+                .request_timeout(Duration::from_millis(200))
+                .on_report(|_| {})
+                .retry(|r| r.give_up_after(None)),
+        )
         .unwrap();
     let emitter = Emitter::new("a", "h", sink);
     let waiting = tokio::spawn({
@@ -276,29 +280,32 @@ async fn gone_relay_stalls_waits(emitter: Emitter, relay: aep_relay::RelayHandle
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_relay_gone_for_good_ends_a_wait_with_stalled() {
     let relay = aep_relay::Relay::builder().start().await.unwrap();
-    let sink = HttpSink::builder(relay.url())
+    let options = HttpSinkOptions::new()
         .queue_capacity(4)
-        .max_batch(1)
+        .batch(|b| b.max_items(1))
         // the first event must go: a slow request on a busy machine is no give-up
         .request_timeout(Duration::from_secs(2))
-        .backoff(Duration::from_millis(20), Duration::from_millis(50))
-        .give_up_after(Some(Duration::from_secs(3)))
-        .on_report(|_| {})
-        .build()
-        .unwrap();
+        .retry(|r| {
+            r.backoff(Duration::from_millis(20), Duration::from_millis(50))
+                .give_up_after(Some(Duration::from_secs(3)))
+        })
+        .on_report(|_| {});
+    let sink = Client::new(relay.url()).http_sink(options).unwrap();
     gone_relay_stalls_waits(Emitter::new("a", "h", sink), relay).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_websocket_relay_gone_for_good_ends_a_wait_with_stalled() {
     let relay = aep_relay::Relay::builder().start().await.unwrap();
-    let sink = WsSink::builder(relay.url(), "a", "h/1")
-        .queue_capacity(4)
+    let sink = Client::new(relay.url())
         .backoff(Duration::from_millis(20), Duration::from_millis(50))
         .connect_timeout(Duration::from_millis(200))
-        .give_up_after(Some(Duration::from_millis(300)))
-        .on_report(|_| {})
-        .build()
+        .ws_sink(
+            WsSinkOptions::new("a", "h/1")
+                .queue_capacity(4)
+                .give_up_after(Some(Duration::from_millis(300)))
+                .on_report(|_| {}),
+        )
         .unwrap();
     gone_relay_stalls_waits(Emitter::new("a", "h", sink), relay).await;
 }

@@ -7,7 +7,7 @@ use crate::common;
 use std::time::Duration;
 
 use aep_async::emit::EpochStore;
-use aep_async::{subscribe, Emitter, HttpSink, SubscribeOptions};
+use aep_async::{Client, Emitter, HttpSinkOptions, SubscribeOptions};
 use aep_core::Event;
 use aep_test_support::disk::TempDir;
 use futures::StreamExt;
@@ -15,7 +15,10 @@ use serde_json::json;
 
 /// One run of a producer: a fresh emitter on `store`, `n` events into `session`.
 async fn run(url: &str, store: &EpochStore, session: &str, n: usize) -> Vec<Event> {
-    let sink = HttpSink::builder(url).token("t").build().unwrap();
+    let sink = Client::new(url)
+        .token("t")
+        .http_sink(HttpSinkOptions::new())
+        .unwrap();
     let emitter = Emitter::builder("restarted", "host")
         .epoch_store(store.clone())
         .build(sink);
@@ -46,13 +49,15 @@ async fn a_restarted_producer_writes_after_every_earlier_position() {
 
     // What the relay holds, in its (epoch, seq) order, is the first run then the second.
     let options = SubscribeOptions::new()
-        .token("t")
         .from_all()
         .history_only()
         .filter(json!({"session": "same"}));
     let held: Vec<Event> = tokio::time::timeout(
         Duration::from_secs(20),
-        subscribe(relay.url(), options).collect(),
+        Client::new(relay.url())
+            .token("t")
+            .subscribe(options)
+            .collect(),
     )
     .await
     .unwrap();

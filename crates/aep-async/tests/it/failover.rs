@@ -11,10 +11,12 @@
 
 use std::time::Duration;
 
-use aep_async::control::{ClientOptions, ControlClient, ControlTarget, SendOptions};
+use aep_async::control::{
+    ControlClient, ControlOptions, ControlTarget, DuplexOptions, SendOptions,
+};
 use aep_async::{
-    subscribe, Emitter, HttpSink, Notice, Relays, SessionEmitter, Sink, StartFrom,
-    SubscribeOptions, Subscription, Transport, WsSink,
+    Client, Emitter, HttpSinkOptions, Notice, Relays, SessionEmitter, Sink, StartFrom,
+    SubscribeOptions, Subscription, Transport, WsSinkOptions,
 };
 use aep_core::Event;
 use aep_test_support::events::{json_event, session_id};
@@ -35,11 +37,12 @@ fn config() -> aep_relay::RelayConfig {
 
 /// Every event `relay` holds, read back with a `live=0` replay of everything.
 async fn held(relay: &str) -> Vec<Event> {
-    let options = SubscribeOptions::new()
+    let options = SubscribeOptions::new().from_all().history_only();
+    Client::new(relay)
         .token(TOKEN)
-        .from_all()
-        .history_only();
-    subscribe(relay, options).collect().await
+        .subscribe(options)
+        .collect()
+        .await
 }
 
 /// The next event of `sub`, or a failure after 20 s.
@@ -69,11 +72,13 @@ async fn an_http_sink_whose_first_relay_is_down_delivers_to_the_second() {
     let down = TestRelay::stopped(config()).unwrap();
     let up = TestRelay::start(config()).await.unwrap();
     let reports = Recorder::default();
-    let sink = HttpSink::builder([down.url(), up.url()])
+    let sink = Client::new([down.url(), up.url()])
         .token(TOKEN)
-        .backoff(MS(10), MS(50))
-        .on_report(reports.handler())
-        .build()
+        .http_sink(
+            HttpSinkOptions::new()
+                .on_report(reports.handler())
+                .retry(|r| r.backoff(MS(10), MS(50))),
+        )
         .unwrap();
     let (emitter, _session) = emitting(sink, 3);
     emitter.flush().await;
@@ -95,12 +100,14 @@ async fn an_http_sink_sends_a_refused_batch_to_the_next_relay_with_the_same_ids(
     })
     .await;
     let up = TestRelay::start(config()).await.unwrap();
-    let sink = HttpSink::builder(vec![failing.url.clone(), up.url()])
+    let sink = Client::new(vec![failing.url.clone(), up.url()])
         .token(TOKEN)
-        .backoff(MS(10), MS(50))
-        // one batch, sent by the flush: no pause mid-emit splits it
-        .linger(Duration::from_secs(30))
-        .build()
+        .http_sink(
+            HttpSinkOptions::new()
+                // one batch, sent by the flush: no pause mid-emit splits it
+                .batch(|b| b.linger(Duration::from_secs(30)))
+                .retry(|r| r.backoff(MS(10), MS(50))),
+        )
         .unwrap();
     let (emitter, session) = emitting(sink, 4);
     emitter.flush().await;
@@ -126,10 +133,10 @@ async fn an_http_sink_sends_a_refused_batch_to_the_next_relay_with_the_same_ids(
 async fn a_ws_sink_whose_first_relay_is_down_delivers_to_the_second() {
     let down = TestRelay::stopped(config()).unwrap();
     let up = TestRelay::start(config()).await.unwrap();
-    let sink = WsSink::builder(Relays::from([down.url(), up.url()]), "a", "h/1")
+    let sink = Client::new(Relays::from([down.url(), up.url()]))
         .token(TOKEN)
         .backoff(MS(10), MS(50))
-        .build()
+        .ws_sink(WsSinkOptions::new("a", "h/1"))
         .unwrap();
     let (emitter, _session) = emitting(sink, 3);
     emitter.close().await;
@@ -182,11 +189,10 @@ async fn a_ws_sink_sends_what_a_dead_relay_did_not_confirm_to_the_next() {
     let (hole, read) = endpoint(false, Some(3)).await;
     let up = TestRelay::start(config()).await.unwrap();
     let reports = Recorder::default();
-    let sink = WsSink::builder([hole, up.url()], "a", "h/1")
+    let sink = Client::new([hole, up.url()])
         .token(TOKEN)
         .backoff(MS(10), MS(50))
-        .on_report(reports.handler())
-        .build()
+        .ws_sink(WsSinkOptions::new("a", "h/1").on_report(reports.handler()))
         .unwrap();
     let (emitter, session) = emitting(sink, 3);
     let swallowed = read.await.unwrap();
@@ -204,7 +210,9 @@ async fn a_ws_sink_sends_what_a_dead_relay_did_not_confirm_to_the_next() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ws_sink_writes_confirmed_events_once() {
     let (url, read) = endpoint(true, None).await;
-    let sink = WsSink::builder(url, "a", "h/1").build().unwrap();
+    let sink = Client::new(url)
+        .ws_sink(WsSinkOptions::new("a", "h/1"))
+        .unwrap();
     let emitter = Emitter::new("a", "h", sink);
     let session = emitter.session(session_id());
     let mut sent = Vec::new();
@@ -239,15 +247,15 @@ async fn two_relays_and_a_reader(
         .map(|seq| json_event("progress.status", &session, seq))
         .collect();
     let notices = Recorder::default();
-    let sub = subscribe(
-        [a.url(), b.url()],
-        SubscribeOptions::new()
-            .token(TOKEN)
-            .transport(transport)
-            .filter(json!({ "session": session }))
-            .backoff(MS(20), MS(100))
-            .on_notice(notices.handler()),
-    );
+    let sub = Client::new([a.url(), b.url()])
+        .token(TOKEN)
+        .backoff(MS(20), MS(100))
+        .subscribe(
+            SubscribeOptions::new()
+                .transport(transport)
+                .filter(json!({ "session": session }))
+                .on_notice(notices.handler()),
+        );
     notices.wait_for("Connected").await;
     (a, b, events, notices, sub)
 }
@@ -356,15 +364,15 @@ over_sse_and_ws!(subscription_fails_over:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_subscription_given_no_relay_ends_saying_so() {
     let notices = Recorder::default();
-    let mut sub = subscribe(
-        Vec::<String>::new(),
-        SubscribeOptions::new().on_notice(notices.handler()),
-    );
+    let mut sub = Client::new(Vec::<String>::new())
+        .subscribe(SubscribeOptions::new().on_notice(notices.handler()));
     assert!(sub.next().await.is_none());
     assert!(notices.any("no relay URL"), "{:?}", notices.all());
-    assert!(HttpSink::builder(Vec::<String>::new()).build().is_err());
-    assert!(WsSink::builder(Vec::<String>::new(), "a", "h")
-        .build()
+    assert!(Client::new(Vec::<String>::new())
+        .http_sink(HttpSinkOptions::new())
+        .is_err());
+    assert!(Client::new(Vec::<String>::new())
+        .ws_sink(WsSinkOptions::new("a", "h"))
         .is_err());
 }
 
@@ -372,20 +380,19 @@ async fn a_subscription_given_no_relay_ends_saying_so() {
 async fn a_control_client_connects_to_the_first_relay_that_answers_and_fails_over() {
     let mut a = TestRelay::stopped(config()).unwrap();
     let mut b = TestRelay::start(config()).await.unwrap();
-    let options = ClientOptions::new().token(TOKEN).backoff(MS(20), MS(100));
-    let client = ControlClient::connect([a.url(), b.url()], options.clone())
-        .await
-        .unwrap();
+    let relays = Client::new([a.url(), b.url()])
+        .token(TOKEN)
+        .backoff(MS(20), MS(100));
+    let client = relays.control(ControlOptions::new()).await.unwrap();
 
     // The target follows the same relays; the command reaches it through b.
     let target = ControlTarget::builder(["control.pause"]).handler(|cmd| async move {
         cmd.accept().unwrap();
     });
-    let sink = WsSink::builder([a.url(), b.url()], "agent", "h/1")
+    let sink = Client::new([a.url(), b.url()])
         .token(TOKEN)
         .backoff(MS(20), MS(100))
-        .command_hook(target.clone())
-        .build()
+        .ws_sink(WsSinkOptions::new("agent", "h/1").command_hook(target.clone()))
         .unwrap();
     let emitter = Emitter::new("agent", "h", sink);
     let session = target.attach(emitter.session(session_id()));
@@ -404,10 +411,37 @@ async fn a_control_client_connects_to_the_first_relay_that_answers_and_fails_ove
 
     // none answering: the connect fails, saying why
     a.stop().await;
-    let err = ControlClient::connect([a.url(), b.url()], options)
-        .await
-        .unwrap_err();
+    let err = relays.control(ControlOptions::new()).await.unwrap_err();
     assert!(err.is_connect(), "{err:?}");
+}
+
+/// The connections that are opened once and never reconnect (a duplex, a lifecycle
+/// connection) fail over when they are opened: the first relay that answers, the one
+/// refusal that says why (a wrong token) before an absent relay, and a connect error
+/// when none answers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_duplex_and_a_lifecycle_connection_open_on_the_first_relay_that_answers() {
+    let a = TestRelay::stopped(config()).unwrap();
+    let mut b = TestRelay::start(config()).await.unwrap();
+    let relays = Client::new([a.url(), b.url()]).token(TOKEN);
+    let duplex = relays.duplex(DuplexOptions::new()).await.unwrap();
+    assert!(duplex.hello().capabilities().supports_roster());
+    duplex.close().await;
+    let lifecycle = relays.lifecycle().await.unwrap();
+    lifecycle.close().await;
+
+    let wrong = Client::new([a.url(), b.url()]).token("wrong");
+    let err = wrong.duplex(DuplexOptions::new()).await.unwrap_err();
+    assert_eq!(err.status(), Some(401), "{err}");
+    let err = wrong.lifecycle().await.unwrap_err();
+    assert_eq!(err.status(), Some(401), "{err}");
+
+    b.stop().await;
+    let err = relays.duplex(DuplexOptions::new()).await.unwrap_err();
+    assert!(err.is_connect(), "{err:?}");
+    let err = relays.lifecycle().await.unwrap_err();
+    assert!(err.is_connect(), "{err:?}");
+    assert!(Client::new(Vec::<String>::new()).lifecycle().await.is_err());
 }
 
 /// Sends `control.pause` until the relay the client is on routes it (a claim moves with
@@ -437,15 +471,15 @@ async fn a_subscription_from_all_starts_on_the_relay_that_answers() {
         .collect();
     assert_eq!(post_ndjson(&up.url(), TOKEN, &events).await.status(), 202);
     let notices = Recorder::default();
-    let sub = subscribe(
-        [down.url(), up.url()],
-        SubscribeOptions::new()
-            .token(TOKEN)
-            .start_from(StartFrom::All)
-            .history_only()
-            .backoff(MS(20), MS(100))
-            .on_notice(notices.handler()),
-    );
+    let sub = Client::new([down.url(), up.url()])
+        .token(TOKEN)
+        .backoff(MS(20), MS(100))
+        .subscribe(
+            SubscribeOptions::new()
+                .start_from(StartFrom::All)
+                .history_only()
+                .on_notice(notices.handler()),
+        );
     let got: Vec<Event> = sub.collect().await;
     assert_eq!(got.len(), 2, "{:?}", notices.all());
     assert!(notices.any("ReplayComplete"));
@@ -456,9 +490,9 @@ async fn a_subscription_from_all_starts_on_the_relay_that_answers() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_ws_sink_closes_on_a_silent_relay_after_the_connect_timeout() {
     let (url, read) = endpoint(false, None).await;
-    let sink = WsSink::builder(url, "a", "h/1")
+    let sink = Client::new(url)
         .connect_timeout(MS(300))
-        .build()
+        .ws_sink(WsSinkOptions::new("a", "h/1"))
         .unwrap();
     let emitter = Emitter::new("a", "h", sink);
     let session = emitter.session(session_id());
@@ -478,10 +512,9 @@ async fn a_ws_sink_closes_on_a_silent_relay_after_the_connect_timeout() {
 async fn a_ws_sink_presumes_a_silent_relay_took_its_events_after_the_connect_timeout() {
     let (url, read) = endpoint(false, None).await;
     let reports = Recorder::default();
-    let sink = WsSink::builder(url, "a", "h/1")
+    let sink = Client::new(url)
         .connect_timeout(MS(300))
-        .on_report(reports.handler())
-        .build()
+        .ws_sink(WsSinkOptions::new("a", "h/1").on_report(reports.handler()))
         .unwrap();
     let (emitter, session) = emitting(sink, 2);
     let started = std::time::Instant::now();
@@ -532,10 +565,9 @@ async fn a_ws_sink_goes_round_relays_that_drop_it_at_once_on_the_backoff() {
         flapping(std::sync::Arc::clone(&connections)).await,
         flapping(std::sync::Arc::clone(&connections)).await,
     ];
-    let sink = WsSink::builder(relays, "a", "h/1")
+    let sink = Client::new(relays)
         .backoff(MS(200), MS(200))
-        .on_report(|_| {})
-        .build()
+        .ws_sink(WsSinkOptions::new("a", "h/1").on_report(|_| {}))
         .unwrap();
     let (_emitter, _session) = emitting(sink, 1);
     tokio::time::sleep(Duration::from_secs(1)).await;
@@ -558,15 +590,10 @@ async fn a_ws_sink_whose_write_fails_counts_each_event_once() {
     let dying = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let (up, read) = endpoint(true, None).await;
     let reports = Recorder::default();
-    let sink = WsSink::builder(
-        [format!("http://{}", dying.local_addr().unwrap()), up],
-        "a",
-        "h/1",
-    )
-    .backoff(MS(10), MS(50))
-    .on_report(reports.handler())
-    .build()
-    .unwrap();
+    let sink = Client::new([format!("http://{}", dying.local_addr().unwrap()), up])
+        .backoff(MS(10), MS(50))
+        .ws_sink(WsSinkOptions::new("a", "h/1").on_report(reports.handler()))
+        .unwrap();
     let emitter = Emitter::new("a", "h", sink);
     let session = emitter.session(session_id());
     let (tcp, _) = dying.accept().await.unwrap();
@@ -635,10 +662,9 @@ async fn a_ws_sink_whose_resend_fails_keeps_what_it_resends() {
     let dies = resetting().await;
     let (up, read) = endpoint(true, None).await;
     let reports = Recorder::default();
-    let sink = WsSink::builder([hole, dies, up], "a", "h/1")
+    let sink = Client::new([hole, dies, up])
         .backoff(MS(10), MS(50))
-        .on_report(reports.handler())
-        .build()
+        .ws_sink(WsSinkOptions::new("a", "h/1").on_report(reports.handler()))
         .unwrap();
     let emitter = Emitter::new("a", "h", sink);
     let session = emitter.session(session_id());

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aep_async::{EmitOptions, Emitter, HttpSink};
+use aep_async::{Client, EmitOptions, Emitter, HttpSink, HttpSinkOptions};
 use aep_core::{Event, Severity};
 use common::{status_response, Scripted, Silent};
 use serde_json::json;
@@ -46,11 +46,11 @@ async fn deliver(sink: HttpSink, n: u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn batches_ndjson_in_order_with_version_and_token() {
     let server = Scripted::start(|_| status_response(202)).await;
-    let sink = HttpSink::builder(&server.url)
+    let sink = Client::new(&server.url)
         .token("sesame")
-        .max_batch(40)
-        .linger(Duration::from_millis(50))
-        .build()
+        .http_sink(
+            HttpSinkOptions::new().batch(|b| b.max_items(40).linger(Duration::from_millis(50))),
+        )
         .unwrap();
     deliver(sink, 100).await;
     let reqs = bodies(&server);
@@ -77,7 +77,9 @@ async fn batches_ndjson_in_order_with_version_and_token() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_event_goes_as_one_json_body() {
     let server = Scripted::start(|_| status_response(202)).await;
-    let sink = HttpSink::builder(&server.url).build().unwrap();
+    let sink = Client::new(&server.url)
+        .http_sink(HttpSinkOptions::new())
+        .unwrap();
     let emitter = Emitter::new("a", "h", sink);
     let event = emitter
         .session("s")
@@ -110,13 +112,12 @@ async fn retries_5xx_with_the_same_ids_then_succeeds() {
     .await;
     let reports = Arc::new(Mutex::new(Vec::new()));
     let log = reports.clone();
-    let sink = HttpSink::builder(&server.url)
-        .backoff(Duration::from_millis(10), Duration::from_millis(20))
+    let options = HttpSinkOptions::new()
         // one batch, sent by the flush: no pause mid-emit splits it
-        .linger(Duration::from_secs(30))
-        .on_report(move |r| log.lock().unwrap().push(r.to_string()))
-        .build()
-        .unwrap();
+        .batch(|b| b.linger(Duration::from_secs(30)))
+        .retry(|r| r.backoff(Duration::from_millis(10), Duration::from_millis(20)))
+        .on_report(move |r| log.lock().unwrap().push(r.to_string()));
+    let sink = Client::new(&server.url).http_sink(options).unwrap();
     deliver(sink, 3).await;
     let reqs = bodies(&server);
     assert_eq!(reqs.len(), 3);
@@ -140,14 +141,50 @@ async fn retries_5xx_with_the_same_ids_then_succeeds() {
     );
 }
 
+/// The sink's retries are the one delivery worker's: a `503` with `Retry-After: 1`
+/// (within the backoff's 2 s ceiling) is sent again no sooner than a second later, the
+/// same bytes; a `429` is final for AEP ingest (AEP-0003 §3.2 rule 4: only a `5xx`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_within_the_ceiling_is_waited_for() {
+    let calls = Arc::new(AtomicUsize::new(0));
+    let c = calls.clone();
+    let server = Scripted::start(move |_| match c.fetch_add(1, Ordering::SeqCst) {
+        0 => b"HTTP/1.1 503 X\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+            .to_vec(),
+        _ => status_response(202),
+    })
+    .await;
+    let options = HttpSinkOptions::new()
+        .batch(|b| b.linger(Duration::from_secs(30)))
+        .retry(|r| r.backoff(Duration::from_millis(10), Duration::from_secs(2)));
+    let sink = Client::new(&server.url).http_sink(options).unwrap();
+    let started = std::time::Instant::now();
+    deliver(sink, 2).await;
+    assert!(started.elapsed() >= Duration::from_secs(1));
+    let reqs = bodies(&server);
+    assert_eq!(reqs.len(), 2);
+    assert_eq!(reqs[0].1, reqs[1].1);
+
+    let server = Scripted::start(|_| status_response(429)).await;
+    let sink = Client::new(&server.url)
+        .http_sink(HttpSinkOptions::new().on_report(|_| {}))
+        .unwrap();
+    let emitter = Emitter::new("a", "h", sink);
+    emitter.session("s").emit("tool.called", json!({})).unwrap();
+    emitter.flush().await;
+    assert_eq!(emitter.stats().rejected, 1);
+    assert_eq!(bodies(&server).len(), 1);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_refusal_is_final_and_reported() {
     let server = Scripted::start(|_| status_response(400)).await;
     let reports = Arc::new(Mutex::new(Vec::new()));
     let log = reports.clone();
-    let sink = HttpSink::builder(&server.url)
-        .on_report(move |r| log.lock().unwrap().push(r.to_string()))
-        .build()
+    let sink = Client::new(&server.url)
+        .http_sink(
+            HttpSinkOptions::new().on_report(move |r| log.lock().unwrap().push(r.to_string())),
+        )
         .unwrap();
     let emitter = Emitter::new("a", "h", sink);
     emitter.session("s").emit("tool.called", json!({})).unwrap();
@@ -166,22 +203,24 @@ async fn bounded_queue_drops_debug_and_info_first_under_pressure() {
     let silent = Silent::start().await;
     let dropped = Arc::new(Mutex::new(Vec::new()));
     let log = dropped.clone();
-    let sink = HttpSink::builder(&silent.url)
-        .queue_capacity(10)
-        .max_batch(1)
-        .request_timeout(Duration::from_millis(100))
-        .give_up_after(Some(Duration::from_millis(300)))
-        .on_report(move |r| {
-            if let aep_async::DeliveryReport::Dropped {
-                events,
-                most_severe,
-                ..
-            } = r
-            {
-                log.lock().unwrap().push((events, most_severe));
-            }
-        })
-        .build()
+    let sink = Client::new(&silent.url)
+        .http_sink(
+            HttpSinkOptions::new()
+                .batch(|b| b.max_items(1))
+                .queue_capacity(10)
+                .request_timeout(Duration::from_millis(100))
+                .on_report(move |r| {
+                    if let aep_async::DeliveryReport::Dropped {
+                        events,
+                        most_severe,
+                        ..
+                    } = r
+                    {
+                        log.lock().unwrap().push((events, most_severe));
+                    }
+                })
+                .retry(|r| r.give_up_after(Some(Duration::from_millis(300)))),
+        )
         .unwrap();
     let emitter = Emitter::new("a", "h", sink);
     let s = emitter.session("s");
@@ -215,7 +254,9 @@ async fn bounded_queue_drops_debug_and_info_first_under_pressure() {
 async fn dropping_the_emitter_still_delivers_in_the_background() {
     let server = Scripted::start(|_| status_response(202)).await;
     {
-        let sink = HttpSink::builder(&server.url).build().unwrap();
+        let sink = Client::new(&server.url)
+            .http_sink(HttpSinkOptions::new())
+            .unwrap();
         let emitter = Emitter::new("a", "h", sink);
         emitter.session("s").emit("tool.called", json!({})).unwrap();
     }

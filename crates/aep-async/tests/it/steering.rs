@@ -11,7 +11,7 @@ use aep_async::control::{
     ControlClient, ControlError, ControlTarget, Duplex, Instructions, InstructionsError,
     NackReason, SendOptions, Steering,
 };
-use aep_async::{Emitter, SessionEmitter, WsSink};
+use aep_async::{Client, Emitter, SessionEmitter, WsSinkOptions};
 use aep_core::Event;
 use serde_json::json;
 
@@ -36,10 +36,9 @@ impl Agent {
             .handler(|cmd| async move {
                 let _ = cmd.accept();
             });
-        let sink = WsSink::builder(relay.url(), "steered", "host/1")
+        let sink = Client::new(relay.url())
             .token(TOKEN)
-            .command_hook(target.clone())
-            .build()
+            .ws_sink(WsSinkOptions::new("steered", "host/1").command_hook(target.clone()))
             .unwrap();
         let emitter = Emitter::new("steered", "host", sink);
         let session = target.attach(emitter.session(name));

@@ -10,7 +10,7 @@ use crate::common;
 
 use std::time::Duration;
 
-use aep_async::{subscribe, SubscribeOptions, Transport};
+use aep_async::{Client, SubscribeOptions, Transport};
 use aep_core::subscription::{Field, SubscriptionFilter, TOPIC_ATTR};
 use aep_test_support::events::{json_event, with};
 use aep_test_support::http::post_ndjson;
@@ -75,11 +75,10 @@ async fn run(url: &str, transport: Transport, session: &str) -> Vec<String> {
     let (history, live) = all.split_at(4);
     post(url, history).await;
     let options = SubscribeOptions::new()
-        .token(TOKEN)
         .transport(transport)
         .subscription_filter(&filter().with_from_cursor(format!("{session}:0:0")))
         .unwrap();
-    let mut sub = subscribe(url, options);
+    let mut sub = Client::new(url).token(TOKEN).subscribe(options);
     let mut got = Vec::new();
     while got.last().map(String::as_str) != EXPECTED.last().copied() {
         let e = tokio::time::timeout(PATIENCE, sub.next())
@@ -130,11 +129,10 @@ async fn against_the_reference_relay_over_sse_and_websocket() {
     for transport in [Transport::Sse, Transport::WebSocket] {
         let f = filter().with_from_cursor("s-ref-sse:0:4");
         let opts = SubscribeOptions::new()
-            .token(TOKEN)
             .transport(transport)
             .subscription_filter(&f)
             .unwrap();
-        let mut sub = subscribe(&url, opts);
+        let mut sub = Client::new(&url).token(TOKEN).subscribe(opts);
         for want in ["e6", "e9"] {
             let e = tokio::time::timeout(PATIENCE, sub.next())
                 .await
@@ -145,12 +143,11 @@ async fn against_the_reference_relay_over_sse_and_websocket() {
     }
     // an attr-match filter set afterwards drops the residual
     let opts = SubscribeOptions::new()
-        .token(TOKEN)
         .subscription_filter(&filter())
         .unwrap()
         .filter(json!({ "session": "s-ref-sse" }))
         .from_positions(vec![aep_async::ResumePosition::new("s-ref-sse", 0, 0)]);
-    let mut sub = subscribe(&url, opts);
+    let mut sub = Client::new(&url).token(TOKEN).subscribe(opts);
     for want in ["e1", "e2", "e3"] {
         let e = tokio::time::timeout(PATIENCE, sub.next())
             .await
@@ -176,14 +173,12 @@ async fn against_the_rust_relay_over_sse_and_websocket() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn against_the_rust_relays_lifecycle_surface() {
     use aep_async::lifecycle::Ended;
-    use aep_async::lifecycle::{LifecycleConnection, SubscribeError};
+    use aep_async::lifecycle::SubscribeError;
     use aep_core::subscription::DeliveryMode;
 
     let relay = rust_relay().await;
     let url = relay.url().to_owned();
-    let conn = LifecycleConnection::connect(&url, Some(TOKEN))
-        .await
-        .unwrap();
+    let conn = Client::new(&url).token(TOKEN).lifecycle().await.unwrap();
 
     let rejected = conn
         .subscribe(
@@ -253,7 +248,6 @@ async fn against_the_rust_relays_lifecycle_surface() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_relay_expiry_ends_the_remote_subscriber() {
     use aep_async::lifecycle::Ended;
-    use aep_async::lifecycle::LifecycleConnection;
 
     let config = aep_relay::RelayConfig::default()
         .with_token(TOKEN)
@@ -263,7 +257,9 @@ async fn a_relay_expiry_ends_the_remote_subscriber() {
         .start()
         .await
         .unwrap();
-    let conn = LifecycleConnection::connect(relay.url(), Some(TOKEN))
+    let conn = Client::new(relay.url())
+        .token(TOKEN)
+        .lifecycle()
         .await
         .unwrap();
     let mut sub = conn.subscribe(&filter()).await.unwrap();

@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use aep_async::{subscribe, Emitter, Sink, SubscribeOptions, WsSink};
+use aep_async::{Client, Emitter, Sink, SubscribeOptions, WsSink, WsSinkOptions};
 use aep_core::Event;
 use aep_test_support::disk::{dev_full_or_skip, TempDir};
 use aep_test_support::events::session_id;
@@ -23,11 +23,12 @@ const MS: fn(u64) -> Duration = Duration::from_millis;
 
 /// The ids of every event `relay` holds, read back with a replay of everything.
 async fn held(relay: &str) -> Vec<String> {
-    let options = SubscribeOptions::new()
+    let options = SubscribeOptions::new().from_all().history_only();
+    let events: Vec<Event> = Client::new(relay)
         .token(TOKEN)
-        .from_all()
-        .history_only();
-    let events: Vec<Event> = subscribe(relay, options).collect().await;
+        .subscribe(options)
+        .collect()
+        .await;
     events.iter().map(|e| e.id().to_owned()).collect()
 }
 
@@ -41,11 +42,10 @@ fn journal_file(dir: &Path) -> PathBuf {
 }
 
 fn sink(relay: &TestRelay, reports: &Recorder) -> WsSink {
-    WsSink::builder(relay.url(), "a", "h/1")
+    Client::new(relay.url())
         .token(TOKEN)
         .backoff(MS(20), MS(100))
-        .on_report(reports.handler())
-        .build()
+        .ws_sink(WsSinkOptions::new("a", "h/1").on_report(reports.handler()))
         .unwrap()
 }
 

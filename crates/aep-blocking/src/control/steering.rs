@@ -20,14 +20,12 @@ use crate::runtime::Runtime;
 ///
 /// ```no_run
 /// use aep_blocking::control::{ControlTarget, Steering};
-/// use aep_blocking::{Emitter, WsSink};
+/// use aep_blocking::{Client, Emitter, WsSinkOptions};
 ///
 /// let builder = aep_async::ControlTarget::builder(["control.cancel"]).steering(Steering::new("acme")?);
 /// let target = ControlTarget::with_builder(builder, |cmd| { let _ = cmd.accept(); })?;
-/// let sink = WsSink::builder("http://127.0.0.1:8787", "coder", "host-a/1")
-///     .token("secret")
-///     .command_hook(target.clone())
-///     .build()?;
+/// let relay = Client::new("http://127.0.0.1:8787").token("secret");
+/// let sink = relay.ws_sink(WsSinkOptions::new("coder", "host-a/1").command_hook(target.clone()))?;
 /// let emitter = Emitter::new("coder", "host-a", sink);
 /// let session = target.attach(emitter.session("s1"));
 /// session.emit("session.started", serde_json::json!({}))?;

@@ -5,10 +5,10 @@
 use std::time::{Duration, Instant};
 
 use aep_blocking::control::{
-    AskError, AttentionRequest, ClientOptions, ControlClient, ControlTarget, NackReason,
-    RejectReason, SendOptions,
+    AskError, AttentionRequest, ControlOptions, ControlTarget, NackReason, RejectReason,
+    SendOptions,
 };
-use aep_blocking::{subscribe, Emitter, Error, SubscribeOptions, Subscription, WsSink};
+use aep_blocking::{Client, Emitter, Error, SubscribeOptions, Subscription, WsSinkOptions};
 use aep_core::redact::{RedactOptions, Redactor};
 use aep_core::{Capture, Event};
 use aep_relay::Relay;
@@ -38,10 +38,9 @@ fn ask_blocks_until_a_valid_answer_or_the_timeout() {
         let _ = cmd.reject(RejectReason::Invalid, "no request of that id is pending");
     })
     .unwrap();
-    let sink = WsSink::builder(relay.url(), "sync-asker", "host-a/1")
+    let sink = Client::new(relay.url())
         .token(TOKEN)
-        .command_hook(target.clone())
-        .build()
+        .ws_sink(WsSinkOptions::new("sync-asker", "host-a/1").command_hook(target.clone()))
         .unwrap();
     let emitter = Emitter::builder("sync-asker", "host-a")
         .capture(Capture::Redacted)
@@ -50,7 +49,10 @@ fn ask_blocks_until_a_valid_answer_or_the_timeout() {
     let session = target.attach(emitter.session("s-ask"));
     session.emit("session.started", json!({})).unwrap();
 
-    let client = ControlClient::connect(relay.url(), ClientOptions::new().token(TOKEN)).unwrap();
+    let client = Client::new(relay.url())
+        .token(TOKEN)
+        .control(ControlOptions::new())
+        .unwrap();
     let deadline = Instant::now() + PATIENCE;
     while !client
         .roster()
@@ -62,10 +64,12 @@ fn ask_blocks_until_a_valid_answer_or_the_timeout() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let options = SubscribeOptions::new()
-        .token(TOKEN)
         .from_all()
         .filter(json!({"session": "s-ask"}));
-    let mut sub = subscribe(relay.url(), options).unwrap();
+    let mut sub = Client::new(relay.url())
+        .token(TOKEN)
+        .subscribe(options)
+        .unwrap();
 
     std::thread::scope(|scope| {
         let asker = scope.spawn(|| {
@@ -118,6 +122,6 @@ fn ask_blocks_until_a_valid_answer_or_the_timeout() {
     let inside = rt.block_on(async { target.ask(&session, AttentionRequest::input("?")) });
     assert!(inside.unwrap_err().is_inside_runtime());
 
-    client.close().unwrap();
+    client.close();
     emitter.close().unwrap();
 }

@@ -5,10 +5,12 @@
 use std::time::{Duration, Instant};
 
 use aep_blocking::control::{
-    open_duplex, ClientOptions, ControlClient, ControlTarget, DuplexOptions, NackReason,
+    ControlClient, ControlError, ControlOptions, ControlTarget, DuplexOptions, Nack, NackReason,
     RejectReason, SendOptions,
 };
-use aep_blocking::{EmitOptions, Emitter, Error, SessionEmitter, WsSink};
+use aep_blocking::{
+    Client, EmitOptions, Emitter, Error, SessionEmitter, TransportError, WsSinkOptions,
+};
 use aep_core::frame::{Frame, IdFrame, Message};
 use aep_relay::Relay;
 use aep_testing::ThreadRelay;
@@ -51,10 +53,9 @@ fn agent(url: &str, session: &str) -> (Emitter, SessionEmitter) {
         },
     )
     .unwrap();
-    let sink = WsSink::builder(url, "sync-agent", "host-a/1")
+    let sink = Client::new(url)
         .token(TOKEN)
-        .command_hook(target.clone())
-        .build()
+        .ws_sink(WsSinkOptions::new("sync-agent", "host-a/1").command_hook(target.clone()))
         .unwrap();
     let emitter = Emitter::new("sync-agent", "host-a", sink);
     let session = target.attach(emitter.session(session));
@@ -82,7 +83,10 @@ fn wait_claimed(client: &ControlClient, session: &str) {
 fn accept_reject_unsupported_and_the_attention_round_trip() {
     let relay = ThreadRelay::start_with(Relay::builder().token(TOKEN)).unwrap();
     let (emitter, session) = agent(relay.url(), "s-sync");
-    let client = ControlClient::connect(relay.url(), ClientOptions::new().token(TOKEN)).unwrap();
+    let client = Client::new(relay.url())
+        .token(TOKEN)
+        .control(ControlOptions::new())
+        .unwrap();
     wait_claimed(&client, "s-sync");
 
     let ack = client
@@ -122,7 +126,8 @@ fn accept_reject_unsupported_and_the_attention_round_trip() {
     assert_eq!(answered.event_type(), "control.accepted");
     assert!(answered.cause().is_some());
 
-    client.close().unwrap();
+    client.close();
+    client.close();
     // A closed client refuses, it does not hang.
     let closed = client
         .send("control.pause", "s-sync", SendOptions::new())
@@ -134,7 +139,8 @@ fn accept_reject_unsupported_and_the_attention_round_trip() {
 #[test]
 fn duplex_speaks_frames_and_control_refuses_inside_a_runtime() {
     let relay = ThreadRelay::start_with(Relay::builder().token(TOKEN)).unwrap();
-    let mut duplex = open_duplex(relay.url(), DuplexOptions::new().token(TOKEN)).unwrap();
+    let relay_client = Client::new(relay.url()).token(TOKEN);
+    let mut duplex = relay_client.duplex(DuplexOptions::new()).unwrap();
     assert!(duplex.hello().capabilities().supports_roster());
     duplex
         .send(&Message::Frame(Frame::RosterRequest(IdFrame::new("r-1"))))
@@ -148,9 +154,9 @@ fn duplex_speaks_frames_and_control_refuses_inside_a_runtime() {
         duplex.recv_timeout(Duration::from_millis(20)),
         Some(Err(Error::Timeout(_)))
     ));
-    duplex.close().unwrap();
+    duplex.close();
 
-    let client = ControlClient::connect(relay.url(), ClientOptions::new().token(TOKEN)).unwrap();
+    let client = relay_client.control(ControlOptions::new()).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -161,17 +167,25 @@ fn duplex_speaks_frames_and_control_refuses_inside_a_runtime() {
             .unwrap_err();
         assert!(refused.is_inside_runtime());
         assert!(client.roster().unwrap_err().is_inside_runtime());
+        // Opening refuses to wait here; closing only starts the close.
+        let refused = relay_client.control(ControlOptions::new()).unwrap_err();
+        assert!(refused.is_inside_runtime());
+        client.close();
         client
     });
-    client.close().unwrap();
+    let closed = client.send("control.pause", "s", SendOptions::new());
+    assert!(
+        matches!(closed, Err(Error::Control(ControlError::Closed))),
+        "{closed:?}"
+    );
 
     // A wrong token is the HTTP 401 of the upgrade.
-    let denied =
-        ControlClient::connect(relay.url(), ClientOptions::new().token("nope")).unwrap_err();
-    assert!(
-        matches!(denied, Error::Transport(ref e) if e.status() == Some(401)),
-        "{denied:?}"
-    );
+    let denied = Client::new(relay.url())
+        .token("nope")
+        .control(ControlOptions::new())
+        .unwrap_err();
+    assert_eq!(denied.status(), Some(401), "{denied:?}");
+    assert!(!denied.is_timeout() && !denied.is_network());
 }
 
 /// A handler that panics rejects its command `refused` (the command is dropped
@@ -211,4 +225,94 @@ fn a_panicking_handler_rejects_its_command_and_the_next_is_decided() {
         rejected.data().map(|d| d["reason"].clone()),
         Some(json!("refused"))
     );
+}
+
+/// `Error`'s checks see through what it wraps: a timeout is a timeout whether it is the
+/// blocking call's own, a transport's, or a control error's (a transport timeout inside
+/// it, or the synthesized `timeout` nack).
+#[test]
+fn is_timeout_sees_through_wrapping() {
+    // A server that takes the connection and never answers the upgrade.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let held = std::thread::spawn(move || listener.accept().map(|(s, _)| s));
+    let silent = Client::new(&url).connect_timeout(Duration::from_millis(200));
+    let err = silent.control(ControlOptions::new()).unwrap_err();
+    assert!(matches!(err, Error::Transport(_)), "{err:?}");
+    assert!(
+        err.is_timeout() && err.is_network() && !err.is_connect(),
+        "{err:?}"
+    );
+    drop(held);
+
+    let wrapped = [
+        Error::from(ControlError::from(TransportError::timeout("no hello"))),
+        Error::from(ControlError::from(Nack::timeout("no ack"))),
+        Error::Timeout(Duration::from_secs(1)),
+    ];
+    for e in &wrapped {
+        assert!(e.is_timeout(), "{e:?}");
+    }
+    assert!(wrapped[0].is_network() && wrapped[0].transport().is_some());
+    assert!(!Error::from(ControlError::Closed).is_timeout());
+    let refused = Error::from(ControlError::from(TransportError::http(503, "down")));
+    assert_eq!((refused.status(), refused.is_timeout()), (Some(503), false));
+}
+
+/// The lifecycle model from plain threads against the relay: a subscription created,
+/// its deliveries received, cancelled; the connection closed; and the same in process.
+#[test]
+fn lifecycle_subscriptions_from_plain_threads() {
+    use aep_blocking::lifecycle::{Ended, Hub};
+    use aep_core::subscription::{DeliveryMode, SubscriptionFilter};
+
+    let relay = ThreadRelay::start_with(Relay::builder().token(TOKEN)).unwrap();
+    let conn = Client::new(relay.url()).token(TOKEN).lifecycle().unwrap();
+    let filter = SubscriptionFilter::new()
+        .with_types("tool.*")
+        .unwrap()
+        .with_delivery_mode(DeliveryMode::AtLeastOnce);
+    let mut sub = conn.subscribe(&filter).unwrap();
+    assert!(sub.id().starts_with("sub_"), "{}", sub.id());
+    let sink = Client::new(relay.url())
+        .token(TOKEN)
+        .http_sink(aep_blocking::HttpSinkOptions::new())
+        .unwrap();
+    let emitter = Emitter::new("sync-agent", "host-a", sink);
+    let session = emitter.session("s-life");
+    session.emit("tool.called", json!({"n": 1})).unwrap();
+    session.emit("progress.status", json!({})).unwrap();
+    session.emit("tool.called", json!({"n": 2})).unwrap();
+    emitter.flush().unwrap();
+    for n in [1, 2] {
+        let delivery = sub.recv_timeout(PATIENCE).unwrap();
+        assert_eq!(delivery.event().event_type(), "tool.called");
+        assert_eq!(delivery.event().data(), Some(json!({"n": n})));
+    }
+    assert!(sub.cancel().unwrap().is_some());
+    assert_eq!(sub.ended(), Some(Ended::Cancelled));
+    conn.close();
+    conn.close();
+    emitter.close().unwrap();
+
+    let hub = Hub::new().unwrap();
+    let hub_session = hub.session();
+    let mut local = hub_session.subscribe(&filter).unwrap();
+    let event = aep_core::Event::new(
+        "1",
+        "tool.called",
+        "2026-01-01T00:00:00Z",
+        "aep://h/agent/a",
+        "a",
+    )
+    .with_session("s")
+    .with_seq(0);
+    assert_eq!(hub.publish(event).unwrap(), 1);
+    assert_eq!(local.try_recv().unwrap().event().id(), "1");
+    hub_session.close();
+    assert_eq!(
+        local.recv_timeout(PATIENCE).err(),
+        Some(aep_blocking::RecvTimeoutError::Closed)
+    );
+    assert_eq!(local.ended(), Some(Ended::SessionClosed));
 }

@@ -10,8 +10,9 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use aep_blocking::delivery::RetryPolicy;
 use aep_blocking::{
-    subscribe, subscribe_on, Emitter, Error, HttpSink, Notice, RecvError, RecvTimeoutError,
+    Client, Emitter, Error, HttpSink, HttpSinkOptions, Notice, RecvError, RecvTimeoutError,
     ResumePosition, Runtime, SubscribeOptions, Subscription, Transport, TryRecvError,
 };
 use aep_core::Event;
@@ -20,15 +21,15 @@ use serde_json::json;
 
 use aep_test_support::wait::PATIENCE;
 
-fn fast() -> SubscribeOptions {
-    SubscribeOptions::new().backoff(Duration::from_millis(20), Duration::from_millis(200))
+/// A client of `relays` that reconnects fast.
+fn fast(relays: impl Into<aep_blocking::Relays>) -> Client {
+    Client::new(relays).backoff(Duration::from_millis(20), Duration::from_millis(200))
 }
 
-fn sink(url: &str) -> HttpSink {
-    HttpSink::builder(url)
-        .configure(|b| b.backoff(Duration::from_millis(20), Duration::from_millis(200)))
-        .build()
-        .unwrap()
+fn sink(relays: impl Into<aep_blocking::Relays>) -> HttpSink {
+    let retry = |r: RetryPolicy| r.backoff(Duration::from_millis(20), Duration::from_millis(200));
+    let options = HttpSinkOptions::new().retry(retry);
+    fast(relays).http_sink(options).unwrap()
 }
 
 fn seqs(events: &[Event]) -> Vec<u64> {
@@ -65,7 +66,9 @@ fn an_ended_history_pass_is_closed_to_every_blocking_receive() {
     emitter.flush().unwrap();
     assert_eq!(emitter.stats().delivered, 3);
 
-    let mut sub = subscribe(relay.url(), fast().from_all().history_only()).unwrap();
+    let mut sub = fast(relay.url())
+        .subscribe(SubscribeOptions::new().from_all().history_only())
+        .unwrap();
     assert_eq!(seqs(&drain(&mut sub)), [0, 1, 2]);
     assert_eq!(
         sub.positions(),
@@ -85,18 +88,18 @@ fn live_over_both_transports_with_iterator_and_timeouts() {
     for transport in [Transport::Sse, Transport::WebSocket] {
         let session_id = format!("s-live-{transport:?}");
         let (connected_tx, connected_rx) = mpsc::sync_channel(4);
-        let mut sub = subscribe(
-            relay.url(),
-            fast()
-                .transport(transport)
-                .filter(json!({"session": session_id}))
-                .on_notice(move |n| {
-                    if matches!(n, Notice::Connected { .. }) {
-                        let _ = connected_tx.try_send(());
-                    }
-                }),
-        )
-        .unwrap();
+        let mut sub = fast(relay.url())
+            .subscribe(
+                SubscribeOptions::new()
+                    .transport(transport)
+                    .filter(json!({"session": session_id}))
+                    .on_notice(move |n| {
+                        if matches!(n, Notice::Connected { .. }) {
+                            let _ = connected_tx.try_send(());
+                        }
+                    }),
+            )
+            .unwrap();
         connected_rx.recv_timeout(PATIENCE).unwrap();
         // Nothing yet: a timeout loses nothing and the subscription goes on.
         assert_eq!(
@@ -127,13 +130,17 @@ fn inside_a_runtime_waiting_calls_refuse_and_the_rest_work() {
     let relay = ThreadRelay::start().unwrap();
     let reports: Arc<Mutex<Vec<String>>> = Arc::default();
     let log = reports.clone();
-    let sink = HttpSink::builder(relay.url())
-        .give_up_after(Some(Duration::from_secs(5)))
-        .on_report(move |r| log.lock().unwrap().push(format!("{r:?}")))
-        .build()
+    let sink = Client::new(relay.url())
+        .http_sink(
+            HttpSinkOptions::new()
+                .on_report(move |r| log.lock().unwrap().push(format!("{r:?}")))
+                .retry(|r| r.give_up_after(Some(Duration::from_secs(5)))),
+        )
         .unwrap();
     let emitter = Emitter::new("coder", "host-a", sink);
-    let mut sub = subscribe(relay.url(), fast()).unwrap();
+    let mut sub = fast(relay.url())
+        .subscribe(SubscribeOptions::new())
+        .unwrap();
     let url = relay.url().to_owned();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -165,9 +172,12 @@ fn inside_a_runtime_waiting_calls_refuse_and_the_rest_work() {
         );
         assert_eq!(sub.next(), None);
         assert!(Runtime::shared().unwrap().block_on(async {}).is_err());
-        // New objects can be made, and dropped, inside a runtime.
-        let other = subscribe(&url, fast()).unwrap();
+        // New objects can be made, and dropped, inside a runtime; opening a connection
+        // that waits for its `hello` refuses.
+        let other = fast(&url).subscribe(SubscribeOptions::new()).unwrap();
         drop(other);
+        let refused = fast(&url).duplex(aep_blocking::control::DuplexOptions::new());
+        assert!(refused.unwrap_err().is_inside_runtime());
         (emitter, sub)
     });
     // Back on a plain thread, the same objects wait normally.
@@ -185,7 +195,8 @@ fn caller_provided_runtime_and_drop_without_runtime() {
         .build()
         .unwrap();
     let rt = Runtime::from_handle(tokio_rt.handle().clone());
-    let sink = HttpSink::builder(relay.url()).build_on(&rt).unwrap();
+    let relay_client = Client::new(relay.url()).runtime(&rt);
+    let sink = relay_client.http_sink(HttpSinkOptions::new()).unwrap();
     let emitter = Emitter::builder("coder", "host-a").build_on(&rt, sink);
     assert!(emitter.runtime().is_some_and(|r| r.same_as(&rt)));
     emitter
@@ -193,10 +204,11 @@ fn caller_provided_runtime_and_drop_without_runtime() {
         .emit("progress.status", json!({}))
         .unwrap();
     emitter.flush().unwrap();
-    let mut sub = subscribe_on(&rt, relay.url(), fast().from_all().history_only()).unwrap();
+    let sub_options = SubscribeOptions::new().from_all().history_only();
+    let mut sub = relay_client.subscribe(sub_options).unwrap();
     assert_eq!(drain(&mut sub).len(), 1);
     // Every handle dropped on a plain thread, the caller's runtime still running.
-    drop((emitter, sub, rt));
+    drop((emitter, sub, rt, relay_client));
     tokio_rt.shutdown_timeout(Duration::from_secs(1));
 
     // An owned runtime: the last handle going stops its thread; nothing blocks.
@@ -212,11 +224,13 @@ fn caller_provided_runtime_and_drop_without_runtime() {
 #[test]
 fn a_producer_faster_than_the_relay_loses_nothing_when_it_waits() {
     let relay = ThreadRelay::start().unwrap();
-    let sink = HttpSink::builder(relay.url())
-        .queue_capacity(16)
-        .max_batch(4)
-        .on_report(|_| {})
-        .build()
+    let sink = Client::new(relay.url())
+        .http_sink(
+            HttpSinkOptions::new()
+                .batch(|b| b.max_items(4))
+                .queue_capacity(16)
+                .on_report(|_| {}),
+        )
         .unwrap();
     let emitter = Emitter::new("coder", "host-a", sink);
     let session = emitter.session("s-bulk");
@@ -242,7 +256,9 @@ fn a_producer_faster_than_the_relay_loses_nothing_when_it_waits() {
         (stats.accepted, stats.delivered, stats.dropped),
         (5_001, 5_001, 0)
     );
-    let mut sub = subscribe(relay.url(), fast().from_all().history_only()).unwrap();
+    let mut sub = fast(relay.url())
+        .subscribe(SubscribeOptions::new().from_all().history_only())
+        .unwrap();
     assert_eq!(seqs(&drain(&mut sub)), (0..5_001).collect::<Vec<_>>());
 }
 
@@ -251,17 +267,16 @@ fn a_producer_faster_than_the_relay_loses_nothing_when_it_waits() {
 #[test]
 fn a_wait_ends_with_stalled_when_the_relay_is_gone_and_closed_after_close() {
     let relay = ThreadRelay::start().unwrap();
-    let sink = HttpSink::builder(relay.url())
+    let options = HttpSinkOptions::new()
         .queue_capacity(4)
-        .max_batch(1)
-        .give_up_after(Some(Duration::from_millis(300)))
-        .configure(|b| {
-            b.request_timeout(Duration::from_millis(200))
-                .backoff(Duration::from_millis(20), Duration::from_millis(50))
+        .batch(|b| b.max_items(1))
+        .request_timeout(Duration::from_millis(200))
+        .retry(|r| {
+            r.backoff(Duration::from_millis(20), Duration::from_millis(50))
+                .give_up_after(Some(Duration::from_millis(300)))
         })
-        .on_report(|_| {})
-        .build()
-        .unwrap();
+        .on_report(|_| {});
+    let sink = Client::new(relay.url()).http_sink(options).unwrap();
     let emitter = Emitter::new("coder", "host-a", sink);
     let session = emitter.session("s");
     session.emit_wait("tool.called", json!({})).unwrap();
@@ -303,20 +318,15 @@ fn down_relay() -> String {
 fn a_sink_and_a_subscription_given_two_relays_use_the_one_that_answers() {
     let relay = ThreadRelay::start().unwrap();
     let relays = aep_blocking::Relays::from([down_relay(), relay.url().to_owned()]);
-    let emitter = Emitter::new("coder", "host-a", sink_to(relays.clone()));
+    let emitter = Emitter::new("coder", "host-a", sink(relays.clone()));
     let session = emitter.session("s-two");
     for _ in 0..3 {
         session.emit("progress.status", json!({})).unwrap();
     }
     emitter.flush().unwrap();
     assert_eq!(emitter.stats().delivered, 3);
-    let mut sub = subscribe(relays, fast().from_all().history_only()).unwrap();
+    let mut sub = fast(relays)
+        .subscribe(SubscribeOptions::new().from_all().history_only())
+        .unwrap();
     assert_eq!(seqs(&drain(&mut sub)), [0, 1, 2]);
-}
-
-fn sink_to(relays: aep_blocking::Relays) -> HttpSink {
-    HttpSink::builder(relays)
-        .configure(|b| b.backoff(Duration::from_millis(20), Duration::from_millis(200)))
-        .build()
-        .unwrap()
 }

@@ -3,10 +3,8 @@
 
 use std::time::{Duration, Instant};
 
-use aep_blocking::control::{
-    ClientOptions, ControlClient, ControlTarget, NackReason, SendOptions, Steering,
-};
-use aep_blocking::{subscribe, Emitter, Error, SubscribeOptions, WsSink};
+use aep_blocking::control::{ControlOptions, ControlTarget, NackReason, SendOptions, Steering};
+use aep_blocking::{Client, Emitter, Error, SubscribeOptions, WsSinkOptions};
 use aep_relay::Relay;
 use aep_testing::ThreadRelay;
 use serde_json::json;
@@ -22,15 +20,17 @@ fn instructions_are_an_iterator_on_a_plain_thread() {
         let _ = cmd.accept();
     })
     .unwrap();
-    let sink = WsSink::builder(relay.url(), "sync-steered", "host-a/1")
+    let sink = Client::new(relay.url())
         .token(TOKEN)
-        .command_hook(target.clone())
-        .build()
+        .ws_sink(WsSinkOptions::new("sync-steered", "host-a/1").command_hook(target.clone()))
         .unwrap();
     let emitter = Emitter::new("sync-steered", "host-a", sink);
     let session = target.attach(emitter.session("s-steer"));
     session.emit("session.started", json!({})).unwrap();
-    let client = ControlClient::connect(relay.url(), ClientOptions::new().token(TOKEN)).unwrap();
+    let client = Client::new(relay.url())
+        .token(TOKEN)
+        .control(ControlOptions::new())
+        .unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
     while !client
         .roster()
@@ -76,12 +76,15 @@ fn instructions_are_an_iterator_on_a_plain_thread() {
 
     emitter.flush().unwrap();
     let options = SubscribeOptions::new()
-        .token(TOKEN)
         .from_all()
         .history_only()
         .filter(json!({"type": "x.acme.instruction.delivered"}));
-    let delivered: Vec<_> = subscribe(relay.url(), options).unwrap().collect();
+    let delivered: Vec<_> = Client::new(relay.url())
+        .token(TOKEN)
+        .subscribe(options)
+        .unwrap()
+        .collect();
     assert_eq!(delivered.len(), 3);
-    client.close().unwrap();
+    client.close();
     emitter.close().unwrap();
 }

@@ -6,12 +6,13 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aep_async::SubscribeOptions;
+use aep_async::delivery::{BatchOptions, Retryable};
+use aep_async::{Client, SubscribeOptions};
 use aep_core::{Capture, Event};
 use futures::Stream;
 use tokio::time::Instant;
 
-use super::http::{endpoint, Answer, Dispatcher, HttpOptions, Prepared, Request, Retry};
+use super::http::{endpoint, Answer, Dispatcher, HttpOptions, Prepared, Request};
 use super::{drive, Batch, Books, Count, ExportError, ExportReport, ExportStats, Pump};
 use crate::ce::{to_cloudevent, CloudEvent};
 
@@ -34,7 +35,8 @@ pub enum CeMode {
 /// Options of a [`CeSink`]. Defaults: structured mode; no capture ceiling (the CE
 /// mapping is lossless, and a relay subscription's `capture` can lower what arrives);
 /// batches (batched mode) of at most 100 events, sent at the latest 1 s after their
-/// first; the [`HttpOptions`] defaults.
+/// first; the [`HttpOptions`] defaults. Any HTTP receiver's transient statuses are
+/// retried (`408`, `429`, `5xx`).
 ///
 /// ```
 /// use aep_bridge::export::{CeMode, CeSink};
@@ -49,8 +51,7 @@ pub struct CeSinkBuilder {
     url: String,
     mode: CeMode,
     capture: Option<Capture>,
-    max_batch: usize,
-    linger: Duration,
+    batch: BatchOptions,
     http: HttpOptions,
     report: Option<super::ReportHandler>,
 }
@@ -90,25 +91,18 @@ impl CeSinkBuilder {
         self
     }
 
-    /// Most events in one batched request (at least 1).
+    /// The batches of batched mode, changed from the defaults (100 events, 1 s) by
+    /// `f`: most events in one request, and how long a batch waits for company after
+    /// its first event. The same [`BatchOptions`] as the HTTP sink's.
     ///
     /// ```
-    /// let b = aep_bridge::export::CeSink::builder("http://h/ce").max_batch(10);
+    /// use std::time::Duration;
+    /// let b = aep_bridge::export::CeSink::builder("http://h/ce")
+    ///     .batch(|b| b.max_items(10).linger(Duration::from_millis(50)));
     /// # let _ = b;
     /// ```
-    pub fn max_batch(mut self, n: usize) -> Self {
-        self.max_batch = n.max(1);
-        self
-    }
-
-    /// How long a batch waits for company after its first event (batched mode).
-    ///
-    /// ```
-    /// let b = aep_bridge::export::CeSink::builder("http://h/ce").linger(std::time::Duration::from_millis(50));
-    /// # let _ = b;
-    /// ```
-    pub fn linger(mut self, d: Duration) -> Self {
-        self.linger = d;
+    pub fn batch(mut self, f: impl FnOnce(BatchOptions) -> BatchOptions) -> Self {
+        self.batch = f(self.batch);
         self
     }
 
@@ -144,8 +138,7 @@ impl CeSinkBuilder {
             url: endpoint(&self.url)?,
             mode: self.mode,
             capture: self.capture,
-            max_batch: self.max_batch,
-            linger: self.linger,
+            batch: self.batch,
             http: self.http.prepare()?,
             books: Books::new(self.report),
         })
@@ -159,7 +152,7 @@ impl CeSinkBuilder {
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let sink = CeSink::builder("http://127.0.0.1:8080/events").build()?;
 /// let stats = sink
-///     .run_relay("http://127.0.0.1:8787", aep_async::SubscribeOptions::new(), tokio::signal::ctrl_c())
+///     .run_relay(&aep_async::Client::new("http://127.0.0.1:8787"), aep_async::SubscribeOptions::new(), tokio::signal::ctrl_c())
 ///     .await;
 /// println!("{} forwarded", stats.exported);
 /// # Ok(()) }
@@ -168,8 +161,7 @@ pub struct CeSink {
     url: reqwest::Url,
     mode: CeMode,
     capture: Option<Capture>,
-    max_batch: usize,
-    linger: Duration,
+    batch: BatchOptions,
     http: Prepared,
     books: Books,
 }
@@ -197,8 +189,7 @@ impl CeSink {
             url: url.into(),
             mode: CeMode::Structured,
             capture: None,
-            max_batch: 100,
-            linger: Duration::from_secs(1),
+            batch: BatchOptions::new(100, 4 << 20, Duration::from_secs(1)),
             http: HttpOptions::new(),
             report: None,
         }
@@ -239,13 +230,13 @@ impl CeSink {
         shutdown: impl Future<Output = impl Sized> + Send,
     ) -> ExportStats {
         let max = match self.mode {
-            CeMode::Batched => self.max_batch,
+            CeMode::Batched => self.batch.items(),
             CeMode::Structured | CeMode::Binary => 1,
         };
         let pump = CePump {
             sink: self,
-            dispatcher: Dispatcher::start(&self.http, self.books.clone()),
-            batch: Batch::new(max, self.linger),
+            dispatcher: Dispatcher::start(&self.http, self.books.clone(), Retryable::Http),
+            batch: Batch::new(max, self.batch.lingers()),
         };
         drive(pump, events, async {
             shutdown.await;
@@ -254,23 +245,22 @@ impl CeSink {
         self.stats()
     }
 
-    /// Subscribes to the relay at `url` with `options` and forwards until `shutdown`
+    /// Subscribes to `relay` with `options` and forwards until `shutdown`
     /// resolves; payloads that are not events are counted as unmapped (the notice
     /// handler on `options` is replaced).
     ///
     /// ```no_run
     /// # async fn run(sink: aep_bridge::export::CeSink) {
-    /// let stats = sink.run_relay("http://127.0.0.1:8787", aep_async::SubscribeOptions::new(), tokio::signal::ctrl_c()).await;
+    /// let stats = sink.run_relay(&aep_async::Client::new("http://127.0.0.1:8787"), aep_async::SubscribeOptions::new(), tokio::signal::ctrl_c()).await;
     /// # let _ = stats; }
     /// ```
     pub async fn run_relay(
         &self,
-        url: &str,
+        relay: &Client,
         options: SubscribeOptions,
         shutdown: impl Future<Output = impl Sized> + Send,
     ) -> ExportStats {
-        let subscription =
-            aep_async::subscribe(url, options.on_notice(self.books.notice_handler()));
+        let subscription = self.books.subscribe(relay, options);
         self.run_until(subscription, shutdown).await
     }
 
@@ -283,7 +273,6 @@ impl CeSink {
             headers,
             records,
             answer: Answer::Plain,
-            retry: Retry::Http,
         };
         match (self.mode, batch.len()) {
             (CeMode::Binary, 1) => {

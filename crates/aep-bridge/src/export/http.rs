@@ -1,16 +1,18 @@
 //! Sending batches over HTTP: the options every HTTP exporter shares, and the bounded
-//! queue with one worker that posts, compresses, retries and counts.
+//! queue in front of aep-async's one HTTP delivery worker
+//! ([`HttpDelivery`]), which posts, retries and reads the answer; this module
+//! compresses, counts and reads OTLP's partial success.
 
 use std::fmt;
 use std::io::Write;
 use std::time::Duration;
 
+use aep_async::delivery::{self, HttpDelivery, RetryPolicy, Retryable, Target, Undelivered};
 use aep_async::TransportError;
 use prost::Message;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_ENCODING, CONTENT_TYPE};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_ENCODING};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tokio::time::Instant;
 
 use super::{Books, Count, ExportError, ExportReport};
 use crate::proto::collector::logs::v1::ExportLogsServiceResponse;
@@ -23,8 +25,7 @@ use crate::proto::collector::trace::v1::ExportTraceServiceResponse;
 /// | headers | none (add `Authorization` with [`HttpOptions::bearer`]) |
 /// | gzip | on (`Content-Encoding: gzip`) |
 /// | timeout | 10 s per request, response included |
-/// | retry backoff | 500 ms doubling to 5 s |
-/// | give up after | 30 s of retries for one batch |
+/// | retry | [`RetryPolicy`]'s: 100 ms doubling to 5 s, a `Retry-After` up to 5 s honoured, given up after 60 s |
 /// | queue | 16 batches waiting to be sent; a full queue makes the exporter wait |
 /// | drop when full | off: wait for room rather than drop |
 ///
@@ -36,8 +37,10 @@ use crate::proto::collector::trace::v1::ExportTraceServiceResponse;
 ///     .header("x-scope", "agents")
 ///     .gzip(false)
 ///     .timeout(Duration::from_secs(5))
-///     .backoff(Duration::from_millis(100), Duration::from_secs(2))
-///     .give_up_after(Duration::from_secs(10))
+///     .retry(|r| {
+///         r.backoff(Duration::from_millis(100), Duration::from_secs(2))
+///             .give_up_after(Some(Duration::from_secs(10)))
+///     })
 ///     .queue(4);
 /// assert!(!format!("{opts:?}").contains("secret"));
 /// ```
@@ -46,9 +49,7 @@ pub struct HttpOptions {
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) gzip: bool,
     pub(crate) timeout: Duration,
-    pub(crate) retry_initial: Duration,
-    pub(crate) retry_max: Duration,
-    pub(crate) give_up_after: Duration,
+    pub(crate) retry: RetryPolicy,
     pub(crate) queue: usize,
     pub(crate) drop_when_full: bool,
     pub(crate) client: Option<reqwest::Client>,
@@ -60,9 +61,7 @@ impl Default for HttpOptions {
             headers: Vec::new(),
             gzip: true,
             timeout: Duration::from_secs(10),
-            retry_initial: Duration::from_millis(500),
-            retry_max: Duration::from_secs(5),
-            give_up_after: Duration::from_secs(30),
+            retry: RetryPolicy::new(),
             queue: 16,
             drop_when_full: false,
             client: None,
@@ -77,9 +76,7 @@ impl fmt::Debug for HttpOptions {
             .field("headers", &names)
             .field("gzip", &self.gzip)
             .field("timeout", &self.timeout)
-            .field("retry_initial", &self.retry_initial)
-            .field("retry_max", &self.retry_max)
-            .field("give_up_after", &self.give_up_after)
+            .field("retry", &self.retry)
             .field("queue", &self.queue)
             .field("drop_when_full", &self.drop_when_full)
             .finish()
@@ -145,30 +142,21 @@ impl HttpOptions {
         self
     }
 
-    /// Delays between attempts: the first and the ceiling, doubling in between. A
-    /// `Retry-After` of at most the ceiling replaces the delay it exceeds; a longer one
-    /// is not waited for (the delay stands), nor is one given as an HTTP date.
+    /// The retries, changed from the defaults by `f`: the delays between attempts (the
+    /// first and the ceiling, doubling in between; a `Retry-After` of at most the
+    /// ceiling replaces the delay it exceeds) and how long one batch may be retried
+    /// before it is given up and counted as failed. The same [`RetryPolicy`] as the
+    /// HTTP sink's; which statuses are retried is the exporter's protocol's
+    /// ([`Retryable`]).
     ///
     /// ```
     /// use std::time::Duration;
-    /// let o = aep_bridge::export::HttpOptions::new().backoff(Duration::from_millis(50), Duration::from_secs(1));
+    /// let o = aep_bridge::export::HttpOptions::new()
+    ///     .retry(|r| r.backoff(Duration::from_millis(50), Duration::from_secs(1)).give_up_after(Some(Duration::from_secs(60))));
     /// # let _ = o;
     /// ```
-    pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
-        self.retry_initial = initial;
-        self.retry_max = max.max(initial);
-        self
-    }
-
-    /// How long one batch may be retried before it is given up (and counted as
-    /// failed).
-    ///
-    /// ```
-    /// let o = aep_bridge::export::HttpOptions::new().give_up_after(std::time::Duration::from_secs(60));
-    /// # let _ = o;
-    /// ```
-    pub fn give_up_after(mut self, d: Duration) -> Self {
-        self.give_up_after = d;
+    pub fn retry(mut self, f: impl FnOnce(RetryPolicy) -> RetryPolicy) -> Self {
+        self.retry = f(self.retry);
         self
     }
 
@@ -209,7 +197,8 @@ impl HttpOptions {
         self
     }
 
-    /// The checked form: headers parsed, the client built.
+    /// The checked form: headers parsed (with `Content-Encoding` when compressing), the
+    /// client built.
     pub(crate) fn prepare(&self) -> Result<Prepared, ExportError> {
         let mut headers = HeaderMap::new();
         for (name, value) in &self.headers {
@@ -217,6 +206,9 @@ impl HttpOptions {
                 .map_err(|_| ExportError::Header(name.clone()))?;
             let v = HeaderValue::from_str(value).map_err(|_| ExportError::Header(name.clone()))?;
             headers.append(n, v);
+        }
+        if self.gzip {
+            headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
         }
         let client = match &self.client {
             Some(c) => c.clone(),
@@ -246,6 +238,16 @@ impl fmt::Debug for Prepared {
     }
 }
 
+impl Prepared {
+    /// The delivery worker these options describe, retrying what `retryable` says.
+    fn delivery(&self, retryable: Retryable) -> HttpDelivery {
+        HttpDelivery::new(self.client.clone(), retryable)
+            .headers(self.headers.clone())
+            .timeout(self.options.timeout)
+            .retry(self.options.retry)
+    }
+}
+
 /// Checks an endpoint: an absolute `http://` or `https://` URL.
 pub(crate) fn endpoint(url: &str) -> Result<reqwest::Url, ExportError> {
     let bad = |why: String| ExportError::Url {
@@ -270,24 +272,6 @@ pub(crate) enum Answer {
     OtlpTraces,
 }
 
-/// Which statuses are worth sending the same request again for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Retry {
-    /// OTLP/HTTP: 429, 502, 503, 504; every other refusal is final.
-    Otlp,
-    /// Any HTTP receiver: 408, 429 and every 5xx.
-    Http,
-}
-
-impl Retry {
-    fn retryable(self, status: u16) -> bool {
-        match self {
-            Retry::Otlp => matches!(status, 429 | 502 | 503 | 504),
-            Retry::Http => matches!(status, 408 | 429 | 500..=599),
-        }
-    }
-}
-
 /// One request to send: a batch, encoded.
 #[derive(Debug)]
 pub(crate) struct Request {
@@ -298,10 +282,10 @@ pub(crate) struct Request {
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) records: u64,
     pub(crate) answer: Answer,
-    pub(crate) retry: Retry,
 }
 
-/// The bounded queue of requests and the worker that sends them, in order.
+/// The bounded queue of requests and the task that hands them, in order, to the one
+/// delivery worker.
 #[derive(Debug)]
 pub(crate) struct Dispatcher {
     tx: mpsc::Sender<Request>,
@@ -311,11 +295,13 @@ pub(crate) struct Dispatcher {
 }
 
 impl Dispatcher {
-    /// Starts the worker on the current runtime.
-    pub(crate) fn start(http: &Prepared, books: Books) -> Self {
+    /// Starts the worker on the current runtime; it retries what `retryable` says (the
+    /// exporter's protocol's statuses).
+    pub(crate) fn start(http: &Prepared, books: Books, retryable: Retryable) -> Self {
         let (tx, rx) = mpsc::channel(http.options.queue.max(1));
         let worker = Worker {
-            http: http.clone(),
+            delivery: http.delivery(retryable),
+            gzip: http.options.gzip,
             books: books.clone(),
         };
         Dispatcher {
@@ -353,148 +339,63 @@ impl Dispatcher {
 }
 
 struct Worker {
-    http: Prepared,
+    delivery: HttpDelivery,
+    gzip: bool,
     books: Books,
 }
 
 impl Worker {
-    async fn run(self, mut rx: mpsc::Receiver<Request>) {
+    async fn run(mut self, mut rx: mpsc::Receiver<Request>) {
         while let Some(request) = rx.recv().await {
             self.deliver(request).await;
         }
     }
 
-    async fn deliver(&self, request: Request) {
-        let options = &self.http.options;
+    async fn deliver(&mut self, request: Request) {
         let records = request.records;
-        let body = match options.gzip {
+        let body = match self.gzip {
             true => gzip(&request.body),
-            false => request.body.clone(),
+            false => request.body,
         };
-        let started = Instant::now();
-        let mut delay = options.retry_initial;
-        let mut attempt = 0u32;
-        loop {
-            attempt += 1;
-            let (error, retry_after) = match self.post(&request, body.clone()).await {
-                Ok(rejected) => {
-                    self.books
-                        .add(Count::Exported, records.saturating_sub(rejected.0));
-                    if rejected.0 > 0 {
-                        self.books.add(Count::Rejected, rejected.0);
-                        self.books.report(ExportReport::Rejected {
-                            error: TransportError::http(200, rejected.1),
-                            records: rejected.0,
-                        });
-                    }
-                    return;
-                }
-                Err(failure) => failure,
-            };
-            let retryable = match error.status() {
-                Some(status) => request.retry.retryable(status),
-                None => error.is_network(),
-            };
-            if !retryable {
-                self.books.add(Count::Rejected, records);
-                self.books.report(ExportReport::Rejected { error, records });
-                return;
+        let mut post = delivery::Request::new(Target::Url(request.url), body, request.content_type);
+        for (name, value) in &request.headers {
+            if let (Ok(n), Ok(v)) = (
+                HeaderName::from_bytes(name.as_bytes()),
+                HeaderValue::from_str(value),
+            ) {
+                post.headers.append(n, v);
             }
-            let wait = retry_after
-                .filter(|r| *r <= options.retry_max)
-                .map_or(delay, |r| r.max(delay));
-            // Saturating: a `Retry-After` or a ceiling near `Duration::MAX` must end in
-            // a give-up, not in an overflow that stops the worker.
-            if started.elapsed().saturating_add(wait) > options.give_up_after {
-                self.books.add(Count::Failed, records);
-                self.books.report(ExportReport::GaveUp { error, records });
-                return;
-            }
-            self.books.report(ExportReport::Retrying {
+        }
+        let books = &self.books;
+        let retrying = |error, attempt| {
+            books.report(ExportReport::Retrying {
                 error,
                 records,
                 attempt,
             });
-            tokio::time::sleep(wait).await;
-            delay = delay.saturating_mul(2).min(options.retry_max);
-        }
-    }
-
-    /// One attempt. `Ok` carries the records the endpoint said it rejected (OTLP
-    /// partial success) and its message; `Err` the failure and a `Retry-After`.
-    async fn post(
-        &self,
-        request: &Request,
-        body: Vec<u8>,
-    ) -> Result<(u64, String), (TransportError, Option<Duration>)> {
-        let options = &self.http.options;
-        let mut req = self
-            .http
-            .client
-            .post(request.url.clone())
-            .headers(self.http.headers.clone())
-            .header(CONTENT_TYPE, request.content_type)
-            .body(body);
-        if options.gzip {
-            req = req.header(CONTENT_ENCODING, "gzip");
-        }
-        for (name, value) in &request.headers {
-            req = req.header(name.as_str(), value.as_str());
-        }
-        let url = request.url.as_str();
-        let deadline = Instant::now() + options.timeout;
-        let response = match tokio::time::timeout_at(deadline, req.send()).await {
-            Ok(Ok(response)) => response,
-            Ok(Err(e)) => return Err((TransportError::network(format!("POST {url}"), e), None)),
-            Err(_) => {
-                return Err((
-                    TransportError::network_msg(format!(
-                        "POST {url}: no answer within {} ms",
-                        options.timeout.as_millis()
-                    )),
-                    None,
-                ))
+        };
+        match self.delivery.deliver(&post, retrying).await {
+            Ok(answer) => {
+                let (rejected, message) = partial_success(request.answer, &answer);
+                self.books
+                    .add(Count::Exported, records.saturating_sub(rejected));
+                if rejected > 0 {
+                    self.books.add(Count::Rejected, rejected);
+                    self.books.report(ExportReport::Rejected {
+                        error: TransportError::http(200, message),
+                        records: rejected,
+                    });
+                }
             }
-        };
-        let status = response.status();
-        let retry_after = response
-            .headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .map(Duration::from_secs);
-        // The status is the answer: the body only adds a partial success or a refusal's
-        // text. One that breaks off or outlasts the timeout is read as far as it came,
-        // so a 2xx is not sent again (the endpoint has the records) and a final refusal
-        // is not retried.
-        let mut bytes = Vec::new();
-        let _ = tokio::time::timeout_at(deadline, answer_prefix(response, &mut bytes)).await;
-        if !status.is_success() {
-            let text = String::from_utf8_lossy(&bytes);
-            let detail: String = text.chars().take(200).collect();
-            return Err((
-                TransportError::http(status.as_u16(), format!("POST {url}: {detail}")),
-                retry_after,
-            ));
+            Err(Undelivered::Rejected(error)) => {
+                self.books.add(Count::Rejected, records);
+                self.books.report(ExportReport::Rejected { error, records });
+            }
+            Err(Undelivered::GaveUp(error)) => {
+                self.books.add(Count::Failed, records);
+                self.books.report(ExportReport::GaveUp { error, records });
+            }
         }
-        Ok(partial_success(request.answer, &bytes))
-    }
-}
-
-/// The most of an answer's body that is read: an OTLP partial success, or the start of
-/// a refusal's text, fits many times over.
-const ANSWER_LIMIT: usize = 64 * 1024;
-
-/// Reads into `body` the first [`ANSWER_LIMIT`] bytes of a response's body, or as much
-/// as comes before it ends or breaks off. The rest is not read: a lying endpoint's
-/// endless body holds neither memory nor the worker.
-async fn answer_prefix(mut response: reqwest::Response, body: &mut Vec<u8>) {
-    while body.len() < ANSWER_LIMIT {
-        let Ok(Some(chunk)) = response.chunk().await else {
-            break;
-        };
-        let room = ANSWER_LIMIT - body.len();
-        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
     }
 }
 
@@ -534,13 +435,6 @@ fn gzip(body: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn retry_policies() {
-        assert!(Retry::Otlp.retryable(503) && Retry::Otlp.retryable(429));
-        assert!(!Retry::Otlp.retryable(500) && !Retry::Otlp.retryable(400));
-        assert!(Retry::Http.retryable(500) && !Retry::Http.retryable(404));
-    }
 
     #[test]
     fn gzip_round_trips() {

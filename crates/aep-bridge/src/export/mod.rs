@@ -1,5 +1,5 @@
 //! The exporters: ordinary AEP consumers (AEP-0005 §3.5) that read a relay through
-//! aep-async's [`subscribe`](aep_async::subscribe()) (with the operator's attr-match
+//! aep-async's [`Client::subscribe`](aep_async::Client::subscribe) (with the operator's attr-match
 //! filter), or any `Stream` of events, and feed another ecosystem.
 //!
 //! | exporter | writes | where |
@@ -20,7 +20,7 @@
 //!
 //! ```no_run
 //! use aep_bridge::export::{HttpOptions, OtlpExporter};
-//! use aep_async::SubscribeOptions;
+//! use aep_async::{Client, SubscribeOptions};
 //! use serde_json::json;
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -28,9 +28,8 @@
 //!     .http(HttpOptions::new().bearer("backend-token"))
 //!     .build()?;
 //! let filter = SubscribeOptions::new().filter(json!({"severity": {"gte": "info"}}));
-//! let stats = exporter
-//!     .run_relay("http://127.0.0.1:8787", filter, tokio::signal::ctrl_c())
-//!     .await;
+//! let relay = Client::new("http://127.0.0.1:8787").token("relay-token");
+//! let stats = exporter.run_relay(&relay, filter, tokio::signal::ctrl_c()).await;
 //! println!("{} records exported", stats.exported);
 //! # Ok(()) }
 //! ```
@@ -330,6 +329,16 @@ impl Books {
             id: event.id().to_owned(),
             error,
         });
+    }
+
+    /// A subscription to `relay` whose notices are the exporter's: [`Books::notice_handler`]
+    /// replaces the one on `options`.
+    pub(crate) fn subscribe(
+        &self,
+        relay: &aep_async::Client,
+        options: aep_async::SubscribeOptions,
+    ) -> aep_async::Subscription {
+        relay.subscribe(options.on_notice(self.notice_handler()))
     }
 
     /// A notice handler for a subscription: payloads the relay sent that are not

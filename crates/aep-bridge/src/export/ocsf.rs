@@ -6,7 +6,7 @@ use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
 
-use aep_async::SubscribeOptions;
+use aep_async::{Client, SubscribeOptions};
 use aep_core::Event;
 use futures::{FutureExt, Stream, StreamExt};
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
@@ -203,7 +203,7 @@ impl OcsfWriter {
         }
     }
 
-    /// Subscribes to the relay at `url` with `options` and writes until `shutdown`
+    /// Subscribes to `relay` with `options` and writes until `shutdown`
     /// resolves (the notice handler on `options` is replaced; payloads that are not
     /// events are counted as unmapped).
     ///
@@ -211,17 +211,16 @@ impl OcsfWriter {
     /// # async fn run(w: aep_bridge::export::OcsfWriter) -> Result<(), aep_bridge::export::ExportError> {
     /// let families = serde_json::json!({"type": ["session.*", "tool.*", "attention.*"]});
     /// let options = aep_async::SubscribeOptions::new().filter(families);
-    /// w.run_relay("http://127.0.0.1:8787", options, tokio::signal::ctrl_c()).await?;
+    /// w.run_relay(&aep_async::Client::new("http://127.0.0.1:8787"), options, tokio::signal::ctrl_c()).await?;
     /// # Ok(()) }
     /// ```
     pub async fn run_relay(
         &self,
-        url: &str,
+        relay: &Client,
         options: SubscribeOptions,
         shutdown: impl Future<Output = impl Sized> + Send,
     ) -> Result<ExportStats, ExportError> {
-        let subscription =
-            aep_async::subscribe(url, options.on_notice(self.books.notice_handler()));
+        let subscription = self.books.subscribe(relay, options);
         self.run_until(subscription, shutdown).await
     }
 }

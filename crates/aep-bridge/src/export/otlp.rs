@@ -6,13 +6,14 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use aep_async::SubscribeOptions;
+use aep_async::delivery::{BatchOptions, Retryable};
+use aep_async::{Client, SubscribeOptions};
 use aep_core::Event;
 use futures::Stream;
 use prost::Message;
 use tokio::time::Instant;
 
-use super::http::{endpoint, Answer, Dispatcher, HttpOptions, Prepared, Request, Retry};
+use super::http::{endpoint, Answer, Dispatcher, HttpOptions, Prepared, Request};
 use super::{drive, earliest, Batch, Books, Count, ExportError, ExportReport, ExportStats, Pump};
 use crate::otlp::{logs_request, to_log_record, LogRecord, OtlpOptions};
 use crate::spans::{traces_request, Span, SpanAssembler, SpanOptions};
@@ -59,15 +60,15 @@ impl Signals {
 /// Options of an [`OtlpExporter`]. Defaults: LogRecords only; `max_capture` `metadata`
 /// with [`crate::CapturePolicy::DropData`] (AEP-0005 §3.3); `service.name` from each
 /// event's `agent`; batches of at most 512 records, sent at the latest 1 s after their
-/// first record; the [`HttpOptions`] defaults (gzip on).
+/// first record; the [`HttpOptions`] defaults (gzip on). OTLP/HTTP's statuses are
+/// retried (`429`, `502`, `503`, `504`).
 ///
 /// ```
 /// use aep_bridge::export::{HttpOptions, OtlpExporter, Signals};
 /// use std::time::Duration;
 /// let exporter = OtlpExporter::builder("http://127.0.0.1:4318")
 ///     .signals(Signals::LogsAndSpans)
-///     .max_batch(128)
-///     .linger(Duration::from_millis(200))
+///     .batch(|b| b.max_items(128).linger(Duration::from_millis(200)))
 ///     .http(HttpOptions::new().bearer("token"))
 ///     .build()?;
 /// # let _ = exporter;
@@ -80,8 +81,7 @@ pub struct OtlpExporterBuilder {
     signals: Signals,
     capture: CaptureLimit,
     service_name: Option<String>,
-    max_batch: usize,
-    linger: Duration,
+    batch: BatchOptions,
     max_open_spans: usize,
     http: HttpOptions,
     report: Option<super::ReportHandler>,
@@ -93,8 +93,7 @@ impl fmt::Debug for OtlpExporterBuilder {
             .field("base", &self.base)
             .field("signals", &self.signals)
             .field("capture", &self.capture)
-            .field("max_batch", &self.max_batch)
-            .field("linger", &self.linger)
+            .field("batch", &self.batch)
             .field("http", &self.http)
             .finish()
     }
@@ -157,25 +156,18 @@ impl OtlpExporterBuilder {
         self
     }
 
-    /// Most records in one request (at least 1).
+    /// The batches, changed from the defaults (512 records, 1 s) by `f`: most records
+    /// in one request, and how long a batch waits for company after its first record.
+    /// The same [`BatchOptions`] as the HTTP sink's; a request's body is bounded by
+    /// its records (`max_bytes` is the sink's).
     ///
     /// ```
-    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").max_batch(64);
+    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318")
+    ///     .batch(|b| b.max_items(64).linger(std::time::Duration::ZERO));
     /// # let _ = b;
     /// ```
-    pub fn max_batch(mut self, n: usize) -> Self {
-        self.max_batch = n.max(1);
-        self
-    }
-
-    /// How long a batch waits for company after its first record.
-    ///
-    /// ```
-    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").linger(std::time::Duration::ZERO);
-    /// # let _ = b;
-    /// ```
-    pub fn linger(mut self, d: Duration) -> Self {
-        self.linger = d;
+    pub fn batch(mut self, f: impl FnOnce(BatchOptions) -> BatchOptions) -> Self {
+        self.batch = f(self.batch);
         self
     }
 
@@ -244,8 +236,7 @@ impl OtlpExporterBuilder {
             signals: self.signals,
             logs_options,
             span_options,
-            max_batch: self.max_batch,
-            linger: self.linger,
+            batch: self.batch,
             http: self.http.prepare()?,
             books: Books::new(self.report),
         })
@@ -266,7 +257,7 @@ impl OtlpExporterBuilder {
 /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 /// let exporter = OtlpExporter::builder("http://127.0.0.1:4318").build()?;
 /// let options = SubscribeOptions::new().filter(serde_json::json!({"type": ["tool.*", "run.*"]}));
-/// let stats = exporter.run_relay("http://127.0.0.1:8787", options, tokio::signal::ctrl_c()).await;
+/// let stats = exporter.run_relay(&aep_async::Client::new("http://127.0.0.1:8787"), options, tokio::signal::ctrl_c()).await;
 /// assert_eq!(stats.pending(), 0);
 /// # Ok(()) }
 /// ```
@@ -276,8 +267,7 @@ pub struct OtlpExporter {
     signals: Signals,
     logs_options: OtlpOptions,
     span_options: SpanOptions,
-    max_batch: usize,
-    linger: Duration,
+    batch: BatchOptions,
     http: Prepared,
     books: Books,
 }
@@ -310,8 +300,7 @@ impl OtlpExporter {
             signals: Signals::Logs,
             capture: CaptureLimit::default(),
             service_name: None,
-            max_batch: 512,
-            linger: Duration::from_secs(1),
+            batch: BatchOptions::new(512, 4 << 20, Duration::from_secs(1)),
             max_open_spans: 10_000,
             http: HttpOptions::new(),
             report: None,
@@ -356,9 +345,9 @@ impl OtlpExporter {
     ) -> ExportStats {
         let pump = OtlpPump {
             exporter: self,
-            dispatcher: Dispatcher::start(&self.http, self.books.clone()),
-            logs: Batch::new(self.max_batch, self.linger),
-            spans: Batch::new(self.max_batch, self.linger),
+            dispatcher: Dispatcher::start(&self.http, self.books.clone(), Retryable::Otlp),
+            logs: Batch::new(self.batch.items(), self.batch.lingers()),
+            spans: Batch::new(self.batch.items(), self.batch.lingers()),
             assembler: self
                 .signals
                 .spans()
@@ -371,25 +360,25 @@ impl OtlpExporter {
         self.stats()
     }
 
-    /// Subscribes to the relay at `url` with `options` (its attr-match filter, token,
+    /// Subscribes to `relay` with `options` (its attr-match filter, token,
     /// resume position, transport) and exports until `shutdown` resolves. Payloads the
     /// relay sends that are not events are counted as unmapped; the subscription's
     /// notice handler is the exporter's (one set on `options` is replaced).
     ///
     /// ```no_run
     /// # async fn run(exporter: aep_bridge::export::OtlpExporter) {
-    /// let options = aep_async::SubscribeOptions::new().token("relay-token").from_all();
-    /// let stats = exporter.run_relay("http://127.0.0.1:8787", options, tokio::signal::ctrl_c()).await;
+    /// let relay = aep_async::Client::new("http://127.0.0.1:8787").token("relay-token");
+    /// let options = aep_async::SubscribeOptions::new().from_all();
+    /// let stats = exporter.run_relay(&relay, options, tokio::signal::ctrl_c()).await;
     /// # let _ = stats; }
     /// ```
     pub async fn run_relay(
         &self,
-        url: &str,
+        relay: &Client,
         options: SubscribeOptions,
         shutdown: impl Future<Output = impl Sized> + Send,
     ) -> ExportStats {
-        let subscription =
-            aep_async::subscribe(url, options.on_notice(self.books.notice_handler()));
+        let subscription = self.books.subscribe(relay, options);
         self.run_until(subscription, shutdown).await
     }
 
@@ -414,7 +403,6 @@ fn otlp_request(url: &reqwest::Url, body: Vec<u8>, records: usize, answer: Answe
         headers: Vec::new(),
         records: records as u64,
         answer,
-        retry: Retry::Otlp,
     }
 }
 

@@ -23,8 +23,10 @@ use tokio::net::TcpListener;
 fn quick() -> HttpOptions {
     HttpOptions::new()
         .timeout(Duration::from_millis(300))
-        .backoff(Duration::from_millis(20), Duration::from_millis(100))
-        .give_up_after(Duration::from_millis(800))
+        .retry(|r| {
+            r.backoff(Duration::from_millis(20), Duration::from_millis(100))
+                .give_up_after(Some(Duration::from_millis(800)))
+        })
 }
 
 /// Fast retries, a long budget and a patient request, for the tests that count the
@@ -33,7 +35,7 @@ fn quick() -> HttpOptions {
 fn steady() -> HttpOptions {
     quick()
         .timeout(Duration::from_secs(10))
-        .give_up_after(Duration::from_secs(30))
+        .retry(|r| r.give_up_after(Some(Duration::from_secs(30))))
 }
 
 fn reports() -> (Arc<Mutex<Vec<String>>>, impl Fn(ExportReport) + Send + Sync) {
@@ -60,7 +62,7 @@ async fn export(builder: OtlpExporterBuilder, n: usize) -> (ExportStats, Vec<Str
 async fn an_otlp_receiver_answering_500_rejects_the_batch_for_good() {
     let mut endpoint = Endpoint::start(|_| Answer::Status(500)).await;
     let builder = OtlpExporter::builder(&endpoint.url)
-        .max_batch(10)
+        .batch(|b| b.max_items(10))
         .http(quick());
     let (stats, seen) = export(builder, 4).await;
     assert_eq!((stats.records, stats.exported, stats.rejected), (4, 0, 4));
@@ -95,11 +97,10 @@ async fn a_retry_after_past_every_clock_gives_up_instead_of_stopping_the_worker(
         _ => Answer::RetryAfter(503, "18446744073709551615"),
     })
     .await;
-    let builder = OtlpExporter::builder(&endpoint.url).http(
-        quick()
-            .backoff(Duration::from_millis(1100), Duration::MAX)
-            .give_up_after(Duration::from_secs(5)),
-    );
+    let builder = OtlpExporter::builder(&endpoint.url).http(quick().retry(|r| {
+        r.backoff(Duration::from_millis(1100), Duration::MAX)
+            .give_up_after(Some(Duration::from_secs(5)))
+    }));
     let (stats, seen) = export(builder, 2).await;
     assert_eq!(
         (stats.records, stats.failed, stats.pending()),
@@ -119,9 +120,10 @@ async fn a_retry_after_within_the_ceiling_is_waited_for_and_one_past_it_is_not()
         _ => Answer::Status(200),
     })
     .await;
-    let http = quick()
-        .backoff(Duration::from_millis(20), Duration::from_secs(2))
-        .give_up_after(Duration::from_secs(10));
+    let http = quick().retry(|r| {
+        r.backoff(Duration::from_millis(20), Duration::from_secs(2))
+            .give_up_after(Some(Duration::from_secs(10)))
+    });
     let started = std::time::Instant::now();
     let (stats, _) = export(OtlpExporter::builder(&endpoint.url).http(http), 2).await;
     assert_eq!((stats.exported, stats.failed), (2, 0), "{stats:?}");
@@ -167,7 +169,7 @@ async fn an_endpoint_that_is_down_is_retried_then_given_up_and_counted() {
 async fn a_413_for_an_oversized_batch_is_final_and_the_next_batch_still_goes() {
     let mut endpoint = Endpoint::start(|n| Answer::Status(if n == 0 { 413 } else { 200 })).await;
     let builder = OtlpExporter::builder(&endpoint.url)
-        .max_batch(10)
+        .batch(|b| b.max_items(10))
         .http(steady());
     let (stats, seen) = export(builder, 20).await;
     assert_eq!(
@@ -261,8 +263,7 @@ async fn a_full_queue_drops_and_counts_when_told_to_rather_than_wait() {
     let endpoint = Endpoint::start(|_| Answer::Never).await;
     let (seen, handler) = reports();
     let exporter = OtlpExporter::builder(&endpoint.url)
-        .max_batch(1)
-        .linger(Duration::ZERO)
+        .batch(|b| b.max_items(1).linger(Duration::ZERO))
         .http(quick().queue(1).drop_when_full(true))
         .on_report(handler)
         .build()
@@ -377,13 +378,15 @@ async fn a_malformed_relay_event_is_counted_and_the_next_one_exported() {
     let mut endpoint = Endpoint::start(|_| Answer::Status(200)).await;
     let (seen, handler) = reports();
     let exporter = OtlpExporter::builder(&endpoint.url)
-        .linger(Duration::ZERO)
+        .batch(|b| b.linger(Duration::ZERO))
         .on_report(handler)
         .build()
         .unwrap();
     let received = tokio::time::timeout(Duration::from_secs(10), endpoint.requests.recv());
-    let run = exporter.run_relay(&relay, SubscribeOptions::new(), received);
-    let stats = run.await;
+    let relay = aep_async::Client::new(&relay);
+    let stats = exporter
+        .run_relay(&relay, SubscribeOptions::new(), received)
+        .await;
     task.abort();
     assert_eq!((stats.unmapped, stats.exported), (1, 1), "{stats:?}");
     assert!(seen.lock().unwrap()[0].contains("non-event"));

@@ -141,7 +141,7 @@ async fn the_golden_corpus_arrives_as_log_records_and_spans_and_nothing_above_ma
     let relay = Relay::builder().start().await.unwrap();
     let exporter = OtlpExporter::builder(&receiver.url)
         .signals(Signals::LogsAndSpans)
-        .linger(Duration::from_millis(100))
+        .batch(|b| b.linger(Duration::from_millis(100)))
         .http(HttpOptions::new().bearer("otlp-secret"))
         .build()
         .unwrap();
@@ -149,7 +149,11 @@ async fn the_golden_corpus_arrives_as_log_records_and_spans_and_nothing_above_ma
     let relay_url = relay.url().to_owned();
     let export = tokio::spawn(async move {
         let stats = exporter
-            .run_relay(&relay_url, SubscribeOptions::new(), stopped)
+            .run_relay(
+                &aep_async::Client::new(relay_url),
+                SubscribeOptions::new(),
+                stopped,
+            )
             .await;
         (stats, exporter)
     });
@@ -394,7 +398,7 @@ async fn a_wrong_token_is_a_rejection_counted_not_a_retry_loop() {
         return;
     };
     let exporter = OtlpExporter::builder(&receiver.url)
-        .linger(Duration::ZERO)
+        .batch(|b| b.linger(Duration::ZERO))
         .http(HttpOptions::new().bearer("wrong"))
         .build()
         .unwrap();

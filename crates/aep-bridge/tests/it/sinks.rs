@@ -46,8 +46,7 @@ async fn round_trip(mode: CeMode, gzip: bool) {
     let mut endpoint = Endpoint::start(|_| Answer::Status(202)).await;
     let sink = CeSink::builder(format!("{}/ce", endpoint.url))
         .mode(mode)
-        .max_batch(25)
-        .linger(Duration::from_millis(20))
+        .batch(|b| b.max_items(25).linger(Duration::from_millis(20)))
         .http(HttpOptions::new().gzip(gzip).bearer("ce-token"))
         .build()
         .unwrap();

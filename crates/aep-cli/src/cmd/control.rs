@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use aep::control::{
-    ClientOptions, ControlClient, ControlError, NackOrigin, NackReason, SendOptions,
+    ControlClient, ControlError, ControlOptions, NackOrigin, NackReason, SendOptions,
 };
 use aep::protocol::control::is_command_type;
 use aep::protocol::Capture;
@@ -172,13 +172,11 @@ fn command_type(given: &str) -> Result<String, Failure> {
 /// Connects as a control console; a relay that cannot be reached or refuses the token
 /// is exit 5.
 pub async fn connect(relay: &RelayArgs) -> Result<ControlClient, Failure> {
-    let mut opts = ClientOptions::new()
+    relay
+        .client()
         .identity("aep-cli", crate::host())
-        .connect_timeout(Duration::from_secs(10));
-    if let Some(t) = relay.token() {
-        opts = opts.token(t);
-    }
-    ControlClient::connect(relay.base(), opts)
+        .connect_timeout(Duration::from_secs(10))
+        .control(ControlOptions::new())
         .await
         .map_err(|e| match e.status() {
             Some(401 | 403) => Failure::relay(format!(

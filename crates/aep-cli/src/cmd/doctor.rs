@@ -5,7 +5,8 @@ use std::io::Write;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
-use aep::control::{open_duplex, DuplexOptions};
+use aep::control::DuplexOptions;
+use aep::protocol::binding::{SOCKET_PATH, SSE_CONTENT_TYPE, STREAM_PATH, WELL_KNOWN_PATH};
 use aep::protocol::frame::Discovery;
 use reqwest::header::{ACCESS_CONTROL_ALLOW_ORIGIN, CONTENT_TYPE, ORIGIN};
 use reqwest::{Method, StatusCode};
@@ -392,29 +393,30 @@ impl Http<'_> {
     }
 
     async fn discovery(&mut self) {
-        match self.get("/.well-known/aep", true).await {
+        match self.get(WELL_KNOWN_PATH, true).await {
             // read as every client reads it: core's `Discovery`, as `probe` does
             Ok(r) if r.status().is_success() => match body_json(r).await.and_then(|doc| serde_json::from_value::<Discovery>(doc).map_err(|e| e.to_string())) {
                 Ok(doc) => {
-                    self.report.add("discovery", Level::Ok, format!("/.well-known/aep: {}", compact(&json!(doc.aep))), None);
+                    self.report.add("discovery", Level::Ok, format!("{WELL_KNOWN_PATH}: {}", compact(&json!(doc.aep))), None);
                     if let Some(buffer) = doc.capabilities().replay.and_then(|r| r.buffer) {
                         self.report.add("discovery", Level::Info, format!("replay buffer {buffer}"), None);
                     }
                 }
-                Err(e) => self.report.add("discovery", Level::Finding, format!("/.well-known/aep is no AEP discovery document (AEP-0003 §3.4): {e}"), Some("is this an AEP relay?")),
+                Err(e) => self.report.add("discovery", Level::Finding, format!("{WELL_KNOWN_PATH} is no AEP discovery document (AEP-0003 §3.4): {e}"), Some("is this an AEP relay?")),
             },
-            Ok(r) if r.status() == StatusCode::NOT_FOUND => self.report.add("discovery", Level::Warning, "no /.well-known/aep (AEP-0003 §3.4): clients cannot learn the relay's capabilities", None),
+            Ok(r) if r.status() == StatusCode::NOT_FOUND => self.report.add("discovery", Level::Warning, format!("no {WELL_KNOWN_PATH} (AEP-0003 §3.4): clients cannot learn the relay's capabilities"), None),
             Ok(r) => {
                 let status = r.status();
-                self.report.add("discovery", Level::Info, format!("/.well-known/aep answered {status}"), None);
+                self.report.add("discovery", Level::Info, format!("{WELL_KNOWN_PATH} answered {status}"), None);
             }
-            Err(e) => self.report.add("discovery", Level::Finding, format!("/.well-known/aep failed: {e}"), None),
+            Err(e) => self.report.add("discovery", Level::Finding, format!("{WELL_KNOWN_PATH} failed: {e}"), None),
         }
     }
 
     async fn sse(&mut self) {
-        let path = "/stream?live=0&filter=%7B%22session%22%3A%22aep-doctor-probe%22%7D";
-        match self.get(path, true).await {
+        let path =
+            format!("{STREAM_PATH}?live=0&filter=%7B%22session%22%3A%22aep-doctor-probe%22%7D");
+        match self.get(&path, true).await {
             Ok(r) if r.status().is_success() => {
                 let ct = r
                     .headers()
@@ -422,15 +424,15 @@ impl Http<'_> {
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or("")
                     .to_owned();
-                if ct.starts_with("text/event-stream") {
+                if ct.starts_with(SSE_CONTENT_TYPE) {
                     self.report.add(
                         "sse",
                         Level::Ok,
-                        "GET /stream (live=0) is an event stream",
+                        format!("GET {STREAM_PATH} (live=0) is an event stream"),
                         None,
                     );
                 } else {
-                    self.report.add("sse", Level::Finding, format!("GET /stream answered with content type `{ct}`, not text/event-stream"), Some("a proxy in between rewrites or buffers the stream: let text/event-stream through unbuffered"));
+                    self.report.add("sse", Level::Finding, format!("GET {STREAM_PATH} answered with content type `{ct}`, not {SSE_CONTENT_TYPE}"), Some("a proxy in between rewrites or buffers the stream: let event streams through unbuffered"));
                 }
             }
             Ok(r) => {
@@ -438,14 +440,14 @@ impl Http<'_> {
                 self.report.add(
                     "sse",
                     Level::Finding,
-                    format!("GET /stream answered {status}"),
+                    format!("GET {STREAM_PATH} answered {status}"),
                     Some("see the auth lane"),
                 );
             }
             Err(e) => self.report.add(
                 "sse",
                 Level::Finding,
-                format!("GET /stream failed: {e}"),
+                format!("GET {STREAM_PATH} failed: {e}"),
                 Some("a proxy in between may not carry streaming responses"),
             ),
         }
@@ -454,7 +456,7 @@ impl Http<'_> {
     async fn cors(&mut self) {
         let preflight = self
             .client
-            .request(Method::OPTIONS, self.url("/stream"))
+            .request(Method::OPTIONS, self.url(STREAM_PATH))
             .header(ORIGIN, "http://aep-doctor.invalid")
             .header("access-control-request-method", "GET")
             .header("access-control-request-headers", "authorization")
@@ -464,12 +466,12 @@ impl Http<'_> {
             Ok(r) if r.headers().contains_key(ACCESS_CONTROL_ALLOW_ORIGIN) => self.report.add(
                 "cors",
                 Level::Ok,
-                "the preflight OPTIONS /stream allows other origins",
+                format!("the preflight OPTIONS {STREAM_PATH} allows other origins"),
                 None,
             ),
             Ok(r) => {
                 let status = r.status();
-                self.report.add("cors", Level::Finding, format!("the preflight OPTIONS /stream ({status}) carries no access-control-allow-origin"), Some("a browser dashboard on another origin cannot subscribe: let the relay's CORS headers through"))
+                self.report.add("cors", Level::Finding, format!("the preflight OPTIONS {STREAM_PATH} ({status}) carries no access-control-allow-origin"), Some("a browser dashboard on another origin cannot subscribe: let the relay's CORS headers through"))
             }
             Err(e) => self.report.add(
                 "cors",
@@ -481,7 +483,7 @@ impl Http<'_> {
         // a refusal a browser can read: without the header it sees only a network error
         let refused = self
             .client
-            .get(self.url("/stream?live=0"))
+            .get(self.url(&format!("{STREAM_PATH}?live=0")))
             .header(ORIGIN, "http://aep-doctor.invalid")
             .bearer_auth("aep-doctor-wrong-token")
             .send()
@@ -504,16 +506,13 @@ impl Http<'_> {
 }
 
 async fn websocket(report: &mut Report, relay: &RelayArgs) {
-    let mut opts = DuplexOptions::new().connect_timeout(Duration::from_secs(5));
-    if let Some(t) = relay.token() {
-        opts = opts.token(t);
-    }
-    match open_duplex(relay.base(), opts).await {
+    let client = relay.client().connect_timeout(Duration::from_secs(5));
+    match client.duplex(DuplexOptions::new()).await {
         Ok(duplex) => {
             report.add(
                 "websocket",
                 Level::Ok,
-                "/socket upgrades and says hello",
+                format!("{SOCKET_PATH} upgrades and says hello"),
                 None,
             );
             duplex.close().await;
@@ -526,7 +525,7 @@ async fn websocket(report: &mut Report, relay: &RelayArgs) {
             report.add(
                 "websocket",
                 Level::Finding,
-                format!("/socket: {}", describe(&e)),
+                format!("{SOCKET_PATH}: {}", describe(&e)),
                 Some(remedy),
             );
         }

@@ -11,7 +11,7 @@ use aep::protocol::envelope::new_ulid;
 use aep::protocol::redact::{RedactOptions, Redactor};
 use aep::protocol::types::{emit_scope, EmitScope};
 use aep::protocol::{Capture, Severity};
-use aep::{EmitOptions, Emitter, SessionEmitter, WsSink};
+use aep::{EmitOptions, Emitter, SessionEmitter, WsSinkOptions};
 use serde_json::{json, Value};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -85,17 +85,11 @@ pub async fn run(args: Args) -> Outcome {
             "no ask_human of this server is waiting on that request",
         );
     });
-    let mut sink = WsSink::builder(
-        args.relay.base(),
-        &args.agent,
-        format!("{}/{}", crate::host(), std::process::id()),
-    )
-    .command_hook(target.clone())
-    .on_report(|r| crate::term::warn(format!("aep mcp: {r}")));
-    if let Some(t) = args.relay.token() {
-        sink = sink.token(t);
-    }
-    let sink = sink.build().map_err(|e| {
+    let instance = format!("{}/{}", crate::host(), std::process::id());
+    let options = WsSinkOptions::new(&args.agent, instance)
+        .command_hook(target.clone())
+        .on_report(|r| crate::term::warn(format!("aep mcp: {r}")));
+    let sink = args.relay.client().ws_sink(options).map_err(|e| {
         Failure::relay(format!(
             "cannot open the relay connection: {}",
             describe(&e)

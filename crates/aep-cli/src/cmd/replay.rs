@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 use aep::protocol::envelope::new_ulid;
 use aep::protocol::types::{emit_scope, EmitScope};
 use aep::protocol::validate::unix_nanos;
-use aep::protocol::{Capture, Event};
+use aep::protocol::{Capture, Event, SourceUri};
 use aep::{EmitOptions, EmitPermit, Emitter, SessionEmitter};
 use serde_json::{json, Value};
 
@@ -335,10 +335,5 @@ fn replay_one(
 
 /// The host of an `aep://HOST/agent/..` source, or this machine's.
 fn host_of(source: &str) -> String {
-    source
-        .strip_prefix("aep://")
-        .and_then(|rest| rest.split('/').next())
-        .filter(|h| !h.is_empty())
-        .map(str::to_owned)
-        .unwrap_or_else(crate::host)
+    SourceUri::host_of(source).map_or_else(crate::host, str::to_owned)
 }

@@ -236,7 +236,8 @@ fn aep_hook_flush_delivers_the_spool_and_says_what_is_left() {
 /// One history pass over a relay without a token.
 fn history_open(url: &str) -> Vec<Event> {
     use aep::blocking::SubscribeOptions;
-    aep::blocking::subscribe(url, SubscribeOptions::new().from_all().history_only())
+    aep::blocking::Client::new(url)
+        .subscribe(SubscribeOptions::new().from_all().history_only())
         .expect("subscribe")
         .collect()
 }

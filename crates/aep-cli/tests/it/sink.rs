@@ -52,10 +52,13 @@ fn emit_tools(
     n: usize,
     data: impl Fn(usize) -> serde_json::Value,
 ) -> Vec<String> {
-    use aep::blocking::{Emitter, HttpSink};
-    let emitter = Emitter::builder("seeder", "test")
-        .epoch(epoch)
-        .build(HttpSink::builder(url).token(TOKEN).build().unwrap());
+    use aep::blocking::{Client, Emitter, HttpSinkOptions};
+    let emitter = Emitter::builder("seeder", "test").epoch(epoch).build(
+        Client::new(url)
+            .token(TOKEN)
+            .http_sink(HttpSinkOptions::new())
+            .unwrap(),
+    );
     let s = emitter.session(session);
     let ids = (0..n)
         .map(|i| s.emit("tool.requested", data(i)).unwrap().id().to_owned())

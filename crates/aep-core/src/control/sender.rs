@@ -367,7 +367,7 @@ impl ControlSender {
     /// `aep://{host}/agent/{agent}` (AEP-0004 §2 rule 2: `agent` names the sender).
     pub fn new(agent: impl Into<String>, host: impl AsRef<str>) -> ControlSender {
         let agent = agent.into();
-        let source = format!("aep://{}/agent/{agent}", host.as_ref());
+        let source = crate::SourceUri::new(host.as_ref(), &agent);
         ControlSender::with_source(agent, source)
     }
 

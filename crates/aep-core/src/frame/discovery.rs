@@ -7,6 +7,7 @@ use serde_json::{Map, Value};
 
 use super::members::{object_serialize, put, write_extra, Members};
 use super::{Capabilities, FrameError, Role};
+use crate::binding;
 
 /// The HTTP discovery document served at `GET {base}/events` and `/.well-known/aep`
 /// (AEP-0003 §3.4). Unknown members are kept in `extra` and otherwise ignored.
@@ -47,7 +48,7 @@ impl Discovery {
     /// ```
     pub fn new(endpoints: Endpoints) -> Discovery {
         Discovery {
-            aep: vec![crate::AEP_VERSION.to_owned()],
+            aep: binding::VERSIONS.map(str::to_owned).to_vec(),
             role: None,
             endpoints,
             capabilities: None,
@@ -130,9 +131,9 @@ impl Endpoints {
     /// The paths of §3.4's example: `/events`, `/stream`, `/socket`.
     pub fn standard() -> Endpoints {
         Endpoints {
-            events: Some("/events".to_owned()),
-            stream: Some("/stream".to_owned()),
-            socket: Some("/socket".to_owned()),
+            events: Some(binding::EVENTS_PATH.to_owned()),
+            stream: Some(binding::STREAM_PATH.to_owned()),
+            socket: Some(binding::SOCKET_PATH.to_owned()),
             extra: Map::new(),
         }
     }

@@ -127,7 +127,7 @@ impl Hello {
     /// A `hello` offering version `0.1` in `role`.
     pub fn new(role: Role) -> Hello {
         Hello {
-            versions: vec![crate::AEP_VERSION.to_owned()],
+            versions: crate::binding::VERSIONS.map(str::to_owned).to_vec(),
             role: Some(role),
             identity: None,
             capabilities: None,

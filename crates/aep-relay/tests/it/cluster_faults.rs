@@ -21,7 +21,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aep_async::{
-    subscribe, Emitter, HttpSink, SessionEmitter, SubscribeOptions, Subscription, Transport, WsSink,
+    Client, Emitter, HttpSinkOptions, SessionEmitter, SubscribeOptions, Subscription, Transport,
+    WsSinkOptions,
 };
 use aep_core::Event;
 use aep_test_support::events::{json_event, session_id};
@@ -117,15 +118,15 @@ fn reader(
     agent: &str,
     notices: &Recorder,
 ) -> Subscription {
-    subscribe(
-        relays,
-        SubscribeOptions::new()
-            .token(TOKEN)
-            .transport(transport)
-            .filter(json!({ "agent": agent }))
-            .backoff(MS(20), MS(200))
-            .on_notice(notices.handler()),
-    )
+    Client::new(relays)
+        .token(TOKEN)
+        .backoff(MS(20), MS(200))
+        .subscribe(
+            SubscribeOptions::new()
+                .transport(transport)
+                .filter(json!({ "agent": agent }))
+                .on_notice(notices.handler()),
+        )
 }
 
 /// Reads `sub` until it has delivered `want` events, or nothing came for 20 s.
@@ -226,21 +227,24 @@ async fn killing_one_relay_of_three_under_load_loses_nothing_and_doubles_nothing
     ];
 
     let reports = Recorder::default();
-    let http = HttpSink::builder(urls.clone())
+    let http = Client::new(urls.clone())
         .token(TOKEN)
-        .max_batch(40)
-        .linger(MS(5))
-        .queue_capacity(100_000)
-        .backoff(MS(20), MS(200))
-        .on_report(reports.handler())
-        .build()
+        .http_sink(
+            HttpSinkOptions::new()
+                .batch(|b| b.max_items(40).linger(MS(5)))
+                .queue_capacity(100_000)
+                .on_report(reports.handler())
+                .retry(|r| r.backoff(MS(20), MS(200))),
+        )
         .unwrap();
-    let ws_sink = WsSink::builder(from(&urls, 0), agent, "h/ws")
+    let ws_sink = Client::new(from(&urls, 0))
         .token(TOKEN)
-        .queue_capacity(100_000)
         .backoff(MS(20), MS(200))
-        .on_report(reports.handler())
-        .build()
+        .ws_sink(
+            WsSinkOptions::new(agent, "h/ws")
+                .queue_capacity(100_000)
+                .on_report(reports.handler()),
+        )
         .unwrap();
     let emitters = [
         Emitter::new(agent, "h-http", http),

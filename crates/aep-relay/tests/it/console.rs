@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aep_async::control::{ControlTarget, RejectReason};
-use aep_async::{EmitOptions, Emitter, WsSink};
+use aep_async::{EmitOptions, Emitter, WsSinkOptions};
 use aep_relay::{Relay, RelayHandle};
 use aep_test_support::browser::Browser;
 use aep_test_support::external::skip_for;
@@ -240,10 +240,10 @@ async fn form_agent(
             }
         },
     );
-    let sink = WsSink::builder(url, "form-agent", "host/1")
+    let options = WsSinkOptions::new("form-agent", "host/1").command_hook(target.clone());
+    let sink = aep_async::Client::new(url)
         .token(TOKEN)
-        .command_hook(target.clone())
-        .build()
+        .ws_sink(options)
         .unwrap();
     let emitter = Emitter::new("form-agent", "host", sink);
     let s = target.attach(emitter.session(session));

@@ -182,11 +182,11 @@ pub async fn console_for(
     session: &str,
 ) -> aep_async::control::ControlClient {
     use std::time::Duration;
-    let options = aep_async::control::ClientOptions::new()
+    let client = aep_async::Client::new(url)
         .token(token)
         .connect_timeout(Duration::from_secs(10))
-        .backoff(Duration::from_millis(20), Duration::from_millis(200));
-    let client = aep_async::control::ControlClient::connect(url, options)
+        .backoff(Duration::from_millis(20), Duration::from_millis(200))
+        .control(aep_async::control::ControlOptions::new())
         .await
         .unwrap();
     let claimed = async {
@@ -210,10 +210,11 @@ pub async fn console_for(
 #[cfg(feature = "ws")]
 pub async fn watch_session(url: &str, token: &str, session: &str) -> aep_async::control::Duplex {
     use aep_core::frame::{Frame, Message, Subscribe};
-    let mut watch =
-        aep_async::control::open_duplex(url, aep_async::control::DuplexOptions::new().token(token))
-            .await
-            .unwrap();
+    let mut watch = aep_async::Client::new(url)
+        .token(token)
+        .duplex(aep_async::control::DuplexOptions::new())
+        .await
+        .unwrap();
     let sub = Subscribe::new("w", serde_json::json!({ "session": session }));
     watch
         .send(&Message::Frame(Frame::Subscribe(sub)))

@@ -8,10 +8,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aep_async::subscribe::ws::WsConnection;
 use aep_async::{
-    subscribe, DeliveryReport, Emitter, HttpSink, ResumePosition, SubscribeOptions, Subscription,
-    Transport, WsSink,
+    Client, DeliveryReport, Emitter, HttpSink, HttpSinkOptions, ResumePosition, SubscribeOptions,
+    Subscription, Transport, WsSinkOptions,
 };
 use aep_core::{Event, Severity};
 use common::{sse_response, status_response, Notices, Relay, RelayConfig, Scripted, Silent};
@@ -20,16 +19,19 @@ use serde_json::json;
 
 const PATIENCE: Duration = Duration::from_secs(30);
 
-fn fast() -> SubscribeOptions {
-    SubscribeOptions::new().backoff(Duration::from_millis(50), Duration::from_millis(400))
+/// A client of `url` that reconnects fast.
+fn fast(url: impl Into<aep_async::Relays>) -> Client {
+    Client::new(url).backoff(Duration::from_millis(50), Duration::from_millis(400))
 }
 
 fn http_sink(url: &str, reports: &Arc<Mutex<Vec<String>>>) -> HttpSink {
     let log = reports.clone();
-    HttpSink::builder(url)
-        .backoff(Duration::from_millis(50), Duration::from_millis(300))
-        .on_report(move |r| log.lock().unwrap().push(format!("{r:?}")))
-        .build()
+    Client::new(url)
+        .http_sink(
+            HttpSinkOptions::new()
+                .on_report(move |r| log.lock().unwrap().push(format!("{r:?}")))
+                .retry(|r| r.backoff(Duration::from_millis(50), Duration::from_millis(300))),
+        )
         .unwrap()
 }
 
@@ -90,9 +92,8 @@ async fn http_emit_then_sse_history_pass() {
     assert_eq!((stats.accepted, stats.delivered), (51, 51), "{reports:?}");
 
     let notices = Notices::default();
-    let mut sub = subscribe(
-        relay.url(),
-        fast()
+    let mut sub = fast(relay.url()).subscribe(
+        SubscribeOptions::new()
             .from_all()
             .history_only()
             .on_notice(notices.handler()),
@@ -119,7 +120,11 @@ async fn relay_down_at_start_then_delivered_and_streamed() {
     let reports: Arc<Mutex<Vec<String>>> = Arc::default();
     let emitter = Emitter::new("coder", "host-a", http_sink(&url, &reports));
     let notices = Notices::default();
-    let mut sub = subscribe(&url, fast().from_all().on_notice(notices.handler()));
+    let mut sub = fast(&url).subscribe(
+        SubscribeOptions::new()
+            .from_all()
+            .on_notice(notices.handler()),
+    );
     let session = emitter.session("s-late");
     for _ in 0..5 {
         session.emit("tool.called", json!({"tool": "ls"})).unwrap();
@@ -163,9 +168,8 @@ async fn killed_mid_stream_and_restarted_resumes_without_loss_or_duplicate() {
         // `from=all`: events emitted before the request lands are replayed, so there is
         // no race with subscription set-up (the reference relay sends SSE headers only
         // with the first event or heartbeat).
-        let mut sub = subscribe(
-            relay.url(),
-            fast()
+        let mut sub = fast(relay.url()).subscribe(
+            SubscribeOptions::new()
                 .transport(transport)
                 .from_all()
                 .on_notice(notices.handler()),
@@ -219,7 +223,8 @@ async fn resume_from_persisted_positions_is_exact() {
         ResumePosition::new("s-a", 0, 2),
         ResumePosition::new("s-b", 0, 4),
     ];
-    let mut sub = subscribe(relay.url(), fast().from_positions(saved).history_only());
+    let mut sub =
+        fast(relay.url()).subscribe(SubscribeOptions::new().from_positions(saved).history_only());
     let got = drain_to_end(&mut sub).await;
     let mut pairs: Vec<(String, u64)> = got
         .iter()
@@ -243,13 +248,13 @@ async fn server_that_never_answers_times_out_as_network() {
     // Subscription: the connect deadline fires and is a Network error, retried.
     for transport in [Transport::Sse, Transport::WebSocket] {
         let notices = Notices::default();
-        let sub = subscribe(
-            &silent.url,
-            fast()
-                .transport(transport)
-                .connect_timeout(Duration::from_millis(200))
-                .on_notice(notices.handler()),
-        );
+        let sub = fast(&silent.url)
+            .connect_timeout(Duration::from_millis(200))
+            .subscribe(
+                SubscribeOptions::new()
+                    .transport(transport)
+                    .on_notice(notices.handler()),
+            );
         notices.wait_for("timeout").await;
         assert!(
             notices.all().iter().all(|n| n.contains("Network")),
@@ -261,12 +266,16 @@ async fn server_that_never_answers_times_out_as_network() {
     // Sink: each request times out, is retried, then given up; flush still returns.
     let reports: Arc<Mutex<Vec<String>>> = Arc::default();
     let log = reports.clone();
-    let sink = HttpSink::builder(&silent.url)
-        .request_timeout(Duration::from_millis(200))
-        .backoff(Duration::from_millis(20), Duration::from_millis(50))
-        .give_up_after(Some(Duration::from_millis(600)))
-        .on_report(move |r| log.lock().unwrap().push(format!("{r}")))
-        .build()
+    let sink = Client::new(&silent.url)
+        .http_sink(
+            HttpSinkOptions::new()
+                .request_timeout(Duration::from_millis(200))
+                .on_report(move |r| log.lock().unwrap().push(format!("{r}")))
+                .retry(|r| {
+                    r.backoff(Duration::from_millis(20), Duration::from_millis(50))
+                        .give_up_after(Some(Duration::from_millis(600)))
+                }),
+        )
         .unwrap();
     let emitter = Emitter::new("coder", "host-a", sink);
     // The emitting call itself succeeds although nothing will ever be delivered.
@@ -301,9 +310,8 @@ async fn unauthorized_is_http_401_everywhere() {
     // Ingest: 401 is final, reported once, never retried.
     let reports: Arc<Mutex<Vec<DeliveryReport>>> = Arc::default();
     let log = reports.clone();
-    let sink = HttpSink::builder(relay.url())
-        .on_report(move |r| log.lock().unwrap().push(r))
-        .build()
+    let sink = Client::new(relay.url())
+        .http_sink(HttpSinkOptions::new().on_report(move |r| log.lock().unwrap().push(r)))
         .unwrap();
     let emitter = Emitter::new("coder", "host-a", sink);
     emitter.session("s").emit("tool.called", json!({})).unwrap();
@@ -317,25 +325,25 @@ async fn unauthorized_is_http_401_everywhere() {
     }
     for transport in [Transport::Sse, Transport::WebSocket] {
         let notices = Notices::default();
-        let _sub = subscribe(
-            relay.url(),
-            fast().transport(transport).on_notice(notices.handler()),
+        let _sub = fast(relay.url()).subscribe(
+            SubscribeOptions::new()
+                .transport(transport)
+                .on_notice(notices.handler()),
         );
         notices.wait_for("status: 401").await;
     }
     // With the token everything flows.
-    let sink = HttpSink::builder(relay.url())
+    let sink = Client::new(relay.url())
         .token("sesame")
-        .build()
+        .http_sink(HttpSinkOptions::new())
         .unwrap();
     let emitter = Emitter::new("coder", "host-a", sink);
     emitter.session("s").emit("tool.called", json!({})).unwrap();
     emitter.flush().await;
     assert_eq!(emitter.stats().delivered, 1);
-    let mut sub = subscribe(
-        relay.url(),
-        fast().token("sesame").from_all().history_only(),
-    );
+    let mut sub = fast(relay.url())
+        .token("sesame")
+        .subscribe(SubscribeOptions::new().from_all().history_only());
     assert_eq!(drain_to_end(&mut sub).await.len(), 1);
 }
 
@@ -372,9 +380,8 @@ async fn refused_resume_set_shrinks_and_retries() {
     let from = seed_sessions(&relay.url(), 5, 3).await;
     for transport in [Transport::Sse, Transport::WebSocket] {
         let notices = Notices::default();
-        let mut sub = subscribe(
-            relay.url(),
-            fast()
+        let mut sub = fast(relay.url()).subscribe(
+            SubscribeOptions::new()
                 .transport(transport)
                 .from_positions(from.clone())
                 .on_notice(notices.handler()),
@@ -402,9 +409,11 @@ async fn resume_set_too_large_for_one_request_drains_in_chunks() {
     }
     let relay = TestRelay::start(RelayConfig::default()).await;
     let from = seed_sessions(&relay.url(), 40, 3).await;
-    let mut sub = subscribe(
-        relay.url(),
-        fast().from_positions(from).from_budget(400).history_only(),
+    let mut sub = fast(relay.url()).subscribe(
+        SubscribeOptions::new()
+            .from_positions(from)
+            .from_budget(400)
+            .history_only(),
     );
     let got = drain_to_end(&mut sub).await;
     assert_eq!(got.len(), 80, "every session's seq 1 and 2, once");
@@ -430,9 +439,10 @@ async fn malformed_sse_data_is_dropped_and_reported() {
     );
     let server = Scripted::start(move |_| sse_response(&body)).await;
     let notices = Notices::default();
-    let mut sub = subscribe(
-        &server.url,
-        fast().history_only().on_notice(notices.handler()),
+    let mut sub = fast(&server.url).subscribe(
+        SubscribeOptions::new()
+            .history_only()
+            .on_notice(notices.handler()),
     );
     let got = drain_to_end(&mut sub).await;
     assert_eq!(
@@ -459,9 +469,8 @@ async fn from_all_refused_falls_back_to_live_only() {
     })
     .await;
     let notices = Notices::default();
-    let mut sub = subscribe(
-        &server.url,
-        fast()
+    let mut sub = fast(&server.url).subscribe(
+        SubscribeOptions::new()
             .from_all()
             .history_only()
             .on_notice(notices.handler()),
@@ -482,9 +491,7 @@ async fn ws_connection_multiplexes_subscriptions() {
         return;
     }
     let relay = TestRelay::start(RelayConfig::default()).await;
-    let conn = WsConnection::builder(relay.url())
-        .backoff(Duration::from_millis(50), Duration::from_millis(400))
-        .connect();
+    let conn = fast(relay.url()).ws_connection();
     let n1 = Notices::default();
     let n2 = Notices::default();
     let mut tools = conn.subscribe(
@@ -500,8 +507,8 @@ async fn ws_connection_multiplexes_subscriptions() {
     n1.wait_for("Connected").await;
     n2.wait_for("Connected").await;
     // The WS sink emits (hello as emitter).
-    let sink = WsSink::builder(relay.url(), "coder", "host-a/1")
-        .build()
+    let sink = Client::new(relay.url())
+        .ws_sink(WsSinkOptions::new("coder", "host-a/1"))
         .unwrap();
     let emitter = Emitter::new("coder", "host-a", sink);
     let s = emitter.session("s-ws");
@@ -535,9 +542,8 @@ async fn ws_connection_multiplexes_subscriptions() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn history_only_over_ws_is_refused_with_a_notice() {
     let notices = Notices::default();
-    let mut sub = subscribe(
-        "http://127.0.0.1:9",
-        fast()
+    let mut sub = fast("http://127.0.0.1:9").subscribe(
+        SubscribeOptions::new()
             .transport(Transport::WebSocket)
             .history_only()
             .on_notice(notices.handler()),
@@ -556,7 +562,12 @@ async fn seed_subscription_filter_lowers_to_wire_plus_residual() {
     let f = aep_core::subscription::SubscriptionFilter::new()
         .with_types(["tool.*.progress"])
         .unwrap();
-    let mut sub = subscribe(&server.url, fast().subscription_filter(&f).unwrap().history_only());
+    let mut sub = fast(&server.url).subscribe(
+        SubscribeOptions::new()
+            .subscription_filter(&f)
+            .unwrap()
+            .history_only(),
+    );
     let got = drain_to_end(&mut sub).await;
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].event_type(), "tool.call.progress");
@@ -589,10 +600,9 @@ async fn ws_sink_hands_inbound_commands_to_the_hook() {
 
     let relay = guarded_relay().await;
     let commands = Commands::default();
-    let sink = WsSink::builder(relay.url(), "coder", "host-a/1")
+    let sink = Client::new(relay.url())
         .token("sesame")
-        .command_hook(commands.clone())
-        .build()
+        .ws_sink(WsSinkOptions::new("coder", "host-a/1").command_hook(commands.clone()))
         .unwrap();
     let emitter = Emitter::new("coder", "host-a", sink);
     // Emitting on the session makes this connection its owner at the relay.

@@ -186,14 +186,10 @@ pub fn relay_with(builder: aep::relay::RelayBuilder) -> ThreadRelay {
 
 /// Everything the relay at `url` holds, through one history pass.
 pub fn history(url: &str) -> Vec<Event> {
-    let sub = aep::blocking::subscribe(
-        url,
-        SubscribeOptions::new()
-            .token(TOKEN)
-            .from_all()
-            .history_only(),
-    )
-    .expect("subscribe");
+    let sub = aep::blocking::Client::new(url)
+        .token(TOKEN)
+        .subscribe(SubscribeOptions::new().from_all().history_only())
+        .expect("subscribe");
     sub.collect()
 }
 
@@ -236,8 +232,11 @@ pub fn line(id: &str, ty: &str, session: &str, seq: u64, data: serde_json::Value
 /// Emits `n` events into `session` of the relay at `url` (a `session.started`, then
 /// `tool.requested`s), through the SDK's blocking HTTP emitter; returns their ids.
 pub fn seed(url: &str, session: &str, n: usize) -> Vec<String> {
-    use aep::blocking::{Emitter, HttpSink};
-    let sink = HttpSink::builder(url).token(TOKEN).build().expect("sink");
+    use aep::blocking::{Client, Emitter, HttpSinkOptions};
+    let sink = Client::new(url)
+        .token(TOKEN)
+        .http_sink(HttpSinkOptions::new())
+        .expect("sink");
     let emitter = Emitter::new("seeder", "test", sink);
     let s = emitter.session(session);
     let mut ids = Vec::new();
@@ -352,7 +351,7 @@ impl Agent {
     /// Starts the agent and waits until the relay routes `session` to it.
     pub fn start(url: &str, session: &str) -> Agent {
         use aep::blocking::control::{ControlTarget, RejectReason};
-        use aep::blocking::{Emitter, WsSink};
+        use aep::blocking::{Client, Emitter, WsSinkOptions};
         let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let log = seen.clone();
         let accepts = [
@@ -375,10 +374,9 @@ impl Agent {
             }
         })
         .expect("control target");
-        let sink = WsSink::builder(url, "test-agent", "test/1")
+        let sink = Client::new(url)
             .token(TOKEN)
-            .command_hook(target.clone())
-            .build()
+            .ws_sink(WsSinkOptions::new("test-agent", "test/1").command_hook(target.clone()))
             .expect("ws sink");
         let emitter = Emitter::new("test-agent", "test", sink);
         let s = target.attach(emitter.session(session));
