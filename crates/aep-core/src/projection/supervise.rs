@@ -343,6 +343,21 @@ pub enum SessionStatus {
     Idle,
 }
 
+impl SessionStatus {
+    /// The one precedence: ended, then waiting, then running, then idle.
+    pub(super) fn of(ended: bool, pending: bool, running: bool) -> SessionStatus {
+        if ended {
+            SessionStatus::Ended
+        } else if pending {
+            SessionStatus::Waiting
+        } else if running {
+            SessionStatus::Running
+        } else {
+            SessionStatus::Idle
+        }
+    }
+}
+
 /// A live claim on a session from the relay's roster (AEP-0003 §4.1): who is
 /// connected for it and which commands it takes (AEP-0004 §4.2).
 ///
