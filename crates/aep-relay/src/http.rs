@@ -155,7 +155,7 @@ pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
         }
         (Method::POST, "/events") => post_events(hub, &parts.headers, body).await,
         (method, path) if crate::console::is_api(path) => {
-            crate::console::api(hub, method, path, &query, body).await
+            crate::console::api(hub, method, path, &query, &parts.headers, body).await
         }
         (Method::GET, "/stream") => {
             // dropped whole if its reader is disconnected and takes nothing more

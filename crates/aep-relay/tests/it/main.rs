@@ -13,6 +13,7 @@ mod common;
 #[cfg(all(feature = "nats", feature = "cli"))]
 mod cluster_faults;
 mod console;
+mod console_api;
 mod control;
 mod durable;
 mod ingest;
