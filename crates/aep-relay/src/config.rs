@@ -267,7 +267,7 @@ pub(crate) static SETTINGS: &[Setting] = &[
     setting("nats-creds", "AEP_NATS_CREDS", "FILE", "With --nats, the NATS credentials file (user JWT and nkey seed) [default: none]"),
     setting("nats-tls-ca", "AEP_NATS_TLS_CA", "FILE", "With --nats, PEM roots to verify the server's certificate with; TLS required [default: the system's roots]"),
     setting("nats-stream", "AEP_NATS_STREAM", "NAME", "With --nats, the stream the fleet shares and its subjects' first token, so several fleets share one NATS; --buffer must match what the stream holds [default: AEP]"),
-    setting("console", "AEP_CONSOLE", "on|off", "Serve mission control, a live web console, at /console: sessions, timelines, the inbox of attention requests answered from the page, the roster; its API is behind --token [default: off]"),
+    setting("console", "AEP_CONSOLE", "on|off", "Serve mission control, a live web console, at /console: sessions, timelines, the inbox of attention requests answered from the page, the roster; its API is behind --token [default: on; an embedded Relay's is off]"),
     setting("nats-dedupe-horizon", "AEP_NATS_DEDUPE_HORIZON", "SECONDS", "With --nats, how long a stored (source, id) keeps a retry to any relay from being stored again (the stream's duplicate_window; the server holds every id of it in memory, so rate x horizon bounds it); every relay must agree [default: 120]"),
 ];
 
@@ -553,8 +553,9 @@ impl RelayConfig {
         self
     }
 
-    /// Serves mission control, the web console, at `/console` (default off): the page
-    /// is public, its API (`/console/api/`) behind the token like every other surface.
+    /// Serves mission control, the web console, at `/console` (default off here; on in
+    /// the `aep-relay` and `aep relay` binaries): the page is public (three static files,
+    /// no data), its API (`/console/api/`) behind the token like every other surface.
     ///
     /// ```
     /// let config = aep_relay::RelayConfig::default().with_console(true);

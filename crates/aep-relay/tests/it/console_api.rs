@@ -489,3 +489,28 @@ async fn a_page_that_never_reads_holds_up_neither_ingest_nor_other_pages() {
     drop(stuck);
     relay.shutdown().await.unwrap();
 }
+
+/// The relay binary serves mission control unless told not to, its API behind the token.
+#[cfg(feature = "cli")]
+#[tokio::test]
+async fn the_relay_binary_serves_the_console_unless_told_not_to() {
+    let on = RelayProcess::start(&[]);
+    assert!(
+        on.first_line.contains("console at /console"),
+        "{}",
+        on.first_line
+    );
+    assert_eq!(get_without_token(&on.url, "/console").await.status(), 200);
+    assert_eq!(
+        get_without_token(&on.url, "/console/api/state")
+            .await
+            .status(),
+        401
+    );
+    assert_eq!(get(&on.url, "/console/api/state").await.status(), 200);
+    on.kill();
+    let off = RelayProcess::start(&["--console", "off"]);
+    assert!(!off.first_line.contains("console"), "{}", off.first_line);
+    assert_eq!(get(&off.url, "/console").await.status(), 404);
+    off.kill();
+}
