@@ -610,7 +610,11 @@ impl StateProjection {
             }
             acc.position = Some(position);
         }
-        acc.last = Some(Activity::of(event));
+        match &mut acc.last {
+            // in place: most events of a session replace the last activity
+            Some(last) => last.set(event),
+            none => *none = Some(Activity::of(event)),
+        }
 
         let time = event.time();
         match fold {

@@ -292,6 +292,18 @@ pub struct Activity {
 }
 
 impl Activity {
+    /// Becomes `event`'s, reusing its strings' buffers.
+    pub(super) fn set(&mut self, event: &Event) {
+        let put = |to: &mut String, from: &str| {
+            to.clear();
+            to.push_str(from);
+        };
+        put(&mut self.id, event.id());
+        put(&mut self.event_type, event.event_type());
+        put(&mut self.time, event.time());
+        self.severity = event.severity();
+    }
+
     pub(super) fn of(event: &Event) -> Activity {
         Activity {
             id: event.id().to_owned(),

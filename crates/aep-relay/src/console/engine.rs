@@ -16,6 +16,9 @@
 //!
 //! What changed is kept by version (`changes`), so a page is sent the sessions that
 //! changed since its last message without a look at the others.
+//!
+//! The relay never waits for it: its queue has no lag grace and room for a burst
+//! ([`QUEUE`]), so ingest goes on at its own pace while the fold catches up.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -30,7 +33,7 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
-use crate::outbox::{Binding, Drain, End, Piece};
+use crate::outbox::{Binding, Bounds, Drain, End, Outbox, Piece};
 use crate::proto::Filter;
 
 /// How long the state outlives the last page that read it.
@@ -49,6 +52,16 @@ const REPLAYED: &[u8] = b":console-replayed";
 /// Room above twice the replay's bytes before the state reads the store again.
 const HEADROOM: usize = 64 << 20;
 
+/// The engine's queue: an ingest never waits for the console (no lag grace), and a
+/// burst the fold has not caught up with waits here, up to this many bytes; past it
+/// the fold would miss events, so it reads the store again (AEP-0003 §8.4 bounds a
+/// reader; this reader is the relay's own and recovers from the store instead).
+const QUEUE: Bounds = Bounds {
+    soft: 64 << 20,
+    hard: 96 << 20,
+    grace: Duration::ZERO,
+};
+
 /// A session's key: `(source, session)` (AEP-0001 §5.2).
 pub(crate) type Key = (String, String);
 
@@ -59,6 +72,16 @@ pub(crate) struct SessionIndex {
     pub(crate) types: Vec<Box<str>>,
     /// The highest severity folded.
     pub(crate) severity: Severity,
+}
+
+impl SessionIndex {
+    /// Notes one folded event of type `ty` at `severity`.
+    fn note(&mut self, ty: &str, severity: Severity) {
+        self.severity = self.severity.max(severity);
+        if self.types.len() < TYPES_PER_SESSION && !self.types.iter().any(|t| &**t == ty) {
+            self.types.push(ty.into());
+        }
+    }
 }
 
 /// The folded state and what changed in it, under one lock.
@@ -83,6 +106,8 @@ pub(crate) struct State {
     /// Events folded since the state last read the store.
     pub(crate) events: u64,
     bytes: usize,
+    /// The session the last event folded into, and the version it was touched at.
+    last: Option<(Key, u64)>,
 }
 
 impl State {
@@ -99,6 +124,7 @@ impl State {
             roster_version: 1,
             events: 0,
             bytes: 0,
+            last: None,
         }
     }
 
@@ -113,17 +139,28 @@ impl State {
         let Some(session) = event.session() else {
             return;
         };
-        let key = (event.source().to_owned(), session.to_owned());
         let ty = event.event_type();
         if ty.starts_with("attention.") {
             self.inbox_version = self.version;
         }
-        let index = self.index.entry(key.clone()).or_default();
-        index.severity = index.severity.max(event.severity());
-        if index.types.len() < TYPES_PER_SESSION && !index.types.iter().any(|t| &**t == ty) {
-            index.types.push(ty.into());
+        let severity = event.severity();
+        // a batch's events mostly follow one session: its key found once, not per event
+        let same = self.last.as_ref().is_some_and(|(key, version)| {
+            *version == self.version && key.0 == event.source() && key.1 == session
+        });
+        if same {
+            if let Some(index) = self.last.as_ref().and_then(|(k, _)| self.index.get_mut(k)) {
+                index.note(ty, severity);
+            }
+            return;
         }
-        self.touch(key);
+        let key = (event.source().to_owned(), session.to_owned());
+        self.index
+            .entry(key.clone())
+            .or_default()
+            .note(ty, severity);
+        self.touch(key.clone());
+        self.last = Some((key, self.version));
     }
 
     /// Records that `key` changed at the current version.
@@ -310,7 +347,7 @@ async fn run(hub: Arc<Hub>, engine: Arc<Engine>) {
 /// Folds one subscription (`from=all`, then live) until it must end: the replay into a
 /// state of its own, put in place once whole, then each live batch in place.
 async fn follow(hub: &Arc<Hub>, engine: &Engine, generation: u64) -> Ended {
-    let (outbox, rx) = hub.outbox(CancellationToken::new());
+    let (outbox, rx) = Outbox::new(QUEUE, CancellationToken::new());
     let mut request = SubscribeRequest::new(Binding::Ws, Filter::default());
     request.replay = ReplayAsk {
         all: true,

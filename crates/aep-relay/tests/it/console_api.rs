@@ -514,3 +514,60 @@ async fn the_relay_binary_serves_the_console_unless_told_not_to() {
     assert_eq!(get(&off.url, "/console").await.status(), 404);
     off.kill();
 }
+
+/// The console's own subscription is not a reader held to the relay's backpressure
+/// bounds (AEP-0003 §8.4 is for the relay's readers): with bounds far below one batch
+/// and no lag grace, a reader that folds slower than the relay ingests would lag, lose
+/// its `info` events and read the whole store again; the console's state keeps its
+/// generation and has every event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_console_keeps_up_with_a_flood_under_reader_bounds_far_below_one_batch() {
+    let relay = aep_relay::Relay::builder()
+        .config(
+            RelayConfig::default()
+                .with_token(TOKEN)
+                .with_console(true)
+                .with_max_sessions(500)
+                .with_soft_backpressure(4 << 10)
+                .with_hard_backpressure(64 << 10)
+                .with_lag_grace(Duration::ZERO),
+        )
+        .start()
+        .await
+        .unwrap();
+    let mut live = Live::open(&relay, "").await;
+    let first = live.next().await;
+    let generation = first["generation"].clone();
+    let pad = "p".repeat(500);
+    for _ in 0..10 {
+        let batch: Vec<Value> = (0..20)
+            .flat_map(|_| {
+                let s = session();
+                let pad = pad.clone();
+                (0..50).map(move |seq| {
+                    with(
+                        ev("progress.status", &s, seq),
+                        "data",
+                        json!({"message": pad}),
+                    )
+                })
+            })
+            .collect();
+        // 1,000 events of 700 bytes: past the hard bound of any reader of this relay
+        assert_eq!(post_ndjson(&relay, &batch).await.status(), 202);
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let m = live.next().await;
+        assert_eq!(
+            m["generation"], generation,
+            "the state was read again, at {}",
+            m["counts"]
+        );
+        if m["counts"]["events"] == 10_000 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{}", m["counts"]);
+    }
+    relay.shutdown().await.unwrap();
+}
