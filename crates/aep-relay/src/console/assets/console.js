@@ -16,7 +16,7 @@
   const clock = (t) => {
     if (!t) return '–';
     const d = new Date(t);
-    return isNaN(d) ? t : d.toLocaleTimeString();
+    return isNaN(d) ? t : d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
   };
   const ms = (n) => (n === null || n === undefined) ? '' : (n < 1000 ? n + ' ms' : (n / 1000).toFixed(1) + ' s');
   const pos = (p) => p ? p.epoch + ':' + p.seq : '';
