@@ -92,7 +92,7 @@ impl RelayArgs {
     pub fn config(&self) -> Result<RelayConfig, ConfigError> {
         // a relay binary serves mission control unless told not to (issue 35); an
         // embedded Relay turns it on with its builder
-        let mut config = RelayConfig::default().with_console(true);
+        let mut config = RelayConfig::for_binaries();
         for (s, value, from_env) in &self.given {
             let name = if *from_env {
                 s.env.to_owned()
