@@ -61,11 +61,13 @@ use serde::{Deserialize, Serialize};
 use crate::resume::Position;
 
 mod fold;
+mod summary;
 mod supervise;
 mod timeline;
 mod witness;
 
 pub use fold::{project_state, InboxItem, StateProjection};
+pub use summary::SessionSummary;
 pub use supervise::{
     Activity, AttentionRequest, Claim, Detailed, ProjectedTool, SessionStatus, ToolStatus,
 };
@@ -304,15 +306,11 @@ impl ProjectedSession {
     /// assert_eq!(state.sessions()[0].status(), SessionStatus::Running);
     /// ```
     pub fn status(&self) -> SessionStatus {
-        if self.ended.is_some() {
-            SessionStatus::Ended
-        } else if !self.pending.is_empty() {
-            SessionStatus::Waiting
-        } else if self.runs.iter().any(|r| r.status == RunStatus::Running) {
-            SessionStatus::Running
-        } else {
-            SessionStatus::Idle
-        }
+        SessionStatus::of(
+            self.ended.is_some(),
+            !self.pending.is_empty(),
+            self.runs.iter().any(|r| r.status == RunStatus::Running),
+        )
     }
 
     /// This session serialized with the supervisor's members (see [`Detailed`]).

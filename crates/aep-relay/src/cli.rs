@@ -71,9 +71,9 @@ impl fmt::Debug for RelayArgs {
 }
 
 impl RelayArgs {
-    /// The configuration: the defaults, overridden by each flag or variable given. A
-    /// value clap let through is checked again here, so an error names the flag, or the
-    /// variable it came from.
+    /// The configuration: the defaults (with the web console on: `--console off` turns
+    /// it off), overridden by each flag or variable given. A value clap let through is
+    /// checked again here, so an error names the flag, or the variable it came from.
     ///
     /// ```
     /// use clap::Parser;
@@ -90,7 +90,9 @@ impl RelayArgs {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn config(&self) -> Result<RelayConfig, ConfigError> {
-        let mut config = RelayConfig::default();
+        // a relay binary serves mission control unless told not to (issue 35); an
+        // embedded Relay turns it on with its builder
+        let mut config = RelayConfig::for_binaries();
         for (s, value, from_env) in &self.given {
             let name = if *from_env {
                 s.env.to_owned()
@@ -210,13 +212,19 @@ pub async fn serve(
     } else {
         "OFF, control routing disabled (AEP-0004 §4.1); set AEP_TOKEN to enable"
     };
+    let server_console = config.console();
     let server = tokio::task::spawn_blocking(move || Server::open(config))
         .await
         .map_err(std::io::Error::other)??;
+    let console = if server_console {
+        ", console at /console"
+    } else {
+        ""
+    };
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{program} listening on http://{addr} (buffer {buffer}/session, auth {auth})"
+        "{program} listening on http://{addr} (buffer {buffer}/session, auth {auth}{console})"
     )?;
     out.flush()?;
     drop(out);
@@ -306,6 +314,15 @@ mod tests {
         assert!(e.to_string().contains("--max-body"), "{e}");
         assert!(parse(&["--fsync", "sometimes"]).is_err());
         assert!(parse(&["--no-such-flag", "1"]).is_err());
+    }
+
+    #[test]
+    fn a_relay_binary_serves_the_console_unless_told_not_to() {
+        assert!(parse(&[]).unwrap().relay.config().unwrap().console());
+        let off = parse(&["--console", "off"]).unwrap();
+        assert!(!off.relay.config().unwrap().console());
+        // an embedded relay's default stays off
+        assert!(!RelayConfig::default().console());
     }
 
     #[test]

@@ -267,7 +267,7 @@ pub(crate) static SETTINGS: &[Setting] = &[
     setting("nats-creds", "AEP_NATS_CREDS", "FILE", "With --nats, the NATS credentials file (user JWT and nkey seed) [default: none]"),
     setting("nats-tls-ca", "AEP_NATS_TLS_CA", "FILE", "With --nats, PEM roots to verify the server's certificate with; TLS required [default: the system's roots]"),
     setting("nats-stream", "AEP_NATS_STREAM", "NAME", "With --nats, the stream the fleet shares and its subjects' first token, so several fleets share one NATS; --buffer must match what the stream holds [default: AEP]"),
-    setting("console", "AEP_CONSOLE", "on|off", "Serve mission control, a live web console, at /console: sessions, timelines, the inbox of attention requests answered from the page, the roster; its API is behind --token [default: off]"),
+    setting("console", "AEP_CONSOLE", "on|off", "Serve mission control, a live web console, at /console: sessions, timelines, the inbox of attention requests answered from the page, the roster; its API is behind --token; an embedded Relay serves it only when its builder says so [default: on]"),
     setting("nats-dedupe-horizon", "AEP_NATS_DEDUPE_HORIZON", "SECONDS", "With --nats, how long a stored (source, id) keeps a retry to any relay from being stored again (the stream's duplicate_window; the server holds every id of it in memory, so rate x horizon bounds it); every relay must agree [default: 120]"),
 ];
 
@@ -553,8 +553,9 @@ impl RelayConfig {
         self
     }
 
-    /// Serves mission control, the web console, at `/console` (default off): the page
-    /// is public, its API (`/console/api/`) behind the token like every other surface.
+    /// Serves mission control, the web console, at `/console` (default off here; on in
+    /// the `aep-relay` and `aep relay` binaries): the page is public (three static files,
+    /// no data), its API (`/console/api/`) behind the token like every other surface.
     ///
     /// ```
     /// let config = aep_relay::RelayConfig::default().with_console(true);
@@ -563,6 +564,13 @@ impl RelayConfig {
     pub fn with_console(mut self, on: bool) -> Self {
         self.console = on;
         self
+    }
+
+    /// What the `aep-relay` and `aep relay` binaries start from before their flags:
+    /// the defaults, with the web console on (issue 35: every relay serves it).
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn for_binaries() -> RelayConfig {
+        RelayConfig::default().with_console(true)
     }
 
     /// Whether the web console is served (see [`RelayConfig::with_console`]).
@@ -887,7 +895,8 @@ mod tests {
             ("nats-creds", "none"),
             ("nats-tls-ca", "the system's roots"),
         ];
-        let default = format!("{:?}", RelayConfig::default());
+        // the flags document the binaries' defaults
+        let default = format!("{:?}", RelayConfig::for_binaries());
         for setting in SETTINGS {
             let documented = setting
                 .help
@@ -899,7 +908,7 @@ mod tests {
             }
             // `0.0.0.0, all interfaces`: the value, then what it means
             let value = documented.split(',').next().unwrap_or(documented);
-            let mut config = RelayConfig::default();
+            let mut config = RelayConfig::for_binaries();
             config
                 .set(setting.flag, value)
                 .unwrap_or_else(|e| panic!("--{}'s documented default: {e}", setting.flag));
@@ -907,7 +916,7 @@ mod tests {
             let default = if setting.flag.starts_with("nats-") {
                 format!(
                     "{:?}",
-                    RelayConfig::default().with_nats(NatsCluster::new(""))
+                    RelayConfig::for_binaries().with_nats(NatsCluster::new(""))
                 )
             } else {
                 default.clone()

@@ -7,11 +7,18 @@
 //!
 //! | endpoint | what |
 //! |---|---|
-//! | `GET /console/api/live` | newline-delimited JSON: the state whole, then what changed (sessions filtered by `agent`, `type` pattern, `severity`, `q` text; the inbox; the roster; the session named by `watch_source`/`watch_session` in detail) |
-//! | `GET /console/api/state` | the first of those messages, once |
+//! | `GET /console/api/live` | newline-delimited JSON: the state whole, then what changed (sessions filtered by `agent`, `type` pattern, `severity`, `q` text; the inbox; the roster; the session named by `watch_source`/`watch_session` in detail); `{"loading": true, "events": N}` while the state reads the store |
+//! | `GET /console/api/state` | the first of those messages, once the state has read the store (`503 not-ready` after 10 s) |
 //! | `GET /console/api/timeline` | one session (`source`, `session`) from the store in `(epoch, seq)` order, placed in runs and tool calls, gaps and `replay-exhausted` said, each event's JSON |
-//! | `POST /console/api/respond` | `{source, session, request, answer}`: `control.attention.respond`, answered with the ack or nack |
-//! | `POST /console/api/cancel` | `{session, run, reason?}`: `control.cancel` of a run, the same way |
+//! | `POST /console/api/respond` | `{source, session, request, answer}`: `control.attention.respond`; `200` with the ack, `409` with the nack |
+//! | `POST /console/api/cancel` | `{session, run, source?, reason?}`: `control.cancel` of a run, the same way |
+//!
+//! Refusals are JSON `{"error", "detail"}` saying what to send instead: `400` a missing
+//! or malformed member or parameter, `404` an unknown session (or path), `405` the
+//! wrong method, `409` a request not pending (or not answerable over control,
+//! AEP-0008) or a command the agent or the relay rejected, `413` a body past 64 KiB,
+//! `415` a body that is not `application/json`, `503` while the state reads the store,
+//! `504` a command no ack answered (AEP-0004 §3). No `2xx` for what was not done.
 //!
 //! The state is aep-core's fold ([`aep_core::projection::StateProjection`]) of what
 //! the relay holds and receives (module `engine`); commands are aep-core's
@@ -57,6 +64,12 @@ const MAX_BODY: usize = 64 * 1024;
 
 /// The most events one timeline answer holds (the latest ones).
 const MAX_TIMELINE: usize = 10_000;
+
+/// The most bytes of event JSON one timeline answer holds (the latest events).
+const MAX_TIMELINE_BYTES: usize = 8 << 20;
+
+/// How long a timeline reads the store before it answers with what it has.
+const TIMELINE_WAIT: Duration = Duration::from_secs(10);
 
 /// A relay's console: off, or the state and the command task it starts on demand.
 #[derive(Debug, Default)]
@@ -110,31 +123,54 @@ pub(crate) fn is_api(path: &str) -> bool {
     path.starts_with("/console/api/")
 }
 
-/// The console's API, behind the auth wall.
+/// The console's API, behind the auth wall: each path's method (else `405`), a `POST`'s
+/// body JSON (else `415`) and at most [`MAX_BODY`] (else `413`).
 pub(crate) async fn api(
     hub: Arc<Hub>,
     method: Method,
     path: &str,
     query: &HashMap<String, String>,
+    headers: &HeaderMap,
     body: Body,
 ) -> Response {
     if !hub.console.enabled {
         return StatusCode::NOT_FOUND.into_response();
     }
-    let mut response = match (method, path) {
-        (Method::GET, "/console/api/live") => live::stream(&hub, query, true),
-        (Method::GET, "/console/api/state") => live::stream(&hub, query, false),
-        (Method::GET, "/console/api/timeline") => timeline(&hub, query).await,
-        (Method::POST, "/console/api/respond") => match read_json(body).await {
-            Ok(body) => respond(&hub, &body).await,
-            Err(r) => r,
-        },
-        (Method::POST, "/console/api/cancel") => match read_json(body).await {
-            Ok(body) => cancel(&hub, &body).await,
-            Err(r) => r,
-        },
-        _ => StatusCode::NOT_FOUND.into_response(),
+    let allowed = match path {
+        "/console/api/live" | "/console/api/state" | "/console/api/timeline" => Method::GET,
+        "/console/api/respond" | "/console/api/cancel" => Method::POST,
+        _ => {
+            return with_headers(json_response(
+                StatusCode::NOT_FOUND,
+                &json!({"error": "not-found", "detail": format!("{path} is none of the console's endpoints: live, state, timeline, respond, cancel")}),
+            ))
+        }
     };
+    if method != allowed {
+        let mut refused = json_response(
+            StatusCode::METHOD_NOT_ALLOWED,
+            &json!({"error": "method-not-allowed", "detail": format!("{path} takes {allowed} only")}),
+        );
+        if let Ok(allow) = HeaderValue::from_str(allowed.as_str()) {
+            refused.headers_mut().insert(header::ALLOW, allow);
+        }
+        return with_headers(refused);
+    }
+    let response = match path {
+        "/console/api/live" => live::stream(&hub, query, true).await,
+        "/console/api/state" => live::stream(&hub, query, false).await,
+        "/console/api/timeline" => timeline(&hub, query).await,
+        _ => match read_json(headers, body).await {
+            Err(refused) => refused,
+            Ok(body) if path == "/console/api/respond" => respond(&hub, &body).await,
+            Ok(body) => cancel(&hub, &body).await,
+        },
+    };
+    with_headers(response)
+}
+
+/// What every answer of the API carries: the page's security headers, and no caching.
+fn with_headers(mut response: Response) -> Response {
     assets::security_headers(response.headers_mut());
     response
         .headers_mut()
@@ -162,15 +198,74 @@ fn bad_request(detail: impl Into<String>) -> Response {
     )
 }
 
+/// How long a request waits for the state to read the store before it is answered
+/// `503 not-ready`.
+pub(crate) const READY_WAIT: Duration = Duration::from_secs(10);
+
+/// The state, once it has folded the store's replay ([`READY_WAIT`] at most).
 #[allow(clippy::result_large_err)]
-async fn read_json(body: Body) -> Result<Value, Response> {
-    let bytes = axum::body::to_bytes(body, MAX_BODY).await.map_err(|_| {
+pub(crate) async fn ready_engine(hub: &Arc<Hub>) -> Result<Arc<Engine>, Response> {
+    let engine = hub.console.engine(hub);
+    if engine.wait_ready(READY_WAIT).await {
+        Ok(engine)
+    } else {
+        Err(not_ready(&engine))
+    }
+}
+
+/// `503`: the state is still reading the store (or the relay stops); retry.
+pub(crate) fn not_ready(engine: &Engine) -> Response {
+    let mut response = json_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        &json!({
+            "error": "not-ready",
+            "detail": format!("the console is still reading the relay's store ({} events folded so far); retry in a moment", engine.loading()),
+        }),
+    );
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    response
+}
+
+/// A `POST`'s body: JSON (`Content-Type: application/json`, so a cross-site form or a
+/// simple request can never post one without a preflight the relay does not grant), at
+/// most [`MAX_BODY`].
+#[allow(clippy::result_large_err)]
+async fn read_json(headers: &HeaderMap, body: Body) -> Result<Value, Response> {
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !json {
+        return Err(json_response(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            &json!({"error": "unsupported-media-type", "detail": "send the body as Content-Type: application/json"}),
+        ));
+    }
+    let too_large = || {
         json_response(
             StatusCode::PAYLOAD_TOO_LARGE,
-            &json!({"error": "payload-too-large", "max_bytes": MAX_BODY}),
+            &json!({"error": "payload-too-large", "detail": format!("a console request is at most {MAX_BODY} bytes"), "max_bytes": MAX_BODY}),
         )
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| bad_request(format!("the body is not JSON: {e}")))
+    };
+    // refused before a byte of it is read when it says its length
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY as u64) {
+        return Err(too_large());
+    }
+    let bytes = axum::body::to_bytes(body, MAX_BODY)
+        .await
+        .map_err(|_| too_large())?;
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err(bad_request("the body is a JSON object")),
+        Err(e) => Err(bad_request(format!("the body is not JSON: {e}"))),
+    }
 }
 
 // the refusal is answered at once, never kept: its size costs nothing
@@ -217,29 +312,36 @@ async fn respond(hub: &Arc<Hub>, body: &Value) -> Response {
     if answer.is_empty() {
         return bad_request("`answer` is empty: give `option`, `text` or `values`");
     }
+    let engine = match ready_engine(hub).await {
+        Ok(engine) => engine,
+        Err(refused) => return refused,
+    };
     // only what the state holds pending, and only over control where it may be
     let pending = {
-        let engine = hub.console.engine(hub);
-        let st = engine.lock();
-        st.projection.session(source, session).and_then(|s| {
-            s.pending()
-                .iter()
+        let slot = engine.lock();
+        let Some(st) = slot.as_ref() else {
+            return not_ready(&engine);
+        };
+        match st.projection.summary(source, session) {
+            None => return unknown_session(session, Some(source)),
+            Some(s) => s
+                .pending()
                 .find(|p| p.id() == request)
-                .map(|p| p.request().answerable())
-        })
+                .map(|p| p.request().answerable()),
+        }
     };
     match pending {
         None => {
             return json_response(
                 StatusCode::CONFLICT,
-                &json!({"error": "not-pending", "detail": format!("request {request} of session {session} is not pending: it was resolved, timed out, or never seen")}),
-            )
+                &json!({"error": "not-pending", "detail": format!("request {request} of session {session} is not pending: it was resolved, timed out, or never asked")}),
+            );
         }
         Some(false) => {
             return json_response(
                 StatusCode::CONFLICT,
                 &json!({"error": "not-answerable", "detail": "the request's respond_via does not list control: its answer arrives out of band (AEP-0008)"}),
-            )
+            );
         }
         Some(true) => {}
     }
@@ -252,14 +354,59 @@ async fn respond(hub: &Arc<Hub>, body: &Value) -> Response {
     send(hub, command).await
 }
 
-/// `POST /console/api/cancel`: `control.cancel` of one run (AEP-0004 §5).
+/// `404`: neither the state nor the roster knows the session.
+fn unknown_session(session: &str, source: Option<&str>) -> Response {
+    let from = source.map(|s| format!(" from {s}")).unwrap_or_default();
+    json_response(
+        StatusCode::NOT_FOUND,
+        &json!({"error": "unknown-session", "detail": format!("no session {session}{from} is held by the relay or claimed by a connected agent; check the session (and source) or reload the list")}),
+    )
+}
+
+/// An optional string member: absent or `null` is `None`, anything but a non-empty
+/// string is refused.
+#[allow(clippy::result_large_err)]
+fn optional_text<'a>(body: &'a Value, name: &str) -> Result<Option<&'a str>, Response> {
+    match body.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) if !s.is_empty() => Ok(Some(s)),
+        Some(_) => Err(bad_request(format!(
+            "`{name}`, when given, is a non-empty string"
+        ))),
+    }
+}
+
+/// `POST /console/api/cancel`: `control.cancel` of one run (AEP-0004 §5) of a session
+/// the relay holds or an agent claims (`source` narrows it when given).
 async fn cancel(hub: &Arc<Hub>, body: &Value) -> Response {
     let (session, run) = match (text_member(body, "session"), text_member(body, "run")) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(r), _) | (_, Err(r)) => return r,
     };
+    let (source, reason) = match (optional_text(body, "source"), optional_text(body, "reason")) {
+        (Ok(a), Ok(b)) => (a, b),
+        (Err(r), _) | (_, Err(r)) => return r,
+    };
+    let engine = match ready_engine(hub).await {
+        Ok(engine) => engine,
+        Err(refused) => return refused,
+    };
+    let known = {
+        let slot = engine.lock();
+        let Some(st) = slot.as_ref() else {
+            return not_ready(&engine);
+        };
+        let held = match source {
+            Some(src) => st.projection.summary(src, session).is_some(),
+            None => st.index.keys().any(|(_, s)| s == session),
+        };
+        held || st.roster.iter().any(|e| e.session == session)
+    };
+    if !known {
+        return unknown_session(session, source);
+    }
     let mut data = json!({ "scope": "run" });
-    if let Some(reason) = body.get("reason").and_then(Value::as_str) {
+    if let Some(reason) = reason {
         data["reason"] = json!(reason);
     }
     let command = Control::builder()
@@ -270,9 +417,11 @@ async fn cancel(hub: &Arc<Hub>, body: &Value) -> Response {
     send(hub, command).await
 }
 
-/// Sends `command` and answers with how it settled: `accepted`, or `rejected` with
-/// the reason, the detail and who said so (`target`, `relay`, or `sender` for the
-/// synthesized timeout).
+/// Sends `command` and answers with how it settled: `200` `accepted` with the ack's id;
+/// `409` `rejected` with the reason, the detail and who said so (`target`: the agent's
+/// `control.rejected`; `relay`: its refusal, `no-route` or `ambiguous`); `504` for the
+/// sender's synthesized `timeout` (no ack within the window on any attempt). Never a
+/// `2xx` for a command that was not accepted.
 async fn send(hub: &Arc<Hub>, command: aep_core::Event) -> Response {
     let id = command.id().to_owned();
     let (reply, settled) = tokio::sync::oneshot::channel();
@@ -289,13 +438,13 @@ async fn send(hub: &Arc<Hub>, command: aep_core::Event) -> Response {
             &json!({"outcome": "accepted", "command": id, "ack": ack.id()}),
         ),
         Ok(Err(nack)) => {
-            let by = match nack.origin() {
-                NackOrigin::Target(_) => "target",
-                NackOrigin::Relay(_) => "relay",
-                _ => "sender",
+            let (by, status) = match nack.origin() {
+                NackOrigin::Target(_) => ("target", StatusCode::CONFLICT),
+                NackOrigin::Relay(_) => ("relay", StatusCode::CONFLICT),
+                _ => ("sender", StatusCode::GATEWAY_TIMEOUT),
             };
             json_response(
-                StatusCode::OK,
+                status,
                 &json!({
                     "outcome": "rejected",
                     "command": id,
@@ -336,11 +485,15 @@ async fn timeline(hub: &Arc<Hub>, query: &HashMap<String, String>) -> Response {
             }
         }
     };
-    let limit = query
-        .get("limit")
-        .and_then(|l| l.parse::<usize>().ok())
-        .unwrap_or(MAX_TIMELINE)
-        .clamp(1, MAX_TIMELINE);
+    let limit = match query.get("limit").filter(|l| !l.is_empty()) {
+        None => MAX_TIMELINE,
+        Some(l) => match l.parse::<usize>() {
+            Ok(n) => n.clamp(1, MAX_TIMELINE),
+            Err(_) => {
+                return bad_request(format!("`limit` is a count of events, 1 to {MAX_TIMELINE}"))
+            }
+        },
+    };
     let Ok(filter) = crate::proto::parse_filter(&json!({ "session": session })) else {
         return bad_request("`session` cannot be filtered on");
     };
@@ -357,14 +510,21 @@ async fn timeline(hub: &Arc<Hub>, query: &HashMap<String, String>) -> Response {
     let mut drain = Drain::new(rx, outbox, Binding::Ws, Duration::from_secs(3600));
 
     let mut placer = Timeline::new();
-    let mut kept: std::collections::VecDeque<Value> = std::collections::VecDeque::new();
+    // each kept event with its JSON's length: the answer holds the latest `limit`
+    // events, MAX_TIMELINE_BYTES of their JSON at most
+    let mut kept: std::collections::VecDeque<(Value, usize)> = std::collections::VecDeque::new();
+    let mut kept_bytes = 0usize;
     let (mut omitted, mut exhausted, mut first) = (0usize, Value::Null, None);
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let (mut complete, mut seen) = (false, 0usize);
+    let deadline = tokio::time::Instant::now() + TIMELINE_WAIT;
     while let Ok(Some(piece)) = tokio::time::timeout_at(deadline, drain.next()).await {
         let bytes = match piece {
             Piece::Data(bytes) => bytes,
             Piece::Heartbeat => continue,
-            Piece::End(_) => break,
+            Piece::End(end) => {
+                complete = end == End::ReplayComplete;
+                break;
+            }
         };
         let event = match decode_slice(&bytes) {
             Ok(Message::Event(event)) => event,
@@ -381,23 +541,30 @@ async fn timeline(hub: &Arc<Hub>, query: &HashMap<String, String>) -> Response {
         if first.is_none() {
             first = position;
         }
+        seen += 1;
         let placed = placer.place(&event);
-        kept.push_back(json!({
-            "id": event.id(),
-            "type": event.event_type(),
-            "time": event.time(),
-            "source": event.source(),
-            "position": position,
-            "severity": event.severity(),
-            "subject": event.subject(),
-            "run": placed.run(),
-            "tool": placed.tool(),
-            "gap": placed.gap(),
-            "json": String::from_utf8_lossy(&bytes),
-        }));
-        if kept.len() > limit {
-            kept.pop_front();
-            omitted += 1;
+        kept_bytes += bytes.len();
+        kept.push_back((
+            json!({
+                "id": event.id(),
+                "type": event.event_type(),
+                "time": event.time(),
+                "source": event.source(),
+                "position": position,
+                "severity": event.severity(),
+                "subject": event.subject(),
+                "run": placed.run(),
+                "tool": placed.tool(),
+                "gap": placed.gap(),
+                "json": String::from_utf8_lossy(&bytes),
+            }),
+            bytes.len(),
+        ));
+        while kept.len() > limit || (kept_bytes > MAX_TIMELINE_BYTES && kept.len() > 1) {
+            if let Some((_, len)) = kept.pop_front() {
+                kept_bytes -= len;
+                omitted += 1;
+            }
         }
     }
     // from the start, the first held event not at the start of its epoch says the
@@ -410,23 +577,35 @@ async fn timeline(hub: &Arc<Hub>, query: &HashMap<String, String>) -> Response {
     };
     // the session's folded state beside its events: runs and tool calls with their
     // status and duration, from the same fold the list shows
-    let state = source.and_then(|src| {
-        let engine = hub.console.engine(hub);
-        let st = engine.lock();
-        st.projection
-            .session(src, session)
-            .and_then(|s| serde_json::to_value(s.detailed()).ok())
-    });
+    let engine = hub.console.engine(hub);
+    let ready = engine.wait_ready(READY_WAIT).await;
+    let (state, claimed) = match engine.lock().as_ref() {
+        Some(st) => (
+            source.and_then(|src| {
+                st.projection
+                    .session(src, session)
+                    .and_then(|s| serde_json::to_value(s.detailed()).ok())
+            }),
+            st.roster.iter().any(|e| &e.session == session),
+        ),
+        None => (None, false),
+    };
+    if ready && seen == 0 && state.is_none() && !claimed && complete {
+        return unknown_session(session, source.map(String::as_str));
+    }
+    let events: Vec<Value> = kept.into_iter().map(|(event, _)| event).collect();
     json_response(
         StatusCode::OK,
         &json!({
             "session": session,
             "source": source,
             "state": state,
-            "events": kept,
+            "events": events,
             "omitted": omitted,
             "exhausted": exhausted,
             "missing_before": missing_before,
+            // the store did not answer whole within TIMELINE_WAIT: what it gave
+            "incomplete": !complete,
         }),
     )
 }

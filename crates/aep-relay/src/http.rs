@@ -156,7 +156,7 @@ pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
         }
         (Method::POST, binding::EVENTS_PATH) => post_events(hub, &parts.headers, body).await,
         (method, path) if crate::console::is_api(path) => {
-            crate::console::api(hub, method, path, &query, body).await
+            crate::console::api(hub, method, path, &query, &parts.headers, body).await
         }
         (Method::GET, binding::STREAM_PATH) => {
             // dropped whole if its reader is disconnected and takes nothing more

@@ -98,6 +98,9 @@ impl Browser {
                         "--no-first-run", "--disable-background-networking",
                         "--disable-component-update", "--disable-sync",
                         "--disable-dev-shm-usage",
+                        // performance.memory to the byte, for the bench's heap figure
+                        "--enable-precise-memory-info",
+                        "--force-device-scale-factor=1",
                         format!("--user-data-dir={}", profile.path().display()),
                         format!("--window-size={width},{height}"),
                     ],
@@ -124,6 +127,20 @@ impl Browser {
             }
         }
         Err(last)
+    }
+
+    /// The process id of chromedriver: Chromium and its renderers are its descendants
+    /// (for a bench that reads the tab's memory from `/proc`).
+    ///
+    /// ```no_run
+    /// # async fn run() -> Result<(), String> {
+    /// let browser = aep_test_support::browser::Browser::start(800, 600).await?;
+    /// assert!(browser.driver_pid() > 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn driver_pid(&self) -> u32 {
+        self.driver.id()
     }
 
     /// Ends the session (Chromium quits), then chromedriver.

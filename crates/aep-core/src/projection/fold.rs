@@ -9,6 +9,7 @@ use std::hash::BuildHasher;
 use hashbrown::HashTable;
 use serde::Deserialize;
 
+use super::summary::SessionSummary;
 use super::supervise::{millis_between, Activity, AttentionRequest, Claim, ToolBits, ToolCalls};
 use super::witness::Witnesses;
 use super::{
@@ -25,13 +26,13 @@ use crate::{Event, FastMap};
 /// once many, so a session with thousands of runs or requests stays linear overall.
 /// Removal leaves a hole until holes outnumber entries.
 #[derive(Debug)]
-struct Ordered<T> {
+pub(super) struct Ordered<T> {
     slots: Vec<Option<T>>,
     live: usize,
     index: Option<FastMap<Box<str>, usize>>,
 }
 
-trait Keyed {
+pub(super) trait Keyed {
     fn key(&self) -> &str;
 }
 
@@ -100,15 +101,15 @@ impl<T: Keyed> Ordered<T> {
         });
     }
 
-    fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.live
     }
 
-    fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.live == 0
     }
 
-    fn iter(&self) -> impl Iterator<Item = &T> {
+    pub(super) fn iter(&self) -> impl Iterator<Item = &T> {
         self.slots.iter().flatten()
     }
 }
@@ -131,20 +132,23 @@ impl Keyed for ProjectedTool {
     }
 }
 
+/// One session as the fold keeps it; read in place by [`SessionSummary`].
 #[derive(Debug)]
-struct SessionAcc {
+pub(super) struct SessionAcc {
     source: u32,
-    session: Box<str>,
-    agent: Box<str>,
-    started: Option<Box<str>>,
-    ended: Option<Box<str>>,
-    position: Option<Position>,
-    runs: Ordered<ProjectedRun>,
-    pending: Ordered<PendingAttention>,
-    tools: Ordered<ProjectedTool>,
+    pub(super) session: Box<str>,
+    pub(super) agent: Box<str>,
+    pub(super) started: Option<Box<str>>,
+    pub(super) ended: Option<Box<str>>,
+    pub(super) position: Option<Position>,
+    pub(super) runs: Ordered<ProjectedRun>,
+    /// How many of `runs` are running: the status without a scan of the runs.
+    pub(super) running: usize,
+    pub(super) pending: Ordered<PendingAttention>,
+    pub(super) tools: Ordered<ProjectedTool>,
     /// The call of each tool event, for pairing and for the `cause` of a request.
     tool_ids: ToolCalls,
-    last: Option<Activity>,
+    pub(super) last: Option<Activity>,
 }
 
 impl SessionAcc {
@@ -477,6 +481,7 @@ impl StateProjection {
             ended: None,
             position: None,
             runs: Ordered::default(),
+            running: 0,
             pending: Ordered::default(),
             tools: Ordered::default(),
             tool_ids: ToolCalls::default(),
@@ -605,7 +610,11 @@ impl StateProjection {
             }
             acc.position = Some(position);
         }
-        acc.last = Some(Activity::of(event));
+        match &mut acc.last {
+            // in place: most events of a session replace the last activity
+            Some(last) => last.set(event),
+            none => *none = Some(Activity::of(event)),
+        }
 
         let time = event.time();
         match fold {
@@ -644,6 +653,7 @@ impl StateProjection {
                             started: Some(time.to_owned()),
                             ended: None,
                         });
+                        acc.running += 1;
                     }
                 }
             }
@@ -662,6 +672,7 @@ impl StateProjection {
                     Some(entry) if entry.status == RunStatus::Running => {
                         entry.status = status;
                         entry.ended = Some(time.to_owned());
+                        acc.running = acc.running.saturating_sub(1);
                     }
                     // AEP-0002 §2 convention 5: the first terminal's status stays.
                     Some(_) => self.violations.push(Violation::RunTerminalExclusivity {
@@ -771,6 +782,11 @@ impl StateProjection {
     /// assert!(p.session("aep://h", "other").is_none());
     /// ```
     pub fn session(&self, source: &str, session: &str) -> Option<ProjectedSession> {
+        self.acc_of(source, session).map(|acc| self.snapshot(acc))
+    }
+
+    /// The fold's state of `(source, session)`.
+    fn acc_of(&self, source: &str, session: &str) -> Option<&SessionAcc> {
         let (groups, sources) = (&self.groups, &self.sources);
         let hash = self.hasher.hash_one((source, session));
         let g = self.group_index.find(hash, |&g| {
@@ -779,11 +795,50 @@ impl StateProjection {
                     && sources.get(g.src as usize).is_some_and(|s| &**s == source)
             })
         })?;
-        let acc = groups
+        groups
             .get(*g as usize)
             .and_then(|g| g.acc)
-            .and_then(|at| self.sessions.get(at as usize))?;
-        Some(self.snapshot(acc))
+            .and_then(|at| self.sessions.get(at as usize))
+    }
+
+    /// One session, `(source, session)`, as a list shows it: read in place, nothing of
+    /// its runs, requests or tool calls copied; `None` when nothing folded into it.
+    ///
+    /// ```
+    /// use aep_core::{projection::StateProjection, Event};
+    /// let mut p = StateProjection::new();
+    /// p.apply(&Event::new("1", "attention.requested", "t", "aep://h", "a").with_session("s").with_seq(0));
+    /// let s = p.summary("aep://h", "s").unwrap();
+    /// assert_eq!((s.session(), s.pending_count(), s.claimants()), ("s", 1, 0));
+    /// ```
+    pub fn summary(&self, source: &str, session: &str) -> Option<SessionSummary<'_>> {
+        self.acc_of(source, session).map(|acc| self.summarize(acc))
+    }
+
+    /// Every session as [`summary`](Self::summary) reads it, in fold order.
+    ///
+    /// ```
+    /// use aep_core::{projection::StateProjection, Event};
+    /// let mut p = StateProjection::new();
+    /// p.apply(&Event::new("1", "session.started", "t", "aep://h", "a").with_session("s").with_seq(0));
+    /// assert_eq!(p.summaries().map(|s| s.session()).collect::<Vec<_>>(), ["s"]);
+    /// ```
+    pub fn summaries(&self) -> impl Iterator<Item = SessionSummary<'_>> + '_ {
+        self.sessions.iter().map(|acc| self.summarize(acc))
+    }
+
+    fn summarize<'a>(&'a self, acc: &'a SessionAcc) -> SessionSummary<'a> {
+        let claimants = self.roster.get(&acc.session).map_or(0, |claims| {
+            claims
+                .iter()
+                .filter(|c| c.agent.as_deref().is_none_or(|a| a == &*acc.agent))
+                .count()
+        });
+        SessionSummary {
+            source: self.source_of(acc),
+            acc,
+            claimants,
+        }
     }
 
     /// Every session's snapshot, in fold order (unsorted: [`state`](Self::state) sorts).

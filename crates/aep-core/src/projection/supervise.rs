@@ -292,6 +292,18 @@ pub struct Activity {
 }
 
 impl Activity {
+    /// Becomes `event`'s, reusing its strings' buffers.
+    pub(super) fn set(&mut self, event: &Event) {
+        let put = |to: &mut String, from: &str| {
+            to.clear();
+            to.push_str(from);
+        };
+        put(&mut self.id, event.id());
+        put(&mut self.event_type, event.event_type());
+        put(&mut self.time, event.time());
+        self.severity = event.severity();
+    }
+
     pub(super) fn of(event: &Event) -> Activity {
         Activity {
             id: event.id().to_owned(),
@@ -341,6 +353,21 @@ pub enum SessionStatus {
     Running,
     /// Open, nothing running or pending.
     Idle,
+}
+
+impl SessionStatus {
+    /// The one precedence: ended, then waiting, then running, then idle.
+    pub(super) fn of(ended: bool, pending: bool, running: bool) -> SessionStatus {
+        if ended {
+            SessionStatus::Ended
+        } else if pending {
+            SessionStatus::Waiting
+        } else if running {
+            SessionStatus::Running
+        } else {
+            SessionStatus::Idle
+        }
+    }
 }
 
 /// A live claim on a session from the relay's roster (AEP-0003 §4.1): who is

@@ -527,3 +527,72 @@ fn a_request_whose_payload_does_not_decode_stays_pending_without_a_question() {
     assert!(pending.request().options().is_empty());
     assert!(pending.request().answerable());
 }
+
+/// A list reads each session in place ([`StateProjection::summary`]); it says what the
+/// snapshot says, at every step of a fold, whatever the events do to runs, requests and
+/// tool calls (the corpus, the golden stream, and terminals out of order).
+#[test]
+fn a_session_summary_says_what_its_snapshot_says_at_every_step() {
+    use aep_core::frame::{Hello, Identity, Role, RosterEntry};
+    let e = |id: &str, ty: &str, seq, run: &str| {
+        Event::new(id, ty, "2026-07-22T06:00:00.000Z", "aep://h", "a")
+            .with_session("x")
+            .with_seq(seq)
+            .with_run(run)
+    };
+    let extra = [
+        e("x1", "run.started", 0, "r1"),
+        e("x2", "run.started", 1, "r2"),
+        e("x3", "run.completed", 2, "r1"),
+        e("x4", "run.failed", 3, "r1"), // a second terminal: the run stays closed
+        e("x5", "run.cancelled", 4, "r3"), // a terminal without its start
+        e("x6", "run.started", 5, "r3"),
+        e("x7", "run.completed", 6, "r2"),
+    ];
+    let events: Vec<Event> = corpus()
+        .into_iter()
+        .chain(golden_stream())
+        .chain(extra)
+        .collect();
+    let mut p = StateProjection::new();
+    let hello = Hello::new(Role::Emitter).with_identity(Identity::new("a"));
+    p.set_roster(&[RosterEntry::claimed("x", &hello)]);
+    for event in &events {
+        p.apply(event);
+        assert_eq!(p.summaries().count(), p.session_count());
+        for s in p.summaries() {
+            let snap = p.session(s.source(), s.session()).unwrap();
+            let facts = |x: &aep_core::projection::ProjectedSession| {
+                (
+                    x.agent().to_owned(),
+                    x.started().map(str::to_owned),
+                    x.ended().map(str::to_owned),
+                    x.position(),
+                    x.status(),
+                    x.last_activity().cloned(),
+                    x.pending().len(),
+                    x.runs().len(),
+                    x.tools().len(),
+                    x.claim().map_or(0, |c| c.claimants()),
+                )
+            };
+            let read = (
+                s.agent().to_owned(),
+                s.started().map(str::to_owned),
+                s.ended().map(str::to_owned),
+                s.position(),
+                s.status(),
+                s.last_activity().cloned(),
+                s.pending_count(),
+                s.run_count(),
+                s.tool_count(),
+                s.claimants(),
+            );
+            assert_eq!(read, facts(&snap), "after {}", event.id());
+            let ids: Vec<&str> = s.pending().map(|q| q.id()).collect();
+            let snap_ids: Vec<&str> = snap.pending().iter().map(|q| q.id()).collect();
+            assert_eq!(ids, snap_ids);
+        }
+    }
+    assert!(p.summary("aep://h", "nope").is_none());
+}

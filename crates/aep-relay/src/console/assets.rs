@@ -58,9 +58,10 @@ pub(crate) static ASSETS: &[Asset] = &[
 ];
 
 /// The page may load only its own script and style and talk only to its own relay:
-/// no inline script or style, no eval, no frame, no form posted anywhere, no plugin.
+/// no inline script or style (a `style` attribute included), no eval, no image but the
+/// relay's own, no frame, no form posted anywhere, no plugin, no `<base>`.
 pub(crate) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
-    img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; \
+    img-src 'self'; connect-src 'self'; base-uri 'none'; form-action 'none'; \
     frame-ancestors 'none'";
 
 /// The file at `path` (`/console/` is the page too).
@@ -107,8 +108,18 @@ impl Asset {
 }
 
 /// What every console answer carries: the CSP, no MIME sniffing, no referrer (the
-/// page's URL may hold the token's fragment until the page clears it), no framing.
+/// page's URL may hold the token's fragment until the page clears it), no framing, a
+/// browsing context of its own (no window that opened it keeps a handle on it), and
+/// no reading of its answers from another origin's page.
 pub(crate) fn security_headers(h: &mut HeaderMap) {
+    h.insert(
+        header::HeaderName::from_static("cross-origin-opener-policy"),
+        HeaderValue::from_static("same-origin"),
+    );
+    h.insert(
+        header::HeaderName::from_static("cross-origin-resource-policy"),
+        HeaderValue::from_static("same-origin"),
+    );
     h.insert(
         header::CONTENT_SECURITY_POLICY,
         HeaderValue::from_static(CSP),

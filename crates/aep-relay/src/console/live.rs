@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aep_core::frame::RosterEntry;
-use aep_core::projection::ProjectedSession;
+use aep_core::projection::SessionSummary;
 use aep_core::subscription::TypePattern;
 use aep_core::Severity;
 use axum::body::Body;
@@ -38,6 +38,9 @@ pub(crate) const INBOX_MAX: usize = 500;
 
 /// Between messages when nothing changes: a page (and any proxy) knows the stream lives.
 const KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// Between two progress lines while the state reads the store.
+const PROGRESS: Duration = Duration::from_secs(1);
 
 /// The page's session filter: every given part must match.
 #[derive(Debug, Default)]
@@ -75,7 +78,7 @@ impl SessionFilter {
         })
     }
 
-    fn matches(&self, s: &ProjectedSession, index: Option<&SessionIndex>) -> bool {
+    fn matches(&self, s: &SessionSummary<'_>, index: Option<&SessionIndex>) -> bool {
         let has = |hay: &str, needle: &str| hay.to_lowercase().contains(needle);
         if self.agent.as_deref().is_some_and(|a| !has(s.agent(), a)) {
             return false;
@@ -96,7 +99,6 @@ impl SessionFilter {
                 || has(s.agent(), text)
                 || s.last_activity().is_some_and(|a| has(a.event_type(), text))
                 || s.pending()
-                    .iter()
                     .any(|p| p.request().prompt().is_some_and(|q| has(q, text)));
             if !found {
                 return false;
@@ -117,8 +119,9 @@ struct Page {
     roster_seen: u64,
 }
 
-/// A session's line in the list.
-fn summary(s: &ProjectedSession) -> Value {
+/// A session's line in the list: read in place from the fold, nothing of its runs,
+/// requests or tool calls copied.
+fn summary(s: &SessionSummary<'_>) -> Value {
     json!({
         "source": s.source(),
         "session": s.session(),
@@ -128,10 +131,10 @@ fn summary(s: &ProjectedSession) -> Value {
         "ended": s.ended(),
         "position": s.position(),
         "last_activity": s.last_activity(),
-        "pending": s.pending().len(),
-        "runs": s.runs().len(),
-        "tools": s.tools().len(),
-        "claimed": s.claim().is_some(),
+        "pending": s.pending_count(),
+        "runs": s.run_count(),
+        "tools": s.tool_count(),
+        "claimed": s.claimants() > 0,
     })
 }
 
@@ -171,18 +174,15 @@ fn message(st: &State, page: &mut Page, control: bool, force: bool) -> Option<Va
     let mut sessions = Vec::new();
     let mut gone = Vec::new();
     if full {
-        for s in st.projection.sessions() {
+        for s in st.projection.summaries() {
             let key = (s.source().to_owned(), s.session().to_owned());
             if page.filter.matches(&s, st.index.get(&key)) {
                 sessions.push(summary(&s));
             }
         }
     } else {
-        for (key, &version) in &st.touched {
-            if version <= page.seen {
-                continue;
-            }
-            let Some(s) = st.projection.session(&key.0, &key.1) else {
+        for key in st.changed_since(page.seen) {
+            let Some(s) = st.projection.summary(&key.0, &key.1) else {
                 continue;
             };
             if page.filter.matches(&s, st.index.get(key)) {
@@ -197,7 +197,7 @@ fn message(st: &State, page: &mut Page, control: bool, force: bool) -> Option<Va
     let watched = page
         .watch
         .as_ref()
-        .filter(|key| full || st.touched.get(*key).is_some_and(|&v| v > page.seen));
+        .filter(|key| full || st.changed_after(key, page.seen));
     if !force && sessions.is_empty() && gone.is_empty() && !inbox_changed && !roster_changed {
         page.seen = st.version;
         return None;
@@ -250,23 +250,26 @@ fn line(value: &Value) -> Bytes {
     Bytes::from(text)
 }
 
-/// The stream (`live`), or its first message alone.
-pub(crate) fn stream(hub: &Arc<Hub>, query: &HashMap<String, String>, live: bool) -> Response {
+/// The stream (`live`), or its first message alone (`/state`: once the state is
+/// ready, [`READY_WAIT`](super::READY_WAIT) at most, else `503 not-ready`).
+///
+/// A live stream opened before the state is ready says so, `{"loading": true,
+/// "events": N}` (the events of the store folded so far) at once and every second, and
+/// sends the state whole once it is.
+pub(crate) async fn stream(
+    hub: &Arc<Hub>,
+    query: &HashMap<String, String>,
+    live: bool,
+) -> Response {
     let filter = match SessionFilter::parse(query) {
         Ok(f) => f,
-        Err(detail) => {
-            return json_response(
-                StatusCode::BAD_REQUEST,
-                &json!({"error": "bad-request", "detail": detail}),
-            )
-        }
+        Err(detail) => return super::bad_request(detail),
     };
     let watch = match (query.get("watch_source"), query.get("watch_session")) {
         (Some(source), Some(session)) => Some((source.clone(), session.clone())),
         _ => None,
     };
     let control = hub.config.token.is_some();
-    let engine = hub.console.engine(hub);
     let mut page = Page {
         filter,
         watch,
@@ -276,24 +279,41 @@ pub(crate) fn stream(hub: &Arc<Hub>, query: &HashMap<String, String>, live: bool
         roster_seen: 0,
     };
     if !live {
-        let first = message(&engine.lock(), &mut page, control, true).unwrap_or(Value::Null);
-        return json_response(StatusCode::OK, &first);
+        let engine = match super::ready_engine(hub).await {
+            Ok(engine) => engine,
+            Err(refused) => return refused,
+        };
+        let first = engine
+            .lock()
+            .as_ref()
+            .and_then(|st| message(st, &mut page, control, true));
+        return match first {
+            Some(first) => json_response(StatusCode::OK, &first),
+            None => super::not_ready(&engine),
+        };
     }
+    let engine = hub.console.engine(hub);
     engine.watchers.fetch_add(1, Ordering::AcqRel);
     let changed = engine.subscribe();
     let watching = Watching(engine);
     let body = futures::stream::unfold(
         (watching, changed, page, true),
-        move |(watching, mut changed, mut page, first)| async move {
+        move |(watching, mut changed, mut page, mut first)| async move {
             loop {
                 if !first {
-                    match tokio::time::timeout(KEEPALIVE, changed.changed()).await {
+                    let ready = watching.0.is_ready();
+                    let wait = if ready { KEEPALIVE } else { PROGRESS };
+                    match tokio::time::timeout(wait, changed.changed()).await {
                         Ok(Ok(())) => {}
                         // the state stopped (the relay is shutting down): the page
                         // reconnects and a new one starts
                         Ok(Err(_)) => return None,
                         Err(_) => {
-                            let ping = json!({"keepalive": true});
+                            let ping = if ready {
+                                json!({"keepalive": true})
+                            } else {
+                                json!({"loading": true, "events": watching.0.loading()})
+                            };
                             return Some((
                                 Ok::<Bytes, Infallible>(line(&ping)),
                                 (watching, changed, page, false),
@@ -305,10 +325,17 @@ pub(crate) fn stream(hub: &Arc<Hub>, query: &HashMap<String, String>, live: bool
                     }
                 }
                 changed.borrow_and_update();
-                let next = message(&watching.0.lock(), &mut page, control, first);
-                if let Some(value) = next {
-                    return Some((Ok(line(&value)), (watching, changed, page, false)));
+                let next = match watching.0.lock().as_ref() {
+                    Some(st) => message(st, &mut page, control, first).map(|v| line(&v)),
+                    None if first => Some(line(
+                        &json!({"loading": true, "events": watching.0.loading()}),
+                    )),
+                    None => None,
+                };
+                if let Some(bytes) = next {
+                    return Some((Ok(bytes), (watching, changed, page, false)));
                 }
+                first = false;
             }
         },
     );

@@ -294,18 +294,21 @@ async fn an_attention_request_is_answered_from_the_inbox_a_nack_shown_and_an_ack
     assert_eq!(prompt, "Configure the <b>deployment</b>");
     // the form of its fields: a required text field, a number with its bounds, a
     // select with other free text
-    let name = card.find(Locator::Css("input[name=name]")).await.unwrap();
+    let name = card
+        .find(Locator::Css("input[data-field=name]"))
+        .await
+        .unwrap();
     assert_eq!(
         name.attr("aria-required").await.unwrap().as_deref(),
         Some("true")
     );
     let replicas = card
-        .find(Locator::Css("input[name=replicas]"))
+        .find(Locator::Css("input[data-field=replicas]"))
         .await
         .unwrap();
     assert_eq!(replicas.attr("max").await.unwrap().as_deref(), Some("9"));
     assert_eq!(
-        card.find_all(Locator::Css("input[name=region]"))
+        card.find_all(Locator::Css("input[data-field=region]"))
             .await
             .unwrap()
             .len(),
@@ -462,6 +465,182 @@ async fn a_hundred_thousand_events_over_a_thousand_sessions_load_without_freezin
         Duration::from_secs(30),
     )
     .await;
+    browser.close().await;
+    relay.shutdown().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wrong_token_is_refused_forgotten_and_asked_for_and_no_url_ever_holds_a_token() {
+    let relay = relay().await;
+    if skip_for(Browser::missing().as_deref()) {
+        return;
+    }
+    let browser = Browser::start(1200, 800).await.unwrap();
+    let c = &browser.client;
+    c.goto(&format!("{}/console#token=not-{TOKEN}", relay.url()))
+        .await
+        .unwrap();
+    wait_text(c, "#status", Duration::from_secs(20), |t| {
+        t == "the relay refused the token"
+    })
+    .await;
+    wait_text(c, "#login-error", Duration::from_secs(5), |t| {
+        t.contains("refused")
+    })
+    .await;
+    assert!(c
+        .find(Locator::Id("login"))
+        .await
+        .unwrap()
+        .is_displayed()
+        .await
+        .unwrap());
+    // the fragment left the address bar at once, the refused token the tab's storage
+    let url = c.current_url().await.unwrap();
+    assert!(url.fragment().is_none(), "{url}");
+    let kept = c
+        .execute("return sessionStorage.getItem('aep-token')", vec![])
+        .await
+        .unwrap();
+    assert_eq!(kept, Value::Null);
+    // the right one, typed into the form: live, and kept for this tab only
+    c.find(Locator::Id("token"))
+        .await
+        .unwrap()
+        .send_keys(TOKEN)
+        .await
+        .unwrap();
+    c.find(Locator::Css("#login button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_text(c, "#status", Duration::from_secs(20), |t| t == "live").await;
+    let kept = c
+        .execute("return sessionStorage.getItem('aep-token')", vec![])
+        .await
+        .unwrap();
+    assert_eq!(kept, json!(TOKEN));
+    // a reload reads it from the tab, not from any URL
+    c.refresh().await.unwrap();
+    wait_text(c, "#status", Duration::from_secs(20), |t| t == "live").await;
+    let urls = c
+        .execute(
+            "return performance.getEntriesByType('resource').map((e) => e.name).concat([location.href])",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let urls = urls.as_array().unwrap();
+    assert!(urls.len() >= 3, "{urls:?}");
+    for u in urls {
+        let u = u.as_str().unwrap();
+        assert!(!u.contains(TOKEN) && !u.contains("token="), "{u}");
+    }
+    browser.close().await;
+    relay.shutdown().await.unwrap();
+}
+
+/// Field ids that name a form's own members, labels and a prompt that are markup, and
+/// an id `__proto__`: the card draws them as text and the form still answers with
+/// every one of them as a member of `values`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_field_ids_and_labels_stay_data_and_the_form_still_answers() {
+    let relay = relay().await;
+    let Some(browser) = open(&relay).await else {
+        return;
+    };
+    let c = &browser.client;
+    let (accepted, mut commands) = tokio::sync::mpsc::unbounded_channel();
+    let target = ControlTarget::builder(["control.attention.respond"]).handler(move |cmd| {
+        let accepted = accepted.clone();
+        async move {
+            let command = cmd.event().clone();
+            let _ = cmd.accept();
+            let _ = accepted.send(command);
+        }
+    });
+    let sink = WsSink::builder(relay.url(), "hostile-agent", "host/1")
+        .token(TOKEN)
+        .command_hook(target.clone())
+        .build()
+        .unwrap();
+    let emitter = Emitter::new("hostile-agent", "host", sink);
+    let s = target.attach(emitter.session("hostile-1"));
+    let img = "<img src=x id=pwned onerror=alert(1)>";
+    let asked = s
+        .emit(
+            "attention.requested",
+            json!({"kind": "form", "prompt": format!("<script>alert(1)</script>{img}"),
+            "fields": [
+                {"id": "append", "type": "string", "label": img, "required": true},
+                {"id": "addEventListener", "type": "boolean", "label": "<b>on</b>"},
+                {"id": "__proto__", "type": "number", "label": "n"},
+                {"id": "submit", "type": "select", "label": "pick",
+                 "choices": [{"id": "c1", "label": img}, {"id": "c2", "label": "two"}]}
+            ]}),
+        )
+        .unwrap();
+    emitter.flush().await;
+    c.find(Locator::Css(r#".tab[data-view="inbox"]"#))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    let card_css = format!(r#"#inbox li[data-request="{}"]"#, asked.id());
+    let card = wait_css(c, &card_css, Duration::from_secs(20)).await;
+    let text = card.text().await.unwrap();
+    assert!(
+        text.contains("<script>alert(1)</script>") && text.contains(img),
+        "{text}"
+    );
+    assert!(c.find(Locator::Id("pwned")).await.is_err());
+    assert!(card.find(Locator::Css("b")).await.is_err());
+    card.find(Locator::Css("input[data-field=append]"))
+        .await
+        .unwrap()
+        .send_keys("a")
+        .await
+        .unwrap();
+    card.find(Locator::Css("input[data-field=addEventListener]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    card.find(Locator::Css("input[data-field=__proto__]"))
+        .await
+        .unwrap()
+        .send_keys("3")
+        .await
+        .unwrap();
+    card.find(Locator::Css("input[data-field=submit][value=c1]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    card.find(Locator::Css("button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    wait_text(
+        c,
+        &format!("{card_css} .outcome"),
+        Duration::from_secs(20),
+        |t| t.starts_with("accepted"),
+    )
+    .await;
+    let command = commands.recv().await.unwrap();
+    assert_eq!(
+        command.data().unwrap()["answer"],
+        json!({"values": {"append": "a", "addEventListener": true, "__proto__": 3, "submit": "c1"}})
+    );
+    emitter.close().await;
     browser.close().await;
     relay.shutdown().await.unwrap();
 }

@@ -8,11 +8,15 @@ mod backpressure;
 mod buffer;
 #[cfg(feature = "nats")]
 mod cluster;
+// Mission control on a NATS fleet: every relay's console shows the fleet.
+#[cfg(feature = "nats")]
+mod cluster_console;
 mod common;
 // Issue 20's faults: real nats-server, real relay processes (the binary, hence `cli`).
 #[cfg(all(feature = "nats", feature = "cli"))]
 mod cluster_faults;
 mod console;
+mod console_api;
 mod control;
 mod durable;
 mod ingest;

@@ -10,18 +10,19 @@
     for (const k of kids) if (k !== null && k !== undefined) e.append(k);
     return e;
   };
-  const SEP = '\u0000';
   const ROW_CAP = 2000;
-  const keyOf = (source, session) => source + SEP + session;
+  // a session's key: both strings whole, whatever they hold
+  const keyOf = (source, session) => JSON.stringify([source, session]);
   const clock = (t) => {
     if (!t) return '–';
     const d = new Date(t);
-    return isNaN(d) ? t : d.toLocaleTimeString();
+    return isNaN(d) ? t : d.toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit', hour12: false });
   };
   const ms = (n) => (n === null || n === undefined) ? '' : (n < 1000 ? n + ' ms' : (n / 1000).toFixed(1) + ' s');
   const pos = (p) => p ? p.epoch + ':' + p.seq : '';
 
   // ---- the token: from the fragment (never sent) or the form; this tab only ----------
+  // It goes out only as an Authorization header; a token the relay refuses is dropped.
   let token = sessionStorage.getItem('aep-token');
   const frag = new URLSearchParams(location.hash.slice(1));
   if (frag.has('token')) {
@@ -34,7 +35,7 @@
   const state = { sessions: new Map(), inbox: [], roster: [], control: false, counts: {} };
   const dirty = new Set();
   let full = false, inboxDirty = false, rosterDirty = false, frame = 0;
-  let selected = null, timelineTimer = 0, live = null;
+  let selected = null, timelineTimer = 0, live = null, names = 0;
 
   const setStatus = (text, down) => {
     const s = $('#status');
@@ -55,14 +56,14 @@
     live = ctl;
     try {
       const res = await fetch('/console/api/live?' + filters(), { headers: auth(), signal: ctl.signal, cache: 'no-store' });
-      if (res.status === 401) return login();
+      if (res.status === 401) return login(true);
       if (res.status === 400) {
         $('#filter-error').textContent = (await res.json()).detail;
         return;
       }
       if (!res.ok) throw new Error('HTTP ' + res.status);
       $('#filter-error').textContent = '';
-      setStatus('live');
+      setStatus('connected');
       const reader = res.body.getReader();
       const dec = new TextDecoder();
       let buf = '';
@@ -87,6 +88,11 @@
 
   function apply(m) {
     if (m.keepalive) return;
+    if (m.loading) {
+      setStatus('loading: ' + m.events + ' events of the relay read…');
+      return;
+    }
+    setStatus('live');
     if (m.full) {
       state.sessions.clear();
       full = true;
@@ -206,11 +212,17 @@
   async function loadTimeline() {
     const want = selected;
     if (!want) return;
-    const [source, session] = want.split(SEP);
+    const [source, session] = JSON.parse(want);
     const p = new URLSearchParams({ source, session, limit: '2000' });
     const res = await fetch('/console/api/timeline?' + p, { headers: auth(), cache: 'no-store' });
-    if (res.status === 401) return login();
-    if (!res.ok || want !== selected) return;
+    if (res.status === 401) return login(true);
+    if (want !== selected) return;
+    if (!res.ok) {
+      const why = await res.json().catch(() => ({}));
+      $('#timeline-note').textContent = why.detail || ('HTTP ' + res.status);
+      $('#timeline').replaceChildren();
+      return;
+    }
     drawDetail(await res.json());
   }
 
@@ -230,7 +242,7 @@
     fact(dl, 'ended', s.ended);
     fact(dl, 'position', pos(s.position));
     const c = s.claim;
-    fact(dl, 'connected', c ? 'yes' + (c.claimants > 1 ? ' (' + c.claimants + ' claimants: commands are refused as ambiguous)' : '') : 'no');
+    fact(dl, 'connected', c ? 'yes' + (c.claimants > 1 ? ' (' + c.claimants + ' live claims)' : '') : 'no');
     fact(dl, 'accepts', c ? (c.accepts ? c.accepts.join(', ') : 'undeclared') : '–');
     const runs = new Map((s.runs || []).map((r) => [r.run, r]));
     const tools = new Map((s.tools || []).map((x) => [x.call, x]));
@@ -243,7 +255,7 @@
       const out = el('span', 'outcome');
       out.setAttribute('role', 'status');
       b.addEventListener('click', () => {
-        if (confirm('Cancel run ' + r.run + ' of ' + t.session + '?')) command('/console/api/cancel', { session: t.session, run: r.run, reason: 'cancelled from mission control' }, out);
+        if (confirm('Cancel run ' + r.run + ' of ' + t.session + '?')) command('/console/api/cancel', { source: t.source, session: t.session, run: r.run, reason: 'cancelled from mission control' }, out);
       });
       box.append(el('div', 'row', b, out));
     }
@@ -251,6 +263,7 @@
     if (t.omitted) note.push(t.omitted + ' earlier events not shown.');
     if (t.missing_before) note.push('Events before ' + pos(t.missing_before) + ' are not held by the relay (its replay buffer).');
     if (t.exhausted) note.push('replay-exhausted: the relay no longer holds what came before ' + pos(t.exhausted) + '.');
+    if (t.incomplete) note.push('The relay did not read the whole session in time: what it read is shown.');
     $('#timeline-note').textContent = note.join(' ');
     const top = $('#timeline');
     const frag = document.createDocumentFragment();
@@ -327,10 +340,16 @@
     const list = $('#inbox');
     const now = new Set();
     for (const item of state.inbox) {
-      const k = keyOf(item.source, item.session) + SEP + item.request.id;
+      const k = JSON.stringify([item.source, item.session, item.request.id]);
       now.add(k);
       if (!cards.has(k)) {
-        const card = inboxCard(item);
+        let card;
+        try {
+          card = inboxCard(item);
+        } catch (e) {
+          // one request the page cannot draw as a form stays listed, as text
+          card = el('li', 'card info', el('p', 'prompt', String(item.request.prompt ?? '(no prompt)')), el('p', 'hint', 'This request cannot be shown as a form: ' + e.message));
+        }
         cards.set(k, card);
         list.append(card);
       }
@@ -378,11 +397,8 @@
       form.append(el('div', 'row', submit));
       form.addEventListener('submit', (e) => {
         e.preventDefault();
-        const values = {};
-        for (const [id, get] of read) {
-          const v = get();
-          if (v !== undefined) values[id] = v;
-        }
+        // own members whatever the ids are (an id `__proto__` stays a member)
+        const values = Object.fromEntries(read.map(([id, get]) => [id, get()]).filter(([, v]) => v !== undefined));
         send({ values });
       });
     } else {
@@ -410,9 +426,12 @@
     return card;
   }
 
-  // One AEP-0006 field as a control, and how its answer is read back.
+  // One AEP-0006 field as a control, and how its answer is read back. A control's
+  // `name` is the page's own, never the field's id: a named control becomes a member
+  // of its form (an id `append` or `addEventListener` would replace the form's own).
   function field(form, f) {
     const id = f.id;
+    const name = 'f' + (++names);
     const box = el('div', 'field');
     const label = el('span', f.required ? 'req' : null, f.label);
     label.id = 'l-' + Math.random().toString(36).slice(2);
@@ -421,7 +440,8 @@
     const input = (type) => {
       const i = el('input');
       i.type = type;
-      i.name = id;
+      i.name = name;
+      i.dataset.field = id;
       i.setAttribute('aria-labelledby', label.id);
       if (f.required) i.setAttribute('aria-required', 'true');
       return i;
@@ -478,13 +498,16 @@
     let res, answer = {};
     try {
       res = await fetch(url, { method: 'POST', headers: Object.assign({ 'Content-Type': 'application/json' }, auth()), body: JSON.stringify(body) });
-      answer = await res.json();
     } catch (e) {
       out.className = 'outcome bad';
       out.textContent = 'not sent: ' + e.message;
       return;
     }
-    if (res.status === 401) return login();
+    if (res.status === 401) {
+      out.textContent = '';
+      return login(true);
+    }
+    answer = await res.json().catch(() => ({}));
     if (answer.outcome === 'accepted') {
       out.className = 'outcome ok';
       out.textContent = 'accepted by the agent (ack ' + answer.ack + ')';
@@ -515,10 +538,17 @@
   }
 
   // ---- the frame of the page ----------------------------------------------------------------
-  function login() {
+  // The relay answered 401: the token it was sent (if any) is wrong, so it is
+  // forgotten, and the form asks for one.
+  function login(refused) {
     if (live) live.abort();
-    setStatus('the relay wants its token', true);
+    const wrong = refused && token;
+    token = null;
+    sessionStorage.removeItem('aep-token');
+    setStatus(wrong ? 'the relay refused the token' : 'the relay wants its token', true);
+    $('#login-error').textContent = wrong ? 'The relay refused that token: check it and try again.' : '';
     $('#login').hidden = false;
+    $('#token').value = '';
     $('#token').focus();
   }
 
@@ -547,6 +577,7 @@
       token = $('#token').value;
       sessionStorage.setItem('aep-token', token);
       $('#login').hidden = true;
+      $('#login-error').textContent = '';
       connect();
     });
     let typing = 0;
