@@ -45,7 +45,6 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::RelayConfig;
 use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
 use crate::outbox::{Binding, Drain, End, Piece};
 
@@ -58,19 +57,36 @@ const MAX_BODY: usize = 64 * 1024;
 /// The most events one timeline answer holds (the latest ones).
 const MAX_TIMELINE: usize = 10_000;
 
-/// A relay's console: off, or the state and the command task it starts on demand.
+/// What the console is given of the configuration.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Limits {
+    /// Whether `/console` is served at all.
+    pub(crate) enabled: bool,
+    /// Whether the relay routes commands (it has a token, AEP-0004 §4.1): the page
+    /// offers answers only then.
+    pub(crate) control: bool,
+    /// The largest `roster` reply read (the hard backpressure bound, as for a
+    /// connection's).
+    pub(crate) max_roster: usize,
+    /// The store's byte bound: the fold is rebuilt past twice it and some room.
+    pub(crate) store_bytes: usize,
+}
+
+/// A relay's console: off, or the state and the command task it starts on demand. The
+/// server holds it beside the HTTP surface, which hands it the requests for
+/// `/console`.
 #[derive(Debug, Default)]
 pub(crate) struct Console {
-    enabled: bool,
+    limits: Limits,
     engine: Mutex<Option<Arc<Engine>>>,
     control: Control,
 }
 
 impl Console {
-    /// The console `config` asks for.
-    pub(crate) fn new(config: &RelayConfig) -> Console {
+    /// The console `limits` ask for.
+    pub(crate) fn new(limits: Limits) -> Console {
         Console {
-            enabled: config.console,
+            limits,
             ..Console::default()
         }
     }
@@ -81,7 +97,7 @@ impl Console {
         let engine = match slot.as_ref().filter(|e| e.is_running()) {
             Some(engine) => engine.clone(),
             None => {
-                let engine = Engine::start(hub);
+                let engine = Engine::start(hub, self.limits.max_roster, self.limits.store_bytes);
                 *slot = Some(engine.clone());
                 engine
             }
@@ -94,12 +110,12 @@ impl Console {
 /// The page's files: public, before the auth wall (they hold no data). `None` when the
 /// path is none of them or the console is off.
 pub(crate) fn asset(
-    hub: &Hub,
+    console: &Console,
     method: &Method,
     path: &str,
     headers: &HeaderMap,
 ) -> Option<Response> {
-    if !hub.console.enabled || !(method == Method::GET || method == Method::HEAD) {
+    if !console.limits.enabled || !(method == Method::GET || method == Method::HEAD) {
         return None;
     }
     assets::find(path).map(|a| a.respond(headers))
@@ -113,24 +129,29 @@ pub(crate) fn is_api(path: &str) -> bool {
 /// The console's API, behind the auth wall.
 pub(crate) async fn api(
     hub: Arc<Hub>,
+    console: &Console,
     method: Method,
     path: &str,
     query: &HashMap<String, String>,
     body: Body,
 ) -> Response {
-    if !hub.console.enabled {
+    if !console.limits.enabled {
         return StatusCode::NOT_FOUND.into_response();
     }
     let mut response = match (method, path) {
-        (Method::GET, "/console/api/live") => live::stream(&hub, query, true),
-        (Method::GET, "/console/api/state") => live::stream(&hub, query, false),
-        (Method::GET, "/console/api/timeline") => timeline(&hub, query).await,
+        (Method::GET, "/console/api/live") => {
+            live::stream(console.engine(&hub), console.limits.control, query, true)
+        }
+        (Method::GET, "/console/api/state") => {
+            live::stream(console.engine(&hub), console.limits.control, query, false)
+        }
+        (Method::GET, "/console/api/timeline") => timeline(&hub, console, query).await,
         (Method::POST, "/console/api/respond") => match read_json(body).await {
-            Ok(body) => respond(&hub, &body).await,
+            Ok(body) => respond(&hub, console, &body).await,
             Err(r) => r,
         },
         (Method::POST, "/console/api/cancel") => match read_json(body).await {
-            Ok(body) => cancel(&hub, &body).await,
+            Ok(body) => cancel(&hub, console, &body).await,
             Err(r) => r,
         },
         _ => StatusCode::NOT_FOUND.into_response(),
@@ -187,7 +208,7 @@ fn text_member<'a>(body: &'a Value, name: &str) -> Result<&'a str, Response> {
 /// `POST /console/api/respond`: answers a pending attention request of the console's
 /// state with `control.attention.respond` (AEP-0004 §5, AEP-0002 §5.3): `subject` and
 /// `cause` the request's id, `data.answer` the page's `option`, `text` or `values`.
-async fn respond(hub: &Arc<Hub>, body: &Value) -> Response {
+async fn respond(hub: &Arc<Hub>, console: &Console, body: &Value) -> Response {
     let (source, session, request) = match (
         text_member(body, "source"),
         text_member(body, "session"),
@@ -219,7 +240,7 @@ async fn respond(hub: &Arc<Hub>, body: &Value) -> Response {
     }
     // only what the state holds pending, and only over control where it may be
     let pending = {
-        let engine = hub.console.engine(hub);
+        let engine = console.engine(hub);
         let st = engine.lock();
         st.projection.session(source, session).and_then(|s| {
             s.pending()
@@ -249,11 +270,11 @@ async fn respond(hub: &Arc<Hub>, body: &Value) -> Response {
         .cause(request)
         .data(json!({ "answer": answer }))
         .build_at(SystemTime::now());
-    send(hub, command).await
+    send(hub, console, command).await
 }
 
 /// `POST /console/api/cancel`: `control.cancel` of one run (AEP-0004 §5).
-async fn cancel(hub: &Arc<Hub>, body: &Value) -> Response {
+async fn cancel(hub: &Arc<Hub>, console: &Console, body: &Value) -> Response {
     let (session, run) = match (text_member(body, "session"), text_member(body, "run")) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(r), _) | (_, Err(r)) => return r,
@@ -267,16 +288,16 @@ async fn cancel(hub: &Arc<Hub>, body: &Value) -> Response {
         .run(run)
         .data(data)
         .build_at(SystemTime::now());
-    send(hub, command).await
+    send(hub, console, command).await
 }
 
 /// Sends `command` and answers with how it settled: `accepted`, or `rejected` with
 /// the reason, the detail and who said so (`target`, `relay`, or `sender` for the
 /// synthesized timeout).
-async fn send(hub: &Arc<Hub>, command: aep_core::Event) -> Response {
+async fn send(hub: &Arc<Hub>, console: &Console, command: aep_core::Event) -> Response {
     let id = command.id().to_owned();
     let (reply, settled) = tokio::sync::oneshot::channel();
-    let tx = hub.console.control.sender(hub);
+    let tx = console.control.sender(hub);
     if tx.try_send(Ask { command, reply }).is_err() {
         return json_response(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -319,7 +340,7 @@ async fn send(hub: &Arc<Hub>, command: aep_core::Event) -> Response {
 /// given: then a `replay-exhausted` is reported when the store no longer holds what
 /// follows it), placed by aep-core's [`Timeline`]; the latest `limit` of them
 /// (default and at most 10,000).
-async fn timeline(hub: &Arc<Hub>, query: &HashMap<String, String>) -> Response {
+async fn timeline(hub: &Arc<Hub>, console: &Console, query: &HashMap<String, String>) -> Response {
     let Some(session) = query.get("session").filter(|s| !s.is_empty()) else {
         return bad_request("`session` is required");
     };
@@ -411,7 +432,7 @@ async fn timeline(hub: &Arc<Hub>, query: &HashMap<String, String>) -> Response {
     // the session's folded state beside its events: runs and tool calls with their
     // status and duration, from the same fold the list shows
     let state = source.and_then(|src| {
-        let engine = hub.console.engine(hub);
+        let engine = console.engine(hub);
         let st = engine.lock();
         st.projection
             .session(src, session)
@@ -437,11 +458,14 @@ mod tests {
 
     #[test]
     fn a_console_that_is_off_serves_nothing() {
-        let hub = Hub::new(RelayConfig::default()).unwrap();
-        assert!(asset(&hub, &Method::GET, "/console", &HeaderMap::new()).is_none());
-        let hub = Hub::new(RelayConfig::default().with_console(true)).unwrap();
-        assert!(asset(&hub, &Method::GET, "/console", &HeaderMap::new()).is_some());
-        assert!(asset(&hub, &Method::POST, "/console", &HeaderMap::new()).is_none());
-        assert!(asset(&hub, &Method::GET, "/console/nope.js", &HeaderMap::new()).is_none());
+        let off = Console::default();
+        assert!(asset(&off, &Method::GET, "/console", &HeaderMap::new()).is_none());
+        let on = Console::new(Limits {
+            enabled: true,
+            ..Limits::default()
+        });
+        assert!(asset(&on, &Method::GET, "/console", &HeaderMap::new()).is_some());
+        assert!(asset(&on, &Method::POST, "/console", &HeaderMap::new()).is_none());
+        assert!(asset(&on, &Method::GET, "/console/nope.js", &HeaderMap::new()).is_none());
     }
 }

@@ -53,8 +53,8 @@ pub(crate) enum End {
     Close(u16, &'static str),
     /// The peer is gone: stop without a word.
     Quiet,
-    /// The replay store could not be read ([`Replayed::Failed`]): the stream ends so
-    /// that the reader resumes from its positions (SSE: `: replay-failed`; WS: close
+    /// The replay store could not be read (an error ending its [`Replay`]): the stream
+    /// ends so that the reader resumes from its positions (SSE: `: replay-failed`; WS: close
     /// 1011).
     ReplayFailed,
 }
@@ -630,27 +630,28 @@ impl Drain {
 
     /// What to write of one item of the running replay: a gap's marker, or nothing
     /// yet for a run of events (taken up by [`Drain::next_replayed`]) or the end.
-    fn replayed(&mut self, item: Option<Replayed>) -> Option<Piece> {
+    fn replayed(&mut self, item: Option<std::io::Result<Replayed>>) -> Option<Piece> {
         let job = self.replay.as_ref()?;
         match item {
             None => {
                 self.replay = None;
                 None
             }
-            Some(Replayed::Gap { session, earliest }) => {
+            Some(Ok(Replayed::Gap { session, earliest })) => {
                 let marker = match &job.sub {
                     Some(sub) => proto::replay_exhausted_frame(sub, &session, earliest),
                     None => proto::replay_exhausted_comment(&session, earliest),
                 };
                 Some(Piece::Data(Bytes::from(marker)))
             }
-            Some(Replayed::Events { session, events }) => {
+            Some(Ok(Replayed::Events { session, events })) => {
                 self.replaying = Some((session, events.into_iter()));
                 None
             }
-            Some(Replayed::Failed) => {
+            Some(Err(e)) => {
                 // nothing queued after the replay may go out: live events past what it
                 // did not send would move the reader's positions over a hole
+                tracing::debug!(error = %e, "a replay failed: the reader's stream ends");
                 self.replay = None;
                 self.replaying = None;
                 self.done = true;
@@ -774,15 +775,15 @@ mod tests {
         let (outbox, mut drain) = outbox(1 << 20, 8 << 20);
         let session: Arc<str> = Arc::from("s");
         let replayed = vec![
-            Replayed::Events {
+            Ok(Replayed::Events {
                 session: session.clone(),
                 events: vec![crate::encoded::tests::framed("s", "e0", 0, 0)],
-            },
-            Replayed::Failed,
-            Replayed::Events {
+            }),
+            Err(std::io::Error::other("the store broke off")),
+            Ok(Replayed::Events {
                 session,
                 events: vec![crate::encoded::tests::framed("s", "e1", 0, 1)],
-            },
+            }),
         ];
         outbox.push_replay(ReplayJob {
             replay: futures::stream::iter(replayed).boxed(),

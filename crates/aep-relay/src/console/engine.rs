@@ -119,11 +119,18 @@ pub(crate) struct Engine {
     used: AtomicU64,
     born: Instant,
     stop: CancellationToken,
+    /// The largest roster reply read.
+    max_roster: usize,
+    /// The bytes past which the fold is rebuilt: two stores' worth and some room (the
+    /// witnesses of the fold are about the size of the events it read).
+    bound: usize,
 }
 
 impl Engine {
-    /// Starts the state of `hub`'s console: its subscription and the task that folds it.
-    pub(crate) fn start(hub: &Arc<Hub>) -> Arc<Engine> {
+    /// Starts the state of `hub`'s console: its subscription and the task that folds
+    /// it. `max_roster`: the largest roster reply read; `store_bytes`: the store's byte
+    /// bound (the fold is rebuilt past twice it and some room).
+    pub(crate) fn start(hub: &Arc<Hub>, max_roster: usize, store_bytes: usize) -> Arc<Engine> {
         let (changed, _) = watch::channel(0);
         let engine = Arc::new(Engine {
             state: Mutex::new(State::new(1)),
@@ -132,6 +139,8 @@ impl Engine {
             used: AtomicU64::new(0),
             born: Instant::now(),
             stop: CancellationToken::new(),
+            max_roster,
+            bound: store_bytes.saturating_mul(2).saturating_add(64 << 20),
         });
         tokio::spawn(run(hub.clone(), engine.clone()));
         engine
@@ -196,13 +205,7 @@ async fn follow(hub: &Arc<Hub>, engine: &Engine) -> Ended {
         ..ReplayAsk::default()
     };
     let id = hub.subscribe(&outbox, request);
-    // two stores' worth and some room: the witnesses of the fold are about the size of
-    // the events it read
-    let bound = hub
-        .config
-        .max_store_bytes
-        .saturating_mul(2)
-        .saturating_add(64 << 20);
+    let bound = engine.bound;
     let mut drain = Drain::new(rx, outbox.clone(), Binding::Ws, Duration::from_secs(3600));
     let mut roster = tokio::time::interval(ROSTER_EVERY);
     roster.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -254,7 +257,7 @@ async fn follow(hub: &Arc<Hub>, engine: &Engine) -> Ended {
 /// Reads the roster as a `roster` request would get it (in a cluster, every relay's
 /// claims) and records a change.
 fn read_roster(hub: &Hub, engine: &Engine) {
-    let limit = hub.config.hard_backpressure;
+    let limit = engine.max_roster;
     let entries = match hub.roster_reply("console", limit) {
         Ok(text) => match decode_slice(text.as_bytes()) {
             Ok(Message::Frame(Frame::Roster(reply))) => reply.entries,

@@ -31,7 +31,6 @@ use serde_json::{json, Map, Value};
 
 use super::engine::{Engine, Key, SessionIndex, State};
 use super::json_response;
-use crate::hub::Hub;
 
 /// The most inbox entries one message carries (`inbox_total` says how many there are).
 pub(crate) const INBOX_MAX: usize = 500;
@@ -251,7 +250,13 @@ fn line(value: &Value) -> Bytes {
 }
 
 /// The stream (`live`), or its first message alone.
-pub(crate) fn stream(hub: &Arc<Hub>, query: &HashMap<String, String>, live: bool) -> Response {
+/// `control`: whether the relay routes commands, so that the page offers answers.
+pub(crate) fn stream(
+    engine: Arc<Engine>,
+    control: bool,
+    query: &HashMap<String, String>,
+    live: bool,
+) -> Response {
     let filter = match SessionFilter::parse(query) {
         Ok(f) => f,
         Err(detail) => {
@@ -265,8 +270,6 @@ pub(crate) fn stream(hub: &Arc<Hub>, query: &HashMap<String, String>, live: bool
         (Some(source), Some(session)) => Some((source.clone(), session.clone())),
         _ => None,
     };
-    let control = hub.config.token.is_some();
-    let engine = hub.console.engine(hub);
     let mut page = Page {
         filter,
         watch,
