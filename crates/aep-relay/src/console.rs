@@ -45,8 +45,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::encoded::Binding;
 use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
-use crate::outbox::{Binding, Drain, End, Piece};
+use crate::outbox::{Drain, End, Piece};
 
 use control::{Ask, Control};
 use engine::Engine;
@@ -375,7 +376,7 @@ async fn timeline(hub: &Arc<Hub>, console: &Console, query: &HashMap<String, Str
     request.sub = Some("console".to_owned());
     hub.subscribe(&outbox, request);
     outbox.end(End::ReplayComplete);
-    let mut drain = Drain::new(rx, outbox, Binding::Ws, Duration::from_secs(3600));
+    let mut drain = Drain::new(rx, outbox, Duration::from_secs(3600));
 
     let mut placer = Timeline::new();
     let mut kept: std::collections::VecDeque<Value> = std::collections::VecDeque::new();

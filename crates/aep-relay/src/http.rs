@@ -22,9 +22,10 @@ use serde_json::{json, Value};
 
 use crate::config::Token;
 use crate::console::{self, Console};
+use crate::encoded::Binding;
 use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
 use crate::line::{parse_line, Incoming, LineError};
-use crate::outbox::{Binding, Drain, End, Piece};
+use crate::outbox::{Drain, End, Piece};
 use crate::proto::{self, Filter};
 use crate::storage::{Unstored, UnstoredKind};
 use crate::ws;
@@ -591,7 +592,7 @@ fn stream(
         hub: hub.clone(),
         id: live.then_some(id),
     };
-    let drain = Drain::new(rx, outbox, Binding::Sse, limits.heartbeat);
+    let drain = Drain::new(rx, outbox, limits.heartbeat);
     let body = futures::stream::unfold(
         (drain, guard, false),
         |(mut drain, guard, over)| async move {

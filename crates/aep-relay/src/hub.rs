@@ -26,10 +26,12 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::admission;
+use crate::delivery::Reader;
 use crate::directory::{Claimants, Directory, Routed};
+use crate::encoded::Binding;
 use crate::fanout::{self, Sub, Subscribers};
 use crate::line::Incoming;
-use crate::outbox::{self, Binding, Bounds, End, Outbox, ReplayJob};
+use crate::outbox::{self, Bounds, End, Outbox, ReplayJob};
 use crate::proto::{Disposition, Filter};
 use crate::routing::{self, Connections, Party, Roster, RosterTooLarge};
 use crate::storage::{
@@ -342,7 +344,11 @@ impl Hub {
             first,
         } = request;
         let replay = replay.into_replay(&filter);
-        let filter = Arc::new(filter);
+        let reader = Arc::new(Reader {
+            filter,
+            capture,
+            binding,
+        });
         let id = self.id();
         let mut st = self.lock();
         if let Some(bytes) = first {
@@ -364,8 +370,7 @@ impl Hub {
             };
             outbox.push_replay(ReplayJob {
                 replay: self.storage.replay(from, upto),
-                filter: filter.clone(),
-                capture,
+                reader: reader.clone(),
                 sub,
             });
         }
@@ -380,9 +385,7 @@ impl Hub {
             st.subs.add(Sub {
                 id,
                 conn: conn_id,
-                filter,
-                capture,
-                binding,
+                reader,
                 outbox: outbox.clone(),
             });
         }

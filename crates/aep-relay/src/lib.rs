@@ -98,6 +98,7 @@ mod admission;
 pub mod cli;
 pub mod config;
 mod console;
+mod delivery;
 mod directory;
 mod encoded;
 mod fanout;

@@ -19,6 +19,7 @@ use aep_core::frame::{Acceptance, ErrorCode, Frame, Hello, Role, RosterEntry, Ro
 use serde_json::{json, Value};
 
 use crate::directory::{no_route, Alone, Directory, Elsewhere, Forward, Refusal, RelayId, Routed};
+use crate::encoded::Binding;
 use crate::line::Incoming;
 use crate::outbox::{End, Outbox};
 use crate::proto::{json_len, Disposition};
@@ -101,7 +102,9 @@ impl Decision {
                 Routed::Refused(refusal)
             }
             Verdict::Here(Ok(target)) => {
-                target.push_frame(command.encoded.json());
+                // the command as received, byte for byte (AEP-0004 §4.4): no filter,
+                // no ceiling, the one frame a WebSocket target takes
+                target.push_frame(command.encoded.frame(Binding::Ws));
                 Routed::Here(Ok(()))
             }
             Verdict::Here(Err(refusal)) => {
@@ -493,7 +496,7 @@ mod decision_tests {
     use super::*;
     use crate::directory::Claimants;
     use crate::line::parse_line;
-    use crate::outbox::{Binding, Bounds, Drain, Piece};
+    use crate::outbox::{Bounds, Drain, Piece};
 
     /// A directory that says what it is told of the other relays, and counts changes.
     #[derive(Debug, Default)]
@@ -535,7 +538,7 @@ mod decision_tests {
         let (outbox, rx) = Outbox::new(Bounds::UNBOUNDED, CancellationToken::new());
         conns.connect(id, outbox.clone());
         conns.hello(id, Arc::new(Party::new(role.clone(), Hello::new(role))));
-        Drain::new(rx, outbox, Binding::Ws, std::time::Duration::from_secs(60))
+        Drain::new(rx, outbox, std::time::Duration::from_secs(60))
     }
 
     fn next_frame(drain: &mut Drain) -> Option<Value> {

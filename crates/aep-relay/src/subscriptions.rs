@@ -25,8 +25,9 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::encoded::Binding;
 use crate::hub::{Hub, SubscribeRequest};
-use crate::outbox::{Binding, Bounds, Delivery as Offer, Drain, Outbox, Piece};
+use crate::outbox::{Bounds, Delivery as Offer, Drain, Outbox, Piece};
 use crate::proto;
 
 /// The registry's session key: one registry per connection, so one session.
@@ -235,7 +236,7 @@ fn start(conn: &Arc<Conn>, registry: &SubscriptionRegistry, id: &str) -> Option<
     let (private, rx) = Outbox::new(Bounds::UNBOUNDED, CancellationToken::new());
     let hub_id = conn.hub.subscribe(&private, request);
     // The heartbeat of this internal queue is never written anywhere.
-    let drain = Drain::new(rx, private, Binding::Ws, Duration::from_secs(3600));
+    let drain = Drain::new(rx, private, Duration::from_secs(3600));
     let task = tokio::spawn(forward(
         Arc::downgrade(conn),
         drain,

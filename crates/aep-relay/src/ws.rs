@@ -18,9 +18,10 @@ use futures::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::encoded::Binding;
 use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
 use crate::line::{read_event, LineError};
-use crate::outbox::{Binding, Drain, End, Outbox, Piece};
+use crate::outbox::{Drain, End, Outbox, Piece};
 use crate::proto::{self, Filter};
 use crate::routing::Party;
 use crate::subscriptions::{self, Lifecycle};
@@ -69,7 +70,7 @@ async fn serve(hub: Arc<Hub>, limits: Limits, socket: WebSocket) {
         outbox.end(End::Shutdown);
     }
     let (sink, stream) = socket.split();
-    let drain = Drain::new(rx, outbox.clone(), Binding::Ws, limits.heartbeat);
+    let drain = Drain::new(rx, outbox.clone(), limits.heartbeat);
     let mut writer = tokio::spawn(write_loop(sink, drain, outbox.clone()));
     let reader = read_loop(&hub, &limits, conn, &outbox, stream);
     tokio::pin!(reader);

@@ -21,8 +21,9 @@ use aep_core::{Message, Severity};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::encoded::Binding;
 use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
-use crate::outbox::{Binding, Drain, End, Piece};
+use crate::outbox::{Drain, End, Piece};
 use crate::proto::Filter;
 
 /// How long the state outlives the last page that read it.
@@ -206,7 +207,7 @@ async fn follow(hub: &Arc<Hub>, engine: &Engine) -> Ended {
     };
     let id = hub.subscribe(&outbox, request);
     let bound = engine.bound;
-    let mut drain = Drain::new(rx, outbox.clone(), Binding::Ws, Duration::from_secs(3600));
+    let mut drain = Drain::new(rx, outbox.clone(), Duration::from_secs(3600));
     let mut roster = tokio::time::interval(ROSTER_EVERY);
     roster.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let ended = loop {

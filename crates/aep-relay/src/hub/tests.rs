@@ -57,7 +57,7 @@ async fn a_websocket_event_read_in_place_fans_out_as_a_parsed_one() {
             let mut request = SubscribeRequest::new(Binding::Ws, filter);
             request.capture = Some(capture);
             hub.subscribe(&outbox, request);
-            Drain::new(rx, outbox, Binding::Ws, std::time::Duration::from_secs(60))
+            Drain::new(rx, outbox, std::time::Duration::from_secs(60))
         };
         let ceiling = |filter: Value| ceiling_at(filter, Capture::Metadata);
         let mut lowered = ceiling(json!({}));
@@ -107,7 +107,7 @@ fn reader(hub: &Hub, filter: Value) -> Drain {
     let (outbox, rx) = hub.outbox(CancellationToken::new());
     let filter = proto::parse_filter(&filter).unwrap();
     hub.subscribe(&outbox, SubscribeRequest::new(Binding::Sse, filter));
-    Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60))
+    Drain::new(rx, outbox, std::time::Duration::from_secs(60))
 }
 
 /// The JSON of one SSE message.
@@ -235,7 +235,7 @@ async fn in_order_on_one_connection(others: usize) {
     for ty in ["progress.status", "tool.called"] {
         live(&outbox, ty);
     }
-    let mut drain = Drain::new(rx, outbox, Binding::Ws, std::time::Duration::from_secs(60));
+    let mut drain = Drain::new(rx, outbox, std::time::Duration::from_secs(60));
     let batch = [
         parse_line(&typed("p1", "progress.status", 1), true).unwrap(),
         parse_line(&typed("t2", "tool.called", 2), true).unwrap(),
@@ -434,7 +434,7 @@ async fn a_shared_store_feeds_fan_out_on_every_relay() {
     let mut request = SubscribeRequest::new(Binding::Sse, Filter::default());
     request.replay.all = true;
     b.subscribe(&outbox, request);
-    let mut late = Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60));
+    let mut late = Drain::new(rx, outbox, std::time::Duration::from_secs(60));
     b.ingest(&[parse_line(&line("e3", 3), false).unwrap()], None)
         .await
         .unwrap();
@@ -464,7 +464,7 @@ async fn a_replay_without_live_serves_what_the_feed_has_not_reached() {
         request.replay.all = true;
         request.live = live;
         b.subscribe(&outbox, request);
-        Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60))
+        Drain::new(rx, outbox, std::time::Duration::from_secs(60))
     };
     assert_eq!(ids_within(&mut replay_only(false), 2).await, ["e1", "e2"]);
     // a live subscription still meets the feed where the feed is: its replay bounded
@@ -505,7 +505,7 @@ async fn a_parked_feed_opens_where_the_new_readers_replay_ends() {
         let id = b.subscribe(&outbox, request);
         (
             id,
-            Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60)),
+            Drain::new(rx, outbox, std::time::Duration::from_secs(60)),
         )
     };
     a.ingest(&[event("e1", 1), event("e2", 2)], None)
