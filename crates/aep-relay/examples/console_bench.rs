@@ -299,10 +299,8 @@ async fn run_once(http: &reqwest::Client, n: usize, latency: u64) -> Run {
     .await
     .expect("observer");
     let seen_sse: Arc<Mutex<HashMap<u64, f64>>> = Arc::default();
-    let mut sub = aep_async::subscribe(
-        relay.url(),
+    let mut sub = aep_async::Client::new(relay.url()).token(TOKEN).subscribe(
         aep_async::SubscribeOptions::new()
-            .token(TOKEN)
             .filter(json!({ "session": session }))
             // seq 0 replayed says the reader is connected before the clock starts
             .from_all(),

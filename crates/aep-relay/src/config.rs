@@ -9,7 +9,9 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::nats::NatsCluster;
+pub(crate) mod cluster;
+
+pub use cluster::NatsCluster;
 
 /// The bearer token of a relay (AEP-0003 §8.1).
 ///
@@ -126,35 +128,35 @@ impl std::str::FromStr for Fsync {
 /// ```
 #[derive(Debug, Clone)]
 pub struct RelayConfig {
-    pub(crate) host: IpAddr,
-    pub(crate) port: u16,
-    pub(crate) token: Option<Token>,
-    pub(crate) buffer: usize,
-    pub(crate) max_sessions: usize,
-    pub(crate) max_body: usize,
-    pub(crate) max_batch: usize,
-    pub(crate) max_from: Option<usize>,
-    pub(crate) soft_backpressure: usize,
-    pub(crate) hard_backpressure: usize,
-    pub(crate) heartbeat: Duration,
-    pub(crate) lag_grace: Duration,
-    pub(crate) drain_timeout: Duration,
-    pub(crate) data_dir: Option<PathBuf>,
-    pub(crate) subscription_ttl: Option<Duration>,
-    pub(crate) max_hello: usize,
-    pub(crate) max_connections: usize,
-    pub(crate) header_timeout: Duration,
-    pub(crate) hello_timeout: Duration,
-    pub(crate) max_subscriptions: usize,
-    pub(crate) max_session_bytes: usize,
-    pub(crate) max_store_bytes: usize,
-    pub(crate) fsync: Fsync,
-    pub(crate) fsync_interval: Duration,
+    host: IpAddr,
+    port: u16,
+    token: Option<Token>,
+    buffer: usize,
+    max_sessions: usize,
+    max_body: usize,
+    max_batch: usize,
+    max_from: Option<usize>,
+    soft_backpressure: usize,
+    hard_backpressure: usize,
+    heartbeat: Duration,
+    lag_grace: Duration,
+    drain_timeout: Duration,
+    data_dir: Option<PathBuf>,
+    subscription_ttl: Option<Duration>,
+    max_hello: usize,
+    max_connections: usize,
+    header_timeout: Duration,
+    hello_timeout: Duration,
+    max_subscriptions: usize,
+    max_session_bytes: usize,
+    max_store_bytes: usize,
+    fsync: Fsync,
+    fsync_interval: Duration,
     /// A cluster's NATS; `Some` with an empty URL when only `--nats-*` flags were given
     /// (refused at start).
-    pub(crate) nats: Option<NatsCluster>,
+    nats: Option<NatsCluster>,
     /// Serves the web console at `/console` (`--console on`).
-    pub(crate) console: bool,
+    console: bool,
 }
 
 /// A value of a `AEP_*` variable or flag that is not what it should be.
@@ -401,7 +403,7 @@ impl RelayConfig {
                 self.nats_mut().tls_roots = (!value.is_empty()).then(|| PathBuf::from(value))
             }
             "nats-stream" => {
-                crate::nats::names::StreamName::parse(value.trim()).map_err(|_| {
+                cluster::check_stream_name(value.trim()).map_err(|_| {
                     ConfigError::new(
                         name,
                         value,
@@ -578,10 +580,41 @@ impl RelayConfig {
         self.console
     }
 
+    /// Bytes queued toward one subscriber beyond which `debug`/`info` may be dropped.
+    ///
+    /// ```
+    /// let config = aep_relay::RelayConfig::default().with_soft_backpressure(1 << 16);
+    /// assert_eq!(config.soft_backpressure(), 1 << 16);
+    /// ```
+    pub fn soft_backpressure(&self) -> usize {
+        self.soft_backpressure
+    }
+
+    /// Bytes queued toward one subscriber beyond which it is disconnected.
+    ///
+    /// ```
+    /// let config = aep_relay::RelayConfig::default().with_hard_backpressure(1 << 20);
+    /// assert_eq!(config.hard_backpressure(), 1 << 20);
+    /// ```
+    pub fn hard_backpressure(&self) -> usize {
+        self.hard_backpressure
+    }
+
     /// Interval of `: ping` comments and `ping` frames (default 25 s; AEP-0003 §3.3.4).
     pub fn with_heartbeat(mut self, every: Duration) -> Self {
         self.heartbeat = every;
         self
+    }
+
+    /// Interval of `: ping` comments and `ping` frames.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let config = aep_relay::RelayConfig::default().with_heartbeat(Duration::from_secs(5));
+    /// assert_eq!(config.heartbeat(), Duration::from_secs(5));
+    /// ```
+    pub fn heartbeat(&self) -> Duration {
+        self.heartbeat
     }
 
     /// How long one ingest waits for a subscriber past the soft bound to drain before it
@@ -593,6 +626,17 @@ impl RelayConfig {
     pub fn with_lag_grace(mut self, grace: Duration) -> Self {
         self.lag_grace = grace;
         self
+    }
+
+    /// How long one ingest waits for a subscriber past the soft bound.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let config = aep_relay::RelayConfig::default().with_lag_grace(Duration::from_millis(200));
+    /// assert_eq!(config.lag_grace(), Duration::from_millis(200));
+    /// ```
+    pub fn lag_grace(&self) -> Duration {
+        self.lag_grace
     }
 
     /// Keeps every session's replay buffer in a journal under `dir`, one file per
@@ -617,6 +661,18 @@ impl RelayConfig {
     pub fn with_drain_timeout(mut self, timeout: Duration) -> Self {
         self.drain_timeout = timeout;
         self
+    }
+
+    /// How long a graceful shutdown, or a reader disconnected past the hard bound, is
+    /// given to drain.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// let config = aep_relay::RelayConfig::default().with_drain_timeout(Duration::from_secs(1));
+    /// assert_eq!(config.drain_timeout(), Duration::from_secs(1));
+    /// ```
+    pub fn drain_timeout(&self) -> Duration {
+        self.drain_timeout
     }
 
     /// How long a subscription of the subscription model lives before the relay sends

@@ -52,9 +52,9 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::RelayConfig;
+use crate::encoded::Binding;
 use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
-use crate::outbox::{Binding, Drain, End, Piece};
+use crate::outbox::{Drain, End, Piece};
 
 use control::{Ask, Control};
 use engine::Engine;
@@ -71,19 +71,36 @@ const MAX_TIMELINE_BYTES: usize = 8 << 20;
 /// How long a timeline reads the store before it answers with what it has.
 const TIMELINE_WAIT: Duration = Duration::from_secs(10);
 
-/// A relay's console: off, or the state and the command task it starts on demand.
+/// What the console is given of the configuration.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Limits {
+    /// Whether `/console` is served at all.
+    pub(crate) enabled: bool,
+    /// Whether the relay routes commands (it has a token, AEP-0004 §4.1): the page
+    /// offers answers only then.
+    pub(crate) control: bool,
+    /// The largest `roster` reply read (the hard backpressure bound, as for a
+    /// connection's).
+    pub(crate) max_roster: usize,
+    /// The store's byte bound: the fold is rebuilt past twice it and some room.
+    pub(crate) store_bytes: usize,
+}
+
+/// A relay's console: off, or the state and the command task it starts on demand. The
+/// server holds it beside the HTTP surface, which hands it the requests for
+/// `/console`.
 #[derive(Debug, Default)]
 pub(crate) struct Console {
-    enabled: bool,
+    limits: Limits,
     engine: Mutex<Option<Arc<Engine>>>,
     control: Control,
 }
 
 impl Console {
-    /// The console `config` asks for.
-    pub(crate) fn new(config: &RelayConfig) -> Console {
+    /// The console `limits` ask for.
+    pub(crate) fn new(limits: Limits) -> Console {
         Console {
-            enabled: config.console,
+            limits,
             ..Console::default()
         }
     }
@@ -94,7 +111,7 @@ impl Console {
         let engine = match slot.as_ref().filter(|e| e.is_running()) {
             Some(engine) => engine.clone(),
             None => {
-                let engine = Engine::start(hub);
+                let engine = Engine::start(hub, self.limits.max_roster, self.limits.store_bytes);
                 *slot = Some(engine.clone());
                 engine
             }
@@ -107,12 +124,12 @@ impl Console {
 /// The page's files: public, before the auth wall (they hold no data). `None` when the
 /// path is none of them or the console is off.
 pub(crate) fn asset(
-    hub: &Hub,
+    console: &Console,
     method: &Method,
     path: &str,
     headers: &HeaderMap,
 ) -> Option<Response> {
-    if !hub.console.enabled || !(method == Method::GET || method == Method::HEAD) {
+    if !console.limits.enabled || !(method == Method::GET || method == Method::HEAD) {
         return None;
     }
     assets::find(path).map(|a| a.respond(headers))
@@ -127,13 +144,14 @@ pub(crate) fn is_api(path: &str) -> bool {
 /// body JSON (else `415`) and at most [`MAX_BODY`] (else `413`).
 pub(crate) async fn api(
     hub: Arc<Hub>,
+    console: &Console,
     method: Method,
     path: &str,
     query: &HashMap<String, String>,
     headers: &HeaderMap,
     body: Body,
 ) -> Response {
-    if !hub.console.enabled {
+    if !console.limits.enabled {
         return StatusCode::NOT_FOUND.into_response();
     }
     let allowed = match path {
@@ -157,13 +175,13 @@ pub(crate) async fn api(
         return with_headers(refused);
     }
     let response = match path {
-        "/console/api/live" => live::stream(&hub, query, true).await,
-        "/console/api/state" => live::stream(&hub, query, false).await,
-        "/console/api/timeline" => timeline(&hub, query).await,
+        "/console/api/live" => live::stream(&hub, console, query, true).await,
+        "/console/api/state" => live::stream(&hub, console, query, false).await,
+        "/console/api/timeline" => timeline(&hub, console, query).await,
         _ => match read_json(headers, body).await {
             Err(refused) => refused,
-            Ok(body) if path == "/console/api/respond" => respond(&hub, &body).await,
-            Ok(body) => cancel(&hub, &body).await,
+            Ok(body) if path == "/console/api/respond" => respond(&hub, console, &body).await,
+            Ok(body) => cancel(&hub, console, &body).await,
         },
     };
     with_headers(response)
@@ -204,8 +222,11 @@ pub(crate) const READY_WAIT: Duration = Duration::from_secs(10);
 
 /// The state, once it has folded the store's replay ([`READY_WAIT`] at most).
 #[allow(clippy::result_large_err)]
-pub(crate) async fn ready_engine(hub: &Arc<Hub>) -> Result<Arc<Engine>, Response> {
-    let engine = hub.console.engine(hub);
+pub(crate) async fn ready_engine(
+    hub: &Arc<Hub>,
+    console: &Console,
+) -> Result<Arc<Engine>, Response> {
+    let engine = console.engine(hub);
     if engine.wait_ready(READY_WAIT).await {
         Ok(engine)
     } else {
@@ -282,7 +303,7 @@ fn text_member<'a>(body: &'a Value, name: &str) -> Result<&'a str, Response> {
 /// `POST /console/api/respond`: answers a pending attention request of the console's
 /// state with `control.attention.respond` (AEP-0004 §5, AEP-0002 §5.3): `subject` and
 /// `cause` the request's id, `data.answer` the page's `option`, `text` or `values`.
-async fn respond(hub: &Arc<Hub>, body: &Value) -> Response {
+async fn respond(hub: &Arc<Hub>, console: &Console, body: &Value) -> Response {
     let (source, session, request) = match (
         text_member(body, "source"),
         text_member(body, "session"),
@@ -312,7 +333,7 @@ async fn respond(hub: &Arc<Hub>, body: &Value) -> Response {
     if answer.is_empty() {
         return bad_request("`answer` is empty: give `option`, `text` or `values`");
     }
-    let engine = match ready_engine(hub).await {
+    let engine = match ready_engine(hub, console).await {
         Ok(engine) => engine,
         Err(refused) => return refused,
     };
@@ -351,7 +372,7 @@ async fn respond(hub: &Arc<Hub>, body: &Value) -> Response {
         .cause(request)
         .data(json!({ "answer": answer }))
         .build_at(SystemTime::now());
-    send(hub, command).await
+    send(hub, console, command).await
 }
 
 /// `404`: neither the state nor the roster knows the session.
@@ -378,7 +399,7 @@ fn optional_text<'a>(body: &'a Value, name: &str) -> Result<Option<&'a str>, Res
 
 /// `POST /console/api/cancel`: `control.cancel` of one run (AEP-0004 §5) of a session
 /// the relay holds or an agent claims (`source` narrows it when given).
-async fn cancel(hub: &Arc<Hub>, body: &Value) -> Response {
+async fn cancel(hub: &Arc<Hub>, console: &Console, body: &Value) -> Response {
     let (session, run) = match (text_member(body, "session"), text_member(body, "run")) {
         (Ok(a), Ok(b)) => (a, b),
         (Err(r), _) | (_, Err(r)) => return r,
@@ -387,7 +408,7 @@ async fn cancel(hub: &Arc<Hub>, body: &Value) -> Response {
         (Ok(a), Ok(b)) => (a, b),
         (Err(r), _) | (_, Err(r)) => return r,
     };
-    let engine = match ready_engine(hub).await {
+    let engine = match ready_engine(hub, console).await {
         Ok(engine) => engine,
         Err(refused) => return refused,
     };
@@ -414,7 +435,7 @@ async fn cancel(hub: &Arc<Hub>, body: &Value) -> Response {
         .run(run)
         .data(data)
         .build_at(SystemTime::now());
-    send(hub, command).await
+    send(hub, console, command).await
 }
 
 /// Sends `command` and answers with how it settled: `200` `accepted` with the ack's id;
@@ -422,10 +443,10 @@ async fn cancel(hub: &Arc<Hub>, body: &Value) -> Response {
 /// `control.rejected`; `relay`: its refusal, `no-route` or `ambiguous`); `504` for the
 /// sender's synthesized `timeout` (no ack within the window on any attempt). Never a
 /// `2xx` for a command that was not accepted.
-async fn send(hub: &Arc<Hub>, command: aep_core::Event) -> Response {
+async fn send(hub: &Arc<Hub>, console: &Console, command: aep_core::Event) -> Response {
     let id = command.id().to_owned();
     let (reply, settled) = tokio::sync::oneshot::channel();
-    let tx = hub.console.control.sender(hub);
+    let tx = console.control.sender(hub);
     if tx.try_send(Ask { command, reply }).is_err() {
         return json_response(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -468,7 +489,7 @@ async fn send(hub: &Arc<Hub>, command: aep_core::Event) -> Response {
 /// given: then a `replay-exhausted` is reported when the store no longer holds what
 /// follows it), placed by aep-core's [`Timeline`]; the latest `limit` of them
 /// (default and at most 10,000).
-async fn timeline(hub: &Arc<Hub>, query: &HashMap<String, String>) -> Response {
+async fn timeline(hub: &Arc<Hub>, console: &Console, query: &HashMap<String, String>) -> Response {
     let Some(session) = query.get("session").filter(|s| !s.is_empty()) else {
         return bad_request("`session` is required");
     };
@@ -507,7 +528,7 @@ async fn timeline(hub: &Arc<Hub>, query: &HashMap<String, String>) -> Response {
     request.sub = Some("console".to_owned());
     hub.subscribe(&outbox, request);
     outbox.end(End::ReplayComplete);
-    let mut drain = Drain::new(rx, outbox, Binding::Ws, Duration::from_secs(3600));
+    let mut drain = Drain::new(rx, outbox, Duration::from_secs(3600));
 
     let mut placer = Timeline::new();
     // each kept event with its JSON's length: the answer holds the latest `limit`
@@ -577,7 +598,7 @@ async fn timeline(hub: &Arc<Hub>, query: &HashMap<String, String>) -> Response {
     };
     // the session's folded state beside its events: runs and tool calls with their
     // status and duration, from the same fold the list shows
-    let engine = hub.console.engine(hub);
+    let engine = console.engine(hub);
     let ready = engine.wait_ready(READY_WAIT).await;
     let (state, claimed) = match engine.lock().as_ref() {
         Some(st) => (
@@ -616,11 +637,14 @@ mod tests {
 
     #[test]
     fn a_console_that_is_off_serves_nothing() {
-        let hub = Hub::new(RelayConfig::default()).unwrap();
-        assert!(asset(&hub, &Method::GET, "/console", &HeaderMap::new()).is_none());
-        let hub = Hub::new(RelayConfig::default().with_console(true)).unwrap();
-        assert!(asset(&hub, &Method::GET, "/console", &HeaderMap::new()).is_some());
-        assert!(asset(&hub, &Method::POST, "/console", &HeaderMap::new()).is_none());
-        assert!(asset(&hub, &Method::GET, "/console/nope.js", &HeaderMap::new()).is_none());
+        let off = Console::default();
+        assert!(asset(&off, &Method::GET, "/console", &HeaderMap::new()).is_none());
+        let on = Console::new(Limits {
+            enabled: true,
+            ..Limits::default()
+        });
+        assert!(asset(&on, &Method::GET, "/console", &HeaderMap::new()).is_some());
+        assert!(asset(&on, &Method::POST, "/console", &HeaderMap::new()).is_none());
+        assert!(asset(&on, &Method::GET, "/console/nope.js", &HeaderMap::new()).is_none());
     }
 }

@@ -2,14 +2,23 @@
 //!
 //! The SSE message (`event:`, `data:`, and for a sequenced session event the `id:` line,
 //! AEP-0003 §3.3) is one allocation; the WebSocket frame is the slice of it that holds
-//! the event JSON as received. What routing and storage read again without parsing (the
-//! session, the position, the severity, the dedupe key) sits beside it.
+//! the event JSON as received ([`Encoded::frame`] picks one for a [`Binding`]). What
+//! routing and storage read again without parsing (the session, the position, the
+//! severity, the dedupe key) sits beside it.
 
 use std::hash::BuildHasher;
 
 use aep_core::resume::{Position, SseId};
 use aep_core::{EnvelopeView, Event, Severity};
 use bytes::Bytes;
+
+/// Which binding a reader is on: SSE messages (AEP-0003 §3.3) or WebSocket text frames
+/// (§3.5).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Binding {
+    Sse,
+    Ws,
+}
 
 /// One event, framed. Held by value: a clone shares the frame (a reference count), so
 /// no separate allocation wraps it.
@@ -118,6 +127,22 @@ impl Encoded {
         self.sse.slice(at..at + self.data_len as usize)
     }
 
+    /// [`Encoded::json`], borrowed: to read the event again without a handle of it.
+    pub(crate) fn json_slice(&self) -> &[u8] {
+        let at = self.data_at as usize;
+        self.sse
+            .get(at..at + self.data_len as usize)
+            .unwrap_or_default()
+    }
+
+    /// The frame a reader on `binding` is sent, as the event was received.
+    pub(crate) fn frame(&self, binding: Binding) -> Bytes {
+        match binding {
+            Binding::Sse => self.sse(),
+            Binding::Ws => self.json(),
+        }
+    }
+
     /// The session of a sequenced session event, read back from its `id:` line.
     pub(crate) fn session(&self) -> Option<&str> {
         if !self.positioned {
@@ -169,6 +194,9 @@ pub(crate) mod tests {
     fn both_frames_share_one_allocation() {
         let e = framed("s", "x", 1, 7);
         assert_eq!(&e.json()[..], br#"{"id":"x"}"#);
+        assert_eq!(e.json_slice(), &e.json()[..]);
+        assert_eq!(e.frame(Binding::Ws), e.json());
+        assert_eq!(e.frame(Binding::Sse), e.sse());
         assert_eq!(
             &e.sse()[..],
             b"event: progress.status\ndata: {\"id\":\"x\"}\nid: s:1:7\n\n"

@@ -1,24 +1,21 @@
-//! Fan-out (AEP-0003 §5, §8.4): the live subscriptions, and each accepted event handed to
-//! every one whose filter it matches, framed for its binding and lowered to its capture
-//! ceiling.
+//! Fan-out (AEP-0003 §5, §8.4): the live subscriptions, and each accepted event offered
+//! to every one in turn, as `delivery` frames it for that reader.
 //!
-//! Each event is framed once and delivered to each reader in runs, never waiting inside
-//! the loop; afterwards one wait, all at once, for the readers that must catch up. An
-//! event read in place is matched on its reading; one kept as bytes only is matched on
-//! its frame when the filter names its session alone, read in place again otherwise,
-//! and parsed when it must be lowered or the reading does not take it.
+//! The loop never waits: each reader is handed its events in runs, and afterwards one
+//! wait, all at once, for the readers that must catch up (`outbox::Pacing`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use aep_core::{Capture, EnvelopeView, Event, Severity};
+use aep_core::Severity;
 use bytes::Bytes;
 use smallvec::SmallVec;
 
-use crate::line::{Incoming, Reading};
-use crate::outbox::{self, Binding, End, Outbox, Pacing};
-use crate::proto::{self, Filter};
+use crate::delivery::{Delivering, Reader};
+use crate::encoded::Binding;
+use crate::line::Incoming;
+use crate::outbox::{self, End, Outbox, Pacing};
 
 /// A live subscription: one SSE stream, or one `subscribe` on a WebSocket.
 #[derive(Debug)]
@@ -26,18 +23,8 @@ pub(crate) struct Sub {
     pub(crate) id: u64,
     /// The WebSocket connection it was made on; none for an SSE stream.
     pub(crate) conn: Option<u64>,
-    pub(crate) filter: Arc<Filter>,
-    pub(crate) capture: Option<Capture>,
-    pub(crate) binding: Binding,
+    pub(crate) reader: Arc<Reader>,
     pub(crate) outbox: Arc<Outbox>,
-}
-
-impl Sub {
-    /// Whether fan-out needs each event parsed for it (a filter on more than the
-    /// session, or a capture ceiling).
-    fn needs_parsed(&self) -> bool {
-        self.capture.is_some() || self.filter.session_only().is_none()
-    }
 }
 
 /// The live subscriptions by hub id: adding or removing one costs the same whatever
@@ -48,8 +35,8 @@ pub(crate) struct Subscribers {
     /// The list ingest fans out to without the lock, built again by the first ingest
     /// after a change.
     list: Option<Arc<[Arc<Sub>]>>,
-    /// How many need each event parsed ([`Sub::needs_parsed`]), readable without the
-    /// lock through [`Subscribers::parsing`].
+    /// How many need each event parsed ([`Reader::needs_parsed`]), readable without
+    /// the lock through [`Subscribers::parsing`].
     parsing: Arc<AtomicUsize>,
 }
 
@@ -76,7 +63,7 @@ impl Subscribers {
     }
 
     pub(crate) fn add(&mut self, sub: Sub) {
-        if sub.needs_parsed() {
+        if sub.reader.needs_parsed() {
             self.parsing.fetch_add(1, Ordering::AcqRel);
         }
         self.subs.insert(sub.id, Arc::new(sub));
@@ -85,7 +72,7 @@ impl Subscribers {
 
     pub(crate) fn remove(&mut self, id: u64) {
         if let Some(sub) = self.subs.remove(&id) {
-            if sub.needs_parsed() {
+            if sub.reader.needs_parsed() {
                 self.parsing.fetch_sub(1, Ordering::AcqRel);
             }
             self.list = None;
@@ -104,7 +91,7 @@ impl Subscribers {
     pub(crate) fn sse(&self) -> usize {
         self.subs
             .values()
-            .filter(|s| s.binding == Binding::Sse)
+            .filter(|s| s.reader.binding == Binding::Sse)
             .count()
     }
 
@@ -121,7 +108,7 @@ impl Subscribers {
     }
 }
 
-/// Hands each live subscription the events it matches, in order, then waits for the
+/// Hands each live subscription the events it takes, in order, then waits for the
 /// readers that must catch up.
 pub(crate) async fn fan_out<'a, 't: 'a, I>(subs: &[Arc<Sub>], events: I)
 where
@@ -129,108 +116,20 @@ where
 {
     let mut runs = Runs::new(subs);
     for incoming in events {
-        let severity = incoming.encoded.severity();
-        let json = incoming.encoded.json();
-        let mut parsed_again = None;
-        // read back from the frame (a UTF-8 check) once, for the first reader that asks
-        let mut session = None;
-        // bytes only, read in place once for the first reader whose filter needs more
-        // than the session
-        let mut read_again: Option<Option<EnvelopeView<'_>>> = None;
+        let mut delivering = Delivering::new(incoming);
+        let severity = delivering.severity();
         for (at, sub) in subs.iter().enumerate() {
             if sub.outbox.is_closed() {
                 continue;
             }
-            let event = match &incoming.reading {
-                Reading::Parsed(event) => Some(&**event),
-                Reading::InPlace(view) => match on_view(view, sub) {
-                    OnView::Skip => continue,
-                    OnView::Forward => {
-                        let bytes = outbox::pick(&incoming.encoded, sub.binding);
-                        runs.offer(at, &sub.outbox, bytes, severity);
-                        continue;
-                    }
-                    OnView::Lower => {
-                        if parsed_again.is_none() {
-                            parsed_again = Event::from_slice(&json).ok();
-                        }
-                        // matched already, on the view
-                        if let Some(event) = parsed_again.as_ref() {
-                            let bytes =
-                                outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
-                            runs.offer(at, &sub.outbox, bytes, severity);
-                        }
-                        continue;
-                    }
-                },
-                Reading::BytesOnly => match (
-                    sub.capture,
-                    sub.filter
-                        .decide_session(*session.get_or_insert_with(|| incoming.encoded.session())),
-                ) {
-                    (None, Some(hit)) => {
-                        // decided on the frame alone: the session is in its id line
-                        if hit {
-                            let bytes = outbox::pick(&incoming.encoded, sub.binding);
-                            runs.offer(at, &sub.outbox, bytes, severity);
-                        }
-                        continue;
-                    }
-                    _ => {
-                        let read = read_again.get_or_insert_with(|| {
-                            std::str::from_utf8(&json).ok().and_then(EnvelopeView::read)
-                        });
-                        match read.as_ref().map(|view| on_view(view, sub)) {
-                            Some(OnView::Skip) => continue,
-                            Some(OnView::Forward) => {
-                                let bytes = outbox::pick(&incoming.encoded, sub.binding);
-                                runs.offer(at, &sub.outbox, bytes, severity);
-                                continue;
-                            }
-                            // to lower, or not read in place (escapes, ...): parsed
-                            _ => {
-                                if parsed_again.is_none() {
-                                    parsed_again = Event::from_slice(&json).ok();
-                                }
-                                parsed_again.as_ref()
-                            }
-                        }
-                    }
-                },
-            };
-            let Some(event) = event else { continue };
-            if !sub.filter.matches(event) {
-                continue;
+            if let Some(bytes) = delivering.frame_for(&sub.reader) {
+                runs.offer(at, &sub.outbox, bytes, severity);
             }
-            let bytes = outbox::render(&incoming.encoded, event, sub.capture, sub.binding);
-            runs.offer(at, &sub.outbox, bytes, severity);
         }
     }
     // every reader has what it could take; only now wait for those that must catch up
     runs.flush_all();
     runs.pace().await;
-}
-
-/// What a reader takes of an event read in place.
-enum OnView {
-    /// Its filter does not match.
-    Skip,
-    /// As received: nothing to lower to its capture ceiling.
-    Forward,
-    /// Lowered to its ceiling, which needs the parsed event.
-    Lower,
-}
-
-/// Decides on the in-place reading what `sub` takes of the event (the reading and a
-/// parse decide every filter alike, `proto`).
-fn on_view(view: &EnvelopeView<'_>, sub: &Sub) -> OnView {
-    if !sub.filter.matches_view(view) {
-        OnView::Skip
-    } else if proto::lowers(view.capture(), sub.capture) {
-        OnView::Lower
-    } else {
-        OnView::Forward
-    }
 }
 
 /// The runs of one fan-out, one per reader queue. Subscriptions on one connection share

@@ -7,6 +7,7 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
 use aep_core::binding;
 use aep_core::resume::{FromError, FromParam, ResumePosition};
@@ -20,11 +21,35 @@ use bytes::{Bytes, BytesMut};
 use futures::StreamExt;
 use serde_json::{json, Value};
 
+use crate::config::Token;
+use crate::console::{self, Console};
+use crate::encoded::Binding;
 use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
 use crate::line::{parse_line, Incoming, LineError};
-use crate::outbox::{Binding, Drain, End, Piece};
+use crate::outbox::{Drain, End, Piece};
 use crate::proto::{self, Filter};
 use crate::storage::{Unstored, UnstoredKind};
+use crate::ws;
+
+/// What the HTTP surface is given of the configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// The bearer token every surface but `/healthz` and CORS preflight asks for
+    /// (AEP-0003 §8.1); none: no auth wall.
+    pub(crate) token: Option<Token>,
+    /// Largest `POST /events` body, in bytes.
+    pub(crate) max_body: usize,
+    /// Most events in one batch.
+    pub(crate) max_batch: usize,
+    /// Most resume positions in one `from`.
+    pub(crate) max_from: usize,
+    /// Interval of the SSE `: ping` comments.
+    pub(crate) heartbeat: Duration,
+    /// Events replayed per session, as discovery declares it.
+    pub(crate) replay_depth: usize,
+    /// What each upgraded `/socket` is given.
+    pub(crate) ws: ws::Limits,
+}
 
 /// The one connection an HTTP request came on: cancelling it ends the connection (a
 /// reader disconnected past the hard bound whose socket takes nothing more). The
@@ -51,8 +76,8 @@ fn json_response(status: StatusCode, body: &Value) -> Response {
 
 /// Whether the request carries the token: `Authorization: Bearer` or, for clients that
 /// cannot set headers, `?access_token=` (AEP-0003 §8.1). Never logged.
-fn authorized(hub: &Hub, headers: &HeaderMap, query: &HashMap<String, String>) -> bool {
-    let Some(token) = &hub.config.token else {
+fn authorized(limits: &Limits, headers: &HeaderMap, query: &HashMap<String, String>) -> bool {
+    let Some(token) = &limits.token else {
         return true;
     };
     let bearer = headers
@@ -66,8 +91,13 @@ fn authorized(hub: &Hub, headers: &HeaderMap, query: &HashMap<String, String>) -
         .is_some_and(|t| token.matches(t.as_bytes()))
 }
 
-/// The one entry point of every request.
-pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
+/// The one entry point of every request; `console` answers `/console` (when on).
+pub(crate) async fn handle(
+    hub: Arc<Hub>,
+    limits: Arc<Limits>,
+    console: Arc<Console>,
+    request: Request,
+) -> Response {
     let (mut parts, body) = request.into_parts();
     let query: HashMap<String, String> = Query::try_from_uri(&parts.uri)
         .map(|Query(q)| q)
@@ -83,23 +113,23 @@ pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
         if path != binding::SOCKET_PATH {
             return StatusCode::NOT_FOUND.into_response();
         }
-        if !authorized(&hub, &parts.headers, &query) {
+        if !authorized(&limits, &parts.headers, &query) {
             return StatusCode::UNAUTHORIZED.into_response();
         }
         return match WebSocketUpgrade::from_request_parts(&mut parts, &hub).await {
-            Ok(ws) => crate::ws::upgrade(hub, ws),
+            Ok(ws) => ws::upgrade(hub, limits.ws.clone(), ws),
             Err(rejection) => rejection.into_response(),
         };
     }
 
     // the console's page holds no data: public, like /healthz; its API is behind the wall
-    if let Some(page) = crate::console::asset(&hub, &method, &path, &parts.headers) {
+    if let Some(page) = console::asset(&console, &method, &path, &parts.headers) {
         return page;
     }
     // the one unauthenticated surface: probes cannot carry tokens; counts stay behind auth
     if method == Method::GET && path == "/healthz" {
         let mut body = json!({ "ok": true });
-        if authorized(&hub, &parts.headers, &query) {
+        if authorized(&limits, &parts.headers, &query) {
             if let (Some(b), Value::Object(counts)) = (body.as_object_mut(), hub.counts()) {
                 b.extend(counts);
             }
@@ -129,7 +159,7 @@ pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
             .into_response();
     }
     // the refusal carries CORS so a browser consumer can read why it was refused
-    if !authorized(&hub, &parts.headers, &query) {
+    if !authorized(&limits, &parts.headers, &query) {
         return (StatusCode::UNAUTHORIZED, [ALLOW_ORIGIN]).into_response();
     }
 
@@ -142,7 +172,7 @@ pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
             response
         }
         (Method::GET, binding::EVENTS_PATH | binding::WELL_KNOWN_PATH) => {
-            let doc = proto::discovery(&hub.config);
+            let doc = proto::discovery(limits.replay_depth);
             let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
             (
                 StatusCode::OK,
@@ -154,9 +184,11 @@ pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
             )
                 .into_response()
         }
-        (Method::POST, binding::EVENTS_PATH) => post_events(hub, &parts.headers, body).await,
-        (method, path) if crate::console::is_api(path) => {
-            crate::console::api(hub, method, path, &query, &parts.headers, body).await
+        (Method::POST, binding::EVENTS_PATH) => {
+            post_events(hub, &limits, &parts.headers, body).await
+        }
+        (method, path) if console::is_api(path) => {
+            console::api(hub, &console, method, path, &query, &parts.headers, body).await
         }
         (Method::GET, binding::STREAM_PATH) => {
             // dropped whole if its reader is disconnected and takes nothing more
@@ -165,7 +197,7 @@ pub(crate) async fn handle(hub: Arc<Hub>, request: Request) -> Response {
                 .get::<ConnectionShed>()
                 .cloned()
                 .unwrap_or_default();
-            stream(hub, &parts.headers, &query, shed)
+            stream(hub, &limits, &parts.headers, &query, shed)
         }
         _ => StatusCode::NOT_FOUND.into_response(),
     }
@@ -188,7 +220,7 @@ fn drain_rest(mut stream: axum::body::BodyDataStream, limit: usize) {
     });
 }
 
-async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response {
+async fn post_events(hub: Arc<Hub>, limits: &Limits, headers: &HeaderMap, body: Body) -> Response {
     let version = headers.get(binding::VERSION_HEADER);
     if !version.is_some_and(|v| binding::is_supported_version(v.as_bytes())) {
         return json_response(
@@ -213,7 +245,7 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
 
     // answered before the upload is cut: a reset with no status line tells the emitter
     // nothing (AEP-0003 §3.2.3 lists 413)
-    let max = hub.config.max_body;
+    let max = limits.max_body;
     let too_large = || {
         let mut r = json_response(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -253,7 +285,7 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
             lines += segment.len();
             let run = std::mem::take(&mut segment);
             // past the limit the batch is refused anyway: counted, not parsed
-            if lines <= hub.config.max_batch {
+            if lines <= limits.max_batch {
                 let hub = hub.clone();
                 segments.push(tokio::task::spawn_blocking(move || {
                     parse_segment(&hub, first, &run)
@@ -263,11 +295,11 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
     }
     split.finish(&mut segment);
     let total = lines + segment.len();
-    if total > hub.config.max_batch {
+    if total > limits.max_batch {
         // work is per event, not per byte: refused whole, nothing ingested
         return json_response(
             StatusCode::PAYLOAD_TOO_LARGE,
-            &json!({ "error": "too-many-events", "max": hub.config.max_batch, "count": total }),
+            &json!({ "error": "too-many-events", "max": limits.max_batch, "count": total }),
         );
     }
     let last = parse_segment(&hub, lines, &segment);
@@ -329,14 +361,14 @@ async fn post_events(hub: Arc<Hub>, headers: &HeaderMap, body: Body) -> Response
 /// The answer to a batch the store did not keep: nothing of it is stored, so never a
 /// `2xx` (AEP-0003 §3.2.3); a `5xx` the emitter retries (§3.2.4), a `413` it does not.
 fn unstored_response(unstored: &Unstored) -> Response {
-    let (status, error) = match unstored.kind {
+    let (status, error) = match unstored.kind() {
         UnstoredKind::Full => (StatusCode::INSUFFICIENT_STORAGE, "insufficient-storage"),
         UnstoredKind::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "storage-unavailable"),
         UnstoredKind::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "payload-too-large"),
     };
     let detail = unstored.detail();
     let mut response = json_response(status, &json!({ "error": error, "detail": detail }));
-    if unstored.kind == UnstoredKind::Unavailable {
+    if unstored.kind() == UnstoredKind::Unavailable {
         response
             .headers_mut()
             .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
@@ -476,7 +508,7 @@ fn refuse(message: impl Into<String>) -> Response {
 
 /// Parses the subscription parameters of an SSE request (AEP-0003 §3.3.1).
 fn stream_request(
-    hub: &Hub,
+    limits: &Limits,
     headers: &HeaderMap,
     query: &HashMap<String, String>,
 ) -> Result<(Filter, Option<Capture>, ReplayAsk, bool), String> {
@@ -501,7 +533,7 @@ fn stream_request(
         ..ReplayAsk::default()
     };
     if let Some(text) = query.get("from").filter(|f| !f.is_empty()) {
-        match FromParam::parse(text, hub.config.max_from()) {
+        match FromParam::parse(text, limits.max_from) {
             Ok(FromParam::All) => ask.all = true,
             Ok(FromParam::Sessions(sessions)) => ask.positions = sessions,
             // the reference relay's answers, word for word
@@ -540,11 +572,12 @@ const CHUNK: usize = 64 * 1024;
 
 fn stream(
     hub: Arc<Hub>,
+    limits: &Limits,
     headers: &HeaderMap,
     query: &HashMap<String, String>,
     shed: ConnectionShed,
 ) -> Response {
-    let (filter, capture, ask, live) = match stream_request(&hub, headers, query) {
+    let (filter, capture, ask, live) = match stream_request(limits, headers, query) {
         Ok(parsed) => parsed,
         Err(why) => return refuse(why),
     };
@@ -563,7 +596,7 @@ fn stream(
         hub: hub.clone(),
         id: live.then_some(id),
     };
-    let drain = Drain::new(rx, outbox, Binding::Sse, hub.config.heartbeat);
+    let drain = Drain::new(rx, outbox, limits.heartbeat);
     let body = futures::stream::unfold(
         (drain, guard, false),
         |(mut drain, guard, over)| async move {
@@ -640,21 +673,24 @@ mod tests {
     async fn each_kind_of_unstored_has_its_status_and_advice() {
         let cases = [
             (
-                Unstored::full(std::io::Error::from(std::io::ErrorKind::StorageFull)),
+                Unstored::new(std::io::Error::from(std::io::ErrorKind::StorageFull)),
                 507,
                 "insufficient-storage",
                 "send it again",
                 false,
             ),
             (
-                Unstored::unavailable("NATS is unreachable".into()),
+                Unstored::new(std::io::Error::other("NATS is unreachable")),
                 503,
                 "storage-unavailable",
                 "send it again shortly",
                 true,
             ),
             (
-                Unstored::too_large("larger than max_payload".into()),
+                Unstored::new(std::io::Error::new(
+                    std::io::ErrorKind::FileTooLarge,
+                    "larger than max_payload",
+                )),
                 413,
                 "payload-too-large",
                 "split or shrink",

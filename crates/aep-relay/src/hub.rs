@@ -9,12 +9,15 @@
 //! replay or live, never both, never neither. With a store several relays share, its
 //! feed takes the lock in place of ingest for the events it delivers, and is parked
 //! while no live subscription reads it (see `storage`).
+//!
+//! Commands are routed once the lock is free, each through [`Claimants::route`], the
+//! path a command another relay of a cluster forwards here takes too.
 
-use std::future::Future;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
 
+use aep_core::frame::RosterEntry;
 use aep_core::resume::{ReplayStart, ResumeFrom};
 use aep_core::Capture;
 use bytes::Bytes;
@@ -22,18 +25,17 @@ use futures::StreamExt;
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::admission::{self, Rules};
-use crate::config::RelayConfig;
+use crate::admission;
+use crate::delivery::Reader;
+use crate::directory::{Claimants, Directory, Routed};
+use crate::encoded::Binding;
 use crate::fanout::{self, Sub, Subscribers};
-use crate::journal::{self, Disk, Fs, Journal};
 use crate::line::Incoming;
-use crate::memory::Memory;
-use crate::outbox::{self, Binding, Bounds, End, Outbox, ReplayJob};
-use crate::proto::Filter;
-use crate::routing::{self, Alone, Connections, Directory, Party, Refusal, RosterTooLarge};
+use crate::outbox::{self, Bounds, End, Outbox, ReplayJob};
+use crate::proto::{Disposition, Filter};
+use crate::routing::{self, Connections, Party, Roster, RosterTooLarge};
 use crate::storage::{
-    Admitted, Admitting, Backend, Feed, FeedGate, Gate, Limits, ReplayFrom, Stamp, Storage,
-    Unstored,
+    Admitted, Admitting, Backend, Feed, FeedGate, Gate, ReplayFrom, Stamp, Storage, Unstored,
 };
 
 #[derive(Debug)]
@@ -111,16 +113,24 @@ impl SubscribeRequest {
     }
 }
 
+/// What the hub is given of the configuration.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Settings {
+    /// The backpressure bounds of every reader's queue (AEP-0003 §8.4).
+    pub(crate) bounds: Bounds,
+    /// Whether commands are routed at all: control needs an authenticated binding, so
+    /// a relay without a token refuses them (AEP-0004 §4.1).
+    pub(crate) control: bool,
+}
+
 /// The relay's shared state.
 #[derive(Debug)]
 pub(crate) struct Hub {
-    pub(crate) config: RelayConfig,
+    settings: Settings,
     state: Mutex<State>,
     storage: Box<dyn Storage>,
     /// Where the other relays' claims are (a cluster's control plane), or nowhere.
     directory: Arc<dyn Directory>,
-    /// A shared store's feed, until the server starts fanning it out.
-    feed: Untaken,
     /// Parks and opens the feed (`storage::FeedGate`), when the store gives one.
     gate: Option<FeedGate>,
     started: Instant,
@@ -132,107 +142,45 @@ pub(crate) struct Hub {
     /// Cancelled once the drain timeout of a shutdown has passed: every connection still
     /// open then is dropped.
     stopped: CancellationToken,
-    /// The web console (`/console`), when the configuration turns it on.
-    pub(crate) console: crate::console::Console,
-}
-
-/// A feed not taken yet.
-struct Untaken(Mutex<Option<Feed>>);
-
-impl std::fmt::Debug for Untaken {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Feed")
-    }
-}
-
-/// The store the configuration asks for: the cluster's stream with `--nats`, the
-/// journal with a data directory (writing through `disk`), the in-memory buffers
-/// without either.
-fn open_backend(config: &RelayConfig, disk: Box<dyn Disk>) -> std::io::Result<Backend> {
-    let limits = Limits {
-        events: config.buffer,
-        session_bytes: config.max_session_bytes,
-        sessions: config.max_sessions,
-        bytes: config.max_store_bytes,
-    };
-    if let Some(cluster) = &config.nats {
-        return crate::nats::open(config, cluster);
-    }
-    Ok(match &config.data_dir {
-        Some(dir) => {
-            let options = journal::Options {
-                fsync: config.fsync,
-                interval: config.fsync_interval,
-                limits,
-            };
-            Backend::local(Journal::open(dir, options, disk)?)
-        }
-        None => Backend::local(Memory::new(limits)),
-    })
-}
-
-/// Where the other relays' claims are: a cluster's control plane with `--nats`, nowhere
-/// for a relay on its own.
-fn open_directory(config: &RelayConfig) -> std::io::Result<Arc<dyn Directory>> {
-    #[cfg(feature = "nats")]
-    if let Some(cluster) = &config.nats {
-        return crate::nats::control::open(config, cluster);
-    }
-    #[cfg(not(feature = "nats"))]
-    let _ = config;
-    Ok(Arc::new(Alone))
 }
 
 impl Hub {
-    /// The shared state; with a data directory, the buffers it holds are restored.
-    pub(crate) fn new(config: RelayConfig) -> std::io::Result<Hub> {
-        Hub::with_disk(config, Box::new(Fs::default()))
-    }
-
-    /// [`Hub::new`] with the journal writing through `disk`.
-    pub(crate) fn with_disk(config: RelayConfig, disk: Box<dyn Disk>) -> std::io::Result<Hub> {
-        let backend = open_backend(&config, disk)?;
-        let directory = open_directory(&config)?;
-        Ok(Hub::with_directory(config, backend, directory))
-    }
-
-    /// The shared state over `backend`, a relay on its own (the tests' shared stores).
-    #[cfg(test)]
-    pub(crate) fn with_backend(config: RelayConfig, backend: Backend) -> Hub {
-        Hub::with_directory(config, backend, Arc::new(Alone))
-    }
-
     /// The shared state over `backend`, the other relays' claims where `directory`
     /// says (a relay of a cluster: commands routed and the roster answered
-    /// cluster-wide).
-    pub(crate) fn with_directory(
-        config: RelayConfig,
+    /// cluster-wide), with the backend's feed, if it has one, for the server to fan out
+    /// ([`Hub::fan_out_feed`]).
+    pub(crate) fn new(
+        settings: Settings,
         backend: Backend,
         directory: Arc<dyn Directory>,
-    ) -> Hub {
+    ) -> (Hub, Option<Feed>) {
         let subs = Subscribers::default();
-        let fed = backend.feed.is_some().then(|| backend.storage.stamp());
-        Hub {
-            console: crate::console::Console::new(&config),
-            config,
+        let Backend {
+            storage,
+            feed,
+            gate,
+        } = backend;
+        let fed = feed.is_some().then(|| storage.stamp());
+        let hub = Hub {
+            settings,
             parsing: subs.parsing(),
             state: Mutex::new(State {
                 subs,
                 conns: Connections::new(directory.clone()),
                 fed,
                 // a feed with a gate starts parked: the first live subscription opens it
-                parked: backend.gate.is_some(),
+                parked: gate.is_some(),
                 generation: 0,
             }),
-            storage: backend.storage,
+            storage,
             directory,
-            feed: Untaken(Mutex::new(backend.feed)),
-            gate: backend.gate,
+            gate,
             started: Instant::now(),
             next_id: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             stopped: CancellationToken::new(),
-        }
+        };
+        (hub, feed)
     }
 
     /// Waits until the store has written everything admitted so far (a shutdown's last
@@ -259,12 +207,7 @@ impl Hub {
         Arc<Outbox>,
         tokio::sync::mpsc::UnboundedReceiver<outbox::Item>,
     ) {
-        let bounds = Bounds {
-            soft: self.config.soft_backpressure,
-            hard: self.config.hard_backpressure,
-            grace: self.config.lag_grace,
-        };
-        Outbox::new(bounds, shed)
+        Outbox::new(self.settings.bounds, shed)
     }
 
     /// Whether a live subscription needs parsed events now; ingest keeps them only then.
@@ -284,8 +227,9 @@ impl Hub {
     // ---- ingest -----------------------------------------------------------------------
 
     /// Accepts a batch already checked whole: admission and the store's admission under
-    /// the lock, then fan-out in order, each subscriber getting its events in runs; then
-    /// the store's answer.
+    /// the lock; then, the lock free, its commands routed in order, fan-out in order
+    /// (each subscriber getting its events in runs), the commands for other relays
+    /// forwarded; then the store's answer.
     ///
     /// `Err` when the store could not keep the batch (a full disk): nothing of it is
     /// held then, so the emitter is not told it was stored, and its retry is admitted
@@ -299,19 +243,43 @@ impl Hub {
     where
         I: IntoIterator<Item = &'a Incoming<'t>> + Clone,
     {
-        let (subs, fan_out, forwards, admitting) = {
+        let (subs, mut fan_out, commands, admitting) = {
             let mut st = self.lock();
-            let rules = Rules {
-                authenticated: self.config.token.is_some(),
-                fed: st.fed.is_some(),
-            };
-            let plan = admission::plan(&mut st.conns, batch.clone(), from_conn, rules);
+            let fed = st.fed.is_some();
+            let plan = admission::plan(&mut st.conns, batch.clone(), from_conn, fed);
             let admitting = match plan.stored.as_slice() {
                 [] => Admitting::Done(Default::default()),
                 stored => self.storage.admit(stored),
             };
-            (st.subs.list(), plan.fan_out, plan.forwards, admitting)
+            (st.subs.list(), plan.fan_out, plan.commands, admitting)
         };
+        // commands, in order, once the lock is free; a refused one is not fanned out
+        let mut forwards = Vec::new();
+        if commands {
+            for (incoming, go) in batch.clone().into_iter().zip(fan_out.iter_mut()) {
+                if incoming.disposition != Disposition::Command {
+                    continue;
+                }
+                let refused = match self.route(incoming, from_conn, false) {
+                    Routed::Refused(refusal) => {
+                        *go = false;
+                        refusal
+                    }
+                    Routed::Here(Err(refusal)) => refusal,
+                    Routed::Here(Ok(())) => continue,
+                    Routed::There(forward) => {
+                        forwards.push(forward);
+                        continue;
+                    }
+                };
+                tracing::debug!(
+                    code = refused.code.as_str(),
+                    session = incoming.session(),
+                    detail = refused.detail,
+                    "command refused"
+                );
+            }
+        }
         if !subs.is_empty() {
             let events = batch
                 .into_iter()
@@ -326,58 +294,12 @@ impl Hub {
         admitting.stored().await.map(drop)
     }
 
-    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
-    /// Routes a command another relay of the cluster forwarded here (AEP-0004 §4): its
-    /// target is one of this relay's connections, or it is refused.
-    pub(crate) fn route_forwarded(&self, command: &str) -> Result<(), Refusal> {
-        let mut reading = None;
-        let incoming = crate::line::read_event(command, &mut reading).map_err(|e| {
-            let (crate::line::LineError::Json(why) | crate::line::LineError::Invalid(why)) = e;
-            Refusal {
-                code: aep_core::frame::ErrorCode::from("invalid-event"),
-                detail: format!("a forwarded command that is not an AEP envelope: {why}"),
-            }
-        })?;
-        self.lock().conns.route_forwarded(&incoming)
-    }
-
-    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
-    /// The roster entries of this relay's own live claims (AEP-0003 §4.1 rule 3).
-    pub(crate) fn own_entries(&self) -> Vec<aep_core::frame::RosterEntry> {
-        let claims = self.lock().conns.claims();
-        routing::entries_of(&claims).collect()
-    }
-
-    /// Tells the other relays of a cluster that this one holds no claim any more (a
-    /// shutdown's step, once its connections are closed).
-    pub(crate) async fn leave(&self) {
-        self.directory.leave().await;
-    }
-
-    /// What the directory runs while the relay serves (a cluster's control plane: its
-    /// claims told to the others, theirs learnt, commands forwarded here routed); `None`
-    /// for a relay on its own.
-    pub(crate) fn control(self: &Arc<Hub>) -> Option<futures::future::BoxFuture<'static, ()>> {
-        self.directory.clone().serve(Arc::downgrade(self))
-    }
-
-    /// Fans out what a shared store's feed yields, until it ends; `None` when the store
-    /// has no feed (or it is fanned out already). The server runs it while it serves.
-    pub(crate) fn feed(
-        self: &Arc<Hub>,
-    ) -> Option<impl Future<Output = ()> + Send + 'static + use<>> {
-        let mut feed = self
-            .feed
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take()?;
-        let hub = self.clone();
-        Some(async move {
-            while let Some(admitted) = feed.next().await {
-                hub.fan_out_fed(admitted).await;
-            }
-        })
+    /// Fans out what a shared store's feed yields, until it ends (the server runs it
+    /// while it serves).
+    pub(crate) async fn fan_out_feed(&self, mut feed: Feed) {
+        while let Some(admitted) = feed.next().await {
+            self.fan_out_fed(admitted).await;
+        }
     }
 
     async fn fan_out_fed(&self, admitted: Admitted) {
@@ -394,10 +316,7 @@ impl Hub {
                 if let Some(gate) = &self.gate {
                     // nobody reads live: the stream need not deliver every event here
                     st.parked = true;
-                    gate.send_replace(Gate {
-                        after: None,
-                        generation: st.generation,
-                    });
+                    gate.send_replace(Gate::parked(st.generation));
                 }
             }
             st.subs.list()
@@ -425,7 +344,11 @@ impl Hub {
             first,
         } = request;
         let replay = replay.into_replay(&filter);
-        let filter = Arc::new(filter);
+        let reader = Arc::new(Reader {
+            filter,
+            capture,
+            binding,
+        });
         let id = self.id();
         let mut st = self.lock();
         if let Some(bytes) = first {
@@ -447,8 +370,7 @@ impl Hub {
             };
             outbox.push_replay(ReplayJob {
                 replay: self.storage.replay(from, upto),
-                filter: filter.clone(),
-                capture,
+                reader: reader.clone(),
                 sub,
             });
         }
@@ -463,9 +385,7 @@ impl Hub {
             st.subs.add(Sub {
                 id,
                 conn: conn_id,
-                filter,
-                capture,
-                binding,
+                reader,
                 outbox: outbox.clone(),
             });
         }
@@ -531,9 +451,20 @@ impl Hub {
     /// a snapshot of the claims (in a cluster, the other relays' too) and never past
     /// `limit` bytes.
     pub(crate) fn roster_reply(&self, id: &str, limit: usize) -> Result<String, RosterTooLarge> {
-        let claims = self.lock().conns.claims();
-        let elsewhere = self.directory.entries();
-        routing::roster_reply(id, &claims, &elsewhere, limit)
+        let mut roster = Roster::new(id, limit);
+        let mut room = true;
+        self.claims(&mut |entry| {
+            room = roster.push(entry);
+            room
+        });
+        if room {
+            let elsewhere = self.directory.entries();
+            let _ = elsewhere
+                .iter()
+                .flat_map(|relay| relay.iter())
+                .all(|entry| roster.push(entry.clone()));
+        }
+        roster.reply()
     }
 
     // ---- introspection ------------------------------------------------------------------
@@ -568,7 +499,7 @@ impl Hub {
                 "subscribers": st.subs.len(),
                 "connections": st.conns.len(),
                 "uptime_s": self.uptime(),
-                "control": self.config.token.is_some(),
+                "control": self.settings.control,
                 "buffered_bytes": held,
                 "dropped": dropped,
             },
@@ -583,6 +514,27 @@ impl Hub {
         let st = self.lock();
         st.subs.end_streams(End::Shutdown);
         st.conns.end_all(End::Shutdown);
+    }
+}
+
+impl Claimants for Hub {
+    fn claims(&self, take: &mut dyn FnMut(RosterEntry) -> bool) {
+        // a snapshot under the lock; the entries (the declarations copied) built outside
+        let claims = self.lock().conns.claims();
+        for entry in routing::entries_of(&claims) {
+            if !take(entry) {
+                return;
+            }
+        }
+    }
+
+    fn route(&self, command: &Incoming<'_>, sender: Option<u64>, forwarded: bool) -> Routed {
+        let authenticated = self.settings.control || forwarded;
+        let decision = self
+            .lock()
+            .conns
+            .decide(command, sender, authenticated, !forwarded);
+        decision.carry_out(command)
     }
 }
 

@@ -109,7 +109,7 @@ impl Storage for Journal {
             for event in &withdraw {
                 store.withdraw(event);
             }
-            Err(Unstored::full(failed))
+            Err(Unstored::new(failed))
         }))
     }
 

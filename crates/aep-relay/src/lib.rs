@@ -98,6 +98,8 @@ mod admission;
 pub mod cli;
 pub mod config;
 mod console;
+mod delivery;
+mod directory;
 mod encoded;
 mod fanout;
 mod http;
@@ -114,6 +116,5 @@ mod storage;
 mod subscriptions;
 mod ws;
 
-pub use config::{ConfigError, Fsync, RelayConfig, Token};
-pub use nats::NatsCluster;
+pub use config::{ConfigError, Fsync, NatsCluster, RelayConfig, Token};
 pub use server::{run, Relay, RelayBuilder, RelayHandle, Server};

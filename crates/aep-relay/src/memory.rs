@@ -483,10 +483,11 @@ impl MemoryReplay {
 }
 
 impl Stream for MemoryReplay {
-    type Item = Replayed;
+    // never an error: what is held in memory is always read
+    type Item = std::io::Result<Replayed>;
 
-    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Replayed>> {
-        Poll::Ready(self.next_item())
+    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Poll::Ready(self.next_item().map(Ok))
     }
 }
 
@@ -525,13 +526,15 @@ pub(crate) mod tests {
     }
 
     /// The items of a replay, each event on its own.
-    pub(crate) fn flatten(replayed: Vec<Replayed>) -> Vec<Item> {
+    pub(crate) fn flatten(replayed: Vec<std::io::Result<Replayed>>) -> Vec<Item> {
         replayed
             .into_iter()
             .flat_map(|item| match item {
-                Replayed::Gap { session, earliest } => vec![Item::Gap { session, earliest }],
-                Replayed::Events { events, .. } => events.into_iter().map(Item::Event).collect(),
-                Replayed::Failed => panic!("a store in memory never fails a replay"),
+                Ok(Replayed::Gap { session, earliest }) => vec![Item::Gap { session, earliest }],
+                Ok(Replayed::Events { events, .. }) => {
+                    events.into_iter().map(Item::Event).collect()
+                }
+                Err(e) => panic!("a store in memory never fails a replay: {e}"),
             })
             .collect()
     }
@@ -718,7 +721,10 @@ pub(crate) mod tests {
         let mut replay = memory.replay(from, memory.stamp());
         let mut all = memory.replay(ReplayFrom::All, memory.stamp());
         let first = futures::executor::block_on(replay.next());
-        assert!(matches!(first, Some(Replayed::Events { .. })), "{first:?}");
+        assert!(
+            matches!(first, Some(Ok(Replayed::Events { .. }))),
+            "{first:?}"
+        );
         let _ = futures::executor::block_on(all.next());
         // the first run is read; 280 more events push most of the rest out
         for i in 300..580 {
@@ -760,7 +766,10 @@ pub(crate) mod tests {
         let named = |start| ReplayFrom::Sessions(vec![ResumeFrom::new("s", start)]);
         let mut begun = memory.replay(named(after(0, 0)), memory.stamp());
         let first = futures::executor::block_on(begun.next());
-        assert!(matches!(first, Some(Replayed::Events { .. })), "{first:?}");
+        assert!(
+            matches!(first, Some(Ok(Replayed::Events { .. }))),
+            "{first:?}"
+        );
         let unread = memory.replay(named(after(0, 0)), memory.stamp());
         let nothing_left = memory.replay(named(after(0, 299)), memory.stamp());
         let mut all = memory.replay(ReplayFrom::All, memory.stamp());

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aep_core::{Capture, Event, Severity};
+use aep_core::Severity;
 use bytes::Bytes;
 use futures::{FutureExt, StreamExt};
 use smallvec::SmallVec;
@@ -29,16 +29,10 @@ use tokio::sync::{mpsc, Notify};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use crate::encoded::{encode, Encoded};
-use crate::proto::{self, Filter};
+use crate::delivery::{Delivering, Reader};
+use crate::encoded::Encoded;
+use crate::proto;
 use crate::storage::{Replay, Replayed};
-
-/// Which binding a queue writes to: SSE messages or WebSocket text frames.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Binding {
-    Sse,
-    Ws,
-}
 
 /// How a queue ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,8 +47,8 @@ pub(crate) enum End {
     Close(u16, &'static str),
     /// The peer is gone: stop without a word.
     Quiet,
-    /// The replay store could not be read ([`Replayed::Failed`]): the stream ends so
-    /// that the reader resumes from its positions (SSE: `: replay-failed`; WS: close
+    /// The replay store could not be read (an error ending its [`Replay`]): the stream
+    /// ends so that the reader resumes from its positions (SSE: `: replay-failed`; WS: close
     /// 1011).
     ReplayFailed,
 }
@@ -63,8 +57,8 @@ pub(crate) enum End {
 /// and precedes every live event queued after it.
 pub(crate) struct ReplayJob {
     pub(crate) replay: Replay,
-    pub(crate) filter: Arc<Filter>,
-    pub(crate) capture: Option<Capture>,
+    /// Whom it is for: each replayed event framed for it (`delivery`).
+    pub(crate) reader: Arc<Reader>,
     /// The WebSocket subscription id the markers echo; `None` on SSE.
     pub(crate) sub: Option<String>,
 }
@@ -72,8 +66,7 @@ pub(crate) struct ReplayJob {
 impl std::fmt::Debug for ReplayJob {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ReplayJob")
-            .field("filter", &self.filter)
-            .field("capture", &self.capture)
+            .field("reader", &self.reader)
             .field("sub", &self.sub)
             .finish_non_exhaustive()
     }
@@ -466,36 +459,11 @@ impl Drop for Pacing<'_> {
     }
 }
 
-/// Renders one event for a binding under an optional capture ceiling.
-pub(crate) fn render(
-    encoded: &Encoded,
-    event: &Event,
-    capture: Option<Capture>,
-    binding: Binding,
-) -> Bytes {
-    match capture.and_then(|c| proto::downlevel(event, c)) {
-        Some(lowered) => {
-            let again = encode(&lowered, lowered.to_json().as_bytes());
-            pick(&again, binding)
-        }
-        None => pick(encoded, binding),
-    }
-}
-
-/// The held frame of an event for a binding.
-pub(crate) fn pick(encoded: &Encoded, binding: Binding) -> Bytes {
-    match binding {
-        Binding::Sse => encoded.sse(),
-        Binding::Ws => encoded.json(),
-    }
-}
-
 /// The reading end of an [`Outbox`], driven by the connection's writer.
 #[derive(Debug)]
 pub(crate) struct Drain {
     rx: mpsc::UnboundedReceiver<Item>,
     outbox: Arc<Outbox>,
-    binding: Binding,
     /// The rest of a run taken from the queue.
     run: std::vec::IntoIter<Bytes>,
     /// A replay being written: nothing queued after it goes out before it ends.
@@ -508,16 +476,16 @@ pub(crate) struct Drain {
 }
 
 impl Drain {
+    /// The writer's end of `outbox` (whose items `rx` receives), a heartbeat every
+    /// `heartbeat` while idle.
     pub(crate) fn new(
         rx: mpsc::UnboundedReceiver<Item>,
         outbox: Arc<Outbox>,
-        binding: Binding,
         heartbeat: Duration,
     ) -> Drain {
         Drain {
             rx,
             outbox,
-            binding,
             run: Vec::new().into_iter(),
             replay: None,
             replaying: None,
@@ -630,27 +598,32 @@ impl Drain {
 
     /// What to write of one item of the running replay: a gap's marker, or nothing
     /// yet for a run of events (taken up by [`Drain::next_replayed`]) or the end.
-    fn replayed(&mut self, item: Option<Replayed>) -> Option<Piece> {
+    fn replayed(&mut self, item: Option<std::io::Result<Replayed>>) -> Option<Piece> {
         let job = self.replay.as_ref()?;
         match item {
             None => {
                 self.replay = None;
                 None
             }
-            Some(Replayed::Gap { session, earliest }) => {
+            Some(Ok(Replayed::Gap { session, earliest })) => {
                 let marker = match &job.sub {
                     Some(sub) => proto::replay_exhausted_frame(sub, &session, earliest),
                     None => proto::replay_exhausted_comment(&session, earliest),
                 };
                 Some(Piece::Data(Bytes::from(marker)))
             }
-            Some(Replayed::Events { session, events }) => {
-                self.replaying = Some((session, events.into_iter()));
+            Some(Ok(Replayed::Events { session, events })) => {
+                // a filter of the session alone that does not take this one takes
+                // nothing of the run
+                if job.reader.filter.decide_session(Some(&session)) != Some(false) {
+                    self.replaying = Some((session, events.into_iter()));
+                }
                 None
             }
-            Some(Replayed::Failed) => {
+            Some(Err(e)) => {
                 // nothing queued after the replay may go out: live events past what it
                 // did not send would move the reader's positions over a hole
+                tracing::debug!(error = %e, "a replay failed: the reader's stream ends");
                 self.replay = None;
                 self.replaying = None;
                 self.done = true;
@@ -663,36 +636,9 @@ impl Drain {
     /// once the run is spent.
     fn next_replayed(&mut self) -> Option<Piece> {
         let (job, (session, events)) = (self.replay.as_ref()?, self.replaying.as_mut()?);
-        let binding = self.binding;
-        // the session decides the usual filters ({} or one session) for the whole run
-        let by_session = job.filter.decide_session(Some(session));
         for encoded in events.by_ref() {
-            match (job.capture, by_session) {
-                (None, Some(true)) => return Some(Piece::Data(pick(&encoded, binding))),
-                (_, Some(false)) => {
-                    // nothing of the run is taken
-                    self.replaying = None;
-                    return None;
-                }
-                _ => {}
-            }
-            let json = encoded.json();
-            if job.capture.is_none() {
-                // nothing to lower: the verdict is read off the stored bytes when the
-                // attributes the filter names are plain, else from the parsed event
-                let hit = job.filter.decide_json(&json).unwrap_or_else(|| {
-                    Event::from_slice(&json).is_ok_and(|e| job.filter.matches(&e))
-                });
-                if hit {
-                    return Some(Piece::Data(pick(&encoded, binding)));
-                }
-                continue;
-            }
-            let Ok(event) = Event::from_slice(&json) else {
-                continue;
-            };
-            if job.filter.matches(&event) {
-                return Some(Piece::Data(render(&encoded, &event, job.capture, binding)));
+            if let Some(bytes) = Delivering::stored(&encoded, session).frame_for(&job.reader) {
+                return Some(Piece::Data(bytes));
             }
         }
         self.replaying = None;
@@ -711,7 +657,7 @@ mod tests {
             grace: Duration::from_millis(20),
         };
         let (outbox, rx) = Outbox::new(bounds, CancellationToken::new());
-        let drain = Drain::new(rx, outbox.clone(), Binding::Sse, Duration::from_secs(60));
+        let drain = Drain::new(rx, outbox.clone(), Duration::from_secs(60));
         (outbox, drain)
     }
 
@@ -774,20 +720,23 @@ mod tests {
         let (outbox, mut drain) = outbox(1 << 20, 8 << 20);
         let session: Arc<str> = Arc::from("s");
         let replayed = vec![
-            Replayed::Events {
+            Ok(Replayed::Events {
                 session: session.clone(),
                 events: vec![crate::encoded::tests::framed("s", "e0", 0, 0)],
-            },
-            Replayed::Failed,
-            Replayed::Events {
+            }),
+            Err(std::io::Error::other("the store broke off")),
+            Ok(Replayed::Events {
                 session,
                 events: vec![crate::encoded::tests::framed("s", "e1", 0, 1)],
-            },
+            }),
         ];
         outbox.push_replay(ReplayJob {
             replay: futures::stream::iter(replayed).boxed(),
-            filter: Arc::new(Filter::default()),
-            capture: None,
+            reader: Arc::new(Reader {
+                filter: crate::proto::Filter::default(),
+                capture: None,
+                binding: crate::encoded::Binding::Sse,
+            }),
             sub: None,
         });
         let live = Bytes::from_static(b"data: live\n\n");

@@ -16,8 +16,6 @@ use aep_core::validate::{validate_envelope, validate_envelope_view, Issue, Rule}
 use aep_core::{Capture, EnvelopeView, Event};
 use serde_json::Value;
 
-use crate::config::RelayConfig;
-
 // ---- envelope ----------------------------------------------------------------------
 
 /// What the relay does with an accepted event.
@@ -114,11 +112,12 @@ pub(crate) fn lowers(held: Capture, ceiling: Option<Capture>) -> bool {
 /// The versions this relay speaks: core's.
 pub(crate) use aep_core::binding::VERSIONS;
 
-/// The capabilities this relay declares in `hello` and discovery (AEP-0003 §3.4, §4).
-pub(crate) fn capabilities(config: &RelayConfig) -> Capabilities {
+/// The capabilities this relay declares in `hello` and discovery (AEP-0003 §3.4, §4):
+/// `replay_depth` events replayed per session.
+pub(crate) fn capabilities(replay_depth: usize) -> Capabilities {
     let mut caps = Capabilities::default();
     caps.filters = Some(vec!["attr-match".to_owned()]);
-    caps.replay = Some(ReplayCapability::new(config.buffer as u64, true));
+    caps.replay = Some(ReplayCapability::new(replay_depth as u64, true));
     caps.capture = Some(Capture::ALL.to_vec());
     caps.control = Some(ControlCapability::accepting(Vec::<String>::new()));
     caps.roster = Some(serde_json::Map::new());
@@ -126,20 +125,22 @@ pub(crate) fn capabilities(config: &RelayConfig) -> Capabilities {
     caps
 }
 
-/// The discovery document (AEP-0003 §3.4).
-pub(crate) fn discovery(config: &RelayConfig) -> Discovery {
+/// The discovery document (AEP-0003 §3.4) of a relay replaying `replay_depth` events
+/// per session.
+pub(crate) fn discovery(replay_depth: usize) -> Discovery {
     let mut doc = Discovery::new(Endpoints::standard());
     doc.role = Some(Role::Collector);
-    doc.capabilities = Some(capabilities(config));
+    doc.capabilities = Some(capabilities(replay_depth));
     doc
 }
 
-/// The relay's `hello` reply: exactly one selected version (AEP-0003 §4 rule 1).
-pub(crate) fn hello_reply(config: &RelayConfig, version: &str) -> String {
+/// The relay's `hello` reply: exactly one selected version (AEP-0003 §4 rule 1), and
+/// the capabilities of a relay replaying `replay_depth` events per session.
+pub(crate) fn hello_reply(replay_depth: usize, version: &str) -> String {
     let hello = Hello::new(Role::Both)
         .with_versions([version])
         .with_identity(Identity::new("aep-relay"))
-        .with_capabilities(capabilities(config));
+        .with_capabilities(capabilities(replay_depth));
     Frame::Hello(Box::new(hello)).to_json()
 }
 
@@ -189,4 +190,23 @@ pub(crate) fn closing_frame(reason: &str) -> String {
 /// A `ping` frame carrying `t`.
 pub(crate) fn ping_frame(t: u64) -> String {
     Frame::ping(t).to_json()
+}
+
+/// The length of `value` as compact JSON, counted without writing it anywhere: what a
+/// frame will cost (a `roster` reply, a cluster's claims message) before it is built.
+pub(crate) fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // counting cannot fail, and the protocol types always serialize
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }

@@ -5,28 +5,24 @@
 //!
 //! Every protocol fact is read through `aep-core`: the declared role (`Role`), whether
 //! a target accepts a command (`Acceptance`), a roster entry (`RosterEntry::claimed`).
-//! The hub holds [`Connections`] under its lock.
+//! The hub holds [`Connections`] under its lock: a command's target is decided there
+//! ([`Connections::decide`]) and the decision carried out once the lock is free
+//! ([`Decision::carry_out`]).
 //!
-//! Where the claims of *other* relays are is behind one trait, [`Directory`]: a single
-//! relay has none ([`Alone`], today's path: a command's target and the roster are this
-//! relay's connections and nothing else), a relay of a cluster asks its control plane
-//! (`nats::control`, feature `nats`), which counts the claims the other relays hold and
-//! forwards a command to the one relay that holds its target's.
+//! Where the claims of *other* relays are is the `directory`'s: a single relay counts
+//! none there, a relay of a cluster its control plane's copy of the others'.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fmt;
-use std::io;
-use std::sync::{Arc, Weak};
-
-use futures::future::BoxFuture;
+use std::sync::Arc;
 
 use aep_core::frame::{Acceptance, ErrorCode, Frame, Hello, Role, RosterEntry, RosterReply};
-use bytes::Bytes;
 use serde_json::{json, Value};
 
+use crate::directory::{no_route, Alone, Directory, Elsewhere, Forward, Refusal, RelayId, Routed};
+use crate::encoded::Binding;
 use crate::line::Incoming;
 use crate::outbox::{End, Outbox};
-use crate::proto::{self, Disposition};
+use crate::proto::{json_len, Disposition};
 
 /// What a WebSocket peer declared in its `hello` (AEP-0003 §4), read once.
 #[derive(Debug)]
@@ -68,144 +64,62 @@ struct Conn {
     subs: HashMap<String, u64>,
 }
 
-/// The name of a relay within its cluster.
-pub(crate) type RelayId = Arc<str>;
-
-/// The live claims of a session on the other relays of a cluster.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Elsewhere {
-    /// How many (connection, session) claims.
-    pub(crate) claims: usize,
-    /// The relay holding one of them (the first found), when there is any.
-    pub(crate) relay: Option<RelayId>,
-}
-
-/// Why a relay refused a command on its target's behalf (AEP-0004 §4.2): the code and
-/// detail of the `error` frame the sender gets.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Refusal {
-    pub(crate) code: ErrorCode,
-    pub(crate) detail: String,
-}
-
-/// Where the claims of the other relays of a cluster are (AEP-0004 §4, AEP-0003 §4.1):
-/// the one seam between routing and a cluster's control plane. This relay's own claims
-/// are [`Connections`]'; a directory knows the rest.
-pub(crate) trait Directory: Send + Sync + fmt::Debug {
-    /// The live claims of `session` the other relays hold.
-    fn elsewhere(&self, session: &str) -> Elsewhere;
-
-    /// This relay's claims changed (a session claimed, a claimant gone): the others are
-    /// to learn it. Called under the hub's lock: it must not wait.
-    fn changed(&self);
-
-    /// The roster entries of the other relays' live claims, relay by relay.
-    fn entries(&self) -> Vec<Arc<[RosterEntry]>>;
-
-    /// Sends `command` (its bytes as received, AEP-0004 §4.4) to `relay`, which holds
-    /// the one claim of `session`: `Ok` once that relay handed it to its target, or why
-    /// it did not.
-    fn forward(
-        &self,
-        relay: RelayId,
-        session: String,
-        command: Bytes,
-    ) -> BoxFuture<'static, Result<(), Refusal>>;
-
-    /// The relay stops: the others are told it holds no claim any more, so that they
-    /// stop counting its claims at once rather than when its silence says so.
-    fn leave(&self) -> BoxFuture<'static, ()>;
-
-    /// What the directory runs while the relay of `hub` serves (none for a single relay).
-    fn serve(self: Arc<Self>, hub: Weak<crate::hub::Hub>) -> Option<BoxFuture<'static, ()>>;
-}
-
-/// A relay on its own: no other relay holds a claim (today's single-relay path).
-#[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Alone;
-
-impl Directory for Alone {
-    fn elsewhere(&self, _session: &str) -> Elsewhere {
-        Elsewhere::default()
-    }
-
-    fn changed(&self) {}
-
-    fn entries(&self) -> Vec<Arc<[RosterEntry]>> {
-        Vec::new()
-    }
-
-    fn forward(
-        &self,
-        _relay: RelayId,
-        session: String,
-        _command: Bytes,
-    ) -> BoxFuture<'static, Result<(), Refusal>> {
-        // never asked: a relay alone never routes elsewhere
-        Box::pin(std::future::ready(Err(no_route(&session))))
-    }
-
-    fn leave(&self) -> BoxFuture<'static, ()> {
-        Box::pin(std::future::ready(()))
-    }
-
-    fn serve(self: Arc<Self>, _hub: Weak<crate::hub::Hub>) -> Option<BoxFuture<'static, ()>> {
-        None
-    }
-}
-
-/// The `no-route` refusal of a command for `session` (AEP-0004 §4.2).
-pub(crate) fn no_route(session: &str) -> Refusal {
-    Refusal {
-        code: ErrorCode::NoRoute,
-        detail: format!("no connected emitter owns session {session}"),
-    }
-}
-
-/// A command routed to another relay of the cluster, sent once the hub's lock is
-/// released; a refusal from there answers the sender as one made here would.
+/// What routing decided for one command under the hub's lock, carried out by
+/// [`Decision::carry_out`] once the lock is free: nothing is queued toward a reader
+/// under the lock.
 #[derive(Debug)]
-pub(crate) struct Forward {
-    pub(crate) relay: RelayId,
-    pub(crate) session: String,
-    pub(crate) command_id: String,
-    pub(crate) command: Bytes,
-    /// The sender's queue, for a refusal.
-    pub(crate) sender: Option<Arc<Outbox>>,
+pub(crate) struct Decision {
+    verdict: Verdict,
+    /// The sender's queue (a WebSocket connection of this relay), told of a refusal.
+    sender: Option<Arc<Outbox>>,
 }
 
-impl Forward {
-    /// Sends the command through `directory`; a refusal goes to the sender.
-    pub(crate) async fn send(self, directory: &dyn Directory) {
-        let sent = directory
-            .forward(self.relay, self.session.clone(), self.command)
-            .await;
-        if let (Err(refusal), Some(sender)) = (sent, self.sender) {
-            tracing::debug!(
-                code = refusal.code.as_str(),
-                session = self.session,
-                "command refused by the relay of its target"
-            );
-            let frame = proto::error_frame(
-                refusal.code,
-                None,
-                Some(&self.command_id),
-                Some(&refusal.detail),
-            );
-            sender.push_frame(Bytes::from(frame));
+#[derive(Debug)]
+enum Verdict {
+    /// Refused toward the sender: not fanned out.
+    Refused(Refusal),
+    /// Its one target here, or refused on that target's behalf (its declaration does
+    /// not accept the type): fanned out for audit either way.
+    Here(Result<Arc<Outbox>, Refusal>),
+    /// Its one target is on `relay`.
+    There(RelayId),
+}
+
+impl Decision {
+    /// Carries the decision on `command` out: the command handed to its target here as
+    /// received, byte for byte (AEP-0004 §4.4), or a refusal told to the sender with the
+    /// command's `id` as `cause`, or the command made ready to forward.
+    pub(crate) fn carry_out(self, command: &Incoming<'_>) -> Routed {
+        let (_, session, command_id) = command.routing().unwrap_or_default();
+        let tell = |refusal: &Refusal| {
+            if let Some(sender) = &self.sender {
+                sender.push_frame(refusal.frame(command_id));
+            }
+        };
+        match self.verdict {
+            Verdict::Refused(refusal) => {
+                tell(&refusal);
+                Routed::Refused(refusal)
+            }
+            Verdict::Here(Ok(target)) => {
+                // the command as received, byte for byte (AEP-0004 §4.4): no filter,
+                // no ceiling, the one frame a WebSocket target takes
+                target.push_frame(command.encoded.frame(Binding::Ws));
+                Routed::Here(Ok(()))
+            }
+            Verdict::Here(Err(refusal)) => {
+                tell(&refusal);
+                Routed::Here(Err(refusal))
+            }
+            Verdict::There(relay) => Routed::There(Forward {
+                relay,
+                session: session.unwrap_or_default().to_owned(),
+                command_id: command_id.to_owned(),
+                command: command.encoded.json(),
+                sender: self.sender,
+            }),
         }
     }
-}
-
-/// What routing did with a command.
-#[derive(Debug)]
-pub(crate) enum Routed {
-    /// Refused toward the sender: not fanned out.
-    Refused,
-    /// Handed to (or refused on behalf of) its one target here: fanned out for audit.
-    Here,
-    /// Its one target is on another relay: fanned out for audit here, then forwarded.
-    There(Forward),
 }
 
 /// The one target of a command, as this relay's claims and the directory's say.
@@ -316,86 +230,50 @@ impl Connections {
         c.subs.len() - usize::from(besides.is_some_and(|key| c.subs.contains_key(key)))
     }
 
-    /// Routes a command to exactly one target (AEP-0004 §4), here or, through the
-    /// directory, on another relay of the cluster. Refusals answer the sender with a
-    /// cause-correlated `error` frame. `authenticated`: whether the binding carries a
-    /// token at all (§4.1).
-    pub(crate) fn route(
+    /// Decides where a command goes (AEP-0004 §4): its one target here or, through the
+    /// directory, on another relay of the cluster, or why it is refused. Nothing is
+    /// queued here: [`Decision::carry_out`] does that once the hub's lock is free.
+    /// `from_conn`: the connection that sent it (told of a refusal); `authenticated`:
+    /// whether the binding carries a token at all (§4.1); `everywhere`: the other
+    /// relays' claims count too (not for a command another relay forwarded, which
+    /// counted them already).
+    pub(crate) fn decide(
         &self,
         command: &Incoming<'_>,
         from_conn: Option<u64>,
         authenticated: bool,
-    ) -> Routed {
-        // a command is never buffered, so its parsed form or its reading is always kept
-        let Some((command_type, session, command_id)) = command.routing() else {
-            debug_assert!(false, "a command read without its attributes");
-            return Routed::Refused;
-        };
-        let session = session.unwrap_or_default();
+        everywhere: bool,
+    ) -> Decision {
         let sender = from_conn.and_then(|c| self.conns.get(&c));
-        let refuse = |refusal: Refusal| {
-            tracing::debug!(code = refusal.code.as_str(), session, "command refused");
-            if let Some(conn) = sender {
-                let frame =
-                    proto::error_frame(refusal.code, None, Some(command_id), Some(&refusal.detail));
-                conn.outbox.push_frame(Bytes::from(frame));
-            }
+        let decision = |verdict| Decision {
+            verdict,
+            sender: sender.map(|c| c.outbox.clone()),
         };
-        if !authenticated {
-            refuse(Refusal {
-                code: ErrorCode::Unauthorized,
-                detail: "control requires an authenticated binding (AEP-0004 §4.1); this relay runs without a token".into(),
-            });
-            return Routed::Refused;
-        }
-        match self.target(session, true) {
-            Target::None => {
-                refuse(no_route(session));
-                Routed::Refused
-            }
-            Target::Here(target) => {
-                if let Err(refusal) = deliver(target, command_type, command) {
-                    refuse(refusal);
-                }
-                Routed::Here
-            }
-            Target::There(relay) => Routed::There(Forward {
-                relay,
-                session: session.to_owned(),
-                command_id: command_id.to_owned(),
-                command: command.encoded.json(),
-                sender: sender.map(|c| c.outbox.clone()),
-            }),
-            Target::Ambiguous(n) => {
-                refuse(ambiguous(n, session));
-                Routed::Refused
-            }
-        }
-    }
-
-    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
-    /// Routes a command another relay of the cluster forwarded, its target being here
-    /// when it looked (AEP-0004 §4): handed to that one target, or why not (the claim
-    /// gone meanwhile, a second one made, the type not accepted).
-    pub(crate) fn route_forwarded(&self, command: &Incoming<'_>) -> Result<(), Refusal> {
         // only a command is routed (AEP-0004 §2): anything else a peer of the cluster
-        // sends on the control subjects is refused, never handed to a target
+        // sends on the control subjects is refused, never handed to a target; a
+        // command is never buffered, so its parsed form or its reading is kept
         let routing = command
             .routing()
             .filter(|_| command.disposition == Disposition::Command);
         let Some((command_type, session, _)) = routing else {
-            return Err(Refusal {
+            return decision(Verdict::Refused(Refusal {
                 code: ErrorCode::from("invalid-event"),
-                detail: "a forwarded event that is not a command (AEP-0004 §2)".into(),
-            });
+                detail: "an event that is not a command, routed as one (AEP-0004 §2)".into(),
+            }));
         };
-        let session = session.unwrap_or_default();
-        // the forwarding relay counted the others' claims already
-        match self.target(session, false) {
-            Target::Here(target) => deliver(target, command_type, command),
-            Target::None | Target::There(_) => Err(no_route(session)),
-            Target::Ambiguous(n) => Err(ambiguous(n, session)),
+        if !authenticated {
+            return decision(Verdict::Refused(Refusal {
+                code: ErrorCode::Unauthorized,
+                detail: "control requires an authenticated binding (AEP-0004 §4.1); this relay runs without a token".into(),
+            }));
         }
+        let session = session.unwrap_or_default();
+        decision(match self.target(session, everywhere) {
+            Target::None => Verdict::Refused(no_route(session)),
+            Target::Here(target) => Verdict::Here(accepting(target, command_type)),
+            Target::There(relay) => Verdict::There(relay),
+            Target::Ambiguous(n) => Verdict::Refused(ambiguous(n, session)),
+        })
     }
 
     /// The one target of a command for `session`: this relay's claimants and, when
@@ -473,10 +351,10 @@ impl Connections {
     }
 }
 
-/// Hands `command` to `target`, unless its declaration refuses the type: refused on
-/// the target's behalf only where its declaration is known (AEP-0004 §4.2); an
-/// undeclared target decides for itself.
-fn deliver(target: &Conn, command_type: &str, command: &Incoming<'_>) -> Result<(), Refusal> {
+/// `target`'s queue, unless its declaration refuses `command_type`: refused on the
+/// target's behalf only where its declaration is known (AEP-0004 §4.2); an undeclared
+/// target decides for itself.
+fn accepting(target: &Conn, command_type: &str) -> Result<Arc<Outbox>, Refusal> {
     let acceptance = target
         .party
         .as_ref()
@@ -487,9 +365,7 @@ fn deliver(target: &Conn, command_type: &str, command: &Incoming<'_>) -> Result<
             detail: format!("target does not accept {command_type}"),
         });
     }
-    // forwarded as received, byte for byte (AEP-0004 §4.4)
-    target.outbox.push_frame(command.encoded.json());
-    Ok(())
+    Ok(target.outbox.clone())
 }
 
 /// The `ambiguous` refusal of a command for `session` that `n` live claims share
@@ -501,29 +377,55 @@ fn ambiguous(n: usize, session: &str) -> Refusal {
     }
 }
 
-/// The `roster` reply to request `id` (AEP-0003 §4.1): one entry per live (connection,
-/// session) claim, declarations relayed verbatim (rule 4), this relay's `claims` first,
-/// then the other relays' entries (`elsewhere`, a cluster's; see `nats::control` for
-/// how that reads rule 3). Never built past `limit` bytes: a reply no queue could take
-/// is refused rather than built.
-pub(crate) fn roster_reply(
-    id: &str,
-    claims: &Claims,
-    elsewhere: &[Arc<[RosterEntry]>],
+/// A `roster` reply (AEP-0003 §4.1) being built: one entry per live (connection,
+/// session) claim, declarations relayed verbatim (rule 4), this relay's claims first,
+/// then the other relays' (a cluster's; see `nats::control` for how that reads rule 3).
+/// Its size is counted as each entry comes, and nothing is kept past `limit` bytes: a
+/// reply no queue could take is refused rather than built.
+#[derive(Debug)]
+pub(crate) struct Roster {
+    id: String,
     limit: usize,
-) -> Result<String, RosterTooLarge> {
-    let mut size = json_len(&Frame::Roster(RosterReply::new(id, Vec::new())));
-    let mut entries = Vec::new();
-    let there = elsewhere.iter().flat_map(|relay| relay.iter().cloned());
-    for entry in entries_of(claims).chain(there) {
-        // the entry and its separating comma
-        size += json_len(&entry) + usize::from(!entries.is_empty());
-        if size > limit {
-            return Err(RosterTooLarge { at_least: size });
+    size: usize,
+    entries: Vec<RosterEntry>,
+}
+
+impl Roster {
+    /// The reply to request `id`, at most `limit` bytes.
+    pub(crate) fn new(id: &str, limit: usize) -> Roster {
+        Roster {
+            id: id.to_owned(),
+            limit,
+            size: json_len(&Frame::Roster(RosterReply::new(id, Vec::new()))),
+            entries: Vec::new(),
         }
-        entries.push(entry);
     }
-    Ok(Frame::Roster(RosterReply::new(id, entries)).to_json())
+
+    /// Adds one entry; `false` once the reply has passed its limit (nothing more is
+    /// kept then).
+    pub(crate) fn push(&mut self, entry: RosterEntry) -> bool {
+        if self.size > self.limit {
+            return false;
+        }
+        // the entry and its separating comma
+        self.size += json_len(&entry) + usize::from(!self.entries.is_empty());
+        if self.size > self.limit {
+            self.entries = Vec::new();
+            return false;
+        }
+        self.entries.push(entry);
+        true
+    }
+
+    /// The reply's JSON, or how far past its limit it went.
+    pub(crate) fn reply(self) -> Result<String, RosterTooLarge> {
+        if self.size > self.limit {
+            return Err(RosterTooLarge {
+                at_least: self.size,
+            });
+        }
+        Ok(Frame::Roster(RosterReply::new(&self.id, self.entries)).to_json())
+    }
 }
 
 /// The roster entries of `claims`, one per (connection, session) claim, in order.
@@ -533,24 +435,6 @@ pub(crate) fn entries_of(claims: &Claims) -> impl Iterator<Item = RosterEntry> +
             .iter()
             .map(|session| RosterEntry::claimed(&**session, &party.hello))
     })
-}
-
-/// The length of `value` as compact JSON, counted without writing it anywhere.
-pub(crate) fn json_len(value: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // counting cannot fail, and the protocol types always serialize
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 #[cfg(test)]
@@ -576,7 +460,12 @@ mod tests {
             (party("a", 2), vec![Arc::from("s1"), Arc::from("s\"2")]),
             (party("b", 0), vec![Arc::from("s3")]),
         ];
-        let reply = roster_reply("r-1", &claims, &[], usize::MAX).unwrap();
+        let roster_reply = |id: &str, claims: &Claims, limit: usize| {
+            let mut roster = Roster::new(id, limit);
+            entries_of(claims).all(|entry| roster.push(entry));
+            roster.reply()
+        };
+        let reply = roster_reply("r-1", &claims, usize::MAX).unwrap();
         let parsed: Value = serde_json::from_str(&reply).unwrap();
         assert_eq!(parsed["type"], "roster");
         assert_eq!(parsed["entries"].as_array().unwrap().len(), 3);
@@ -585,28 +474,29 @@ mod tests {
             parsed["entries"][0]["control"]["accepts"][0],
             "control.pause"
         );
-        assert_eq!(
-            roster_reply("r-1", &claims, &[], reply.len()).unwrap(),
-            reply
-        );
-        let too_large = roster_reply("r-1", &claims, &[], reply.len() - 1).unwrap_err();
+        assert_eq!(roster_reply("r-1", &claims, reply.len()).unwrap(), reply);
+        let too_large = roster_reply("r-1", &claims, reply.len() - 1).unwrap_err();
         assert_eq!(too_large.at_least, reply.len());
-        let empty = roster_reply("r-2", &Vec::new(), &[], usize::MAX).unwrap();
+        let empty = roster_reply("r-2", &Vec::new(), usize::MAX).unwrap();
         assert_eq!(empty, r#"{"type":"roster","id":"r-2","entries":[]}"#);
     }
 }
 
 #[cfg(test)]
-mod directory_tests {
+mod decision_tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Mutex;
 
     use aep_core::frame::{Hello, Role};
     use tokio_util::sync::CancellationToken;
 
+    use bytes::Bytes;
+    use futures::future::BoxFuture;
+
     use super::*;
+    use crate::directory::Claimants;
     use crate::line::parse_line;
-    use crate::outbox::{Binding, Bounds, Drain, Piece};
+    use crate::outbox::{Bounds, Drain, Piece};
 
     /// A directory that says what it is told of the other relays, and counts changes.
     #[derive(Debug, Default)]
@@ -636,7 +526,10 @@ mod directory_tests {
         fn leave(&self) -> BoxFuture<'static, ()> {
             Box::pin(std::future::ready(()))
         }
-        fn serve(self: Arc<Self>, _: Weak<crate::hub::Hub>) -> Option<BoxFuture<'static, ()>> {
+        fn serve(
+            self: Arc<Self>,
+            _: std::sync::Weak<dyn Claimants>,
+        ) -> Option<BoxFuture<'static, ()>> {
             None
         }
     }
@@ -645,7 +538,7 @@ mod directory_tests {
         let (outbox, rx) = Outbox::new(Bounds::UNBOUNDED, CancellationToken::new());
         conns.connect(id, outbox.clone());
         conns.hello(id, Arc::new(Party::new(role.clone(), Hello::new(role))));
-        Drain::new(rx, outbox, Binding::Ws, std::time::Duration::from_secs(60))
+        Drain::new(rx, outbox, std::time::Duration::from_secs(60))
     }
 
     fn next_frame(drain: &mut Drain) -> Option<Value> {
@@ -676,12 +569,25 @@ mod directory_tests {
         conns.claim(1, "here");
         conns.claim(1, "here");
         assert_eq!(told.changes.load(Ordering::SeqCst), 1, "a new claim, once");
-        let route =
-            |conns: &Connections, session: &str| conns.route(&command(session), Some(2), true);
+        let route = |conns: &Connections, session: &str| {
+            let command = command(session);
+            conns
+                .decide(&command, Some(2), true, true)
+                .carry_out(&command)
+        };
+        // as a relay that forwarded it is answered
+        let forwarded = |conns: &Connections, command: &Incoming<'_>| match conns
+            .decide(command, None, true, false)
+            .carry_out(command)
+        {
+            Routed::Here(answer) => answer,
+            Routed::Refused(refusal) => Err(refusal),
+            Routed::There(forward) => panic!("{forward:?}"),
+        };
 
-        assert!(matches!(route(&conns, "here"), Routed::Here));
+        assert!(matches!(route(&conns, "here"), Routed::Here(Ok(()))));
         assert_eq!(next_frame(&mut target).unwrap()["type"], "control.pause");
-        assert!(matches!(route(&conns, "nowhere"), Routed::Refused));
+        assert!(matches!(route(&conns, "nowhere"), Routed::Refused(_)));
         assert_eq!(next_frame(&mut sender).unwrap()["code"], "no-route");
 
         *told.elsewhere.lock().unwrap() = Elsewhere {
@@ -697,15 +603,15 @@ mod directory_tests {
             other => panic!("{other:?}"),
         }
         assert!(next_frame(&mut target).is_none() && next_frame(&mut sender).is_none());
-        assert!(matches!(route(&conns, "here"), Routed::Refused));
+        assert!(matches!(route(&conns, "here"), Routed::Refused(_)));
         let refusal = next_frame(&mut sender).unwrap();
         assert_eq!(refusal["code"], "ambiguous");
         assert_eq!(refusal["detail"], "2 connected emitters claim session here");
         // forwarded here: this relay's claims decide, the others' were counted there
-        assert_eq!(conns.route_forwarded(&command("here")), Ok(()));
+        assert_eq!(forwarded(&conns, &command("here")), Ok(()));
         assert_eq!(next_frame(&mut target).unwrap()["type"], "control.pause");
         assert_eq!(
-            conns.route_forwarded(&command("there")).unwrap_err().code,
+            forwarded(&conns, &command("there")).unwrap_err().code,
             ErrorCode::NoRoute
         );
 
@@ -713,7 +619,7 @@ mod directory_tests {
             claims: 2,
             relay: Some(Arc::from("C")),
         };
-        assert!(matches!(route(&conns, "there"), Routed::Refused));
+        assert!(matches!(route(&conns, "there"), Routed::Refused(_)));
         assert_eq!(
             next_frame(&mut sender).unwrap()["detail"],
             "2 connected emitters claim session there"
@@ -723,7 +629,7 @@ mod directory_tests {
         // peer on the control subjects) reaches no target
         let event = aep_test_support::events::json_event("session.ended", "here", 9);
         let event = parse_line(&serde_json::to_vec(&event).unwrap(), true).unwrap();
-        let refusal = conns.route_forwarded(&event).unwrap_err();
+        let refusal = forwarded(&conns, &event).unwrap_err();
         assert_eq!(refusal.code.as_str(), "invalid-event", "{refusal:?}");
         assert!(next_frame(&mut target).is_none(), "nothing delivered");
 

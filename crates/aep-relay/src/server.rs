@@ -1,6 +1,11 @@
 //! Starting and stopping a relay: [`run`] for a listener you own, [`Relay::builder`] for a
 //! relay in the background with a handle.
 //!
+//! The server assembles the relay from its configuration: the replay store (the
+//! journal, the in-memory buffers, or a cluster's stream with the directory of the
+//! other relays' claims, `nats::join`), the hub over them, and the limits each part
+//! is given of the configuration, which no part reads whole.
+//!
 //! The accept loop is the relay's own, on hyper's HTTP/1 connection: it holds at most
 //! `max_connections` at once (one more gets `503` and is closed), closes a connection
 //! that does not send its headers within the header timeout, and can drop one
@@ -21,10 +26,16 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{oneshot, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
-use crate::config::RelayConfig;
-use crate::http::ConnectionShed;
-use crate::hub::Hub;
-use crate::nats::NatsCluster;
+use crate::config::{NatsCluster, RelayConfig};
+use crate::console::{self, Console};
+use crate::directory::{Alone, Claimants, Directory};
+use crate::http::{self, ConnectionShed};
+use crate::hub::{self, Hub};
+use crate::journal::{self, Disk, Fs, Journal};
+use crate::memory::Memory;
+use crate::outbox::Bounds;
+use crate::storage::{self, Backend, Feed};
+use crate::{nats, subscriptions, ws};
 
 /// Serves a relay on `listener` until `shutdown` completes, then shuts down gracefully:
 /// SSE subscribers are told `: shutting-down`, WebSockets are closed with 1001, and the
@@ -61,9 +72,37 @@ pub async fn run(
 /// server.run(listener, async { let _ = tokio::signal::ctrl_c().await; }).await
 /// # }
 /// ```
-#[derive(Debug)]
 pub struct Server {
     hub: Arc<Hub>,
+    /// A shared store's feed, fanned out while the relay serves.
+    feed: Option<Feed>,
+    /// Where the other relays' claims are: told this relay's while it serves.
+    directory: Arc<dyn Directory>,
+    http: Arc<http::Limits>,
+    /// The web console, which the HTTP surface hands `/console` to.
+    console: Arc<Console>,
+    limits: Limits,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("hub", &self.hub)
+            .field("feed", &self.feed.is_some())
+            .field("directory", &self.directory)
+            .field("http", &self.http)
+            .field("console", &self.console)
+            .field("limits", &self.limits)
+            .finish()
+    }
+}
+
+/// What the accept loop is given of the configuration.
+#[derive(Debug, Clone, Copy)]
+struct Limits {
+    max_connections: usize,
+    header_timeout: Duration,
+    drain_timeout: Duration,
 }
 
 impl Server {
@@ -71,8 +110,36 @@ impl Server {
     /// when the directory cannot be created or read; damaged lines, and files that
     /// cannot be rewritten (a full disk), are reported and do not stop it.
     pub fn open(config: RelayConfig) -> io::Result<Server> {
+        Server::assemble(&config)
+    }
+
+    /// The relay `config` describes: its store (and, in a cluster, the directory of the
+    /// other relays' claims), the hub over them, and each part's limits.
+    fn assemble(config: &RelayConfig) -> io::Result<Server> {
+        let (backend, directory) = match config.nats() {
+            Some(cluster) => nats::join(config, cluster)?,
+            None => {
+                let backend = open_local(config, Box::new(Fs::default()))?;
+                (backend, Arc::new(Alone) as Arc<dyn Directory>)
+            }
+        };
+        let (hub, feed) = Hub::new(hub_settings(config), backend, directory.clone());
         Ok(Server {
-            hub: Arc::new(Hub::new(config)?),
+            hub: Arc::new(hub),
+            feed,
+            directory,
+            http: Arc::new(http_limits(config)),
+            console: Arc::new(Console::new(console::Limits {
+                enabled: config.console(),
+                control: config.token().is_some(),
+                max_roster: config.hard_backpressure(),
+                store_bytes: config.max_store_bytes(),
+            })),
+            limits: Limits {
+                max_connections: config.max_connections().max(1),
+                header_timeout: config.header_timeout(),
+                drain_timeout: config.drain_timeout(),
+            },
         })
     }
 
@@ -89,28 +156,102 @@ impl Server {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
-        serve(self.hub, listener, shutdown).await
+        serve(self, listener, shutdown).await
+    }
+}
+
+/// The store of a relay on its own: the journal with a data directory (restored, and
+/// writing through `disk`), the in-memory buffers without one.
+pub(crate) fn open_local(config: &RelayConfig, disk: Box<dyn Disk>) -> io::Result<Backend> {
+    let limits = storage::Limits {
+        events: config.buffer(),
+        session_bytes: config.max_session_bytes(),
+        sessions: config.max_sessions(),
+        bytes: config.max_store_bytes(),
+    };
+    Ok(match config.data_dir() {
+        Some(dir) => {
+            let options = journal::Options {
+                fsync: config.fsync(),
+                interval: config.fsync_interval(),
+                limits,
+            };
+            Backend::local(Journal::open(dir, options, disk)?)
+        }
+        None => Backend::local(Memory::new(limits)),
+    })
+}
+
+/// The hub's part of the configuration.
+pub(crate) fn hub_settings(config: &RelayConfig) -> hub::Settings {
+    hub::Settings {
+        bounds: Bounds {
+            soft: config.soft_backpressure(),
+            hard: config.hard_backpressure(),
+            grace: config.lag_grace(),
+        },
+        control: config.token().is_some(),
+    }
+}
+
+/// The HTTP surface's part of the configuration, and that of the WebSockets it hands
+/// `/socket` to.
+fn http_limits(config: &RelayConfig) -> http::Limits {
+    http::Limits {
+        token: config.token().cloned(),
+        max_body: config.max_body(),
+        max_batch: config.max_batch(),
+        max_from: config.max_from(),
+        heartbeat: config.heartbeat(),
+        replay_depth: config.buffer(),
+        ws: ws::Limits {
+            // a WebSocket message is capped like an ingest body
+            max_message: config.max_body().max(1024),
+            max_hello: config.max_hello(),
+            hello_timeout: config.hello_timeout(),
+            heartbeat: config.heartbeat(),
+            drain_timeout: config.drain_timeout(),
+            max_queued: config.hard_backpressure(),
+            max_from: config.max_from(),
+            replay_depth: config.buffer(),
+            subscriptions: subscriptions::Limits {
+                max: config.max_subscriptions(),
+                ttl: config.subscription_ttl(),
+            },
+        },
     }
 }
 
 async fn serve(
-    hub: Arc<Hub>,
+    server: Server,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> io::Result<()> {
-    let max = hub.config.max_connections.max(1);
+    let Server {
+        hub,
+        feed,
+        directory,
+        http,
+        console,
+        limits,
+    } = server;
+    let max = limits.max_connections;
     tracing::info!(
         addr = ?listener.local_addr().ok(),
-        buffer = hub.config.buffer,
-        auth = hub.config.token.is_some(),
+        buffer = http.replay_depth,
+        auth = http.token.is_some(),
         max_connections = max,
         "aep-relay serving"
     );
     warn_if_descriptors_short(max);
     // a store several relays share delivers what they admit through its feed
-    let feeding = hub.feed().map(tokio::spawn);
+    let feeding = feed.map(|feed| {
+        let hub = hub.clone();
+        tokio::spawn(async move { hub.fan_out_feed(feed).await })
+    });
     // a relay of a cluster tells its claims to the others and learns theirs
-    let controlling = hub.control().map(tokio::spawn);
+    let here: std::sync::Weak<dyn Claimants> = Arc::downgrade(&hub) as _;
+    let controlling = directory.clone().serve(here).map(tokio::spawn);
     let limit = Arc::new(Semaphore::new(max));
     let (closing, closed) = watch::channel(false);
     tokio::pin!(shutdown);
@@ -137,14 +278,15 @@ async fn serve(
             tcp,
             _permit: permit,
         };
-        tokio::spawn(connection(hub.clone(), io, closed.clone()));
+        let serves = (hub.clone(), http.clone(), console.clone());
+        tokio::spawn(connection(serves, limits, io, closed.clone()));
     }
     tracing::info!("shutting down");
     hub.shutdown();
     let _ = closing.send(true);
     // every connection, upgraded WebSockets included, holds a permit until it closes
     let all = u32::try_from(max).unwrap_or(u32::MAX);
-    if tokio::time::timeout(hub.config.drain_timeout, limit.acquire_many(all))
+    if tokio::time::timeout(limits.drain_timeout, limit.acquire_many(all))
         .await
         .is_err()
     {
@@ -156,7 +298,8 @@ async fn serve(
     }
     if let Some(controlling) = controlling {
         controlling.abort();
-        hub.leave().await;
+        // the others stop counting this relay's claims at once
+        directory.leave().await;
     }
     hub.flush();
     tracing::debug!("relay stopped");
@@ -173,29 +316,34 @@ fn busy(tcp: &TcpStream) {
 /// Serves one connection until it ends, the relay shuts down, or its reader was
 /// disconnected past the hard bound and did not take what was queued within the drain
 /// timeout.
-async fn connection(hub: Arc<Hub>, io: Held, mut closed: watch::Receiver<bool>) {
+async fn connection(
+    (hub, limits, console): (Arc<Hub>, Arc<http::Limits>, Arc<Console>),
+    server: Limits,
+    io: Held,
+    mut closed: watch::Receiver<bool>,
+) {
     let shed = ConnectionShed::default();
     let service = {
         let hub = hub.clone();
         let shed = shed.clone();
         hyper::service::service_fn(move |mut request: hyper::Request<hyper::body::Incoming>| {
             request.extensions_mut().insert(shed.clone());
-            let hub = hub.clone();
+            let (hub, limits, console) = (hub.clone(), limits.clone(), console.clone());
             async move {
                 let request = request.map(axum::body::Body::new);
-                Ok::<_, Infallible>(crate::http::handle(hub, request).await)
+                Ok::<_, Infallible>(http::handle(hub, limits, console, request).await)
             }
         })
     };
     let mut http = hyper::server::conn::http1::Builder::new();
-    let header_timeout = hub.config.header_timeout;
+    let header_timeout = server.header_timeout;
     http.timer(TokioTimer::new())
         .header_read_timeout((!header_timeout.is_zero()).then_some(header_timeout));
     let conn = http
         .serve_connection(TokioIo::new(io), service)
         .with_upgrades();
     tokio::pin!(conn);
-    let drain = hub.config.drain_timeout;
+    let drain = server.drain_timeout;
     let dropped = async {
         shed.0.cancelled().await;
         tokio::time::sleep(drain).await;

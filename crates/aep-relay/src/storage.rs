@@ -28,8 +28,8 @@
 //!   store costs a cursor, not a snapshot of every event. What is evicted before the
 //!   reader reaches it is not sent; for a request that names a position the gap is then
 //!   declared (`replay-exhausted`) as for one that predates the buffer. A store that
-//!   cannot be read ends the replay with [`Replayed::Failed`], which ends the reader's
-//!   stream: never a replay cut short in silence.
+//!   cannot be read ends the replay with an error, which ends the reader's stream: never
+//!   a replay cut short in silence.
 //! - **Live events come from ingest, or from the backend.** A store that only this relay
 //!   writes is a [`Backend`] without a [`Feed`]: the hub fans out what it admits as it
 //!   admits it. A store several relays share (a cluster on one stream) gives a feed: every
@@ -80,61 +80,49 @@ pub(crate) enum Outcome {
 pub(crate) type Outcomes = SmallVec<[Outcome; 8]>;
 
 /// Events accepted but not stored: nothing of the batch is held, and the emitter is
-/// not told it was (AEP-0003 §3.2.3: a `2xx` means stored). What ran out says how the
-/// ingest answers.
+/// not told it was (AEP-0003 §3.2.3: a `2xx` means stored). The store's error says
+/// what ran out ([`Unstored::kind`]), which says how the ingest answers.
 #[derive(Debug)]
 pub(crate) struct Unstored {
-    pub(crate) kind: UnstoredKind,
     pub(crate) error: io::Error,
 }
 
 /// Why a batch was not stored, as the ingest answers it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum UnstoredKind {
-    /// The store is out of room (a full disk): `507`.
+    /// The store is out of room (a full disk, a quota): `507`.
     Full,
-    /// The store cannot be reached now (NATS down, no acknowledgement in time); the
-    /// same batch sent again shortly is stored: `503`.
+    /// The store cannot be written now (NATS down, no acknowledgement in time, a
+    /// write that failed otherwise); the same batch sent again shortly may be stored:
+    /// `503`.
     Unavailable,
     /// An event is larger than the store takes: `413`, and the batch is never stored.
     TooLarge,
 }
 
 impl Unstored {
-    /// The store is out of room.
-    pub(crate) fn full(error: io::Error) -> Unstored {
-        Unstored {
-            kind: UnstoredKind::Full,
-            error,
+    /// Nothing of the batch was stored, for `error`'s reason; its kind says which
+    /// answer that is: [`io::ErrorKind::StorageFull`] or `QuotaExceeded` a full store,
+    /// [`io::ErrorKind::FileTooLarge`] an event larger than the store takes, anything
+    /// else a store that cannot be written now.
+    pub(crate) fn new(error: io::Error) -> Unstored {
+        Unstored { error }
+    }
+
+    /// What ran out, read off the store's error.
+    pub(crate) fn kind(&self) -> UnstoredKind {
+        match self.error.kind() {
+            io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded => UnstoredKind::Full,
+            io::ErrorKind::FileTooLarge => UnstoredKind::TooLarge,
+            _ => UnstoredKind::Unavailable,
         }
     }
 
-    /// The store cannot be reached now.
-    // used by the cluster's store (feature `nats`)
-    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
-    pub(crate) fn unavailable(reason: String) -> Unstored {
-        Unstored {
-            kind: UnstoredKind::Unavailable,
-            error: io::Error::other(reason),
-        }
-    }
-
-    /// An event is larger than the store takes.
-    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
-    pub(crate) fn too_large(reason: String) -> Unstored {
-        Unstored {
-            kind: UnstoredKind::TooLarge,
-            error: io::Error::other(reason),
-        }
-    }
-}
-
-impl Unstored {
     /// What the emitter is told, on either ingest binding: why, that nothing of what
     /// it sent was kept, and what to do about it (a retry for `Full` and `Unavailable`,
     /// AEP-0003 §3.2.4; never for `TooLarge`).
     pub(crate) fn detail(&self) -> String {
-        let then = match self.kind {
+        let then = match self.kind() {
             UnstoredKind::Full => "send it again",
             UnstoredKind::Unavailable => "send it again shortly",
             UnstoredKind::TooLarge => "split or shrink the event, sending it again fails alike",
@@ -204,18 +192,15 @@ pub(crate) enum Replayed {
         session: Arc<str>,
         events: Vec<Encoded>,
     },
-    /// The store could not be read (its server unreachable, a read that broke off):
-    /// nothing more of this replay can be served, so the reader's stream ends here
-    /// rather than go on to live delivery past what it was not sent, and the reader
-    /// resumes from the positions it has (AEP-0003 §7). Always the replay's last item.
-    // only a store read over the network fails this way (the cluster's, feature `nats`)
-    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
-    Failed,
 }
 
 /// A replay being served: its items in order, each session's events in `(epoch, seq)`
-/// order, produced a run at a time as the reader takes them.
-pub(crate) type Replay = BoxStream<'static, Replayed>;
+/// order, produced a run at a time as the reader takes them. An error is a store that
+/// could not be read (its server unreachable, a read that broke off): nothing more of
+/// this replay can be served, so the reader's stream ends there rather than go on to
+/// live delivery past what it was not sent, and the reader resumes from the positions
+/// it has (AEP-0003 §7). It is always the replay's last item.
+pub(crate) type Replay = BoxStream<'static, io::Result<Replayed>>;
 
 /// The bounds of a replay store (AEP-0003 §5): per session, its oldest events go first;
 /// over all, the least recently written sessions. The newest event of a session is
@@ -277,13 +262,14 @@ pub(crate) struct Gate {
 }
 
 impl Gate {
-    /// A gate not opened yet: the feed reads nothing until the hub opens it.
-    // the JetStream feed's first state (feature `nats`), and the hub tests'
-    #[cfg_attr(not(any(feature = "nats", test)), allow(dead_code))]
-    pub(crate) const PARKED: Gate = Gate {
-        after: None,
-        generation: 0,
-    };
+    /// The feed parked after the gate's opening `generation` (0: not opened yet, a
+    /// feed's first state): it reads nothing until the hub opens it again.
+    pub(crate) fn parked(generation: u64) -> Gate {
+        Gate {
+            after: None,
+            generation,
+        }
+    }
 }
 
 /// How the hub parks a shared backend's feed while this relay has no live subscription

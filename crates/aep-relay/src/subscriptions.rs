@@ -25,17 +25,28 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use crate::encoded::Binding;
 use crate::hub::{Hub, SubscribeRequest};
-use crate::outbox::{Binding, Bounds, Delivery as Offer, Drain, Outbox, Piece};
+use crate::outbox::{Bounds, Delivery as Offer, Drain, Outbox, Piece};
 use crate::proto;
 
 /// The registry's session key: one registry per connection, so one session.
 const SESSION: &str = "ws";
 
+/// What a connection's subscriptions are given of the configuration.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// Subscriptions one connection may hold, `subscribe` frames and the lifecycle's
+    /// together.
+    pub(crate) max: usize,
+    /// How long a lifecycle subscription lives; none: until cancelled.
+    pub(crate) ttl: Option<Duration>,
+}
+
 /// The lifecycle state of one WebSocket connection; dropping it (the connection ended)
 /// cancels every subscription it holds.
-#[derive(Default)]
 pub(crate) struct Lifecycle {
+    limits: Limits,
     conn: Option<Arc<Conn>>,
 }
 
@@ -90,6 +101,11 @@ impl Conn {
 }
 
 impl Lifecycle {
+    /// No subscription yet, within `limits`.
+    pub(crate) fn new(limits: Limits) -> Lifecycle {
+        Lifecycle { limits, conn: None }
+    }
+
     /// Subscriptions this connection holds through the lifecycle.
     pub(crate) fn live(&self) -> usize {
         self.conn.as_ref().map_or(0, |c| c.lock().running.len())
@@ -105,12 +121,13 @@ impl Lifecycle {
         message: &Value,
         others: usize,
     ) {
+        let limits = self.limits;
         let conn = self
             .conn
             .get_or_insert_with(|| {
                 let config =
                     SubscriptionRegistryConfig::new().with_max_delivery(DeliveryMode::Replayable);
-                let config = match hub.config.subscription_ttl() {
+                let config = match limits.ttl {
                     Some(ttl) => config.with_ttl(ttl),
                     None => config,
                 };
@@ -148,7 +165,7 @@ impl Lifecycle {
             Err(_) => return,
         };
         let mut st = conn.lock();
-        let max = hub.config.max_subscriptions;
+        let max = limits.max;
         if let LifecycleMessage::Requested(request) = &message {
             let held = st.running.len() + others;
             if held >= max {
@@ -219,7 +236,7 @@ fn start(conn: &Arc<Conn>, registry: &SubscriptionRegistry, id: &str) -> Option<
     let (private, rx) = Outbox::new(Bounds::UNBOUNDED, CancellationToken::new());
     let hub_id = conn.hub.subscribe(&private, request);
     // The heartbeat of this internal queue is never written anywhere.
-    let drain = Drain::new(rx, private, Binding::Ws, Duration::from_secs(3600));
+    let drain = Drain::new(rx, private, Duration::from_secs(3600));
     let task = tokio::spawn(forward(
         Arc::downgrade(conn),
         drain,

@@ -18,40 +18,65 @@ use futures::{SinkExt, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::encoded::Binding;
 use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
 use crate::line::{read_event, LineError};
-use crate::outbox::{Binding, Drain, End, Outbox, Piece};
+use crate::outbox::{Drain, End, Outbox, Piece};
 use crate::proto::{self, Filter};
 use crate::routing::Party;
-use crate::subscriptions::Lifecycle;
+use crate::subscriptions::{self, Lifecycle};
 use aep_core::resume::ResumeFrom;
 use aep_core::subscription::LifecycleMessage;
 
-/// Accepts the upgrade; incoming messages are capped like an ingest body.
-pub(crate) fn upgrade(hub: Arc<Hub>, ws: WebSocketUpgrade) -> Response {
-    let max = hub.config.max_body.max(1024);
+/// What a WebSocket connection is given of the configuration.
+#[derive(Debug, Clone)]
+pub(crate) struct Limits {
+    /// Largest message, in bytes.
+    pub(crate) max_message: usize,
+    /// Largest `hello`, in bytes.
+    pub(crate) max_hello: usize,
+    /// How long the connection may stay open without saying `hello`.
+    pub(crate) hello_timeout: Duration,
+    /// Interval of the `ping` frames.
+    pub(crate) heartbeat: Duration,
+    /// How long a writer stuck on a peer that does not read is kept.
+    pub(crate) drain_timeout: Duration,
+    /// The bytes the connection's queue may hold (the hard backpressure bound): no
+    /// `roster` reply larger is built.
+    pub(crate) max_queued: usize,
+    /// Most resume positions in one `from`.
+    pub(crate) max_from: usize,
+    /// Events replayed per session, as the `hello` reply declares it.
+    pub(crate) replay_depth: usize,
+    /// The subscriptions the connection may hold, both kinds together.
+    pub(crate) subscriptions: subscriptions::Limits,
+}
+
+/// Accepts the upgrade; incoming messages are capped at `limits.max_message`.
+pub(crate) fn upgrade(hub: Arc<Hub>, limits: Limits, ws: WebSocketUpgrade) -> Response {
+    let max = limits.max_message;
     // tungstenite zero-fills up to this much free buffer before every read; AEP
     // messages are small, and at the 128 KiB default the fill outweighs the read.
     ws.read_buffer_size(32 * 1024)
         .max_message_size(max)
         .max_frame_size(max)
-        .on_upgrade(move |socket| serve(hub, socket))
+        .on_upgrade(move |socket| serve(hub, limits, socket))
 }
 
-async fn serve(hub: Arc<Hub>, socket: WebSocket) {
+async fn serve(hub: Arc<Hub>, limits: Limits, socket: WebSocket) {
     let (outbox, rx) = hub.outbox(CancellationToken::new());
     let conn = hub.connect(outbox.clone());
     if hub.is_shutting_down() {
         outbox.end(End::Shutdown);
     }
     let (sink, stream) = socket.split();
-    let drain = Drain::new(rx, outbox.clone(), Binding::Ws, hub.config.heartbeat);
+    let drain = Drain::new(rx, outbox.clone(), limits.heartbeat);
     let mut writer = tokio::spawn(write_loop(sink, drain, outbox.clone()));
-    let reader = read_loop(&hub, conn, &outbox, stream);
+    let reader = read_loop(&hub, &limits, conn, &outbox, stream);
     tokio::pin!(reader);
     // A writer stuck on a peer that does not read never finishes by itself: past the
     // drain timeout it is dropped, and the socket with it.
-    let drain_timeout = hub.config.drain_timeout;
+    let drain_timeout = limits.drain_timeout;
     let shed = outbox.shed().clone();
     tokio::select! {
         () = &mut reader => {
@@ -151,8 +176,9 @@ async fn close(sink: &mut SplitSink<WebSocket, Message>, how: End) {
 }
 
 /// Per-connection state the reader keeps.
-#[derive(Debug, Default)]
-struct Session {
+#[derive(Debug)]
+struct Session<'l> {
+    limits: &'l Limits,
     hello: Option<Arc<Party>>,
     subscriptions: Lifecycle,
 }
@@ -162,23 +188,25 @@ const READ_RUN: usize = 64;
 
 async fn read_loop(
     hub: &Arc<Hub>,
+    limits: &Limits,
     conn: u64,
     outbox: &Arc<Outbox>,
     mut stream: SplitStream<WebSocket>,
 ) {
-    let mut session = Session::default();
+    let mut session = Session {
+        limits,
+        hello: None,
+        subscriptions: Lifecycle::new(limits.subscriptions),
+    };
     let mut since_yield = 0usize;
-    let hello_by = tokio::time::Instant::now() + hub.config.hello_timeout;
+    let hello_by = tokio::time::Instant::now() + limits.hello_timeout;
     loop {
         let next = if session.hello.is_none() && !outbox.is_closed() {
             match tokio::time::timeout_at(hello_by, stream.next()).await {
                 Ok(next) => next,
                 Err(_) => {
                     // a socket that never says hello is not held (AEP-0003 §3.5 rule 1)
-                    let detail = format!(
-                        "no hello within {} ms",
-                        hub.config.hello_timeout.as_millis()
-                    );
+                    let detail = format!("no hello within {} ms", limits.hello_timeout.as_millis());
                     let frame =
                         proto::error_frame(ErrorCode::HelloRequired, None, None, Some(&detail));
                     send(outbox, frame);
@@ -249,14 +277,15 @@ async fn on_text(
     hub: &Arc<Hub>,
     conn: u64,
     outbox: &Arc<Outbox>,
-    session: &mut Session,
+    session: &mut Session<'_>,
     text: &str,
 ) {
     // After `hello`, events are the traffic: one that is accepted goes straight to
     // ingest, read once. Anything else (frames, subscription lifecycle messages, an
     // event to refuse) takes the general path below, which reads it as a `Value`; an
     // event's refusal is the one read here.
-    let max = hub.config.max_hello;
+    let limits = session.limits;
+    let max = limits.max_hello;
     if session.hello.is_none() && text.len() > max {
         // what a party declares is kept for the connection's life and copied into every
         // roster: its size is bounded before it is even read
@@ -353,9 +382,14 @@ async fn on_text(
         Err(_) => return,
     };
     match frame {
-        Frame::Subscribe(request) => {
-            subscribe(hub, conn, outbox, request, session.subscriptions.live())
-        }
+        Frame::Subscribe(request) => subscribe(
+            hub,
+            limits,
+            conn,
+            outbox,
+            request,
+            session.subscriptions.live(),
+        ),
         Frame::Unsubscribe(IdFrame { id, .. }) => {
             hub.unsubscribe_ws(conn, &id);
             send(outbox, Frame::Unsubscribed(IdFrame::new(id)).to_json());
@@ -372,7 +406,7 @@ async fn on_text(
                 // declarations relayed verbatim, as the claimants sent them (§4.1 rule 4);
                 // a reply larger than the queue bound could never be sent: refused, so
                 // it is never built whole
-                let limit = hub.config.hard_backpressure;
+                let limit = limits.max_queued;
                 match hub.roster_reply(&id, limit) {
                     Ok(reply) => send(outbox, reply),
                     Err(too_large) => {
@@ -407,7 +441,7 @@ fn on_hello(
     hub: &Arc<Hub>,
     conn: u64,
     outbox: &Arc<Outbox>,
-    session: &mut Session,
+    session: &mut Session<'_>,
     message: Value,
     is_event: bool,
 ) {
@@ -438,14 +472,24 @@ fn on_hello(
     let declared = Arc::new(Party::new(role, *offered));
     hub.hello(conn, declared.clone());
     session.hello = Some(declared);
-    send(outbox, proto::hello_reply(&hub.config, version));
+    send(
+        outbox,
+        proto::hello_reply(session.limits.replay_depth, version),
+    );
 }
 
 /// A `subscribe` frame (AEP-0003 §6.5): refused in-band from the closed code set, the
 /// connection surviving; otherwise `subscribed`, the replay, then live delivery.
 /// `others`: the subscription-model subscriptions the connection holds besides, which
 /// count toward the same cap.
-fn subscribe(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, request: Subscribe, others: usize) {
+fn subscribe(
+    hub: &Arc<Hub>,
+    limits: &Limits,
+    conn: u64,
+    outbox: &Arc<Outbox>,
+    request: Subscribe,
+    others: usize,
+) {
     let id = request.id;
     let refuse = |code: ErrorCode, detail: String| {
         send(
@@ -455,7 +499,7 @@ fn subscribe(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, request: Subscribe
     };
     // re-using an id replaces that subscription: it adds none
     let held = hub.subscriptions_of(conn, Some(&id)) + others;
-    let max = hub.config.max_subscriptions;
+    let max = limits.subscriptions.max;
     if held >= max {
         let detail = format!(
             "this connection holds {held} subscriptions, the most this relay fans out to on one (AEP_MAX_SUBSCRIPTIONS={max})"
@@ -474,7 +518,7 @@ fn subscribe(hub: &Arc<Hub>, conn: u64, outbox: &Arc<Outbox>, request: Subscribe
         None => {}
         Some(ReplayFrom::All) => ask.all = true,
         Some(ReplayFrom::Positions(positions)) => {
-            let max = hub.config.max_from();
+            let max = limits.max_from;
             if positions.len() > max {
                 let detail = format!("from exceeds AEP_MAX_FROM={max} resume positions");
                 return refuse(ErrorCode::LimitExceeded, detail);

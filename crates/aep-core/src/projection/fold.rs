@@ -535,7 +535,7 @@ impl StateProjection {
                     Some((events, _)) => events
                         .get(first.start as usize)
                         .is_some_and(|&e| self.witnesses.same_events(e, event)),
-                    None => self.witnesses.same(first, event),
+                    None => self.witnesses.same(first.start, first.end, event),
                 };
                 if !same {
                     self.violations.push(Violation::IdCollision {

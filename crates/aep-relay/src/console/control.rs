@@ -19,8 +19,9 @@ use aep_core::{Event, Message, Nack};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::encoded::Binding;
 use crate::hub::{Hub, SubscribeRequest};
-use crate::outbox::{Binding, Drain, End, Piece};
+use crate::outbox::{Drain, End, Piece};
 use crate::routing::Party;
 
 /// How long the task outlives its last settled command.
@@ -81,7 +82,7 @@ async fn run(hub: Arc<Hub>, mut asks: mpsc::Receiver<Ask>) {
     let mut acks = SubscribeRequest::new(Binding::Ws, filter);
     acks.conn = Some((conn, "console-acks".to_owned()));
     hub.subscribe(&outbox, acks);
-    let mut drain = Drain::new(rx, outbox.clone(), Binding::Ws, Duration::from_secs(3600));
+    let mut drain = Drain::new(rx, outbox.clone(), Duration::from_secs(3600));
 
     let mut sender = Control::builder().with_policy(SendPolicy::default());
     let mut waiting: HashMap<String, oneshot::Sender<Outcome>> = HashMap::new();

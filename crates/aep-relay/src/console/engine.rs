@@ -32,8 +32,9 @@ use bytes::Bytes;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
+use crate::encoded::Binding;
 use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
-use crate::outbox::{Binding, Bounds, Drain, End, Outbox, Piece};
+use crate::outbox::{Bounds, Drain, End, Outbox, Piece};
 use crate::proto::Filter;
 
 /// How long the state outlives the last page that read it.
@@ -241,14 +242,21 @@ pub(crate) struct Engine {
     used: AtomicU64,
     born: Instant,
     stop: CancellationToken,
+    /// The largest roster reply read.
+    max_roster: usize,
+    /// The bytes past which the fold is rebuilt: two stores' worth and some room (the
+    /// witnesses of the fold are about the size of the events it read).
+    bound: usize,
 }
 
 /// The state, once ready, under its lock.
 pub(crate) type Ready<'a> = MutexGuard<'a, Option<State>>;
 
 impl Engine {
-    /// Starts the state of `hub`'s console: its subscription and the task that folds it.
-    pub(crate) fn start(hub: &Arc<Hub>) -> Arc<Engine> {
+    /// Starts the state of `hub`'s console: its subscription and the task that folds
+    /// it. `max_roster`: the largest roster reply read; `store_bytes`: the store's byte
+    /// bound (the fold is rebuilt past twice it and some room).
+    pub(crate) fn start(hub: &Arc<Hub>, max_roster: usize, store_bytes: usize) -> Arc<Engine> {
         let (changed, _) = watch::channel(0);
         let engine = Arc::new(Engine {
             state: Mutex::new(None),
@@ -258,6 +266,8 @@ impl Engine {
             used: AtomicU64::new(0),
             born: Instant::now(),
             stop: CancellationToken::new(),
+            max_roster,
+            bound: store_bytes.saturating_mul(2).saturating_add(HEADROOM),
         });
         tokio::spawn(run(hub.clone(), engine.clone()));
         engine
@@ -357,14 +367,8 @@ async fn follow(hub: &Arc<Hub>, engine: &Engine, generation: u64) -> Ended {
     // behind the replay in the queue, so it arrives once the replay is read
     let marker = Bytes::from_static(REPLAYED);
     let queued = outbox.push_frame(marker.clone());
-    // two stores' worth and some room: the witnesses of the fold are about the size of
-    // the events it read
-    let mut bound = hub
-        .config
-        .max_store_bytes
-        .saturating_mul(2)
-        .saturating_add(HEADROOM);
-    let mut drain = Drain::new(rx, outbox.clone(), Binding::Ws, Duration::from_secs(3600));
+    let mut bound = engine.bound;
+    let mut drain = Drain::new(rx, outbox.clone(), Duration::from_secs(3600));
     let mut roster = tokio::time::interval(ROSTER_EVERY);
     roster.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut building = Some(State::new(generation));
@@ -451,7 +455,7 @@ async fn follow(hub: &Arc<Hub>, engine: &Engine, generation: u64) -> Ended {
 /// Reads the roster as a `roster` request would get it (in a cluster, every relay's
 /// claims) and records a change.
 fn read_roster(hub: &Hub, engine: &Engine) {
-    let limit = hub.config.hard_backpressure;
+    let limit = engine.max_roster;
     let entries = match hub.roster_reply("console", limit) {
         Ok(text) => match decode_slice(text.as_bytes()) {
             Ok(Message::Frame(Frame::Roster(reply))) => reply.entries,

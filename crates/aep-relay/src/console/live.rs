@@ -31,6 +31,7 @@ use serde_json::{json, Map, Value};
 
 use super::engine::{Engine, Key, SessionIndex, State};
 use super::json_response;
+use super::Console;
 use crate::hub::Hub;
 
 /// The most inbox entries one message carries (`inbox_total` says how many there are).
@@ -258,6 +259,7 @@ fn line(value: &Value) -> Bytes {
 /// sends the state whole once it is.
 pub(crate) async fn stream(
     hub: &Arc<Hub>,
+    console: &Console,
     query: &HashMap<String, String>,
     live: bool,
 ) -> Response {
@@ -269,7 +271,7 @@ pub(crate) async fn stream(
         (Some(source), Some(session)) => Some((source.clone(), session.clone())),
         _ => None,
     };
-    let control = hub.config.token.is_some();
+    let control = console.limits.control;
     let mut page = Page {
         filter,
         watch,
@@ -279,7 +281,7 @@ pub(crate) async fn stream(
         roster_seen: 0,
     };
     if !live {
-        let engine = match super::ready_engine(hub).await {
+        let engine = match super::ready_engine(hub, console).await {
             Ok(engine) => engine,
             Err(refused) => return refused,
         };
@@ -292,7 +294,7 @@ pub(crate) async fn stream(
             None => super::not_ready(&engine),
         };
     }
-    let engine = hub.console.engine(hub);
+    let engine = console.engine(hub);
     engine.watchers.fetch_add(1, Ordering::AcqRel);
     let changed = engine.subscribe();
     let watching = Watching(engine);

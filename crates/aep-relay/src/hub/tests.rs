@@ -2,11 +2,36 @@
 //! store that cannot write, and a store several relays share.
 
 use super::*;
+use crate::config::RelayConfig;
+use crate::directory::Alone;
+use crate::journal::{Disk, Fs};
 use crate::line::tests::LINE;
 use crate::line::{parse_line, read_event, Reading};
+use crate::memory::Memory;
 use crate::outbox::{Drain, Piece};
 use crate::proto;
-use crate::storage::{Admitted, Backend};
+use crate::storage::{Admitted, Backend, Limits};
+
+/// The hub of a relay on its own, as the server assembles it from `config`, its
+/// journal (with a data directory) writing through `disk`.
+fn hub_with_disk(config: RelayConfig, disk: Box<dyn Disk>) -> Hub {
+    let backend = crate::server::open_local(&config, disk).unwrap();
+    hub_over(&config, backend).0
+}
+
+/// [`hub_with_disk`] on the file system.
+fn hub_of(config: RelayConfig) -> Hub {
+    hub_with_disk(config, Box::new(Fs::default()))
+}
+
+/// The hub of a relay on its own over `backend`, and the backend's feed.
+fn hub_over(config: &RelayConfig, backend: Backend) -> (Hub, Option<Feed>) {
+    Hub::new(
+        crate::server::hub_settings(config),
+        backend,
+        Arc::new(Alone),
+    )
+}
 
 /// Fan-out of an event read in place, or kept as bytes only (as a shared store's feed
 /// gives it), reaches the readers a parsed one reaches, and a reader that lowers
@@ -19,7 +44,7 @@ async fn a_websocket_event_read_in_place_fans_out_as_a_parsed_one() {
     );
     let mut lowered_once = Vec::new();
     for (in_place, bytes_only) in [(true, false), (false, false), (false, true)] {
-        let hub = Hub::new(RelayConfig::default()).unwrap();
+        let hub = hub_of(RelayConfig::default());
         let mut by_session = reader(&hub, json!({ "session": "s1" }));
         let mut by_type = reader(&hub, json!({ "type": "progress.*", "agent": "a" }));
         let mut other_type = reader(&hub, json!({ "type": "tool.started" }));
@@ -32,7 +57,7 @@ async fn a_websocket_event_read_in_place_fans_out_as_a_parsed_one() {
             let mut request = SubscribeRequest::new(Binding::Ws, filter);
             request.capture = Some(capture);
             hub.subscribe(&outbox, request);
-            Drain::new(rx, outbox, Binding::Ws, std::time::Duration::from_secs(60))
+            Drain::new(rx, outbox, std::time::Duration::from_secs(60))
         };
         let ceiling = |filter: Value| ceiling_at(filter, Capture::Metadata);
         let mut lowered = ceiling(json!({}));
@@ -82,7 +107,7 @@ fn reader(hub: &Hub, filter: Value) -> Drain {
     let (outbox, rx) = hub.outbox(CancellationToken::new());
     let filter = proto::parse_filter(&filter).unwrap();
     hub.subscribe(&outbox, SubscribeRequest::new(Binding::Sse, filter));
-    Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60))
+    Drain::new(rx, outbox, std::time::Duration::from_secs(60))
 }
 
 /// The JSON of one SSE message.
@@ -101,7 +126,7 @@ fn next_data(drain: &mut Drain) -> Option<Bytes> {
 
 #[tokio::test]
 async fn an_event_parsed_while_nobody_listened_still_reaches_a_new_subscriber() {
-    let hub = Hub::new(RelayConfig::default()).unwrap();
+    let hub = hub_of(RelayConfig::default());
     assert!(!hub.needs_parsed());
     let incoming = parse_line(LINE, hub.needs_parsed()).unwrap();
     assert!(matches!(incoming.reading, Reading::BytesOnly));
@@ -144,7 +169,7 @@ async fn a_slow_reader_holds_back_neither_the_others_nor_a_second_ingest() {
         .with_soft_backpressure(soft)
         .with_hard_backpressure(1 << 20)
         .with_lag_grace(std::time::Duration::from_secs(10));
-    let hub = Hub::new(cfg).unwrap();
+    let hub = hub_of(cfg);
     let mut fast = reader(&hub, json!({}));
     let _slow = reader(&hub, json!({})); // never read
     hub.ingest(std::slice::from_ref(&e1), None).await.unwrap();
@@ -197,7 +222,7 @@ async fn one_connection_with_two_subscriptions_gets_a_session_in_order() {
 }
 
 async fn in_order_on_one_connection(others: usize) {
-    let hub = Hub::new(RelayConfig::default()).unwrap();
+    let hub = hub_of(RelayConfig::default());
     let (outbox, rx) = hub.outbox(CancellationToken::new());
     let live = |outbox: &Arc<Outbox>, ty: &str| {
         let filter = proto::parse_filter(&json!({ "type": ty })).unwrap();
@@ -210,7 +235,7 @@ async fn in_order_on_one_connection(others: usize) {
     for ty in ["progress.status", "tool.called"] {
         live(&outbox, ty);
     }
-    let mut drain = Drain::new(rx, outbox, Binding::Ws, std::time::Duration::from_secs(60));
+    let mut drain = Drain::new(rx, outbox, std::time::Duration::from_secs(60));
     let batch = [
         parse_line(&typed("p1", "progress.status", 1), true).unwrap(),
         parse_line(&typed("t2", "tool.called", 2), true).unwrap(),
@@ -233,7 +258,7 @@ async fn a_batch_the_journal_cannot_write_is_not_kept() {
     let dir = TempDir::new();
     let disk = Faulty::default();
     let config = RelayConfig::default().with_data_dir(&dir.0);
-    let hub = Hub::with_disk(config, Box::new(disk.clone())).unwrap();
+    let hub = hub_with_disk(config, Box::new(disk.clone()));
     let batch = [
         parse_line(&line("e1", 1), false).unwrap(),
         parse_line(&line("e2", 2), false).unwrap(),
@@ -241,7 +266,7 @@ async fn a_batch_the_journal_cannot_write_is_not_kept() {
     disk.full.store(true, Ordering::SeqCst);
     let unstored = hub.ingest(&batch, None).await.unwrap_err();
     assert_eq!(unstored.error.kind(), std::io::ErrorKind::StorageFull);
-    assert_eq!(unstored.kind, crate::storage::UnstoredKind::Full);
+    assert_eq!(unstored.kind(), crate::storage::UnstoredKind::Full);
     assert!(held(&hub, "s1") == 0);
     disk.full.store(false, Ordering::SeqCst);
     hub.ingest(&batch, None).await.unwrap();
@@ -337,8 +362,8 @@ fn shared() -> Arc<Shared> {
     })
 }
 
-/// A relay of `shared` whose feed nobody fans out (a relay far behind the stream).
-fn relay_unfed(shared: &Arc<Shared>) -> Arc<Hub> {
+/// A relay of `shared` and its feed, which nobody fans out yet.
+fn relay_unfed(shared: &Arc<Shared>) -> (Arc<Hub>, Feed) {
     let (tx, rx) = futures::channel::mpsc::unbounded();
     shared.feeds.lock().unwrap().push(tx);
     let backend = Backend {
@@ -346,13 +371,15 @@ fn relay_unfed(shared: &Arc<Shared>) -> Arc<Hub> {
         feed: Some(Box::pin(rx)),
         gate: None,
     };
-    Arc::new(Hub::with_backend(RelayConfig::default(), backend))
+    let (hub, feed) = hub_over(&RelayConfig::default(), backend);
+    (Arc::new(hub), feed.expect("a shared store has a feed"))
 }
 
 /// A relay of `shared`, fanning out its feed.
 fn relay_of(shared: &Arc<Shared>) -> Arc<Hub> {
-    let hub = relay_unfed(shared);
-    tokio::spawn(hub.feed().expect("a shared store has a feed"));
+    let (hub, feed) = relay_unfed(shared);
+    let fanning = hub.clone();
+    tokio::spawn(async move { fanning.fan_out_feed(feed).await });
     hub
 }
 
@@ -407,7 +434,7 @@ async fn a_shared_store_feeds_fan_out_on_every_relay() {
     let mut request = SubscribeRequest::new(Binding::Sse, Filter::default());
     request.replay.all = true;
     b.subscribe(&outbox, request);
-    let mut late = Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60));
+    let mut late = Drain::new(rx, outbox, std::time::Duration::from_secs(60));
     b.ingest(&[parse_line(&line("e3", 3), false).unwrap()], None)
         .await
         .unwrap();
@@ -424,7 +451,8 @@ async fn a_shared_store_feeds_fan_out_on_every_relay() {
 async fn a_replay_without_live_serves_what_the_feed_has_not_reached() {
     let shared = shared();
     let a = relay_of(&shared);
-    let b = relay_unfed(&shared);
+    // a relay far behind the stream: its feed is never fanned out
+    let (b, _feed) = relay_unfed(&shared);
     let batch = [
         parse_line(&line("e1", 1), false).unwrap(),
         parse_line(&line("e2", 2), false).unwrap(),
@@ -436,7 +464,7 @@ async fn a_replay_without_live_serves_what_the_feed_has_not_reached() {
         request.replay.all = true;
         request.live = live;
         b.subscribe(&outbox, request);
-        Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60))
+        Drain::new(rx, outbox, std::time::Duration::from_secs(60))
     };
     assert_eq!(ids_within(&mut replay_only(false), 2).await, ["e1", "e2"]);
     // a live subscription still meets the feed where the feed is: its replay bounded
@@ -456,14 +484,14 @@ async fn a_replay_without_live_serves_what_the_feed_has_not_reached() {
 async fn a_parked_feed_opens_where_the_new_readers_replay_ends() {
     let shared = shared();
     let a = relay_of(&shared);
-    let (gate, opened) = tokio::sync::watch::channel(Gate::PARKED);
+    let (gate, opened) = tokio::sync::watch::channel(Gate::parked(0));
     let (_feed, rx) = futures::channel::mpsc::unbounded();
     let backend = Backend {
         storage: Box::new(Relay(shared.clone())),
         feed: Some(Box::pin(rx)),
         gate: Some(gate),
     };
-    let b = Arc::new(Hub::with_backend(RelayConfig::default(), backend));
+    let b = Arc::new(hub_over(&RelayConfig::default(), backend).0);
     let event = |id: &str, seq| parse_line(&line(id, seq), false).unwrap();
     let fed = |id: &str, seq, generation| Admitted {
         events: vec![event(id, seq).encoded],
@@ -477,13 +505,17 @@ async fn a_parked_feed_opens_where_the_new_readers_replay_ends() {
         let id = b.subscribe(&outbox, request);
         (
             id,
-            Drain::new(rx, outbox, Binding::Sse, std::time::Duration::from_secs(60)),
+            Drain::new(rx, outbox, std::time::Duration::from_secs(60)),
         )
     };
     a.ingest(&[event("e1", 1), event("e2", 2)], None)
         .await
         .unwrap();
-    assert_eq!(*opened.borrow(), Gate::PARKED, "parked until a live reader");
+    assert_eq!(
+        *opened.borrow(),
+        Gate::parked(0),
+        "parked until a live reader"
+    );
 
     let (first, mut on_b) = late_reader();
     let open = |after, generation| Gate {

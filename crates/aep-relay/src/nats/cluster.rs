@@ -29,8 +29,8 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 
 use super::names::StreamName;
-use super::options::redact_url;
-use super::NatsCluster;
+use crate::config::cluster::redact_url;
+use crate::config::NatsCluster;
 
 /// The oldest server version the cluster runs on.
 const MIN_SERVER: (u64, u64) = (2, 10);
@@ -53,7 +53,8 @@ impl NatsOptions {
     pub(crate) fn new(cluster: &NatsCluster, buffer: usize) -> std::io::Result<NatsOptions> {
         Ok(NatsOptions {
             cluster: cluster.clone(),
-            stream: cluster.stream_name_checked()?,
+            stream: StreamName::parse(cluster.stream_name())
+                .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))?,
             buffer,
         })
     }

@@ -98,10 +98,9 @@ use tokio::sync::Notify;
 
 use super::cluster::{Cluster, NatsOptions};
 use super::names::StreamName;
-use super::NatsCluster;
-use crate::config::RelayConfig;
-use crate::hub::Hub;
-use crate::routing::{json_len, no_route, Directory, Elsewhere, Refusal, RelayId};
+use crate::directory::{no_route, Claimants, Directory, Elsewhere, Refusal, RelayId, Routed};
+use crate::line::{read_event, LineError};
+use crate::proto::json_len;
 
 /// How a relay of a cluster keeps the others' claims. Not a flag: a relay judges the
 /// others' silence by its own `heartbeat × missed`, so every relay of a fleet must
@@ -402,16 +401,12 @@ pub(crate) struct NatsControl {
     changed: Notify,
 }
 
-/// The directory of a relay that joins `cluster` (what `--nats` asks for): its control
-/// plane, on a NATS connection of its own, so that a command never waits behind a batch
-/// of events being stored. Fails as the store's connection does (the server, the
-/// stream's agreement), and must be called inside a tokio runtime.
-pub(crate) fn open(
-    config: &RelayConfig,
-    cluster: &NatsCluster,
-) -> std::io::Result<Arc<dyn Directory>> {
-    let options = NatsOptions::new(cluster, config.buffer)?;
-    let cluster = super::cluster::block_on_runtime(Cluster::connect(&options))?;
+/// The directory of a relay that joins the cluster `options` name (what `--nats` asks
+/// for): its control plane, on a NATS connection of its own, so that a command never
+/// waits behind a batch of events being stored. Fails as the store's connection does
+/// (the server, the stream's agreement), and must be called inside a tokio runtime.
+pub(crate) fn open(options: &NatsOptions) -> std::io::Result<Arc<dyn Directory>> {
+    let cluster = super::cluster::block_on_runtime(Cluster::connect(options))?;
     Ok(NatsControl::new(
         cluster.client().clone(),
         cluster.name(),
@@ -443,13 +438,18 @@ impl NatsControl {
         self.mirror.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Publishes this relay's claims as `hub` holds them now.
-    async fn publish_claims(&self, hub: &Hub) {
+    /// Publishes this relay's claims as `here` holds them now.
+    async fn publish_claims(&self, here: &dyn Claimants) {
         // read before the claims: what is published holds at least this generation
         let generation = self.generation.load(Ordering::Acquire);
         let max = self.client.server_info().max_payload.max(4096);
         let subject = self.subjects.claims(&self.relay);
-        for message in claims_messages(&self.relay, generation, hub.own_entries(), max) {
+        let mut entries = Vec::new();
+        here.claims(&mut |entry| {
+            entries.push(entry);
+            true
+        });
+        for message in claims_messages(&self.relay, generation, entries, max) {
             if let Err(e) = self.client.publish(subject.clone(), message.into()).await {
                 tracing::warn!(error = %e, "publishing this relay's claims failed");
                 return;
@@ -459,12 +459,12 @@ impl NatsControl {
     }
 
     /// Answers a command another relay forwarded: routed to this relay's claimant.
-    async fn answer(&self, hub: &Hub, message: async_nats::Message) {
+    async fn answer(&self, here: &dyn Claimants, message: async_nats::Message) {
         let Some(reply) = message.reply else {
             return;
         };
         let verdict = match std::str::from_utf8(&message.payload) {
-            Ok(command) => hub.route_forwarded(command),
+            Ok(command) => route_forwarded(here, command),
             Err(_) => Err(Refusal {
                 code: ErrorCode::from("invalid-event"),
                 detail: "a forwarded command that is not UTF-8".into(),
@@ -481,9 +481,9 @@ impl NatsControl {
         }
     }
 
-    /// Runs the plane until `hub` is gone (looked at after each message and heartbeat;
-    /// the connection itself reconnects for ever).
-    async fn run(self: Arc<Self>, hub: Weak<Hub>) {
+    /// Runs the plane until `here` is gone (looked at after each message and
+    /// heartbeat; the connection itself reconnects for ever).
+    async fn run(self: Arc<Self>, here: Weak<dyn Claimants>) {
         let subscribe = |subject: String| {
             let client = self.client.clone();
             async move { client.subscribe(subject).await }
@@ -512,11 +512,11 @@ impl NatsControl {
         let mut tick = tokio::time::interval(self.options.heartbeat);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            let Some(hub) = hub.upgrade() else {
+            let Some(here) = here.upgrade() else {
                 return;
             };
             tokio::select! {
-                () = self.changed.notified() => self.publish_claims(&hub).await,
+                () = self.changed.notified() => self.publish_claims(&*here).await,
                 Some(message) = claims.next() => {
                     let Some(relay) = self.subjects.relay_of(&message.subject) else {
                         continue;
@@ -549,10 +549,10 @@ impl NatsControl {
                 Some(message) = syncs.next() => {
                     let asked = &message.payload[..];
                     if asked.is_empty() || asked == self.relay.as_bytes() {
-                        self.publish_claims(&hub).await;
+                        self.publish_claims(&*here).await;
                     }
                 }
-                Some(message) = commands.next() => self.answer(&hub, message).await,
+                Some(message) = commands.next() => self.answer(&*here, message).await,
                 _ = tick.tick() => {
                     let generation = self.published.load(Ordering::Acquire).to_string();
                     let beat = self.subjects.beat(&self.relay);
@@ -643,8 +643,28 @@ impl Directory for NatsControl {
         })
     }
 
-    fn serve(self: Arc<Self>, hub: Weak<Hub>) -> Option<BoxFuture<'static, ()>> {
-        Some(Box::pin(self.run(hub)))
+    fn serve(self: Arc<Self>, here: Weak<dyn Claimants>) -> Option<BoxFuture<'static, ()>> {
+        Some(Box::pin(self.run(here)))
+    }
+}
+
+/// Routes a command another relay forwarded (its JSON as the sender wrote it) to its
+/// one target on this relay, deciding again on this relay's claims (the module
+/// documentation says why): `Ok` once handed over, or the refusal to answer.
+fn route_forwarded(here: &dyn Claimants, command: &str) -> Result<(), Refusal> {
+    let mut reading = None;
+    let incoming = read_event(command, &mut reading).map_err(|e| {
+        let (LineError::Json(why) | LineError::Invalid(why)) = e;
+        Refusal {
+            code: ErrorCode::from("invalid-event"),
+            detail: format!("a forwarded command that is not an AEP envelope: {why}"),
+        }
+    })?;
+    match here.route(&incoming, None, true) {
+        Routed::Here(answer) => answer,
+        Routed::Refused(refusal) => Err(refusal),
+        // decided on this relay's claims alone: never elsewhere
+        Routed::There(forward) => Err(no_route(&forward.session)),
     }
 }
 

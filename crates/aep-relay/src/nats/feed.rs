@@ -49,7 +49,7 @@ const WATCH: Duration = Duration::from_millis(100);
 /// the stream sequence after the one the gate names; `stamp` is raised to each sequence
 /// delivered. It runs until its receiver or its gate is dropped.
 pub(crate) fn feed(cluster: Cluster, stamp: Arc<AtomicU64>) -> (Feed, FeedGate) {
-    let (gate, opened) = watch::channel(Gate::PARKED);
+    let (gate, opened) = watch::channel(Gate::parked(0));
     let (tx, rx) = mpsc::channel(16);
     tokio::spawn(run(cluster, stamp, opened, tx));
     (Box::pin(rx), gate)

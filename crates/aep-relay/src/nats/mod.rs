@@ -1,54 +1,58 @@
 //! The relay cluster on NATS JetStream (issue 20): several relays share one stream, so
 //! any of them answers the whole protocol.
 //!
-//! - [`NatsCluster`] (always built): how a relay reaches its cluster, the option of
-//!   [`Relay::builder`](crate::Relay::builder) and of the `--nats*` flags;
-//! - [`names`]: the names every relay of a cluster must compute alike;
-//! - with feature `nats`: `cluster` (connect and check, publish a batch acknowledged,
-//!   read back in stream order), `feed` (every admission of every relay, in stream
-//!   order, for live fan-out; parked while the relay has no live subscription), `store` (the [`Storage`](crate::storage::Storage)
-//!   and its feed on the stream) and `control` (AEP-0004 control and the AEP-0003
-//!   §4.1 roster across the relays: the [`Directory`](crate::routing::Directory) of a
-//!   relay of a cluster). Without the feature a relay given a cluster refuses
-//!   to start, saying how to build one that can.
+//! One boundary: the server asks [`join`] for a relay's place in its cluster, a replay
+//! store several relays share (the [`Storage`](crate::storage::Storage) with its feed)
+//! and the [`Directory`] of the other relays' claims, and sees the cluster through
+//! those two traits only. Its option, [`NatsCluster`], is plain
+//! configuration (`config`). The feature `nats` is decided here and nowhere else: with
+//! it, `cluster` (connect and check, publish a batch acknowledged, read back in stream
+//! order), `names` (what every relay of a cluster must compute alike), `feed` (every
+//! admission of every relay, in stream order, for live fan-out; parked while the relay
+//! has no live subscription), `store` (the store and its feed on the stream) and
+//! `control` (AEP-0004 control and the AEP-0003 §4.1 roster across the relays); without
+//! it, a relay given a cluster refuses to start, saying how to build one that can.
 
 #[cfg(feature = "nats")]
-pub(crate) mod cluster;
+mod cluster;
 #[cfg(feature = "nats")]
-pub(crate) mod control;
+mod control;
 #[cfg(feature = "nats")]
-pub(crate) mod feed;
-// without the feature only the stream name is checked (`--nats-stream`)
-#[cfg_attr(not(feature = "nats"), allow(dead_code))]
-pub(crate) mod names;
-mod options;
+mod feed;
 #[cfg(feature = "nats")]
-pub(crate) mod store;
-
-pub use options::NatsCluster;
+mod names;
+#[cfg(feature = "nats")]
+mod store;
 
 use std::io;
+use std::sync::Arc;
 
-use crate::config::RelayConfig;
+use crate::config::{NatsCluster, RelayConfig};
+use crate::directory::Directory;
 use crate::storage::Backend;
 
-/// The backend of a relay that joins `cluster`, or why it cannot (refused before any
-/// connection is tried when the configuration cannot work).
-pub(crate) fn open(config: &RelayConfig, cluster: &NatsCluster) -> io::Result<Backend> {
+/// A relay's place in `cluster`: the store the relays share, with its feed, and the
+/// directory of the other relays' claims; or why it cannot join (refused before any
+/// connection is tried when the configuration cannot work). Blocking: it connects on
+/// the current tokio runtime from a thread of its own.
+pub(crate) fn join(
+    config: &RelayConfig,
+    cluster: &NatsCluster,
+) -> io::Result<(Backend, Arc<dyn Directory>)> {
     let refuse = |message: &str| Err(io::Error::new(io::ErrorKind::InvalidInput, message));
-    if cluster.url.is_empty() {
+    if cluster.url().is_empty() {
         return refuse(
             "--nats-creds, --nats-tls-ca, --nats-stream and --nats-dedupe-horizon need --nats URL (AEP_NATS_URL): name the cluster's NATS server, or drop them",
         );
     }
-    if config.data_dir.is_some() {
+    if config.data_dir().is_some() {
         return refuse(
             "--nats and --data-dir cannot be used together: with --nats the events are stored in the JetStream stream (the NATS server's own store, nats-server -js -sd DIR); drop --data-dir",
         );
     }
     let default = RelayConfig::default();
-    if (config.max_session_bytes, config.max_store_bytes)
-        != (default.max_session_bytes, default.max_store_bytes)
+    if (config.max_session_bytes(), config.max_store_bytes())
+        != (default.max_session_bytes(), default.max_store_bytes())
     {
         // silently ignored, they would promise a bound nothing keeps
         return refuse(
@@ -58,7 +62,8 @@ pub(crate) fn open(config: &RelayConfig, cluster: &NatsCluster) -> io::Result<Ba
     cluster.stream_name_checked()?;
     #[cfg(feature = "nats")]
     {
-        store::open(config, cluster)
+        let options = cluster::NatsOptions::new(cluster, config.buffer())?;
+        Ok((store::open(&options)?, control::open(&options)?))
     }
     #[cfg(not(feature = "nats"))]
     {
@@ -74,8 +79,11 @@ mod tests {
     use super::*;
 
     fn refusal(config: RelayConfig) -> String {
-        let cluster = config.nats.clone().unwrap_or_else(|| NatsCluster::new(""));
-        match open(&config, &cluster) {
+        let cluster = config
+            .nats()
+            .cloned()
+            .unwrap_or_else(|| NatsCluster::new(""));
+        match join(&config, &cluster) {
             Ok(_) => panic!("opened"),
             Err(e) => e.to_string(),
         }

@@ -10,6 +10,8 @@ use std::fmt;
 
 use aep_core::redact::ContentDigest;
 
+use crate::config::cluster::{check_stream_name, BadStreamName};
+
 /// The longest session token written out; a longer encoding is replaced by a digest (see
 /// [`session_token`]). Well under the server's 4 KiB control line, which holds the
 /// subject, a reply subject and the sizes.
@@ -67,37 +69,11 @@ pub(crate) fn message_id(source: &str, id: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct StreamName(String);
 
-/// Why a stream name was refused.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct BadStreamName(String);
-
-impl fmt::Display for BadStreamName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "`{}` cannot name the NATS stream: use 1 to 32 ASCII letters, digits, `-` or `_` (it is also the subjects' first token)",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for BadStreamName {}
-
 impl StreamName {
-    /// The default, `AEP`.
-    pub(crate) const DEFAULT: &'static str = "AEP";
-
-    /// `name`, if it can name a stream and head a subject: 1 to 32 ASCII letters, digits,
-    /// `-` or `_`. Stricter than the server (which refuses `.`, `*`, `>`, whitespace and
-    /// path separators), so that the name is a plain subject token as well and never
-    /// starts with the server's reserved `$`.
+    /// `name`, if it can name a stream and head a subject (the configuration's rule,
+    /// [`check_stream_name`]).
     pub(crate) fn parse(name: &str) -> Result<StreamName, BadStreamName> {
-        let plain = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
-        if (1..=32).contains(&name.len()) && name.bytes().all(plain) {
-            Ok(StreamName(name.to_owned()))
-        } else {
-            Err(BadStreamName(name.to_owned()))
-        }
+        check_stream_name(name).map(|()| StreamName(name.to_owned()))
     }
 
     /// The name.
@@ -127,12 +103,6 @@ impl StreamName {
     /// The subjects the stream holds: every session's, `{stream}.s.>`.
     pub(crate) fn sessions_wildcard(&self) -> String {
         format!("{}.s.>", self.0)
-    }
-}
-
-impl Default for StreamName {
-    fn default() -> Self {
-        StreamName(StreamName::DEFAULT.to_owned())
     }
 }
 
@@ -255,7 +225,12 @@ mod tests {
 
     #[test]
     fn stream_names_are_plain_tokens() {
-        assert_eq!(StreamName::default().as_str(), "AEP");
+        assert_eq!(
+            StreamName::parse(crate::NatsCluster::DEFAULT_STREAM)
+                .unwrap()
+                .as_str(),
+            "AEP"
+        );
         assert_eq!(
             StreamName::parse("fleet-2_a").unwrap().as_str(),
             "fleet-2_a"

@@ -21,12 +21,13 @@
 //!   `--buffer` events, `max_messages_per_subject`), in `(epoch, seq)` order, from its
 //!   `from` position, with `replay-exhausted` when what was asked for was dropped;
 //!   `from=all`, every session's subject in stream order (admission order), never a gap.
-//!   A read that fails ends the replay with `Replayed::Failed` (the reader's stream
+//!   A read that fails ends the replay with an error (the reader's stream
 //!   ends and it resumes), never a replay cut short in silence.
 //! - **The feed** is [`feed::feed`]: every relay's admissions, this one's included,
 //!   while the hub keeps its gate open (a live subscription on this relay); parked,
 //!   the stream delivers nothing to this relay.
 
+use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,8 +40,6 @@ use tokio::sync::{mpsc, oneshot};
 use super::cluster::{block_on_runtime, Cluster, ClusterError, NatsOptions, Outgoing, Published};
 use super::feed;
 use super::names::{message_id, StreamName};
-use super::NatsCluster;
-use crate::config::RelayConfig;
 use crate::encoded::Encoded;
 use crate::storage::{
     Admitting, Backend, FeedGate, Outcome, Outcomes, Replay, ReplayFrom, Replayed, Stamp, Storage,
@@ -50,12 +49,11 @@ use crate::storage::{
 /// How often the session and byte counts of `/healthz` are read from the stream.
 const COUNTS_EVERY: Duration = Duration::from_secs(2);
 
-/// Connects to `cluster` (checking the stream against `config.buffer`) and opens the
-/// store and its feed. Blocking: it runs the connection on the current tokio runtime
-/// from a thread of its own, so it may be called from anywhere in one.
-pub(crate) fn open(config: &RelayConfig, cluster: &NatsCluster) -> std::io::Result<Backend> {
-    let options = NatsOptions::new(cluster, config.buffer)?;
-    let (store, feed, gate) = block_on_runtime(NatsStore::open(&options))?;
+/// Connects as `options` say (the stream checked against the relay's `--buffer`) and
+/// opens the store and its feed. Blocking: it runs the connection on the current tokio
+/// runtime from a thread of its own, so it may be called from anywhere in one.
+pub(crate) fn open(options: &NatsOptions) -> std::io::Result<Backend> {
+    let (store, feed, gate) = block_on_runtime(NatsStore::open(options))?;
     Ok(Backend {
         storage: Box::new(store),
         feed: Some(feed),
@@ -242,12 +240,19 @@ fn outgoing(name: &StreamName, event: &Encoded, subjects: &mut Subjects) -> Outg
     }
 }
 
-/// What a failed admission answers (`storage::Unstored`).
+/// What a failed admission answers (`storage::Unstored`): an event past the server's
+/// `max_payload` larger than the store takes, anything else a store unreachable now.
 fn unstored(error: ClusterError) -> Unstored {
-    match error {
-        ClusterError::TooLarge { .. } => Unstored::too_large(error.to_string()),
-        other => Unstored::unavailable(other.to_string()),
-    }
+    let kind = match error {
+        ClusterError::TooLarge { .. } => io::ErrorKind::FileTooLarge,
+        _ => io::ErrorKind::Other,
+    };
+    Unstored::new(io::Error::new(kind, error.to_string()))
+}
+
+/// What an admission answers once the publishing task has stopped (the relay stops).
+fn stopped() -> Unstored {
+    Unstored::new(io::Error::other("the relay's NATS publisher has stopped"))
 }
 
 impl Storage for NatsStore {
@@ -258,8 +263,7 @@ impl Storage for NatsStore {
             done,
         };
         if self.jobs.send(job).is_err() {
-            let error = Unstored::unavailable("the relay's NATS publisher has stopped".into());
-            return Admitting::Pending(Box::pin(async move { Err(error) }));
+            return Admitting::Pending(Box::pin(async move { Err(stopped()) }));
         }
         Admitting::Pending(
             answer
@@ -275,9 +279,7 @@ impl Storage for NatsStore {
                         })
                         .collect::<Outcomes>()),
                     Ok(Err(e)) => Err(unstored(e)),
-                    Err(_) => Err(Unstored::unavailable(
-                        "the relay's NATS publisher has stopped".into(),
-                    )),
+                    Err(_) => Err(stopped()),
                 })
                 .boxed(),
         )
@@ -317,14 +319,14 @@ fn replay_all(cluster: Cluster, upto: Stamp) -> Replay {
             Err(e) => futures::stream::iter([vec![Err(e)]]).boxed(),
         })
         .map(|chunk| {
-            let mut runs: Vec<Replayed> = Vec::new();
+            let mut runs: Vec<io::Result<Replayed>> = Vec::new();
             for stored in chunk {
                 let stored = match stored {
                     Ok(stored) => stored,
                     Err(e) => {
-                        // the reader's stream ends here (storage::Replayed::Failed)
+                        // the reader's stream ends here (storage::Replay)
                         tracing::warn!(error = %e, "replaying from NATS failed: the reader's stream ends");
-                        runs.push(Replayed::Failed);
+                        runs.push(Err(io::Error::other(e)));
                         break;
                     }
                 };
@@ -335,13 +337,13 @@ fn replay_all(cluster: Cluster, upto: Stamp) -> Replay {
                     continue;
                 };
                 match runs.last_mut() {
-                    Some(Replayed::Events { session: s, events }) if **s == *session => {
+                    Some(Ok(Replayed::Events { session: s, events })) if **s == *session => {
                         events.push(event)
                     }
-                    _ => runs.push(Replayed::Events {
+                    _ => runs.push(Ok(Replayed::Events {
                         session: Arc::from(session),
                         events: vec![event],
-                    }),
+                    })),
                 }
             }
             futures::stream::iter(runs)
@@ -357,7 +359,11 @@ const RUN: usize = 256;
 /// position in `(epoch, seq)` order, preceded by a gap when the oldest held is past
 /// what was asked for (AEP-0003 §5, `replay-exhausted`). A session holds at most
 /// `--buffer` events, read whole.
-async fn replay_session(cluster: Cluster, from: ResumeFrom, upto: Stamp) -> Vec<Replayed> {
+async fn replay_session(
+    cluster: Cluster,
+    from: ResumeFrom,
+    upto: Stamp,
+) -> Vec<io::Result<Replayed>> {
     let subject = cluster.name().session_subject(from.session());
     let mut events = Vec::new();
     let read = match cluster.read(&subject, 1, upto).await {
@@ -373,7 +379,7 @@ async fn replay_session(cluster: Cluster, from: ResumeFrom, upto: Stamp) -> Vec<
     if let Err(e) = read {
         // what was read is not served either: the reader resumes from its position
         tracing::warn!(error = %e, session = from.session(), "replaying from NATS failed: the reader's stream ends");
-        return vec![Replayed::Failed];
+        return vec![Err(io::Error::other(e))];
     }
     // stream order is admission order; two relays may have admitted a session's
     // events out of position order
@@ -383,10 +389,10 @@ async fn replay_session(cluster: Cluster, from: ResumeFrom, upto: Stamp) -> Vec<
     let mut out = Vec::new();
     if let Some(earliest) = events.first().and_then(Encoded::position) {
         if start.declares_gap(earliest) {
-            out.push(Replayed::Gap {
+            out.push(Ok(Replayed::Gap {
                 session: session.clone(),
                 earliest,
-            });
+            }));
         }
     }
     let wanted: Vec<Encoded> = events
@@ -394,10 +400,10 @@ async fn replay_session(cluster: Cluster, from: ResumeFrom, upto: Stamp) -> Vec<
         .filter(|e| e.position().is_some_and(|p| start.includes(p)))
         .collect();
     for run in wanted.chunks(RUN) {
-        out.push(Replayed::Events {
+        out.push(Ok(Replayed::Events {
             session: session.clone(),
             events: run.to_vec(),
-        });
+        }));
     }
     out
 }
@@ -428,22 +434,22 @@ mod tests {
             .encoded
     }
 
-    async fn replayed(store: &NatsStore, from: ReplayFrom) -> Vec<Replayed> {
+    async fn replayed(store: &NatsStore, from: ReplayFrom) -> Vec<std::io::Result<Replayed>> {
         let replay = store.replay(from, Stamp::MAX).collect();
         tokio::time::timeout(Duration::from_secs(20), replay)
             .await
             .expect("a replay that ends within 20 s")
     }
 
-    fn served(items: &[Replayed]) -> (usize, bool) {
+    fn served(items: &[std::io::Result<Replayed>]) -> (usize, bool) {
         let events = items
             .iter()
             .map(|item| match item {
-                Replayed::Events { events, .. } => events.len(),
+                Ok(Replayed::Events { events, .. }) => events.len(),
                 _ => 0,
             })
             .sum();
-        (events, matches!(items.last(), Some(Replayed::Failed)))
+        (events, matches!(items.last(), Some(Err(_))))
     }
 
     /// An event's `Nats-Msg-Id` is the digest of its `(source, id)` however its JSON

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use aep_async::control::ControlTarget;
-use aep_async::{EmitOptions, Emitter, WsSink};
+use aep_async::{EmitOptions, Emitter, WsSinkOptions};
 use aep_relay::{NatsCluster, RelayHandle};
 use aep_test_support::nats::NatsServer;
 use serde_json::{json, Value};
@@ -72,10 +72,9 @@ async fn each_relays_console_shows_the_fleet_and_answers_an_agent_on_another_rel
             }
         },
     );
-    let sink = WsSink::builder(a.url(), "fleet-agent", "host-a/1")
+    let sink = aep_async::Client::new(a.url())
         .token(TOKEN)
-        .command_hook(target.clone())
-        .build()
+        .ws_sink(WsSinkOptions::new("fleet-agent", "host-a/1").command_hook(target.clone()))
         .unwrap();
     let emitter = Emitter::new("fleet-agent", "host-a", sink);
     let s = session();

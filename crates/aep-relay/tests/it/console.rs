@@ -561,10 +561,9 @@ async fn hostile_field_ids_and_labels_stay_data_and_the_form_still_answers() {
             let _ = accepted.send(command);
         }
     });
-    let sink = WsSink::builder(relay.url(), "hostile-agent", "host/1")
+    let sink = aep_async::Client::new(relay.url())
         .token(TOKEN)
-        .command_hook(target.clone())
-        .build()
+        .ws_sink(WsSinkOptions::new("hostile-agent", "host/1").command_hook(target.clone()))
         .unwrap();
     let emitter = Emitter::new("hostile-agent", "host", sink);
     let s = target.attach(emitter.session("hostile-1"));

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aep_async::control::{ControlTarget, RejectReason};
-use aep_async::{Emitter, WsSink};
+use aep_async::{Emitter, WsSinkOptions};
 use aep_relay::{RelayConfig, RelayHandle};
 use serde_json::{json, Value};
 
@@ -403,10 +403,9 @@ async fn picky_agent(url: &str, session: &str) -> (Emitter, Arc<aep_async::Sessi
             let _ = cmd.reject(RejectReason::Refused, "only ok will do");
         }
     });
-    let sink = WsSink::builder(url, "picky", "host/1")
+    let sink = aep_async::Client::new(url)
         .token(TOKEN)
-        .command_hook(target.clone())
-        .build()
+        .ws_sink(WsSinkOptions::new("picky", "host/1").command_hook(target.clone()))
         .unwrap();
     let emitter = Emitter::new("picky", "host", sink);
     let s = target.attach(emitter.session(session));

@@ -14,7 +14,7 @@ use tokio_tungstenite::tungstenite::Message as WsMessage;
 
 use super::*;
 use crate::config::RelayConfig;
-use crate::nats::NatsCluster;
+use crate::NatsCluster;
 
 fn entry(session: &str, agent: &str) -> RosterEntry {
     let mut entry = RosterEntry::new(session);

@@ -1,10 +1,9 @@
-//! [`NatsCluster`]: how a relay joins a cluster on NATS JetStream.
+//! [`NatsCluster`]: how a relay joins a cluster on NATS JetStream, as plain data (the
+//! cluster itself is `nats`), with the rules its values are checked by when set.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-use super::names::StreamName;
 
 /// How a relay reaches its cluster's NATS JetStream and which stream it shares with
 /// the other relays of its fleet: the option of
@@ -48,7 +47,7 @@ pub struct NatsCluster {
 
 impl NatsCluster {
     /// The stream (and first subject token) of a fleet unless told otherwise.
-    pub const DEFAULT_STREAM: &'static str = StreamName::DEFAULT;
+    pub const DEFAULT_STREAM: &'static str = "AEP";
 
     /// How long JetStream remembers a stored `(source, id)` by default: its own
     /// default `duplicate_window`.
@@ -205,12 +204,44 @@ impl NatsCluster {
             })
     }
 
-    /// The stream name, checked.
-    pub(crate) fn stream_name_checked(&self) -> Result<StreamName, std::io::Error> {
-        StreamName::parse(&self.stream)
+    /// The stream name, if it can name a stream (see [`check_stream_name`]); refused as
+    /// a relay's start is.
+    pub(crate) fn stream_name_checked(&self) -> Result<&str, std::io::Error> {
+        check_stream_name(&self.stream)
+            .map(|()| self.stream.as_str())
             .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidInput, e))
     }
 }
+
+/// Whether `name` can name a cluster's stream and head its subjects: 1 to 32 ASCII
+/// letters, digits, `-` or `_`. Stricter than the server (which refuses `.`, `*`, `>`,
+/// whitespace and path separators), so that the name is a plain subject token as well
+/// and never starts with the server's reserved `$`. The one rule: `--nats-stream` is
+/// checked by it when set, the cluster's stream name (`nats::names`) when a relay joins.
+pub(crate) fn check_stream_name(name: &str) -> Result<(), BadStreamName> {
+    let plain = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+    if (1..=32).contains(&name.len()) && name.bytes().all(plain) {
+        Ok(())
+    } else {
+        Err(BadStreamName(name.to_owned()))
+    }
+}
+
+/// Why a stream name was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BadStreamName(String);
+
+impl fmt::Display for BadStreamName {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "`{}` cannot name the NATS stream: use 1 to 32 ASCII letters, digits, `-` or `_` (it is also the subjects' first token)",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for BadStreamName {}
 
 /// `url` with any `user:password@` replaced, for messages and logs.
 pub(crate) fn redact_url(url: &str) -> String {
