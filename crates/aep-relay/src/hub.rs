@@ -134,6 +134,8 @@ pub(crate) struct Hub {
     stopped: CancellationToken,
     /// The web console (`/console`), when the configuration turns it on.
     pub(crate) console: crate::console::Console,
+    /// The connections the accept loop refused (`peers`), for `/healthz`.
+    pub(crate) refused: Arc<crate::peers::RefusedCounts>,
 }
 
 /// A feed not taken yet.
@@ -232,6 +234,7 @@ impl Hub {
             next_id: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             stopped: CancellationToken::new(),
+            refused: Arc::default(),
         }
     }
 
@@ -546,12 +549,17 @@ impl Hub {
     pub(crate) fn counts(&self) -> Value {
         let sessions = self.storage.sessions();
         let st = self.lock();
-        json!({
+        let mut counts = json!({
             "sessions": sessions,
             "subscribers": st.subs.len(),
             "connections": st.conns.len(),
             "uptime_s": self.uptime(),
-        })
+            "refused_connections": self.refused.to_json(),
+        });
+        if let Value::Object(counts) = &mut counts {
+            counts.extend(self.storage.health());
+        }
+        counts
     }
 
     /// The `/connections` document.
