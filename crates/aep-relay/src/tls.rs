@@ -260,10 +260,10 @@ mod tests {
     use super::*;
     use aep_test_support::disk::TempDir;
 
-    /// A self-signed certificate for `localhost` and its key, as PEM.
+    /// A certificate for `localhost` and its key, as PEM (a fresh CA's each time).
     fn self_signed() -> (String, String) {
-        let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
-        (cert.cert.pem(), cert.signing_key.serialize_pem())
+        let leaf = aep_test_support::tls::TestCa::new("unit").leaf(&["localhost"]);
+        (leaf.cert_pem, leaf.key_pem)
     }
 
     fn files(dir: &TempDir, cert: &str, key: &str) -> TlsFiles {
