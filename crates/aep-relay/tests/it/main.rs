@@ -12,6 +12,9 @@ mod common;
 // Issue 20's faults: real nats-server, real relay processes (the binary, hence `cli`).
 #[cfg(all(feature = "nats", feature = "cli"))]
 mod cluster_faults;
+// Issue 31: the stream as a trust boundary, NATS authorization, credentials in URLs.
+#[cfg(all(feature = "nats", feature = "cli"))]
+mod cluster_trust;
 mod console;
 mod control;
 mod durable;
