@@ -927,6 +927,7 @@ mod tests {
             "AEP_NATS_STREAM" => "FLEET",
             "AEP_TLS_CERT" | "AEP_TLS_KEY" => "/etc/aep/x.pem",
             "AEP_INSECURE_OPEN_RELAY" => "true",
+            "AEP_CONSOLE" => "on",
             _ => "7",
         };
         for setting in SETTINGS {
