@@ -35,7 +35,9 @@ use crate::tls::{Tls, TlsReloader};
 
 /// Serves a relay on `listener` until `shutdown` completes, then shuts down gracefully:
 /// SSE subscribers are told `: shutting-down`, WebSockets are closed with 1001, and the
-/// call returns once connections are drained (or after the drain timeout).
+/// call returns once connections are drained (or after the drain timeout). A listener
+/// beyond loopback without a token is refused at once (see
+/// [`RelayConfig::with_insecure_open_relay`]).
 ///
 /// ```no_run
 /// # async fn demo() -> std::io::Result<()> {
