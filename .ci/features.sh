@@ -49,9 +49,9 @@ check aep-blocking --no-default-features --features http,sse
 check aep-blocking --no-default-features --features ws
 check aep-testing
 check aep-testing --features relay
-check aep-relay                                               # with the binaries' command line (cli)
-check aep-relay --no-default-features                         # embedded: no clap
-check aep-relay --features nats                               # the cluster backend (rustc 1.89)
+check aep-relay                                               # the binary's: command line (cli) and cluster (nats)
+check aep-relay --no-default-features                         # embedded: no clap, no NATS client
+check aep-relay --no-default-features --features cli          # a command line without the cluster
 check aep-relay --no-default-features --features nats         # a cluster relay embedded, no clap
 check aep-bridge                                              # the mappings and the exporters
 check aep-bridge --no-default-features                        # the pure mappings only

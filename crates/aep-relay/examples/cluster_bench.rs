@@ -24,9 +24,15 @@
 //! fails the bench (it says so and exits non-zero).
 //!
 //! ```text
-//! cargo run --release -p aep-relay --features nats --example cluster_bench -- \
-//!     [--events 100000] [--batch 250] [--posters 4] [--in-flight 4096] [--runs 3]
+//! cargo run --release -p aep-relay --example cluster_bench -- \
+//!     [--events 100000] [--batch 250] [--posters 4] [--in-flight 4096] [--runs 3] \
+//!     [--compare PATH]
 //! ```
+//!
+//! `--compare PATH` adds a second cluster of the same shape whose relays are the
+//! `aep-relay` binary at PATH (another build, say the one before a change, built with
+//! feature `nats`), on a stream of its own; the two clusters' runs alternate, so both
+//! figures come from the same minutes of a shared machine.
 //!
 //! The relays are this program started again as a relay (`cluster_bench --as-relay
 //! FLAGS`: the `aep-relay` binary's flags and start-up), so one `cargo run` builds
@@ -64,8 +70,10 @@ usage: cluster_bench [--events N] [--batch N] [--posters N] [--in-flight N] [--r
   --runs N       runs of each; the median is reported with the spread (default 3)
   --only LIST    some of ceiling,cluster,memory (default all three)
   --stall S      seconds without progress before a reader counts as stalled (5)
+  --compare PATH a second cluster of aep-relay binaries at PATH (another build,
+                 with feature nats), its runs alternated with this build's
 
-Run it with: cargo run --release -p aep-relay --features nats --example cluster_bench
+Run it with: cargo run --release -p aep-relay --example cluster_bench
 ";
 
 /// The stream the cluster's relays share.
@@ -82,6 +90,7 @@ struct Options {
     sessions: usize,
     only: Vec<String>,
     stall: Duration,
+    compare: Option<std::path::PathBuf>,
 }
 
 impl Options {
@@ -101,6 +110,7 @@ fn options() -> Options {
         sessions: 1,
         only: vec!["ceiling".into(), "cluster".into(), "memory".into()],
         stall: Duration::from_secs(5),
+        compare: None,
     };
     for (flag, value) in common::flags(HELP, &[]) {
         let number = |default: usize| value.parse().unwrap_or(default).max(1);
@@ -113,6 +123,7 @@ fn options() -> Options {
             "--runs" => o.runs = number(o.runs),
             "--only" => o.only = value.split(',').map(str::to_owned).collect(),
             "--stall" => o.stall = Duration::from_secs_f64(value.parse().unwrap_or(5.0)),
+            "--compare" => o.compare = Some(value.into()),
             other => common::unknown(other, HELP),
         }
     }
@@ -558,27 +569,37 @@ fn spread(v: &[f64]) -> String {
 async fn end_to_end(name: &str, target: &Target<'_>, o: &Options) -> Option<f64> {
     let mut runs = Vec::new();
     for run in 0..o.runs {
-        match end_to_end_run(target, o).await {
-            Ok(r) => {
-                println!(
-                    "  {name} run {}: {:>8.0} events/s end to end ({:.0}/s acknowledged); latency p50 {:.1} ms p99 {:.1} ms; lost {} twice {}{}",
-                    run + 1,
-                    r.rate,
-                    r.ingest,
-                    r.p50.as_secs_f64() * 1e3,
-                    r.p99.as_secs_f64() * 1e3,
-                    r.lost,
-                    r.twice,
-                    r.error.as_ref().map(|e| format!("; error: {e}")).unwrap_or_default()
-                );
-                runs.push(r);
-            }
-            Err(e) => {
-                println!("  {name} run {}: failed: {e}", run + 1);
-                return None;
-            }
+        runs.push(one_run(name, run, target, o).await?);
+    }
+    summarize(name, &runs)
+}
+
+/// One end-to-end run against `target`, printed; `None` if it failed.
+async fn one_run(name: &str, run: usize, target: &Target<'_>, o: &Options) -> Option<EndToEnd> {
+    match end_to_end_run(target, o).await {
+        Ok(r) => {
+            println!(
+                "  {name} run {}: {:>8.0} events/s end to end ({:.0}/s acknowledged); latency p50 {:.1} ms p99 {:.1} ms; lost {} twice {}{}",
+                run + 1,
+                r.rate,
+                r.ingest,
+                r.p50.as_secs_f64() * 1e3,
+                r.p99.as_secs_f64() * 1e3,
+                r.lost,
+                r.twice,
+                r.error.as_ref().map(|e| format!("; error: {e}")).unwrap_or_default()
+            );
+            Some(r)
+        }
+        Err(e) => {
+            println!("  {name} run {}: failed: {e}", run + 1);
+            None
         }
     }
+}
+
+/// The summary line of `runs`; the median rate, or `None` (see [`end_to_end`]).
+fn summarize(name: &str, runs: &[EndToEnd]) -> Option<f64> {
     let ms = |d: Vec<f64>| median(d);
     let rate: Vec<f64> = runs.iter().map(|r| r.rate).collect();
     let lost: usize = runs.iter().map(|r| r.lost).sum();
@@ -597,6 +618,150 @@ async fn end_to_end(name: &str, target: &Target<'_>, o: &Options) -> Option<f64>
         return None;
     }
     Some(median(rate))
+}
+
+/// One cluster of `--relays` relay processes on `server`'s stream `stream`.
+struct Fleet {
+    name: &'static str,
+    relays: Vec<RelayProcess>,
+    /// The relays', the server's and this program's CPU seconds before the runs.
+    pids: Vec<u32>,
+    cpu: Vec<f64>,
+    runs: Vec<EndToEnd>,
+    failed: bool,
+}
+
+impl Fleet {
+    /// `--relays` relays started by `start` (given the `--nats*` flags) on `stream`.
+    fn start(
+        name: &'static str,
+        server: &NatsServer,
+        stream: &str,
+        o: &Options,
+        start: impl Fn(&[&str]) -> Result<RelayProcess, String>,
+    ) -> Result<Fleet, String> {
+        let url = server.url();
+        let flags = ["--nats", url.as_str(), "--nats-stream", stream];
+        let relays = (0..o.relays)
+            .map(|_| start(&flags))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut pids: Vec<u32> = relays.iter().map(RelayProcess::pid).collect();
+        pids.extend(server.pid());
+        pids.push(std::process::id());
+        Ok(Fleet {
+            name,
+            relays,
+            cpu: Vec::new(),
+            pids,
+            runs: Vec::new(),
+            failed: false,
+        })
+    }
+
+    /// Posted to relay A, the SSE reader on B, the WS reader on C.
+    fn target(&self) -> Target<'_> {
+        let relays = &self.relays;
+        Target {
+            post: relays[0].url(),
+            sse: relays[1 % relays.len()].url(),
+            ws: relays[2 % relays.len()].url(),
+        }
+    }
+
+    /// Its summary: the runs, then the CPU seconds its processes spent over them (the
+    /// server's and this program's include the other fleet's runs when alternated) and
+    /// their peaks.
+    fn report(&self, server: &NatsServer, alternated: bool) -> Option<f64> {
+        let rate = if self.failed {
+            None
+        } else {
+            summarize(self.name, &self.runs)
+        };
+        let used: Vec<String> = self
+            .pids
+            .iter()
+            .zip(&self.cpu)
+            .map(|(p, before)| format!("{:.1}", cpu_secs(*p) - before))
+            .collect();
+        let names = ["relay A", "relay B", "relay C"];
+        let mut line: Vec<String> = names
+            .iter()
+            .zip(&used)
+            .take(self.relays.len())
+            .map(|(name, cpu)| format!("{name} {cpu}"))
+            .collect();
+        if let [.., server, me] = used.as_slice() {
+            let both = if alternated {
+                " (both clusters' runs)"
+            } else {
+                ""
+            };
+            line.push(format!("nats-server {server}, this program {me}{both}"));
+        }
+        println!("  {} CPU s over the runs: {}", self.name, line.join(", "));
+        let peaks: Vec<String> = ["relay A (posted to)", "B (SSE)", "C (WS)"]
+            .iter()
+            .zip(&self.relays)
+            .map(|(name, r)| format!("{name} {}", mib(r.peak_rss_kib())))
+            .collect();
+        println!(
+            "  {} peak RSS: {}, nats-server {}",
+            self.name,
+            peaks.join(", "),
+            mib(server.pid().and_then(peak_rss_kib)),
+        );
+        rate
+    }
+}
+
+/// The cluster figures: this build's relays (`cluster`) and, with `--compare`, the other
+/// build's (`compare`, on a stream of its own), their runs alternated.
+async fn clusters(server: &NatsServer, o: &Options) -> Vec<(&'static str, Option<f64>)> {
+    let mut fleets = Vec::new();
+    match Fleet::start("cluster", server, CLUSTER_STREAM, o, relay) {
+        Ok(fleet) => fleets.push(fleet),
+        Err(e) => {
+            println!("cluster: a relay did not start: {e}");
+            return vec![("cluster", None)];
+        }
+    }
+    if let Some(path) = &o.compare {
+        let other = |flags: &[&str]| {
+            let mut command = Command::new(path);
+            command.env("RUST_LOG", "warn");
+            start_relay(command, flags)
+        };
+        match Fleet::start("compare", server, "AEPCOMPARE", o, other) {
+            Ok(fleet) => fleets.push(fleet),
+            Err(e) => {
+                println!("compare: a relay of {} did not start: {e}", path.display());
+                return vec![("compare", None)];
+            }
+        }
+        println!(
+            "  compare: the relays are {}; its runs alternate with this build's",
+            path.display()
+        );
+    }
+    for fleet in &mut fleets {
+        fleet.cpu = fleet.pids.iter().map(|p| cpu_secs(*p)).collect();
+    }
+    for run in 0..o.runs {
+        for fleet in &mut fleets {
+            if fleet.failed {
+                continue;
+            }
+            match one_run(fleet.name, run, &fleet.target(), o).await {
+                Some(r) => fleet.runs.push(r),
+                None => fleet.failed = true,
+            }
+        }
+    }
+    let alternated = fleets.len() > 1;
+    fleets
+        .iter()
+        .map(|fleet| (fleet.name, fleet.report(server, alternated)))
+        .collect()
 }
 
 /// The ceiling runs on `server`; the median rate.
@@ -712,59 +877,13 @@ async fn bench(o: Options) -> std::process::ExitCode {
         rates.push(("ceiling", rate));
     }
     if o.wants("cluster") {
-        // the server's peak from here on is the cluster's (Linux: `5` resets VmHWM)
+        // the server's peak from here on is the clusters' (Linux: `5` resets VmHWM)
         if let Some(pid) = server.pid() {
             let _ = std::fs::write(format!("/proc/{pid}/clear_refs"), "5");
         }
-        let url = server.url();
-        let flags = ["--nats", url.as_str(), "--nats-stream", CLUSTER_STREAM];
-        let relays: Result<Vec<RelayProcess>, String> =
-            (0..o.relays).map(|_| relay(&flags)).collect();
-        match relays {
-            Ok(relays) => {
-                let target = Target {
-                    post: relays[0].url(),
-                    sse: relays[1 % relays.len()].url(),
-                    ws: relays[2 % relays.len()].url(),
-                };
-                let mut pids: Vec<u32> = relays.iter().map(RelayProcess::pid).collect();
-                pids.extend(server.pid());
-                pids.push(std::process::id());
-                let cpu: Vec<f64> = pids.iter().map(|p| cpu_secs(*p)).collect();
-                let rate = end_to_end("cluster", &target, &o).await;
-                failed |= rate.is_none();
-                rates.push(("cluster", rate));
-                let used: Vec<String> = pids
-                    .iter()
-                    .zip(&cpu)
-                    .map(|(p, before)| format!("{:.1}", cpu_secs(*p) - before))
-                    .collect();
-                let names = ["relay A", "relay B", "relay C"];
-                let mut line: Vec<String> = names
-                    .iter()
-                    .zip(&used)
-                    .take(relays.len())
-                    .map(|(name, cpu)| format!("{name} {cpu}"))
-                    .collect();
-                if let [.., server, me] = used.as_slice() {
-                    line.push(format!("nats-server {server}, this program {me}"));
-                }
-                println!("  CPU s over the runs: {}", line.join(", "));
-                let peaks: Vec<String> = ["relay A (posted to)", "B (SSE)", "C (WS)"]
-                    .iter()
-                    .zip(&relays)
-                    .map(|(name, r)| format!("{name} {}", mib(r.peak_rss_kib())))
-                    .collect();
-                println!(
-                    "  peak RSS: {}, nats-server {}",
-                    peaks.join(", "),
-                    mib(server.pid().and_then(peak_rss_kib)),
-                );
-            }
-            Err(e) => {
-                println!("cluster: a relay did not start: {e}");
-                failed = true;
-            }
+        for (name, rate) in clusters(&server, &o).await {
+            failed |= rate.is_none();
+            rates.push((name, rate));
         }
     }
     let get = |name: &str| rates.iter().find(|r| r.0 == name).and_then(|r| r.1);
@@ -776,6 +895,9 @@ async fn bench(o: Options) -> std::process::ExitCode {
     }
     if let (Some(cluster), Some(memory)) = (get("cluster"), get("memory")) {
         println!("cluster/memory = {:.0}%", 100.0 * cluster / memory);
+    }
+    if let (Some(cluster), Some(compare)) = (get("cluster"), get("compare")) {
+        println!("cluster/compare = {:.0}%", 100.0 * cluster / compare);
     }
     server.kill();
     if failed {

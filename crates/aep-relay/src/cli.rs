@@ -128,12 +128,18 @@ impl Args for RelayArgs {
     fn augment_args(cmd: Command) -> Command {
         SETTINGS.iter().fold(cmd, |cmd, s| {
             let flag = s.flag;
+            let arg = Arg::new(flag).long(flag).env(s.env);
+            // a switch stands alone (`--insecure-open-relay`), or says `=false`
+            let arg = if s.is_switch() {
+                arg.num_args(0..=1)
+                    .require_equals(true)
+                    .default_missing_value("true")
+                    .value_name("BOOL")
+            } else {
+                arg.value_name(s.value)
+            };
             cmd.arg(
-                Arg::new(flag)
-                    .long(flag)
-                    .env(s.env)
-                    .value_name(s.value)
-                    .help(s.help)
+                arg.help(s.help)
                     // the secret stays out of --help
                     .hide_env_values(flag == "token")
                     // the last of a repeated flag wins, so a script can append to a
@@ -166,8 +172,11 @@ impl Args for RelayArgs {
 /// }
 /// ```
 pub const AFTER_HELP: &str = "\
-The first line of stdout is `PROGRAM listening on http://ADDR ...` (so --port 0 is usable).
+The first line of stdout is `PROGRAM listening on http://ADDR ...` (https:// with --tls-cert;
+so --port 0 is usable). It listens on 127.0.0.1 unless --host says otherwise; beyond loopback
+it refuses to start without --token (or the loud --insecure-open-relay).
 Logs go to stderr through tracing (RUST_LOG, default info). The token is never logged.
+SIGHUP reads --tls-cert and --tls-key again (open connections keep theirs).
 SIGINT or SIGTERM drains the connections (up to --drain-timeout-ms) and exits 0.";
 
 /// Logs to stderr through `tracing` (`RUST_LOG`, default `info`), coloured only on a
@@ -189,9 +198,12 @@ pub fn init_logging() {
         .try_init();
 }
 
-/// Binds, opens the store (reading a journal first, so a relay that says it listens can
-/// serve), prints `{program} listening on http://ADDR (buffer N/session, auth ..)` as
-/// the first line of stdout, and serves until `shutdown` resolves.
+/// Binds, refuses an address beyond loopback without a token (unless
+/// `--insecure-open-relay`), reads the TLS files, opens the store (reading a journal
+/// first, so a relay that says it listens can serve), prints `{program} listening on
+/// http://ADDR (buffer N/session, auth ..)` (`https://` with TLS) as the first line of
+/// stdout, and serves until `shutdown` resolves, reading the TLS files again on
+/// `SIGHUP`.
 ///
 /// ```no_run
 /// # async fn run() -> std::io::Result<()> {
@@ -206,16 +218,26 @@ pub async fn serve(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(config.addr()).await?;
     let addr = listener.local_addr()?;
+    // refused before the store opens (a journal read, a NATS connection) for nothing
+    crate::exposure::check(addr, &config)?;
     let buffer = config.buffer();
     let auth = if config.token().is_some() {
         "on"
     } else {
         "OFF, control routing disabled (AEP-0004 §4.1); set AEP_TOKEN to enable"
     };
+    let scheme = if config.tls().is_some() {
+        "https"
+    } else {
+        "http"
+    };
     let server_console = config.console();
     let server = tokio::task::spawn_blocking(move || Server::open(config))
         .await
         .map_err(std::io::Error::other)??;
+    if let Some(reloader) = server.tls_reloader() {
+        reload_on_hangup(reloader);
+    }
     let console = if server_console {
         ", console at /console"
     } else {
@@ -224,11 +246,44 @@ pub async fn serve(
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "{program} listening on http://{addr} (buffer {buffer}/session, auth {auth}{console})"
+        "{program} listening on {scheme}://{addr} (buffer {buffer}/session, auth {auth}{console})"
     )?;
     out.flush()?;
     drop(out);
     server.run(listener, shutdown).await
+}
+
+/// Reads the TLS files again on each `SIGHUP` for as long as the process runs: the
+/// handshakes after it take the new certificate, the connections open keep theirs; files
+/// that cannot be used are logged and the certificate served stays.
+fn reload_on_hangup(reloader: crate::TlsReloader) {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut hangups = match signal(SignalKind::hangup()) {
+            Ok(hangups) => hangups,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot listen for SIGHUP: the TLS files are read at start only");
+                return;
+            }
+        };
+        tokio::spawn(async move {
+            while hangups.recv().await.is_some() {
+                let files = reloader.files();
+                let (cert, key) = (files.cert().display(), files.key().display());
+                match reloader.reload() {
+                    Ok(()) => {
+                        tracing::info!(%cert, %key, "SIGHUP: TLS certificate and key read again; new connections get them")
+                    }
+                    Err(e) => {
+                        tracing::error!(error = %e, "SIGHUP: the TLS files cannot be used; still serving the certificate read before")
+                    }
+                }
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    let _ = reloader;
 }
 
 /// Resolves on SIGINT or SIGTERM (SIGINT alone where there is no SIGTERM): the
@@ -314,6 +369,19 @@ mod tests {
         assert!(e.to_string().contains("--max-body"), "{e}");
         assert!(parse(&["--fsync", "sometimes"]).is_err());
         assert!(parse(&["--no-such-flag", "1"]).is_err());
+    }
+
+    /// A switch stands alone or says `=false`; it never takes the next argument.
+    #[test]
+    fn a_switch_stands_alone() {
+        let open = |args: &[&str]| parse(args).unwrap().relay.config().unwrap();
+        assert!(!open(&[]).insecure_open_relay());
+        assert!(open(&["--insecure-open-relay"]).insecure_open_relay());
+        assert!(open(&["--insecure-open-relay", "--port", "0"]).insecure_open_relay());
+        assert!(!open(&["--insecure-open-relay=false"]).insecure_open_relay());
+        assert!(parse(&["--insecure-open-relay=maybe"]).is_err());
+        // `--insecure-open-relay 1` would read `1` as a stray argument
+        assert!(parse(&["--insecure-open-relay", "1"]).is_err());
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //!
 //! The environment variables are the reference relay's (`AEP_PORT`, `AEP_HOST`,
 //! `AEP_TOKEN`, `AEP_BUFFER`, `AEP_MAX_SESSIONS`, `AEP_MAX_BODY`, `AEP_MAX_BATCH`,
-//! `AEP_MAX_FROM`), so a deployment script written for it works unchanged.
+//! `AEP_MAX_FROM`), so a deployment script written for it works unchanged. One default
+//! differs on purpose: the relay listens on loopback unless told otherwise, and refuses
+//! to listen elsewhere without a token (see [`RelayConfig::with_insecure_open_relay`]).
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -11,6 +13,7 @@ use std::time::Duration;
 
 pub(crate) mod cluster;
 
+use crate::tls::TlsFiles;
 pub use cluster::NatsCluster;
 
 /// The bearer token of a relay (AEP-0003 §8.1).
@@ -145,6 +148,7 @@ pub struct RelayConfig {
     subscription_ttl: Option<Duration>,
     max_hello: usize,
     max_connections: usize,
+    max_connections_per_peer: usize,
     header_timeout: Duration,
     hello_timeout: Duration,
     max_subscriptions: usize,
@@ -157,6 +161,11 @@ pub struct RelayConfig {
     nats: Option<NatsCluster>,
     /// Serves the web console at `/console` (`--console on`).
     console: bool,
+    /// HTTPS and WSS with this certificate and key; `Some` with one path empty when only
+    /// one of `--tls-cert`, `--tls-key` was given (refused at start).
+    tls: Option<TlsFiles>,
+    /// Serve without a token on an address beyond loopback (refused at start otherwise).
+    insecure_open_relay: bool,
 }
 
 /// A value of a `AEP_*` variable or flag that is not what it should be.
@@ -181,7 +190,8 @@ impl ConfigError {
 impl Default for RelayConfig {
     fn default() -> Self {
         RelayConfig {
-            host: IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            // loopback: what a relay exposes beyond this machine is the operator's choice
+            host: IpAddr::V4(Ipv4Addr::LOCALHOST),
             port: 8787,
             token: None,
             buffer: 10_000,
@@ -198,6 +208,7 @@ impl Default for RelayConfig {
             subscription_ttl: None,
             max_hello: 64 << 10,
             max_connections: 4096,
+            max_connections_per_peer: 256,
             header_timeout: Duration::from_secs(10),
             hello_timeout: Duration::from_secs(10),
             max_subscriptions: 100,
@@ -207,6 +218,8 @@ impl Default for RelayConfig {
             fsync_interval: Duration::from_secs(1),
             nats: None,
             console: false,
+            tls: None,
+            insecure_open_relay: false,
         }
     }
 }
@@ -223,6 +236,14 @@ pub(crate) struct Setting {
     pub(crate) env: &'static str,
     pub(crate) value: &'static str,
     pub(crate) help: &'static str,
+}
+
+impl Setting {
+    /// A switch (`--flag` alone, or `--flag=false`) rather than a flag with a value.
+    #[cfg_attr(not(feature = "cli"), allow(dead_code))]
+    pub(crate) fn is_switch(&self) -> bool {
+        self.value.is_empty()
+    }
 }
 
 const fn setting(
@@ -242,8 +263,11 @@ const fn setting(
 /// Every setting: the reference relay's, then this relay's own.
 pub(crate) static SETTINGS: &[Setting] = &[
     setting("port", "AEP_PORT", "N", "Port to listen on; 0 picks a free one [default: 8787]"),
-    setting("host", "AEP_HOST", "IP", "Address to listen on [default: 0.0.0.0, all interfaces]"),
+    setting("host", "AEP_HOST", "IP", "Address to listen on; any but loopback needs --token (or --insecure-open-relay) [default: 127.0.0.1, this machine only]"),
     setting("token", "AEP_TOKEN", "TOKEN", "Bearer token required on every surface but /healthz; without one, control routing is disabled (AEP-0004 §4.1) [default: none]"),
+    setting("insecure-open-relay", "AEP_INSECURE_OPEN_RELAY", "", "Serve without a token on an address beyond loopback: anyone who reaches it reads every event and writes into any session. Warned at every start [default: false, refused]"),
+    setting("tls-cert", "AEP_TLS_CERT", "FILE", "Serve HTTPS and WSS with this PEM certificate chain (with --tls-key); re-read with the key on SIGHUP, open connections kept [default: none, plain HTTP]"),
+    setting("tls-key", "AEP_TLS_KEY", "FILE", "The PEM private key of --tls-cert (PKCS#8, PKCS#1 or SEC1) [default: none]"),
     setting("buffer", "AEP_BUFFER", "N", "Events replayed per session [default: 10000]"),
     setting("max-sessions", "AEP_MAX_SESSIONS", "N", "Sessions held; the least recently written is evicted; with --nats only the default of --max-from (bound the stream with the server's limits) [default: 500]"),
     setting("max-body", "AEP_MAX_BODY", "BYTES", "Largest POST /events body; 413 beyond [default: 16777216]"),
@@ -258,6 +282,7 @@ pub(crate) static SETTINGS: &[Setting] = &[
     setting("subscription-ttl-ms", "AEP_SUBSCRIPTION_TTL_MS", "MS", "Subscription-model subscriptions expire after this [default: never]"),
     setting("max-hello", "AEP_MAX_HELLO", "BYTES", "Largest WebSocket hello; limit-exceeded and close 1009 beyond [default: 65536]"),
     setting("max-connections", "AEP_MAX_CONNECTIONS", "N", "Connections at once, every binding together; 503 and close beyond (keep ulimit -n above it) [default: 4096]"),
+    setting("max-connections-per-peer", "AEP_MAX_CONNECTIONS_PER_PEER", "N", "Connections at once from one address (IPv6: one /64), so one peer cannot take every slot; 429 and close beyond, counted and logged; 0: no bound [default: 256]"),
     setting("header-timeout-ms", "AEP_HEADER_TIMEOUT_MS", "MS", "To send a request's headers, and to hold an idle keep-alive connection; 0: no limit [default: 10000]"),
     setting("hello-timeout-ms", "AEP_HELLO_TIMEOUT_MS", "MS", "A WebSocket may go this long without hello; hello-required and close 1002 past it [default: 10000]"),
     setting("max-subscriptions", "AEP_MAX_SUBSCRIPTIONS", "N", "Subscriptions on one WebSocket, subscribe and subscription.requested together; limit-exceeded beyond [default: 100]"),
@@ -272,6 +297,16 @@ pub(crate) static SETTINGS: &[Setting] = &[
     setting("console", "AEP_CONSOLE", "on|off", "Serve mission control, a live web console, at /console: sessions, timelines, the inbox of attention requests answered from the page, the roster; its API is behind --token; an embedded Relay serves it only when its builder says so [default: on]"),
     setting("nats-dedupe-horizon", "AEP_NATS_DEDUPE_HORIZON", "SECONDS", "With --nats, how long a stored (source, id) keeps a retry to any relay from being stored again (the stream's duplicate_window; the server holds every id of it in memory, so rate x horizon bounds it); every relay must agree [default: 120]"),
 ];
+
+/// A switch's value: `true`/`1`/`yes`/`on` (what `--flag` alone means) or
+/// `false`/`0`/`no`/`off`/empty.
+fn parse_switch(name: &str, value: &str) -> Result<bool, ConfigError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "true" | "1" | "yes" | "on" => Ok(true),
+        "false" | "0" | "no" | "off" | "" => Ok(false),
+        _ => Err(ConfigError::new(name, value, "true or false")),
+    }
+}
 
 fn parse_num<T: std::str::FromStr>(name: &str, value: &str) -> Result<T, ConfigError> {
     value
@@ -359,6 +394,16 @@ impl RelayConfig {
             "data-dir" => self.data_dir = (!value.is_empty()).then(|| PathBuf::from(value)),
             "max-hello" => self.max_hello = parse_num(name, value)?,
             "max-connections" => self.max_connections = parse_num(name, value)?,
+            "max-connections-per-peer" => self.max_connections_per_peer = parse_num(name, value)?,
+            "insecure-open-relay" => self.insecure_open_relay = parse_switch(name, value)?,
+            "tls-cert" => {
+                self.tls_mut().cert = PathBuf::from(value.trim());
+                self.tls = self.tls.take().filter(|t| !t.is_empty());
+            }
+            "tls-key" => {
+                self.tls_mut().key = PathBuf::from(value.trim());
+                self.tls = self.tls.take().filter(|t| !t.is_empty());
+            }
             "header-timeout-ms" => {
                 self.header_timeout = Duration::from_millis(parse_num(name, value)?)
             }
@@ -431,6 +476,75 @@ impl RelayConfig {
         Ok(())
     }
 
+    /// The TLS files `--tls-cert` and `--tls-key` set, made (one path empty) by the first.
+    fn tls_mut(&mut self) -> &mut TlsFiles {
+        self.tls.get_or_insert_with(TlsFiles::default)
+    }
+
+    /// Serves HTTPS and WSS (rustls, HTTP/1.1) with the PEM certificate chain in `cert`
+    /// and its private key in `key` (PKCS#8, PKCS#1 or SEC1) instead of plain HTTP
+    /// (default: none). Both files are read when the relay opens: one that cannot be
+    /// read or parsed, or a key that does not match the certificate, refuses the start
+    /// with the reason. The `aep-relay` binary reads them again on `SIGHUP`
+    /// ([`Server::tls_reloader`](crate::Server::tls_reloader)): new connections get
+    /// the new certificate, open ones keep theirs.
+    ///
+    /// ```
+    /// let config = aep_relay::RelayConfig::default().with_tls("/etc/aep/cert.pem", "/etc/aep/key.pem");
+    /// assert_eq!(config.tls().map(|t| t.cert().to_str()), Some(Some("/etc/aep/cert.pem")));
+    /// ```
+    pub fn with_tls(mut self, cert: impl Into<PathBuf>, key: impl Into<PathBuf>) -> Self {
+        self.tls = Some(TlsFiles::new(cert, key));
+        self
+    }
+
+    /// The certificate and key HTTPS is served with, when set.
+    pub fn tls(&self) -> Option<&TlsFiles> {
+        self.tls.as_ref()
+    }
+
+    /// Lets the relay serve without a token on an address beyond loopback (default:
+    /// refused at start). Without a token anyone who can reach the address reads every
+    /// event (prompts, tool output, at whatever capture the agents chose) and writes
+    /// events into any session; the relay warns at every start it is open.
+    ///
+    /// ```
+    /// use aep_relay::RelayConfig;
+    /// let config = RelayConfig::default().with_addr("0.0.0.0:8787".parse()?).with_insecure_open_relay(true);
+    /// assert!(config.insecure_open_relay());
+    /// # Ok::<(), std::net::AddrParseError>(())
+    /// ```
+    pub fn with_insecure_open_relay(mut self, open: bool) -> Self {
+        self.insecure_open_relay = open;
+        self
+    }
+
+    /// Whether the relay may serve without a token beyond loopback.
+    pub fn insecure_open_relay(&self) -> bool {
+        self.insecure_open_relay
+    }
+
+    /// Connections served at once from one peer address (default 256; an IPv6 peer is
+    /// its /64, what one host is usually given; 0: no bound). One more from that peer is
+    /// answered `429` and closed at once, counted and logged at WARN once every 10 s,
+    /// so one unauthenticated peer holding idle sockets cannot take the slots of
+    /// [`RelayConfig::with_max_connections`] from everyone else. Clients on the relay's
+    /// own machine share the loopback address: raise it for a box that runs more.
+    ///
+    /// ```
+    /// let config = aep_relay::RelayConfig::default().with_max_connections_per_peer(32);
+    /// assert_eq!(config.max_connections_per_peer(), 32);
+    /// ```
+    pub fn with_max_connections_per_peer(mut self, connections: usize) -> Self {
+        self.max_connections_per_peer = connections;
+        self
+    }
+
+    /// Connections served at once from one peer address (0: no bound).
+    pub fn max_connections_per_peer(&self) -> usize {
+        self.max_connections_per_peer
+    }
+
     /// The cluster option the `--nats-*` flags set, made (without a URL) by the first.
     fn nats_mut(&mut self) -> &mut NatsCluster {
         self.nats.get_or_insert_with(|| NatsCluster::new(""))
@@ -464,7 +578,9 @@ impl RelayConfig {
         SocketAddr::new(self.host, self.port)
     }
 
-    /// Binds `addr` (default: all interfaces, port 8787, as the reference relay).
+    /// Binds `addr` (default `127.0.0.1:8787`: loopback, the reference relay's port). An
+    /// address beyond loopback needs a token ([`RelayConfig::with_token`]) or
+    /// [`RelayConfig::with_insecure_open_relay`].
     pub fn with_addr(mut self, addr: SocketAddr) -> Self {
         self.host = addr.ip();
         self.port = addr.port();
@@ -873,6 +989,8 @@ mod tests {
             "AEP_NATS_URL" => "nats://127.0.0.1:4222",
             "AEP_NATS_CREDS" | "AEP_NATS_TLS_CA" => "/etc/aep/x",
             "AEP_NATS_STREAM" => "FLEET",
+            "AEP_TLS_CERT" | "AEP_TLS_KEY" => "/etc/aep/x.pem",
+            "AEP_INSECURE_OPEN_RELAY" => "true",
             "AEP_CONSOLE" => "on",
             _ => "7",
         };
@@ -950,6 +1068,8 @@ mod tests {
             ("nats", "none, a single relay"),
             ("nats-creds", "none"),
             ("nats-tls-ca", "the system's roots"),
+            ("tls-cert", "none, plain HTTP"),
+            ("tls-key", "none"),
         ];
         // the flags document the binaries' defaults
         let default = format!("{:?}", RelayConfig::for_binaries());
@@ -962,7 +1082,7 @@ mod tests {
             if absent.contains(&(setting.flag, documented)) {
                 continue;
             }
-            // `0.0.0.0, all interfaces`: the value, then what it means
+            // `127.0.0.1, this machine only`: the value, then what it means
             let value = documented.split(',').next().unwrap_or(documented);
             let mut config = RelayConfig::for_binaries();
             config

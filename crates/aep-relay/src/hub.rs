@@ -142,6 +142,8 @@ pub(crate) struct Hub {
     /// Cancelled once the drain timeout of a shutdown has passed: every connection still
     /// open then is dropped.
     stopped: CancellationToken,
+    /// The connections the accept loop refused (`peers`), for `/healthz`.
+    pub(crate) refused: Arc<crate::peers::RefusedCounts>,
 }
 
 impl Hub {
@@ -179,6 +181,7 @@ impl Hub {
             next_id: AtomicU64::new(1),
             shutting_down: AtomicBool::new(false),
             stopped: CancellationToken::new(),
+            refused: Arc::default(),
         };
         (hub, feed)
     }
@@ -477,12 +480,17 @@ impl Hub {
     pub(crate) fn counts(&self) -> Value {
         let sessions = self.storage.sessions();
         let st = self.lock();
-        json!({
+        let mut counts = json!({
             "sessions": sessions,
             "subscribers": st.subs.len(),
             "connections": st.conns.len(),
             "uptime_s": self.uptime(),
-        })
+            "refused_connections": self.refused.to_json(),
+        });
+        if let Value::Object(counts) = &mut counts {
+            counts.extend(self.storage.health());
+        }
+        counts
     }
 
     /// The `/connections` document.

@@ -6,10 +6,14 @@
 //! other relays' claims, `nats::join`), the hub over them, and the limits each part
 //! is given of the configuration, which no part reads whole.
 //!
-//! The accept loop is the relay's own, on hyper's HTTP/1 connection: it holds at most
-//! `max_connections` at once (one more gets `503` and is closed), closes a connection
-//! that does not send its headers within the header timeout, and can drop one
-//! connection whose reader was disconnected past the hard bound (AEP-0003 §8.4).
+//! The accept loop is the relay's own, on hyper's HTTP/1 connection: it refuses to
+//! serve without a token beyond loopback unless told to (`exposure`), holds at most
+//! `max_connections_per_peer` of one peer (one more gets `429`) and `max_connections` in
+//! all (one more gets `503`), each refusal counted and logged at most once per interval
+//! (`peers`), handshakes TLS when serving HTTPS (`tls`), closes a connection that does
+//! not send its headers (or finish its handshake) within the header timeout, and can
+//! drop one connection whose reader was disconnected past the hard bound (AEP-0003
+//! §8.4).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -29,17 +33,22 @@ use tokio::task::JoinHandle;
 use crate::config::{NatsCluster, RelayConfig};
 use crate::console::{self, Console};
 use crate::directory::{Alone, Claimants, Directory};
+use crate::exposure::Posture;
 use crate::http::{self, ConnectionShed};
 use crate::hub::{self, Hub};
 use crate::journal::{self, Disk, Fs, Journal};
 use crate::memory::Memory;
 use crate::outbox::Bounds;
+use crate::peers::{Peer, PeerSlot, Peers, RefusalLog, Refused, LOG_EVERY};
 use crate::storage::{self, Backend, Feed};
+use crate::tls::{Tls, TlsReloader};
 use crate::{nats, subscriptions, ws};
 
 /// Serves a relay on `listener` until `shutdown` completes, then shuts down gracefully:
 /// SSE subscribers are told `: shutting-down`, WebSockets are closed with 1001, and the
-/// call returns once connections are drained (or after the drain timeout).
+/// call returns once connections are drained (or after the drain timeout). A listener
+/// beyond loopback without a token is refused at once (see
+/// [`RelayConfig::with_insecure_open_relay`]).
 ///
 /// ```no_run
 /// # async fn demo() -> std::io::Result<()> {
@@ -82,6 +91,8 @@ pub struct Server {
     /// The web console, which the HTTP surface hands `/console` to.
     console: Arc<Console>,
     limits: Limits,
+    /// HTTPS and WSS, when serving them.
+    tls: Option<Tls>,
 }
 
 impl std::fmt::Debug for Server {
@@ -93,6 +104,7 @@ impl std::fmt::Debug for Server {
             .field("http", &self.http)
             .field("console", &self.console)
             .field("limits", &self.limits)
+            .field("tls", &self.tls.is_some())
             .finish()
     }
 }
@@ -101,14 +113,19 @@ impl std::fmt::Debug for Server {
 #[derive(Debug, Clone, Copy)]
 struct Limits {
     max_connections: usize,
+    max_connections_per_peer: usize,
+    /// Whether the listener may be beyond loopback (`exposure`).
+    posture: Posture,
     header_timeout: Duration,
     drain_timeout: Duration,
 }
 
 impl Server {
-    /// Restores what the data directory holds (it reads the journal: blocking). Fails
-    /// when the directory cannot be created or read; damaged lines, and files that
-    /// cannot be rewritten (a full disk), are reported and do not stop it.
+    /// Reads the TLS certificate and key, if any, then restores what the data directory
+    /// holds (it reads the journal: blocking). Fails when the TLS files cannot be used
+    /// (unreadable, not PEM, a key that is not the certificate's) or the directory
+    /// cannot be created or read, saying why; damaged lines, and files that cannot be
+    /// rewritten (a full disk), are reported and do not stop it.
     pub fn open(config: RelayConfig) -> io::Result<Server> {
         Server::assemble(&config)
     }
@@ -116,6 +133,7 @@ impl Server {
     /// The relay `config` describes: its store (and, in a cluster, the directory of the
     /// other relays' claims), the hub over them, and each part's limits.
     fn assemble(config: &RelayConfig) -> io::Result<Server> {
+        let tls = config.tls().map(Tls::open).transpose()?;
         let (backend, directory) = match config.nats() {
             Some(cluster) => nats::join(config, cluster)?,
             None => {
@@ -137,10 +155,35 @@ impl Server {
             })),
             limits: Limits {
                 max_connections: config.max_connections().max(1),
+                max_connections_per_peer: config.max_connections_per_peer(),
+                posture: Posture::of(config),
                 header_timeout: config.header_timeout(),
                 drain_timeout: config.drain_timeout(),
             },
+            tls,
         })
+    }
+
+    /// What reads the TLS certificate and key again while the relay serves (the
+    /// binaries call it on `SIGHUP`); `None` for a relay serving plain HTTP.
+    ///
+    /// ```no_run
+    /// # fn demo() -> std::io::Result<()> {
+    /// let config = aep_relay::RelayConfig::default().with_tls("cert.pem", "key.pem");
+    /// let server = aep_relay::Server::open(config)?;
+    /// assert!(server.tls_reloader().is_some());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn tls_reloader(&self) -> Option<TlsReloader> {
+        self.tls.as_ref().map(Tls::reloader)
+    }
+
+    /// Refuses `addr` as [`Server::run`] would, before anything is said to serve on it:
+    /// an address beyond loopback without a token (see
+    /// [`RelayConfig::with_insecure_open_relay`]).
+    pub(crate) fn check_exposure(&self, addr: SocketAddr) -> io::Result<()> {
+        self.limits.posture.check(addr).map(drop)
     }
 
     /// [`Server::open`] on the blocking pool.
@@ -150,7 +193,9 @@ impl Server {
             .map_err(io::Error::other)?
     }
 
-    /// Serves on `listener` until `shutdown` completes; see [`run`].
+    /// Serves on `listener` until `shutdown` completes; see [`run`]. Refuses at once a
+    /// listener beyond loopback without a token (see
+    /// [`RelayConfig::with_insecure_open_relay`]).
     pub async fn run(
         self,
         listener: TcpListener,
@@ -234,13 +279,19 @@ async fn serve(
         http,
         console,
         limits,
+        tls,
     } = server;
+    let addr = listener.local_addr()?;
+    limits.posture.check(addr)?.warn(addr);
     let max = limits.max_connections;
+    let per_peer = limits.max_connections_per_peer;
     tracing::info!(
-        addr = ?listener.local_addr().ok(),
+        %addr,
         buffer = http.replay_depth,
         auth = http.token.is_some(),
+        tls = tls.is_some(),
         max_connections = max,
+        max_connections_per_peer = per_peer,
         "aep-relay serving"
     );
     warn_if_descriptors_short(max);
@@ -253,10 +304,15 @@ async fn serve(
     let here: std::sync::Weak<dyn Claimants> = Arc::downgrade(&hub) as _;
     let controlling = directory.clone().serve(here).map(tokio::spawn);
     let limit = Arc::new(Semaphore::new(max));
+    let peers = Peers::new(per_peer);
+    let mut refusals = RefusalLog::new(hub.refused.clone(), per_peer, max);
+    // what was refused within an interval is told when it ends, even if nothing follows
+    let mut tell = tokio::time::interval(LOG_EVERY);
+    tell.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let (closing, closed) = watch::channel(false);
     tokio::pin!(shutdown);
     loop {
-        let (tcp, _) = tokio::select! {
+        let (tcp, from) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(e) => {
@@ -267,19 +323,32 @@ async fn serve(
                     continue;
                 }
             },
+            _ = tell.tick() => {
+                refusals.tick(tokio::time::Instant::now());
+                continue;
+            }
             () = &mut shutdown => break,
         };
+        // the peer's bound first: a peer past it takes no slot of everyone's limit
+        let peer = Peer::of(from.ip());
+        let Some(slot) = peers.take(peer) else {
+            refuse(&tcp, Refused::PeerBound, tls.is_some());
+            refusals.refused(peer, Refused::PeerBound, tokio::time::Instant::now());
+            continue;
+        };
         let Ok(permit) = limit.clone().try_acquire_owned() else {
-            busy(&tcp);
+            refuse(&tcp, Refused::Full, tls.is_some());
+            refusals.refused(peer, Refused::Full, tokio::time::Instant::now());
             continue;
         };
         let _ = tcp.set_nodelay(true);
         let io = Held {
             tcp,
             _permit: permit,
+            _peer: slot,
         };
         let serves = (hub.clone(), http.clone(), console.clone());
-        tokio::spawn(connection(serves, limits, io, closed.clone()));
+        tokio::spawn(connection(serves, limits, io, closed.clone(), tls.clone()));
     }
     tracing::info!("shutting down");
     hub.shutdown();
@@ -306,22 +375,66 @@ async fn serve(
     Ok(())
 }
 
-/// Answers a connection past the limit at once, without reading it.
-fn busy(tcp: &TcpStream) {
+/// Answers a connection refused at accept at once, without reading it (`429` past its
+/// peer's bound, `503` past the limit), and closes it. Over TLS it is closed unanswered:
+/// an answer would cost the handshake the refusal saves.
+fn refuse(tcp: &TcpStream, why: Refused, tls: bool) {
     const BUSY: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
-    tracing::debug!("connection limit reached: 503");
-    let _ = tcp.try_write(BUSY);
+    const PEER: &[u8] = b"HTTP/1.1 429 Too Many Requests\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n";
+    if !tls {
+        let _ = tcp.try_write(match why {
+            Refused::PeerBound => PEER,
+            Refused::Full => BUSY,
+        });
+    }
 }
 
-/// Serves one connection until it ends, the relay shuts down, or its reader was
-/// disconnected past the hard bound and did not take what was queued within the drain
-/// timeout.
+/// Serves one connection, after its TLS handshake when serving HTTPS (bounded by the
+/// header timeout, as the headers are: a peer that opens sockets and never finishes a
+/// handshake holds them no longer than one that never sends headers).
 async fn connection(
-    (hub, limits, console): (Arc<Hub>, Arc<http::Limits>, Arc<Console>),
+    serves: (Arc<Hub>, Arc<http::Limits>, Arc<Console>),
     server: Limits,
     io: Held,
-    mut closed: watch::Receiver<bool>,
+    closed: watch::Receiver<bool>,
+    tls: Option<Tls>,
 ) {
+    let Some(tls) = tls else {
+        return serve_http(serves, server, io, closed).await;
+    };
+    let header_timeout = server.header_timeout;
+    let handshake = async {
+        if header_timeout.is_zero() {
+            Ok(tls.acceptor().accept(io).await)
+        } else {
+            tokio::time::timeout(header_timeout, tls.acceptor().accept(io)).await
+        }
+    };
+    let stopped = serves.0.stopped().clone();
+    let shaken = tokio::select! {
+        shaken = handshake => shaken,
+        () = stopped.cancelled() => return,
+    };
+    match shaken {
+        Ok(Ok(stream)) => serve_http(serves, server, stream, closed).await,
+        // a client that does not trust the certificate, a scanner, plain HTTP on the
+        // TLS port: the client learns it from its own side; here, only at debug
+        Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+        Err(_) => tracing::debug!("no TLS handshake within the header timeout: closed"),
+    }
+}
+
+/// Serves HTTP/1.1 on one connection until it ends, the relay shuts down, or its reader
+/// was disconnected past the hard bound and did not take what was queued within the
+/// drain timeout.
+async fn serve_http<I>(
+    (hub, limits, console): (Arc<Hub>, Arc<http::Limits>, Arc<Console>),
+    server: Limits,
+    io: I,
+    mut closed: watch::Receiver<bool>,
+) where
+    I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+{
     let shed = ConnectionShed::default();
     let service = {
         let hub = hub.clone();
@@ -365,12 +478,14 @@ async fn connection(
     }
 }
 
-/// A connection's socket with its place under the connection limit, which it gives
-/// back when closed (after an upgrade too: the WebSocket owns it then).
+/// A connection's socket with its places under the connection limit and its peer's
+/// bound, which it gives back when closed (after an upgrade too: the WebSocket owns it
+/// then).
 #[derive(Debug)]
 struct Held {
     tcp: TcpStream,
     _permit: OwnedSemaphorePermit,
+    _peer: PeerSlot,
 }
 
 impl AsyncRead for Held {
@@ -556,33 +671,83 @@ impl RelayBuilder {
         self
     }
 
-    /// Restores the data directory (if any), binds, and starts serving on the current
-    /// tokio runtime; fails when either cannot be done.
+    /// Serves HTTPS and WSS with a PEM certificate chain and its key; see
+    /// [`RelayConfig::with_tls`]. The handle's [`RelayHandle::url`] is then `https://`.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> std::io::Result<()> {
+    /// let relay = aep_relay::Relay::builder().token("t").tls("cert.pem", "key.pem").start().await?;
+    /// assert!(relay.url().starts_with("https://"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn tls(
+        mut self,
+        cert: impl Into<std::path::PathBuf>,
+        key: impl Into<std::path::PathBuf>,
+    ) -> Self {
+        self.config = self.config.with_tls(cert, key);
+        self
+    }
+
+    /// Lets the relay serve without a token beyond loopback; see
+    /// [`RelayConfig::with_insecure_open_relay`].
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> std::io::Result<()> {
+    /// // refused: beyond loopback, no token
+    /// assert!(aep_relay::Relay::builder().bind("0.0.0.0:0").start().await.is_err());
+    /// let open = aep_relay::Relay::builder().bind("0.0.0.0:0").insecure_open_relay().start().await?;
+    /// open.shutdown().await
+    /// # }
+    /// ```
+    pub fn insecure_open_relay(mut self) -> Self {
+        self.config = self.config.with_insecure_open_relay(true);
+        self
+    }
+
+    /// See [`RelayConfig::with_max_connections_per_peer`].
+    pub fn max_connections_per_peer(mut self, connections: usize) -> Self {
+        self.config = self.config.with_max_connections_per_peer(connections);
+        self
+    }
+
+    /// Reads the TLS files (if any), restores the data directory (if any), binds, and
+    /// starts serving on the current tokio runtime; fails when any cannot be done, and
+    /// on an address beyond loopback without a token (see
+    /// [`RelayBuilder::insecure_open_relay`]).
     pub async fn start(self) -> io::Result<RelayHandle> {
         let server = Server::open_async(self.config).await?;
         let listener = TcpListener::bind(&self.bind).await?;
         let local_addr = listener.local_addr()?;
+        server.check_exposure(local_addr)?;
+        let tls = server.tls_reloader();
         let (tx, rx) = oneshot::channel::<()>();
         let task = tokio::spawn(server.run(listener, async move {
             let _ = rx.await;
         }));
         Ok(RelayHandle {
             local_addr,
-            url: base_url(local_addr),
+            url: base_url(local_addr, tls.is_some()),
+            tls,
             stop: Some(tx),
             task: Some(task),
         })
     }
 }
 
-fn base_url(addr: SocketAddr) -> String {
+/// The URL clients reach a relay listening on `addr` at (an unspecified address read as
+/// this machine's loopback of its family).
+fn base_url(addr: SocketAddr, tls: bool) -> String {
     let host = match addr.ip() {
         ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_owned(),
         ip if ip.is_unspecified() => "[::1]".to_owned(),
         std::net::IpAddr::V6(ip) => format!("[{ip}]"),
         std::net::IpAddr::V4(ip) => ip.to_string(),
     };
-    format!("http://{host}:{}", addr.port())
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{host}:{}", addr.port())
 }
 
 /// A running relay. Dropping it asks the relay to shut down; [`RelayHandle::shutdown`]
@@ -591,17 +756,19 @@ fn base_url(addr: SocketAddr) -> String {
 pub struct RelayHandle {
     local_addr: SocketAddr,
     url: String,
+    tls: Option<TlsReloader>,
     stop: Option<oneshot::Sender<()>>,
     task: Option<JoinHandle<io::Result<()>>>,
 }
 
 impl RelayHandle {
-    /// The base URL, e.g. `http://127.0.0.1:41234` (append `/events`, `/stream`, ...).
+    /// The base URL, e.g. `http://127.0.0.1:41234` (append `/events`, `/stream`, ...);
+    /// `https://` when serving TLS.
     pub fn url(&self) -> &str {
         &self.url
     }
 
-    /// The WebSocket URL of `/socket`.
+    /// The WebSocket URL of `/socket` (`wss://` when serving TLS).
     pub fn socket_url(&self) -> String {
         aep_core::binding::socket_url(&self.url)
     }
@@ -609,6 +776,12 @@ impl RelayHandle {
     /// The address the relay listens on.
     pub fn local_addr(&self) -> SocketAddr {
         self.local_addr
+    }
+
+    /// Reads the TLS certificate and key again (see [`TlsReloader`]); `None` for a relay
+    /// serving plain HTTP.
+    pub fn tls_reloader(&self) -> Option<&TlsReloader> {
+        self.tls.as_ref()
     }
 
     /// Shuts the relay down gracefully and waits for it.

@@ -238,6 +238,12 @@ pub(crate) trait Storage: Send + Sync + fmt::Debug {
     /// Waits until everything admitted so far is written as durably as the store can
     /// (a shutdown's last step).
     fn flush(&self) {}
+
+    /// What the store adds to `/healthz` (the cluster's: the stream's messages it
+    /// refused); nothing by default.
+    fn health(&self) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::new()
+    }
 }
 
 /// Events admitted by any relay sharing a backend, as its [`Feed`] yields them for live

@@ -18,6 +18,7 @@
 //! - [`servers`]: servers that misbehave on purpose (silent, scripted) and canned
 //!   HTTP responses;
 //! - [`sse`]: an SSE parser for tests that read a stream by hand;
+//! - [`tls`]: a private CA and the certificates it signs, made at run time;
 //! - [`wait`]: polling a condition with a deadline, async or blocking.
 #![allow(clippy::unwrap_used)]
 
@@ -33,4 +34,5 @@ pub mod reference;
 pub mod relay;
 pub mod servers;
 pub mod sse;
+pub mod tls;
 pub mod wait;

@@ -110,6 +110,8 @@ pub struct NatsServer {
     server: ServerChild,
     dir: PathBuf,
     version: Version,
+    /// A configuration file given with `-c` (accounts, users, permissions).
+    config: Option<PathBuf>,
 }
 
 impl fmt::Debug for NatsServer {
@@ -127,12 +129,32 @@ impl NatsServer {
     /// Starts a server, or says why it cannot (no binary, one too old, a server that
     /// did not come up: its log is in the message).
     pub fn start() -> Result<NatsServer, String> {
+        NatsServer::start_configured(None)
+    }
+
+    /// [`NatsServer::start`] with a configuration file holding `config` (accounts,
+    /// users and their permissions, in the server's format); the command line still
+    /// sets the address, port, JetStream and its store.
+    pub fn start_with_config(config: &str) -> Result<NatsServer, String> {
+        NatsServer::start_configured(Some(config))
+    }
+
+    fn start_configured(config: Option<&str>) -> Result<NatsServer, String> {
         let version = usable_version()?;
         let dir = fresh_dir().map_err(|e| format!("creating a store directory: {e}"))?;
+        let config = match config {
+            Some(text) => {
+                let path = dir.join("server.conf");
+                std::fs::write(&path, text).map_err(|e| format!("writing the config: {e}"))?;
+                Some(path)
+            }
+            None => None,
+        };
         let mut server = NatsServer {
             server: ServerChild::default(),
             dir,
             version,
+            config,
         };
         server.launch(None)?;
         Ok(server)
@@ -142,11 +164,20 @@ impl NatsServer {
     /// there is no usable server here; under `AEP_REQUIRE_EXTERNAL=1` a missing server
     /// fails the test instead. A server that is there but does not start always fails.
     pub fn start_or_skip() -> Option<NatsServer> {
+        NatsServer::start_configured_or_skip(None)
+    }
+
+    /// [`NatsServer::start_with_config`], or `None` as [`NatsServer::start_or_skip`].
+    pub fn start_with_config_or_skip(config: &str) -> Option<NatsServer> {
+        NatsServer::start_configured_or_skip(Some(config))
+    }
+
+    fn start_configured_or_skip(config: Option<&str>) -> Option<NatsServer> {
         if let Err(why) = usable_version() {
             crate::external::skip_for(Some(&why));
             return None;
         }
-        match NatsServer::start() {
+        match NatsServer::start_configured(config) {
             Ok(server) => Some(server),
             Err(why) => panic!("nats-server did not start: {why}"),
         }
@@ -214,6 +245,11 @@ impl NatsServer {
             .arg(self.store_dir())
             .arg("-ports_file_dir")
             .arg(&ports_dir)
+            .args(
+                self.config
+                    .iter()
+                    .flat_map(|c| [std::ffi::OsStr::new("-c"), c.as_os_str()]),
+            )
             .stdin(Stdio::null())
             .stdout(log)
             .stderr(log_err);

@@ -44,7 +44,8 @@ impl fmt::Debug for RelayProcess {
 }
 
 impl RelayProcess {
-    /// Starts `command` (its stdio is taken over) and waits for the `http://` address on
+    /// Starts `command` (its stdio is taken over) and waits for the `http://` (or
+    /// `https://`) address on
     /// its first line of stdout; or says why there is none (it exited, or was silent for
     /// 30 s), with what it wrote on stderr.
     pub fn spawn(command: Command) -> Result<RelayProcess, String> {
@@ -89,10 +90,10 @@ impl RelayProcess {
             log,
         };
         let first = address.recv_timeout(timeout);
-        let url = first
-            .as_deref()
-            .ok()
-            .and_then(|line| line.split_whitespace().find(|w| w.starts_with("http://")));
+        let url = first.as_deref().ok().and_then(|line| {
+            line.split_whitespace()
+                .find(|w| w.starts_with("http://") || w.starts_with("https://"))
+        });
         if let Some(url) = url {
             relay.url = url.trim_end_matches('/').to_owned();
             return Ok(relay);
@@ -137,6 +138,14 @@ impl RelayProcess {
     /// Whether it still runs.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// Sends it `SIGHUP` (a relay reads its TLS files again).
+    pub fn hangup(&self) {
+        let _ = Command::new("kill")
+            .args(["-HUP", &self.child.id().to_string()])
+            .stderr(Stdio::null())
+            .status();
     }
 
     /// Its peak resident set in KiB (`VmHWM`), while it runs (Linux).

@@ -20,7 +20,8 @@ use crate::term;
 ///
 /// Checks reachability per address family (IPv4 and IPv6 separately, since a relay
 /// bound to one is invisible on the other), the auth posture (`/healthz`,
-/// `/connections` with the token), discovery (`/.well-known/aep`), the SSE and
+/// `/connections` with the token; a relay without a token that answers beyond loopback
+/// is a finding), discovery (`/.well-known/aep`), the SSE and
 /// WebSocket bindings, and CORS (a browser can only read a refusal that carries
 /// `access-control-allow-origin`). Each finding comes with its remedy. Exit 0 without
 /// findings (warnings do not count), 1 with.
@@ -153,6 +154,8 @@ pub async fn run(args: Args) -> Outcome {
             client: &client,
             relay: &relay,
             report: &mut report,
+            host: &host,
+            port,
         }
         .lanes()
         .await;
@@ -269,6 +272,45 @@ struct Http<'a> {
     client: &'a reqwest::Client,
     relay: &'a RelayArgs,
     report: &'a mut Report,
+    host: &'a str,
+    port: u16,
+}
+
+/// Where a relay reached at `host:port` answers beyond loopback, if anywhere: the
+/// address itself when it is not loopback; for a loopback one, the port on this
+/// machine's outward addresses (the ones its default routes would send from; a relay
+/// listening on 0.0.0.0 or :: answers there).
+async fn beyond_loopback(host: &str, port: u16) -> Option<SocketAddr> {
+    let loopback = host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if !loopback {
+        let mut addrs = tokio::net::lookup_host((host, port)).await.ok()?;
+        return addrs.next();
+    }
+    // a UDP "connection" sends nothing: it only asks the kernel for the source address
+    // of the route (documentation addresses, RFC 5737 and RFC 3849)
+    for (bind, toward) in [("0.0.0.0:0", "192.0.2.1:9"), ("[::]:0", "[2001:db8::1]:9")] {
+        let Ok(probe) = tokio::net::UdpSocket::bind(bind).await else {
+            continue;
+        };
+        if probe.connect(toward).await.is_err() {
+            continue;
+        }
+        let Ok(local) = probe.local_addr() else {
+            continue;
+        };
+        if local.ip().is_loopback() || local.ip().is_unspecified() {
+            continue;
+        }
+        let outward = SocketAddr::new(local.ip(), port);
+        let connect = tokio::net::TcpStream::connect(outward);
+        if matches!(
+            tokio::time::timeout(Duration::from_secs(1), connect).await,
+            Ok(Ok(_))
+        ) {
+            return Some(outward);
+        }
+    }
+    None
 }
 
 impl Http<'_> {
@@ -313,12 +355,21 @@ impl Http<'_> {
             .add("health", Level::Ok, "GET /healthz answers", None);
         let auth_off = bare.get("sessions").is_some();
         if auth_off {
-            self.report.add(
-                "auth",
-                Level::Warning,
-                "auth is off: anyone who reaches the port observes every event, and control routing is disabled (AEP-0004 §4.1)",
-                Some("start the relay with a token (AEP_TOKEN or --token) to enable control and close observation"),
-            );
+            match beyond_loopback(self.host, self.port).await {
+                // issue 31: an open relay beyond loopback is anyone's
+                Some(at) => self.report.add(
+                    "auth",
+                    Level::Finding,
+                    format!("an open relay answers beyond loopback, at {at}: auth is off, so anyone who reaches it reads every event and writes into any session; control routing is disabled (AEP-0004 §4.1)"),
+                    Some("start the relay with a token (--token or AEP_TOKEN) and give it to the clients, or let it listen on loopback only (--host 127.0.0.1, the default)"),
+                ),
+                None => self.report.add(
+                    "auth",
+                    Level::Warning,
+                    "auth is off (on loopback: only this machine reaches it): every local process observes every event, and control routing is disabled (AEP-0004 §4.1)",
+                    Some("start the relay with a token (AEP_TOKEN or --token) to enable control and close observation"),
+                ),
+            }
             if self.relay.token().is_some() {
                 self.report.add(
                     "auth",

@@ -5,9 +5,12 @@ use crate::exit::{describe, Exit, Failure, Outcome};
 
 /// Run a relay: HTTP ingest, SSE and WebSocket fan-out, replay, control routing.
 ///
-/// The same flags and `AEP_*` variables as the `aep-relay` binary. The first line of
-/// stdout is `aep relay listening on http://ADDR ...` (so `--port 0` is usable); logs
-/// go to stderr (`RUST_LOG`, default info); SIGINT or SIGTERM drains and exits 0.
+/// The same flags and `AEP_*` variables as the `aep-relay` binary, the cluster
+/// (`--nats`) included. It listens on 127.0.0.1 unless `--host` says otherwise, and
+/// beyond loopback refuses to start without `--token` (or `--insecure-open-relay`).
+/// The first line of stdout is `aep relay listening on http://ADDR ...` (`https://`
+/// with `--tls-cert`; so `--port 0` is usable); logs go to stderr (`RUST_LOG`, default
+/// info); SIGHUP reads the TLS files again; SIGINT or SIGTERM drains and exits 0.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]

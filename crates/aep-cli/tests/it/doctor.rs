@@ -50,11 +50,42 @@ fn a_missing_or_wrong_token_is_a_finding_with_its_remedy() {
 }
 
 #[test]
-fn an_open_relay_is_a_warning_not_a_finding() {
+fn an_open_relay_on_loopback_is_a_warning_not_a_finding() {
     let relay = relay_with(aep::relay::Relay::builder());
     let r = run(&["doctor", relay.url()]);
     r.expect(0);
-    r.stderr_has("auth is off");
+    r.stderr_has("auth is off (on loopback");
+}
+
+/// This machine's address on its default route, if it has one (what a relay on 0.0.0.0
+/// answers on beyond loopback).
+fn outward_ipv4() -> Option<std::net::IpAddr> {
+    let probe = std::net::UdpSocket::bind("0.0.0.0:0").ok()?;
+    probe.connect("192.0.2.1:9").ok()?;
+    let ip = probe.local_addr().ok()?.ip();
+    (!ip.is_loopback() && !ip.is_unspecified()).then_some(ip)
+}
+
+/// An open relay (no token) that answers beyond loopback is a finding, whether doctor
+/// reaches it at that address or on loopback; the remedy names the token.
+#[test]
+fn an_open_relay_beyond_loopback_is_a_finding() {
+    let Some(outward) = outward_ipv4() else {
+        println!("skipped: an_open_relay_beyond_loopback_is_a_finding because this machine has no IPv4 address beyond loopback");
+        return;
+    };
+    let relay = common::AepRelay::start(&["--host", "0.0.0.0", "--insecure-open-relay"], &[]);
+    let port = relay.url.rsplit(':').next().unwrap().to_owned();
+    for url in [
+        format!("http://127.0.0.1:{port}"),
+        format!("http://{outward}:{port}"),
+    ] {
+        let r = run(&["doctor", &url]);
+        r.expect(1);
+        r.stderr_has("an open relay answers beyond loopback");
+        r.stderr_has("remedy: start the relay with a token");
+    }
+    drop(relay);
 }
 
 #[test]

@@ -61,3 +61,64 @@ fn an_address_taken_is_one_line_and_exit_6() {
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     r.stderr_has(&format!("127.0.0.1:{port}"));
 }
+
+/// Beyond loopback without a token `aep relay` refuses to start, saying how to set a
+/// token; the loud flag starts it.
+#[test]
+fn beyond_loopback_without_a_token_it_refuses_to_start() {
+    let mut cmd = aep();
+    cmd.args(["relay", "--host", "0.0.0.0", "--port", "0"])
+        .env_remove("AEP_TOKEN")
+        .env("RUST_LOG", "off");
+    let r = finish(spawn(cmd), b"", Duration::from_secs(30));
+    r.expect(6);
+    assert!(r.stdout.is_empty(), "no listening line: {}", r.stdout);
+    r.stderr_has("without a token");
+    r.stderr_has("--token TOKEN or AEP_TOKEN");
+    let open = AepRelay::start(&["--host", "0.0.0.0", "--insecure-open-relay"], &[]);
+    assert!(
+        open.first_line.contains("listening on http://0.0.0.0:"),
+        "{}",
+        open.first_line
+    );
+}
+
+/// `aep relay --tls-cert --tls-key` serves HTTPS, and says so on its first line.
+#[test]
+fn with_a_certificate_it_names_an_https_address() {
+    let dir = aep_test_support::disk::TempDir::new("aep-relay-tls");
+    let paths = aep_test_support::tls::TestCa::new("aep relay test").write(dir.path(), "");
+    let (cert, key) = (paths.cert.to_str().unwrap(), paths.key.to_str().unwrap());
+    let relay = AepRelay::start(
+        &["--tls-cert", cert, "--tls-key", key],
+        &[("AEP_TOKEN", TOKEN)],
+    );
+    assert!(
+        relay
+            .first_line
+            .starts_with("aep relay listening on https://127.0.0.1:"),
+        "{}",
+        relay.first_line
+    );
+}
+
+/// The default build of `aep` runs a fleet: `aep relay --nats URL` joins the cluster
+/// (issue 31 point 4: it used to answer that it was built without the feature).
+#[test]
+fn the_default_build_joins_a_cluster_with_nats() {
+    let Some(server) = aep_test_support::nats::NatsServer::start_or_skip() else {
+        return;
+    };
+    let stream = format!("CLI{}", std::process::id());
+    let relay = AepRelay::start(
+        &["--nats", &server.url(), "--nats-stream", &stream],
+        &[("AEP_TOKEN", TOKEN)],
+    );
+    let ids = seed(&relay.url, "s-cluster", 3);
+    let kept: Vec<String> = history(&relay.url)
+        .iter()
+        .map(|e| e.id().to_owned())
+        .collect();
+    assert_eq!(kept, ids);
+    relay.stop().expect(0);
+}

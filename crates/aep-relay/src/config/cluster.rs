@@ -58,7 +58,10 @@ impl NatsCluster {
     pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
     /// A cluster on the NATS server(s) at `url`: `nats://host:port` or
-    /// `tls://host:port`, several comma-separated, a `user:password@` allowed.
+    /// `tls://host:port`, several comma-separated, a `user:password@` (or a token,
+    /// `TOKEN@`) allowed, percent-encoded as in any URL. The credentials are handed to
+    /// the client apart from the address, so that neither its connection nor its log
+    /// ever carries them in a URL; every server of the list takes the same ones.
     ///
     /// ```
     /// let cluster = aep_relay::NatsCluster::new("nats://127.0.0.1:4222");
@@ -243,6 +246,74 @@ impl fmt::Display for BadStreamName {
 
 impl std::error::Error for BadStreamName {}
 
+/// What a `user:password@` or `token@` of a cluster's URL says.
+// read by the cluster's connection (feature `nats`)
+#[cfg_attr(not(feature = "nats"), allow(dead_code))]
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum UrlCredentials {
+    /// `user:password@`.
+    User { user: String, password: String },
+    /// `token@`: NATS's token authentication.
+    Token(String),
+}
+
+impl fmt::Debug for UrlCredentials {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            UrlCredentials::User { user, .. } => f
+                .debug_struct("User")
+                .field("user", user)
+                .field("password", &"<redacted>")
+                .finish(),
+            UrlCredentials::Token(_) => f.write_str("Token(<redacted>)"),
+        }
+    }
+}
+
+impl NatsCluster {
+    /// The server URLs without their credentials, and the credentials, to be handed to
+    /// the client apart (a URL's `user:password@` would otherwise reach its log, and
+    /// async-nats authenticates with its options only); or why they cannot be: servers
+    /// given different credentials, or a userinfo that does not decode.
+    #[cfg_attr(not(feature = "nats"), allow(dead_code))]
+    pub(crate) fn split_credentials(&self) -> Result<(String, Option<UrlCredentials>), String> {
+        let mut found: Option<UrlCredentials> = None;
+        let mut urls = Vec::new();
+        for part in self.url.split(',') {
+            let part = part.trim();
+            let (scheme, rest) = part.split_once("://").unwrap_or(("", part));
+            let (userinfo, host) = match rest.rsplit_once('@') {
+                Some((userinfo, host)) => (Some(userinfo), host),
+                None => (None, rest),
+            };
+            urls.push(format!("{scheme}://{host}"));
+            let Some(userinfo) = userinfo else { continue };
+            let undecodable = || {
+                format!(
+                    "the credentials of the NATS URL {} do not decode: percent-encode them (RFC 3986), or use --nats-creds",
+                    redact_url(part)
+                )
+            };
+            let credentials = match userinfo.split_once(':') {
+                Some((user, password)) => UrlCredentials::User {
+                    user: aep_core::percent::decode(user).ok_or_else(undecodable)?,
+                    password: aep_core::percent::decode(password).ok_or_else(undecodable)?,
+                },
+                None => UrlCredentials::Token(
+                    aep_core::percent::decode(userinfo).ok_or_else(undecodable)?,
+                ),
+            };
+            match &found {
+                Some(first) if *first != credentials => {
+                    return Err("the NATS URLs carry different credentials: a relay connects to every server of its list as one user; give them once, or use --nats-creds".into());
+                }
+                _ => found = Some(credentials),
+            }
+        }
+        Ok((urls.join(","), found))
+    }
+}
+
 /// `url` with any `user:password@` replaced, for messages and logs.
 pub(crate) fn redact_url(url: &str) -> String {
     url.split(',')
@@ -302,6 +373,36 @@ mod tests {
         );
         assert!(shown.contains("nats://<redacted>@a:1"), "{shown}");
         assert_eq!(redact_url("nats://h:4222"), "nats://h:4222");
+    }
+
+    /// A URL's credentials are taken out of it, decoded, and handed apart; the same on
+    /// every server, or refused.
+    #[test]
+    fn credentials_are_taken_out_of_the_url() {
+        let split = |url: &str| NatsCluster::new(url).split_credentials();
+        assert_eq!(
+            split("nats://h:4222").unwrap(),
+            ("nats://h:4222".into(), None)
+        );
+        let (urls, credentials) =
+            split("nats://relay:p%40ss:w0rd@h:4222, tls://relay:p%40ss:w0rd@g:4222").unwrap();
+        assert_eq!(urls, "nats://h:4222,tls://g:4222");
+        assert_eq!(
+            credentials,
+            Some(UrlCredentials::User {
+                user: "relay".into(),
+                password: "p@ss:w0rd".into()
+            })
+        );
+        assert!(!format!("{credentials:?}").contains("p@ss"));
+        let (urls, token) = split("nats://s3cret@h:4222,nats://g:1").unwrap();
+        assert_eq!(urls, "nats://h:4222,nats://g:1");
+        assert_eq!(token, Some(UrlCredentials::Token("s3cret".into())));
+        assert!(!format!("{token:?}").contains("s3cret"));
+        let e = split("nats://a:x@h:1,nats://b:y@g:2").unwrap_err();
+        assert!(e.contains("different credentials"), "{e}");
+        let e = split("nats://a:%zz@h:1").unwrap_err();
+        assert!(e.contains("do not decode") && !e.contains("%zz"), "{e}");
     }
 
     #[test]

@@ -29,7 +29,7 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 
 use super::names::StreamName;
-use crate::config::cluster::redact_url;
+use crate::config::cluster::{redact_url, UrlCredentials};
 use crate::config::NatsCluster;
 
 /// The oldest server version the cluster runs on.
@@ -214,6 +214,8 @@ pub(crate) struct Stored {
     /// Its stream sequence (the tests check the order).
     #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) sequence: u64,
+    /// The subject it was stored on (its session's, if a relay stored it).
+    pub(crate) subject: async_nats::Subject,
     pub(crate) payload: Bytes,
 }
 
@@ -241,6 +243,14 @@ impl Cluster {
     /// or checks that the existing one agrees with `options` (module documentation).
     pub(crate) async fn connect(options: &NatsOptions) -> Result<Cluster, ClusterError> {
         let cluster = &options.cluster;
+        // the credentials of the URL go to the client apart, never in a URL it logs
+        let (urls, credentials) =
+            cluster
+                .split_credentials()
+                .map_err(|reason| ClusterError::Connect {
+                    url: cluster.url.clone(),
+                    reason,
+                })?;
         let mut connect = async_nats::ConnectOptions::new()
             .name(format!("aep-relay {}", env!("CARGO_PKG_VERSION")))
             .connection_timeout(cluster.timeout)
@@ -259,14 +269,20 @@ impl Cluster {
         if let Some(ca) = &cluster.tls_roots {
             connect = connect.add_root_certificates(ca.clone()).require_tls(true);
         }
-        let client =
-            connect
-                .connect(cluster.url.as_str())
-                .await
-                .map_err(|e| ClusterError::Connect {
-                    url: cluster.url.clone(),
-                    reason: e.to_string(),
-                })?;
+        connect = match credentials {
+            Some(UrlCredentials::User { user, password }) => {
+                connect.user_and_password(user, password)
+            }
+            Some(UrlCredentials::Token(token)) => connect.token(token),
+            None => connect,
+        };
+        let client = connect
+            .connect(urls.as_str())
+            .await
+            .map_err(|e| ClusterError::Connect {
+                url: cluster.url.clone(),
+                reason: e.to_string(),
+            })?;
         let info = client.server_info();
         if !server_is_new_enough(&info.version) {
             return Err(ClusterError::TooOld {
@@ -511,6 +527,7 @@ impl Cluster {
             }
             let stored = Stored {
                 sequence,
+                subject: next.subject.clone(),
                 payload: next.payload.clone(),
             };
             // the last one asked for, or the last one there is

@@ -21,19 +21,33 @@
 //!   JetStream never delivers to a consumer but fan-out forwards all the same. Each is
 //!   stamped with the last sequence fed, so it never moves the bound a new
 //!   subscription's replay takes from the feed past what the consumer has delivered.
+//!
+//! **The stream is a trust boundary** (issue 31): any NATS client allowed to publish on
+//! the fleet's subjects can put a message there, so nothing read from it is delivered
+//! on the word of whoever wrote it. Every message, of the feed, of the announced
+//! redeliveries and of a replay (`store`), passes [`accept`]: the acceptance of HTTP
+//! ingest itself (`line::parse_line`, the envelope rules of `proto`, not a copy), then
+//! what ingest would have stored (a sequenced session event: never a command or a
+//! live event), on its session's subject. What fails is never delivered, counted per
+//! kind (`/healthz`'s `stream_refused`) and logged once per kind. The NATS
+//! authorization that keeps everyone but the fleet's relays off the subjects is the
+//! README's ("Scaling out").
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aep_core::EnvelopeView;
 use async_nats::jetstream::consumer;
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
+use serde_json::{Map, Value};
 use tokio::sync::watch;
 
 use super::cluster::Cluster;
-use crate::encoded::{encode_view, Encoded};
+use super::names::{session_token, StreamName};
+use crate::encoded::Encoded;
+use crate::line::{parse_line, LineError};
+use crate::proto::Disposition;
 use crate::storage::{Admitted, Feed, FeedGate, Gate};
 
 /// Stored events read ahead of fan-out per run.
@@ -47,48 +61,164 @@ const WATCH: Duration = Duration::from_millis(100);
 
 /// The feed of `cluster` and its gate: parked until the hub opens the gate, then from
 /// the stream sequence after the one the gate names; `stamp` is raised to each sequence
-/// delivered. It runs until its receiver or its gate is dropped.
-pub(crate) fn feed(cluster: Cluster, stamp: Arc<AtomicU64>) -> (Feed, FeedGate) {
+/// delivered; what [`accept`] refuses is counted in `refused`. It runs until its
+/// receiver or its gate is dropped.
+pub(crate) fn feed(
+    cluster: Cluster,
+    stamp: Arc<AtomicU64>,
+    refused: Arc<Refused>,
+) -> (Feed, FeedGate) {
     let (gate, opened) = watch::channel(Gate::parked(0));
     let (tx, rx) = mpsc::channel(16);
-    tokio::spawn(run(cluster, stamp, opened, tx));
+    tokio::spawn(run(cluster, stamp, refused, opened, tx));
     (Box::pin(rx), gate)
 }
 
-/// An event as the stream holds it (its JSON), framed again; `None` for a message that
-/// is no event (nothing a relay of the fleet writes).
-///
-/// Framing only: the stream holds what a relay of the fleet checked at ingest (only
-/// relays publish to its subjects), so the in-place reading frames it without the
-/// envelope's rules again; what that reading does not take (escapes, ...) is checked
-/// and framed the whole way.
-pub(crate) fn decode(payload: &[u8]) -> Option<Encoded> {
-    let framed = std::str::from_utf8(payload)
-        .ok()
-        .and_then(|text| Some((EnvelopeView::read(text)?, text)))
-        .filter(|(view, _)| view.session().is_some() && view.seq().is_some())
-        .map(|(view, text)| encode_view(&view, text.as_bytes()));
-    if framed.is_some() {
-        return framed;
-    }
-    match crate::line::parse_line(payload, false) {
-        Ok(incoming) => Some(incoming.encoded),
-        Err(_) => {
-            tracing::warn!("a message of the NATS stream is not an AEP event: skipped");
-            None
+/// Why a message read from the stream is not delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// Not JSON (or not UTF-8): ingest's `400` `bad-json`.
+    NotJson,
+    /// JSON, but an envelope ingest refuses (`400` `invalid-event`): a command with a
+    /// `seq`, a missing attribute, a bad type, ...
+    InvalidEvent,
+    /// An envelope ingest accepts but never stores: a command, an agent-scoped or
+    /// unsequenced event (live only), which no relay publishes to the stream.
+    NotStored,
+    /// A stored event on a subject that is not its session's (a relay publishes each on
+    /// its own session's, `names::session_token`): it would be replayed under the wrong
+    /// session.
+    WrongSubject,
+}
+
+impl Refusal {
+    const ALL: [Refusal; 4] = [
+        Refusal::NotJson,
+        Refusal::InvalidEvent,
+        Refusal::NotStored,
+        Refusal::WrongSubject,
+    ];
+
+    /// Its name in `/healthz` and the log.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Refusal::NotJson => "not-json",
+            Refusal::InvalidEvent => "invalid-event",
+            Refusal::NotStored => "not-stored",
+            Refusal::WrongSubject => "wrong-subject",
         }
     }
 }
 
+/// The messages of the stream refused since the relay started, per kind; each kind is
+/// logged the first time only (a poisoned stream replayed by every reader would
+/// otherwise write its every message into the log).
+#[derive(Debug, Default)]
+pub(crate) struct Refused {
+    counts: [AtomicU64; 4],
+    told: [AtomicBool; 4],
+}
+
+impl Refused {
+    fn note(&self, kind: Refusal, subject: &str, detail: &str) {
+        let at = kind as usize;
+        self.counts[at].fetch_add(1, Ordering::Relaxed);
+        if !self.told[at].swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                kind = kind.as_str(),
+                %subject,
+                detail,
+                "a message of the NATS stream fails the relay's acceptance: not delivered, counted in /healthz (stream_refused); further ones of this kind are counted, not logged. Is something other than the fleet's relays publishing to the stream? See the README's NATS authorization"
+            );
+        }
+    }
+
+    /// How many of each kind.
+    pub(crate) fn count(&self, kind: Refusal) -> u64 {
+        self.counts[kind as usize].load(Ordering::Relaxed)
+    }
+
+    /// `/healthz`'s `stream_refused`: the count of each kind.
+    pub(crate) fn to_json(&self) -> Map<String, Value> {
+        Refusal::ALL
+            .iter()
+            .map(|kind| (kind.as_str().to_owned(), Value::from(self.count(*kind))))
+            .collect()
+    }
+}
+
+/// Where a message was read: the stream's subjects, or the announced redeliveries'.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Via {
+    /// `{stream}.s.{token}`: the feed and replays.
+    Stored,
+    /// `{stream}.d.{token}`: a relay's announcement of a redelivery.
+    Announced,
+}
+
+/// An event read from the stream on `subject`, delivered only if HTTP ingest would have
+/// accepted and stored it there: the same acceptance (`line::parse_line`, which runs
+/// `proto`'s envelope rules), a sequenced session event, on its session's subject. What
+/// fails is counted in `refused` (see the module documentation) and `None`.
+pub(crate) fn accept(
+    name: &StreamName,
+    via: Via,
+    subject: &str,
+    payload: &[u8],
+    refused: &Refused,
+) -> Option<Encoded> {
+    let incoming = match parse_line(payload, false) {
+        Ok(incoming) => incoming,
+        Err(LineError::Json(detail)) => {
+            refused.note(Refusal::NotJson, subject, &detail);
+            return None;
+        }
+        Err(LineError::Invalid(detail)) => {
+            refused.note(Refusal::InvalidEvent, subject, &detail);
+            return None;
+        }
+    };
+    if incoming.disposition != Disposition::Buffered {
+        let detail = format!("{:?}", incoming.disposition);
+        refused.note(Refusal::NotStored, subject, &detail);
+        return None;
+    }
+    let session = incoming.session().unwrap_or_default();
+    let kind = match via {
+        Via::Stored => "s",
+        Via::Announced => "d",
+    };
+    let on_its_subject = subject
+        .strip_prefix(name.as_str())
+        .and_then(|rest| rest.strip_prefix('.'))
+        .and_then(|rest| rest.strip_prefix(kind))
+        .and_then(|rest| rest.strip_prefix('.'))
+        .is_some_and(|token| token == session_token(session));
+    if !on_its_subject {
+        let detail = format!("session {session:?}");
+        refused.note(Refusal::WrongSubject, subject, &detail);
+        return None;
+    }
+    Some(incoming.encoded)
+}
+
 /// Forwards a relay's announced redelivery (at the stamp fed last, under the gate's
-/// current opening); `false` once the relay has stopped.
+/// current opening) once [`accept`] takes it; `false` once the relay has stopped.
 async fn forward(
+    cluster: &Cluster,
+    refused: &Refused,
     announced: async_nats::Message,
     delivered: u64,
     generation: u64,
     tx: &mut mpsc::Sender<Admitted>,
 ) -> bool {
-    let Some(event) = decode(&announced.payload) else {
+    let Some(event) = accept(
+        cluster.name(),
+        Via::Announced,
+        &announced.subject,
+        &announced.payload,
+        refused,
+    ) else {
         return true;
     };
     let again = Admitted {
@@ -102,6 +232,7 @@ async fn forward(
 async fn run(
     cluster: Cluster,
     stamp: Arc<AtomicU64>,
+    refused: Arc<Refused>,
     mut gate: watch::Receiver<Gate>,
     mut tx: mpsc::Sender<Admitted>,
 ) {
@@ -141,7 +272,7 @@ async fn run(
                         tracing::warn!("the cluster's redeliveries are no longer received");
                         return;
                     };
-                    if !forward(message, delivered, now.generation, &mut tx).await {
+                    if !forward(&cluster, &refused, message, delivered, now.generation, &mut tx).await {
                         return;
                     }
                 }
@@ -155,6 +286,7 @@ async fn run(
         if !read(
             &cluster,
             &stamp,
+            &refused,
             &mut gate,
             &mut duplicates,
             &mut tx,
@@ -171,9 +303,11 @@ async fn run(
 /// Reads the stream from `delivered + 1` under opening `generation` until the gate
 /// changes (`true`) or the relay has stopped (`false`). Whatever ends or breaks the
 /// consumer, it is created again from the sequence after the last one delivered.
+#[allow(clippy::too_many_arguments)] // the feed task's state, lent for one reading
 async fn read(
     cluster: &Cluster,
     stamp: &AtomicU64,
+    refused: &Refused,
     gate: &mut watch::Receiver<Gate>,
     duplicates: &mut async_nats::Subscriber,
     tx: &mut mpsc::Sender<Admitted>,
@@ -257,7 +391,13 @@ async fn read(
                             continue;
                         }
                         last = sequence;
-                        events.extend(decode(&message.payload));
+                        events.extend(accept(
+                            cluster.name(),
+                            Via::Stored,
+                            &message.subject,
+                            &message.payload,
+                            refused,
+                        ));
                     }
                     if last > *delivered {
                         *delivered = last;
@@ -279,7 +419,7 @@ async fn read(
                         tracing::warn!("the cluster's redeliveries are no longer received");
                         return false;
                     };
-                    if !forward(message, *delivered, generation, tx).await {
+                    if !forward(cluster, refused, message, *delivered, generation, tx).await {
                         return false;
                     }
                 }
@@ -342,26 +482,101 @@ mod tests {
             .collect()
     }
 
-    /// A stored event is framed from its in-place reading as ingest framed it; one the
-    /// reading does not take (an escape) is checked and framed the whole way, alike;
-    /// what is no event is skipped.
+    const PLAIN: &str = r#"{"aep":"0.1","id":"e1","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://t/agent/a","agent":"a","session":"s","seq":3,"severity":"warning","data":{}}"#;
+
+    fn name() -> StreamName {
+        StreamName::parse("FEED").unwrap()
+    }
+
+    /// A stored event is framed as ingest framed it (an escaped one too), on its
+    /// session's subject, stored or announced.
     #[test]
     fn a_stored_event_is_framed_as_ingest_framed_it() {
-        let plain = r#"{"aep":"0.1","id":"e1","type":"progress.status","time":"2026-07-03T10:15:04.221Z","source":"aep://t/agent/a","agent":"a","session":"s","seq":3,"severity":"warning","data":{}}"#;
-        let escaped = plain.replace(r#""id":"e1""#, r#""id":"\u00651""#);
-        for json in [plain, escaped.as_str()] {
+        let escaped = PLAIN.replace(r#""id":"e1""#, r#""id":"\u00651""#);
+        let refused = Refused::default();
+        for json in [PLAIN, escaped.as_str()] {
             let ingested = crate::line::parse_line(json.as_bytes(), false)
                 .unwrap()
                 .encoded;
-            let fed = decode(json.as_bytes()).expect("an event");
-            assert_eq!(fed.sse(), ingested.sse());
-            assert_eq!(fed.key(), ingested.key());
-            assert_eq!(fed.position(), ingested.position());
-            assert_eq!(fed.severity(), ingested.severity());
-            assert_eq!(fed.session(), Some("s"));
+            for (via, subject) in [(Via::Stored, "FEED.s.s"), (Via::Announced, "FEED.d.s")] {
+                let fed =
+                    accept(&name(), via, subject, json.as_bytes(), &refused).expect("an event");
+                assert_eq!(fed.sse(), ingested.sse());
+                assert_eq!(fed.key(), ingested.key());
+                assert_eq!(fed.position(), ingested.position());
+                assert_eq!(fed.severity(), ingested.severity());
+                assert_eq!(fed.session(), Some("s"));
+            }
         }
-        assert!(decode(b"{\"not\":\"an event\"}").is_none());
-        assert!(decode(b"\xff").is_none());
+        assert_eq!(
+            refused.to_json(),
+            serde_json::json!({
+                "not-json": 0, "invalid-event": 0, "not-stored": 0, "wrong-subject": 0,
+            })
+            .as_object()
+            .unwrap()
+            .clone()
+        );
+    }
+
+    /// What HTTP ingest refuses, or would not store, or what sits on another session's
+    /// subject, is never delivered from the stream, and counted by kind: the cases of
+    /// the ingest tests.
+    #[test]
+    fn what_ingest_would_refuse_is_never_delivered_and_counted() {
+        let refused = Refused::default();
+        let command = r#"{"aep":"0.1","id":"c1","type":"control.pause","time":"2026-07-03T10:15:04.221Z","source":"aep://t/console","agent":"console","session":"s"}"#;
+        let cases: Vec<(String, &str, Refusal)> = vec![
+            ("garbage".into(), "FEED.s.s", Refusal::NotJson),
+            ("\u{ff}\u{fe}".into(), "FEED.s.s", Refusal::NotJson),
+            (
+                r#"{"not":"an event"}"#.into(),
+                "FEED.s.s",
+                Refusal::InvalidEvent,
+            ),
+            // a command with a seq: ingest's `400 ... commands carry session and never seq`
+            (
+                command.replace(r#""session":"s""#, r#""session":"s","seq":1"#),
+                "FEED.s.s",
+                Refusal::InvalidEvent,
+            ),
+            (
+                PLAIN.replace(r#""seq":3"#, r#""seq":-1"#),
+                "FEED.s.s",
+                Refusal::InvalidEvent,
+            ),
+            (
+                PLAIN.replace("progress.status", "Progress.Status"),
+                "FEED.s.s",
+                Refusal::InvalidEvent,
+            ),
+            // valid, but never stored: a command without a seq, a live event
+            (command.into(), "FEED.s.s", Refusal::NotStored),
+            (
+                PLAIN
+                    .replace(r#""session":"s","seq":3,"#, "")
+                    .replace("progress.status", "agent.heartbeat"),
+                "FEED.s.s",
+                Refusal::NotStored,
+            ),
+            // another session's subject
+            (PLAIN.into(), "FEED.s.other", Refusal::WrongSubject),
+        ];
+        for (json, subject, kind) in &cases {
+            let before = refused.count(*kind);
+            assert!(
+                accept(&name(), Via::Stored, subject, json.as_bytes(), &refused).is_none(),
+                "delivered: {json}"
+            );
+            assert_eq!(refused.count(*kind), before + 1, "{kind:?}: {json}");
+        }
+        // announced on another session's subject, or on the stored ones' prefix
+        for subject in ["FEED.d.other", "FEED.s.s", "OTHER.d.s"] {
+            assert!(accept(&name(), Via::Announced, subject, PLAIN.as_bytes(), &refused).is_none());
+        }
+        assert_eq!(refused.count(Refusal::WrongSubject), 4);
+        // every kind was told once: the flag is set after the first
+        assert!(refused.told.iter().all(|t| t.load(Ordering::Relaxed)));
     }
 
     /// Every relay's feed carries every admission, its own included, once, from after
@@ -378,8 +593,8 @@ mod tests {
         a.publish(&[event(&a, "e0", 0)]).await.unwrap();
         let after = b.last_sequence().await.unwrap();
         let stamp = Arc::new(AtomicU64::new(after));
-        let (mut a_feed, a_gate) = feed(a.clone(), stamp.clone());
-        let (mut b_feed, b_gate) = feed(b.clone(), Arc::new(AtomicU64::new(after)));
+        let (mut a_feed, a_gate) = feed(a.clone(), stamp.clone(), Arc::default());
+        let (mut b_feed, b_gate) = feed(b.clone(), Arc::new(AtomicU64::new(after)), Arc::default());
         for gate in [&a_gate, &b_gate] {
             gate.send_replace(Gate {
                 after: Some(after),
@@ -431,7 +646,7 @@ mod tests {
         };
         let a = Cluster::connect(&options(&server.url())).await.unwrap();
         let stamp = Arc::new(AtomicU64::new(0));
-        let (mut fed, gate) = feed(a.clone(), stamp.clone());
+        let (mut fed, gate) = feed(a.clone(), stamp.clone(), Arc::default());
         a.publish(&[event(&a, "e1", 1)]).await.unwrap();
         nothing_within(&mut fed, 300).await;
         let open = |after, generation| Gate {

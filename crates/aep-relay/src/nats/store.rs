@@ -38,7 +38,7 @@ use futures::{FutureExt, StreamExt};
 use tokio::sync::{mpsc, oneshot};
 
 use super::cluster::{block_on_runtime, Cluster, ClusterError, NatsOptions, Outgoing, Published};
-use super::feed;
+use super::feed::{self, Refused, Via};
 use super::names::{message_id, StreamName};
 use crate::encoded::Encoded;
 use crate::storage::{
@@ -74,6 +74,9 @@ pub(crate) struct NatsStore {
     jobs: mpsc::UnboundedSender<Job>,
     stamp: Arc<AtomicU64>,
     counts: Arc<Counts>,
+    /// The stream's messages that failed the acceptance of ingest (`feed::accept`), in
+    /// the feed and in replays.
+    refused: Arc<Refused>,
 }
 
 impl std::fmt::Debug for Job {
@@ -109,12 +112,14 @@ impl NatsStore {
             Arc::downgrade(&counts),
             stamp.clone(),
         ));
-        let (feed, gate) = feed::feed(cluster.clone(), stamp.clone());
+        let refused = Arc::new(Refused::default());
+        let (feed, gate) = feed::feed(cluster.clone(), stamp.clone(), refused.clone());
         let store = NatsStore {
             cluster,
             jobs,
             stamp,
             counts,
+            refused,
         };
         Ok((store, feed, gate))
     }
@@ -291,10 +296,11 @@ impl Storage for NatsStore {
 
     fn replay(&self, from: ReplayFrom, upto: Stamp) -> Replay {
         let cluster = self.cluster.clone();
+        let refused = self.refused.clone();
         match from {
-            ReplayFrom::All => replay_all(cluster, upto),
+            ReplayFrom::All => replay_all(cluster, refused, upto),
             ReplayFrom::Sessions(sessions) => futures::stream::iter(sessions)
-                .then(move |from| replay_session(cluster.clone(), from, upto))
+                .then(move |from| replay_session(cluster.clone(), refused.clone(), from, upto))
                 .flat_map(futures::stream::iter)
                 .boxed(),
         }
@@ -307,18 +313,26 @@ impl Storage for NatsStore {
     fn held_bytes(&self) -> usize {
         self.counts.bytes.load(Ordering::Relaxed)
     }
+
+    fn health(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut health = serde_json::Map::new();
+        health.insert("stream_refused".into(), self.refused.to_json().into());
+        health
+    }
 }
 
 /// Every session's held events through `upto`, in stream order, a run per session
-/// while consecutive events share one; never a gap (AEP-0003 §5 rule 2).
-fn replay_all(cluster: Cluster, upto: Stamp) -> Replay {
+/// while consecutive events share one; never a gap (AEP-0003 §5 rule 2). What fails
+/// ingest's acceptance is skipped and counted in `refused` (`feed::accept`).
+fn replay_all(cluster: Cluster, refused: Arc<Refused>, upto: Stamp) -> Replay {
     let wildcard = cluster.name().sessions_wildcard();
+    let name = cluster.name().clone();
     futures::stream::once(async move { cluster.read(&wildcard, 1, upto).await })
         .flat_map(|read| match read {
             Ok(read) => read.ready_chunks(RUN).boxed(),
             Err(e) => futures::stream::iter([vec![Err(e)]]).boxed(),
         })
-        .map(|chunk| {
+        .map(move |chunk| {
             let mut runs: Vec<io::Result<Replayed>> = Vec::new();
             for stored in chunk {
                 let stored = match stored {
@@ -330,7 +344,9 @@ fn replay_all(cluster: Cluster, upto: Stamp) -> Replay {
                         break;
                     }
                 };
-                let Some(event) = feed::decode(&stored.payload) else {
+                let Some(event) =
+                    feed::accept(&name, Via::Stored, &stored.subject, &stored.payload, &refused)
+                else {
                     continue;
                 };
                 let Some(session) = event.session() else {
@@ -358,9 +374,11 @@ const RUN: usize = 256;
 /// What `from` asks of one session, through `upto`: its held events after its
 /// position in `(epoch, seq)` order, preceded by a gap when the oldest held is past
 /// what was asked for (AEP-0003 §5, `replay-exhausted`). A session holds at most
-/// `--buffer` events, read whole.
+/// `--buffer` events, read whole. What fails ingest's acceptance is skipped and counted
+/// in `refused` (`feed::accept`).
 async fn replay_session(
     cluster: Cluster,
+    refused: Arc<Refused>,
     from: ResumeFrom,
     upto: Stamp,
 ) -> Vec<io::Result<Replayed>> {
@@ -369,7 +387,13 @@ async fn replay_session(
     let read = match cluster.read(&subject, 1, upto).await {
         Ok(mut read) => loop {
             match read.next().await {
-                Some(Ok(stored)) => events.extend(feed::decode(&stored.payload)),
+                Some(Ok(stored)) => events.extend(feed::accept(
+                    cluster.name(),
+                    Via::Stored,
+                    &stored.subject,
+                    &stored.payload,
+                    &refused,
+                )),
                 Some(Err(e)) => break Err(e),
                 None => break Ok(()),
             }

@@ -15,13 +15,18 @@ mod common;
 // Issue 20's faults: real nats-server, real relay processes (the binary, hence `cli`).
 #[cfg(all(feature = "nats", feature = "cli"))]
 mod cluster_faults;
+// Issue 31: the stream as a trust boundary, NATS authorization, credentials in URLs.
+#[cfg(all(feature = "nats", feature = "cli"))]
+mod cluster_trust;
 mod console;
 mod console_api;
 mod control;
 mod durable;
 mod ingest;
 mod limits;
+mod listener;
 mod sse;
 mod subscriptions;
 mod surface;
+mod tls;
 mod ws;

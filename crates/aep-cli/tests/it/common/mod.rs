@@ -437,6 +437,7 @@ impl AepRelay {
     /// Starts it with `args` and `env` (each `(name, value)`), logs at `warn`.
     pub fn start(args: &[&str], env: &[(&str, &str)]) -> AepRelay {
         let mut cmd = aep();
+        // a later `--host` in `args` wins (the last of a repeated flag does)
         cmd.args(["relay", "--port", "0", "--host", "127.0.0.1"])
             .args(args)
             .env("RUST_LOG", "warn");
@@ -456,7 +457,7 @@ impl AepRelay {
             .expect("aep relay prints its address");
         let url = first_line
             .split_whitespace()
-            .find(|w| w.starts_with("http://"))
+            .find(|w| w.starts_with("http://") || w.starts_with("https://"))
             .unwrap_or_else(|| panic!("an address in {first_line:?}"))
             .to_owned();
         AepRelay {

@@ -415,7 +415,7 @@ impl RelayProcess {
         }
         let url = first_line
             .split_whitespace()
-            .find(|w| w.starts_with("http://"))
+            .find(|w| w.starts_with("http://") || w.starts_with("https://"))
             .expect("an address")
             .to_owned();
         Ok(RelayProcess {
