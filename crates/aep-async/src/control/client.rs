@@ -19,9 +19,11 @@ use tracing::Instrument;
 use super::error::ControlError;
 use super::sender::{settlement, ControlSender, SendOptions};
 use crate::error::TransportError;
+use crate::limits::ReadLimits;
 use crate::relays::Relays;
+use crate::transport::idle::{Idle, IdleTimer};
 use crate::transport::ws::{
-    classify, close_socket, hello as crate_hello, open, ws_error, Inbound, WsStream,
+    classify, close_socket, hello as crate_hello, open, ping_frame, ws_error, Inbound, WsStream,
 };
 use crate::transport::{BackoffPolicy, Failover};
 use aep_core::control::Nack;
@@ -46,6 +48,7 @@ pub struct ClientOptions {
     connect_timeout: Duration,
     roster_timeout: Duration,
     backoff: BackoffPolicy,
+    limits: ReadLimits,
 }
 
 impl std::fmt::Debug for ClientOptions {
@@ -55,6 +58,7 @@ impl std::fmt::Debug for ClientOptions {
             .field("agent", &self.agent)
             .field("host", &self.host)
             .field("connect_timeout", &self.connect_timeout)
+            .field("read_limits", &self.limits)
             .finish()
     }
 }
@@ -67,7 +71,8 @@ impl Default for ClientOptions {
 
 impl ClientOptions {
     /// No token; agent `aep-rust-control` on host `localhost`; connect timeout 30 s;
-    /// roster timeout 10 s; reconnect backoff 100 ms doubling to 5 s.
+    /// roster timeout 10 s; reconnect backoff 100 ms doubling to 5 s; read limits
+    /// [`ReadLimits::new`] (a message 16 MiB + 1 KiB, idle 90 s).
     pub fn new() -> Self {
         ClientOptions {
             token: None,
@@ -76,6 +81,7 @@ impl ClientOptions {
             connect_timeout: Duration::from_secs(30),
             roster_timeout: Duration::from_secs(10),
             backoff: BackoffPolicy::new(Duration::from_millis(100), Duration::from_secs(5)),
+            limits: ReadLimits::new(),
         }
     }
     /// The bearer token sent with the upgrade (control needs an authenticated binding,
@@ -104,6 +110,14 @@ impl ClientOptions {
     /// Delays between reconnect attempts after a dropped connection.
     pub fn backoff(mut self, initial: Duration, max: Duration) -> Self {
         self.backoff = BackoffPolicy::new(initial, max);
+        self
+    }
+    /// What the client takes from the relay: the largest WebSocket message and the idle
+    /// timeout ([`ReadLimits`]). A message past the bound, or silence past the timeout
+    /// (the client pings after a third of it), drops the connection; the client
+    /// reconnects and sends its pending commands again.
+    pub fn read_limits(mut self, limits: ReadLimits) -> Self {
+        self.limits = limits;
         self
     }
 }
@@ -223,6 +237,7 @@ impl ControlClient {
                 options.token.as_deref(),
                 options.connect_timeout,
                 &hello,
+                &options.limits,
             )
             .await
             {
@@ -232,7 +247,7 @@ impl ControlClient {
                     break;
                 }
                 Err(e) => {
-                    tracing::debug!(relay = %base, error = %e, "control connect failed");
+                    tracing::debug!(relay = %failover.shown(), error = %e, "control connect failed");
                     if refusal.is_none() && e.status().is_some() {
                         refusal = Some(e);
                     } else {
@@ -455,10 +470,10 @@ impl Task {
                     self.options.token.clone(),
                     self.hello.clone(),
                 );
-                let timeout = self.options.connect_timeout;
+                let (timeout, limits) = (self.options.connect_timeout, self.options.limits);
                 let attempt = async {
                     tokio::time::sleep(delay).await;
-                    open(&base, token.as_deref(), timeout, &hello).await
+                    open(&base, token.as_deref(), timeout, &hello, &limits).await
                 };
                 tokio::pin!(attempt);
                 let opened = loop {
@@ -549,24 +564,36 @@ impl Task {
         if !self.sessions.is_empty() {
             self.sender.retransmit_pending();
         }
+        let mut idle = IdleTimer::new(self.options.limits.idle());
         loop {
             tokio::select! {
-                msg = read.next() => match classify(msg) {
-                    Inbound::Message(m) => self.inbound(m),
-                    Inbound::Reply(text) => {
-                        if let Err(e) = write.send(Message::text(text)).await {
+                tick = idle.tick() => match tick {
+                    Idle::Ping => {
+                        if let Err(e) = write.send(Message::text(ping_frame())).await {
                             return Ended::Dropped(Some(ws_error(e)));
                         }
                     }
-                    Inbound::Nothing => {}
-                    Inbound::Closing(c) => {
-                        tracing::info!(reason = ?c.reason, "the endpoint is closing the connection");
-                    }
-                    Inbound::Binary(e) | Inbound::Undecodable(_, e) => {
-                        tracing::warn!(error = %e, "ignoring a message");
-                    }
-                    Inbound::End(e) => return Ended::Dropped(e),
+                    Idle::Dead(e) => return Ended::Dropped(Some(e)),
                 },
+                msg = read.next() => {
+                    idle.heard();
+                    match classify(msg) {
+                        Inbound::Message(m) => self.inbound(m),
+                        Inbound::Reply(text) => {
+                            if let Err(e) = write.send(Message::text(text)).await {
+                                return Ended::Dropped(Some(ws_error(e)));
+                            }
+                        }
+                        Inbound::Nothing => {}
+                        Inbound::Closing(c) => {
+                            tracing::info!(reason = ?c.reason, "the endpoint is closing the connection");
+                        }
+                        Inbound::Binary(e) | Inbound::Undecodable(_, e) => {
+                            tracing::warn!(error = %e, "ignoring a message");
+                        }
+                        Inbound::End(e) => return Ended::Dropped(e),
+                    }
+                }
                 () = self.outgoing.ready.notified() => {
                     // The first command of a burst wakes this task, which the runtime
                     // then runs next, ahead of the tasks about to send the rest. Going to

@@ -10,8 +10,10 @@ use tokio_tungstenite::tungstenite::Message;
 use tracing::Instrument;
 
 use crate::error::TransportError;
+use crate::limits::ReadLimits;
+use crate::transport::idle::{Idle, IdleTimer};
 use crate::transport::ws::{
-    classify, close_socket, hello as crate_hello, open, ws_error, Inbound, WsStream,
+    classify, close_socket, hello as crate_hello, open, ping_frame, ws_error, Inbound, WsStream,
 };
 
 /// How to open a [`Duplex`].
@@ -29,6 +31,7 @@ pub struct DuplexOptions {
     pub(crate) token: Option<String>,
     pub(crate) connect_timeout: Duration,
     pub(crate) hello: Hello,
+    pub(crate) limits: ReadLimits,
 }
 
 impl std::fmt::Debug for DuplexOptions {
@@ -37,6 +40,7 @@ impl std::fmt::Debug for DuplexOptions {
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("connect_timeout", &self.connect_timeout)
             .field("hello", &self.hello)
+            .field("read_limits", &self.limits)
             .finish()
     }
 }
@@ -48,13 +52,23 @@ impl Default for DuplexOptions {
 }
 
 impl DuplexOptions {
-    /// No token, a 30 s connect timeout, and a consumer `hello` from `aep-rust-control`.
+    /// No token, a 30 s connect timeout, a consumer `hello` from `aep-rust-control`, and
+    /// read limits [`ReadLimits::new`] (a message 16 MiB + 1 KiB, idle 90 s).
     pub fn new() -> Self {
         DuplexOptions {
             token: None,
             connect_timeout: Duration::from_secs(30),
             hello: crate_hello(Role::Consumer, "aep-rust-control", "aep-rust", None),
+            limits: ReadLimits::new(),
         }
+    }
+    /// What the duplex takes from the endpoint: the largest WebSocket message and the
+    /// idle timeout ([`ReadLimits`]). A message past the bound, or silence past the
+    /// timeout (the duplex pings after a third of it), ends the connection:
+    /// [`Duplex::recv`] gives the error, then `None`.
+    pub fn read_limits(mut self, limits: ReadLimits) -> Self {
+        self.limits = limits;
+        self
     }
     /// The bearer token sent with the upgrade request (AEP-0003 §8.1).
     pub fn token(mut self, token: impl Into<String>) -> Self {
@@ -133,12 +147,13 @@ pub async fn open_duplex(base: &str, options: DuplexOptions) -> Result<Duplex, T
         options.token.as_deref(),
         options.connect_timeout,
         &options.hello,
+        &options.limits,
     )
     .await?;
     let (ops_tx, ops_rx) = mpsc::unbounded_channel();
     let (in_tx, in_rx) = mpsc::channel(1024);
-    let span = tracing::info_span!("aep_duplex", base = %base);
-    tokio::spawn(serve(ws, ops_rx, in_tx).instrument(span));
+    let span = tracing::info_span!("aep_duplex", base = %aep_core::redact::redact_urls(base));
+    tokio::spawn(serve(ws, ops_rx, in_tx, options.limits.idle()).instrument(span));
     Ok(Duplex {
         ops: ops_tx,
         inbound: in_rx,
@@ -193,38 +208,55 @@ async fn serve(
     ws: WsStream,
     mut ops: mpsc::UnboundedReceiver<Op>,
     inbound: mpsc::Sender<Result<AepMessage, TransportError>>,
+    idle_timeout: Duration,
 ) {
     let (mut write, mut read): (Write, SplitStream<WsStream>) = ws.split();
+    let mut idle = IdleTimer::new(idle_timeout);
     loop {
         tokio::select! {
-            msg = read.next() => match classify(msg) {
-                Inbound::Message(m) => {
-                    if inbound.send(Ok(m)).await.is_err() {
-                        // Nobody reads any more; keep answering pings until closed.
-                        continue;
-                    }
-                }
-                Inbound::Reply(text) => {
-                    if write.send(Message::text(text)).await.is_err() {
+            tick = idle.tick() => match tick {
+                Idle::Ping => {
+                    if write.send(Message::text(ping_frame())).await.is_err() {
                         return;
                     }
                 }
-                Inbound::Nothing => {}
-                Inbound::Closing(c) => {
-                    // the endpoint's orderly close: the reader sees it, the end follows
-                    let closing = AepMessage::Frame(aep_core::frame::Frame::Closing(c));
-                    let _ = inbound.send(Ok(closing)).await;
-                }
-                Inbound::Binary(e) | Inbound::Undecodable(_, e) => {
+                Idle::Dead(e) => {
                     let _ = inbound.send(Err(e)).await;
-                }
-                Inbound::End(e) => {
-                    if let Some(e) = e {
-                        let _ = inbound.send(Err(e)).await;
-                    }
+                    close_socket(&mut write, "the endpoint went silent").await;
                     return;
                 }
             },
+            msg = read.next() => {
+                match classify(msg) {
+                    Inbound::Message(m) => {
+                        // Nobody may read any more: pings are still answered until closed.
+                        let _ = inbound.send(Ok(m)).await;
+                    }
+                    Inbound::Reply(text) => {
+                        if write.send(Message::text(text)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Inbound::Nothing => {}
+                    Inbound::Closing(c) => {
+                        // the endpoint's orderly close: the reader sees it, the end follows
+                        let closing = AepMessage::Frame(aep_core::frame::Frame::Closing(c));
+                        let _ = inbound.send(Ok(closing)).await;
+                    }
+                    Inbound::Binary(e) | Inbound::Undecodable(_, e) => {
+                        let _ = inbound.send(Err(e)).await;
+                    }
+                    Inbound::End(e) => {
+                        if let Some(e) = e {
+                            let _ = inbound.send(Err(e)).await;
+                        }
+                        return;
+                    }
+                }
+                // Heard now, after the hand-over: the time the reader took to make room
+                // was not the endpoint's silence.
+                idle.heard();
+            }
             op = ops.recv() => match op {
                 Some(Op::Send(text, reply)) => {
                     let r = write.send(Message::text(text)).await.map_err(ws_error);

@@ -21,7 +21,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::hub::{Ended, Rejected};
 use crate::error::TransportError;
-use crate::transport::ws::{classify, close_socket, hello, open, Inbound, WsStream};
+use crate::limits::ReadLimits;
+use crate::transport::idle::{Idle, IdleTimer};
+use crate::transport::ws::{classify, close_socket, hello, open, ping_frame, Inbound, WsStream};
 
 /// Why a remote subscription was not created.
 ///
@@ -95,12 +97,18 @@ impl Drop for LifecycleConnection {
 
 impl LifecycleConnection {
     /// Opens `{base}/socket` as a consumer (`hello` exchanged) within 30 s.
+    ///
+    /// What the connection reads is bounded by [`ReadLimits::new`]: a message past
+    /// 16 MiB + 1 KiB, or 90 s without a word from the relay (the connection pings after
+    /// 30 s of it), ends the connection and its subscriptions
+    /// ([`Ended::SessionClosed`]).
     pub async fn connect(base: &str, token: Option<&str>) -> Result<Self, TransportError> {
         let hello = hello(Role::Consumer, "aep-async", "lifecycle", None);
-        let (ws, _) = open(base, token, Duration::from_secs(30), &hello).await?;
+        let limits = ReadLimits::new();
+        let (ws, _) = open(base, token, Duration::from_secs(30), &hello, &limits).await?;
         let (commands, rx) = mpsc::unbounded_channel();
         let close = CancellationToken::new();
-        tokio::spawn(run(ws, rx, close.clone()));
+        tokio::spawn(run(ws, rx, close.clone(), limits.idle()));
         Ok(LifecycleConnection { commands, close })
     }
 
@@ -221,7 +229,9 @@ async fn run(
     mut ws: WsStream,
     mut commands: mpsc::UnboundedReceiver<Command>,
     close: CancellationToken,
+    idle_timeout: Duration,
 ) {
+    let mut idle = IdleTimer::new(idle_timeout);
     // The relay answers requests in the order it reads them.
     let mut pending: VecDeque<oneshot::Sender<Result<Created, SubscribeError>>> = VecDeque::new();
     let mut cancels: HashMap<String, oneshot::Sender<SubscriptionCancelled>> = HashMap::new();
@@ -249,7 +259,19 @@ async fn run(
                     break;
                 }
             }
+            tick = idle.tick() => match tick {
+                Idle::Ping => {
+                    if ws.send(Message::text(ping_frame())).await.is_err() {
+                        break;
+                    }
+                }
+                Idle::Dead(e) => {
+                    tracing::warn!(error = %e, "the relay went silent; closing the lifecycle connection");
+                    break;
+                }
+            },
             incoming = ws.next() => {
+                idle.heard();
                 // Lifecycle messages and deliveries are not AEP messages: they come as
                 // `Undecodable`; the transport answers `ping` (AEP-0003 §3.5 rule 5).
                 let text = match classify(incoming) {
@@ -278,6 +300,8 @@ async fn run(
                     if let Some(sub) = live.get(delivery.subscription_id()) {
                         // waiting here is the backpressure the relay sees
                         let _ = sub.tx.send(delivery).await;
+                        // and not the relay's silence
+                        idle.heard();
                     }
                     continue;
                 }

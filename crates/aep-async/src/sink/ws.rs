@@ -21,6 +21,7 @@ use super::{
     ReserveFuture, Sink, SinkFuture,
 };
 use crate::error::{EmitError, TransportError};
+use crate::limits::ReadLimits;
 use crate::relays::Relays;
 use crate::transport::ws::{
     classify, close_socket, hello, open, ws_error, Inbound, WsRead, WsStream,
@@ -396,16 +397,19 @@ impl Worker {
                 break;
             }
             let base = failover.current().unwrap_or_default().to_owned();
+            // The relay's messages to an emitter (commands, pongs) are bounded as every
+            // reader's; its confirmation pings stand for the idle timeout.
             let opened = open(
                 &base,
                 self.cfg.token.as_deref(),
                 self.cfg.connect_timeout,
                 &hello,
+                &ReadLimits::new(),
             )
             .await;
             let error = match opened {
                 Ok((ws, _)) => {
-                    tracing::info!(relay = %base, "connected as emitter");
+                    tracing::info!(relay = %failover.shown(), "connected as emitter");
                     failover.succeeded();
                     match self.serve(ws).await {
                         Ok(()) => break,

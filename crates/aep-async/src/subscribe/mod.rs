@@ -34,6 +34,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::TransportError;
+use crate::limits::ReadLimits;
 #[cfg(any(feature = "sse", feature = "ws"))]
 use crate::relays::Relays;
 use crate::transport::BackoffPolicy;
@@ -168,8 +169,15 @@ pub type NoticeHandler = Arc<dyn Fn(Notice) + Send + Sync>;
 /// | backoff | 500 ms doubling to 10 s |
 /// | from_budget | 6000 encoded characters |
 /// | max_replay_chunks | 20 |
-/// | connect_timeout | 30 s (body reads unbounded) |
+/// | connect_timeout | 30 s |
+/// | read_limits | [`ReadLimits::new`]: a line 16 MiB + 1 KiB, an event 16 MiB, a WebSocket message 16 MiB + 1 KiB, idle 90 s |
 /// | dedupe memory | 50 000 `(source, id)` keys |
+///
+/// What the relay sends is bounded by [`read_limits`](SubscribeOptions::read_limits): a
+/// line, an event or a WebSocket message past its bound, an answer that is not an SSE
+/// stream, a stream cut in the middle of an event, or a connection silent past the idle
+/// timeout (three missed heartbeats) is reported as a [`Notice::Error`]; the
+/// subscription reconnects on its backoff and resumes.
 ///
 /// ```
 /// use aep_async::SubscribeOptions;
@@ -196,6 +204,7 @@ pub struct SubscribeOptions {
     pub(crate) from_budget: usize,
     pub(crate) max_replay_chunks: usize,
     pub(crate) connect_timeout: Duration,
+    pub(crate) read_limits: ReadLimits,
     pub(crate) dedupe_capacity: usize,
     pub(crate) buffer: usize,
     pub(crate) transport: Option<Transport>,
@@ -215,6 +224,7 @@ impl fmt::Debug for SubscribeOptions {
             .field("from_budget", &self.from_budget)
             .field("max_replay_chunks", &self.max_replay_chunks)
             .field("connect_timeout", &self.connect_timeout)
+            .field("read_limits", &self.read_limits)
             .field("transport", &self.transport)
             .finish()
     }
@@ -232,6 +242,7 @@ impl Default for SubscribeOptions {
             from_budget: 6000,
             max_replay_chunks: 20,
             connect_timeout: Duration::from_secs(30),
+            read_limits: ReadLimits::new(),
             dedupe_capacity: 50_000,
             buffer: 256,
             transport: None,
@@ -341,6 +352,21 @@ impl SubscribeOptions {
     /// `: ping`), so a shorter bound turns an idle stream into reconnects.
     pub fn connect_timeout(mut self, d: Duration) -> Self {
         self.connect_timeout = d;
+        self
+    }
+    /// What the subscription takes from the relay before it drops the connection and
+    /// reconnects: the longest SSE line, the largest event and WebSocket message, the
+    /// idle timeout ([`ReadLimits`], whose docs give the defaults).
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use aep_async::{ReadLimits, SubscribeOptions};
+    /// let opts = SubscribeOptions::new()
+    ///     .read_limits(ReadLimits::new().max_event(4 << 20).heartbeat(Duration::from_secs(60)));
+    /// # let _ = opts;
+    /// ```
+    pub fn read_limits(mut self, limits: ReadLimits) -> Self {
+        self.read_limits = limits;
         self
     }
     /// How many `(source, id)` keys dedupe remembers.
@@ -656,6 +682,7 @@ fn subscribe_ws(relays: Relays, options: SubscribeOptions) -> Subscription {
     let conn = ws::WsConnection::builder(relays)
         .token_opt(options.token.clone())
         .connect_timeout(options.connect_timeout)
+        .read_limits(options.read_limits)
         .backoff_policy(options.backoff)
         .connect();
     // The subscription holds the only handle: the connection ends with it.

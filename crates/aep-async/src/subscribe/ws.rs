@@ -16,8 +16,12 @@ use tracing::Instrument;
 
 use super::{unavailable, Notice, Shared, StartFrom, SubscribeOptions, Subscription};
 use crate::error::TransportError;
+use crate::limits::ReadLimits;
 use crate::relays::Relays;
-use crate::transport::ws::{classify, close_socket, hello, open, ws_error, Inbound, WsStream};
+use crate::transport::idle::{Idle, IdleTimer};
+use crate::transport::ws::{
+    classify, close_socket, hello, open, ping_frame, ws_error, Inbound, WsStream,
+};
 use crate::transport::{BackoffPolicy, Failover};
 
 /// Configuration of a [`WsConnection`].
@@ -34,6 +38,7 @@ pub struct WsConnectionBuilder {
     relays: Relays,
     token: Option<String>,
     connect_timeout: Duration,
+    limits: ReadLimits,
     backoff: BackoffPolicy,
     agent: String,
 }
@@ -50,6 +55,14 @@ impl WsConnectionBuilder {
     /// Bound on the handshake and `hello` exchange (default 30 s).
     pub fn connect_timeout(mut self, d: Duration) -> Self {
         self.connect_timeout = d;
+        self
+    }
+    /// What the connection takes from the relay: the largest WebSocket message and the
+    /// idle timeout (default [`ReadLimits::new`]: 16 MiB + 1 KiB, 90 s). A message past
+    /// the bound, or silence past the timeout (the connection pings after a third of
+    /// it), drops the connection; it reconnects and every subscription resumes.
+    pub fn read_limits(mut self, limits: ReadLimits) -> Self {
+        self.limits = limits;
         self
     }
     /// Reconnect delays (default 500 ms doubling to 10 s).
@@ -122,13 +135,15 @@ impl WsConnection {
             relays: base.into(),
             token: None,
             connect_timeout: Duration::from_secs(30),
+            limits: ReadLimits::new(),
             backoff: BackoffPolicy::new(Duration::from_millis(500), Duration::from_secs(10)),
             agent: "aep-rust-consumer".into(),
         }
     }
 
-    /// Adds a subscription on this connection. `transport`, `token`, `backoff` and
-    /// `connect_timeout` of `options` are the connection's, not the subscription's.
+    /// Adds a subscription on this connection. `transport`, `token`, `backoff`,
+    /// `connect_timeout` and `read_limits` of `options` are the connection's, not the
+    /// subscription's.
     pub fn subscribe(&self, options: SubscribeOptions) -> Subscription {
         let Some(cmd) = &self.cmd else {
             return unavailable(&options, "WsConnection needs a tokio runtime");
@@ -234,27 +249,31 @@ impl ConnTask {
     async fn run(mut self) {
         let mut failover = Failover::new(self.cfg.relays.clone(), self.cfg.backoff);
         let hello = hello(Role::Consumer, &self.cfg.agent, "aep-async", None);
-        let (token, timeout) = (self.cfg.token.clone(), self.cfg.connect_timeout);
+        let (token, timeout, limits) = (
+            self.cfg.token.clone(),
+            self.cfg.connect_timeout,
+            self.cfg.limits,
+        );
         let mut attempt = 0u32;
         loop {
             if attempt > 0 {
                 tracing::info!(
                     attempt,
                     subscriptions = self.subs.len(),
-                    relay = failover.current(),
+                    relay = %failover.shown(),
                     "reconnecting"
                 );
             }
             attempt += 1;
             let base = failover.current().unwrap_or_default().to_owned();
             let opened = tokio::select! {
-                r = open(&base, token.as_deref(), timeout, &hello) => Some(r),
+                r = open(&base, token.as_deref(), timeout, &hello, &limits) => Some(r),
                 () = self.wait_commands_forever() => None,
             };
             let error = match opened {
                 None => return,
                 Some(Ok((ws, _hello))) => {
-                    tracing::info!(relay = %base, "connected");
+                    tracing::info!(relay = %failover.shown(), "connected");
                     match self.serve(ws, &mut failover).await {
                         Flow::Stop => return,
                         Flow::Reconnect(e) => e,
@@ -300,6 +319,7 @@ impl ConnTask {
 
     async fn serve(&mut self, ws: WsStream, failover: &mut Failover) -> Flow {
         let (mut write, mut read) = ws.split();
+        let mut idle = IdleTimer::new(self.cfg.limits.idle());
         for sub in self.subs.values_mut() {
             let f = sub.frame();
             if let Err(e) = write.send(Message::text(f)).await {
@@ -323,6 +343,10 @@ impl ConnTask {
                             outgoing.push(Frame::Unsubscribe(IdFrame::new(id)).to_json());
                         }
                     }
+                },
+                tick = idle.tick() => match tick {
+                    Idle::Ping => outgoing.push(ping_frame()),
+                    Idle::Dead(e) => return Flow::Reconnect(e),
                 },
                 msg = read.next() => {
                     let mut batches: HashMap<String, Vec<Event>> = HashMap::new();
@@ -367,6 +391,9 @@ impl ConnTask {
                             outgoing.push(Frame::Unsubscribe(IdFrame::new(id)).to_json());
                         }
                     }
+                    // Heard now, after the hand-over: the time a subscriber took to
+                    // make room was not the relay's silence.
+                    idle.heard();
                 }
             }
             for f in outgoing {

@@ -11,6 +11,7 @@ mod control_sender;
 mod emit;
 mod emit_wait;
 mod failover;
+mod hostile_relay;
 mod http_sink;
 mod hub;
 mod reference_relay;
