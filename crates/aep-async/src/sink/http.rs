@@ -153,7 +153,10 @@ impl HttpSinkBuilder {
             failover: Failover::new(self.relays.clone(), self.retry),
             config: self,
         };
-        let span = tracing::info_span!("aep_http_sink", %endpoint);
+        let span = tracing::info_span!(
+            "aep_http_sink",
+            endpoint = %aep_core::redact::redact_urls(&endpoint)
+        );
         runtime.spawn(worker.run().instrument(span));
         Ok(HttpSink { outbox, endpoint })
     }
