@@ -71,9 +71,10 @@ pub use aep_async::{CommandHook, ControlClient, WsSink, WsSinkBuilder};
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use aep_async::{
     ControlError, ControlSender, ControlTarget, DeliveryReport, DeliveryStats, EmitError,
-    EmitOptions, EmitPermit, Emitter, EmitterBuilder, JsonlSink, Notice, Relays, ReportHandler,
-    ReserveFuture, ResumePosition, SessionEmitter, Sink, SinkFuture, StartFrom, SubscribeOptions,
-    Subscription, Transport, TransportError, TransportErrorKind,
+    EmitOptions, EmitPermit, Emitter, EmitterBuilder, JsonlSink, Limit, LimitExceeded, Notice,
+    ReadLimits, Relays, ReportHandler, ReserveFuture, ResumePosition, SessionEmitter, Sink,
+    SinkFuture, StartFrom, SubscribeOptions, Subscription, Transport, TransportError,
+    TransportErrorKind,
 };
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]

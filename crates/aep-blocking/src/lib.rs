@@ -58,8 +58,9 @@ pub mod sink;
 pub mod subscribe;
 
 pub use aep_async::{
-    DeliveryReport, DeliveryStats, EmitError, EmitOptions, EmitPermit, Notice, Relays,
-    ResumePosition, StartFrom, SubscribeOptions, Transport, TransportError, TransportErrorKind,
+    DeliveryReport, DeliveryStats, EmitError, EmitOptions, EmitPermit, Limit, LimitExceeded,
+    Notice, ReadLimits, Relays, ResumePosition, StartFrom, SubscribeOptions, Transport,
+    TransportError, TransportErrorKind,
 };
 #[cfg(feature = "ws")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
