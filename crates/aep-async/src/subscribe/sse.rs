@@ -359,8 +359,13 @@ impl SseTask {
                 self.failover.succeeded();
             }
             self.shared.received(&batch);
-            if !batch.is_empty() && self.tx.send(batch).await.is_err() {
-                return Ok(Ended::Cancelled);
+            if !batch.is_empty() {
+                if self.tx.send(batch).await.is_err() {
+                    return Ok(Ended::Cancelled);
+                }
+                // heard now, after the hand-over: the time the subscriber took to make
+                // room was not the relay's silence
+                idle.heard();
             }
             if let Err(e) = fed {
                 return Err(TransportError::limit(LimitExceeded::from(e)));
