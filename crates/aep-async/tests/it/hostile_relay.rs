@@ -269,10 +269,11 @@ async fn heartbeats_keep_a_quiet_stream_alive() {
         let event = event.clone();
         async move {
             let _ = sock.write_all(SSE_HEAD).await;
-            // ten heartbeats 100 ms apart: a second, over three idle timeouts
-            for _ in 0..10 {
+            // twelve heartbeats 250 ms apart: three seconds, past the idle timeout (with
+            // room for a busy machine between two of them)
+            for _ in 0..12 {
                 let _ = sock.write_all(b": ping\n\n").await;
-                tokio::time::sleep(MS(100)).await;
+                tokio::time::sleep(MS(250)).await;
             }
             let _ = sock
                 .write_all(format!("data: {event}\n\n").as_bytes())
@@ -282,7 +283,7 @@ async fn heartbeats_keep_a_quiet_stream_alive() {
         }
     })
     .await;
-    let limits = ReadLimits::new().idle_timeout(MS(300));
+    let limits = ReadLimits::new().idle_timeout(MS(2000));
     let (mut sub, mut notices) =
         subscribed(&server.url, SubscribeOptions::new().read_limits(limits));
     assert_eq!(next_event(&mut sub).await.seq(), Some(1));
@@ -467,8 +468,8 @@ async fn a_quiet_websocket_that_answers_pings_stays_up() {
                     let pong = f.pong().unwrap().to_json();
                     let _ = ws.send(Message::text(pong)).await;
                 }
-                // past three idle timeouts, the event
-                if !sent && started.elapsed() > MS(900) {
+                // past two idle timeouts, the event
+                if !sent && started.elapsed() > MS(4500) {
                     let _ = ws.send(Message::text(event.clone())).await;
                     sent = true;
                 }
@@ -478,7 +479,7 @@ async fn a_quiet_websocket_that_answers_pings_stays_up() {
     .await;
     let options = SubscribeOptions::new()
         .transport(aep_async::Transport::WebSocket)
-        .read_limits(ReadLimits::new().idle_timeout(MS(300)));
+        .read_limits(ReadLimits::new().idle_timeout(MS(2000)));
     let (mut sub, mut notices) = subscribed(&server.url, options);
     assert_eq!(next_event(&mut sub).await.seq(), Some(1));
     assert_eq!(server.count(), 1, "one connection all along");
