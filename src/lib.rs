@@ -72,9 +72,10 @@ pub use aep_async::{client, control, emit, error, lifecycle, sink, subscribe};
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use aep_async::{
     Client, ControlError, ControlSender, ControlTarget, DeliveryReport, DeliveryStats, EmitError,
-    EmitOptions, EmitPermit, Emitter, EmitterBuilder, JsonlSink, Notice, Relays, ReportHandler,
-    ReserveFuture, ResumePosition, SessionEmitter, Sink, SinkFuture, StartFrom, SubscribeOptions,
-    Subscription, Transport, TransportError, TransportErrorKind,
+    EmitOptions, EmitPermit, Emitter, EmitterBuilder, JsonlSink, Limit, LimitExceeded, Notice,
+    ReadLimits, Relays, ReportHandler, ReserveFuture, ResumePosition, SessionEmitter, Sink,
+    SinkFuture, StartFrom, SubscribeOptions, Subscription, Transport, TransportError,
+    TransportErrorKind,
 };
 #[cfg(feature = "ws")]
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]

@@ -5,12 +5,13 @@
 use std::fmt;
 use std::time::Duration;
 
+use crate::limits::ReadLimits;
 use crate::relays::Relays;
 use crate::transport::BackoffPolicy;
 
 /// One relay, or several of one cluster ([`Relays`]), and how to reach it: the bearer
-/// token, the connect timeout, the reconnect backoff and the identity declared at
-/// `hello`. Every connection of this crate is opened from a `Client`, the way an
+/// token, the connect timeout, the reconnect backoff, the identity declared at `hello`
+/// and what a reader takes from the relay ([`ReadLimits`]). Every connection of this crate is opened from a `Client`, the way an
 /// `async_nats::Client` is connected once and then subscribed and published on.
 ///
 /// Building one does no IO and cannot fail: a relay that is down when the client is
@@ -41,6 +42,7 @@ use crate::transport::BackoffPolicy;
 /// | connect timeout | 30 s | 10 s (also how long `close` waits for confirmation) | 30 s | 30 s |
 /// | backoff | 500 ms doubling to 10 s | 500 ms doubling to 10 s | 100 ms doubling to 5 s | (no reconnects) |
 /// | identity (agent, host) | `aep-rust-consumer`, `localhost` | the sink's own | `aep-rust-control`, `localhost` | `aep-rust-control`, `localhost` |
+/// | read limits | [`ReadLimits::new`] | [`ReadLimits::new`] | [`ReadLimits::new`] | [`ReadLimits::new`] |
 ///
 /// The HTTP sink's requests are bound by its own
 /// [`request_timeout`](crate::HttpSinkOptions::request_timeout) and retried on its
@@ -82,6 +84,7 @@ pub struct Client {
     connect_timeout: Option<Duration>,
     backoff: Option<BackoffPolicy>,
     identity: Option<(String, String)>,
+    limits: ReadLimits,
     #[cfg(any(feature = "http", feature = "sse"))]
     http: Option<reqwest::Client>,
 }
@@ -94,6 +97,7 @@ impl fmt::Debug for Client {
             .field("connect_timeout", &self.connect_timeout)
             .field("backoff", &self.backoff)
             .field("identity", &self.identity)
+            .field("read_limits", &self.limits)
             .finish()
     }
 }
@@ -113,6 +117,7 @@ impl Client {
             connect_timeout: None,
             backoff: None,
             identity: None,
+            limits: ReadLimits::new(),
             #[cfg(any(feature = "http", feature = "sse"))]
             http: None,
         }
@@ -177,6 +182,26 @@ impl Client {
         self
     }
 
+    /// What every reader of this client takes from the relay before it drops the
+    /// connection (and reconnects where it does): the longest SSE line, the largest
+    /// event, WebSocket message and frame, and the idle timeout, the relay's heartbeat
+    /// silence past which a stream is dead ([`ReadLimits`], whose docs give the
+    /// defaults). A relay that passes a bound gets a typed error naming it
+    /// ([`TransportErrorKind::Limit`](crate::TransportErrorKind::Limit)), never
+    /// unbounded memory.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use aep_async::{Client, ReadLimits};
+    /// let client = Client::new("http://h:8787")
+    ///     .read_limits(ReadLimits::new().max_event(4 << 20).heartbeat(Duration::from_secs(60)));
+    /// # let _ = client;
+    /// ```
+    pub fn read_limits(mut self, limits: ReadLimits) -> Self {
+        self.limits = limits;
+        self
+    }
+
     /// A `reqwest::Client` of the caller's (proxies, TLS roots, pools) for the HTTP
     /// bindings: SSE subscriptions and the HTTP sink. Without one, each of them builds
     /// a default one. Features `http` or `sse`.
@@ -215,6 +240,7 @@ impl Client {
             backoff: self.backoff.unwrap_or(defaults.backoff),
             agent,
             host,
+            limits: self.limits,
         }
     }
 
@@ -280,6 +306,7 @@ pub(crate) struct Link {
     pub(crate) backoff: BackoffPolicy,
     pub(crate) agent: String,
     pub(crate) host: String,
+    pub(crate) limits: ReadLimits,
 }
 
 #[cfg(test)]

@@ -4,6 +4,8 @@
 use std::error::Error as StdError;
 use std::fmt;
 
+use crate::limits::LimitExceeded;
+
 /// What went wrong below the protocol: the exchange with the relay did not complete.
 ///
 /// The three kinds are the Python and TypeScript SDKs' taxonomy. A timeout is of kind
@@ -39,6 +41,8 @@ enum Detail {
     Timeout,
     /// The connection could not be established.
     Connect,
+    /// The peer passed a bound of the reader's [`ReadLimits`](crate::ReadLimits).
+    Limit(LimitExceeded),
 }
 
 /// The class of a [`TransportError`].
@@ -112,6 +116,24 @@ impl TransportError {
         }
     }
 
+    /// The peer passed a bound of the reader's [`ReadLimits`](crate::ReadLimits): a
+    /// `Network` error (the reader drops the connection, then reconnects on its backoff)
+    /// for which [`TransportError::limit_exceeded`] names the bound.
+    ///
+    /// ```
+    /// use aep_async::{Limit, LimitExceeded, TransportError};
+    /// let e = TransportError::limit(LimitExceeded::new(Limit::Line, 4096));
+    /// assert!(e.is_network() && e.is_retryable() && !e.is_timeout());
+    /// assert_eq!(e.limit_exceeded().map(|l| l.limit()), Some(Limit::Line));
+    /// assert!(e.to_string().contains("max_line bound of 4096 bytes"), "{e}");
+    /// ```
+    pub fn limit(exceeded: LimitExceeded) -> Self {
+        TransportError {
+            detail: Detail::Limit(exceeded),
+            ..TransportError::network_msg(exceeded.to_string())
+        }
+    }
+
     /// Marks a `Network` error as one that happened while establishing the connection
     /// ([`TransportError::is_connect`]). A timeout stays a timeout.
     #[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
@@ -161,12 +183,19 @@ impl TransportError {
         TransportError::of_kind(TransportErrorKind::Parse, message).caused_by(source)
     }
 
-    /// An error of `kind` with no further detail and no source.
+    /// An error of `kind` with no further detail and no source. A URL in the message
+    /// loses its userinfo and credential-named query values (`?token=`) here, so that
+    /// neither `Display` nor `Debug` ever shows them.
     fn of_kind(kind: TransportErrorKind, message: impl Into<String>) -> Self {
+        let message = message.into();
+        let message = match aep_core::redact::redact_urls(&message) {
+            std::borrow::Cow::Borrowed(_) => message,
+            std::borrow::Cow::Owned(redacted) => redacted,
+        };
         TransportError {
             kind,
             detail: Detail::Other,
-            message: message.into(),
+            message,
             source: None,
         }
     }
@@ -216,6 +245,19 @@ impl TransportError {
         self.detail == Detail::Connect
     }
 
+    /// The bound of the reader's [`ReadLimits`](crate::ReadLimits) the peer passed, for
+    /// an error made by [`TransportError::limit`].
+    ///
+    /// ```
+    /// assert!(aep_async::TransportError::network_msg("reset").limit_exceeded().is_none());
+    /// ```
+    pub fn limit_exceeded(&self) -> Option<LimitExceeded> {
+        match self.detail {
+            Detail::Limit(l) => Some(l),
+            _ => None,
+        }
+    }
+
     /// A copy for fan-out to several receivers: kind, status, timeout and connect
     /// marks and message kept; the source is kept only in the message.
     #[cfg(feature = "ws")]
@@ -256,6 +298,9 @@ impl TransportError {
 
     #[cfg(any(feature = "http", feature = "sse"))]
     pub(crate) fn from_reqwest(context: &str, e: reqwest::Error) -> Self {
+        // reqwest's error writes the request's URL, which may carry a credential; the
+        // caller's context names the relay, redacted.
+        let e = e.without_url();
         match e.status() {
             Some(status) => {
                 TransportError::http(status.as_u16(), format!("{context}: HTTP {status}"))

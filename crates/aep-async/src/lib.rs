@@ -52,6 +52,9 @@
 //! - [`error`]: [`TransportError`] (network, HTTP status, parse) and [`EmitError`].
 //! - [`Relays`]: one relay's URL, or several of one cluster that every connection fails
 //!   over between.
+//! - [`ReadLimits`]: what every reader takes from a relay (the longest SSE line, the
+//!   largest event and WebSocket message, the idle timeout) before it drops the
+//!   connection and reconnects; [`LimitExceeded`] names the bound passed.
 //!
 //! Every WebSocket of the crate is opened and read through one internal transport layer
 //! (`hello`, `ping`, `closing`, binary refusal, the reconnect schedule), so every loop
@@ -74,6 +77,7 @@ pub mod delivery;
 pub mod emit;
 pub mod error;
 pub mod lifecycle;
+mod limits;
 mod relays;
 pub mod sink;
 pub mod subscribe;
@@ -87,6 +91,7 @@ pub use control::ControlClient;
 pub use control::{ControlError, ControlSender, ControlTarget};
 pub use emit::{EmitOptions, EmitPermit, Emitter, EmitterBuilder, EpochStore, SessionEmitter};
 pub use error::{EmitError, TransportError, TransportErrorKind};
+pub use limits::{Limit, LimitExceeded, ReadLimits};
 pub use relays::Relays;
 #[cfg(feature = "http")]
 #[cfg_attr(docsrs, doc(cfg(feature = "http")))]

@@ -3,6 +3,8 @@
 
 use std::borrow::Cow;
 use std::fmt;
+
+use aep_core::redact::redact_urls;
 use std::sync::Arc;
 
 /// The base URL of a relay (`http://127.0.0.1:8787`), or of several relays of one
@@ -88,19 +90,31 @@ impl Relays {
 }
 
 impl fmt::Debug for Relays {
+    /// The URLs, redacted as `Display` writes them.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.0.iter()).finish()
+        f.debug_list()
+            .entries(self.0.iter().map(|u| redact_urls(u)))
+            .finish()
     }
 }
 
 impl fmt::Display for Relays {
-    /// The URLs separated by `, `.
+    /// The URLs separated by `, `, each without its userinfo or credential-named query
+    /// values ([`aep_core::redact::redact_urls`]): what a log line or an error may show.
+    ///
+    /// ```
+    /// let relays = aep_async::Relays::from(["http://u:pw@a:1", "http://b:2/?token=t"]);
+    /// assert_eq!(
+    ///     relays.to_string(),
+    ///     "http://[REDACTED:secret]@a:1, http://b:2/?token=[REDACTED:secret]"
+    /// );
+    /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, url) in self.0.iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }
-            f.write_str(url)?;
+            f.write_str(&redact_urls(url))?;
         }
         Ok(())
     }

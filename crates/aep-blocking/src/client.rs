@@ -109,6 +109,17 @@ impl Client {
         self.with(|c| c.identity(agent, host))
     }
 
+    /// What every reader takes from the relay: [`aep_async::Client::read_limits`].
+    ///
+    /// ```
+    /// use aep_blocking::{Client, ReadLimits};
+    /// let client = Client::new("http://h:8787").read_limits(ReadLimits::new().max_event(1 << 20));
+    /// # let _ = client;
+    /// ```
+    pub fn read_limits(self, limits: crate::ReadLimits) -> Self {
+        self.with(|c| c.read_limits(limits))
+    }
+
     /// The async client underneath.
     pub fn as_async(&self) -> &aep_async::Client {
         &self.inner

@@ -51,12 +51,15 @@ pub struct Failure {
 }
 
 impl Failure {
-    /// A failure with this exit code.
+    /// A failure with this exit code. A URL in the message loses its credentials
+    /// (userinfo, `?token=`), here, where every failure is made.
     pub fn new(exit: Exit, message: impl Into<String>) -> Failure {
-        Failure {
-            exit,
-            message: message.into(),
-        }
+        let message = message.into();
+        let message = match crate::term::redact_urls(&message) {
+            std::borrow::Cow::Borrowed(_) => message,
+            std::borrow::Cow::Owned(redacted) => redacted,
+        };
+        Failure { exit, message }
     }
 
     /// Exit 2.

@@ -1,5 +1,7 @@
 //! JSONL input: a file or stdin (`-`), read line by line with line numbers, so every
-//! complaint names the file and the line.
+//! complaint names the file and the line. A line is bounded ([`MAX_LINE`] unless the
+//! caller says otherwise): `aep emit /dev/zero` is refused at line 1 after 16 MiB, not
+//! read until the kernel kills it.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -9,11 +11,16 @@ use aep::protocol::Event;
 
 use crate::exit::Failure;
 
+/// The longest line an input takes by default: 16 MiB, the largest body a relay takes
+/// by default (`aep relay --max-body`), so a longer event would be refused anyway.
+pub const MAX_LINE: usize = aep::protocol::sse::DEFAULT_MAX_EVENT;
+
 /// An open JSONL source.
 pub struct Input {
     name: String,
     reader: Box<dyn BufRead + Send>,
     len: Option<u64>,
+    max_line: usize,
 }
 
 impl std::fmt::Debug for Input {
@@ -41,6 +48,7 @@ impl Input {
                 name: "stdin".into(),
                 reader: Box::new(BufReader::with_capacity(1 << 16, std::io::stdin())),
                 len: None,
+                max_line: MAX_LINE,
             });
         }
         let name = path.display().to_string();
@@ -58,7 +66,14 @@ impl Input {
             name,
             reader: Box::new(BufReader::with_capacity(1 << 16, file)),
             len: Some(meta.len()),
+            max_line: MAX_LINE,
         })
+    }
+
+    /// Bounds a line at `bytes` (its line break not counted) instead of [`MAX_LINE`].
+    pub fn with_max_line(mut self, bytes: usize) -> Input {
+        self.max_line = bytes;
+        self
     }
 
     /// An input over bytes already in memory (tests, embedded data).
@@ -69,6 +84,7 @@ impl Input {
             name: name.into(),
             reader: Box::new(std::io::Cursor::new(bytes)),
             len: Some(len),
+            max_line: MAX_LINE,
         }
     }
 
@@ -82,8 +98,8 @@ impl Input {
         self.len
     }
 
-    /// The next non-blank line, `None` at the end; a read error is exit 6, naming the
-    /// line it happened on.
+    /// The next non-blank line, `None` at the end; a read error or a line past the
+    /// bound is exit 6, naming the line it happened on.
     pub fn next_line(
         &mut self,
         number: &mut usize,
@@ -92,12 +108,27 @@ impl Input {
         loop {
             let mut bytes = Vec::new();
             *number += 1;
-            match self.reader.by_ref().read_until(b'\n', &mut bytes) {
+            // at most the bound, its `\r\n`, and one byte to tell a longer line
+            let most = self.max_line as u64 + 3;
+            match self
+                .reader
+                .by_ref()
+                .take(most)
+                .read_until(b'\n', &mut bytes)
+            {
                 Ok(0) => return None,
                 Ok(n) => {
                     *offset += n as u64;
                     while matches!(bytes.last(), Some(b'\n' | b'\r')) {
                         bytes.pop();
+                    }
+                    if bytes.len() > self.max_line {
+                        return Some(Err(Failure::input(format!(
+                            "{}:{}: a line longer than {} bytes: a relay refuses an event \
+                             that large with its default --max-body (413); --max-line raises \
+                             this bound",
+                            self.name, number, self.max_line
+                        ))));
                     }
                     if bytes.iter().all(u8::is_ascii_whitespace) {
                         continue;
@@ -161,6 +192,34 @@ mod tests {
         assert_eq!(
             got,
             [(1, &b"a"[..], 3), (4, &b"b"[..], 9), (5, &b"c"[..], 10)]
+        );
+    }
+
+    #[test]
+    fn a_line_past_the_bound_is_refused_with_its_number_without_being_kept() {
+        let input = Input::from_bytes("t", b"ab\r\n12345\n123456\n".to_vec()).with_max_line(5);
+        let got: Vec<_> = input.lines().collect();
+        assert_eq!(
+            got[0].as_ref().map(|l| l.bytes.clone()).ok(),
+            Some(b"ab".to_vec())
+        );
+        assert_eq!(
+            got[1].as_ref().map(|l| l.bytes.clone()).ok(),
+            Some(b"12345".to_vec())
+        );
+        let err = got[2].as_ref().expect_err("past the bound");
+        assert_eq!(err.exit(), crate::exit::Exit::Input);
+        assert!(
+            err.to_string()
+                .starts_with("t:3: a line longer than 5 bytes"),
+            "{err}"
+        );
+        // an endless line (no line break at all) stops at the bound
+        let endless = Input::from_bytes("zero", vec![0u8; 1000]).with_max_line(10);
+        let err = endless.lines().next().unwrap().expect_err("endless");
+        assert!(
+            err.to_string().starts_with("zero:1: a line longer than 10"),
+            "{err}"
         );
     }
 

@@ -6,6 +6,8 @@ use std::io::{IsTerminal, Write};
 
 use anstyle::{AnsiColor, Style};
 
+pub use aep::protocol::redact::redact_urls;
+
 /// Whether stdout is a terminal: the default output of a subcommand that prints events
 /// is text there and JSON otherwise.
 pub fn stdout_is_terminal() -> bool {
@@ -22,8 +24,11 @@ pub const OK: Style = AnsiColor::Green.on_default().bold();
 pub const DIM: Style = Style::new().dimmed();
 
 /// Writes `label: message` to stderr, the label styled; the stream drops the colour
-/// where it does not belong.
+/// where it does not belong. A URL in the message loses its credentials (userinfo,
+/// `?token=`): no line of `aep` shows a secret pasted into `--url`.
 pub fn say(style: Style, label: &str, message: impl std::fmt::Display) {
+    let message = message.to_string();
+    let message = redact_urls(&message);
     let mut err = anstream::stderr().lock();
     let _ = writeln!(err, "{style}{label}{style:#} {message}");
 }
@@ -38,8 +43,10 @@ pub fn warn(message: impl std::fmt::Display) {
     say(WARN, "warning:", message);
 }
 
-/// A line of plain information on stderr.
+/// A line of plain information on stderr, URLs redacted as [`say`] does.
 pub fn note(message: impl std::fmt::Display) {
+    let message = message.to_string();
+    let message = redact_urls(&message);
     let mut err = anstream::stderr().lock();
     let _ = writeln!(err, "{message}");
 }

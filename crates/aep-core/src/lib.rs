@@ -32,6 +32,8 @@
 //! - [`projection`]: per-session state and the violations the fold surfaces.
 //! - [`dedupe`]: bounded `(source, id)` dedupe (AEP-0001 §7).
 //! - [`resume`]: resume positions, SSE ids and the `from` budget split (AEP-0003 §3.3, §5).
+//! - [`sse`]: the SSE framing a consumer reads, bounded per line and per event (§3.3).
+//! - [`liveness`]: heartbeats and the idle timeout of a connection (§3.3, §3.5).
 //! - [`frame`]: the WebSocket frame vocabulary and the discovery document (AEP-0003 §2,
 //!   §3.4).
 //! - [`binding`]: the bindings' paths, version header and gate, content types and SSE
@@ -60,6 +62,7 @@ pub mod filter;
 pub mod frame;
 pub mod gating;
 pub mod level;
+pub mod liveness;
 mod names;
 pub mod payload;
 pub mod percent;
@@ -68,6 +71,7 @@ pub mod redact;
 pub mod resume;
 pub mod schema;
 pub mod source;
+pub mod sse;
 pub mod steering;
 pub mod subscription;
 pub mod types;

@@ -42,9 +42,11 @@ use serde_json::Value;
 mod digest;
 mod fields;
 mod phone;
+mod url;
 
 pub use digest::{canonical_json, write_canonical_json, ContentDigest};
 pub use fields::FieldPathError;
+pub use url::redact_urls;
 
 use fields::FieldPath;
 use phone::phone_spans;

@@ -451,6 +451,32 @@ impl ReplayStart {
             ReplayStart::EpochStart(_) => false,
         }
     }
+
+    /// Whether a store that no longer holds any of a session (evicted whole, `newest`
+    /// the newest position it held) answers this start with `replay-exhausted` (§5:
+    /// positions that ask for what is no longer held, eviction included), and where
+    /// delivery goes on if so: right after `newest`. As with
+    /// [`declares_gap`](ReplayStart::declares_gap), only a start that names a processed position asks
+    /// for something in particular; the start of an epoch asks for what is held.
+    ///
+    /// ```
+    /// use aep_core::resume::{Position, ReplayStart};
+    ///
+    /// // the consumer stopped at 0:4; the session was evicted holding up to 0:9
+    /// let after = ReplayStart::After(Position::new(0, 4));
+    /// assert_eq!(after.resumes_after_dropped(Position::new(0, 9)), Some(Position::new(0, 10)));
+    /// // it had seen all of it: nothing lost
+    /// assert_eq!(after.resumes_after_dropped(Position::new(0, 4)), None);
+    /// assert_eq!(ReplayStart::EARLIEST.resumes_after_dropped(Position::new(2, 0)), None);
+    /// ```
+    pub fn resumes_after_dropped(self, newest: Position) -> Option<Position> {
+        match self {
+            ReplayStart::After(last) if newest > last => {
+                Some(Position::new(newest.epoch, newest.seq.saturating_add(1)))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// One session's entry of a `from` request: its name and where its replay starts.

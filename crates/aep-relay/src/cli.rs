@@ -219,7 +219,7 @@ pub async fn serve(
     let listener = tokio::net::TcpListener::bind(config.addr()).await?;
     let addr = listener.local_addr()?;
     // refused before the store opens (a journal read, a NATS connection) for nothing
-    crate::exposure::check(addr, &config)?;
+    crate::exposure::Posture::of(&config).check(addr)?;
     let buffer = config.buffer();
     let auth = if config.token().is_some() {
         "on"

@@ -70,12 +70,6 @@ impl Posture {
     }
 }
 
-/// What listening on `addr` with `config` exposes, or the refusal to start (see
-/// [`Posture::check`]).
-pub(crate) fn check(addr: SocketAddr, config: &RelayConfig) -> io::Result<Exposure> {
-    Posture::of(config).check(addr)
-}
-
 impl Exposure {
     /// Says at start what a relay beyond loopback exposes: an open relay at WARN, every
     /// start; a token in clear at WARN too.
@@ -116,13 +110,13 @@ mod tests {
             "[::ffff:127.0.0.1]:0",
         ] {
             assert_eq!(
-                check(addr(local), &open).unwrap(),
+                Posture::of(&open).check(addr(local)).unwrap(),
                 Exposure::Local,
                 "{local}"
             );
         }
         for beyond in ["0.0.0.0:8787", "[::]:0", "192.0.2.7:8787"] {
-            let e = check(addr(beyond), &open).unwrap_err();
+            let e = Posture::of(&open).check(addr(beyond)).unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
             let said = e.to_string();
             assert!(
@@ -133,16 +127,16 @@ mod tests {
             );
             let token = RelayConfig::default().with_token("t");
             assert_eq!(
-                check(addr(beyond), &token).unwrap(),
+                Posture::of(&token).check(addr(beyond)).unwrap(),
                 Exposure::Guarded { clear: true }
             );
             let tls = token.with_tls("c.pem", "k.pem");
             assert_eq!(
-                check(addr(beyond), &tls).unwrap(),
+                Posture::of(&tls).check(addr(beyond)).unwrap(),
                 Exposure::Guarded { clear: false }
             );
             let loud = RelayConfig::default().with_insecure_open_relay(true);
-            assert_eq!(check(addr(beyond), &loud).unwrap(), Exposure::Open);
+            assert_eq!(Posture::of(&loud).check(addr(beyond)).unwrap(), Exposure::Open);
         }
     }
 }

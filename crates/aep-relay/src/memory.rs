@@ -107,7 +107,16 @@ pub(crate) struct Store {
     /// What every session's events hold.
     held: usize,
     limits: Limits,
+    /// Of the sessions evicted whole, the newest position each held, the latest
+    /// [`Limits::sessions`] of them: a reader resuming one of them is told of the gap
+    /// (`replay-exhausted`, AEP-0003 §5) rather than given nothing in silence.
+    dropped: HashMap<Arc<str>, Position, Hasher>,
+    /// Those sessions, oldest eviction first (the bound's order).
+    dropped_order: VecDeque<Arc<str>>,
 }
+
+/// The buffer generation of a session the store remembers only as evicted.
+const DROPPED: u64 = u64::MAX;
 
 impl Store {
     fn new(limits: Limits) -> Store {
@@ -119,6 +128,8 @@ impl Store {
             stamp: 0,
             held: 0,
             limits,
+            dropped: HashMap::default(),
+            dropped_order: VecDeque::new(),
         }
     }
 
@@ -246,13 +257,28 @@ impl Store {
         }
     }
 
-    /// Evicts the least recently written session.
+    /// Evicts the least recently written session, remembering the newest position it
+    /// held.
     fn evict_oldest(&mut self) -> Option<Arc<str>> {
         let (_, oldest) = self.recency.pop_first()?;
         if let Some(gone) = self.sessions.remove(&oldest) {
             self.held -= gone.bytes;
+            if let Some(newest) = gone.events.back().map(Held::position) {
+                self.remember_dropped(oldest.clone(), newest);
+            }
         }
         Some(oldest)
+    }
+
+    fn remember_dropped(&mut self, session: Arc<str>, newest: Position) {
+        if self.dropped.insert(session.clone(), newest).is_none() {
+            self.dropped_order.push_back(session);
+        }
+        while self.dropped_order.len() > self.limits.sessions.max(1) {
+            if let Some(forgotten) = self.dropped_order.pop_front() {
+                self.dropped.remove(&forgotten);
+            }
+        }
     }
 
     /// Every held session, least recently written first, with its events in order.
@@ -268,8 +294,12 @@ impl Store {
     /// The buffer `session` is held in, and the newest position of it admitted at or
     /// before `upto`: what a replay that begins now has to serve of it. None when
     /// nothing is.
+    /// A session held no more (evicted whole) promises what it held, in a buffer no
+    /// replay can find: the replay declares the gap.
     fn promised(&self, session: &str, upto: Stamp) -> Option<(u64, Position)> {
-        let s = self.sessions.get(session)?;
+        let Some(s) = self.sessions.get(session) else {
+            return self.dropped.get(session).map(|newest| (DROPPED, *newest));
+        };
         // in position order: the first from the back admitted by `upto` is the newest
         let newest = s.events.iter().rev().find(|h| h.stamp <= upto)?;
         Some((s.generation, newest.position()))
@@ -281,6 +311,17 @@ impl Store {
         let held = self.sessions.get(&part.session);
         let s = match (held, part.promised) {
             (Some(s), Some((generation, _))) if s.generation == generation => s,
+            // evicted before the replay began: a start that named a position asked for
+            // what is gone (AEP-0003 §5, eviction included)
+            (_, Some((DROPPED, newest))) => {
+                if let Some(earliest) = part.start.resumes_after_dropped(newest) {
+                    out.push_back(Replayed::Gap {
+                        session: part.session.clone(),
+                        earliest,
+                    });
+                }
+                return true;
+            }
             // the buffer the replay began on was evicted whole (and maybe written anew
             // since, with events live fan-out delivers): what it had not served is lost
             (_, Some((_, newest))) => {
@@ -781,6 +822,55 @@ pub(crate) mod tests {
         assert_eq!(gaps(unread), [Position::new(0, 300)]);
         assert_eq!(gaps(nothing_left), []);
         assert_eq!(gaps(all), []);
+    }
+
+    /// A session evicted whole before a reader resumes it: the reader is told of the
+    /// gap (`replay-exhausted` after the newest position it held), not given nothing in
+    /// silence; one that had seen it all, or a session never held, hears of no gap; the
+    /// store remembers as many evicted sessions as it holds sessions.
+    #[test]
+    fn resuming_a_session_evicted_before_the_replay_declares_the_gap() {
+        let memory = Memory::new(limits(1000, 2));
+        for i in 0..10 {
+            admit(&memory, ev(&format!("e{i}"), 0, i));
+        }
+        admit(&memory, framed("t", "t0", 0, 0));
+        admit(&memory, framed("u", "u0", 0, 0)); // "s" goes
+        let named =
+            |session: &str, start| ReplayFrom::Sessions(vec![ResumeFrom::new(session, start)]);
+        assert_eq!(
+            gaps(memory.replay(named("s", after(0, 4)), memory.stamp())),
+            [Position::new(0, 10)]
+        );
+        assert_eq!(
+            gaps(memory.replay(named("s", after(0, 9)), memory.stamp())),
+            []
+        );
+        assert_eq!(
+            gaps(memory.replay(named("never", after(0, 4)), memory.stamp())),
+            []
+        );
+        // replay-all names no position: no gap
+        assert_eq!(gaps(memory.replay(ReplayFrom::All, memory.stamp())), []);
+        // two more evictions: "s" is forgotten, the two latest remembered
+        admit(&memory, framed("v", "v0", 0, 3));
+        admit(&memory, framed("w", "w0", 0, 5));
+        assert_eq!(memory.lock().dropped.len(), 2);
+        assert_eq!(
+            gaps(memory.replay(named("s", after(0, 4)), memory.stamp())),
+            []
+        );
+        assert_eq!(
+            gaps(memory.replay(named("u", after(0, 0)), memory.stamp())).len()
+                + gaps(memory.replay(named("t", after(0, 0)), memory.stamp())).len(),
+            0,
+            "they had seen what was dropped"
+        );
+        // the start of an epoch asks for what is held: no gap, as for a held session
+        assert_eq!(
+            gaps(memory.replay(named("t", ReplayStart::EARLIEST), memory.stamp())),
+            []
+        );
     }
 
     /// A withdrawn event is no longer held, and the same event is admitted anew.

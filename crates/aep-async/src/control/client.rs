@@ -21,8 +21,10 @@ use super::error::ControlError;
 use super::sender::{settlement, ControlSender, SendOptions};
 use crate::client::{Client, Defaults, Link};
 use crate::error::TransportError;
+use crate::transport::idle::{Idle, IdleTimer};
 use crate::transport::ws::{
-    classify, close_socket, hello as crate_hello, open, open_first, ws_error, Inbound, WsStream,
+    classify, close_socket, hello as crate_hello, open, open_first, ping_frame, ws_error, Inbound,
+    WsStream,
 };
 use crate::transport::Failover;
 use aep_core::control::Nack;
@@ -392,10 +394,10 @@ impl Task {
                     self.link.token.clone(),
                     self.hello.clone(),
                 );
-                let timeout = self.link.connect_timeout;
+                let (timeout, limits) = (self.link.connect_timeout, self.link.limits);
                 let attempt = async {
                     tokio::time::sleep(delay).await;
-                    open(&base, token.as_deref(), timeout, &hello).await
+                    open(&base, token.as_deref(), timeout, &hello, &limits).await
                 };
                 tokio::pin!(attempt);
                 let opened = loop {
@@ -486,24 +488,36 @@ impl Task {
         if !self.sessions.is_empty() {
             self.sender.retransmit_pending();
         }
+        let mut idle = IdleTimer::new(self.link.limits.idle());
         loop {
             tokio::select! {
-                msg = read.next() => match classify(msg) {
-                    Inbound::Message(m) => self.inbound(m),
-                    Inbound::Reply(text) => {
-                        if let Err(e) = write.send(Message::text(text)).await {
+                tick = idle.tick() => match tick {
+                    Idle::Ping => {
+                        if let Err(e) = write.send(Message::text(ping_frame())).await {
                             return Ended::Dropped(Some(ws_error(e)));
                         }
                     }
-                    Inbound::Nothing => {}
-                    Inbound::Closing(c) => {
-                        tracing::info!(reason = ?c.reason, "the endpoint is closing the connection");
-                    }
-                    Inbound::Binary(e) | Inbound::Undecodable(_, e) => {
-                        tracing::warn!(error = %e, "ignoring a message");
-                    }
-                    Inbound::End(e) => return Ended::Dropped(e),
+                    Idle::Dead(e) => return Ended::Dropped(Some(e)),
                 },
+                msg = read.next() => {
+                    idle.heard();
+                    match classify(msg) {
+                        Inbound::Message(m) => self.inbound(m),
+                        Inbound::Reply(text) => {
+                            if let Err(e) = write.send(Message::text(text)).await {
+                                return Ended::Dropped(Some(ws_error(e)));
+                            }
+                        }
+                        Inbound::Nothing => {}
+                        Inbound::Closing(c) => {
+                            tracing::info!(reason = ?c.reason, "the endpoint is closing the connection");
+                        }
+                        Inbound::Binary(e) | Inbound::Undecodable(_, e) => {
+                            tracing::warn!(error = %e, "ignoring a message");
+                        }
+                        Inbound::End(e) => return Ended::Dropped(e),
+                    }
+                }
                 () = self.outgoing.ready.notified() => {
                     // The first command of a burst wakes this task, which the runtime
                     // then runs next, ahead of the tasks about to send the rest. Going to

@@ -11,8 +11,10 @@ use tracing::Instrument;
 
 use crate::client::{Client, Defaults};
 use crate::error::TransportError;
+use crate::transport::idle::{Idle, IdleTimer};
 use crate::transport::ws::{
-    classify, close_socket, hello as crate_hello, open_first, ws_error, Inbound, WsStream,
+    classify, close_socket, hello as crate_hello, open_first, ping_frame, ws_error, Inbound,
+    WsStream,
 };
 use crate::transport::Failover;
 
@@ -118,7 +120,7 @@ impl Client {
         let (ops_tx, ops_rx) = mpsc::unbounded_channel();
         let (in_tx, in_rx) = mpsc::channel(1024);
         let span = tracing::info_span!("aep_duplex", relay = failover.current());
-        tokio::spawn(serve(ws, ops_rx, in_tx).instrument(span));
+        tokio::spawn(serve(ws, ops_rx, in_tx, link.limits.idle()).instrument(span));
         Ok(Duplex {
             ops: ops_tx,
             inbound: in_rx,
@@ -178,38 +180,55 @@ async fn serve(
     ws: WsStream,
     mut ops: mpsc::UnboundedReceiver<Op>,
     inbound: mpsc::Sender<Result<AepMessage, TransportError>>,
+    idle_timeout: std::time::Duration,
 ) {
     let (mut write, mut read): (Write, SplitStream<WsStream>) = ws.split();
+    let mut idle = IdleTimer::new(idle_timeout);
     loop {
         tokio::select! {
-            msg = read.next() => match classify(msg) {
-                Inbound::Message(m) => {
-                    if inbound.send(Ok(m)).await.is_err() {
-                        // Nobody reads any more; keep answering pings until closed.
-                        continue;
-                    }
-                }
-                Inbound::Reply(text) => {
-                    if write.send(Message::text(text)).await.is_err() {
+            tick = idle.tick() => match tick {
+                Idle::Ping => {
+                    if write.send(Message::text(ping_frame())).await.is_err() {
                         return;
                     }
                 }
-                Inbound::Nothing => {}
-                Inbound::Closing(c) => {
-                    // the endpoint's orderly close: the reader sees it, the end follows
-                    let closing = AepMessage::Frame(aep_core::frame::Frame::Closing(c));
-                    let _ = inbound.send(Ok(closing)).await;
-                }
-                Inbound::Binary(e) | Inbound::Undecodable(_, e) => {
+                Idle::Dead(e) => {
                     let _ = inbound.send(Err(e)).await;
-                }
-                Inbound::End(e) => {
-                    if let Some(e) = e {
-                        let _ = inbound.send(Err(e)).await;
-                    }
+                    close_socket(&mut write, "the endpoint went silent").await;
                     return;
                 }
             },
+            msg = read.next() => {
+                match classify(msg) {
+                    Inbound::Message(m) => {
+                        // Nobody may read any more: pings are still answered until closed.
+                        let _ = inbound.send(Ok(m)).await;
+                    }
+                    Inbound::Reply(text) => {
+                        if write.send(Message::text(text)).await.is_err() {
+                            return;
+                        }
+                    }
+                    Inbound::Nothing => {}
+                    Inbound::Closing(c) => {
+                        // the endpoint's orderly close: the reader sees it, the end follows
+                        let closing = AepMessage::Frame(aep_core::frame::Frame::Closing(c));
+                        let _ = inbound.send(Ok(closing)).await;
+                    }
+                    Inbound::Binary(e) | Inbound::Undecodable(_, e) => {
+                        let _ = inbound.send(Err(e)).await;
+                    }
+                    Inbound::End(e) => {
+                        if let Some(e) = e {
+                            let _ = inbound.send(Err(e)).await;
+                        }
+                        return;
+                    }
+                }
+                // Heard now, after the hand-over: the time the reader took to make room
+                // was not the endpoint's silence.
+                idle.heard();
+            }
             op = ops.recv() => match op {
                 Some(Op::Send(text, reply)) => {
                     let r = write.send(Message::text(text)).await.map_err(ws_error);

@@ -22,7 +22,10 @@ use tokio_util::sync::CancellationToken;
 use super::hub::{Ended, Rejected};
 use crate::client::{Client, Defaults};
 use crate::error::TransportError;
-use crate::transport::ws::{classify, close_socket, hello, open_first, Inbound, WsStream};
+use crate::transport::idle::{Idle, IdleTimer};
+use crate::transport::ws::{
+    classify, close_socket, hello, open_first, ping_frame, Inbound, WsStream,
+};
 use crate::transport::Failover;
 
 /// Why a remote subscription was not created.
@@ -119,7 +122,7 @@ impl Client {
         let (commands, rx) = mpsc::unbounded_channel();
         let close = CancellationToken::new();
         let done = Arc::new(tokio::sync::Notify::new());
-        tokio::spawn(run(ws, rx, close.clone(), done.clone()));
+        tokio::spawn(run(ws, rx, close.clone(), done.clone(), link.limits.idle()));
         Ok(LifecycleConnection {
             commands,
             close,
@@ -266,7 +269,9 @@ async fn run(
     mut commands: mpsc::UnboundedReceiver<Command>,
     close: CancellationToken,
     done: Arc<tokio::sync::Notify>,
+    idle_timeout: std::time::Duration,
 ) {
+    let mut idle = IdleTimer::new(idle_timeout);
     // The relay answers requests in the order it reads them.
     let mut pending: VecDeque<oneshot::Sender<Result<Created, SubscribeError>>> = VecDeque::new();
     let mut cancels: HashMap<String, oneshot::Sender<SubscriptionCancelled>> = HashMap::new();
@@ -294,7 +299,19 @@ async fn run(
                     break;
                 }
             }
+            tick = idle.tick() => match tick {
+                Idle::Ping => {
+                    if ws.send(Message::text(ping_frame())).await.is_err() {
+                        break;
+                    }
+                }
+                Idle::Dead(e) => {
+                    tracing::warn!(error = %e, "the relay went silent; closing the lifecycle connection");
+                    break;
+                }
+            },
             incoming = ws.next() => {
+                idle.heard();
                 // Lifecycle messages and deliveries are not AEP messages: they come as
                 // `Undecodable`; the transport answers `ping` (AEP-0003 §3.5 rule 5).
                 let text = match classify(incoming) {
@@ -327,6 +344,8 @@ async fn run(
                             _ = sub.tx.send(delivery) => {}
                             () = close.cancelled() => break,
                         }
+                        // and not the relay's silence
+                        idle.heard();
                     }
                     continue;
                 }

@@ -166,7 +166,10 @@ impl Client {
             delivery,
             batch: options.batch,
         };
-        let span = tracing::info_span!("aep_http_sink", %endpoint);
+        let span = tracing::info_span!(
+            "aep_http_sink",
+            endpoint = %aep_core::redact::redact_urls(&endpoint)
+        );
         runtime.spawn(worker.run().instrument(span));
         Ok(HttpSink { outbox, endpoint })
     }

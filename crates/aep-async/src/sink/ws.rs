@@ -22,6 +22,7 @@ use super::{
 };
 use crate::client::{Client, Defaults, Link};
 use crate::error::{EmitError, TransportError};
+use crate::limits::ReadLimits;
 use crate::transport::ws::{
     classify, close_socket, hello, open, ws_error, Inbound, WsRead, WsStream,
 };
@@ -392,16 +393,19 @@ impl Worker {
                 break;
             }
             let base = failover.current().unwrap_or_default().to_owned();
+            // The relay's messages to an emitter (commands, pongs) are bounded as every
+            // reader's; its confirmation pings stand for the idle timeout.
             let opened = open(
                 &base,
                 self.link.token.as_deref(),
                 self.link.connect_timeout,
                 &hello,
+                &ReadLimits::new(),
             )
             .await;
             let error = match opened {
                 Ok((ws, _)) => {
-                    tracing::info!(relay = %base, "connected as emitter");
+                    tracing::info!(relay = %failover.shown(), "connected as emitter");
                     failover.succeeded();
                     match self.serve(ws).await {
                         Ok(()) => break,

@@ -169,6 +169,12 @@ pub type NoticeHandler = Arc<dyn Fn(Notice) + Send + Sync>;
 /// | max_replay_chunks | 20 |
 /// | dedupe memory | 50 000 `(source, id)` keys |
 ///
+/// What the relay sends is bounded by the client's [`read_limits`](crate::Client::read_limits): a
+/// line, an event or a WebSocket message past its bound, an answer that is not an SSE
+/// stream, a stream cut in the middle of an event, or a connection silent past the idle
+/// timeout (three missed heartbeats) is reported as a [`Notice::Error`]; the
+/// subscription reconnects on its backoff and resumes.
+///
 /// ```
 /// use aep_async::SubscribeOptions;
 /// use aep_core::Capture;

@@ -1,13 +1,20 @@
-//! The SSE transport (AEP-0003 §3.3): the reconnect/resume loop and the line parser.
+//! The SSE transport (AEP-0003 §3.3): the reconnect/resume loop over core's bounded
+//! [`SseDecoder`] (the protocol's markers travel as comment lines, §3.3 rule 3, which a
+//! generic SSE client discards).
 //!
-//! The parser is our own rather than eventsource-stream's because the protocol's markers
-//! (`replay-exhausted`, `replay-complete`) travel as SSE comment lines (§3.3.3), which
-//! that crate discards.
+//! What the relay sends is bounded by the subscription's [`ReadLimits`](crate::ReadLimits):
+//! a line or an event past its bound, an answer that is not `text/event-stream`, a
+//! stream cut in the middle of an event and a stream silent past the idle timeout each
+//! end the request with an error, reported as a [`Notice::Error`], and the loop
+//! reconnects on its backoff. A connection counts as working (the backoff starts over)
+//! only once it has brought a complete message or comment.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use aep_core::resume::{encode_from, FromBudget, ResumePosition};
+use aep_core::resume::{is_replay_complete_comment, parse_replay_exhausted_comment};
+use aep_core::sse::{SseDecoder, SseItem};
 use aep_core::Event;
 use tokio::sync::mpsc;
 use tracing::Instrument;
@@ -15,16 +22,18 @@ use tracing::Instrument;
 use super::{Notice, Shared, StartFrom, SubscribeOptions};
 use crate::client::Link;
 use crate::error::TransportError;
+use crate::limits::LimitExceeded;
+use crate::transport::idle::{Idle, IdleTimer};
 use crate::transport::Failover;
-use aep_core::resume::{is_replay_complete_comment, parse_replay_exhausted_comment};
 
 /// How one stream request ended, when it did not fail.
 #[derive(Debug, PartialEq, Eq)]
 enum Ended {
     /// `: replay-complete` arrived.
     Complete,
-    /// The body ended without the marker (a live stream cut by the server).
-    Eof,
+    /// The body ended between two messages, without the marker (a live stream ended
+    /// by the server); `progressed` when it brought a complete message or comment first.
+    Eof { progressed: bool },
     /// The subscription was closed, or its receiver dropped.
     Cancelled,
 }
@@ -127,6 +136,16 @@ impl SseTask {
             attempt += 1;
             let delay = match result {
                 Ok(Ended::Cancelled) => break,
+                Ok(Ended::Eof { progressed: false }) if live => {
+                    // Headers and then nothing: a relay that does so every time is
+                    // retried on the backoff, as any failure, and reported.
+                    self.shared
+                        .notify(Notice::Error(TransportError::network_msg(format!(
+                            "the relay at {} ended the stream before sending anything",
+                            self.failover.shown()
+                        ))));
+                    self.failover.failed()
+                }
                 Ok(ended) => {
                     pending_all = false;
                     if !live {
@@ -137,6 +156,11 @@ impl SseTask {
                     }
                     // The relay ended the stream in order: back to it after the first
                     // delay; if it is going away, that attempt fails over.
+                    self.shared
+                        .notify(Notice::Error(TransportError::network_msg(format!(
+                            "the relay at {} ended the stream",
+                            self.failover.shown()
+                        ))));
                     self.failover.pause()
                 }
                 Err(e) => {
@@ -172,7 +196,7 @@ impl SseTask {
             if self.cancelled() {
                 break;
             }
-            tracing::debug!(?delay, relay = self.failover.current(), "backing off");
+            tracing::debug!(?delay, relay = %self.failover.shown(), "backing off");
             self.pause(delay).await;
         }
     }
@@ -257,180 +281,121 @@ impl SseTask {
                 format!("stream request refused: {status}"),
             ));
         }
+        check_event_stream(&response, &self.failover.shown())?;
         tracing::info!(
             resume,
             all,
             live,
-            relay = self.failover.current(),
+            relay = %self.failover.shown(),
             "connected"
         );
-        self.failover.succeeded();
         if live || terminal {
             self.shared.notify(Notice::Connected { resume, all });
         }
         let mut response = response;
-        let mut parser = SseParser::default();
+        let limits = self.link.limits;
+        let mut decoder = SseDecoder::new(limits.line(), limits.event());
+        let mut idle = IdleTimer::new(limits.idle());
         let mut complete = false;
+        let mut progressed = false;
         loop {
             let chunk = tokio::select! {
-                c = response.chunk() => c,
+                biased;
                 _ = self.shared.cancel.cancelled() => return Ok(Ended::Cancelled),
+                c = response.chunk() => c,
+                tick = idle.tick() => match tick {
+                    // An SSE reader cannot ping: it waits for the relay's heartbeat.
+                    Idle::Ping => continue,
+                    Idle::Dead(e) => return Err(e),
+                },
             };
             let chunk = match chunk {
                 Ok(Some(c)) => c,
                 Ok(None) => break,
                 Err(e) => return Err(TransportError::from_reqwest("stream read", e)),
             };
+            idle.heard();
             let mut batch = Vec::new();
-            parser.feed(&chunk, |item| match item {
-                SseItem::Data(data) => match Event::from_slice(data) {
-                    Ok(ev) => batch.push(ev),
-                    Err(e) => self.shared.notify(Notice::Error(TransportError::parse(
-                        "undecodable SSE payload; dropped",
-                        e,
-                    ))),
-                },
-                SseItem::Comment(c) => {
-                    if is_replay_complete_comment(c) {
-                        // Only the subscriber-facing history pass ends the
-                        // subscription; drain chunks end at their own marker.
-                        complete = true;
-                    } else if let Some(at) = parse_replay_exhausted_comment(c) {
-                        self.shared.notify(Notice::ReplayExhausted {
-                            session: at.session().to_owned(),
-                            earliest: at.position(),
-                        });
-                    } else if c != "ping" && !c.is_empty() {
-                        self.shared.notify(Notice::Comment(c.to_owned()));
+            let mut items = 0usize;
+            let fed = decoder.feed(&chunk, |item| {
+                items += 1;
+                match item {
+                    SseItem::Data(data) => match Event::from_slice(data) {
+                        Ok(ev) => batch.push(ev),
+                        Err(e) => self.shared.notify(Notice::Error(TransportError::parse(
+                            "undecodable SSE payload; dropped",
+                            e,
+                        ))),
+                    },
+                    SseItem::Comment(c) => {
+                        if is_replay_complete_comment(c) {
+                            // Only the subscriber-facing history pass ends the
+                            // subscription; drain chunks end at their own marker.
+                            complete = true;
+                        } else if let Some(at) = parse_replay_exhausted_comment(c) {
+                            self.shared.notify(Notice::ReplayExhausted {
+                                session: at.session().to_owned(),
+                                earliest: at.position(),
+                            });
+                        } else if c != "ping" && !c.is_empty() {
+                            self.shared.notify(Notice::Comment(c.to_owned()));
+                        }
                     }
                 }
             });
+            if items > 0 && !progressed {
+                // The relay speaks SSE: the reconnect schedule starts over.
+                progressed = true;
+                self.failover.succeeded();
+            }
             self.shared.received(&batch);
-            if !batch.is_empty() && self.tx.send(batch).await.is_err() {
-                return Ok(Ended::Cancelled);
+            if !batch.is_empty() {
+                if self.tx.send(batch).await.is_err() {
+                    return Ok(Ended::Cancelled);
+                }
+                // heard now, after the hand-over: the time the subscriber took to make
+                // room was not the relay's silence
+                idle.heard();
+            }
+            if let Err(e) = fed {
+                return Err(TransportError::limit(LimitExceeded::from(e)));
             }
             if complete {
                 return Ok(Ended::Complete);
             }
         }
+        if decoder.is_mid_message() {
+            return Err(TransportError::network_msg(format!(
+                "the relay at {} cut the stream in the middle of an event; resuming after \
+                 the last whole one",
+                self.failover.shown()
+            )));
+        }
         Ok(if complete {
             Ended::Complete
         } else {
-            Ended::Eof
+            Ended::Eof { progressed }
         })
     }
 }
 
-/// One item of an SSE body.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum SseItem<'a> {
-    /// The joined `data:` lines of one message.
-    Data(&'a [u8]),
-    /// A comment line, without its colon and surrounding spaces.
-    Comment(&'a str),
-}
-
-/// An incremental SSE parser: feed it body chunks in order.
-#[derive(Debug, Default)]
-pub(crate) struct SseParser {
-    line: Vec<u8>,
-    data: Vec<u8>,
-    has_data: bool,
-}
-
-impl SseParser {
-    pub(crate) fn feed(&mut self, mut chunk: &[u8], mut on: impl FnMut(SseItem<'_>)) {
-        while !chunk.is_empty() {
-            // memchr: a word at a time over what is mostly event JSON
-            let Some(nl) = memchr::memchr(b'\n', chunk) else {
-                self.line.extend_from_slice(chunk);
-                return;
-            };
-            let (head, tail) = chunk.split_at(nl);
-            chunk = tail.get(1..).unwrap_or_default();
-            if self.line.is_empty() {
-                self.handle_line(head, &mut on);
-            } else {
-                self.line.extend_from_slice(head);
-                let line = std::mem::take(&mut self.line);
-                self.handle_line(&line, &mut on);
-                self.line = line;
-                self.line.clear();
-            }
-        }
+/// Refuses an answer that is not an SSE stream (a proxy's page, a web server at the
+/// wrong address): read as one, its body would be lines that are never an event.
+fn check_event_stream(response: &reqwest::Response, relay: &str) -> Result<(), TransportError> {
+    let content_type = response
+        .headers()
+        .get(reqwest::header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    let essence = content_type
+        .as_deref()
+        .and_then(|t| t.split(';').next())
+        .map(str::trim);
+    if essence.is_some_and(|t| t.eq_ignore_ascii_case("text/event-stream")) {
+        return Ok(());
     }
-
-    fn handle_line(&mut self, line: &[u8], on: &mut impl FnMut(SseItem<'_>)) {
-        let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if line.is_empty() {
-            if self.has_data {
-                on(SseItem::Data(&self.data));
-                self.data.clear();
-                self.has_data = false;
-            }
-            return;
-        }
-        if let Some(comment) = line.strip_prefix(b":") {
-            let text = String::from_utf8_lossy(comment);
-            on(SseItem::Comment(text.trim()));
-            return;
-        }
-        let (field, value) = match memchr::memchr(b':', line) {
-            Some(i) => {
-                let v = &line[i + 1..];
-                (&line[..i], v.strip_prefix(b" ").unwrap_or(v))
-            }
-            None => (line, &b""[..]),
-        };
-        if field == b"data" {
-            if self.has_data {
-                self.data.push(b'\n');
-            }
-            self.data.extend_from_slice(value);
-            self.has_data = true;
-        }
-        // `event:` repeats the type and `id:` the position (§3.3.2); both are read
-        // from the event itself, and resume uses `from`, which takes precedence.
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn collect(chunks: &[&[u8]]) -> Vec<String> {
-        let mut p = SseParser::default();
-        let mut out = Vec::new();
-        for c in chunks {
-            p.feed(c, |item| {
-                out.push(match item {
-                    SseItem::Data(d) => format!("D{}", String::from_utf8_lossy(d)),
-                    SseItem::Comment(c) => format!("C{c}"),
-                })
-            });
-        }
-        out
-    }
-
-    #[test]
-    fn parses_across_chunk_boundaries() {
-        let out = collect(&[
-            b"event: a.b\nda",
-            b"ta: {\"x\":1}\nid: s:0:1\n\n: replay-exh",
-            b"austed s 0:5\r\n\r\ndata:one\ndata: two\n\n",
-        ]);
-        assert_eq!(
-            out,
-            vec![
-                "D{\"x\":1}".to_owned(),
-                "Creplay-exhausted s 0:5".to_owned(),
-                "Done\ntwo".to_owned()
-            ]
-        );
-    }
-
-    #[test]
-    fn blank_lines_without_data_emit_nothing() {
-        assert!(collect(&[b"\n\n\nid: x\n\n"]).is_empty());
-    }
+    Err(TransportError::network_msg(format!(
+        "{relay} answered GET /stream with {}, not an SSE stream (text/event-stream): is it \
+         the base URL of an AEP relay?",
+        content_type.map_or_else(|| "no content type".to_owned(), |t| format!("`{t}`"))
+    )))
 }

@@ -16,7 +16,10 @@ use tracing::Instrument;
 use super::{unavailable, Notice, Shared, StartFrom, SubscribeOptions, Subscription};
 use crate::client::{Client, Defaults, Link};
 use crate::error::TransportError;
-use crate::transport::ws::{classify, close_socket, hello, open, ws_error, Inbound, WsStream};
+use crate::transport::idle::{Idle, IdleTimer};
+use crate::transport::ws::{
+    classify, close_socket, hello, open, ping_frame, ws_error, Inbound, WsStream,
+};
 use crate::transport::Failover;
 
 /// One WebSocket connection carrying any number of subscriptions (AEP-0003 §6.5).
@@ -189,27 +192,31 @@ impl ConnTask {
     async fn run(mut self) {
         let mut failover = Failover::new(self.cfg.relays.clone(), self.cfg.backoff);
         let hello = hello(Role::Consumer, &self.cfg.agent, &self.cfg.host, None);
-        let (token, timeout) = (self.cfg.token.clone(), self.cfg.connect_timeout);
+        let (token, timeout, limits) = (
+            self.cfg.token.clone(),
+            self.cfg.connect_timeout,
+            self.cfg.limits,
+        );
         let mut attempt = 0u32;
         loop {
             if attempt > 0 {
                 tracing::info!(
                     attempt,
                     subscriptions = self.subs.len(),
-                    relay = failover.current(),
+                    relay = %failover.shown(),
                     "reconnecting"
                 );
             }
             attempt += 1;
             let base = failover.current().unwrap_or_default().to_owned();
             let opened = tokio::select! {
-                r = open(&base, token.as_deref(), timeout, &hello) => Some(r),
+                r = open(&base, token.as_deref(), timeout, &hello, &limits) => Some(r),
                 () = self.wait_commands_forever() => None,
             };
             let error = match opened {
                 None => return,
                 Some(Ok((ws, _hello))) => {
-                    tracing::info!(relay = %base, "connected");
+                    tracing::info!(relay = %failover.shown(), "connected");
                     match self.serve(ws, &mut failover).await {
                         Flow::Stop => return,
                         Flow::Reconnect(e) => e,
@@ -255,6 +262,7 @@ impl ConnTask {
 
     async fn serve(&mut self, ws: WsStream, failover: &mut Failover) -> Flow {
         let (mut write, mut read) = ws.split();
+        let mut idle = IdleTimer::new(self.cfg.limits.idle());
         for sub in self.subs.values_mut() {
             let f = sub.frame();
             if let Err(e) = write.send(Message::text(f)).await {
@@ -278,6 +286,10 @@ impl ConnTask {
                             outgoing.push(Frame::Unsubscribe(IdFrame::new(id)).to_json());
                         }
                     }
+                },
+                tick = idle.tick() => match tick {
+                    Idle::Ping => outgoing.push(ping_frame()),
+                    Idle::Dead(e) => return Flow::Reconnect(e),
                 },
                 msg = read.next() => {
                     let mut batches: HashMap<String, Vec<Event>> = HashMap::new();
@@ -322,6 +334,9 @@ impl ConnTask {
                             outgoing.push(Frame::Unsubscribe(IdFrame::new(id)).to_json());
                         }
                     }
+                    // Heard now, after the hand-over: the time a subscriber took to
+                    // make room was not the relay's silence.
+                    idle.heard();
                 }
             }
             for f in outgoing {

@@ -15,6 +15,8 @@ use tokio::time::Instant;
 #[cfg(any(feature = "http", feature = "sse", feature = "ws"))]
 use crate::relays::Relays;
 
+#[cfg(any(feature = "sse", feature = "ws"))]
+pub(crate) mod idle;
 #[cfg(feature = "ws")]
 pub(crate) mod ws;
 
@@ -142,6 +144,12 @@ impl Failover {
     /// The base URL to try now; `None` for an empty list (nothing to connect to).
     pub(crate) fn current(&self) -> Option<&str> {
         self.relays.at(self.at)
+    }
+
+    /// The current relay as a log line or an error may show it: without credentials
+    /// ([`aep_core::redact::redact_urls`]).
+    pub(crate) fn shown(&self) -> String {
+        aep_core::redact::redact_urls(self.current().unwrap_or_default()).into_owned()
     }
 
     /// The attempt on the current relay succeeded: stay, and start the schedule over.

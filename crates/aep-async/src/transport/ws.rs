@@ -6,7 +6,13 @@
 //! - [`classify`]: what one read means: an AEP message, a `pong` to write back for a
 //!   `ping` (§3.5 rule 5), the endpoint's `closing` (rule 4), a refused binary message
 //!   (rule 2), an undecodable one, or the end of the connection;
-//! - [`close_socket`]: our orderly close, a `closing` frame then the WebSocket close.
+//! - [`close_socket`]: our orderly close, a `closing` frame then the WebSocket close;
+//! - [`ping_frame`]: the `ping` a reader sends after a heartbeat of silence, so that its
+//!   idle timeout ([`ReadLimits`]) never takes a quiet endpoint for a dead one.
+//!
+//! Every socket is opened with the reader's [`ReadLimits`]: a message or a frame past
+//! `max_frame` is refused by tungstenite before its payload is read, and ends the
+//! connection with a [`TransportError::limit`] error naming the bound.
 
 use std::time::Duration;
 
@@ -23,6 +29,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 use crate::client::Link;
 use crate::error::TransportError;
+use crate::limits::{Limit, LimitExceeded, ReadLimits};
 use crate::transport::Failover;
 
 /// A client WebSocket, plain or TLS.
@@ -48,7 +55,8 @@ pub(crate) fn hello(
 }
 
 /// Opens `{base}/socket`, sends `hello` and waits for the endpoint's (AEP-0003 §3.5
-/// rule 1, §4), all within `timeout`. Returns the socket and the endpoint's `hello`.
+/// rule 1, §4), all within `timeout`, reading no message or frame larger than `limits`
+/// allows. Returns the socket and the endpoint's `hello`.
 ///
 /// A refused upgrade is an `Http` error with its status; a `hello` refused with an
 /// `error` frame, a socket closed before `hello` or any network failure on the way is
@@ -59,6 +67,7 @@ pub(crate) async fn open(
     token: Option<&str>,
     timeout: Duration,
     hello: &Hello,
+    limits: &ReadLimits,
 ) -> Result<(WsStream, Hello), TransportError> {
     let hello_text = Frame::Hello(Box::new(hello.clone())).to_json();
     let establish = async {
@@ -80,7 +89,10 @@ pub(crate) async fn open(
         // pongs); Nagle would hold one back behind an unacknowledged one. A 32 KiB read
         // buffer: tungstenite zero-fills up to `read_buffer_size` of free buffer before
         // each read, which at the 128 KiB default costs more than the read.
-        let config = WebSocketConfig::default().read_buffer_size(32 * 1024);
+        let config = WebSocketConfig::default()
+            .read_buffer_size(32 * 1024)
+            .max_message_size(Some(limits.frame()))
+            .max_frame_size(Some(limits.frame()));
         let (mut ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(config), true)
             .await
             .map_err(ws_error)?;
@@ -127,10 +139,15 @@ pub(crate) async fn open(
     }
 }
 
-/// A tungstenite error as a transport error: a refused upgrade keeps its status.
+/// A tungstenite error as a transport error: a refused upgrade keeps its status, a
+/// message or frame past the reader's bound names it.
 pub(crate) fn ws_error(e: tokio_tungstenite::tungstenite::Error) -> TransportError {
+    use tokio_tungstenite::tungstenite::error::CapacityError;
     use tokio_tungstenite::tungstenite::Error as E;
     match e {
+        E::Capacity(CapacityError::MessageTooLong { max_size, .. }) => {
+            TransportError::limit(LimitExceeded::new(Limit::Frame, max_size))
+        }
         E::Http(res) => {
             let status = res.status();
             TransportError::http(
@@ -138,6 +155,9 @@ pub(crate) fn ws_error(e: tokio_tungstenite::tungstenite::Error) -> TransportErr
                 format!("WebSocket upgrade refused: {status}"),
             )
         }
+        // "Unable to connect to {url}": the message keeps it redacted, the source
+        // would keep it whole.
+        E::Url(url) => TransportError::network_msg(format!("WebSocket: {url}")),
         other => TransportError::network(format!("WebSocket: {other}"), other),
     }
 }
@@ -156,7 +176,15 @@ pub(crate) async fn open_first(
     let mut last = TransportError::network_msg("the client was given no relay URL");
     for _ in 0..link.relays.len() {
         let base = failover.current().unwrap_or_default().to_owned();
-        match open(&base, link.token.as_deref(), link.connect_timeout, hello).await {
+        match open(
+            &base,
+            link.token.as_deref(),
+            link.connect_timeout,
+            hello,
+            &link.limits,
+        )
+        .await
+        {
             Ok(opened) => {
                 failover.succeeded();
                 return Ok(opened);
@@ -231,6 +259,15 @@ pub(crate) fn classify(read: WsRead) -> Inbound {
     }
 }
 
+/// The `ping` a reader sends after a heartbeat interval of silence (AEP-0003 §3.5
+/// rule 5), `t` the wall clock in milliseconds as the relays write theirs.
+pub(crate) fn ping_frame() -> String {
+    let t = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    Frame::ping(t).to_json()
+}
+
 /// Our orderly close (AEP-0003 §3.5 rule 4): a `closing` frame with `reason`, then the
 /// WebSocket close handshake. Failures are ignored: the connection is going anyway.
 pub(crate) async fn close_socket<S>(write: &mut S, reason: &str)
@@ -297,10 +334,16 @@ mod tests {
     }
 
     async fn open_client(url: &str) -> WsStream {
-        open(url, None, Duration::from_secs(10), &client_hello())
-            .await
-            .unwrap()
-            .0
+        open(
+            url,
+            None,
+            Duration::from_secs(10),
+            &client_hello(),
+            &ReadLimits::new(),
+        )
+        .await
+        .unwrap()
+        .0
     }
 
     #[tokio::test]
@@ -311,9 +354,15 @@ mod tests {
             let _ = ws.next().await;
         })
         .await;
-        let err = open(&url, None, Duration::from_millis(200), &client_hello())
-            .await
-            .unwrap_err();
+        let err = open(
+            &url,
+            None,
+            Duration::from_millis(200),
+            &client_hello(),
+            &ReadLimits::new(),
+        )
+        .await
+        .unwrap_err();
         assert!(err.is_timeout(), "{err}");
         assert!(err.is_network() && err.is_retryable());
         assert!(err.to_string().contains("200 ms"), "{err}");
@@ -327,9 +376,15 @@ mod tests {
             let _ = ws.close(None).await;
         })
         .await;
-        let err = open(&url, None, Duration::from_secs(10), &client_hello())
-            .await
-            .unwrap_err();
+        let err = open(
+            &url,
+            None,
+            Duration::from_secs(10),
+            &client_hello(),
+            &ReadLimits::new(),
+        )
+        .await
+        .unwrap_err();
         assert!(err.is_connect() && !err.is_timeout(), "{err:?}");
         server.await.unwrap();
     }
@@ -339,9 +394,15 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         drop(listener);
-        let err = open(&url, None, Duration::from_secs(10), &client_hello())
-            .await
-            .unwrap_err();
+        let err = open(
+            &url,
+            None,
+            Duration::from_secs(10),
+            &client_hello(),
+            &ReadLimits::new(),
+        )
+        .await
+        .unwrap_err();
         assert!(err.is_connect(), "{err:?}");
     }
 
@@ -358,9 +419,15 @@ mod tests {
             assert_eq!(pong.as_str(), r#"{"type":"pong","t":7}"#);
         })
         .await;
-        let (_ws, endpoint) = open(&url, None, Duration::from_secs(10), &client_hello())
-            .await
-            .unwrap();
+        let (_ws, endpoint) = open(
+            &url,
+            None,
+            Duration::from_secs(10),
+            &client_hello(),
+            &ReadLimits::new(),
+        )
+        .await
+        .unwrap();
         assert_eq!(endpoint.role, Some(Role::Both));
         server.await.unwrap();
     }
@@ -455,6 +522,7 @@ mod tests {
             Some("wrong"),
             Duration::from_secs(10),
             &client_hello(),
+            &ReadLimits::new(),
         )
         .await
         .unwrap_err();

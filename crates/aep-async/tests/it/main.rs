@@ -13,6 +13,7 @@ mod emit;
 mod emit_wait;
 mod epoch;
 mod failover;
+mod hostile_relay;
 mod http_sink;
 mod hub;
 mod reference_relay;

@@ -171,10 +171,10 @@ pub async fn run(args: Args) -> Outcome {
         let lines: Vec<Value> = report
             .lines
             .iter()
-            .map(|l| json!({"lane": l.lane, "level": l.level.as_str(), "message": l.message, "remedy": l.remedy}))
+            .map(|l| json!({"lane": l.lane, "level": l.level.as_str(), "message": term::redact_urls(&l.message), "remedy": l.remedy}))
             .collect();
         term::print_json_pretty(&json!({
-            "url": relay.base(),
+            "url": term::redact_urls(relay.base()),
             "findings": report.findings(),
             "lines": lines,
         }));

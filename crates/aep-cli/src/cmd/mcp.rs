@@ -32,7 +32,11 @@ use crate::exit::{describe, Exit, Failure, Outcome};
 /// `--session` writes after the first.
 ///
 /// Logs go to stderr; stdout carries only the protocol. A message longer than 16 MiB
-/// is answered with a parse error and skipped.
+/// is answered with a parse error and skipped; a message that is not JSON-RPC 2.0 (no
+/// `"jsonrpc":"2.0"`, an `id` that is neither a string nor an integer) or a call before
+/// `initialize` gets the JSON-RPC error, its `id` not echoed. When stdin ends, each
+/// `ask_human` still waiting is withdrawn (`attention.resolved`, `dismissed`) before the
+/// session ends, and the server exits.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(flatten)]
@@ -46,6 +50,10 @@ pub struct Args {
     /// How long ask_human waits for an answer, in seconds, unless the call says.
     #[arg(long, value_name = "SECS", default_value_t = 300)]
     ask_timeout: u64,
+    /// The longest wait a call may ask for with `timeout_s`, in seconds; a longer one
+    /// is refused with a tool error that says so.
+    #[arg(long, value_name = "SECS", default_value_t = 3600)]
+    max_ask_timeout: u64,
 }
 
 /// The MCP protocol revisions this server speaks; it answers with the client's when it
@@ -56,6 +64,12 @@ const PROTOCOL_VERSIONS: [&str; 3] = ["2025-06-18", "2025-03-26", "2024-11-05"];
 /// `--max-body` default), so no event of a longer one could be delivered. A longer line
 /// is answered with a parse error and skipped, never held.
 const MAX_MESSAGE: usize = 16 << 20;
+
+/// JSON-RPC 2.0's error codes (its §5.1).
+const PARSE_ERROR: i64 = -32700;
+const INVALID_REQUEST: i64 = -32600;
+const METHOD_NOT_FOUND: i64 = -32601;
+const INVALID_PARAMS: i64 = -32602;
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -71,7 +85,12 @@ struct Server {
     /// Asks through the attention loop (`ask_human`).
     target: ControlTarget,
     ask_timeout: Duration,
+    max_ask_timeout: u64,
     out: mpsc::UnboundedSender<Value>,
+    /// `initialize` has been answered: calls other than `ping` are taken from then on.
+    initialized: std::sync::atomic::AtomicBool,
+    /// The `ask_human` calls waiting, aborted (and so withdrawn) when stdin ends.
+    asks: Mutex<tokio::task::JoinSet<()>>,
 }
 
 /// Runs the subcommand.
@@ -132,8 +151,11 @@ pub async fn run(args: Args) -> Outcome {
         home,
         others: Mutex::default(),
         target,
-        ask_timeout: Duration::from_secs(args.ask_timeout),
+        ask_timeout: Duration::from_secs(args.ask_timeout.min(args.max_ask_timeout)),
+        max_ask_timeout: args.max_ask_timeout,
         out,
+        initialized: std::sync::atomic::AtomicBool::new(false),
+        asks: Mutex::default(),
     });
     // lines as bytes: one that is not UTF-8 is the client's parse error (-32700), not
     // the end of stdin
@@ -147,7 +169,7 @@ pub async fn run(args: Args) -> Outcome {
             Ok(_) if line.len() > MAX_MESSAGE && line.last() != Some(&b'\n') => {
                 server.error(
                     Value::Null,
-                    -32700,
+                    PARSE_ERROR,
                     &format!("parse error: a message over {} MiB", MAX_MESSAGE >> 20),
                 );
                 skip_line(&mut stdin).await
@@ -164,6 +186,12 @@ pub async fn run(args: Args) -> Outcome {
         }
         server.clone().message(&line);
     }
+    // stdin is closed: nobody can read an answer any more. Each ask still waiting is
+    // withdrawn (its task aborted, which emits `attention.resolved` `dismissed`) before
+    // the session ends: a session never ends with a request pending (AEP-0002 §7 rule 2).
+    let mut asks = std::mem::take(&mut *lock(&server.asks));
+    asks.abort_all();
+    while asks.join_next().await.is_some() {}
     let _ = server
         .home
         .emit("session.ended", json!({"reason": "normal"}));
@@ -211,24 +239,45 @@ impl Server {
     fn message(self: Arc<Self>, line: &[u8]) {
         let message: Value = match serde_json::from_slice(line) {
             Ok(v) => v,
-            Err(e) => return self.error(Value::Null, -32700, &format!("parse error: {e}")),
+            Err(e) => return self.error(Value::Null, PARSE_ERROR, &format!("parse error: {e}")),
         };
         let Some(obj) = message.as_object() else {
             return self.error(
                 Value::Null,
-                -32600,
+                INVALID_REQUEST,
                 "invalid request: a JSON-RPC message is an object (batches are not used by MCP)",
             );
         };
-        let id = obj.get("id").cloned();
-        let Some(method) = obj.get("method").and_then(Value::as_str) else {
-            // a response to a request of ours: we send none
-            if id.is_none() || obj.contains_key("result") || obj.contains_key("error") {
-                return;
+        // A response to a request of ours: we send none.
+        if !obj.contains_key("method") && (obj.contains_key("result") || obj.contains_key("error"))
+        {
+            return;
+        }
+        // The id, only once it is one this server may echo: a string or an integer
+        // (MCP; JSON-RPC 2.0 §4 has no fractions in ids); any other is answered `null`.
+        let id = match obj.get("id") {
+            None => None,
+            Some(id @ Value::String(_)) => Some(id.clone()),
+            Some(id @ Value::Number(n)) if n.is_i64() || n.is_u64() => Some(id.clone()),
+            Some(_) => {
+                return self.error(
+                    Value::Null,
+                    INVALID_REQUEST,
+                    "invalid request: an id is a string or an integer",
+                );
             }
+        };
+        if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
             return self.error(
                 id.unwrap_or(Value::Null),
-                -32600,
+                INVALID_REQUEST,
+                "invalid request: `jsonrpc` must be \"2.0\"",
+            );
+        }
+        let Some(method) = obj.get("method").and_then(Value::as_str) else {
+            return self.error(
+                id.unwrap_or(Value::Null),
+                INVALID_REQUEST,
                 "invalid request: no method",
             );
         };
@@ -236,12 +285,22 @@ impl Server {
             return; // a notification (notifications/initialized, cancelled, ...)
         };
         let params = obj.get("params").cloned().unwrap_or(Value::Null);
+        let initialized = self.initialized.load(std::sync::atomic::Ordering::Acquire);
+        if !initialized && !matches!(method, "initialize" | "ping") {
+            return self.error(
+                id,
+                INVALID_REQUEST,
+                &format!("invalid request: `{method}` before `initialize`; initialize first"),
+            );
+        }
         match method {
             "initialize" => {
                 let asked = params.get("protocolVersion").and_then(Value::as_str);
                 let version = asked
                     .filter(|v| PROTOCOL_VERSIONS.contains(v))
                     .unwrap_or(PROTOCOL_VERSIONS[0]);
+                self.initialized
+                    .store(true, std::sync::atomic::Ordering::Release);
                 self.reply(id, json!({
                     "protocolVersion": version,
                     "capabilities": {"tools": {"listChanged": false}},
@@ -250,7 +309,7 @@ impl Server {
                 }));
             }
             "ping" => self.reply(id, json!({})),
-            "tools/list" => self.reply(id, json!({"tools": tools()})),
+            "tools/list" => self.reply(id, json!({"tools": tools(self.max_ask_timeout)})),
             "tools/call" => {
                 let name = params
                     .get("name")
@@ -268,19 +327,22 @@ impl Server {
                     }
                     "ask_human" => {
                         // waits for a person: answered on its own task, other calls go on
-                        tokio::spawn(async move {
-                            let result = self.ask_human(&arguments).await;
-                            self.reply(id, result);
+                        let server = self.clone();
+                        let mut asks = lock(&self.asks);
+                        while asks.try_join_next().is_some() {} // the settled ones
+                        asks.spawn(async move {
+                            let result = server.ask_human(&arguments).await;
+                            server.reply(id, result);
                         });
                     }
                     other => self.error(
                         id,
-                        -32602,
+                        INVALID_PARAMS,
                         &format!("unknown tool `{other}`: the tools are emit_event and ask_human"),
                     ),
                 }
             }
-            other => self.error(id, -32601, &format!("method not found: {other}")),
+            other => self.error(id, METHOD_NOT_FOUND, &format!("method not found: {other}")),
         }
     }
 
@@ -295,6 +357,15 @@ impl Server {
             Ok(s) => s,
             Err(e) => return tool_error(&format!("{e}")),
         };
+        if matches!(event_type, "session.started" | "session.ended") {
+            // A session's start and end are its emitter's: this server starts and ends
+            // its own, and another session is not the model's to open or close.
+            return tool_error(&format!(
+                "{event_type} is refused: this server starts and ends its own session ({}), \
+                 and a session another emitter runs is not emit_event's to start or end",
+                self.home.session()
+            ));
+        }
         let mut opts = EmitOptions::new();
         if let Some(s) = text("subject") {
             opts = opts.subject(s);
@@ -340,11 +411,22 @@ impl Server {
             Ok(r) => r,
             Err(why) => return tool_error(&why),
         };
-        let timeout = args
-            .get("timeout_s")
-            .and_then(Value::as_u64)
-            .map(Duration::from_secs)
-            .unwrap_or(self.ask_timeout);
+        let timeout = match args.get("timeout_s") {
+            None | Some(Value::Null) => self.ask_timeout,
+            Some(t) => match t
+                .as_u64()
+                .filter(|s| (1..=self.max_ask_timeout).contains(s))
+            {
+                Some(secs) => Duration::from_secs(secs),
+                None => {
+                    return tool_error(&format!(
+                        "`timeout_s` is a whole number of seconds from 1 to {} (this server's \
+                         --max-ask-timeout), not {t}",
+                        self.max_ask_timeout
+                    ));
+                }
+            },
+        };
         // The SDK's attention loop: the answer checked against the request (AEP-0006,
         // AEP-0008), acked, recorded; attention.timeout past the deadline.
         match self.target.ask(&self.home, request.timeout(timeout)).await {
@@ -416,8 +498,8 @@ fn tool_error(message: &str) -> Value {
     json!({"content": [{"type": "text", "text": message}], "isError": true})
 }
 
-/// The two tools, as `tools/list` declares them.
-fn tools() -> Value {
+/// The two tools, as `tools/list` declares them; `max_wait` bounds `timeout_s`.
+fn tools(max_wait: u64) -> Value {
     json!([
         {
             "name": "emit_event",
@@ -444,7 +526,7 @@ fn tools() -> Value {
                     "prompt": {"type": "string", "description": "The question"},
                     "options": {"type": "array", "description": "Choices: strings, or {id, label} objects", "items": {}},
                     "kind": {"type": "string", "enum": ["permission", "input", "auth", "review", "other"], "default": "input"},
-                    "timeout_s": {"type": "integer", "minimum": 1, "description": "How long to wait, in seconds"}
+                    "timeout_s": {"type": "integer", "minimum": 1, "maximum": max_wait, "description": "How long to wait, in seconds"}
                 },
                 "required": ["prompt"]
             }

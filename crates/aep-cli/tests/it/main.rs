@@ -12,6 +12,7 @@ mod control;
 mod doctor;
 mod emit;
 mod hook;
+mod hostile;
 mod mcp;
 mod project_timeline;
 mod relay;

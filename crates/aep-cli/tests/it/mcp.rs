@@ -366,3 +366,158 @@ fn ask_human_checks_answers_against_the_request() {
     drop(c.stdin);
     finish(c.child, b"", Duration::from_secs(20)).expect(0);
 }
+
+/// Invalid JSON-RPC gets the JSON-RPC error, with `id` `null` where the id itself is
+/// not one: never the client's object or float echoed back.
+#[test]
+fn invalid_json_rpc_is_answered_with_its_error() {
+    let relay = relay();
+    let mut c = Client::start(relay.url(), "mcp-rpc");
+    // a call before initialize (a ping is allowed)
+    let early = c.call(1, "tools/list", json!({}));
+    assert_eq!(early["error"]["code"], -32600, "{early}");
+    assert!(early["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("initialize"));
+    assert_eq!(c.call(2, "ping", json!({}))["result"], json!({}));
+    handshake(&mut c);
+    for id in [json!({"a": 1}), json!(1.5), json!([7]), json!(true)] {
+        c.send(&json!({"jsonrpc": "2.0", "id": id, "method": "ping"}));
+        let reply = c.recv();
+        assert_eq!(reply["id"], Value::Null, "{reply}");
+        assert_eq!(reply["error"]["code"], -32600, "{reply}");
+        assert!(reply.get("result").is_none(), "{reply}");
+    }
+    for version in [json!("1.0"), Value::Null] {
+        c.send(&json!({"jsonrpc": version, "id": 30, "method": "ping"}));
+        let reply = c.recv();
+        assert_eq!(
+            (reply["id"].clone(), reply["error"]["code"].clone()),
+            (json!(30), json!(-32600)),
+            "{reply}"
+        );
+    }
+    c.send_raw(r#"{"id": 31, "method": "ping"}"#);
+    assert_eq!(c.recv()["error"]["code"], -32600);
+    // and the server goes on
+    assert_eq!(c.call(32, "ping", json!({}))["result"], json!({}));
+    drop(c.stdin);
+    finish(c.child, b"", Duration::from_secs(20)).expect(0);
+}
+
+/// `emit_event` neither starts nor ends a session: the server's own is its own, and
+/// another is its emitter's.
+#[test]
+fn emit_event_starts_and_ends_no_session() {
+    let relay = relay();
+    let mut c = Client::start(relay.url(), "mcp-own");
+    handshake(&mut c);
+    let mut id = 2;
+    for ty in ["session.ended", "session.started"] {
+        for session in [Some("someone-elses"), Some("mcp-own"), None] {
+            let mut args = json!({"type": ty, "data": {"reason": "normal"}});
+            if let Some(s) = session {
+                args["session"] = json!(s);
+            }
+            let refused = c.tool(id, "emit_event", args);
+            id += 1;
+            assert_eq!(refused["result"]["isError"], true, "{refused}");
+        }
+    }
+    let fine = c.tool(
+        id,
+        "emit_event",
+        json!({"type": "progress.status", "session": "someone-elses", "data": {"message": "hi"}}),
+    );
+    assert_eq!(fine["result"]["isError"], false, "{fine}");
+    drop(c.stdin);
+    finish(c.child, b"", Duration::from_secs(20)).expect(0);
+    let held = history(relay.url());
+    assert!(!held
+        .iter()
+        .any(|e| e.session() == Some("someone-elses") && e.event_type().starts_with("session.")));
+    let ended = held
+        .iter()
+        .filter(|e| e.event_type() == "session.ended" && e.session() == Some("mcp-own"))
+        .count();
+    assert_eq!(ended, 1, "the server's own end, once");
+}
+
+/// `timeout_s` is bounded: `u64::MAX`, zero or a fraction is refused with the bound.
+#[test]
+fn ask_human_refuses_a_timeout_past_the_bound() {
+    let relay = relay();
+    let mut c = Client::start(relay.url(), "mcp-bound");
+    handshake(&mut c);
+    for (id, t) in [
+        (2, json!(u64::MAX)),
+        (3, json!(0)),
+        (4, json!(1.5)),
+        (5, json!("60")),
+    ] {
+        let refused = c.tool(id, "ask_human", json!({"prompt": "?", "timeout_s": t}));
+        assert_eq!(refused["result"]["isError"], true, "{refused}");
+        let text = refused["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.contains("from 1 to 3600"), "{text}");
+    }
+    let list = c.call(6, "tools/list", json!({}));
+    let ask = &list["result"]["tools"][1];
+    assert_eq!(
+        ask["inputSchema"]["properties"]["timeout_s"]["maximum"],
+        3600
+    );
+    drop(c.stdin);
+    finish(c.child, b"", Duration::from_secs(20)).expect(0);
+    assert!(!history(relay.url())
+        .iter()
+        .any(|e| e.event_type() == "attention.requested"));
+}
+
+/// stdin closed while `ask_human` waits: the request is withdrawn (`attention.resolved`
+/// `dismissed`) before the session ends, and the server exits at once, not when the
+/// ask would have timed out.
+#[test]
+fn the_end_of_stdin_withdraws_a_pending_ask_and_exits() {
+    let relay = relay();
+    let mut c = Client::start(relay.url(), "mcp-eof");
+    handshake(&mut c);
+    c.send(
+        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "ask_human", "arguments": {"prompt": "Still there?", "timeout_s": 3600}
+        }}),
+    );
+    let mut request = None;
+    eventually("the attention request", Duration::from_secs(10), || {
+        request = history(relay.url())
+            .into_iter()
+            .find(|e| e.event_type() == "attention.requested")
+            .map(|e| e.id().to_owned());
+        request.is_some()
+    });
+    let request = request.unwrap();
+    drop(c.stdin);
+    // well before the hour the ask allowed
+    finish(c.child, b"", Duration::from_secs(30)).expect(0);
+    let held = history(relay.url());
+    let of_session: Vec<_> = held
+        .iter()
+        .filter(|e| e.session() == Some("mcp-eof"))
+        .collect();
+    let dismissed = of_session
+        .iter()
+        .find(|e| e.event_type() == "attention.resolved" && e.subject() == Some(request.as_str()))
+        .expect("the request withdrawn");
+    assert_eq!(dismissed.data().unwrap()["resolution"], "dismissed");
+    let ended = of_session
+        .iter()
+        .find(|e| e.event_type() == "session.ended")
+        .expect("the session ended");
+    assert!(
+        dismissed.seq() < ended.seq(),
+        "the request closed before the session"
+    );
+    assert!(!of_session
+        .iter()
+        .any(|e| e.event_type() == "attention.timeout"));
+}

@@ -11,6 +11,8 @@ use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::Duration;
 
+use serde_json::json;
+
 use common::{
     aep, dead_relay_url, eventually, file_lines, finish, relay, run, scratch, seed, spawn,
     terminate, Run, TOKEN,
@@ -229,4 +231,60 @@ fn a_state_file_that_is_garbage_is_exit_6_with_a_remedy_sink_has() {
     r.stderr_has("remove it to start over");
     // sink has no such flag: the remedy must not send the user to it
     r.stderr_lacks("--no-resume");
+}
+
+/// A session name whose escaped file name would pass 255 bytes (30 CJK characters are
+/// enough): a bounded file name, the session read back from the file on restart, and
+/// the capture goes on for every session.
+#[test]
+fn a_long_session_name_is_captured_and_the_capture_goes_on() {
+    let relay = relay();
+    let dir = scratch();
+    let long = "長い名前のセッション".repeat(10);
+    // each batch an emitter of its own, in an epoch of its own (AEP-0001 §7.2)
+    let batch = |epoch, session: &str, n| {
+        emit_tools(
+            relay.url(),
+            epoch,
+            session,
+            n,
+            |i| json!({"tool": {"name": format!("t{i}")}}),
+        )
+    };
+    let mut long_ids = batch(1, &long, 3);
+    let mut after_ids = batch(1, "after", 1);
+    let child = start_sink(relay.url(), dir.path(), &["--from", "all"]);
+    let after = dir.path().join("after.jsonl");
+    let long_file = || {
+        std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.to_string_lossy().contains('~'))
+    };
+    eventually("both sessions on disk", Duration::from_secs(20), || {
+        file_lines(&after).len() == 1 && long_file().is_some_and(|f| file_lines(&f).len() == 3)
+    });
+    let long_file = long_file().unwrap();
+    let name_len = long_file.file_name().unwrap().len();
+    assert!(name_len <= 255, "{name_len} bytes");
+    // live, after the long session: both go on
+    long_ids.extend(batch(2, &long, 2));
+    after_ids.extend(batch(2, "after", 2));
+    eventually("the live events on disk", Duration::from_secs(20), || {
+        file_lines(&after).len() == 3 && file_lines(&long_file).len() == 5
+    });
+    terminate(&child);
+    finish(child, b"", Duration::from_secs(20)).expect(0);
+    // restarted: the long session resumes from what its file holds, nothing twice
+    let child = start_sink(relay.url(), dir.path(), &["--from", "all"]);
+    after_ids.extend(batch(3, "after", 1));
+    eventually(
+        "the restarted sink's first event",
+        Duration::from_secs(20),
+        || file_lines(&after).len() == 4,
+    );
+    terminate(&child);
+    finish(child, b"", Duration::from_secs(20)).expect(0);
+    assert_eq!(ids(&long_file), long_ids);
+    assert_eq!(ids(&after), after_ids);
 }

@@ -208,6 +208,19 @@ fn replay_exhausted_is_a_warning() {
     r.stderr_has("warning: replay-exhausted");
 }
 
+/// A session the relay evicted whole since the last run: the resume is told of the gap
+/// (`replay-exhausted`), not answered with `replay-complete` alone.
+#[test]
+fn a_session_evicted_since_the_last_run_is_a_replay_exhausted_warning() {
+    let relay = relay_with(aep::relay::Relay::builder().token(TOKEN).max_sessions(1));
+    seed(relay.url(), "gone", 5);
+    seed(relay.url(), "kept", 2); // "gone" is evicted to make room
+    let r = history_with_state(relay.url(), r#"[{"session":"gone","epoch":0,"seq":1}]"#);
+    r.expect(0);
+    r.stderr_has("warning: replay-exhausted")
+        .stderr_has("session gone before (0, 5)");
+}
+
 #[test]
 fn live_over_websocket_until_sigterm_saves_the_state() {
     let relay = relay();
