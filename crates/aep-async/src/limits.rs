@@ -38,7 +38,7 @@ use aep_core::sse::{DEFAULT_MAX_EVENT, DEFAULT_MAX_LINE};
 ///
 /// ```
 /// use std::time::Duration;
-/// use aep_async::{ReadLimits, SubscribeOptions};
+/// use aep_async::{Client, ReadLimits};
 ///
 /// let limits = ReadLimits::new()
 ///     .max_event(1 << 20)
@@ -46,11 +46,11 @@ use aep_core::sse::{DEFAULT_MAX_EVENT, DEFAULT_MAX_LINE};
 ///     .heartbeat(Duration::from_secs(60));
 /// assert_eq!(limits, ReadLimits::new().max_event(1 << 20).max_line((1 << 20) + 1024)
 ///     .idle_timeout(Duration::from_secs(180)));
-/// let opts = SubscribeOptions::new().read_limits(limits);
-/// # let _ = opts;
+/// let client = Client::new("http://127.0.0.1:8787").read_limits(limits);
+/// # let _ = client;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[must_use = "limits do nothing until given to a reader's options"]
+#[must_use = "limits do nothing until given to a client (`Client::read_limits`)"]
 pub struct ReadLimits {
     max_line: usize,
     max_event: usize,
