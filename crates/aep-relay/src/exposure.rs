@@ -136,7 +136,10 @@ mod tests {
                 Exposure::Guarded { clear: false }
             );
             let loud = RelayConfig::default().with_insecure_open_relay(true);
-            assert_eq!(Posture::of(&loud).check(addr(beyond)).unwrap(), Exposure::Open);
+            assert_eq!(
+                Posture::of(&loud).check(addr(beyond)).unwrap(),
+                Exposure::Open
+            );
         }
     }
 }
