@@ -3,7 +3,6 @@
 # crates/aep-cli` into a temporary root: a relay, a tail following it, a capture
 # emitted, validated, and followed to the tail; a command nobody can take exits 3.
 # Needs curl (the tail's subscription is awaited on /healthz).
-# (--debug and the workspace's target dir: the test build's artifacts are reused.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source .ci/relay-url.sh
@@ -15,8 +14,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cargo install -q --debug --locked --path crates/aep-cli --root "$root" --target-dir target
-aep="$root/bin/aep"
+# .ci/run installs it in the background while the tests run (AEP_INSTALLED); alone,
+# this script installs it itself.
+if [ -n "${AEP_INSTALLED:-}" ]; then aep=$AEP_INSTALLED; else
+  cargo install -q --debug --locked --path crates/aep-cli --root "$root" --target-dir target
+  aep="$root/bin/aep"
+fi
 "$aep" --version
 
 # terminal 1: a relay

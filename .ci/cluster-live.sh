@@ -18,7 +18,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cargo build -q -p aep-relay --bin aep-relay
+cargo build -q --workspace --bins --examples
 relay_bin=target/debug/aep-relay
 
 # nats-server on a port of its own choosing

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source .ci/control-common.sh
 export PYTHONPATH="$shared/reference/python-sdk${PYTHONPATH:+:$PYTHONPATH}"
-cargo build -q --example target --example control
+cargo build -q --workspace --bins --examples
 start_reference_relay T
 
 echo "== Python ControlClient -> Rust ControlTarget"

@@ -6,8 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source .ci/control-common.sh
-cargo build -q -p aep-relay --bin aep-relay
-cargo build -q --example target
+cargo build -q --workspace --bins --examples
 # The checker probes control.pause as the undeclared type, so the target leaves it out.
 accepts=resume,cancel,attention.respond
 
