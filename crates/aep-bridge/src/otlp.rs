@@ -141,6 +141,13 @@ impl OtlpOptions {
         self.service_name = Some(name.into());
         self
     }
+
+    /// The `service.name` of a record or span of `agent`'s.
+    pub(crate) fn service_for(&self, agent: &str) -> String {
+        self.service_name
+            .clone()
+            .unwrap_or_else(|| agent.to_owned())
+    }
 }
 
 /// One event as an OTLP LogRecord, before protobuf: what [`to_log_record`] builds.
@@ -394,10 +401,7 @@ pub fn to_log_record(event: &Event, options: &OtlpOptions) -> Result<LogRecord, 
         time_unix_nano,
         event_name: format!("{TYPE_ROOT}{}", e.event_type()),
         severity: e.severity(),
-        service_name: options
-            .service_name
-            .clone()
-            .unwrap_or_else(|| e.agent().to_owned()),
+        service_name: options.service_for(e.agent()),
         attributes,
         trace,
         body,

@@ -54,7 +54,7 @@ use opentelemetry_proto::tonic::trace::v1 as proto_trace;
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 
-use crate::otlp::{by_service, key_values, resource, scope, time_nanos, trace_parent};
+use crate::otlp::{by_service, key_values, resource, scope, time_nanos, trace_parent, OtlpOptions};
 use crate::{attrs, CaptureLimit, MapError};
 
 /// Options of span synthesis. Defaults: `max_capture` `metadata` (payload-derived
@@ -68,8 +68,8 @@ use crate::{attrs, CaptureLimit, MapError};
 /// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpanOptions {
-    capture: CaptureLimit,
-    service_name: Option<String>,
+    /// The capture ceiling and `service.name`, as the log records have them.
+    projection: OtlpOptions,
     max_open: usize,
     max_events: usize,
 }
@@ -77,8 +77,7 @@ pub struct SpanOptions {
 impl Default for SpanOptions {
     fn default() -> Self {
         SpanOptions {
-            capture: CaptureLimit::default(),
-            service_name: None,
+            projection: OtlpOptions::default(),
             max_open: 10_000,
             max_events: 128,
         }
@@ -102,7 +101,7 @@ impl SpanOptions {
     /// # let _ = o;
     /// ```
     pub fn capture(mut self, limit: CaptureLimit) -> Self {
-        self.capture = limit;
+        self.projection = self.projection.capture(limit);
         self
     }
 
@@ -113,7 +112,13 @@ impl SpanOptions {
     /// # let _ = o;
     /// ```
     pub fn service_name(mut self, name: impl Into<String>) -> Self {
-        self.service_name = Some(name.into());
+        self.projection = self.projection.service_name(name);
+        self
+    }
+
+    /// The capture ceiling and `service.name` of `projection`, the log records' own.
+    pub(crate) fn projection(mut self, projection: OtlpOptions) -> Self {
+        self.projection = projection;
         self
     }
 
@@ -577,7 +582,7 @@ impl SpanAssembler {
     /// assert!(a.push(&bad).is_err());
     /// ```
     pub fn push(&mut self, event: &Event) -> Result<Vec<Span>, MapError> {
-        let egress = self.options.capture.apply(event);
+        let egress = self.options.projection.capture.apply(event);
         let e = egress.event();
         let time = time_nanos(e)?;
         let tp = trace_parent(e)?;
@@ -761,11 +766,7 @@ impl SpanAssembler {
             parent_span_id,
             flags,
             name,
-            service_name: self
-                .options
-                .service_name
-                .clone()
-                .unwrap_or_else(|| agent.to_owned()),
+            service_name: self.options.projection.service_for(agent),
             start_time_unix_nano: time,
             end_time_unix_nano: time,
             attributes,

@@ -333,17 +333,20 @@ mod tests {
         hello(Role::Consumer, "test", "transport", None)
     }
 
+    /// `open` with the test's hello and default limits.
+    async fn try_open(
+        url: &str,
+        token: Option<&str>,
+        timeout: Duration,
+    ) -> Result<(WsStream, Hello), TransportError> {
+        open(url, token, timeout, &client_hello(), &ReadLimits::new()).await
+    }
+
     async fn open_client(url: &str) -> WsStream {
-        open(
-            url,
-            None,
-            Duration::from_secs(10),
-            &client_hello(),
-            &ReadLimits::new(),
-        )
-        .await
-        .unwrap()
-        .0
+        try_open(url, None, Duration::from_secs(10))
+            .await
+            .unwrap()
+            .0
     }
 
     #[tokio::test]
@@ -354,15 +357,9 @@ mod tests {
             let _ = ws.next().await;
         })
         .await;
-        let err = open(
-            &url,
-            None,
-            Duration::from_millis(200),
-            &client_hello(),
-            &ReadLimits::new(),
-        )
-        .await
-        .unwrap_err();
+        let err = try_open(&url, None, Duration::from_millis(200))
+            .await
+            .unwrap_err();
         assert!(err.is_timeout(), "{err}");
         assert!(err.is_network() && err.is_retryable());
         assert!(err.to_string().contains("200 ms"), "{err}");
@@ -376,15 +373,9 @@ mod tests {
             let _ = ws.close(None).await;
         })
         .await;
-        let err = open(
-            &url,
-            None,
-            Duration::from_secs(10),
-            &client_hello(),
-            &ReadLimits::new(),
-        )
-        .await
-        .unwrap_err();
+        let err = try_open(&url, None, Duration::from_secs(10))
+            .await
+            .unwrap_err();
         assert!(err.is_connect() && !err.is_timeout(), "{err:?}");
         server.await.unwrap();
     }
@@ -394,15 +385,9 @@ mod tests {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         drop(listener);
-        let err = open(
-            &url,
-            None,
-            Duration::from_secs(10),
-            &client_hello(),
-            &ReadLimits::new(),
-        )
-        .await
-        .unwrap_err();
+        let err = try_open(&url, None, Duration::from_secs(10))
+            .await
+            .unwrap_err();
         assert!(err.is_connect(), "{err:?}");
     }
 
@@ -419,15 +404,7 @@ mod tests {
             assert_eq!(pong.as_str(), r#"{"type":"pong","t":7}"#);
         })
         .await;
-        let (_ws, endpoint) = open(
-            &url,
-            None,
-            Duration::from_secs(10),
-            &client_hello(),
-            &ReadLimits::new(),
-        )
-        .await
-        .unwrap();
+        let (_ws, endpoint) = try_open(&url, None, Duration::from_secs(10)).await.unwrap();
         assert_eq!(endpoint.role, Some(Role::Both));
         server.await.unwrap();
     }
@@ -517,15 +494,9 @@ mod tests {
                 .write_all(b"HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\n\r\n")
                 .await;
         });
-        let err = open(
-            &url,
-            Some("wrong"),
-            Duration::from_secs(10),
-            &client_hello(),
-            &ReadLimits::new(),
-        )
-        .await
-        .unwrap_err();
+        let err = try_open(&url, Some("wrong"), Duration::from_secs(10))
+            .await
+            .unwrap_err();
         assert_eq!(err.status(), Some(401), "{err:?}");
         assert!(!err.is_connect());
         server.await.unwrap();

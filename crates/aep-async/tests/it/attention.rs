@@ -5,14 +5,12 @@
 
 use crate::common;
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use aep_async::control::{
-    AskError, ControlClient, ControlError, ControlTarget, Duplex, NackReason, RejectReason,
-    SendOptions,
+    AskError, ControlError, ControlTarget, NackReason, RejectReason, SendOptions,
 };
-use aep_async::{Client, Emitter, SessionEmitter, WsSinkOptions};
+use aep_async::Emitter;
 use aep_core::attention::{Applied, AttentionRequest, FormField, RequestError, RespondVia};
 use aep_core::redact::{RedactOptions, Redactor};
 use aep_core::{Capture, Event, Severity};
@@ -21,54 +19,26 @@ use serde_json::{json, Value};
 const TOKEN: &str = "t0ken";
 
 /// An agent with a target that asks, a console that answers, and a watch on the session.
-struct Loop {
-    _relay: aep_relay::RelayHandle,
-    target: ControlTarget,
-    emitter: Emitter,
-    session: Arc<SessionEmitter>,
-    console: ControlClient,
-    watch: Duplex,
-    name: String,
+type Loop = common::AgentLoop;
+
+/// The loop of the session `name`: what no `ask` waits on reaches the handler, which
+/// refuses it.
+async fn start(name: &str) -> Loop {
+    let target = ControlTarget::new(["control.attention.respond"], |cmd| async move {
+        let _ = cmd.reject(RejectReason::Invalid, "no request of that id is pending");
+    });
+    // A redacted ceiling and the redaction pipeline, as an agent showing a person the
+    // real question has (AEP-0003 §9.4).
+    let emitter = |sink| {
+        Emitter::builder("asker", "host")
+            .capture(Capture::Redacted)
+            .redactor(Redactor::new(RedactOptions::new()).unwrap())
+            .build(sink)
+    };
+    Loop::start(TOKEN, "asker", target, emitter, name).await
 }
 
 impl Loop {
-    async fn start(name: &str) -> Loop {
-        let relay = common::token_relay(TOKEN).await;
-        // What no `ask` waits on reaches the handler, which refuses it.
-        let target = ControlTarget::new(["control.attention.respond"], |cmd| async move {
-            let _ = cmd.reject(RejectReason::Invalid, "no request of that id is pending");
-        });
-        let sink = Client::new(relay.url())
-            .token(TOKEN)
-            .ws_sink(WsSinkOptions::new("asker", "host/1").command_hook(target.clone()))
-            .unwrap();
-        // A redacted ceiling and the redaction pipeline, as an agent showing a person
-        // the real question has (AEP-0003 §9.4).
-        let emitter = Emitter::builder("asker", "host")
-            .capture(Capture::Redacted)
-            .redactor(Redactor::new(RedactOptions::new()).unwrap())
-            .build(sink);
-        let session = target.attach(emitter.session(name));
-        session.emit("session.started", json!({})).unwrap();
-        emitter.flush().await;
-        let watch = common::watch_session(relay.url(), TOKEN, name).await;
-        let console = common::console_for(relay.url(), TOKEN, name).await;
-        Loop {
-            _relay: relay,
-            target,
-            emitter,
-            session,
-            console,
-            watch,
-            name: name.to_owned(),
-        }
-    }
-
-    /// The next event of type `ty` on the session.
-    async fn next(&mut self, ty: &str) -> Event {
-        common::next_of(&mut self.watch, ty).await
-    }
-
     /// Sends `answer` to `request`: the ack, or the nack.
     async fn respond(&self, request: &str, answer: Value) -> Result<Event, ControlError> {
         let opts = SendOptions::new()
@@ -89,12 +59,6 @@ impl Loop {
         let session = self.session.clone();
         tokio::spawn(async move { target.ask(&session, request).await })
     }
-
-    async fn close(self) {
-        self.console.close().await;
-        self.watch.close().await;
-        self.emitter.close().await;
-    }
 }
 
 /// The nack's reason and detail.
@@ -106,7 +70,7 @@ fn nack(result: Result<Event, ControlError>) -> (NackReason, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_is_acked_recorded_and_returned() {
-    let mut l = Loop::start("att-basic").await;
+    let mut l = start("att-basic").await;
     let asked = l.ask(AttentionRequest::permission("Run `terraform apply`?"));
     let request = l.next("attention.requested").await;
     assert_eq!(request.severity(), Severity::Notice);
@@ -151,7 +115,7 @@ async fn an_answer_is_acked_recorded_and_returned() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn invalid_answers_are_nacked_and_the_request_stays_pending() {
-    let mut l = Loop::start("att-invalid").await;
+    let mut l = start("att-invalid").await;
     let form = AttentionRequest::form("Deploy settings")
         .field(FormField::string("service", "Service").required())
         .field(FormField::number("replicas", "Replicas").min(1.0).max(5.0))
@@ -211,7 +175,7 @@ async fn invalid_answers_are_nacked_and_the_request_stays_pending() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_naming_no_option_is_the_refusal_never_the_permission() {
-    let mut l = Loop::start("att-text").await;
+    let mut l = start("att-text").await;
     let asked = l.ask(AttentionRequest::permission("Push to main?"));
     let request = l.next("attention.requested").await;
     l.respond(
@@ -249,7 +213,7 @@ async fn text_naming_no_option_is_the_refusal_never_the_permission() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_emits_attention_timeout() {
-    let mut l = Loop::start("att-timeout").await;
+    let mut l = start("att-timeout").await;
     let asked = l.ask(AttentionRequest::input("Anyone there?").timeout(Duration::from_millis(300)));
     let request = l.next("attention.requested").await;
     assert!(request.data().unwrap()["expires_at"].is_string());
@@ -269,7 +233,7 @@ async fn a_deadline_emits_attention_timeout() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_ask_withdraws_the_request() {
-    let mut l = Loop::start("att-withdraw").await;
+    let mut l = start("att-withdraw").await;
     let asked = l.ask(AttentionRequest::permission("Delete the cache?"));
     let request = l.next("attention.requested").await;
     asked.abort();

@@ -5,58 +5,30 @@
 
 use crate::common;
 
-use std::sync::Arc;
-
 use aep_async::control::{
-    ControlClient, ControlError, ControlTarget, Duplex, Instructions, InstructionsError,
-    NackReason, SendOptions, Steering,
+    ControlError, ControlTarget, Instructions, InstructionsError, NackReason, SendOptions, Steering,
 };
-use aep_async::{Client, Emitter, SessionEmitter, WsSinkOptions};
+use aep_async::Emitter;
 use aep_core::Event;
 use serde_json::json;
 
 const TOKEN: &str = "st33r";
 const INSTRUCT: &str = "x.acme.control.instruct";
 
-struct Agent {
-    _relay: aep_relay::RelayHandle,
-    target: ControlTarget,
-    emitter: Emitter,
-    session: Arc<SessionEmitter>,
-    console: ControlClient,
-    watch: Duplex,
-    name: String,
+type Agent = common::AgentLoop;
+
+/// An agent holding the session `name` whose target takes `acme`'s steering verbs.
+async fn start(name: &str) -> Agent {
+    let target = ControlTarget::builder(["control.cancel"])
+        .steering(Steering::new("acme").unwrap())
+        .handler(|cmd| async move {
+            let _ = cmd.accept();
+        });
+    let emitter = |sink| Emitter::new("steered", "host", sink);
+    Agent::start(TOKEN, "steered", target, emitter, name).await
 }
 
 impl Agent {
-    async fn start(name: &str) -> Agent {
-        let relay = common::token_relay(TOKEN).await;
-        let target = ControlTarget::builder(["control.cancel"])
-            .steering(Steering::new("acme").unwrap())
-            .handler(|cmd| async move {
-                let _ = cmd.accept();
-            });
-        let sink = Client::new(relay.url())
-            .token(TOKEN)
-            .ws_sink(WsSinkOptions::new("steered", "host/1").command_hook(target.clone()))
-            .unwrap();
-        let emitter = Emitter::new("steered", "host", sink);
-        let session = target.attach(emitter.session(name));
-        session.emit("session.started", json!({})).unwrap();
-        emitter.flush().await;
-        let watch = common::watch_session(relay.url(), TOKEN, name).await;
-        let console = common::console_for(relay.url(), TOKEN, name).await;
-        Agent {
-            _relay: relay,
-            target,
-            emitter,
-            session,
-            console,
-            watch,
-            name: name.to_owned(),
-        }
-    }
-
     async fn instruct(&self, text: &str) -> Result<Event, ControlError> {
         let opts = SendOptions::new().data(json!({ "text": text }));
         self.console.send(INSTRUCT, &self.name, opts).await
@@ -65,17 +37,11 @@ impl Agent {
     fn instructions(&self) -> Instructions {
         self.target.instructions(&self.session).unwrap()
     }
-
-    async fn close(self) {
-        self.console.close().await;
-        self.watch.close().await;
-        self.emitter.close().await;
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn instructions_arrive_in_order_each_delivery_audited() {
-    let mut a = Agent::start("steer-order").await;
+    let mut a = start("steer-order").await;
     // Declared in hello, so the relay routes the verb (AEP-0004 §4.2).
     let roster = a.console.roster().await.unwrap();
     let entry = roster.iter().find(|e| e.session == a.name).unwrap();
@@ -118,7 +84,7 @@ async fn instructions_arrive_in_order_each_delivery_audited() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_queue_is_bounded_and_what_is_left_is_dropped_audited() {
-    let mut a = Agent::start("steer-bound").await;
+    let mut a = start("steer-bound").await;
     let mut instructions = a.instructions();
     let mut commands = Vec::new();
     for i in 0..20 {
@@ -157,7 +123,7 @@ async fn the_queue_is_bounded_and_what_is_left_is_dropped_audited() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn detaching_the_session_ends_the_stream() {
-    let mut a = Agent::start("steer-detach").await;
+    let mut a = start("steer-detach").await;
     let mut instructions = a.instructions();
     assert_eq!(
         a.target.instructions(&a.session).unwrap_err(),

@@ -79,8 +79,8 @@ pub struct OtlpExporterBuilder {
     logs_url: Option<String>,
     traces_url: Option<String>,
     signals: Signals,
-    capture: CaptureLimit,
-    service_name: Option<String>,
+    /// The log records' capture ceiling and `service.name`, the spans' too.
+    projection: OtlpOptions,
     batch: BatchOptions,
     max_open_spans: usize,
     http: HttpOptions,
@@ -92,7 +92,7 @@ impl fmt::Debug for OtlpExporterBuilder {
         f.debug_struct("OtlpExporterBuilder")
             .field("base", &self.base)
             .field("signals", &self.signals)
-            .field("capture", &self.capture)
+            .field("projection", &self.projection)
             .field("batch", &self.batch)
             .field("http", &self.http)
             .finish()
@@ -119,7 +119,7 @@ impl OtlpExporterBuilder {
     /// # let _ = b;
     /// ```
     pub fn capture(mut self, limit: CaptureLimit) -> Self {
-        self.capture = limit;
+        self.projection = self.projection.capture(limit);
         self
     }
 
@@ -130,7 +130,7 @@ impl OtlpExporterBuilder {
     /// # let _ = b;
     /// ```
     pub fn service_name(mut self, name: impl Into<String>) -> Self {
-        self.service_name = Some(name.into());
+        self.projection = self.projection.service_name(name);
         self
     }
 
@@ -222,19 +222,14 @@ impl OtlpExporterBuilder {
         let logs = url(&self.logs_url, "/v1/logs")?;
         let traces = url(&self.traces_url, "/v1/traces")?;
         endpoint(&self.base)?;
-        let mut logs_options = OtlpOptions::new().capture(self.capture);
-        let mut span_options = SpanOptions::new()
-            .capture(self.capture)
+        let span_options = SpanOptions::new()
+            .projection(self.projection.clone())
             .max_open(self.max_open_spans);
-        if let Some(name) = &self.service_name {
-            logs_options = logs_options.service_name(name.clone());
-            span_options = span_options.service_name(name.clone());
-        }
         Ok(OtlpExporter {
             logs,
             traces,
             signals: self.signals,
-            logs_options,
+            logs_options: self.projection,
             span_options,
             batch: self.batch,
             http: self.http.prepare()?,
@@ -298,8 +293,7 @@ impl OtlpExporter {
             logs_url: None,
             traces_url: None,
             signals: Signals::Logs,
-            capture: CaptureLimit::default(),
-            service_name: None,
+            projection: OtlpOptions::new(),
             batch: BatchOptions::new(512, 4 << 20, Duration::from_secs(1)),
             max_open_spans: 10_000,
             http: HttpOptions::new(),

@@ -8,8 +8,7 @@
 
 use std::time::{Duration, Instant};
 
-use aep_async::control::ControlTarget;
-use aep_async::{EmitOptions, Emitter, WsSinkOptions};
+use aep_async::EmitOptions;
 use aep_relay::{NatsCluster, RelayHandle};
 use aep_test_support::nats::NatsServer;
 use serde_json::{json, Value};
@@ -61,22 +60,12 @@ async fn each_relays_console_shows_the_fleet_and_answers_an_agent_on_another_rel
     assert_eq!(before["counts"]["sessions"], 0, "{before}");
 
     // an agent on A: a session, and a question for a person
-    let (commands, mut received) = tokio::sync::mpsc::unbounded_channel();
-    let target = ControlTarget::builder(["control.attention.respond", "control.cancel"]).handler(
-        move |cmd| {
-            let commands = commands.clone();
-            async move {
-                let command = cmd.event().clone();
-                let _ = cmd.accept();
-                let _ = commands.send(command);
-            }
-        },
+    let (target, emitter, mut received) = accepting_agent(
+        a.url(),
+        TOKEN,
+        ("fleet-agent", "host-a"),
+        &["control.attention.respond", "control.cancel"],
     );
-    let sink = aep_async::Client::new(a.url())
-        .token(TOKEN)
-        .ws_sink(WsSinkOptions::new("fleet-agent", "host-a/1").command_hook(target.clone()))
-        .unwrap();
-    let emitter = Emitter::new("fleet-agent", "host-a", sink);
     let s = session();
     let handle = target.attach(emitter.session(&s));
     handle.emit("session.started", json!({})).unwrap();

@@ -11,6 +11,7 @@ use aep_async::{EmitOptions, Emitter, WsSinkOptions};
 use aep_relay::{Relay, RelayHandle};
 use aep_test_support::browser::Browser;
 use aep_test_support::external::skip_for;
+use fantoccini::elements::Element;
 use fantoccini::{Client, Locator};
 use serde_json::{json, Value};
 
@@ -38,17 +39,39 @@ async fn open(relay: &RelayHandle) -> Option<Browser> {
 }
 
 async fn post(relay: &RelayHandle, lines: &[Value]) {
-    let body: String = lines.iter().map(|l| format!("{l}\n")).collect();
-    let r = reqwest::Client::new()
-        .post(format!("{}/events", relay.url()))
-        .header("aep-version", "0.1")
-        .header("content-type", "application/x-ndjson")
-        .bearer_auth(TOKEN)
-        .body(body)
-        .send()
-        .await
-        .unwrap();
+    let r = aep_test_support::http::post_ndjson(relay.url(), TOKEN, lines).await;
     assert_eq!(r.status().as_u16(), 202, "{:?}", r.text().await);
+}
+
+/// The page or one of its elements: where [`click`] and [`type_in`] look for `css`.
+trait Scope {
+    async fn css(&self, css: &str) -> Element;
+}
+
+impl Scope for Client {
+    async fn css(&self, css: &str) -> Element {
+        self.find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css}: {e}"))
+    }
+}
+
+impl Scope for Element {
+    async fn css(&self, css: &str) -> Element {
+        self.find(Locator::Css(css))
+            .await
+            .unwrap_or_else(|e| panic!("no {css}: {e}"))
+    }
+}
+
+/// Clicks the element `css` finds in `scope`.
+async fn click(scope: &impl Scope, css: &str) {
+    scope.css(css).await.click().await.unwrap();
+}
+
+/// Types `text` into the element `css` finds in `scope`.
+async fn type_in(scope: &impl Scope, css: &str, text: &str) {
+    scope.css(css).await.send_keys(text).await.unwrap();
 }
 
 fn event(id: &str, ty: &str, session: &str, seq: u64, data: Value) -> Value {
@@ -139,12 +162,7 @@ async fn a_session_appears_live_its_timeline_folds_runs_and_tools_and_event_text
         row.attr("data-status").await.unwrap().as_deref(),
         Some("running")
     );
-    row.find(Locator::Css("button"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&row, "button").await;
     // the timeline: the run folded, the tool call inside it, the gap said
     let tool_row = wait_css(
         c,
@@ -191,12 +209,7 @@ async fn a_session_appears_live_its_timeline_folds_runs_and_tools_and_event_text
     agent.send_keys("nobody").await.unwrap();
     wait_gone(c, r#"tr[data-session="live-1"]"#, Duration::from_secs(10)).await;
     agent.clear().await.unwrap();
-    c.find(Locator::Css("#filters input[name=type]"))
-        .await
-        .unwrap()
-        .send_keys("tool.*")
-        .await
-        .unwrap();
+    type_in(c, "#filters input[name=type]", "tool.*").await;
     wait_css(c, r#"tr[data-session="live-1"]"#, Duration::from_secs(10)).await;
     browser.close().await;
     relay.shutdown().await.unwrap();
@@ -276,12 +289,7 @@ async fn an_attention_request_is_answered_from_the_inbox_a_nack_shown_and_an_ack
     };
     let c = &browser.client;
     let (emitter, session, request, mut accepted) = form_agent(relay.url(), "form-1").await;
-    c.find(Locator::Css(r#".tab[data-view="inbox"]"#))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, r#".tab[data-view="inbox"]"#).await;
     let card_css = format!(r#"#inbox li[data-request="{request}"]"#);
     let card = wait_css(c, &card_css, Duration::from_secs(20)).await;
     let prompt = card
@@ -317,12 +325,7 @@ async fn an_attention_request_is_answered_from_the_inbox_a_nack_shown_and_an_ack
     // the roster shows the agent and what it accepts
     // an answer without the required field: the agent nacks, the page says so, the
     // request stays
-    card.find(Locator::Css("button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&card, "button[type=submit]").await;
     let outcome = wait_text(
         c,
         &format!("{card_css} .outcome"),
@@ -338,18 +341,8 @@ async fn an_attention_request_is_answered_from_the_inbox_a_nack_shown_and_an_ack
     // a full answer: acked, then the agent resolves it and it leaves the inbox
     name.send_keys("billing").await.unwrap();
     replicas.send_keys("3").await.unwrap();
-    card.find(Locator::Css("input[value=eu]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    card.find(Locator::Css("button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(&card, "input[value=eu]").await;
+    click(&card, "button[type=submit]").await;
     let outcome = wait_text(
         c,
         &format!("{card_css} .outcome"),
@@ -384,12 +377,7 @@ async fn an_attention_request_is_answered_from_the_inbox_a_nack_shown_and_an_ack
     emitter.flush().await;
     wait_gone(c, &card_css, Duration::from_secs(20)).await;
     // the roster: the agent, its session and the commands it accepts
-    c.find(Locator::Css(r#".tab[data-view="roster"]"#))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, r#".tab[data-view="roster"]"#).await;
     let row = wait_css(
         c,
         r#"#roster tr[data-agent="form-agent"]"#,
@@ -510,12 +498,7 @@ async fn a_wrong_token_is_refused_forgotten_and_asked_for_and_no_url_ever_holds_
         .send_keys(TOKEN)
         .await
         .unwrap();
-    c.find(Locator::Css("#login button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, "#login button[type=submit]").await;
     wait_text(c, "#status", Duration::from_secs(20), |t| t == "live").await;
     let kept = c
         .execute("return sessionStorage.getItem('aep-token')", vec![])
@@ -552,20 +535,12 @@ async fn hostile_field_ids_and_labels_stay_data_and_the_form_still_answers() {
         return;
     };
     let c = &browser.client;
-    let (accepted, mut commands) = tokio::sync::mpsc::unbounded_channel();
-    let target = ControlTarget::builder(["control.attention.respond"]).handler(move |cmd| {
-        let accepted = accepted.clone();
-        async move {
-            let command = cmd.event().clone();
-            let _ = cmd.accept();
-            let _ = accepted.send(command);
-        }
-    });
-    let sink = aep_async::Client::new(relay.url())
-        .token(TOKEN)
-        .ws_sink(WsSinkOptions::new("hostile-agent", "host/1").command_hook(target.clone()))
-        .unwrap();
-    let emitter = Emitter::new("hostile-agent", "host", sink);
+    let (target, emitter, mut commands) = crate::common::accepting_agent(
+        relay.url(),
+        TOKEN,
+        ("hostile-agent", "host"),
+        &["control.attention.respond"],
+    );
     let s = target.attach(emitter.session("hostile-1"));
     let img = "<img src=x id=pwned onerror=alert(1)>";
     let asked = s
@@ -582,12 +557,7 @@ async fn hostile_field_ids_and_labels_stay_data_and_the_form_still_answers() {
         )
         .unwrap();
     emitter.flush().await;
-    c.find(Locator::Css(r#".tab[data-view="inbox"]"#))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    click(c, r#".tab[data-view="inbox"]"#).await;
     let card_css = format!(r#"#inbox li[data-request="{}"]"#, asked.id());
     let card = wait_css(c, &card_css, Duration::from_secs(20)).await;
     let text = card.text().await.unwrap();
@@ -597,36 +567,11 @@ async fn hostile_field_ids_and_labels_stay_data_and_the_form_still_answers() {
     );
     assert!(c.find(Locator::Id("pwned")).await.is_err());
     assert!(card.find(Locator::Css("b")).await.is_err());
-    card.find(Locator::Css("input[data-field=append]"))
-        .await
-        .unwrap()
-        .send_keys("a")
-        .await
-        .unwrap();
-    card.find(Locator::Css("input[data-field=addEventListener]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    card.find(Locator::Css("input[data-field=__proto__]"))
-        .await
-        .unwrap()
-        .send_keys("3")
-        .await
-        .unwrap();
-    card.find(Locator::Css("input[data-field=submit][value=c1]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
-    card.find(Locator::Css("button[type=submit]"))
-        .await
-        .unwrap()
-        .click()
-        .await
-        .unwrap();
+    type_in(&card, "input[data-field=append]", "a").await;
+    click(&card, "input[data-field=addEventListener]").await;
+    type_in(&card, "input[data-field=__proto__]", "3").await;
+    click(&card, "input[data-field=submit][value=c1]").await;
+    click(&card, "button[type=submit]").await;
     wait_text(
         c,
         &format!("{card_css} .outcome"),

@@ -244,3 +244,66 @@ pub async fn next_of(watch: &mut aep_async::control::Duplex, ty: &str) -> aep_co
         .await
         .unwrap_or_else(|_| panic!("no {ty} within 20 s"))
 }
+
+/// An agent on a relay of its own: a control target hooked to its `WsSink`, its
+/// session started and claimed, a console routed to it and a watch on the session's
+/// events: where the control-loop tests (attention, steering) start.
+#[cfg(feature = "ws")]
+pub struct AgentLoop {
+    pub relay: aep_relay::RelayHandle,
+    pub target: aep_async::control::ControlTarget,
+    pub emitter: aep_async::Emitter,
+    pub session: std::sync::Arc<aep_async::SessionEmitter>,
+    pub console: aep_async::control::ControlClient,
+    pub watch: aep_async::control::Duplex,
+    pub name: String,
+}
+
+#[cfg(feature = "ws")]
+impl AgentLoop {
+    /// A relay wanting `token`, and `agent` on it with `target`, its emitter made by
+    /// `emitter` from the sink, holding the session `name`.
+    pub async fn start(
+        token: &str,
+        agent: &str,
+        target: aep_async::control::ControlTarget,
+        emitter: impl FnOnce(aep_async::WsSink) -> aep_async::Emitter,
+        name: &str,
+    ) -> AgentLoop {
+        let relay = token_relay(token).await;
+        let options = aep_async::WsSinkOptions::new(agent, "host/1").command_hook(target.clone());
+        let sink = aep_async::Client::new(relay.url())
+            .token(token)
+            .ws_sink(options)
+            .unwrap();
+        let emitter = emitter(sink);
+        let session = target.attach(emitter.session(name));
+        session
+            .emit("session.started", serde_json::json!({}))
+            .unwrap();
+        emitter.flush().await;
+        let watch = watch_session(relay.url(), token, name).await;
+        let console = console_for(relay.url(), token, name).await;
+        AgentLoop {
+            relay,
+            target,
+            emitter,
+            session,
+            console,
+            watch,
+            name: name.to_owned(),
+        }
+    }
+
+    /// The next event of type `ty` on the session.
+    pub async fn next(&mut self, ty: &str) -> aep_core::Event {
+        next_of(&mut self.watch, ty).await
+    }
+
+    /// Closes the console, the watch and the emitter (delivering what it holds).
+    pub async fn close(self) {
+        self.console.close().await;
+        self.watch.close().await;
+        self.emitter.close().await;
+    }
+}

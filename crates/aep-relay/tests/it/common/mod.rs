@@ -466,3 +466,35 @@ impl Drop for RelayProcess {
         let _ = std::fs::remove_file(&self.stderr);
     }
 }
+
+/// An agent on the SDK, `agent` on `host`, connected over a `WsSink` to the relay at
+/// `url`: its control target accepts every command of `types` and hands each to the
+/// returned channel, for the test to see what a console or client sent.
+pub fn accepting_agent(
+    url: &str,
+    token: &str,
+    (agent, host): (&str, &str),
+    types: &[&str],
+) -> (
+    aep_async::control::ControlTarget,
+    aep_async::Emitter,
+    tokio::sync::mpsc::UnboundedReceiver<aep_core::Event>,
+) {
+    let (accepted, received) = tokio::sync::mpsc::unbounded_channel();
+    let target =
+        aep_async::control::ControlTarget::builder(types.iter().copied()).handler(move |cmd| {
+            let accepted = accepted.clone();
+            async move {
+                let command = cmd.event().clone();
+                let _ = cmd.accept();
+                let _ = accepted.send(command);
+            }
+        });
+    let options =
+        aep_async::WsSinkOptions::new(agent, format!("{host}/1")).command_hook(target.clone());
+    let sink = aep_async::Client::new(url)
+        .token(token)
+        .ws_sink(options)
+        .expect("the sink starts");
+    (target, aep_async::Emitter::new(agent, host, sink), received)
+}
