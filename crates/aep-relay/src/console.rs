@@ -55,6 +55,7 @@ use tokio_util::sync::CancellationToken;
 use crate::encoded::Binding;
 use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
 use crate::outbox::{Drain, End, Piece};
+use crate::response::json as json_response;
 
 use control::{Ask, Control};
 use engine::Engine;
@@ -194,18 +195,6 @@ fn with_headers(mut response: Response) -> Response {
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
-}
-
-fn json_response(status: StatusCode, body: &Value) -> Response {
-    (
-        status,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        body.to_string(),
-    )
-        .into_response()
 }
 
 /// A `400` naming what is wrong and what to send instead.

@@ -28,6 +28,7 @@ use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
 use crate::line::{parse_line, Incoming, LineError};
 use crate::outbox::{Drain, End, Piece};
 use crate::proto::{self, Filter};
+use crate::response::json as json_response;
 use crate::storage::{Unstored, UnstoredKind};
 use crate::ws;
 
@@ -61,18 +62,6 @@ const ALLOW_ORIGIN: (header::HeaderName, HeaderValue) = (
     header::ACCESS_CONTROL_ALLOW_ORIGIN,
     HeaderValue::from_static("*"),
 );
-
-fn json_response(status: StatusCode, body: &Value) -> Response {
-    (
-        status,
-        [(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        )],
-        body.to_string(),
-    )
-        .into_response()
-}
 
 /// Whether the request carries the token: `Authorization: Bearer` or, for clients that
 /// cannot set headers, `?access_token=` (AEP-0003 §8.1). Never logged.
@@ -174,15 +163,7 @@ pub(crate) async fn handle(
         (Method::GET, binding::EVENTS_PATH | binding::WELL_KNOWN_PATH) => {
             let doc = proto::discovery(limits.replay_depth);
             let text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-            (
-                StatusCode::OK,
-                [(
-                    header::CONTENT_TYPE,
-                    HeaderValue::from_static("application/json"),
-                )],
-                text,
-            )
-                .into_response()
+            crate::response::json_text(StatusCode::OK, text)
         }
         (Method::POST, binding::EVENTS_PATH) => {
             post_events(hub, &limits, &parts.headers, body).await

@@ -112,6 +112,7 @@ mod nats;
 mod outbox;
 mod peers;
 mod proto;
+mod response;
 mod routing;
 mod server;
 mod storage;

@@ -114,6 +114,19 @@ async fn write_forever(sock: &mut TcpStream, piece: &[u8]) -> usize {
     sent
 }
 
+/// Reads what the client sends until it goes: the connection held open, saying nothing.
+async fn hold_open(sock: &mut TcpStream) {
+    let mut sink = [0u8; 64];
+    while !matches!(sock.read(&mut sink).await, Ok(0) | Err(_)) {}
+}
+
+/// One SSE message carrying `event`.
+async fn send_event(sock: &mut TcpStream, event: &str) {
+    let _ = sock
+        .write_all(format!("data: {event}\n\n").as_bytes())
+        .await;
+}
+
 /// A subscription whose notices come out of a channel, typed.
 fn subscribed(
     client: Client,
@@ -231,13 +244,10 @@ async fn a_silent_stream_is_dead_after_the_idle_timeout_and_resumed() {
         async move {
             let _ = sock.write_all(SSE_HEAD).await;
             if n == 0 {
-                let _ = sock
-                    .write_all(format!("data: {event}\n\n").as_bytes())
-                    .await;
+                send_event(&mut sock, &event).await;
             }
             // then nothing, with the connection held open
-            let mut sink = [0u8; 64];
-            while !matches!(sock.read(&mut sink).await, Ok(0) | Err(_)) {}
+            hold_open(&mut sock).await;
         }
     })
     .await;
@@ -275,11 +285,8 @@ async fn heartbeats_keep_a_quiet_stream_alive() {
                 let _ = sock.write_all(b": ping\n\n").await;
                 tokio::time::sleep(MS(250)).await;
             }
-            let _ = sock
-                .write_all(format!("data: {event}\n\n").as_bytes())
-                .await;
-            let mut sink = [0u8; 64];
-            while !matches!(sock.read(&mut sink).await, Ok(0) | Err(_)) {}
+            send_event(&mut sock, &event).await;
+            hold_open(&mut sock).await;
         }
     })
     .await;
@@ -516,8 +523,7 @@ async fn a_dropped_connection_resumes_from_the_start_positions() {
         if n == 0 {
             write_forever(&mut sock, &[b'x'; 16 * 1024]).await;
         }
-        let mut sink = [0u8; 64];
-        while !matches!(sock.read(&mut sink).await, Ok(0) | Err(_)) {}
+        hold_open(&mut sock).await;
     })
     .await;
     let at = ResumePosition::new("s-from", 2, 9);

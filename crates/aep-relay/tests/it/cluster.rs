@@ -21,14 +21,6 @@ fn cluster(server: &NatsServer) -> NatsCluster {
         .timeout(Duration::from_secs(2))
 }
 
-async fn relay_on(cluster: &NatsCluster) -> RelayHandle {
-    builder()
-        .nats(cluster.clone())
-        .start()
-        .await
-        .expect("a relay of the cluster starts")
-}
-
 /// Two relays of one fleet.
 async fn two(server: &NatsServer) -> (RelayHandle, RelayHandle) {
     let fleet = cluster(server);

@@ -20,14 +20,6 @@ fn stream_name() -> String {
     format!("T{}", &id()[..20])
 }
 
-async fn relay_on(cluster: &NatsCluster) -> RelayHandle {
-    builder()
-        .nats(cluster.clone())
-        .start()
-        .await
-        .expect("a relay of the cluster starts")
-}
-
 /// `/healthz`'s count of the stream's messages refused, by kind.
 async fn stream_refused(relay: &RelayHandle) -> Value {
     get_json(relay.url(), "/healthz").await["stream_refused"].clone()

@@ -498,3 +498,13 @@ pub fn accepting_agent(
         .expect("the sink starts");
     (target, aep_async::Emitter::new(agent, host, sink), received)
 }
+
+/// A relay of the NATS fleet `cluster`, with the test configuration.
+#[cfg(feature = "nats")]
+pub async fn relay_on(cluster: &aep_relay::NatsCluster) -> RelayHandle {
+    builder()
+        .nats(cluster.clone())
+        .start()
+        .await
+        .expect("a relay of the cluster starts")
+}
