@@ -209,18 +209,20 @@ fn bad_request(detail: impl Into<String>) -> Response {
 /// `503 not-ready`.
 pub(crate) const READY_WAIT: Duration = Duration::from_secs(10);
 
-/// The state, once it has folded the store's replay ([`READY_WAIT`] at most).
+/// `read` of the state once it has folded the store's replay ([`READY_WAIT`] at most),
+/// under the engine's lock; the `503` while it is still reading the store.
 #[allow(clippy::result_large_err)]
-pub(crate) async fn ready_engine(
+pub(crate) async fn read_state<T>(
     hub: &Arc<Hub>,
     console: &Console,
-) -> Result<Arc<Engine>, Response> {
+    read: impl FnOnce(&engine::State) -> T,
+) -> Result<T, Response> {
     let engine = console.engine(hub);
-    if engine.wait_ready(READY_WAIT).await {
-        Ok(engine)
-    } else {
-        Err(not_ready(&engine))
+    if !engine.wait_ready(READY_WAIT).await {
+        return Err(not_ready(&engine));
     }
+    let read = engine.lock().as_ref().map(read);
+    read.ok_or_else(|| not_ready(&engine))
 }
 
 /// `503`: the state is still reading the store (or the relay stops); retry.
@@ -322,23 +324,19 @@ async fn respond(hub: &Arc<Hub>, console: &Console, body: &Value) -> Response {
     if answer.is_empty() {
         return bad_request("`answer` is empty: give `option`, `text` or `values`");
     }
-    let engine = match ready_engine(hub, console).await {
-        Ok(engine) => engine,
-        Err(refused) => return refused,
-    };
     // only what the state holds pending, and only over control where it may be
-    let pending = {
-        let slot = engine.lock();
-        let Some(st) = slot.as_ref() else {
-            return not_ready(&engine);
-        };
-        match st.projection.summary(source, session) {
-            None => return unknown_session(session, Some(source)),
-            Some(s) => s
-                .pending()
+    let pending = read_state(hub, console, |st| {
+        st.projection.summary(source, session).map(|s| {
+            s.pending()
                 .find(|p| p.id() == request)
-                .map(|p| p.request().answerable()),
-        }
+                .map(|p| p.request().answerable())
+        })
+    })
+    .await;
+    let pending = match pending {
+        Err(refused) => return refused,
+        Ok(None) => return unknown_session(session, Some(source)),
+        Ok(Some(pending)) => pending,
     };
     match pending {
         None => {
@@ -397,23 +395,18 @@ async fn cancel(hub: &Arc<Hub>, console: &Console, body: &Value) -> Response {
         (Ok(a), Ok(b)) => (a, b),
         (Err(r), _) | (_, Err(r)) => return r,
     };
-    let engine = match ready_engine(hub, console).await {
-        Ok(engine) => engine,
-        Err(refused) => return refused,
-    };
-    let known = {
-        let slot = engine.lock();
-        let Some(st) = slot.as_ref() else {
-            return not_ready(&engine);
-        };
+    let known = read_state(hub, console, |st| {
         let held = match source {
             Some(src) => st.projection.summary(src, session).is_some(),
             None => st.index.keys().any(|(_, s)| s == session),
         };
         held || st.roster.iter().any(|e| e.session == session)
-    };
-    if !known {
-        return unknown_session(session, source);
+    })
+    .await;
+    match known {
+        Err(refused) => return refused,
+        Ok(false) => return unknown_session(session, source),
+        Ok(true) => {}
     }
     let mut data = json!({ "scope": "run" });
     if let Some(reason) = reason {

@@ -3,7 +3,16 @@
 
 use aep_blocking::{EmitError, Emitter, JsonlSink};
 use aep_core::types::EmitScope;
+use aep_core::Event;
 use serde_json::json;
+
+/// `emitted` was refused for its scope, `want`.
+fn assert_refused(emitted: Result<Event, EmitError>, want: EmitScope) {
+    match emitted {
+        Err(EmitError::Scope { scope, .. }) => assert_eq!(scope, want),
+        other => panic!("expected a {want:?} scope refusal, got {other:?}"),
+    }
+}
 
 #[test]
 fn a_blocking_emitter_refuses_commands_and_foreign_events() {
@@ -11,42 +20,14 @@ fn a_blocking_emitter_refuses_commands_and_foreign_events() {
         std::env::temp_dir().join(format!("aep-blocking-scope-{}.jsonl", std::process::id()));
     let emitter = Emitter::new("a", "h", JsonlSink::open(&path).unwrap());
     let session = emitter.session("s");
-    let err = session.emit("control.pause", json!({})).unwrap_err();
-    assert!(
-        matches!(
-            err,
-            EmitError::Scope {
-                scope: EmitScope::Command,
-                ..
-            }
-        ),
-        "{err}"
+    assert_refused(session.emit("control.pause", json!({})), EmitScope::Command);
+    assert_refused(
+        session.emit("attention.routed", json!({"to": "slack"})),
+        EmitScope::Foreign,
     );
-    let err = session
-        .emit("attention.routed", json!({"to": "slack"}))
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            EmitError::Scope {
-                scope: EmitScope::Foreign,
-                ..
-            }
-        ),
-        "{err}"
-    );
-    let err = emitter
-        .emit("x.acme.control.reboot", json!({}))
-        .unwrap_err();
-    assert!(
-        matches!(
-            err,
-            EmitError::Scope {
-                scope: EmitScope::Command,
-                ..
-            }
-        ),
-        "{err}"
+    assert_refused(
+        emitter.emit("x.acme.control.reboot", json!({})),
+        EmitScope::Command,
     );
     assert_eq!(session.next_seq(), 0);
     emitter.close().unwrap();

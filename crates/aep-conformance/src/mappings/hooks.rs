@@ -12,6 +12,16 @@ pub(super) fn single_pins(c: &mut Checks, prefix: &str, hooks: &Value) {
     }
 }
 
+/// `{prefix} pins`: the hooks the mapping does not know land in `vendor`'s extension
+/// namespace, `x.{vendor}.session.*`.
+fn session_fallback(c: &mut Checks, prefix: &str, vendor: &str, doc: &Value) {
+    let pattern = format!(r"x\.{}\.session\.[a-z][a-z0-9_]*", regex::escape(vendor));
+    c.fact(
+        &format!("{prefix} pins: unknown hooks fall back to the vendor extension namespace"),
+        full(&pattern, ty(at(doc, &["fallback", "expected"]))),
+    );
+}
+
 /// Every non-null `expected` of a hooks map.
 pub(super) fn expecteds(hooks: &Value) -> impl Iterator<Item = &Value> {
     values(hooks)
@@ -43,10 +53,7 @@ pub(super) fn codex(docs: &[&Value], c: &mut Checks) {
             && at(pr, &["respond_via"]) == &json!(["control"])
             && ids(at(pr, &["options"])) == ["allow", "deny"],
     );
-    c.fact(
-        "codex pins: unknown hooks fall back to the vendor extension namespace",
-        full(r"x\.codex\.session\.[a-z][a-z0-9_]*", ty(at(doc, &["fallback", "expected"]))),
-    );
+    session_fallback(c, "codex", "codex", doc);
     c.fact(
         "codex pins: identity facts (thread -> session, turn -> run)",
         session_from(doc) == "session_id" && at(doc, &["identity", "run_from"]) == "turn_id",
@@ -93,16 +100,12 @@ pub(super) fn gemini(docs: &[&Value], c: &mut Checks) {
         ty(exp("Notification")) == "progress.status"
             && !expecteds(hooks).any(|e| starts(e, "attention.")),
     );
-    c.fact(
-        "gemini pins: unknown hooks fall back to the vendor extension namespace",
-        full(
-            r"x\.gemini-cli\.session\.[a-z][a-z0-9_]*",
-            ty(at(doc, &["fallback", "expected"])),
-        ),
-    );
-    c.fact(
+    session_fallback(c, "gemini", "gemini-cli", doc);
+    identity_without_run(
+        c,
         "gemini pins: identity facts (session_id -> session; runs are adapter-synthesized)",
-        session_from(doc) == "session_id" && runs_synthesized(doc),
+        doc,
+        "session_id",
     );
 }
 
@@ -142,16 +145,12 @@ pub(super) fn qwen(docs: &[&Value], c: &mut Checks) {
         "qwen pins: StopFailure carries the vendor error taxonomy as run.failed.reason",
         at(exp("StopFailure"), &["data", "reason"]) == "rate_limit",
     );
-    c.fact(
-        "qwen pins: unknown hooks fall back to the vendor extension namespace",
-        full(
-            r"x\.qwen-code\.session\.[a-z][a-z0-9_]*",
-            ty(at(doc, &["fallback", "expected"])),
-        ),
-    );
-    c.fact(
+    session_fallback(c, "qwen", "qwen-code", doc);
+    identity_without_run(
+        c,
         "qwen pins: identity (session_id -> session; runs synthesized; tool_use_id pairs)",
-        session_from(doc) == "session_id" && runs_synthesized(doc),
+        doc,
+        "session_id",
     );
 }
 
@@ -190,16 +189,12 @@ pub(super) fn vscode(docs: &[&Value], c: &mut Checks) {
         "vscode pins: the 8-event VSCode-target set is covered exactly",
         names == want,
     );
-    c.fact(
-        "vscode pins: unknown hooks fall back to the vendor extension namespace",
-        full(
-            r"x\.vscode\.session\.[a-z][a-z0-9_]*",
-            ty(at(doc, &["fallback", "expected"])),
-        ),
-    );
-    c.fact(
+    session_fallback(c, "vscode", "vscode", doc);
+    identity_without_run(
+        c,
         "vscode pins: identity (optional session_id -> session; runs synthesized; tool_use_id pairs)",
-        session_from(doc) == "session_id" && runs_synthesized(doc),
+        doc,
+        "session_id",
     );
 }
 
@@ -272,16 +267,12 @@ pub(super) fn kimi_code(docs: &[&Value], c: &mut Checks) {
         "kimi-code pins: Notification is an observability heartbeat, never an attention loop",
         ty(exp("Notification")) == "progress.status",
     );
-    c.fact(
-        "kimi-code pins: unknown hooks fall back to the vendor extension namespace",
-        full(
-            r"x\.kimi-code\.session\.[a-z][a-z0-9_]*",
-            ty(at(doc, &["fallback", "expected"])),
-        ),
-    );
-    c.fact(
+    session_fallback(c, "kimi-code", "kimi-code", doc);
+    identity_without_run(
+        c,
         "kimi-code pins: identity (session_id -> session, optional; runs synthesized; tool_call_id pairs)",
-        session_from(doc) == "session_id" && runs_synthesized(doc),
+        doc,
+        "session_id",
     );
 }
 

@@ -60,9 +60,11 @@ pub(super) fn cline(docs: &[&Value], c: &mut Checks) {
         "cline pins: unknown hook names fall back mechanically to x.cline.*",
         full(r"x\.cline\.[a-z0-9_.]+", ty(at(fallback, &["expected", "0"]))),
     );
-    c.fact(
+    identity_without_run(
+        c,
         "cline pins: identity (taskId rides; run boundaries real, run id adapter-minted)",
-        session_from(doc) == "taskId" && runs_synthesized(doc),
+        doc,
+        "taskId",
     );
 }
 
@@ -239,9 +241,11 @@ pub(super) fn antigravity(docs: &[&Value], c: &mut Checks) {
         "antigravity pins: the vendor's interaction tools are observed as tools",
         ty(first("pre_tool_use_question_tool")) == "tool.requested",
     );
-    c.fact(
+    identity_without_run(
+        c,
         "antigravity pins: identity (conversationId -> session verbatim; runs synthesized)",
-        session_from(doc) == "conversationId" && runs_synthesized(doc),
+        doc,
+        "conversationId",
     );
     c.fact(
         "antigravity pins: unknown hook event names fall back mechanically to x.antigravity.hook.*",

@@ -235,6 +235,12 @@ fn session_from(doc: &Value) -> &str {
     at(doc, &["identity", "session_from"]).as_str().unwrap_or("")
 }
 
+/// The identity fact `name` of a mapping whose session rides `field` and that names no
+/// `run_from` (the adapter synthesizes runs, or the source has none).
+fn identity_without_run(c: &mut Checks, name: &str, doc: &Value, field: &str) {
+    c.fact(name, session_from(doc) == field && runs_synthesized(doc));
+}
+
 // ---- tables with a list of expected events per entry
 
 /// The schema checks of entries whose `expected` is a list (plus, with `deltas`, their

@@ -51,9 +51,11 @@ pub(super) fn codex_otel(docs: &[&Value], c: &mut Checks) {
             .iter()
             .all(|n| starts(primary(n), "x.codex.otel.")),
     );
-    c.fact(
+    identity_without_run(
+        c,
         "codex-otel pins: identity (conversation.id -> session; no run synthesis)",
-        session_from(doc) == "conversation.id" && runs_synthesized(doc),
+        doc,
+        "conversation.id",
     );
 }
 
@@ -88,8 +90,10 @@ pub(super) fn vscode_otel(docs: &[&Value], c: &mut Checks) {
             .iter()
             .all(|n| starts(primary(n), "x.vscode.otel.")),
     );
-    c.fact(
+    identity_without_run(
+        c,
         "vscode-otel pins: identity (resource session.id -> session; no run synthesis)",
-        session_from(doc) == "resource:session.id" && runs_synthesized(doc),
+        doc,
+        "resource:session.id",
     );
 }

@@ -281,17 +281,11 @@ pub(crate) async fn stream(
         roster_seen: 0,
     };
     if !live {
-        let engine = match super::ready_engine(hub, console).await {
-            Ok(engine) => engine,
-            Err(refused) => return refused,
-        };
-        let first = engine
-            .lock()
-            .as_ref()
-            .and_then(|st| message(st, &mut page, control, true));
-        return match first {
-            Some(first) => json_response(StatusCode::OK, &first),
-            None => super::not_ready(&engine),
+        let first = super::read_state(hub, console, |st| message(st, &mut page, control, true));
+        return match first.await {
+            // forced, `message` always has one
+            Ok(first) => json_response(StatusCode::OK, &first.unwrap_or_default()),
+            Err(refused) => refused,
         };
     }
     let engine = console.engine(hub);

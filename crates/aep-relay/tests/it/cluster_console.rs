@@ -25,9 +25,9 @@ async fn console_relay_on(cluster: &NatsCluster) -> RelayHandle {
 }
 
 async fn state(relay: &RelayHandle) -> Value {
-    let r = get(relay.url(), "/console/api/state").await;
-    assert_eq!(r.status(), 200);
-    body(r).await
+    let (status, state) = api_get(relay, "/console/api/state").await;
+    assert_eq!(status, 200, "{state}");
+    state
 }
 
 /// Reads `relay`'s console state until `ok` holds of it, 30 s at most.
@@ -131,16 +131,7 @@ async fn each_relays_console_shows_the_fleet_and_answers_an_agent_on_another_rel
     // answered from B's console: routed to A, acked by the agent, the ack back on B
     let answer = json!({"source": asked.source(), "session": s, "request": asked.id(),
         "answer": {"option": "allow"}});
-    let r = client()
-        .post(format!("{}/console/api/respond", b.url()))
-        .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .body(answer.to_string())
-        .send()
-        .await
-        .unwrap();
-    let status = r.status();
-    let outcome = body(r).await;
+    let (status, outcome) = api_post(&b, "/console/api/respond", &answer).await;
     assert_eq!(status, 200, "{outcome}");
     assert_eq!(outcome["outcome"], "accepted");
     let command = tokio::time::timeout(Duration::from_secs(10), received.recv())

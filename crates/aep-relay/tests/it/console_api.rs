@@ -25,31 +25,6 @@ async fn console_relay(max_sessions: usize) -> RelayHandle {
         .expect("relay starts")
 }
 
-async fn api_get(relay: &RelayHandle, path: &str) -> (u16, Value) {
-    let r = get(relay.url(), path).await;
-    let status = r.status().as_u16();
-    (status, read_json(r).await)
-}
-
-async fn api_post(relay: &RelayHandle, path: &str, body: &Value) -> (u16, Value) {
-    let r = client()
-        .post(format!("{}{path}", relay.url()))
-        .bearer_auth(TOKEN)
-        .header("content-type", "application/json")
-        .body(body.to_string())
-        .send()
-        .await
-        .expect("post");
-    let status = r.status().as_u16();
-    (status, read_json(r).await)
-}
-
-/// The body as JSON; `null` when it is none.
-async fn read_json(r: reqwest::Response) -> Value {
-    let text = r.text().await.unwrap_or_default();
-    serde_json::from_str(&text).unwrap_or(Value::Null)
-}
-
 /// A live stream's messages, one JSON value a line.
 struct Live {
     response: reqwest::Response,

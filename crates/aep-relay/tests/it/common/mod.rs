@@ -508,3 +508,31 @@ pub async fn relay_on(cluster: &aep_relay::NatsCluster) -> RelayHandle {
         .await
         .expect("a relay of the cluster starts")
 }
+
+/// An authorized `GET` of the console API's `path`: the status and the JSON answer.
+pub async fn api_get(relay: &RelayHandle, path: &str) -> (u16, Value) {
+    let r = get(relay.url(), path).await;
+    let status = r.status().as_u16();
+    (status, read_json(r).await)
+}
+
+/// An authorized JSON `POST` of `body` to the console API's `path`: the status and the
+/// JSON answer.
+pub async fn api_post(relay: &RelayHandle, path: &str, body: &Value) -> (u16, Value) {
+    let r = client()
+        .post(format!("{}{path}", relay.url()))
+        .bearer_auth(TOKEN)
+        .header("content-type", "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("post");
+    let status = r.status().as_u16();
+    (status, read_json(r).await)
+}
+
+/// The body as JSON; `null` when it is none.
+pub async fn read_json(r: reqwest::Response) -> Value {
+    let text = r.text().await.unwrap_or_default();
+    serde_json::from_str(&text).unwrap_or(Value::Null)
+}
