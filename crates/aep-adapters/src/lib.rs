@@ -46,6 +46,7 @@ pub mod channel;
 pub mod draft;
 mod family;
 pub mod form;
+pub mod hold;
 mod json;
 pub mod naming;
 pub mod session;

@@ -60,9 +60,10 @@
 //! assert_eq!((done[0].epoch(), done[0].seq()), (7, Some(2)));
 //! ```
 
+use aep_core::capture::{downlevel_in_place, downlevel_redacting};
 use aep_core::envelope::{Clock, EnvelopeFactory};
 use aep_core::types::EventType;
-use aep_core::Event;
+use aep_core::{Capture, Event};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -295,6 +296,77 @@ impl SessionState {
             self.settle(&p, "dismissed", None, posture, factory, &mut out);
         }
         out
+    }
+
+    /// Stamps an event a driver decided outside the mapping: a control ack (AEP-0004
+    /// §3) or an outcome of aep-core's attention desk (`attention.answered`,
+    /// `attention.resolved`, `attention.timeout`), with the `cause` and `subject` it was
+    /// decided with, at the state's next position, asked at `asked` and lowered to the
+    /// posture's ceiling (through its redaction pipeline where content is kept at
+    /// `redacted`). An attention outcome needs the request pending under `key` (the
+    /// session runtime's key, [`crate::hold::Hold::key`]); a terminal settles it. With
+    /// nothing pending there (the session ended, the tool ran meanwhile) the outcome is
+    /// dropped: one terminal per request (AEP-0002 §7).
+    ///
+    /// ```
+    /// use aep_adapters::{session::SessionState, Moment, Posture, Source};
+    /// use aep_core::{envelope::EnvelopeFactory, Capture};
+    /// use serde_json::json;
+    /// let f = EnvelopeFactory::new("aep://h/agent/codex/session/s", "codex");
+    /// let posture = Posture::default();
+    /// let mut s = SessionState::new("s", 9);
+    /// let p = json!({"hook_event_name": "PermissionRequest", "session_id": "s", "turn_id": "t", "tool_name": "Bash", "tool_use_id": "c1"});
+    /// let asked = s.apply(Source::Codex, &Moment::new(&p), &posture, &f);
+    /// let request = asked[0].id().to_owned();
+    /// let ack = s.outcome(None, "control.accepted", json!({}), Some("cmd-1"), None, Capture::Metadata, &posture, &f);
+    /// assert_eq!(ack.unwrap().cause(), Some("cmd-1"));
+    /// let timeout = s.outcome(Some("c1"), "attention.timeout", json!({"after_ms": 5}), Some(&request), Some(&request), Capture::Metadata, &posture, &f).unwrap();
+    /// assert_eq!((timeout.seq(), timeout.subject()), (Some(2), Some(request.as_str())));
+    /// // settled: a second terminal is dropped
+    /// assert!(s.outcome(Some("c1"), "attention.timeout", json!({}), None, None, Capture::Metadata, &posture, &f).is_none());
+    /// ```
+    #[allow(clippy::too_many_arguments)] // one event's envelope, each part named
+    pub fn outcome<C: Clock>(
+        &mut self,
+        key: Option<&str>,
+        event_type: &str,
+        data: Value,
+        cause: Option<&str>,
+        subject: Option<&str>,
+        asked: Capture,
+        posture: &Posture,
+        factory: &EnvelopeFactory<C>,
+    ) -> Option<Event> {
+        if event_type.starts_with("attention.") {
+            let key = key?;
+            self.attention.get(key)?;
+            if event_type != "attention.answered" {
+                self.attention.remove(key);
+            }
+        }
+        let mut event = factory.event(event_type);
+        event.set_session(Some(self.session.clone()));
+        event.set_epoch(Some(self.epoch));
+        event.set_seq(Some(self.next_seq));
+        self.next_seq += 1;
+        event.set_run(self.run.as_ref().map(|r| r.id.clone()));
+        event.set_step(self.step.clone());
+        event.set_subject(subject.map(str::to_owned));
+        event.set_cause(cause.map(str::to_owned));
+        event.set_capture(Some(asked));
+        if data.as_object().is_some_and(|d| !d.is_empty()) {
+            event.set_data(data);
+        }
+        let ceiling = posture.ceiling_for(event_type);
+        match posture.redactor() {
+            Some(r) if ceiling >= Capture::Redacted => {
+                downlevel_redacting(&mut event, ceiling, |v| *v = r.redact_value(v));
+            }
+            _ => {
+                downlevel_in_place(&mut event, ceiling);
+            }
+        }
+        Some(event)
     }
 
     /// The drafts of one moment: the pure mapping, with what this session joins to it

@@ -14,6 +14,13 @@
 //! envelope, one `fetch` POST, exit. Each run is timed from spawn to exit. Every event of
 //! both must reach the relay (the bench fails otherwise). Without Node, (b) is skipped,
 //! saying so.
+//!
+//! Then the permission round trip: (c) `aep hook claude-code` on a `PermissionRequest`,
+//! held (`--hold 30000`) until a responder in this process answers it: a live
+//! subscription sees the `attention.requested` and a `ControlClient` sends
+//! `control.attention.respond {option: allow}` at once (again while the relay has no
+//! route yet: the hook claims the session just after delivering the request). Timed
+//! from spawn to exit; each run must print Claude Code's allow decision.
 
 #![allow(clippy::unwrap_used)] // a bench: a panic is the failure report
 
@@ -65,10 +72,26 @@ fn payload(i: usize) -> Vec<u8> {
     .into_bytes()
 }
 
+fn permission(i: usize) -> Vec<u8> {
+    serde_json::json!({
+        "session_id": "bench-permission", "transcript_path": "/home/dev/.claude/projects/p/t.jsonl",
+        "cwd": "/home/dev/proj", "permission_mode": "default", "hook_event_name": "PermissionRequest",
+        "tool_name": "Bash", "tool_use_id": format!("toolu_p{i:05}"),
+        "tool_input": {"command": "rm -rf build", "description": "Clean the build"}
+    })
+    .to_string()
+    .into_bytes()
+}
+
 /// Runs `cmd` with `stdin`, returning its wall time; a failing run fails the bench.
-fn time(mut cmd: Command, stdin: &[u8]) -> Duration {
+fn time(cmd: Command, stdin: &[u8]) -> Duration {
+    time_out(cmd, stdin).0
+}
+
+/// [`time`], with what the run printed.
+fn time_out(mut cmd: Command, stdin: &[u8]) -> (Duration, String) {
     cmd.stdin(Stdio::piped())
-        .stdout(Stdio::null())
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let started = Instant::now();
     let mut child = cmd.spawn().unwrap();
@@ -80,7 +103,38 @@ fn time(mut cmd: Command, stdin: &[u8]) -> Duration {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    took
+    (took, String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Answers every `attention.requested` the relay at `url` fans out with `allow`, at
+/// once, until the relay goes away.
+fn responder(url: &str) -> std::thread::JoinHandle<()> {
+    let client = aep::blocking::Client::new(url).token(TOKEN);
+    let requests = client
+        .subscribe(aep::blocking::SubscribeOptions::new())
+        .unwrap();
+    let control = client.control(aep::control::ControlOptions::new()).unwrap();
+    std::thread::spawn(move || {
+        for e in requests {
+            if e.event_type() != "attention.requested" {
+                continue;
+            }
+            let session = e.session().unwrap_or_default().to_owned();
+            loop {
+                let opts = aep::control::SendOptions::new()
+                    .subject(e.id())
+                    .cause(e.id())
+                    .data(serde_json::json!({"answer": {"option": "allow"}}))
+                    .ack_window(Duration::from_secs(10));
+                match control.send("control.attention.respond", &session, opts) {
+                    // the hook has not claimed the session yet: again
+                    Err(err) if err.to_string().contains("no-route") => continue,
+                    Err(err) => panic!("the answer was refused: {err}"),
+                    Ok(_) => break,
+                }
+            }
+        }
+    })
 }
 
 /// The value at quantile `q` of sorted `v`.
@@ -178,5 +232,22 @@ fn main() {
         let floor = report("node: stdin + one fetch POST", &mut b);
         println!("p50 ratio aep/node: {:.3}", ours / floor);
     }
+    let _responder = responder(&url);
+    let hold_cmd = || {
+        let mut c = aep_cmd();
+        c.args(["--hold", "30000"]);
+        c
+    };
+    for i in 0..5 {
+        time_out(hold_cmd(), &permission(100_000 + i));
+    }
+    let mut c = Vec::with_capacity(runs);
+    for i in 0..runs {
+        let (took, out) = time_out(hold_cmd(), &permission(i));
+        assert!(out.contains(r#""behavior":"allow""#), "printed {out:?}");
+        c.push(took);
+    }
+    println!("{runs} permission round trips, each answered allow");
+    report("permission round trip", &mut c);
     rt.block_on(relay.shutdown()).unwrap();
 }

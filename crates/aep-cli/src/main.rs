@@ -13,6 +13,7 @@ mod epochs;
 mod exit;
 mod filter;
 mod follow;
+mod hold;
 mod hookstore;
 mod input;
 mod probe;

@@ -7,12 +7,20 @@
 //! agent expects back, and exits 0, always: a relay that is down, a payload that is
 //! not JSON, a state that cannot be written are logged (`hook.log`, and one line on
 //! stderr), never the agent's problem. `aep hook flush` delivers the spool alone.
+//!
+//! A moment with a back-channel (Claude Code's, Codex's and Qwen Code's
+//! `PermissionRequest`, Claude Code's `AskUserQuestion` and `Elicitation`: see
+//! `aep_adapters::hold`) holds the agent for up to `--hold` while the request waits for
+//! a `control.attention.respond` (see `hold`), and prints the answer in the agent's
+//! decision format; no answer in time prints the neutral reply, and the agent asks in
+//! its own prompt.
 
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use aep::protocol::envelope::{source_uri, EnvelopeFactory};
+use aep_adapters::hold::Hold;
 use aep_adapters::session::SessionState;
 use aep_adapters::{Moment, Posture, Source, DEFAULT_CEILING};
 use serde_json::Value;
@@ -68,6 +76,12 @@ pub struct Args {
     /// How long the agent may wait on delivery, in milliseconds (`flush`: at least 10 s).
     #[arg(long, env = "AEP_HOOK_BUDGET_MS", default_value = "1000", value_name = "MS", value_parser = millis)]
     budget: Duration,
+    /// How long a held moment (a permission request, a question) waits for an answer
+    /// over control before the agent asks in its own prompt, in milliseconds from the
+    /// hook's start; 0 never holds. The default, 55 s, ends before the 60 s hook timeout
+    /// agents give by default, as the reference adapters' does.
+    #[arg(long, env = "AEP_HOOK_HOLD_MS", default_value = "55000", value_name = "MS", value_parser = millis)]
+    hold: Duration,
     /// The state directory (default: `aep/hook` in the user's state directory,
     /// `~/.local/state/aep/hook` on Linux).
     #[arg(long, env = "AEP_HOOK_DIR", value_name = "DIR")]
@@ -97,11 +111,13 @@ pub fn run(args: Args) -> Outcome {
         )));
     };
     let deadline = start + args.budget;
-    if let Err(why) = hook(&args, source, &dir, start, deadline) {
+    let decided = hook(&args, source, &dir, start, deadline).unwrap_or_else(|why| {
         dir.log(&format!("{source}: {why}"));
         eprintln!("aep hook {source}: {why}");
-    }
-    let reply = source.neutral_reply(args.hook.as_deref());
+        None
+    });
+    let neutral = source.neutral_reply(args.hook.as_deref());
+    let reply = decided.as_deref().unwrap_or(neutral);
     if !reply.is_empty() {
         let mut out = io::stdout().lock();
         let _ = writeln!(out, "{reply}");
@@ -110,14 +126,15 @@ pub fn run(args: Args) -> Outcome {
     Ok(Exit::Success)
 }
 
-/// Reads the payload, maps it, saves the state, spools the events, delivers.
+/// Reads the payload, maps it, saves the state, spools the events, delivers; holds a
+/// moment with a back-channel. `Some`: the decision to print.
 fn hook(
     args: &Args,
     source: Source,
     dir: &HookDir,
     start: Instant,
     deadline: Instant,
-) -> Result<(), String> {
+) -> Result<Option<String>, String> {
     let payload = read_payload()?;
     let posture = Posture::from_ceiling(&args.capture).map_err(|e| e.to_string())?;
     let session = source
@@ -138,6 +155,17 @@ fn hook(
         moment = moment.hook(h);
     }
     let events = state.apply(source, &moment, &posture, &factory);
+    let held = match Hold::of(source, &moment) {
+        Some(hold) if !args.hold.is_zero() => {
+            let id = state.pending(hold.key()).map(|p| p.event.clone());
+            let request = events
+                .iter()
+                .find(|e| Some(e.id()) == id.as_deref())
+                .cloned();
+            request.map(|r| (hold, r))
+        }
+        _ => None,
+    };
     // The state first: a crash after it costs a gap, never a reused position.
     dir.save_session(agent, &state)
         .map_err(|e| format!("saving the session state: {e}"))?;
@@ -151,13 +179,30 @@ fn hook(
         )
     })?;
     drop(guard);
-    let done = deliver(&spool, &args.relay, deadline)?;
+    let runtime = runtime()?;
+    let done = runtime.block_on(spool.deliver(&args.relay, deadline));
     if let Some(why) = done.stopped {
         if done.pending > 0 {
             return Err(format!("{why} ({} events spooled)", done.pending));
         }
     }
-    Ok(())
+    // Held only once the request reached the relay: a relay that is down answers
+    // nothing, and the agent is not kept waiting for it.
+    let Some((hold, request)) = held else {
+        return Ok(None);
+    };
+    let held = crate::hold::Loop {
+        dir,
+        relay: &args.relay,
+        agent,
+        session: &session,
+        posture: &posture,
+        factory: &factory,
+        hold: &hold,
+        request: &request,
+    };
+    let answer = runtime.block_on(held.wait(start + args.hold))?;
+    Ok(answer.map(|a| hold.reply(&a)))
 }
 
 /// The payload on stdin, read to its end, as JSON.
@@ -179,13 +224,17 @@ fn read_payload() -> Result<Value, String> {
     serde_json::from_slice(&text).map_err(|e| format!("the payload is not JSON ({e}); refused"))
 }
 
-/// Delivers the spool on a runtime of one thread (a hook process does one thing).
-fn deliver(spool: &Spool, relay: &RelayArgs, deadline: Instant) -> Result<Delivered, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
+/// A runtime of one thread (a hook process does one thing at a time).
+fn runtime() -> Result<tokio::runtime::Runtime, String> {
+    tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    Ok(runtime.block_on(spool.deliver(relay, deadline)))
+        .map_err(|e| format!("cannot start the async runtime: {e}"))
+}
+
+/// Delivers the spool.
+fn deliver(spool: &Spool, relay: &RelayArgs, deadline: Instant) -> Result<Delivered, String> {
+    Ok(runtime()?.block_on(spool.deliver(relay, deadline)))
 }
 
 /// `aep hook flush`: exit 0 once the spool is empty, 5 if events still wait.

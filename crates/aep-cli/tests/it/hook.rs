@@ -47,6 +47,11 @@ fn hook(
     if !extra.contains(&"--budget") {
         args.extend_from_slice(&["--budget", "20000"]);
     }
+    // Nobody answers here: a permission request is observed, never held (the loop is
+    // `permission.rs`'s).
+    if !extra.contains(&"--hold") {
+        args.extend_from_slice(&["--hold", "0"]);
+    }
     args.extend_from_slice(extra);
     run_with(&args, payload, Duration::from_secs(30))
 }

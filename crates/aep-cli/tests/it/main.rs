@@ -14,6 +14,7 @@ mod emit;
 mod hook;
 mod hostile;
 mod mcp;
+mod permission;
 mod project_timeline;
 mod relay;
 mod replay;
