@@ -15,14 +15,19 @@
 //!
 //! Positions never repeat (AEP-0001 §7): a state is saved before its events are
 //! spooled, so a crash in between costs a gap, never a reused `seq`; a state that is
-//! missing or unreadable is replaced by a new one whose epoch is the time in
-//! milliseconds (a monotonic seed), later than any epoch an earlier state had.
+//! missing or unreadable is replaced by a new one whose epoch is the next the user's
+//! `EpochStore` gives the `(agent, session)` (issue 33: every producer of `aep` takes its
+//! epochs there, `emit`, `mcp` and `replay` too), above every epoch an earlier state of
+//! that session took, even with the clock set back. Without a store (no per-user
+//! directory, a store that cannot be written), the time in milliseconds, the store's
+//! own fallback.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use aep::emit::EpochStore;
 use aep_adapters::session::SessionState;
 
 /// The per-user default, when the platform has one.
@@ -104,6 +109,8 @@ pub fn now_millis() -> u64 {
 #[derive(Debug, Clone)]
 pub struct HookDir {
     root: PathBuf,
+    /// Where a new state takes its epoch.
+    epochs: Option<EpochStore>,
 }
 
 /// A state file past this is not one this code wrote: replaced, not read.
@@ -113,9 +120,31 @@ const MAX_STATE: u64 = 16 << 20;
 const MAX_LOG: u64 = 1 << 20;
 
 impl HookDir {
-    /// The directory at `root`.
+    /// The directory at `root`, its new states' epochs from the user's `EpochStore`.
     pub fn new(root: impl Into<PathBuf>) -> HookDir {
-        HookDir { root: root.into() }
+        HookDir {
+            root: root.into(),
+            epochs: EpochStore::user().ok(),
+        }
+    }
+
+    /// The same directory, new states taking their epochs from `store`.
+    #[cfg(test)]
+    pub fn epoch_store(mut self, store: EpochStore) -> HookDir {
+        self.epochs = Some(store);
+        self
+    }
+
+    /// The epoch of a new state of `(agent, session)`: the next of the epoch store, else
+    /// the time in milliseconds (logged).
+    fn next_epoch(&self, agent: &str, session: &str) -> u64 {
+        let Some(store) = &self.epochs else {
+            return now_millis();
+        };
+        store.next_epoch(agent, session).unwrap_or_else(|e| {
+            self.log(&format!("{e}; the new epoch is the time in milliseconds"));
+            now_millis()
+        })
     }
 
     /// Its path.
@@ -146,11 +175,11 @@ impl HookDir {
     }
 
     /// Loads a session's state (hold its lock). A missing state is a new one; an
-    /// unreadable one is logged and replaced; both start a new epoch seeded from the
-    /// clock.
+    /// unreadable one is logged and replaced; both start the next epoch of the epoch
+    /// store.
     pub fn load_session(&self, agent: &str, session: &str) -> SessionState {
         let path = self.session_path(agent, session, "json");
-        let fresh = || SessionState::new(session, now_millis());
+        let fresh = || SessionState::new(session, self.next_epoch(agent, session));
         let mut file = match File::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return fresh(),
@@ -232,7 +261,8 @@ mod tests {
     #[test]
     fn a_lost_or_broken_state_starts_a_later_epoch() {
         let dir = tempfile::tempdir().unwrap();
-        let hooks = HookDir::new(dir.path());
+        let store = EpochStore::at(dir.path().join("state/epochs.json"));
+        let hooks = HookDir::new(dir.path()).epoch_store(store);
         let first = hooks.load_session("codex", "s/../1");
         hooks.save_session("codex", &first).unwrap();
         assert_eq!(hooks.load_session("codex", "s/../1"), first);
@@ -247,9 +277,42 @@ mod tests {
         )
         .unwrap();
         let again = hooks.load_session("codex", "s/../1");
-        assert!(again.epoch() >= first.epoch());
+        assert!(again.epoch() > first.epoch());
         let log = std::fs::read_to_string(dir.path().join("hook.log")).unwrap();
         assert!(log.contains("not a session state"), "{log}");
+    }
+
+    #[test]
+    fn a_lost_state_takes_the_epoch_store_s_next_epoch_never_a_used_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = EpochStore::at(dir.path().join("state/epochs.json"));
+        // An earlier state's epoch from a clock a day ahead: the clock alone would go
+        // back below it.
+        let ahead = SystemTime::now() + Duration::from_secs(86_400);
+        let earlier = store.next_epoch_at("claude-code", "s1", ahead).unwrap();
+        let hooks = HookDir::new(dir.path().join("hook")).epoch_store(store.clone());
+        let mut state = hooks.load_session("claude-code", "s1");
+        assert_eq!(state.epoch(), earlier + 1);
+        let payload = serde_json::json!({"hook_event_name": "UserPromptSubmit", "session_id": "s1", "prompt": "go"});
+        let factory = aep::protocol::envelope::EnvelopeFactory::new(
+            "aep://h/agent/claude-code",
+            "claude-code",
+        );
+        let used = state.apply(
+            aep_adapters::Source::ClaudeCode,
+            &aep_adapters::Moment::new(&payload),
+            &aep_adapters::Posture::default(),
+            &factory,
+        );
+        hooks.save_session("claude-code", &state).unwrap();
+        // The state file is lost: the next state starts above every position used.
+        std::fs::remove_dir_all(dir.path().join("hook/sessions")).unwrap();
+        let again = hooks.load_session("claude-code", "s1");
+        assert!(again.epoch() > used[0].epoch());
+        assert_eq!(
+            store.last_epoch("claude-code", "s1").unwrap(),
+            Some(again.epoch())
+        );
     }
 
     #[test]

@@ -375,3 +375,50 @@ fn a_five_megabyte_tool_output_goes_as_its_digest() {
         Some(32)
     );
 }
+
+#[test]
+fn a_lost_state_file_never_reuses_a_position() {
+    let relay = relay();
+    let state = scratch();
+    let one = |i: usize| {
+        let p = json!({"hook_event_name": "PreToolUse", "session_id": "lost-state", "tool_name": "Bash",
+            "tool_use_id": format!("t{i}"), "tool_input": {"command": "ls"}});
+        hook(
+            "claude-code",
+            None,
+            p.to_string().as_bytes(),
+            relay.url(),
+            state.path(),
+            &[],
+        )
+        .expect(0);
+    };
+    for i in 0..3 {
+        one(i);
+    }
+    // The agent's state is gone (a wiped state directory, a new machine image): the
+    // next hook starts the session again in the epoch store's next epoch.
+    std::fs::remove_dir_all(state.path().join("sessions")).unwrap();
+    for i in 3..6 {
+        one(i);
+    }
+    let held: Vec<Event> = history(relay.url())
+        .into_iter()
+        .filter(|e| e.session() == Some("lost-state"))
+        .collect();
+    let positions: Vec<(u64, u64)> = held.iter().map(|e| (e.epoch(), e.seq().unwrap())).collect();
+    assert_eq!(positions.len(), 6);
+    let mut unique = positions.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), 6, "a position was used twice: {positions:?}");
+    assert!(positions[3].0 > positions[2].0, "{positions:?}");
+    assert_eq!(positions[3].1, 0);
+    let file = write_jsonl(state.path(), &held);
+    run_with(
+        &["validate", file.to_str().unwrap()],
+        b"",
+        Duration::from_secs(30),
+    )
+    .expect(0);
+}
