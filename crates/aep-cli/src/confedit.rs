@@ -25,6 +25,8 @@ pub struct Hook {
     pub event: String,
     pub matcher: Option<String>,
     pub command: String,
+    /// The handler's `timeout` in seconds, where the hook is held (a permission loop).
+    pub timeout: Option<u64>,
 }
 
 /// Whether `command` is one `aep setup` wrote for `agent`: `... hook AGENT[ HOOK]`
@@ -100,13 +102,22 @@ pub fn merge_hooks(
                         h["command"] = json!(hook.command);
                         changed = true;
                     }
+                    if let Some(t) = hook.timeout {
+                        if h.get("timeout") != Some(&json!(t)) {
+                            h["timeout"] = json!(t);
+                            changed = true;
+                        }
+                    }
                 }
             }
         }
         if found {
             continue;
         }
-        let handler = json!({"type": "command", "command": hook.command});
+        let mut handler = json!({"type": "command", "command": hook.command});
+        if let Some(t) = hook.timeout {
+            handler["timeout"] = json!(t);
+        }
         let entry = match shape {
             Shape::Flat => handler,
             Shape::Groups => {
@@ -309,6 +320,7 @@ mod tests {
         Hook {
             event: event.into(),
             matcher: Some("*".into()),
+            timeout: None,
             command: cmd.into(),
         }
     }

@@ -12,13 +12,54 @@
 //! | antigravity | `.agents/hooks.json` | `~/.gemini/config/hooks.json` | hook entries, the hook name passed on the command line |
 //! | kimi-code | — | `$KIMI_CODE_HOME/config.toml` (`~/.kimi-code`) | a fenced `[[hooks]]` block at the end |
 //! | hermes | — | `~/.hermes/config.yaml` | a fenced `hooks:` block (refused, with the block to merge by hand, where the file has its own `hooks:`) |
-//! | cline | `.cline/hooks/` | `~/.cline/hooks/` | one script per hook, named after it |
+//! | cline | `.cline/hooks/` | `~/.cline/hooks/` | one script per hook file name (`TaskStart`, `PreToolUse`, ...) |
 //! | opencode | `.opencode/plugins/aep.js` | `~/.config/opencode/plugins/aep.js` | the plugin |
-//! | kilocode | `.kilocode/plugins/aep.js` + `kilo.json` | `~/.config/kilo/plugins/aep.js` + `kilo.json` | the plugin, listed in the config's `plugin` array |
+//! | kilocode | `.kilo/plugins/aep.js` | `~/.config/kilo/plugins/aep.js` | the plugin |
 //! | pi | `.pi/extensions/aep.ts` | `~/.pi/agent/extensions/aep.ts` | the extension |
 //!
 //! The plugins are data inside this binary (`src/plugins/`): each hands every moment to
 //! `aep hook AGENT`, one process at a time, in order, and never throws.
+//!
+//! Where each shape comes from (checked against the agents' own documentation):
+//! - **Claude Code**: the hooks reference (<https://code.claude.com/docs/en/hooks>):
+//!   `hooks.{Event}: [{matcher?, hooks: [{type: "command", command, timeout?}]}]`,
+//!   `timeout` in seconds. Every event it documents is registered but three whose hook
+//!   is not an observer: `WorktreeCreate` and `WorktreeRemove` replace Claude Code's own
+//!   git worktree handling (the hook must create the worktree and print its path), and
+//!   `FileChanged`'s matcher names the files to watch. The held moments
+//!   (`PermissionRequest`, `Elicitation`) get `timeout: 60`, above `aep hook`'s 55 s
+//!   `--hold`.
+//! - **Codex**: its hooks documentation (`hooks.md` of openai/codex): `hooks.json` in
+//!   `~/.codex/` and in a trusted project's `.codex/`, the same group shape, `timeout`
+//!   in seconds (hooks are on by default; older builds want `[features] codex_hooks =
+//!   true` in `config.toml`). `PermissionRequest` gets `timeout: 60`.
+//! - **Gemini CLI**: its hooks reference (`docs/hooks/reference.md` of
+//!   google-gemini/gemini-cli): `settings.json`'s `hooks` object, the group shape,
+//!   matchers on tool names.
+//! - **Qwen Code**: its hooks documentation, the Claude Code contract in `settings.json`.
+//!   No `timeout` is written: its unit is not documented where we could check it, so the
+//!   agent's default stands (keep `--hold` below it).
+//! - **VS Code**: "Agent hooks in Visual Studio Code (Preview)"
+//!   (<https://code.visualstudio.com/docs/copilot/customization/hooks>): every `*.json` in
+//!   `.github/hooks/`, `hooks.{Event}: [{type: "command", command}]`, no matcher.
+//! - **Cline**: the hook file names and search paths of `@cline/core` /
+//!   `@cline/shared` 0.0.86 (`hooks/hook-file-config`, `storage/paths`): files named
+//!   `TaskStart`, `TaskResume`, `TaskCancel`, `TaskComplete`, `TaskError`,
+//!   `PreToolUse`, `PostToolUse`, `UserPromptSubmit`, `SessionShutdown` (mapped to the
+//!   subprocess events `agent_start` ... `session_shutdown` the adapter reads), found in
+//!   `~/Documents/Cline/Hooks`, `~/.cline/hooks`, and a workspace's `.clinerules/hooks`
+//!   and `.cline/hooks`. `PreCompact` has no subprocess event there and is not written.
+//! - **Kilo Code**: its plugin documentation (<https://kilo.ai/docs/automate/extending/plugins>):
+//!   every `.js`/`.ts` in a `plugin/` or `plugins/` folder of a config directory
+//!   (`~/.config/kilo/`, a project's `.kilo/`, `.kilocode/`, `.opencode/`) is loaded at
+//!   start-up, so the plugin is not also listed in `kilo.json`'s `plugin` array (it
+//!   would load twice). `--remove` still takes out an entry an earlier setup listed.
+//! - **OpenCode**: its plugin documentation: `.opencode/plugins/` and
+//!   `~/.config/opencode/plugins/`, loaded at start-up.
+//! - **Hermes**: its hooks guide (`website/docs/user-guide/features/hooks.md` of
+//!   NousResearch/hermes-agent): `hooks: {event: [{matcher?, command, timeout?}]}` in
+//!   `~/.hermes/config.yaml`, run without a shell (`shlex.split`); Hermes asks consent
+//!   for each new command once (or `hooks_auto_accept: true`, `HERMES_ACCEPT_HOOKS=1`).
 
 use std::path::{Path, PathBuf};
 
@@ -43,6 +84,9 @@ const AGENTS: [&str; 12] = [
     "antigravity",
     "pi",
 ];
+
+/// The `timeout` (seconds) of a held hook's entry: above `aep hook`'s default `--hold`.
+const HELD_TIMEOUT_S: u64 = 60;
 
 /// Register `aep hook AGENT` in an agent's configuration (merged, never clobbering the
 /// hooks already there; running it again changes nothing).
@@ -127,7 +171,7 @@ pub fn run(args: Args) -> Outcome {
         Scope::Project => args.dir.clone(),
         Scope::User => home.ok_or_else(|| Failure::usage("no home directory; use --project"))?,
     };
-    let edits = plan(&args.agent, scope, &base, &aep)?;
+    let edits = plan(&args.agent, scope, &base, &aep, args.remove)?;
     let mut out = String::new();
     for edit in &edits {
         out.push_str(&apply(edit, &args)?);
@@ -160,7 +204,13 @@ fn argv(aep: &Path, agent: &str) -> String {
 }
 
 /// What setup writes for `agent` in `scope`.
-fn plan(agent: &str, scope: Scope, base: &Path, aep: &Path) -> Result<Vec<Edit>, Failure> {
+fn plan(
+    agent: &str,
+    scope: Scope,
+    base: &Path,
+    aep: &Path,
+    remove: bool,
+) -> Result<Vec<Edit>, Failure> {
     let hooks = |events: &[&str], tools: &[&str]| -> Vec<Hook> {
         events
             .iter()
@@ -168,6 +218,11 @@ fn plan(agent: &str, scope: Scope, base: &Path, aep: &Path) -> Result<Vec<Edit>,
                 event: (*e).to_owned(),
                 matcher: tools.contains(e).then(|| "*".to_owned()),
                 command: command(aep, agent, None),
+                // The held moments: the agent waits up to `aep hook --hold` (55 s) on
+                // them, so their timeout is above it (seconds, as both agents read it).
+                timeout: (matches!(agent, "claude-code" | "codex")
+                    && matches!(*e, "PermissionRequest" | "Elicitation"))
+                .then_some(HELD_TIMEOUT_S),
             })
             .collect()
     };
@@ -199,23 +254,35 @@ fn plan(agent: &str, scope: Scope, base: &Path, aep: &Path) -> Result<Vec<Edit>,
                 &[
                     "SessionStart",
                     "SessionEnd",
+                    "Setup",
                     "UserPromptSubmit",
                     "Stop",
+                    "StopFailure",
                     "PreToolUse",
                     "PostToolUse",
                     "PostToolUseFailure",
                     "PermissionRequest",
+                    "PermissionDenied",
                     "Notification",
                     "SubagentStart",
                     "SubagentStop",
+                    "TaskCreated",
+                    "TaskCompleted",
+                    "TeammateIdle",
                     "PreCompact",
                     "PostCompact",
+                    "Elicitation",
+                    "ElicitationResult",
+                    "ConfigChange",
+                    "InstructionsLoaded",
+                    "CwdChanged",
                 ],
                 &[
                     "PreToolUse",
                     "PostToolUse",
                     "PostToolUseFailure",
                     "PermissionRequest",
+                    "PermissionDenied",
                 ],
             ),
         ),
@@ -328,6 +395,7 @@ fn plan(agent: &str, scope: Scope, base: &Path, aep: &Path) -> Result<Vec<Edit>,
                     event: (*e).to_owned(),
                     matcher: matches!(*e, "PreToolUse" | "PostToolUse").then(|| "*".to_owned()),
                     command: command(aep, agent, Some(e)),
+                    timeout: None,
                 })
                 .collect();
             json(
@@ -409,17 +477,21 @@ fn plan(agent: &str, scope: Scope, base: &Path, aep: &Path) -> Result<Vec<Edit>,
         }
         "cline" => {
             let dir = base.join(".cline/hooks");
+            // The file names Cline looks for, each its subprocess event: TaskStart
+            // agent_start, TaskResume agent_resume, TaskCancel agent_abort, TaskComplete
+            // agent_end, TaskError agent_error, PreToolUse tool_call, PostToolUse
+            // tool_result, UserPromptSubmit prompt_submit, SessionShutdown
+            // session_shutdown.
             let events = [
-                "agent_start",
-                "agent_resume",
-                "agent_end",
-                "agent_abort",
-                "agent_error",
-                "tool_call",
-                "tool_result",
-                "prompt_submit",
-                "pre_compact",
-                "session_shutdown",
+                "TaskStart",
+                "TaskResume",
+                "TaskCancel",
+                "TaskComplete",
+                "TaskError",
+                "PreToolUse",
+                "PostToolUse",
+                "UserPromptSubmit",
+                "SessionShutdown",
             ];
             let cmd = command(aep, agent, None);
             events
@@ -442,7 +514,7 @@ fn plan(agent: &str, scope: Scope, base: &Path, aep: &Path) -> Result<Vec<Edit>,
                     "export default AepPlugin;",
                 ),
                 ("kilocode", Scope::Project) => (
-                    ".kilocode/plugins",
+                    ".kilo/plugins",
                     "Kilo Code",
                     "export const server = AepPlugin;\nexport default { server };",
                 ),
@@ -463,14 +535,19 @@ fn plan(agent: &str, scope: Scope, base: &Path, aep: &Path) -> Result<Vec<Edit>,
                 text,
                 executable: false,
             }];
-            if agent == "kilocode" {
-                let config = match scope {
-                    Scope::Project => base.join("kilo.json"),
-                    Scope::User => base.join(".config/kilo/kilo.json"),
+            if agent == "kilocode" && remove {
+                // The plugin folder loads it: an entry in `plugin` (what an earlier setup
+                // wrote, the plugin then in `.kilocode/plugins/`) would load it twice.
+                let (config, old) = match scope {
+                    Scope::Project => (
+                        base.join("kilo.json"),
+                        base.join(".kilocode/plugins/aep.js"),
+                    ),
+                    Scope::User => (base.join(".config/kilo/kilo.json"), path.clone()),
                 };
                 edits.push(Edit::PluginEntry {
                     path: config,
-                    entry: format!("file://{}", absolute(&path).display()),
+                    entry: format!("file://{}", absolute(&old).display()),
                 });
             }
             edits

@@ -124,6 +124,72 @@ fn json_settings_are_merged_idempotently_and_removed_cleanly() {
 }
 
 #[test]
+fn claude_code_gets_every_observer_hook_it_documents_and_the_held_ones_outlast_the_hold() {
+    let home = scratch();
+    setup(
+        home.path(),
+        &["claude-code", "--user", "--aep", "/opt/bin/aep"],
+    )
+    .expect(0);
+    let doc = read_json(&home.path().join(".claude/settings.json"));
+    let events: Vec<String> = commands(&doc).into_iter().map(|(e, _)| e).collect();
+    for want in [
+        "PermissionRequest",
+        "PermissionDenied",
+        "Elicitation",
+        "ElicitationResult",
+        "StopFailure",
+        "TaskCreated",
+        "TeammateIdle",
+        "CwdChanged",
+    ] {
+        assert!(events.iter().any(|e| e == want), "{want}: {events:?}");
+    }
+    // Hooks that replace what Claude Code does, or watch files they name: never ours.
+    for never in ["WorktreeCreate", "WorktreeRemove", "FileChanged"] {
+        assert!(!events.iter().any(|e| e == never), "{never}");
+    }
+    let handler = |event: &str| doc["hooks"][event][0]["hooks"][0].clone();
+    assert_eq!(handler("PermissionRequest")["timeout"], 60);
+    assert_eq!(handler("PermissionRequest")["type"], "command");
+    assert_eq!(handler("Elicitation")["timeout"], 60);
+    assert!(handler("PreToolUse").get("timeout").is_none());
+    // Codex's held hook too.
+    setup(home.path(), &["codex", "--user", "--aep", "/opt/bin/aep"]).expect(0);
+    let codex = read_json(&home.path().join(".codex/hooks.json"));
+    assert_eq!(
+        codex["hooks"]["PermissionRequest"][0]["hooks"][0]["timeout"],
+        60
+    );
+}
+
+#[test]
+fn cline_s_scripts_carry_the_file_names_cline_looks_for() {
+    let home = scratch();
+    setup(home.path(), &["cline", "--user", "--aep", "/opt/bin/aep"]).expect(0);
+    let dir = home.path().join(".cline/hooks");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "PostToolUse",
+            "PreToolUse",
+            "SessionShutdown",
+            "TaskCancel",
+            "TaskComplete",
+            "TaskError",
+            "TaskResume",
+            "TaskStart",
+            "UserPromptSubmit"
+        ]
+    );
+}
+
+#[test]
 fn dry_run_prints_the_change_and_writes_nothing() {
     let home = scratch();
     let r = setup(
@@ -219,7 +285,8 @@ fn cline_s_hook_scripts_hand_the_payload_to_aep_hook() {
     let state = scratch();
     let aep = env!("CARGO_BIN_EXE_aep");
     setup(home.path(), &["cline", "--user", "--aep", aep]).expect(0);
-    let script = home.path().join(".cline/hooks/agent_start");
+    // Cline runs the file named for the hook (`TaskStart` is its `agent_start`).
+    let script = home.path().join(".cline/hooks/TaskStart");
     let payload = json!({"hookName": "agent_start", "taskId": "task_1", "agent_id": "a", "parent_agent_id": null});
     let mut cmd = std::process::Command::new(&script);
     cmd.env("AEP_URL", relay.url())
@@ -274,16 +341,12 @@ fn the_opencode_and_kilo_plugins_run_under_node_and_hand_every_moment_to_aep_hoo
         let dirname = if agent == "opencode" {
             ".opencode"
         } else {
-            ".kilocode"
+            ".kilo"
         };
         let plugin = project.path().join(dirname).join("plugins/aep.js");
-        if agent == "kilocode" {
-            let config = read_json(&project.path().join("kilo.json"));
-            assert!(config["plugin"][0]
-                .as_str()
-                .unwrap()
-                .ends_with("/plugins/aep.js"));
-        }
+        // Kilo Code loads every file of its plugin folder: no `plugin` entry (it would
+        // load the plugin twice).
+        assert!(!project.path().join("kilo.json").exists(), "{agent}");
         let factory = if agent == "opencode" {
             "m.AepPlugin"
         } else {
