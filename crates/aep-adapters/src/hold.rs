@@ -14,6 +14,7 @@
 //! | Claude Code | `Elicitation` | `form` from the requested schema | `{"hookSpecificOutput": {"hookEventName": "Elicitation", "action": "accept", "content": values}}` |
 //! | Codex | `PermissionRequest` | `permission`, Allow/Deny | as Claude Code's permission, without `updatedInput` (Codex fails closed on it) |
 //! | Qwen Code | `PermissionRequest` | `permission`, Allow/Deny | as Claude Code's permission |
+//! | OpenCode, Kilo Code | the plugin's `permission.ask` | `permission`, Allow/Deny | `{"status": "allow"}` / `{"status": "deny"}`, which the plugin sets as the hook's `output.status` |
 //!
 //! Where each format comes from:
 //! - Claude Code: the hooks reference, "PermissionRequest decision control" and
@@ -24,6 +25,10 @@
 //!   (`schema/generated/permission-request.command.output.schema.json`, Codex PR
 //!   openai/codex#17563): `behavior` `allow`/`deny` with an optional `message`;
 //!   `updatedInput`, `updatedPermissions` and `interrupt: true` fail closed.
+//! - OpenCode and Kilo Code: the plugin hook `permission.ask(input, output)` of
+//!   `@opencode-ai/plugin` (the `Hooks` type; Kilo Code's fork keeps it), whose
+//!   `output.status` is `"ask"`, `"allow"` or `"deny"`; a deny carries no message there,
+//!   so guidance text is recorded in `attention.answered` but cannot reach the model.
 //! - Qwen Code: its hooks documentation
 //!   (<https://qwenlm.github.io/qwen-code-docs/en/users/features/hooks/>), the Claude
 //!   Code contract adopted: the same `hookSpecificOutput.decision`.
@@ -56,6 +61,8 @@ enum Shape {
     Questions,
     /// An MCP elicitation: values go back as its content.
     Elicitation,
+    /// The OpenCode plugin's `permission.ask`: a status the plugin sets.
+    PluginPermission,
 }
 
 /// One moment that holds the agent until a person answers over control.
@@ -97,9 +104,15 @@ impl Hold {
     /// ```
     pub fn of(source: Source, moment: &Moment<'_>) -> Option<Hold> {
         let p = moment.payload();
-        let hook = s(p, "hook_event_name")?;
+        let plugin = matches!(source, Source::Opencode | Source::Kilocode);
+        let hook = if plugin {
+            s(p, "kind")?
+        } else {
+            s(p, "hook_event_name")?
+        };
         let tool = s(p, "tool_name").unwrap_or("unknown");
         let shape = match (source, hook) {
+            (Source::Opencode | Source::Kilocode, "permission.ask") => Shape::PluginPermission,
             (Source::ClaudeCode, "PermissionRequest") if tool == ASK_USER_QUESTION => {
                 Shape::Questions
             }
@@ -118,7 +131,8 @@ impl Hold {
             .find(|d| d.event_type() == "attention.requested")?;
         let key = draft.links().attention.clone()?;
         let data = draft.render(&full).data;
-        let request = request_of(&data, matches!(shape, Shape::Permission))?;
+        let permission = matches!(shape, Shape::Permission | Shape::PluginPermission);
+        let request = request_of(&data, permission)?;
         request.check().ok()?;
         let questions = get(p, "tool_input")
             .and_then(|i| get(i, "questions"))
@@ -176,6 +190,9 @@ impl Hold {
                 let input = json!({"questions": self.questions, "answers": answers});
                 json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest",
                     "decision": {"behavior": "allow", "updatedInput": input}}})
+            }
+            Shape::PluginPermission => {
+                json!({"status": if answer.is(ALLOW) { ALLOW } else { DENY }})
             }
             Shape::Elicitation => {
                 let content = answer.values().cloned().unwrap_or_default();
@@ -301,6 +318,22 @@ mod tests {
     }
 
     #[test]
+    fn the_plugin_s_permission_ask_gets_a_status() {
+        let ask = json!({"kind": "permission.ask", "permission": {"id": "per_1", "type": "bash",
+            "sessionID": "ses_1", "title": "rm -rf build"}});
+        let hold = Hold::of(Source::Opencode, &Moment::new(&ask)).unwrap();
+        assert_eq!(hold.key(), "per_1");
+        assert_eq!(
+            reply(&hold, json!({"option": "allow"})),
+            json!({"status": "allow"})
+        );
+        assert_eq!(
+            reply(&hold, json!({"text": "not now"})),
+            json!({"status": "deny"})
+        );
+    }
+
+    #[test]
     fn ask_user_question_answers_by_label_and_an_elicitation_by_its_content() {
         let p = json!({"hook_event_name": "PermissionRequest", "session_id": "s", "tool_name": "AskUserQuestion",
             "tool_use_id": "c2", "tool_input": {"questions": [
@@ -351,6 +384,16 @@ mod tests {
                 Source::ClaudeCode | Source::Codex | Source::QwenCode
             );
             assert_eq!(held, want, "{source}");
+        }
+        let ask = json!({"kind": "permission.ask", "permission": {"id": "per_1", "type": "bash",
+            "sessionID": "ses_1", "title": "rm -rf build"}});
+        for source in Source::ALL {
+            let want = matches!(source, Source::Opencode | Source::Kilocode);
+            assert_eq!(
+                Hold::of(source, &Moment::new(&ask)).is_some(),
+                want,
+                "{source}"
+            );
         }
         // not JSON-shaped as the agent sends it: no hold, no panic
         for odd in [json!(null), json!([1]), json!({"hook_event_name": 7})] {

@@ -9,8 +9,8 @@
 //! stderr), never the agent's problem. `aep hook flush` delivers the spool alone.
 //!
 //! A moment with a back-channel (Claude Code's, Codex's and Qwen Code's
-//! `PermissionRequest`, Claude Code's `AskUserQuestion` and `Elicitation`: see
-//! `aep_adapters::hold`) holds the agent for up to `--hold` while the request waits for
+//! `PermissionRequest`, Claude Code's `AskUserQuestion` and `Elicitation`, the OpenCode
+//! and Kilo Code plugins' `permission.ask`: see `aep_adapters::hold`) holds the agent for up to `--hold` while the request waits for
 //! a `control.attention.respond` (see `hold`), and prints the answer in the agent's
 //! decision format; no answer in time prints the neutral reply, and the agent asks in
 //! its own prompt.

@@ -26,7 +26,7 @@ fn start_hook(url: &str, dir: &Path, payload: &Value, hold_ms: &str) -> (Child, 
 }
 
 /// The `attention.requested` of `session` once the relay holds it.
-fn requested(url: &str, session: &str) -> Event {
+pub(crate) fn requested(url: &str, session: &str) -> Event {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let found = history(url)
@@ -45,7 +45,7 @@ fn requested(url: &str, session: &str) -> Event {
 
 /// `aep respond SESSION REQUEST ANSWER...`, sent again while the relay has no route yet
 /// (the hook claims the session just after the request is delivered): its exit code.
-fn respond(url: &str, session: &str, request: &str, answer: &[&str]) -> Run {
+pub(crate) fn respond(url: &str, session: &str, request: &str, answer: &[&str]) -> Run {
     let deadline = Instant::now() + Duration::from_secs(60);
     loop {
         let mut args = vec!["respond", session, request];

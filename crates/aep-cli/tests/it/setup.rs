@@ -437,3 +437,45 @@ fn the_pi_extension_registers_observers_only_and_hands_events_to_aep_hook() {
     assert!(events.iter().all(|e| e.session() == Some("pi_1")));
     let _ = run_with(&["--version"], b"", Duration::from_secs(5));
 }
+
+#[test]
+fn the_opencode_plugin_s_permission_ask_takes_its_answer_over_control() {
+    let aep = env!("CARGO_BIN_EXE_aep");
+    let relay = relay();
+    let project = scratch();
+    let state = scratch();
+    let dir = project.path().to_str().unwrap();
+    setup(
+        project.path(),
+        &["opencode", "--project", "--dir", dir, "--aep", aep],
+    )
+    .expect(0);
+    let plugin = project.path().join(".opencode/plugins/aep.js");
+    let script = format!(
+        r#"
+        const m = await import({plugin:?});
+        const hooks = await m.AepPlugin({{ directory: "/p" }});
+        const output = {{ status: "ask" }};
+        await hooks["permission.ask"]({{ id: "per_1", type: "bash", sessionID: "ses_p", title: "rm -rf build" }}, output);
+        console.log(output.status);
+        "#,
+        plugin = plugin.to_str().unwrap(),
+    );
+    if aep_test_support::external::skip_for(
+        aep_test_support::external::program_missing("node").as_deref(),
+    ) {
+        return;
+    }
+    let url = relay.url().to_owned();
+    let state_dir = state.path().to_owned();
+    let agent = std::thread::spawn(move || node(&script, &url, &state_dir));
+    let request = crate::permission::requested(relay.url(), "ses_p");
+    crate::permission::respond(relay.url(), "ses_p", request.id(), &["--option", "allow"])
+        .expect(0);
+    let r = agent.join().unwrap().unwrap();
+    r.expect(0);
+    assert_eq!(
+        r.stdout, "allow\n",
+        "the plugin set the hook's output.status"
+    );
+}
