@@ -172,8 +172,9 @@ impl Hold {
     /// let p = serde_json::json!({"hook_event_name": "PermissionRequest", "session_id": "s", "turn_id": "t", "tool_name": "Bash", "tool_use_id": "c1"});
     /// let hold = Hold::of(Source::Codex, &Moment::new(&p)).unwrap();
     /// let allow = hold.request().check_answer(&ControlAttentionRespondAnswer { option: Some("allow".into()), ..Default::default() })?;
-    /// assert_eq!(hold.reply(&allow), r#"{"hookSpecificOutput":{"decision":{"behavior":"allow"},"hookEventName":"PermissionRequest"}}"#);
-    /// # Ok::<(), aep_core::attention::InvalidAnswer>(())
+    /// let printed: serde_json::Value = serde_json::from_str(&hold.reply(&allow))?;
+    /// assert_eq!(printed, serde_json::json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}}));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn reply(&self, answer: &Answer) -> String {
         let out = match self.shape {
