@@ -237,3 +237,29 @@ fn an_ask_user_question_form_is_answered_with_claude_code_s_updated_input() {
     );
     validates(dir.path(), &session_events(relay.url(), "p-form"));
 }
+
+#[test]
+fn a_relay_that_is_down_holds_nothing_the_request_waits_in_the_spool() {
+    let url = common::dead_relay_url();
+    let dir = scratch();
+    let started = Instant::now();
+    let (child, stdin) = start_hook(&url, dir.path(), &permission("p-down"), "60000");
+    let hook = finish(child, &stdin, Duration::from_secs(90));
+    hook.expect(0);
+    assert_eq!(
+        hook.stdout, "",
+        "the neutral reply: Claude Code asks itself"
+    );
+    hook.stderr_has("spooled");
+    // Not held for the minute: nobody could have answered.
+    assert!(
+        started.elapsed() < Duration::from_secs(50),
+        "{:?}",
+        started.elapsed()
+    );
+    let spooled = std::fs::read_dir(dir.path().join("spool"))
+        .unwrap()
+        .map(|d| std::fs::read_to_string(d.unwrap().path().join("events.jsonl")).unwrap())
+        .collect::<String>();
+    assert!(spooled.contains("attention.requested"), "{spooled}");
+}
