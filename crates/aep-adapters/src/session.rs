@@ -9,8 +9,8 @@
 //!
 //! - **Positions** (AEP-0001 §7): every sequenced event gets the next `seq` of the
 //!   state's `epoch`; the state never hands out a position twice. Whoever loses the
-//!   state must start a new epoch ([`SessionState::new`] takes it; `aep hook` seeds it
-//!   from the clock, a monotonic seed as §7 allows).
+//!   state must start a new epoch ([`SessionState::new`] takes it; `aep hook` takes the
+//!   next of the user's epoch store, the durable epoch memory §7 names).
 //! - **Runs**: a `run.started` opens a run whose id is the vendor's (Codex's turn,
 //!   Hermes's turn, AG-UI's run) or, where runs are synthesized, the id of the
 //!   `run.started` event itself. A second open while a run is open keeps the live run
