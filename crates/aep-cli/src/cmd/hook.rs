@@ -17,9 +17,9 @@
 
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use aep::protocol::envelope::{source_uri, EnvelopeFactory};
+use aep::protocol::envelope::{rfc3339_millis, source_uri, EnvelopeFactory};
 use aep_adapters::hold::Hold;
 use aep_adapters::session::SessionState;
 use aep_adapters::{Moment, Posture, Source, DEFAULT_CEILING};
@@ -154,15 +154,21 @@ fn hook(
     if let Some(h) = args.hook.as_deref() {
         moment = moment.hook(h);
     }
-    let events = state.apply(source, &moment, &posture, &factory);
+    let mut events = state.apply(source, &moment, &posture, &factory);
     let held = match Hold::of(source, &moment) {
         Some(hold) if !args.hold.is_zero() => {
             let id = state.pending(hold.key()).map(|p| p.event.clone());
-            let request = events
-                .iter()
-                .find(|e| Some(e.id()) == id.as_deref())
-                .cloned();
-            request.map(|r| (hold, r))
+            let request = events.iter_mut().find(|e| Some(e.id()) == id.as_deref());
+            request.map(|r| {
+                // The request says until when it is answerable (AEP-0002 §5.3
+                // `expires_at`): the end of the hold, when `attention.timeout` closes it.
+                let until = SystemTime::now() + args.hold.saturating_sub(start.elapsed());
+                if let Some(mut data) = r.data().filter(Value::is_object) {
+                    data["expires_at"] = Value::String(rfc3339_millis(until));
+                    r.set_data(data);
+                }
+                (hold, r.clone())
+            })
         }
         _ => None,
     };

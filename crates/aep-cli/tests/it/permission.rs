@@ -95,6 +95,8 @@ fn an_allow_from_aep_respond_is_claude_code_s_allow_decision() {
     let writer = std::thread::spawn(move || finish(child, &stdin, Duration::from_secs(90)));
     let request = requested(relay.url(), "p-allow");
     assert_eq!(request.data().unwrap()["options"][0]["id"], "allow");
+    // answerable until the hold ends (AEP-0002 §5.3 `expires_at`)
+    assert!(request.data().unwrap()["expires_at"].is_string());
     let r = respond(relay.url(), "p-allow", request.id(), &["--option", "allow"]);
     r.expect(0);
     let hook = writer.join().unwrap();
