@@ -324,6 +324,10 @@ impl SessionState {
     /// assert_eq!((timeout.seq(), timeout.subject()), (Some(2), Some(request.as_str())));
     /// // settled: a second terminal is dropped
     /// assert!(s.outcome(Some("c1"), "attention.timeout", json!({}), None, None, Capture::Metadata, &posture, &f).is_none());
+    /// // another request under the key is not settled by this one's outcome
+    /// let again = s.apply(Source::Codex, &Moment::new(&p), &posture, &f);
+    /// assert!(s.outcome(Some("c1"), "attention.timeout", json!({}), Some(&request), Some(&request), Capture::Metadata, &posture, &f).is_none());
+    /// assert_eq!(s.pending("c1").map(|p| p.event.as_str()), Some(again[0].id()));
     /// ```
     #[allow(clippy::too_many_arguments)] // one event's envelope, each part named
     pub fn outcome<C: Clock>(
@@ -339,7 +343,12 @@ impl SessionState {
     ) -> Option<Event> {
         if event_type.starts_with("attention.") {
             let key = key?;
-            self.attention.get(key)?;
+            let pending = self.attention.get(key)?;
+            // Another request took the key meanwhile (the same tool asked twice, no call
+            // id to tell them apart): this outcome is not its to settle.
+            if subject.is_some_and(|s| s != pending.event) {
+                return None;
+            }
             if event_type != "attention.answered" {
                 self.attention.remove(key);
             }
