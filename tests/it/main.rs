@@ -1,6 +1,6 @@
 //! The facade's integration tests, one binary: the examples run against the embedded
 //! relay, and the workspace-wide rules every source file keeps (its size, its row in
-//! ARCHITECTURE.md).
+//! ARCHITECTURE.md, imports that run one way).
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // tests: a failed unwrap is a failed test
@@ -9,4 +9,5 @@
 
 mod architecture;
 mod examples;
+mod import_circles;
 mod module_size;

@@ -59,12 +59,13 @@ mod hello;
 mod members;
 mod subscribe;
 
-pub use decode::{decode, decode_slice, is_event_type, DecodeError, FrameError, Message};
+pub use decode::{decode, decode_slice, is_event_type, DecodeError, Message};
 pub use discovery::{Discovery, Endpoints};
 pub use error::{CommandRefusal, ErrorCode, ErrorFrame, IngestRefusal, SubscribeRefusal};
 pub use hello::{
     Acceptance, Capabilities, ControlCapability, Hello, Identity, ReplayCapability, Role,
 };
+pub use members::FrameError;
 pub use subscribe::{IdFrame, ReplayExhausted, ReplayFrom, RosterEntry, RosterReply, Subscribe};
 
 use members::{put, write_extra, Members};

@@ -61,6 +61,7 @@ use serde::{Deserialize, Serialize};
 use crate::resume::Position;
 
 mod fold;
+mod session;
 mod summary;
 mod supervise;
 mod timeline;

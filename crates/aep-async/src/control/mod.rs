@@ -39,6 +39,7 @@
 //! # Ok(()) }
 //! ```
 
+mod acks;
 mod attention;
 mod error;
 mod sender;

@@ -1,7 +1,10 @@
 //! Steering on the target: `x.{vendor}.control.instruct` commands queued per session by
 //! core's [`InstructionQueue`] and read by the agent as a stream, [`Instructions`], each
-//! one delivered or dropped with its audit event.
+//! one delivered or dropped with its audit event. It sees the target only through
+//! [`Steered`] and decides instructions through [`Acks`], so the wiring runs one way:
+//! the target uses this module, never the reverse.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -11,11 +14,11 @@ use aep_core::control::{Decision, IncomingCommand, OutcomeEvent, RejectReason};
 use aep_core::steering::{DropReason, Instruction, InstructionQueue, Steering};
 use futures::Stream;
 
-use super::target::{drain, ControlTarget, Inner, State};
+use super::acks::Acks;
 use super::timer;
 use crate::emit::{EmitOptions, SessionEmitter};
 
-/// Why [`ControlTarget::instructions`] gave no stream.
+/// Why [`ControlTarget::instructions`](super::ControlTarget::instructions) gave no stream.
 ///
 /// ```
 /// let e = aep_async::control::InstructionsError::NotConfigured;
@@ -32,6 +35,28 @@ pub enum InstructionsError {
     AlreadyReading(String),
 }
 
+/// The steered sessions' queues, by session.
+pub(super) type Slots = HashMap<String, Slot>;
+
+/// The target a stream of instructions reads from, as steering sees it: the queues,
+/// under the target's one lock. Declared here and implemented by the target.
+pub(super) trait Steered: Send + Sync {
+    /// Runs `f` on the queues, holding the target's lock.
+    fn with_slots(&self, f: &mut dyn FnMut(&mut Slots));
+}
+
+/// Runs `f` on the queues of `steered`, under its lock, and returns what `f` returned.
+fn locked<R>(steered: &dyn Steered, f: impl FnOnce(&mut Slots) -> R) -> Option<R> {
+    let mut f = Some(f);
+    let mut out = None;
+    steered.with_slots(&mut |slots| {
+        if let Some(f) = f.take() {
+            out = Some(f(slots));
+        }
+    });
+    out
+}
+
 /// One session's queue and its reader.
 pub(super) struct Slot {
     queue: InstructionQueue,
@@ -43,9 +68,9 @@ pub(super) struct Slot {
 
 /// The queue of a session being attached, when the target steers (an instruction that
 /// comes before the agent reads is kept for it).
-pub(super) fn on_attach(st: &mut State, steering: Option<&Steering>, session: &str) {
+pub(super) fn on_attach(steer: &mut Slots, steering: Option<&Steering>, session: &str) {
     if let Some(steering) = steering {
-        st.steer.entry(session.to_owned()).or_insert_with(|| Slot {
+        steer.entry(session.to_owned()).or_insert_with(|| Slot {
             queue: InstructionQueue::new(steering.clone()),
             waker: None,
             reading: false,
@@ -56,12 +81,12 @@ pub(super) fn on_attach(st: &mut State, steering: Option<&Steering>, session: &s
 
 /// The session ends for steering: what is queued is dropped, each with its audit, and
 /// the reader's stream ends.
-pub(super) fn on_detach(st: &mut State, session: &str) {
-    let Some(mut slot) = st.steer.remove(session) else {
+pub(super) fn on_detach(steer: &mut Slots, acks: &Acks, session: &str) {
+    let Some(mut slot) = steer.remove(session) else {
         return;
     };
     let audits = slot.queue.drop_all(DropReason::SessionEnded);
-    if let Some(s) = st.sessions.get(session).and_then(std::sync::Weak::upgrade) {
+    if let Some(s) = acks.session(session) {
         for audit in &audits {
             emit(&s, audit);
         }
@@ -80,17 +105,21 @@ fn emit(session: &SessionEmitter, audit: &OutcomeEvent) {
 
 /// Decides an instruction for a session this target steers: queued and accepted, or
 /// rejected (a full queue, no text, too long; refused once its reader is gone). Anything
-/// else comes back for the handler.
-pub(super) fn route(inner: &Inner, incoming: IncomingCommand) -> Option<IncomingCommand> {
-    let Some(steering) = &inner.steering else {
+/// else comes back for the handler. Called under the target's lock.
+pub(super) fn route(
+    steer: &mut Slots,
+    steering: Option<&Steering>,
+    acks: &mut Acks,
+    incoming: IncomingCommand,
+) -> Option<IncomingCommand> {
+    let Some(steering) = steering else {
         return Some(incoming);
     };
     if incoming.command().event_type() != steering.instruct_type() {
         return Some(incoming);
     }
     let session = incoming.command().session().unwrap_or_default().to_owned();
-    let mut st = inner.lock();
-    let Some(slot) = st.steer.get_mut(&session) else {
+    let Some(slot) = steer.get_mut(&session) else {
         return Some(incoming);
     };
     let decision = if slot.closed {
@@ -102,14 +131,14 @@ pub(super) fn route(inner: &Inner, incoming: IncomingCommand) -> Option<Incoming
         slot.queue.offer(timer::now(), incoming.command())
     };
     let queued = decision == Decision::Accept;
-    if let Err(e) = st.core.decide(incoming.key(), decision) {
+    if let Err(e) = acks.core.decide(incoming.key(), decision) {
         tracing::warn!(error = %e, "instruction not acked");
     }
-    // The ack goes out before the reader can take the instruction, so its delivery is
-    // never on the stream ahead of its acceptance.
-    drain(&mut st, None);
+    // The ack goes out before the reader can take the instruction (the target's lock is
+    // held), so its delivery is never on the stream ahead of its acceptance.
+    acks.drain(None);
     if queued {
-        if let Some(w) = st.steer.get_mut(&session).and_then(|s| s.waker.take()) {
+        if let Some(w) = steer.get_mut(&session).and_then(|s| s.waker.take()) {
             w.wake();
         }
     }
@@ -136,19 +165,14 @@ pub(super) fn route(inner: &Inner, incoming: IncomingCommand) -> Option<Incoming
 /// # Ok(()) }
 /// ```
 pub struct Instructions {
-    inner: Arc<Inner>,
+    steered: Arc<dyn Steered>,
     session: Arc<SessionEmitter>,
     name: String,
 }
 
 impl fmt::Debug for Instructions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let waiting = self
-            .inner
-            .lock()
-            .steer
-            .get(&self.name)
-            .map_or(0, |s| s.queue.len());
+        let waiting = self.waiting();
         f.debug_struct("Instructions")
             .field("session", &self.name)
             .field("waiting", &waiting)
@@ -157,6 +181,19 @@ impl fmt::Debug for Instructions {
 }
 
 impl Instructions {
+    /// The stream of `name`'s instructions, [opened](open) on `steered`.
+    pub(super) fn new(
+        steered: Arc<dyn Steered>,
+        session: Arc<SessionEmitter>,
+        name: String,
+    ) -> Instructions {
+        Instructions {
+            steered,
+            session,
+            name,
+        }
+    }
+
     /// The next instruction, waiting for one; `None` once the session is detached.
     pub async fn next(&mut self) -> Option<Instruction> {
         futures::StreamExt::next(self).await
@@ -164,20 +201,21 @@ impl Instructions {
 
     /// The next instruction if one waits, without waiting; `None` otherwise.
     pub fn try_next(&mut self) -> Option<Instruction> {
-        let mut st = self.inner.lock();
-        let slot = st.steer.get_mut(&self.name)?;
-        let (instruction, audit) = slot.queue.next(timer::now())?.into_parts();
-        emit(&self.session, &audit);
-        Some(instruction)
+        locked(&*self.steered, |steer| {
+            let slot = steer.get_mut(&self.name)?;
+            let (instruction, audit) = slot.queue.next(timer::now())?.into_parts();
+            emit(&self.session, &audit);
+            Some(instruction)
+        })
+        .flatten()
     }
 
     /// How many instructions wait.
     pub fn waiting(&self) -> usize {
-        self.inner
-            .lock()
-            .steer
-            .get(&self.name)
-            .map_or(0, |s| s.queue.len())
+        locked(&*self.steered, |steer| {
+            steer.get(&self.name).map_or(0, |s| s.queue.len())
+        })
+        .unwrap_or(0)
     }
 
     /// The session.
@@ -191,76 +229,58 @@ impl Stream for Instructions {
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Instruction>> {
         let this = self.get_mut();
-        let mut st = this.inner.lock();
-        let Some(slot) = st.steer.get_mut(&this.name) else {
-            return Poll::Ready(None);
-        };
-        match slot.queue.next(timer::now()) {
-            Some(delivery) => {
-                let (instruction, audit) = delivery.into_parts();
-                emit(&this.session, &audit);
-                Poll::Ready(Some(instruction))
+        locked(&*this.steered, |steer| {
+            let Some(slot) = steer.get_mut(&this.name) else {
+                return Poll::Ready(None);
+            };
+            match slot.queue.next(timer::now()) {
+                Some(delivery) => {
+                    let (instruction, audit) = delivery.into_parts();
+                    emit(&this.session, &audit);
+                    Poll::Ready(Some(instruction))
+                }
+                None => {
+                    slot.waker = Some(cx.waker().clone());
+                    Poll::Pending
+                }
             }
-            None => {
-                slot.waker = Some(cx.waker().clone());
-                Poll::Pending
-            }
-        }
+        })
+        .unwrap_or(Poll::Ready(None))
     }
 }
 
 impl Drop for Instructions {
     fn drop(&mut self) {
-        let mut st = self.inner.lock();
-        let Some(slot) = st.steer.get_mut(&self.name) else {
-            return;
-        };
-        slot.reading = false;
-        slot.closed = true;
-        slot.waker = None;
-        for audit in slot.queue.drop_all(DropReason::SessionEnded) {
-            emit(&self.session, &audit);
-        }
+        locked(&*self.steered, |steer| {
+            let Some(slot) = steer.get_mut(&self.name) else {
+                return;
+            };
+            slot.reading = false;
+            slot.closed = true;
+            slot.waker = None;
+            for audit in slot.queue.drop_all(DropReason::SessionEnded) {
+                emit(&self.session, &audit);
+            }
+        });
     }
 }
 
-impl ControlTarget {
-    /// The instructions consumers send `session` (`x.{vendor}.control.instruct`, the
-    /// target's [`steering`](super::ControlTargetBuilder::steering)), as a stream;
-    /// attaches the session if it is not yet.
-    ///
-    /// Each instruction is acked when it arrives: accepted and queued (the queue holds
-    /// 20 by default, in arrival order), or rejected `invalid` when the queue is full,
-    /// the text is blank or longer than 4,000 characters. Instructions that arrive for
-    /// an attached session before the stream is opened wait in its queue.
-    pub fn instructions(
-        &self,
-        session: &Arc<SessionEmitter>,
-    ) -> Result<Instructions, InstructionsError> {
-        let Some(steering) = &self.inner.steering else {
-            return Err(InstructionsError::NotConfigured);
-        };
-        let name = session.session().to_owned();
-        self.attach(Arc::clone(session));
-        let mut st = self.inner.lock();
-        on_attach(&mut st, Some(steering), &name);
-        let Some(slot) = st.steer.get_mut(&name) else {
-            return Err(InstructionsError::NotConfigured);
-        };
-        if slot.reading {
-            return Err(InstructionsError::AlreadyReading(name));
-        }
-        slot.reading = true;
-        slot.closed = false;
-        Ok(Instructions {
-            inner: Arc::clone(&self.inner),
-            session: Arc::clone(session),
-            name,
-        })
+/// Opens `name`'s queue for a reader (the body of
+/// [`ControlTarget::instructions`](super::ControlTarget::instructions)): its queue is
+/// made if the session had none, and one reader at a time takes from it.
+pub(super) fn open(
+    steer: &mut Slots,
+    steering: &Steering,
+    name: &str,
+) -> Result<(), InstructionsError> {
+    on_attach(steer, Some(steering), name);
+    let Some(slot) = steer.get_mut(name) else {
+        return Err(InstructionsError::NotConfigured);
+    };
+    if slot.reading {
+        return Err(InstructionsError::AlreadyReading(name.to_owned()));
     }
-
-    /// The steering this target follows, if any.
-    pub fn steering(&self) -> Option<&Steering> {
-        self.inner.steering.as_ref()
-    }
+    slot.reading = true;
+    slot.closed = false;
+    Ok(())
 }

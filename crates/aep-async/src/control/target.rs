@@ -1,7 +1,6 @@
 //! [`ControlTarget`]: the receiving side, the core target state machine driven by the
 //! commands a transport hands in, an async handler, and the sessions' emitters.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -10,40 +9,42 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+use aep_core::attention::{Answer, AttentionRequest};
 use aep_core::control::{
-    self as core, CommandDelivery, CommandKey, Decision, RejectReason, TargetConfig, TargetOutput,
+    self as core, CommandDelivery, CommandKey, Decision, RejectReason, TargetConfig,
 };
 use aep_core::steering::Steering;
 use aep_core::Event;
 use serde::Serialize;
 use tokio::sync::Notify;
 
+use super::acks::{Acks, Minted};
+use super::attention::{self, AskError, Asks};
 use super::error::ControlError;
+use super::steering::{self, Instructions, InstructionsError, Slots};
 use super::timer::{self, Arm, Timed};
-use crate::emit::{self, Attrs, EmitOptions, SessionEmitter};
-use smallvec::SmallVec;
+use crate::emit::{EmitOptions, SessionEmitter};
 
 type HandlerFuture = Pin<Box<dyn Future<Output = ()> + Send>>;
 type Handler = Arc<dyn Fn(Command) -> HandlerFuture + Send + Sync>;
 
-pub(super) struct State {
-    pub(super) core: core::ControlTarget,
-    /// Weak: the emit sink's connection task holds this target as its command hook, and
-    /// the session holds the sink; a strong reference would keep all of them alive after
-    /// the agent let go.
-    pub(super) sessions: HashMap<String, Weak<SessionEmitter>>,
+/// Everything the target keeps, under its one lock: the acks, the attention loop's
+/// requests and the steered sessions' queues are decided together.
+struct State {
+    /// Core's target and the attached sessions' emitters.
+    acks: Acks,
     arm: Arm,
     /// The attention requests `ask` waits on, and their waiters (`attention`).
-    pub(super) asks: super::attention::Asks,
+    asks: Asks,
     /// Each steered session's instruction queue and its reader (`steering`).
-    pub(super) steer: HashMap<String, super::steering::Slot>,
+    steer: Slots,
 }
 
 pub(super) struct Inner {
     state: Mutex<State>,
     handler: Handler,
-    pub(super) accepts: Vec<String>,
-    pub(super) steering: Option<Steering>,
+    accepts: Vec<String>,
+    steering: Option<Steering>,
     ack_window: Option<Duration>,
     wake: Arc<Notify>,
 }
@@ -133,11 +134,10 @@ impl ControlTargetBuilder {
                 steering: self.steering,
                 ack_window: self.config.decision_window,
                 state: Mutex::new(State {
-                    core: core::ControlTarget::with_config(self.config),
-                    sessions: HashMap::new(),
+                    acks: Acks::new(core::ControlTarget::with_config(self.config)),
                     arm: Arm::default(),
-                    asks: super::attention::Asks::default(),
-                    steer: HashMap::new(),
+                    asks: Asks::default(),
+                    steer: Slots::new(),
                 }),
                 handler,
                 wake: Arc::new(Notify::new()),
@@ -188,7 +188,7 @@ impl ControlTargetBuilder {
 /// ```
 #[derive(Clone)]
 pub struct ControlTarget {
-    pub(super) inner: Arc<Inner>,
+    inner: Arc<Inner>,
 }
 
 impl fmt::Debug for ControlTarget {
@@ -197,8 +197,8 @@ impl fmt::Debug for ControlTarget {
         f.debug_struct("ControlTarget")
             .field("accepts", &self.inner.accepts)
             .field("ack_window", &self.inner.ack_window)
-            .field("sessions", &st.sessions.keys().collect::<Vec<_>>())
-            .field("remembered", &st.core.remembered())
+            .field("sessions", &st.acks.sessions.keys().collect::<Vec<_>>())
+            .field("remembered", &st.acks.core.remembered())
             .field("asks", &st.asks)
             .field(
                 "steering",
@@ -249,8 +249,8 @@ impl ControlTarget {
         let session = session.into();
         let name = session.session().to_owned();
         let mut st = self.inner.lock();
-        super::steering::on_attach(&mut st, self.inner.steering.as_ref(), &name);
-        st.sessions.insert(name, Arc::downgrade(&session));
+        steering::on_attach(&mut st.steer, self.inner.steering.as_ref(), &name);
+        st.acks.sessions.insert(name, Arc::downgrade(&session));
         session
     }
 
@@ -258,9 +258,10 @@ impl ControlTarget {
     /// logged: there is no emitter to ack through). With steering, the session's queued
     /// instructions are dropped, each audited, and its instruction stream ends.
     pub fn detach(&self, session: &str) {
-        let mut st = self.inner.lock();
-        super::steering::on_detach(&mut st, session);
-        st.sessions.remove(session);
+        let mut guard = self.inner.lock();
+        let st = &mut *guard;
+        steering::on_detach(&mut st.steer, &st.acks, session);
+        st.acks.sessions.remove(session);
     }
 
     /// Feeds one delivery of a command. New commands of an accepted type go to the
@@ -271,9 +272,9 @@ impl ControlTarget {
         let now = timer::now();
         let (delivery, decide, start_timer, wake) = {
             let mut st = self.inner.lock();
-            let delivery = st.core.handle_command(now, command)?;
-            let (decide, _) = drain(&mut st, None);
-            let deadline = st.core.poll_timeout();
+            let delivery = st.acks.core.handle_command(now, command)?;
+            let (decide, _) = st.acks.drain(None);
+            let deadline = st.acks.core.poll_timeout();
             let wake = st.arm.earlier(deadline);
             let start_timer = deadline.is_some() && st.arm.start();
             (delivery, decide, start_timer, wake)
@@ -287,9 +288,17 @@ impl ControlTarget {
         for incoming in decide {
             // An answer to a request `ask` waits on is the attention loop's to decide, an
             // instruction the steering's.
-            let Some(incoming) = super::attention::route(&self.inner, incoming)
-                .and_then(|i| super::steering::route(&self.inner, i))
-            else {
+            let routed = {
+                let mut guard = self.inner.lock();
+                let st = &mut *guard;
+                match attention::route(&mut st.asks, &mut st.acks, incoming) {
+                    Some(i) => {
+                        steering::route(&mut st.steer, self.inner.steering(), &mut st.acks, i)
+                    }
+                    None => None,
+                }
+            };
+            let Some(incoming) = routed else {
                 continue;
             };
             let key = incoming.key().clone();
@@ -335,6 +344,93 @@ impl ControlTarget {
     }
 }
 
+// The attention loop and steering on the target: each is its own module's, driven here
+// under the target's one lock.
+impl ControlTarget {
+    /// Asks a person through the attention loop (AEP-0002 §7) and waits for the answer.
+    ///
+    /// Emits `attention.requested` in `session` (severity `notice`; attaching the
+    /// session to this target if it is not yet), then waits for a
+    /// `control.attention.respond` whose `subject` is the request's id. Each answer is
+    /// checked against the request ([`AttentionRequest::check_answer`]: AEP-0006's form
+    /// rules, AEP-0008's text answers): one that does not answer it is nacked `invalid`
+    /// and the request stays pending; one that does is acked, recorded with
+    /// `attention.answered` and `attention.resolved` (cause: the command), and returned.
+    /// Past the request's [`timeout`](AttentionRequest::timeout) it emits
+    /// `attention.timeout` and returns [`AskError::TimedOut`]. Dropping the future
+    /// before then withdraws the request with `attention.resolved{resolution:
+    /// "dismissed"}`, so every request reaches one terminal.
+    ///
+    /// The target must accept `control.attention.respond`; other answers to it (no
+    /// request of this target pending under their subject) go to its handler as before.
+    /// The events are asked at capture `full` and lowered to the emitter's ceiling: at
+    /// `metadata` the prompt is synthesized and labels become placeholders (AEP-0002
+    /// §5.3); give the emitter a `redacted` ceiling and a redactor to show a person the
+    /// real question. Needs a tokio runtime with its timer.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use aep_async::control::ControlTarget;
+    /// use aep_async::{Client, Emitter, WsSinkOptions};
+    /// use aep_core::attention::{AttentionRequest, ALLOW};
+    ///
+    /// # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let target = ControlTarget::new(["control.attention.respond"], |cmd| async move {
+    ///     let _ = cmd.reject(aep_async::control::RejectReason::Invalid, "nothing of that id is pending");
+    /// });
+    /// let relay = Client::new("http://127.0.0.1:8787").token("secret");
+    /// let sink = relay.ws_sink(WsSinkOptions::new("coder", "host-a/1").command_hook(target.clone()))?;
+    /// let emitter = Emitter::new("coder", "host-a", sink);
+    /// let session = target.attach(emitter.session("s1"));
+    /// session.emit("session.started", serde_json::json!({}))?;
+    ///
+    /// let ask = AttentionRequest::permission("Run `terraform apply`?").timeout(Duration::from_secs(300));
+    /// match target.ask(&session, ask).await {
+    ///     Ok(answer) if answer.is(ALLOW) => println!("applying"),
+    ///     Ok(answer) => println!("denied: {}", answer.text().unwrap_or("no reason given")),
+    ///     Err(e) if e.is_timeout() => println!("nobody answered"),
+    ///     Err(e) => return Err(e.into()),
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub async fn ask(
+        &self,
+        session: &Arc<SessionEmitter>,
+        request: AttentionRequest,
+    ) -> Result<Answer, AskError> {
+        attention::check(&self.inner.accepts, &request)?;
+        self.attach(Arc::clone(session));
+        attention::ask(Arc::clone(&self.inner), session, request).await
+    }
+
+    /// The instructions consumers send `session` (`x.{vendor}.control.instruct`, the
+    /// target's [`steering`](ControlTargetBuilder::steering)), as a stream;
+    /// attaches the session if it is not yet.
+    ///
+    /// Each instruction is acked when it arrives: accepted and queued (the queue holds
+    /// 20 by default, in arrival order), or rejected `invalid` when the queue is full,
+    /// the text is blank or longer than 4,000 characters. Instructions that arrive for
+    /// an attached session before the stream is opened wait in its queue.
+    pub fn instructions(
+        &self,
+        session: &Arc<SessionEmitter>,
+    ) -> Result<Instructions, InstructionsError> {
+        let Some(steering) = self.inner.steering() else {
+            return Err(InstructionsError::NotConfigured);
+        };
+        let name = session.session().to_owned();
+        self.attach(Arc::clone(session));
+        steering::open(&mut self.inner.lock().steer, steering, &name)?;
+        let steered: Arc<dyn steering::Steered> = self.inner.clone();
+        Ok(Instructions::new(steered, Arc::clone(session), name))
+    }
+
+    /// The steering this target follows, if any.
+    pub fn steering(&self) -> Option<&Steering> {
+        self.inner.steering()
+    }
+}
+
 #[cfg(feature = "ws")]
 impl crate::sink::ws::CommandHook for ControlTarget {
     fn accepts(&self) -> Vec<String> {
@@ -354,6 +450,7 @@ impl crate::sink::ws::CommandHook for ControlTarget {
     fn holds(&self, session: &str) -> bool {
         self.inner
             .lock()
+            .acks
             .sessions
             .get(session)
             .is_some_and(|s| s.strong_count() > 0)
@@ -361,107 +458,53 @@ impl crate::sink::ws::CommandHook for ControlTarget {
 }
 
 impl Inner {
-    pub(super) fn lock(&self) -> MutexGuard<'_, State> {
+    fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn steering(&self) -> Option<&Steering> {
+        self.steering.as_ref()
     }
 
     /// Records `decision` and emits its ack; returns the ack as emitted and the session
     /// it went through.
     fn decide(&self, key: &CommandKey, decision: Decision) -> Result<Minted, ControlError> {
         let mut st = self.lock();
-        st.core.decide(key, decision)?;
-        let (_, mine) = drain(&mut st, Some(key));
+        st.acks.core.decide(key, decision)?;
+        let (_, mine) = st.acks.drain(Some(key));
         mine.unwrap_or_else(
             || Err(core::TargetError::NotAwaitingRecord(key.id().to_owned()).into()),
         )
     }
 }
 
+/// The attention loop's view of the target: its requests, under the one lock.
+impl attention::Desk for Inner {
+    fn with_asks<R>(&self, f: impl FnOnce(&mut Asks) -> R) -> R {
+        f(&mut self.lock().asks)
+    }
+}
+
+/// Steering's view of the target: the steered sessions' queues, under the one lock.
+impl steering::Steered for Inner {
+    fn with_slots(&self, f: &mut dyn FnMut(&mut Slots)) {
+        f(&mut self.lock().steer)
+    }
+}
+
 impl Timed for Inner {
     fn next_deadline(&self) -> Option<Instant> {
         let mut st = self.lock();
-        let d = st.core.poll_timeout();
+        let d = st.acks.core.poll_timeout();
         st.arm.set(d);
         d
     }
 
     fn fire(&self, now: Instant) {
         let mut st = self.lock();
-        st.core.handle_timeout(now);
-        drain(&mut st, None);
+        st.acks.core.handle_timeout(now);
+        st.acks.drain(None);
     }
-}
-
-/// An ack as emitted, with the session emitter it went through.
-pub(super) type Minted = (Arc<Event>, Arc<SessionEmitter>);
-
-/// Carries out everything the core target asked for: acks are minted through the
-/// session's emitter and recorded; recorded acks are re-sent as they were. Returns the
-/// commands awaiting a decision and, when `mine` is given, how minting its ack went.
-pub(super) fn drain(
-    st: &mut State,
-    mine: Option<&CommandKey>,
-) -> (
-    SmallVec<[core::IncomingCommand; 1]>,
-    Option<Result<Minted, ControlError>>,
-) {
-    let mut decide = SmallVec::new();
-    let mut minted = None;
-    while let Some(out) = st.core.poll_output() {
-        match out {
-            TargetOutput::Decide(incoming) => decide.push(incoming),
-            TargetOutput::EmitAck(ack) => {
-                let key = ack.key();
-                let session = ack.session().unwrap_or_default();
-                let data = ack.data();
-                let result = match st.sessions.get(session).and_then(Weak::upgrade) {
-                    None => Err(ControlError::UnknownSession(session.to_owned())),
-                    Some(s) => s
-                        .emit_attrs(
-                            ack.ack_type(),
-                            emit::payload_of(&data),
-                            Attrs {
-                                cause: Some(ack.cause()),
-                                ..Attrs::default()
-                            },
-                        )
-                        .map(|event| (Arc::new(event), s))
-                        .map_err(ControlError::from),
-                };
-                match &result {
-                    // Shared, not copied: the record and the handler's `Accepted` hold
-                    // the one ack.
-                    Ok((event, _)) => {
-                        if let Err(e) = st.core.record(key, Arc::clone(event)) {
-                            tracing::warn!(error = %e, "ack not recorded");
-                        }
-                    }
-                    // No ack left: forgotten, so a redelivery is decided again rather
-                    // than waiting on a record that will never come.
-                    Err(e) => {
-                        tracing::warn!(error = %e, command = key.id(), "ack not emitted");
-                        let _ = st.core.abandon(key);
-                    }
-                }
-                if mine == Some(key) {
-                    minted = Some(result);
-                }
-            }
-            TargetOutput::Redeliver(ack) => {
-                let session = ack.session().unwrap_or_default();
-                match st.sessions.get(session).and_then(Weak::upgrade) {
-                    Some(s) => {
-                        if let Err(e) = s.redeliver(&ack) {
-                            tracing::warn!(error = %e, "recorded ack not re-sent");
-                        }
-                    }
-                    None => tracing::warn!(session, "recorded ack for a detached session"),
-                }
-            }
-            other => tracing::warn!(output = ?other, "target output this driver does not know"),
-        }
-    }
-    (decide, minted)
 }
 
 /// One new command awaiting its decision, handed to the target's handler.

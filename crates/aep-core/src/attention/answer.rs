@@ -6,10 +6,9 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::request::AttentionRequest;
 use crate::payload::{
-    AttentionAnsweredAnswer, AttentionRequestedKind, AttentionRequestedOption,
-    ControlAttentionRespondAnswer,
+    AttentionAnsweredAnswer, AttentionRequestedField, AttentionRequestedKind,
+    AttentionRequestedOption, ControlAttentionRespondAnswer,
 };
 
 /// How an [`Answer`] was derived from what the responder sent.
@@ -399,9 +398,20 @@ fn named_option<'a>(options: &'a [AttentionRequestedOption], text: &str) -> Opti
     }
 }
 
-/// [`AttentionRequest::check_answer`].
+/// What an answer is checked against: the parts of the request it answers. Declared
+/// here, and filled in by the request, so that answers need not know requests.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Asked<'a> {
+    pub(super) kind: AttentionRequestedKind,
+    pub(super) fields: &'a [AttentionRequestedField],
+    pub(super) options: &'a [AttentionRequestedOption],
+    /// The option a permission's unmatched text is applied as (AEP-0008).
+    pub(super) refusing: Option<&'a str>,
+}
+
+/// [`AttentionRequest::check_answer`](super::AttentionRequest::check_answer).
 pub(super) fn check(
-    request: &AttentionRequest,
+    request: Asked<'_>,
     answer: &ControlAttentionRespondAnswer,
 ) -> Result<Answer, InvalidAnswer> {
     // Blank text is no text: a reply box left empty says nothing.
@@ -418,11 +428,11 @@ pub(super) fn check(
         request: None,
         by: None,
     };
-    if request.kind() == AttentionRequestedKind::Form {
+    if request.kind == AttentionRequestedKind::Form {
         let (None, Some(values)) = (&answer.option, &answer.values) else {
             return Err(InvalidAnswer::FormNeedsValues);
         };
-        let fields = serde_json::to_value(request.fields())
+        let fields = serde_json::to_value(request.fields)
             .map_err(|e| InvalidAnswer::Malformed(e.to_string()))?;
         let problems = form_problems(&fields, values);
         if !problems.is_empty() {
@@ -440,7 +450,7 @@ pub(super) fn check(
     if answer.values.is_some() {
         return Err(InvalidAnswer::ValuesWithoutForm);
     }
-    let options = request.options();
+    let options = request.options;
     match (&answer.option, text) {
         (Some(option), text) => {
             if options.is_empty() {
@@ -458,10 +468,10 @@ pub(super) fn check(
             if let Some(id) = named_option(options, &text) {
                 return Ok(made(Some(id.to_owned()), None, Applied::TextNamedOption));
             }
-            if request.kind() != AttentionRequestedKind::Permission {
+            if request.kind != AttentionRequestedKind::Permission {
                 return Ok(made(None, Some(text), Applied::AsSent));
             }
-            match request.refusing_option() {
+            match request.refusing {
                 Some(refusing) => Ok(made(
                     Some(refusing.to_owned()),
                     Some(text),
@@ -490,7 +500,7 @@ impl fmt::Display for Applied {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::attention::{AttentionKind, FormField};
+    use crate::attention::{AttentionKind, AttentionRequest, FormField};
     use serde_json::json;
 
     fn respond(v: Value) -> ControlAttentionRespondAnswer {

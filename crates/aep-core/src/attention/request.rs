@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::{Map, Number, Value};
 
-use super::answer::{self, Answer, InvalidAnswer};
+use super::answer::{self, Answer, Asked, InvalidAnswer};
 use crate::payload::{
     AttentionRequested, AttentionRequestedField, AttentionRequestedFieldChoice,
     AttentionRequestedFieldType, AttentionRequestedKind, AttentionRequestedOption,
@@ -403,7 +403,13 @@ impl AttentionRequest {
         &self,
         answer: &ControlAttentionRespondAnswer,
     ) -> Result<Answer, InvalidAnswer> {
-        answer::check(self, answer)
+        let asked = Asked {
+            kind: self.kind(),
+            fields: self.fields(),
+            options: self.options(),
+            refusing: self.refusing_option(),
+        };
+        answer::check(asked, answer)
     }
 }
 

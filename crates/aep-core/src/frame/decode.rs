@@ -6,7 +6,8 @@ use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Visitor};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-use super::{ErrorCode, ErrorFrame, Frame};
+use super::members::FrameError;
+use super::Frame;
 use crate::event::{Event, EventParseError};
 
 /// One WebSocket text message: an event or a frame (AEP-0003 §2). Exhaustive: a message
@@ -69,72 +70,6 @@ pub enum DecodeError {
     /// The `type` names a known frame whose members are malformed.
     #[error(transparent)]
     Frame(#[from] FrameError),
-}
-
-/// A known frame with a malformed member.
-///
-/// ```
-/// use aep_core::frame::{decode, DecodeError};
-/// let Err(DecodeError::Frame(e)) = decode(r#"{"type":"subscribe","id":"s1","from":{}}"#) else {
-///     panic!("want a frame error");
-/// };
-/// assert_eq!(e.frame_type(), "subscribe");
-/// assert_eq!(e.member(), "from");
-/// assert_eq!(e.id(), Some("s1")); // so the endpoint can answer `invalid-filter` in-band
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("`{frame_type}` frame: member `{member}` {problem}")]
-pub struct FrameError {
-    pub(super) frame_type: String,
-    pub(super) id: Option<String>,
-    pub(super) member: String,
-    pub(super) problem: String,
-}
-
-impl FrameError {
-    /// The frame's `type`.
-    pub fn frame_type(&self) -> &str {
-        &self.frame_type
-    }
-
-    /// The frame's `id` when it was a readable string: the correlation an in-band
-    /// refusal echoes (AEP-0003 §6.5).
-    pub fn id(&self) -> Option<&str> {
-        self.id.as_deref()
-    }
-
-    /// The path of the offending member, e.g. `from[2].seq`.
-    pub fn member(&self) -> &str {
-        &self.member
-    }
-
-    /// The in-band answer an endpoint owes this frame: a malformed `subscribe` is
-    /// refused with `invalid-filter`, its `id` echoed, and the connection survives
-    /// (AEP-0003 §6.5); any other malformed frame gets none, as an unreadable frame is
-    /// ignored (§2).
-    ///
-    /// ```
-    /// use aep_core::frame::{decode, DecodeError, ErrorCode, Frame};
-    /// let Err(DecodeError::Frame(e)) = decode(r#"{"type":"subscribe","id":"s1","from":{}}"#) else {
-    ///     panic!("want a frame error");
-    /// };
-    /// let refusal = e.refusal().expect("a subscribe is answered");
-    /// assert_eq!((refusal.code, refusal.id.as_deref()), (ErrorCode::InvalidFilter, Some("s1")));
-    /// let Err(DecodeError::Frame(e)) = decode(r#"{"type":"hello","versions":"0.1"}"#) else {
-    ///     panic!("want a frame error");
-    /// };
-    /// assert!(e.refusal().is_none());
-    /// ```
-    pub fn refusal(&self) -> Option<ErrorFrame> {
-        if self.frame_type != "subscribe" {
-            return None;
-        }
-        let refusal = ErrorFrame::new(ErrorCode::InvalidFilter).with_detail(self.to_string());
-        Some(match &self.id {
-            Some(id) => refusal.with_id(id.clone()),
-            None => refusal,
-        })
-    }
 }
 
 /// Reads one WebSocket text message as an event or a frame (AEP-0003 §2).

@@ -5,9 +5,40 @@
 use serde::ser::SerializeMap;
 use serde_json::{Map, Value};
 
-use super::members::{put, write_extra, Members};
-use super::FrameError;
+use super::members::{put, write_extra, FrameError, Members};
 use crate::names::open_set_as_str;
+
+// A malformed frame's answer is an `error` frame, so it is written here, above
+// `members` where the error is made (AEP-0003 §6.5).
+impl FrameError {
+    /// The in-band answer an endpoint owes this frame: a malformed `subscribe` is
+    /// refused with `invalid-filter`, its `id` echoed, and the connection survives
+    /// (AEP-0003 §6.5); any other malformed frame gets none, as an unreadable frame is
+    /// ignored (§2).
+    ///
+    /// ```
+    /// use aep_core::frame::{decode, DecodeError, ErrorCode, Frame};
+    /// let Err(DecodeError::Frame(e)) = decode(r#"{"type":"subscribe","id":"s1","from":{}}"#) else {
+    ///     panic!("want a frame error");
+    /// };
+    /// let refusal = e.refusal().expect("a subscribe is answered");
+    /// assert_eq!((refusal.code, refusal.id.as_deref()), (ErrorCode::InvalidFilter, Some("s1")));
+    /// let Err(DecodeError::Frame(e)) = decode(r#"{"type":"hello","versions":"0.1"}"#) else {
+    ///     panic!("want a frame error");
+    /// };
+    /// assert!(e.refusal().is_none());
+    /// ```
+    pub fn refusal(&self) -> Option<ErrorFrame> {
+        if self.frame_type != "subscribe" {
+            return None;
+        }
+        let refusal = ErrorFrame::new(ErrorCode::InvalidFilter).with_detail(self.to_string());
+        Some(match &self.id {
+            Some(id) => refusal.with_id(id.clone()),
+            None => refusal,
+        })
+    }
+}
 
 /// The `code` of an `error` frame.
 ///

@@ -1,10 +1,47 @@
-//! Reading and writing frame members: what every frame type shares.
+//! Reading and writing frame members: what every frame type shares, and
+//! [`FrameError`], a member that does not read.
 
 use serde::ser::SerializeMap;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use super::FrameError;
+/// A known frame with a malformed member.
+///
+/// ```
+/// use aep_core::frame::{decode, DecodeError};
+/// let Err(DecodeError::Frame(e)) = decode(r#"{"type":"subscribe","id":"s1","from":{}}"#) else {
+///     panic!("want a frame error");
+/// };
+/// assert_eq!(e.frame_type(), "subscribe");
+/// assert_eq!(e.member(), "from");
+/// assert_eq!(e.id(), Some("s1")); // so the endpoint can answer `invalid-filter` in-band
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{frame_type}` frame: member `{member}` {problem}")]
+pub struct FrameError {
+    pub(super) frame_type: String,
+    pub(super) id: Option<String>,
+    pub(super) member: String,
+    pub(super) problem: String,
+}
+
+impl FrameError {
+    /// The frame's `type`.
+    pub fn frame_type(&self) -> &str {
+        &self.frame_type
+    }
+
+    /// The frame's `id` when it was a readable string: the correlation an in-band
+    /// refusal echoes (AEP-0003 §6.5).
+    pub fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    /// The path of the offending member, e.g. `from[2].seq`.
+    pub fn member(&self) -> &str {
+        &self.member
+    }
+}
 
 /// An object being read member by member; what is left over becomes `extra`.
 pub(super) struct Members<'a> {

@@ -6,7 +6,7 @@
 //!
 //! [`ProjectedSession`]: super::ProjectedSession
 
-use super::fold::SessionAcc;
+use super::session::SessionAcc;
 use super::{Activity, PendingAttention, SessionStatus};
 use crate::resume::Position;
 

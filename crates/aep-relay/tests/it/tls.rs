@@ -1,6 +1,10 @@
 //! HTTPS and WSS served by the relay (issue 31 point 2): certificates made at run time
-//! by a private CA of the test's own; the SDK's round trips over TLS are aep-async's
-//! (`tests/it/tls.rs`), these are the relay's side with plain clients.
+//! by a private CA of the test's own. The client side of TLS is tested here too, with
+//! the crates the SDK's clients are built on: `reqwest` and `tokio-tungstenite` over
+//! rustls, trusting the test's CA and refusing a stranger's. The SDK's own clients
+//! (aep-async's `rustls`/`native-tls` features) trust only public roots (webpki's, or
+//! the system's), so no test drives them over TLS; `aep relay --tls-cert` is aep-cli's
+//! (`crates/aep-cli/tests/it/relay.rs`).
 
 use crate::common;
 

@@ -1,7 +1,6 @@
 //! The Python SDK's `tests/smoke_testing.py` scenarios: the doubles (MemorySink,
 //! ScriptedSource, ControlStub on both sides of AEP-0004). Relay-free. Its projection
 //! scenarios are aep-core's, tested there (`crates/aep-core/tests/it/projection.rs`).
-#![allow(clippy::unwrap_used)]
 
 use std::time::{Duration, Instant};
 
