@@ -117,6 +117,8 @@ impl SpanOptions {
     }
 
     /// The capture ceiling and `service.name` of `projection`, the log records' own.
+    // the OTLP exporter's (feature `export`) alone
+    #[cfg_attr(not(feature = "export"), allow(dead_code))]
     pub(crate) fn projection(mut self, projection: OtlpOptions) -> Self {
         self.projection = projection;
         self
