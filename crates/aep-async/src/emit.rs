@@ -99,11 +99,30 @@ impl EmitOptions {
     }
 }
 
-/// The optional attributes of one event being built, borrowed: an [`EmitOptions`]'
-/// own, or a control target's ack, which has only a `cause` and need not build options
-/// (and a `String` for it) per ack.
+/// The optional attributes of one event, borrowed: [`EmitOptions`] without a `String`
+/// made for any of them, for a producer on a hot path that holds them already (a
+/// `tracing` layer, a control target's ack). [`SessionEmitter::emit_with_attrs`] and
+/// [`Emitter::emit_with_attrs`] take it.
+///
+/// ```
+/// use aep_async::{EmitAttrs, Emitter};
+/// use aep_core::Severity;
+///
+/// # let path = std::env::temp_dir().join(format!("aep-attrs-doc-{}.jsonl", std::process::id()));
+/// let session = Emitter::new("a", "h", aep_async::JsonlSink::open(&path)?).session("s");
+/// let run = String::from("r1");
+/// let e = session.emit_with_attrs(
+///     "run.started",
+///     serde_json::json!({"trigger": "user"}),
+///     EmitAttrs::new().run(&run).severity(Severity::Notice),
+/// )?;
+/// assert_eq!((e.run(), e.severity()), (Some("r1"), Severity::Notice));
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct Attrs<'a> {
+#[must_use]
+pub struct EmitAttrs<'a> {
     pub(crate) subject: Option<&'a str>,
     pub(crate) run: Option<&'a str>,
     pub(crate) step: Option<&'a str>,
@@ -112,6 +131,56 @@ pub(crate) struct Attrs<'a> {
     pub(crate) severity: Option<Severity>,
     pub(crate) capture: Option<Capture>,
     pub(crate) extensions: &'a [(String, Value)],
+}
+
+/// The name the crate's own code uses.
+pub(crate) type Attrs<'a> = EmitAttrs<'a>;
+
+impl<'a> EmitAttrs<'a> {
+    /// No optional attributes.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// The `subject` attribute.
+    pub fn subject(mut self, v: &'a str) -> Self {
+        self.subject = Some(v);
+        self
+    }
+    /// The `run` attribute (session-scoped events only).
+    pub fn run(mut self, v: &'a str) -> Self {
+        self.run = Some(v);
+        self
+    }
+    /// The `step` attribute (session-scoped events only).
+    pub fn step(mut self, v: &'a str) -> Self {
+        self.step = Some(v);
+        self
+    }
+    /// The `cause` attribute: the id of the event this one answers.
+    pub fn cause(mut self, v: &'a str) -> Self {
+        self.cause = Some(v);
+        self
+    }
+    /// The `traceparent` attribute (W3C trace context).
+    pub fn traceparent(mut self, v: &'a str) -> Self {
+        self.traceparent = Some(v);
+        self
+    }
+    /// The `severity` attribute (default `info` when absent).
+    pub fn severity(mut self, v: Severity) -> Self {
+        self.severity = Some(v);
+        self
+    }
+    /// The `capture` level this event asks for; the emitter's ceiling still applies.
+    pub fn capture(mut self, v: Capture) -> Self {
+        self.capture = Some(v);
+        self
+    }
+    /// Extension attributes (AEP-0001 §5.4), checked when the event is built.
+    pub fn extensions(mut self, v: &'a [(String, Value)]) -> Self {
+        self.extensions = v;
+        self
+    }
 }
 
 impl EmitOptions {
@@ -330,6 +399,27 @@ impl Emitter {
         self.emit_agent(event_type, &data, opts.attrs(), Hand::Queue)
     }
 
+    /// [`Emitter::emit_with`] with borrowed attributes ([`EmitAttrs`]): no `String` is
+    /// made for them.
+    ///
+    /// ```
+    /// use aep_async::{EmitAttrs, Emitter};
+    /// # let path = std::env::temp_dir().join(format!("aep-attrs-agent-doc-{}.jsonl", std::process::id()));
+    /// let emitter = Emitter::new("a", "h", aep_async::JsonlSink::open(&path)?);
+    /// let hb = emitter.emit_with_attrs("agent.heartbeat", None::<()>, EmitAttrs::new().subject("probe"))?;
+    /// assert_eq!(hb.subject(), Some("probe"));
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn emit_with_attrs(
+        &self,
+        event_type: &str,
+        data: impl Serialize,
+        attrs: EmitAttrs<'_>,
+    ) -> Result<Event, EmitError> {
+        self.emit_agent(event_type, &data, attrs, Hand::Queue)
+    }
+
     /// Waits for room in the sink, then emits an agent-scoped event like
     /// [`Emitter::emit`]: backpressure instead of dropping (see [`Emitter`]).
     ///
@@ -387,7 +477,7 @@ impl Emitter {
         attrs: Attrs<'_>,
         hand: Hand<'_>,
     ) -> Result<Event, EmitError> {
-        let scope = parse_type(event_type)?.emit_scope();
+        let scope = scope_of(event_type)?;
         if scope != EmitScope::Agent {
             return Err(refused(event_type, scope));
         }
@@ -405,6 +495,9 @@ impl Emitter {
 
     /// The event of `event_type` with `data` (`None`: no payload) and `attrs`, stamped
     /// by `envelope`, with the capture ceiling applied.
+    // Inlined into its callers: an `Event` is moved out of each call, and a call
+    // boundary costs a copy of it.
+    #[inline]
     fn build(
         &self,
         envelope: &EnvelopeFactory,
@@ -414,13 +507,15 @@ impl Emitter {
     ) -> Result<Event, EmitError> {
         let inner = &*self.inner;
         let mut event = envelope.event(event_type);
-        set_extensions(
-            &mut event,
-            attrs
-                .extensions
-                .iter()
-                .map(|(n, v)| (n.as_str(), v.clone())),
-        )?;
+        if !attrs.extensions.is_empty() {
+            set_extensions(
+                &mut event,
+                attrs
+                    .extensions
+                    .iter()
+                    .map(|(n, v)| (n.as_str(), v.clone())),
+            )?;
+        }
         if let Some(v) = attrs.subject {
             event = event.with_subject(v);
         }
@@ -502,8 +597,75 @@ fn refused(event_type: &str, scope: EmitScope) -> EmitError {
     }
 }
 
-fn parse_type(event_type: &str) -> Result<EventType<'_>, EmitError> {
-    EventType::parse(event_type).map_err(|_| EmitError::Type(event_type.to_owned()))
+/// The emit scope of `event_type` (core's rule, [`EventType::emit_scope`]), or the
+/// refusal of a malformed type.
+///
+/// A producer emits a handful of types over and over, so the answers for the last few
+/// types this thread checked are kept and a repeated type costs a comparison, not a
+/// parse: the rule stays core's, only its answer is remembered.
+fn scope_of(event_type: &str) -> Result<EmitScope, EmitError> {
+    let cached = SCOPES
+        .try_with(|c| c.borrow().find(event_type))
+        .ok()
+        .flatten();
+    if let Some(scope) = cached {
+        return Ok(scope);
+    }
+    let scope = EventType::parse(event_type)
+        .map_err(|_| EmitError::Type(event_type.to_owned()))?
+        .emit_scope();
+    let _ = SCOPES.try_with(|c| c.borrow_mut().remember(event_type, scope));
+    Ok(scope)
+}
+
+/// Types longer than this are checked each time (registered types are at most 28
+/// bytes; vendor types may be longer).
+const CACHED_TYPE_BYTES: usize = 40;
+
+/// The last types a thread checked and their scopes, replaced round robin.
+struct ScopeCache {
+    entries: [(u8, [u8; CACHED_TYPE_BYTES], EmitScope); 8],
+    used: usize,
+    next: usize,
+}
+
+impl ScopeCache {
+    const fn new() -> ScopeCache {
+        ScopeCache {
+            entries: [(0, [0; CACHED_TYPE_BYTES], EmitScope::Session); 8],
+            used: 0,
+            next: 0,
+        }
+    }
+
+    fn find(&self, event_type: &str) -> Option<EmitScope> {
+        let b = event_type.as_bytes();
+        self.entries
+            .iter()
+            .take(self.used)
+            .find(|(len, text, _)| usize::from(*len) == b.len() && text.get(..b.len()) == Some(b))
+            .map(|(_, _, scope)| *scope)
+    }
+
+    fn remember(&mut self, event_type: &str, scope: EmitScope) {
+        let b = event_type.as_bytes();
+        let (Ok(len), Some(entry)) = (u8::try_from(b.len()), self.entries.get_mut(self.next))
+        else {
+            return;
+        };
+        let Some(slot) = entry.1.get_mut(..b.len()) else {
+            return;
+        };
+        slot.copy_from_slice(b);
+        entry.0 = len;
+        entry.2 = scope;
+        self.next = (self.next + 1) % self.entries.len();
+        self.used = (self.used + 1).min(self.entries.len());
+    }
+}
+
+thread_local! {
+    static SCOPES: std::cell::RefCell<ScopeCache> = const { std::cell::RefCell::new(ScopeCache::new()) };
 }
 
 /// `null` and `{}` are no payload: such an event carries no `data` at all.
@@ -695,6 +857,33 @@ impl SessionEmitter {
         self.emit_attrs(event_type, Some(&data), opts.attrs())
     }
 
+    /// [`SessionEmitter::emit_with`] with borrowed attributes ([`EmitAttrs`]): no
+    /// `String` is made for them, which is what a producer on a hot path (a `tracing`
+    /// layer) holds already.
+    ///
+    /// ```
+    /// use aep_async::{EmitAttrs, Emitter};
+    /// # let path = std::env::temp_dir().join(format!("aep-attrs-session-doc-{}.jsonl", std::process::id()));
+    /// let session = Emitter::new("a", "h", aep_async::JsonlSink::open(&path)?).session("s");
+    /// let first = session.emit("tool.requested", serde_json::json!({"tool": {"name": "grep"}}))?;
+    /// let done = session.emit_with_attrs(
+    ///     "tool.completed",
+    ///     serde_json::json!({"tool": {"name": "grep"}, "duration_ms": 3}),
+    ///     EmitAttrs::new().subject("grep").cause(first.id()),
+    /// )?;
+    /// assert_eq!((done.seq(), done.cause()), (Some(1), Some(first.id())));
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn emit_with_attrs(
+        &self,
+        event_type: &str,
+        data: impl Serialize,
+        attrs: EmitAttrs<'_>,
+    ) -> Result<Event, EmitError> {
+        self.emit_attrs(event_type, Some(&data), attrs)
+    }
+
     /// Waits for room in the sink, then emits like [`SessionEmitter::emit`]:
     /// backpressure instead of dropping, for a producer that may be faster than the
     /// network (see [`Emitter`]).
@@ -755,6 +944,9 @@ impl SessionEmitter {
 
     /// [`emit_with`](Self::emit_with) from borrowed attributes; `data` `None` for no
     /// payload.
+    // Inlined into its callers: an `Event` is moved out of each call, and a call
+    // boundary costs a copy of it.
+    #[inline]
     pub(crate) fn emit_attrs(
         &self,
         event_type: &str,
@@ -765,6 +957,9 @@ impl SessionEmitter {
     }
 
     /// Builds a session-scoped event, stamps the next `seq` and hands it to the sink.
+    // Inlined into its callers: an `Event` is moved out of each call, and a call
+    // boundary costs a copy of it.
+    #[inline]
     fn emit_session(
         &self,
         event_type: &str,
@@ -772,7 +967,7 @@ impl SessionEmitter {
         attrs: Attrs<'_>,
         hand: Hand<'_>,
     ) -> Result<Event, EmitError> {
-        let scope = parse_type(event_type)?.emit_scope();
+        let scope = scope_of(event_type)?;
         if scope != EmitScope::Session {
             return Err(refused(event_type, scope));
         }
@@ -909,6 +1104,36 @@ impl Drop for EmitPermit<'_> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The remembered answers are core's: for every kind of type, the first and the
+    /// repeated check agree, a malformed type is refused every time, and more types
+    /// than the cache holds still get their own answer.
+    #[test]
+    fn the_scope_cache_answers_as_core_does() {
+        let types = [
+            "tool.completed",
+            "agent.heartbeat",
+            "control.pause",
+            "x.acme.control.reboot",
+            "attention.routed",
+            "control.accepted",
+            "x.acme-corp.widget.spun",
+            "run.step.started",
+            "session.started",
+            "progress.updated",
+            "x.a-vendor-with-a-rather-long-name.category.something.more",
+        ];
+        for _ in 0..3 {
+            for t in types {
+                let core = EventType::parse(t).unwrap().emit_scope();
+                assert_eq!(scope_of(t).unwrap(), core, "{t}");
+            }
+        }
+        for bad in ["control", "nope.thing", "", "tool..x"] {
+            assert!(matches!(scope_of(bad), Err(EmitError::Type(_))), "{bad:?}");
+            assert!(matches!(scope_of(bad), Err(EmitError::Type(_))), "{bad:?}");
+        }
+    }
 
     /// Deciding on the value and deciding on its serialized text agree.
     #[test]

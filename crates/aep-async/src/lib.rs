@@ -89,7 +89,9 @@ pub use client::Client;
 #[cfg_attr(docsrs, doc(cfg(feature = "ws")))]
 pub use control::ControlClient;
 pub use control::{ControlError, ControlSender, ControlTarget};
-pub use emit::{EmitOptions, EmitPermit, Emitter, EmitterBuilder, EpochStore, SessionEmitter};
+pub use emit::{
+    EmitAttrs, EmitOptions, EmitPermit, Emitter, EmitterBuilder, EpochStore, SessionEmitter,
+};
 pub use error::{EmitError, TransportError, TransportErrorKind};
 pub use limits::{Limit, LimitExceeded, ReadLimits};
 pub use relays::Relays;
