@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
-use aep_async::{EmitError, Emitter};
+use aep_async::{EmitError, Emitter, SessionEmitter};
 use aep_core::{Capture, Event};
 use tracing_core::span::{Attributes, Id, Record};
 use tracing_core::{Dispatch, Subscriber};
@@ -187,12 +187,12 @@ impl Shared {
         *self.last_error.lock().unwrap_or_else(|p| p.into_inner()) = Some(text);
     }
 
-    /// Counts an emit's outcome; the event's id when it went out.
-    fn count(&self, emitted: Option<Result<Event, EmitError>>) -> Option<String> {
+    /// Counts an emit's outcome; the event when it went out.
+    fn count(&self, emitted: Option<Result<Event, EmitError>>) -> Option<Event> {
         match emitted? {
             Ok(event) => {
                 self.counters.emitted.fetch_add(1, Ordering::Relaxed);
-                Some(event.id().to_owned())
+                Some(event)
             }
             Err(e) => {
                 self.counters.failed.fetch_add(1, Ordering::Relaxed);
@@ -215,8 +215,9 @@ struct SpanState {
     opened: Instant,
     /// The opening event is out (or there is none to send).
     started: bool,
-    /// The opening event's id: the terminal's `cause`.
-    start_id: Option<String>,
+    /// The opening event, kept whole rather than a copy of its id made: its `id` is
+    /// the terminal's `cause`.
+    start: Option<Event>,
     traceparent: Option<String>,
 }
 
@@ -249,18 +250,65 @@ impl SpanState {
 #[must_use = "a builder does nothing until `build`"]
 pub struct Builder {
     emitter: Emitter,
-    session: Option<String>,
+    session: DefaultSession,
     mapping: Mapping,
     max_sessions: usize,
     max_content_bytes: usize,
 }
 
+/// The session of spans that name none.
+#[derive(Debug)]
+enum DefaultSession {
+    /// A fresh ULID.
+    Fresh,
+    /// This id, a session the layer makes.
+    Named(String),
+    /// This session emitter, which the caller holds too.
+    Given(Arc<SessionEmitter>),
+}
+
 impl Builder {
     /// The session of spans that name none (no `gen_ai.conversation.id` or
     /// `session.id` on them or around them). Default: a fresh ULID, so two runs of
-    /// the program never share a session's positions (AEP-0001 §7).
+    /// the program never share a session's positions (AEP-0001 §7). Replaces a
+    /// [`session_emitter`](Self::session_emitter).
     pub fn session(mut self, id: impl Into<String>) -> Self {
-        self.session = Some(id.into());
+        self.session = DefaultSession::Named(id.into());
+        self
+    }
+
+    /// The layer emits the events of spans that name no session, and of spans that name
+    /// `session`'s id, through `session` itself, which the agent keeps for its own
+    /// events: one `seq` counter, so the spans' events and the agent's (an
+    /// attention request it [`ask`](aep_async::control::ControlTarget::ask)s, say)
+    /// take one session's positions in the order they happen (AEP-0001 §7). Replaces
+    /// a [`session`](Self::session) id. `session` should belong to the builder's
+    /// emitter; [`AepLayer::on_session`] takes care of that.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tracing_subscriber::layer::SubscriberExt;
+    ///
+    /// let sink = aep_testing::MemorySink::new();
+    /// let emitter = aep_async::Emitter::new("my-agent", "host-a", sink.clone());
+    /// let session = Arc::new(emitter.session("conv-1"));
+    /// let layer = aep_tracing::AepLayer::builder(emitter).session_emitter(session.clone()).build();
+    /// tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+    ///     tracing::info_span!("execute_tool", gen_ai.operation.name = "execute_tool",
+    ///         gen_ai.tool.name = "search").in_scope(|| {
+    ///         // the agent's own event, between the span's two
+    ///         session.emit("progress.updated", serde_json::json!({"message": "searching"})).unwrap();
+    ///     });
+    /// });
+    /// let seqs: Vec<_> = sink.events().iter().map(|e| (e.event_type().to_owned(), e.seq())).collect();
+    /// assert_eq!(seqs, [
+    ///     ("tool.requested".to_owned(), Some(0)),
+    ///     ("progress.updated".to_owned(), Some(1)),
+    ///     ("tool.completed".to_owned(), Some(2)),
+    /// ]);
+    /// ```
+    pub fn session_emitter(mut self, session: Arc<SessionEmitter>) -> Self {
+        self.session = DefaultSession::Given(session);
         self
     }
 
@@ -316,9 +364,14 @@ impl Builder {
     {
         let mapping = Arc::new(self.mapping);
         let content = self.emitter.capture_ceiling() >= Capture::Redacted;
-        let default = self
-            .session
-            .unwrap_or_else(|| aep_core::envelope::new_ulid(SystemTime::now()).to_string());
+        let default = match self.session {
+            DefaultSession::Given(session) => session,
+            DefaultSession::Named(id) => Arc::new(self.emitter.session(id)),
+            DefaultSession::Fresh => Arc::new(
+                self.emitter
+                    .session(aep_core::envelope::new_ulid(SystemTime::now()).to_string()),
+            ),
+        };
         let layer = AepLayer {
             shared: Arc::new(Shared {
                 mapping: mapping.clone(),
@@ -342,11 +395,48 @@ impl AepLayer {
     pub fn builder(emitter: Emitter) -> Builder {
         Builder {
             emitter,
-            session: None,
+            session: DefaultSession::Fresh,
             mapping: Mapping::default(),
             max_sessions: DEFAULT_MAX_SESSIONS,
             max_content_bytes: DEFAULT_MAX_CONTENT_BYTES,
         }
+    }
+
+    /// A layer emitting on `session` and its emitter: the events of spans that name no
+    /// session, or `session`'s id, go through `session` itself, so an agent holding it
+    /// (to [`ask`](aep_async::control::ControlTarget::ask) a person, to emit its own
+    /// events) shares one session's positions with its spans; spans naming other
+    /// sessions go to sessions of the same emitter. The same as
+    /// `AepLayer::builder(session.emitter().clone()).session_emitter(session)`.
+    ///
+    /// ```no_run
+    /// use std::time::Duration;
+    /// use aep_async::control::{ControlTarget, RejectReason};
+    /// use aep_async::Emitter;
+    /// use aep_core::attention::{AttentionRequest, ALLOW};
+    /// use aep_tracing::AepLayer;
+    /// use tracing::Instrument;
+    /// use tracing_subscriber::layer::SubscriberExt;
+    ///
+    /// // `sink`: a WsSink whose command hook is `target` (answers come back as commands
+    /// // on its connection): `Client::new(url).ws_sink(WsSinkOptions::new(..).command_hook(target.clone()))`.
+    /// # async fn run(target: ControlTarget, sink: impl aep_async::Sink) -> Result<(), Box<dyn std::error::Error>> {
+    /// let session = target.attach(Emitter::new("my-agent", "host-a", sink).session("conv-1"));
+    /// let layer = AepLayer::on_session(session.clone()).build();
+    /// tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer))?;
+    /// let tool = tracing::info_span!("execute_tool", gen_ai.operation.name = "execute_tool",
+    ///     gen_ai.tool.name = "deploy");
+    /// async {
+    ///     let ask = AttentionRequest::permission("Deploy to production?").timeout(Duration::from_secs(300));
+    ///     if target.ask(&session, ask).await?.is(ALLOW) { /* deploy */ }
+    ///     Ok::<_, Box<dyn std::error::Error>>(())
+    /// }
+    /// .instrument(tool)
+    /// .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn on_session(session: Arc<SessionEmitter>) -> Builder {
+        AepLayer::builder(session.emitter().clone()).session_emitter(session)
     }
 
     /// What the layer has done so far.
@@ -459,7 +549,7 @@ impl AepLayer {
             traceparent: state.traceparent.as_deref(),
             content: self.shared.keep.content,
         };
-        state.start_id = self
+        state.start = self
             .shared
             .count(events::start(state.kind, &state.rec, span_name, common));
     }
@@ -505,11 +595,9 @@ where
         let mut rec = Recorded::default();
         attrs.record(&mut self.visitor(&mut rec, false));
         let mapping = &self.shared.mapping;
-        let kind = mapping.kind_of_name(attrs.metadata().name()).or_else(|| {
-            rec.operation
-                .as_deref()
-                .and_then(|op| mapping.kind_of_operation(op))
-        });
+        let kind = mapping
+            .kind_of_name(attrs.metadata().name())
+            .or(rec.operation);
         let kind = match (kind, &rec.session) {
             (Some(kind), _) => kind,
             (None, Some(_)) => SpanKind::Session,
@@ -535,7 +623,7 @@ where
             rec,
             opened: Instant::now(),
             started: kind == SpanKind::Session,
-            start_id: None,
+            start: None,
             traceparent: None,
         });
     }
@@ -622,7 +710,7 @@ where
             kind: state.kind,
             rec: &state.rec,
             span_name: span.name(),
-            started: state.start_id.as_deref(),
+            started: state.start.as_ref().map(Event::id),
             duration_ms,
             steps_usage,
         };
@@ -659,7 +747,7 @@ mod tests {
             },
             opened: Instant::now(),
             started: false,
-            start_id: None,
+            start: None,
             traceparent: None,
         };
         assert!(!state(None, SpanKind::Tool).ready());

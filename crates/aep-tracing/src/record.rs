@@ -5,10 +5,10 @@
 use std::fmt::{self, Write as _};
 
 use aep_core::redact::ContentDigest;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tracing_core::field::{Field, Visit};
 
-use crate::mapping::{Attr, Mapping};
+use crate::mapping::{Attr, Mapping, SpanKind};
 
 /// A structural value (a name, an id, a model) is cut to this many bytes: it is
 /// metadata, never content, and a span must not hold an unbounded copy of it.
@@ -38,20 +38,14 @@ impl Content {
             },
         }
     }
-
-    /// The content as a JSON object, for members the schema types `object` (`args`).
-    pub(crate) fn object(&self) -> Option<Map<String, Value>> {
-        match &self.value {
-            Some(Value::Object(m)) => Some(m.clone()),
-            _ => None,
-        }
-    }
 }
 
 /// The values a span recorded, by meaning.
 #[derive(Debug, Default)]
 pub(crate) struct Recorded {
-    pub(crate) operation: Option<String>,
+    /// What the span's operation maps to (read when it is recorded: the value itself
+    /// is not kept).
+    pub(crate) operation: Option<SpanKind>,
     pub(crate) session: Option<String>,
     pub(crate) agent_name: Option<String>,
     pub(crate) tool_name: Option<String>,
@@ -129,10 +123,11 @@ impl Visitor<'_> {
 
     fn text(&mut self, attr: Attr, value: &str) {
         let keep = self.keep;
+        let mapping = self.mapping;
         let r = &mut *self.record;
         let name = || Some(bounded(value, MAX_NAME_BYTES));
         match attr {
-            Attr::Operation => r.operation = name(),
+            Attr::Operation => r.operation = mapping.kind_of_operation(value),
             Attr::Session => r.session = name(),
             Attr::AgentName => r.agent_name = name(),
             Attr::ToolName => r.tool_name = name(),
@@ -252,13 +247,12 @@ mod tests {
             "no content below the content ceiling"
         );
         let kept = Content::of_text(r#"{"a":1}"#, true, 100);
-        assert_eq!(kept.object(), json!({"a": 1}).as_object().cloned());
+        assert_eq!(kept.value, Some(json!({"a": 1})));
         let too_big = Content::of_text(r#"{"a":1}"#, true, 3);
         assert!(too_big.value.is_none(), "digested, not kept");
         let text = Content::of_text("not json", true, 100);
         assert_eq!(text.digest, ContentDigest::of_text("not json"));
         assert_eq!(text.value, Some(json!("not json")));
-        assert_eq!(text.object(), None);
     }
 
     #[test]

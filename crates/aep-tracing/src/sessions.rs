@@ -46,9 +46,12 @@ pub(crate) fn usable(id: &str) -> bool {
 }
 
 impl Sessions {
-    pub(crate) fn new(emitter: Emitter, default: String, max: usize) -> Sessions {
+    /// Sessions made by `emitter`, `default` for spans that name none (and for those
+    /// naming its id): one the caller may hold too, so that its own events (an `ask`)
+    /// and the spans' share the session's positions.
+    pub(crate) fn new(emitter: Emitter, default: Arc<SessionEmitter>, max: usize) -> Sessions {
         Sessions {
-            default: Arc::new(emitter.session(default)),
+            default,
             emitter,
             named: Mutex::new(HashMap::new()),
             max,
@@ -92,7 +95,8 @@ mod tests {
     #[test]
     fn a_session_met_again_continues_its_seq_and_the_bound_refuses_new_ones() {
         let emitter = Emitter::new("a", "h", MemorySink::new());
-        let sessions = Sessions::new(emitter, "main".into(), 2);
+        let main = Arc::new(emitter.session("main"));
+        let sessions = Sessions::new(emitter, main, 2);
         let c1 = sessions.get("c1").unwrap();
         c1.emit("run.started", None::<()>).unwrap();
         drop(c1);
@@ -116,7 +120,8 @@ mod tests {
 
     #[test]
     fn ids_a_source_uri_cannot_carry_are_refused() {
-        let sessions = Sessions::new(Emitter::new("a", "h", MemorySink::new()), "m".into(), 9);
+        let emitter = Emitter::new("a", "h", MemorySink::new());
+        let sessions = Sessions::new(emitter.clone(), Arc::new(emitter.session("m")), 9);
         for bad in [
             "",
             "a b",

@@ -7,6 +7,13 @@ use serde_json::json;
 use tracing::field::Empty;
 use tracing::{error_span, info_span};
 
+use std::sync::Arc;
+
+use aep_async::Emitter;
+use aep_testing::MemorySink;
+use aep_tracing::AepLayer;
+use tracing_subscriber::layer::SubscriberExt;
+
 use crate::{assert_valid, data, traced, types};
 
 const ARGS: &str = r#"{"query": "weather in Paris", "units": "metric"}"#;
@@ -198,6 +205,67 @@ fn a_conversation_met_again_continues_its_session_and_the_rest_go_to_the_default
     let main = in_session("main");
     assert_eq!(main.len(), 12);
     assert_eq!(main[0].seq(), Some(0));
+}
+
+/// A layer built on the agent's own session: the spans naming none or naming it, and
+/// what the agent emits itself, take that one session's positions in order; another
+/// conversation goes to a session of the same emitter.
+#[test]
+fn a_layer_on_the_agents_session_shares_its_positions() {
+    let sink = MemorySink::new();
+    let emitter = Emitter::new("agent", "host-t", sink.clone());
+    let session = Arc::new(emitter.session("conv-1"));
+    let layer = AepLayer::on_session(session.clone()).build();
+    let stats = layer.inner().stats_handle();
+    tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        agent_run(None);
+        info_span!(
+            "execute_tool",
+            gen_ai.operation.name = "execute_tool",
+            gen_ai.tool.name = "deploy",
+        )
+        .in_scope(|| {
+            // the agent's own event while the tool's span is open
+            let request =
+                json!({"kind": "permission", "prompt": "Deploy?", "respond_via": ["control"]});
+            session.emit("attention.requested", request).unwrap();
+        });
+        agent_run(Some("conv-1"));
+        agent_run(Some("conv-2"));
+    });
+    let events = sink.events();
+    assert_valid(&events);
+    assert_eq!(
+        stats.stats().emitted,
+        12 * 3 + 2,
+        "the agent's own event is not the layer's"
+    );
+    let conv1: Vec<_> = events
+        .iter()
+        .filter(|e| e.session() == Some("conv-1"))
+        .collect();
+    assert_eq!(conv1.len(), 12 * 2 + 3);
+    assert!(
+        conv1
+            .iter()
+            .enumerate()
+            .all(|(n, e)| e.seq() == Some(n as u64)),
+        "one counter: the agent's event and the spans'"
+    );
+    assert_eq!(
+        types(&events)[12..15],
+        ["tool.requested", "attention.requested", "tool.completed"]
+    );
+    assert_eq!(
+        session.next_seq(),
+        27,
+        "the agent's handle saw every position taken"
+    );
+    let conv2 = events.iter().filter(|e| e.session() == Some("conv-2"));
+    assert!(conv2
+        .clone()
+        .all(|e| e.agent() == "agent" && e.epoch() == 0));
+    assert_eq!(conv2.count(), 12);
 }
 
 #[test]
