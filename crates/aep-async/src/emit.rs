@@ -495,9 +495,6 @@ impl Emitter {
 
     /// The event of `event_type` with `data` (`None`: no payload) and `attrs`, stamped
     /// by `envelope`, with the capture ceiling applied.
-    // Inlined into its callers: an `Event` is moved out of each call, and a call
-    // boundary costs a copy of it.
-    #[inline]
     fn build(
         &self,
         envelope: &EnvelopeFactory,
@@ -944,9 +941,6 @@ impl SessionEmitter {
 
     /// [`emit_with`](Self::emit_with) from borrowed attributes; `data` `None` for no
     /// payload.
-    // Inlined into its callers: an `Event` is moved out of each call, and a call
-    // boundary costs a copy of it.
-    #[inline]
     pub(crate) fn emit_attrs(
         &self,
         event_type: &str,
@@ -957,9 +951,6 @@ impl SessionEmitter {
     }
 
     /// Builds a session-scoped event, stamps the next `seq` and hands it to the sink.
-    // Inlined into its callers: an `Event` is moved out of each call, and a call
-    // boundary costs a copy of it.
-    #[inline]
     fn emit_session(
         &self,
         event_type: &str,
