@@ -71,9 +71,9 @@ pub use aep_async::{client, control, emit, error, lifecycle, sink, subscribe};
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use aep_async::{
-    Client, ControlError, ControlSender, ControlTarget, DeliveryReport, DeliveryStats, EmitError,
-    EmitOptions, EmitPermit, Emitter, EmitterBuilder, JsonlSink, Limit, LimitExceeded, Notice,
-    ReadLimits, Relays, ReportHandler, ReserveFuture, ResumePosition, SessionEmitter, Sink,
+    Client, ControlError, ControlSender, ControlTarget, DeliveryReport, DeliveryStats, EmitAttrs,
+    EmitError, EmitOptions, EmitPermit, Emitter, EmitterBuilder, JsonlSink, Limit, LimitExceeded,
+    Notice, ReadLimits, Relays, ReportHandler, ReserveFuture, ResumePosition, SessionEmitter, Sink,
     SinkFuture, StartFrom, SubscribeOptions, Subscription, Transport, TransportError,
     TransportErrorKind,
 };

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aep_async::emit::EpochStore;
-use aep_async::{DeliveryStats, EmitError, EmitOptions, EmitPermit, Sink};
+use aep_async::{DeliveryStats, EmitAttrs, EmitError, EmitOptions, EmitPermit, Sink};
 use aep_core::redact::Redactor;
 use aep_core::{Capture, Event};
 use serde::Serialize;
@@ -144,6 +144,26 @@ impl Emitter {
         opts: EmitOptions,
     ) -> Result<Event, EmitError> {
         self.inner.emit_with(event_type, data, opts)
+    }
+
+    /// [`Emitter::emit_with`] with borrowed attributes; see
+    /// [`aep_async::Emitter::emit_with_attrs`].
+    ///
+    /// ```
+    /// # let path = std::env::temp_dir().join(format!("aep-blocking-attrs-{}.jsonl", std::process::id()));
+    /// let emitter = aep_blocking::Emitter::new("a", "h", aep_blocking::JsonlSink::open(&path)?);
+    /// let hb = emitter.emit_with_attrs("agent.heartbeat", None::<()>, aep_blocking::EmitAttrs::new().subject("probe"))?;
+    /// assert_eq!(hb.subject(), Some("probe"));
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn emit_with_attrs(
+        &self,
+        event_type: &str,
+        data: impl Serialize,
+        attrs: EmitAttrs<'_>,
+    ) -> Result<Event, EmitError> {
+        self.inner.emit_with_attrs(event_type, data, attrs)
     }
 
     /// Blocks until the sink has room, then emits an agent-scoped event; see
@@ -350,6 +370,26 @@ impl SessionEmitter {
         opts: EmitOptions,
     ) -> Result<Event, EmitError> {
         self.inner.emit_with(event_type, data, opts)
+    }
+    /// [`SessionEmitter::emit_with`] with borrowed attributes; see
+    /// [`aep_async::SessionEmitter::emit_with_attrs`].
+    ///
+    /// ```
+    /// # let path = std::env::temp_dir().join(format!("aep-blocking-sattrs-{}.jsonl", std::process::id()));
+    /// let session = aep_blocking::Emitter::new("a", "h", aep_blocking::JsonlSink::open(&path)?).session("s");
+    /// let run = String::from("r1");
+    /// let e = session.emit_with_attrs("run.started", serde_json::json!({}), aep_blocking::EmitAttrs::new().run(&run))?;
+    /// assert_eq!(e.run(), Some("r1"));
+    /// # std::fs::remove_file(&path).ok();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn emit_with_attrs(
+        &self,
+        event_type: &str,
+        data: impl Serialize,
+        attrs: EmitAttrs<'_>,
+    ) -> Result<Event, EmitError> {
+        self.inner.emit_with_attrs(event_type, data, attrs)
     }
     /// Blocks until the sink has room, then emits a session-scoped event: the waiting
     /// path for bulk data, which loses nothing to a full queue; see

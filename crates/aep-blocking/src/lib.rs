@@ -70,9 +70,9 @@ pub mod sink;
 pub mod subscribe;
 
 pub use aep_async::{
-    DeliveryReport, DeliveryStats, EmitError, EmitOptions, EmitPermit, EpochStore, Limit,
-    LimitExceeded, Notice, ReadLimits, Relays, ResumePosition, StartFrom, SubscribeOptions,
-    Transport, TransportError, TransportErrorKind,
+    DeliveryReport, DeliveryStats, EmitAttrs, EmitError, EmitOptions, EmitPermit, EpochStore,
+    Limit, LimitExceeded, Notice, ReadLimits, Relays, ResumePosition, StartFrom,
+    SubscribeOptions, Transport, TransportError, TransportErrorKind,
 };
 pub use client::Client;
 #[cfg(feature = "ws")]
