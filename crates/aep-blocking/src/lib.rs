@@ -71,8 +71,8 @@ pub mod subscribe;
 
 pub use aep_async::{
     DeliveryReport, DeliveryStats, EmitAttrs, EmitError, EmitOptions, EmitPermit, EpochStore,
-    Limit, LimitExceeded, Notice, ReadLimits, Relays, ResumePosition, StartFrom,
-    SubscribeOptions, Transport, TransportError, TransportErrorKind,
+    Limit, LimitExceeded, Notice, ReadLimits, Relays, ResumePosition, StartFrom, SubscribeOptions,
+    Transport, TransportError, TransportErrorKind,
 };
 pub use client::Client;
 #[cfg(feature = "ws")]
