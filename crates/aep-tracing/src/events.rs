@@ -1,7 +1,10 @@
 //! A mapped span's AEP events, built from what it recorded: the opening event when
 //! the span starts, the terminal when it closes (AEP-0002 §2: paired, the terminal's
-//! `cause` the opening event's `id`). Payloads are aep-core's registered types, so
-//! they are the registry's shapes by construction.
+//! `cause` the opening event's `id`). A run's payloads and a failure's are aep-core's
+//! registered types, the registry's shapes by construction; the ones every mapped span
+//! pays for (a tool's, a step's) are written straight from the record, in the same
+//! shapes (a unit test compares them with those types, the integration tests validate
+//! every event), with no string copied and no map built first.
 
 use std::sync::Arc;
 
