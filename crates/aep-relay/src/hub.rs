@@ -254,7 +254,7 @@ impl Hub {
                 [] => Admitting::Done(Default::default()),
                 stored => self.storage.admit(stored),
             };
-            (st.subs.list(), plan.fan_out, plan.commands, admitting)
+            (st.subs.index(), plan.fan_out, plan.commands, admitting)
         };
         // commands, in order, once the lock is free; a refused one is not fanned out
         let mut forwards = Vec::new();
@@ -283,7 +283,7 @@ impl Hub {
                 );
             }
         }
-        if !subs.is_empty() {
+        if subs.len() > 0 {
             let events = batch
                 .into_iter()
                 .zip(fan_out)
@@ -322,9 +322,9 @@ impl Hub {
                     gate.send_replace(Gate::parked(st.generation));
                 }
             }
-            st.subs.list()
+            st.subs.index()
         };
-        if !subs.is_empty() {
+        if subs.len() > 0 {
             let batch: Vec<Incoming<'static>> =
                 admitted.events.into_iter().map(Incoming::stored).collect();
             fanout::fan_out(&subs, &batch).await;
