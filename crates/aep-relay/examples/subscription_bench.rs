@@ -9,6 +9,8 @@
 //!   below), then the same N events are posted. Every socket is read throughout, and
 //!   the run ends once every event a filter takes has reached its socket: the count is
 //!   checked against the mix, so nothing may be lost for speed.
+//! - `unmatched`: the same subscriptions, and events of sessions none of them pins: the
+//!   cost of routing alone, nothing delivered.
 //!
 //! The mix, per socket, most pinning a session (as an agent's tab or `aep tail --session`
 //! does): 87 `{"session": s}`, 10 `{"session": s, "type": "progress.*"}`, 2
@@ -104,6 +106,25 @@ fn session_name(n: usize) -> String {
     format!("bench-s{n}")
 }
 
+/// What a run holds: no subscription, the mix with events it takes, or the mix with
+/// events of sessions it does not pin.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Config {
+    None,
+    Subscribed,
+    Unmatched,
+}
+
+impl Config {
+    fn name(self) -> &'static str {
+        match self {
+            Config::None => "none",
+            Config::Subscribed => "subscribed",
+            Config::Unmatched => "unmatched",
+        }
+    }
+}
+
 /// Subscription `j` of socket `i`: its filter, and the event session it takes, if any.
 fn subscription(i: usize, j: usize, per_socket: usize) -> (String, Option<usize>) {
     let g = i * per_socket + j;
@@ -128,7 +149,7 @@ fn subscription(i: usize, j: usize, per_socket: usize) -> (String, Option<usize>
 
 /// The NDJSON bodies of one configuration's events, built before the clock starts, and
 /// the count of deliveries the mix takes of them.
-fn bodies(o: &Options) -> (Vec<String>, u64) {
+fn bodies(o: &Options, config: Config) -> (Vec<String>, u64) {
     let mut taken = vec![0u64; SESSIONS];
     for i in 0..o.sockets {
         for j in 0..o.per_socket {
@@ -141,8 +162,14 @@ fn bodies(o: &Options) -> (Vec<String>, u64) {
     let lines: Vec<String> = (0..o.events)
         .map(|n| {
             let s = n % SESSIONS;
-            expected += taken[s];
             let agent = format!("agent{}", n % AGENTS);
+            if config == Config::Unmatched {
+                let session = format!("bench-unmatched{s}");
+                return common::event(&agent, &session, n / SESSIONS, "notice", 180);
+            }
+            if config == Config::Subscribed {
+                expected += taken[s];
+            }
             common::event(&agent, &session_name(s), n / SESSIONS, "notice", 180)
         })
         .collect();
@@ -212,14 +239,15 @@ struct Run {
     peak_rss_kib: Option<u64>,
 }
 
-async fn run(o: &Options, subscribed: bool) -> Result<Run, String> {
+async fn run(o: &Options, config: Config) -> Result<Run, String> {
+    let subscribed = config != Config::None;
     let mut relay: RelayProcess = start_relay(
         Command::new(&o.relay_bin),
         // every consumer comes from this machine: no per-peer bound
         &["--max-connections-per-peer", "0", "--max-sessions", "2000"],
     )?;
     let url = relay.url().to_owned();
-    let (bodies, expected) = bodies(o);
+    let (bodies, expected) = bodies(o, config);
     let delivered = Arc::new(AtomicU64::new(0));
     let mut readers = Vec::new();
     let started = Instant::now();
@@ -280,43 +308,41 @@ async fn main() {
         "subscription_bench: {} events per run in batches of {}, {} rounds; {} sockets x {} subscriptions = {total}; relay {}",
         o.events, o.batch, o.rounds, o.sockets, o.per_socket, o.relay_bin
     );
-    let (mut none, mut subscribed) = (Vec::new(), Vec::new());
+    let configs = [Config::None, Config::Subscribed, Config::Unmatched];
+    let mut rates: Vec<Vec<f64>> = vec![Vec::new(); configs.len()];
     for round in 1..=o.rounds {
-        // alternate which goes first, so neither always meets a warmer machine
-        let order = if round % 2 == 1 {
-            [false, true]
-        } else {
-            [true, false]
-        };
-        for with in order {
-            match run(&o, with).await {
+        // rotate which goes first, so none always meets a warmer machine
+        for k in 0..configs.len() {
+            let at = (k + round) % configs.len();
+            let config = configs[at];
+            match run(&o, config).await {
                 Ok(r) => {
                     println!(
                         "round {round} {:<10} {:>9.0} events/s  setup {:>6.2} s  delivered {:>6}  peak RSS {}",
-                        if with { "subscribed" } else { "none" },
+                        config.name(),
                         r.rate,
                         r.setup.as_secs_f64(),
                         r.delivered,
                         mib(r.peak_rss_kib)
                     );
-                    if with {
-                        subscribed.push(r.rate);
-                    } else {
-                        none.push(r.rate);
-                    }
+                    rates[at].push(r.rate);
                 }
                 Err(why) => {
-                    eprintln!("round {round}: {why}");
+                    eprintln!("round {round} {}: {why}", config.name());
                     std::process::exit(1);
                 }
             }
         }
     }
-    let (a, b) = (median(none.clone()), median(subscribed.clone()));
-    println!(
-        "none:       median {a:.0} events/s ({})\nsubscribed: median {b:.0} events/s ({}) with {total} subscriptions\nratio:      {:.2}",
-        range(&none),
-        range(&subscribed),
-        b / a
-    );
+    let anchor = median(rates[0].clone());
+    for (config, rates) in configs.iter().zip(&rates) {
+        let m = median(rates.clone());
+        println!(
+            "{:<10}  median {m:>7.0} events/s ({})  {:.2} of none",
+            config.name(),
+            range(rates),
+            m / anchor
+        );
+    }
+    println!("({total} subscriptions in the subscribed and unmatched runs)");
 }
