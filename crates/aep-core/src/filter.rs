@@ -37,6 +37,10 @@ use serde_json::{Map, Value};
 use crate::event::{check_extension_name, EnvelopeView, Event, ExtensionError};
 use crate::level::{Capture, Severity, CAPTURE_NAMES, SEVERITY_NAMES};
 
+mod pin;
+
+pub use pin::{type_category, Pin, PinAttr};
+
 /// The core attributes a filter may name (AEP-0003 §6.2 rule 1), besides extension
 /// attribute names.
 ///

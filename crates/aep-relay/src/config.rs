@@ -152,6 +152,7 @@ pub struct RelayConfig {
     header_timeout: Duration,
     hello_timeout: Duration,
     max_subscriptions: usize,
+    max_relay_subscriptions: usize,
     max_session_bytes: usize,
     max_store_bytes: usize,
     fsync: Fsync,
@@ -212,6 +213,7 @@ impl Default for RelayConfig {
             header_timeout: Duration::from_secs(10),
             hello_timeout: Duration::from_secs(10),
             max_subscriptions: 100,
+            max_relay_subscriptions: 50_000,
             max_session_bytes: 64 << 20,
             max_store_bytes: 512 << 20,
             fsync: Fsync::Batch,
@@ -286,6 +288,7 @@ pub(crate) static SETTINGS: &[Setting] = &[
     setting("header-timeout-ms", "AEP_HEADER_TIMEOUT_MS", "MS", "To send a request's headers, and to hold an idle keep-alive connection; 0: no limit [default: 10000]"),
     setting("hello-timeout-ms", "AEP_HELLO_TIMEOUT_MS", "MS", "A WebSocket may go this long without hello; hello-required and close 1002 past it [default: 10000]"),
     setting("max-subscriptions", "AEP_MAX_SUBSCRIPTIONS", "N", "Subscriptions on one WebSocket, subscribe and subscription.requested together; limit-exceeded beyond [default: 100]"),
+    setting("max-relay-subscriptions", "AEP_MAX_RELAY_SUBSCRIPTIONS", "N", "Live subscriptions on this relay, every socket and stream together; one more is refused (limit-exceeded on a WebSocket, 503 on /stream) and counted on /healthz [default: 50000]"),
     setting("max-session-bytes", "AEP_MAX_SESSION_BYTES", "BYTES", "Bytes replayed per session; the oldest events are evicted, as past --buffer; refused with --nats (bound the stream with the server's limits) [default: 67108864]"),
     setting("max-store-bytes", "AEP_MAX_STORE_BYTES", "BYTES", "Bytes over all sessions; the least recently written sessions are evicted; refused with --nats (bound the stream with the server's limits) [default: 536870912]"),
     setting("fsync", "AEP_FSYNC", "MODE", "With --data-dir, what a 2xx waits for: always (fdatasync, group commit), batch (the write; files synced every interval), never (the write). Every mode survives kill -9; only always survives a power cut [default: batch]"),
@@ -408,6 +411,7 @@ impl RelayConfig {
                 self.header_timeout = Duration::from_millis(parse_num(name, value)?)
             }
             "max-subscriptions" => self.max_subscriptions = parse_num(name, value)?,
+            "max-relay-subscriptions" => self.max_relay_subscriptions = parse_num(name, value)?,
             "max-session-bytes" => self.max_session_bytes = parse_num(name, value)?,
             "max-store-bytes" => self.max_store_bytes = parse_num(name, value)?,
             "fsync" => {
@@ -900,6 +904,27 @@ impl RelayConfig {
     /// Subscriptions one WebSocket connection may hold at once.
     pub fn max_subscriptions(&self) -> usize {
         self.max_subscriptions
+    }
+
+    /// Live subscriptions the whole relay may hold at once, every WebSocket and SSE
+    /// stream together (default 50,000; issue 32). One more is refused as AEP-0003 §6.5
+    /// refuses a resource limit: `limit-exceeded` on a WebSocket (`subscribe` or
+    /// `subscription.requested`), `503` with `Retry-After` on `GET /stream`; each refusal
+    /// is counted in `/healthz` (`refused_subscriptions`). A `live=0` replay holds no
+    /// live subscription and is never refused.
+    ///
+    /// ```
+    /// let config = aep_relay::RelayConfig::default().with_max_relay_subscriptions(40_000);
+    /// assert_eq!(config.max_relay_subscriptions(), 40_000);
+    /// ```
+    pub fn with_max_relay_subscriptions(mut self, subscriptions: usize) -> Self {
+        self.max_relay_subscriptions = subscriptions;
+        self
+    }
+
+    /// Live subscriptions the whole relay may hold at once.
+    pub fn max_relay_subscriptions(&self) -> usize {
+        self.max_relay_subscriptions
     }
 
     /// Bytes of replay buffer per session (default 64 MiB): past it the session's

@@ -12,6 +12,7 @@
 //! in-place reading, and a parse only to lower the event or where the reading does not
 //! take it (escapes, ...). Each decides every filter as the parse would (`proto`).
 
+use aep_core::filter::{type_category, PinAttr};
 use aep_core::{Capture, EnvelopeView, Event, Severity};
 use bytes::Bytes;
 
@@ -114,6 +115,42 @@ impl<'e> Delivering<'e> {
     /// What backpressure may drop (AEP-0003 §8.4).
     pub(crate) fn severity(&self) -> Severity {
         self.encoded.severity()
+    }
+
+    /// The key this event is filed under for `attr` (its session, agent or type
+    /// category, `aep_core::filter::PinAttr::key_of`), as fan-out's index looks it up:
+    /// read from what is held, the frame where it says (session, type), the reading in
+    /// place or a parse otherwise, each made once. `None`: no session, or an event that
+    /// does not parse, which no filter takes.
+    pub(crate) fn pin_key(&mut self, attr: PinAttr) -> Option<&str> {
+        let Delivering {
+            encoded,
+            held,
+            view,
+            parsed,
+        } = self;
+        let encoded: &'e Encoded = encoded;
+        match held {
+            Held::Parsed(event) => attr.key_of(event),
+            Held::InPlace(view) => attr.key_of_view(view),
+            Held::Bytes { session } => match attr {
+                PinAttr::Session => *session.get_or_insert_with(|| encoded.session()),
+                PinAttr::Category => Some(type_category(encoded.event_type())),
+                PinAttr::Agent => {
+                    let view = view.get_or_insert_with(|| {
+                        std::str::from_utf8(encoded.json_slice())
+                            .ok()
+                            .and_then(EnvelopeView::read)
+                    });
+                    if let Some(view) = view {
+                        return Some(view.agent());
+                    }
+                    // not read in place (escapes, ...): the parse reads it
+                    let parse = || Event::from_slice(encoded.json_slice()).ok();
+                    parsed.get_or_insert_with(parse).as_ref().map(Event::agent)
+                }
+            },
+        }
     }
 
     /// What `reader` is sent of this event: nothing when its filter does not take it,

@@ -143,6 +143,16 @@ impl Encoded {
         }
     }
 
+    /// The event's `type`, read back from the SSE `event:` line.
+    pub(crate) fn event_type(&self) -> &str {
+        const EVENT: usize = b"event: ".len();
+        let end = (self.data_at as usize).saturating_sub(b"\ndata: ".len());
+        self.sse
+            .get(EVENT..end)
+            .and_then(|t| std::str::from_utf8(t).ok())
+            .unwrap_or_default()
+    }
+
     /// The session of a sequenced session event, read back from its `id:` line.
     pub(crate) fn session(&self) -> Option<&str> {
         if !self.positioned {
@@ -202,6 +212,7 @@ pub(crate) mod tests {
             b"event: progress.status\ndata: {\"id\":\"x\"}\nid: s:1:7\n\n"
         );
         assert_eq!(e.session(), Some("s"));
+        assert_eq!(e.event_type(), "progress.status");
         assert_eq!(e.position(), Some(Position::new(1, 7)));
         let unpositioned = Encoded::new(b"{}", "t.x", None, "src", "i", Severity::Info);
         assert_eq!(
@@ -209,6 +220,7 @@ pub(crate) mod tests {
             (None, None)
         );
         assert_eq!(&unpositioned.sse()[..], b"event: t.x\ndata: {}\n\n");
+        assert_eq!(unpositioned.event_type(), "t.x");
     }
 
     /// The framing of a parsed event and of the same event read in place agree.

@@ -1,13 +1,16 @@
 //! Fan-out (AEP-0003 §5, §8.4): the live subscriptions, and each accepted event offered
-//! to every one in turn, as `delivery` frames it for that reader.
+//! to the ones that can take it, as `delivery` frames it for that reader.
 //!
-//! The loop never waits: each reader is handed its events in runs, and afterwards one
-//! wait, all at once, for the readers that must catch up (`outbox::Pacing`).
+//! An event is offered only to the subscriptions filed under its own session, agent and
+//! type category, and to those that pin nothing (`index`), in hub-id order. The loop
+//! never waits: each reader is handed its events in runs, and afterwards one wait, all
+//! at once, for the readers that must catch up (`outbox::Pacing`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use aep_core::filter::PinAttr;
 use aep_core::Severity;
 use bytes::Bytes;
 use smallvec::SmallVec;
@@ -16,6 +19,11 @@ use crate::delivery::{Delivering, Reader};
 use crate::encoded::Binding;
 use crate::line::Incoming;
 use crate::outbox::{self, End, Outbox, Pacing};
+
+mod index;
+
+pub(crate) use index::Index;
+use index::Merged;
 
 /// A live subscription: one SSE stream, or one `subscribe` on a WebSocket.
 #[derive(Debug)]
@@ -27,14 +35,16 @@ pub(crate) struct Sub {
     pub(crate) outbox: Arc<Outbox>,
 }
 
-/// The live subscriptions by hub id: adding or removing one costs the same whatever
-/// their number (a list copied per change took 70 s for 50,000).
+/// The live subscriptions by hub id, and filed by what their filters pin: adding or
+/// removing one costs the same whatever their number (a list copied per change took
+/// 70 s for 50,000).
 #[derive(Debug)]
 pub(crate) struct Subscribers {
     subs: BTreeMap<u64, Arc<Sub>>,
-    /// The list ingest fans out to without the lock, built again by the first ingest
-    /// after a change.
-    list: Option<Arc<[Arc<Sub>]>>,
+    index: Index,
+    /// The index ingest fans out to without the lock, taken by the first ingest after a
+    /// change (a copy of the index's maps, sharing their lists).
+    snapshot: Option<Arc<Index>>,
     /// How many need each event parsed ([`Reader::needs_parsed`]), readable without
     /// the lock through [`Subscribers::parsing`].
     parsing: Arc<AtomicUsize>,
@@ -44,7 +54,8 @@ impl Default for Subscribers {
     fn default() -> Subscribers {
         Subscribers {
             subs: BTreeMap::new(),
-            list: None,
+            index: Index::default(),
+            snapshot: None,
             parsing: Arc::new(AtomicUsize::new(0)),
         }
     }
@@ -66,8 +77,10 @@ impl Subscribers {
         if sub.reader.needs_parsed() {
             self.parsing.fetch_add(1, Ordering::AcqRel);
         }
-        self.subs.insert(sub.id, Arc::new(sub));
-        self.list = None;
+        let sub = Arc::new(sub);
+        self.index.add(&sub);
+        self.subs.insert(sub.id, sub);
+        self.snapshot = None;
     }
 
     pub(crate) fn remove(&mut self, id: u64) {
@@ -75,15 +88,16 @@ impl Subscribers {
             if sub.reader.needs_parsed() {
                 self.parsing.fetch_sub(1, Ordering::AcqRel);
             }
-            self.list = None;
+            self.index.remove(&sub);
+            self.snapshot = None;
         }
     }
 
-    /// The list to fan out to.
-    pub(crate) fn list(&mut self) -> Arc<[Arc<Sub>]> {
-        let subs = &self.subs;
-        self.list
-            .get_or_insert_with(|| subs.values().cloned().collect())
+    /// The index to fan out to, as it is now.
+    pub(crate) fn index(&mut self) -> Arc<Index> {
+        let index = &self.index;
+        self.snapshot
+            .get_or_insert_with(|| Arc::new(index.clone()))
             .clone()
     }
 
@@ -110,20 +124,20 @@ impl Subscribers {
 
 /// Hands each live subscription the events it takes, in order, then waits for the
 /// readers that must catch up.
-pub(crate) async fn fan_out<'a, 't: 'a, I>(subs: &[Arc<Sub>], events: I)
+pub(crate) async fn fan_out<'a, 't: 'a, I>(index: &Index, events: I)
 where
     I: IntoIterator<Item = &'a Incoming<'t>>,
 {
-    let mut runs = Runs::new(subs);
+    let mut runs = Runs::default();
     for incoming in events {
         let mut delivering = Delivering::new(incoming);
         let severity = delivering.severity();
-        for (at, sub) in subs.iter().enumerate() {
+        for sub in offered(index, &mut delivering) {
             if sub.outbox.is_closed() {
                 continue;
             }
             if let Some(bytes) = delivering.frame_for(&sub.reader) {
-                runs.offer(at, &sub.outbox, bytes, severity);
+                runs.offer(&sub.outbox, bytes, severity);
             }
         }
     }
@@ -132,62 +146,71 @@ where
     runs.pace().await;
 }
 
+/// The subscriptions an event is offered to: those filed under its keys, and those that
+/// pin nothing, in hub-id order. A key is read only where some subscription pins it.
+fn offered<'i>(index: &'i Index, delivering: &mut Delivering<'_>) -> Merged<'i> {
+    let mut lists: [&'i [Arc<Sub>]; 4] = [index.unpinned(), &[], &[], &[]];
+    for (list, attr) in lists.iter_mut().skip(1).zip(PinAttr::ALL) {
+        if index.pins(attr) {
+            if let Some(key) = delivering.pin_key(attr) {
+                *list = index.filed(attr, key);
+            }
+        }
+    }
+    Merged::new(lists)
+}
+
 /// The runs of one fan-out, one per reader queue. Subscriptions on one connection share
 /// its queue, so they share a run: the connection then gets a session's events in ingest
 /// order whichever subscriptions matched them (AEP-0003 §7 resumes by high-water mark).
 /// Dropping it flushes what it holds, so an ingest whose request is cancelled still
 /// delivers every event it had accepted for a reader that could take it.
+#[derive(Default)]
 struct Runs<'a> {
     // Inline for a handful of readers: this is built for every WebSocket event.
     outboxes: SmallVec<[&'a Outbox; 4]>,
     runs: SmallVec<[outbox::Run; 4]>,
     /// Per run, when this ingest waits for that reader: the rest of the batch for it.
     pacing: SmallVec<[Option<Pacing<'a>>; 4]>,
-    /// Subscription index -> index into `runs`.
-    run_of: SmallVec<[usize; 8]>,
+    /// Queue (its address) -> index into `runs`, once there are more than [`SCAN`].
+    by_queue: HashMap<usize, usize>,
 }
 
+/// Queues found by a scan of the list; past that, a map.
+const SCAN: usize = 8;
+
 impl<'a> Runs<'a> {
-    fn new(subs: &'a [Arc<Sub>]) -> Runs<'a> {
-        let mut outboxes: SmallVec<[&'a Outbox; 4]> = SmallVec::new();
-        // A WS event is ingested alone, so this runs per event: a scan for the usual
-        // handful of subscriptions, a map past that.
-        let mut by_queue: HashMap<*const Outbox, usize> = HashMap::new();
-        let small = subs.len() <= 8;
-        let run_of = subs
-            .iter()
-            .map(|sub| {
-                let queue: &'a Outbox = &sub.outbox;
-                if small {
-                    if let Some(at) = outboxes.iter().position(|o| std::ptr::eq(*o, queue)) {
-                        return at;
-                    }
-                    outboxes.push(queue);
-                    return outboxes.len() - 1;
-                }
-                *by_queue.entry(queue as *const Outbox).or_insert_with(|| {
-                    outboxes.push(queue);
-                    outboxes.len() - 1
-                })
-            })
-            .collect();
-        let runs = outboxes.iter().map(|_| outbox::Run::default()).collect();
-        let pacing = outboxes.iter().map(|_| None).collect();
-        Runs {
-            outboxes,
-            runs,
-            pacing,
-            run_of,
+    /// The run of `queue`, made the first time one of its subscriptions takes an event:
+    /// an ingest costs the readers it reaches, not every reader.
+    fn run_of(&mut self, queue: &'a Outbox) -> usize {
+        let key = std::ptr::from_ref(queue) as usize;
+        if self.by_queue.is_empty() {
+            if let Some(at) = self.outboxes.iter().position(|o| std::ptr::eq(*o, queue)) {
+                return at;
+            }
+            if self.outboxes.len() >= SCAN {
+                let known = self.outboxes.iter().enumerate();
+                self.by_queue
+                    .extend(known.map(|(at, o)| (std::ptr::from_ref(*o) as usize, at)));
+            }
+        } else if let Some(&at) = self.by_queue.get(&key) {
+            return at;
         }
+        let at = self.outboxes.len();
+        self.outboxes.push(queue);
+        self.runs.push(outbox::Run::default());
+        self.pacing.push(None);
+        if !self.by_queue.is_empty() {
+            self.by_queue.insert(key, at);
+        }
+        at
     }
 
-    /// Offers one event to subscription `sub`'s queue without waiting. A reader that
+    /// Offers one event to a subscription's queue without waiting. A reader that
     /// must first catch up (and that no other ingest waits for) is held for
     /// [`Runs::pace`], with every later event of the batch for it, in order.
-    fn offer(&mut self, sub: usize, outbox: &'a Outbox, bytes: Bytes, severity: Severity) {
-        let Some(run) = self.run_of.get(sub).copied() else {
-            return;
-        };
+    fn offer(&mut self, outbox: &'a Outbox, bytes: Bytes, severity: Severity) {
+        let run = self.run_of(outbox);
         let (Some(pending), Some(pacing)) = (self.runs.get_mut(run), self.pacing.get_mut(run))
         else {
             return;

@@ -24,7 +24,7 @@ use serde_json::{json, Value};
 use crate::config::Token;
 use crate::console::{self, Console};
 use crate::encoded::Binding;
-use crate::hub::{Hub, ReplayAsk, SubscribeRequest};
+use crate::hub::{Full, Hub, ReplayAsk, SubscribeRequest};
 use crate::line::{parse_line, Incoming, LineError};
 use crate::outbox::{Drain, End, Piece};
 use crate::proto::{self, Filter};
@@ -567,7 +567,10 @@ fn stream(
     request.capture = capture;
     request.replay = ask;
     request.live = live;
-    let id = hub.subscribe(&outbox, request);
+    let id = match hub.subscribe_bounded(&outbox, request) {
+        Ok(id) => id,
+        Err(full) => return subscriptions_full(&full),
+    };
     if !live {
         outbox.end(End::ReplayComplete);
     } else if hub.is_shutting_down() {
@@ -613,6 +616,17 @@ fn stream(
         Body::from_stream(body),
     )
         .into_response()
+}
+
+/// The answer to a stream the relay-wide subscription bound refused: a `503` the reader
+/// retries after `Retry-After`, naming the limit (AEP-0003 §6.5's `limit-exceeded`).
+fn subscriptions_full(full: &Full) -> Response {
+    let body = json!({ "error": "limit-exceeded", "detail": full.detail() });
+    let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, &body);
+    response
+        .headers_mut()
+        .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+    response
 }
 
 /// Appends one piece to an SSE chunk; `true` when the stream ends after it.

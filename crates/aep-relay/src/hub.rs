@@ -48,6 +48,9 @@ struct State {
     fed: Option<Stamp>,
     /// With a gate: the feed is parked (no live subscription since it last delivered).
     parked: bool,
+    /// When a refusal of the relay-wide bound was last told, and how many since.
+    refusals_told: Option<Instant>,
+    refusals_untold: u64,
     /// The gate's latest opening: what the feed read under an earlier one is dropped.
     generation: u64,
 }
@@ -121,7 +124,30 @@ pub(crate) struct Settings {
     /// Whether commands are routed at all: control needs an authenticated binding, so
     /// a relay without a token refuses them (AEP-0004 §4.1).
     pub(crate) control: bool,
+    /// Live subscriptions the relay holds at once, every reader together (issue 32):
+    /// one more a client asks for is refused ([`Hub::subscribe_bounded`]).
+    pub(crate) max_subscriptions: usize,
 }
+
+/// A live subscription refused because the relay holds the most it serves (issue 32),
+/// as AEP-0003 §6.5 refuses a resource limit.
+#[derive(Debug)]
+pub(crate) struct Full {
+    max: usize,
+}
+
+impl Full {
+    /// What the refusal says: the limit hit, and what to do.
+    pub(crate) fn detail(&self) -> String {
+        let max = self.max;
+        format!(
+            "this relay holds {max} live subscriptions, the most it fans out to (AEP_MAX_RELAY_SUBSCRIPTIONS={max}): try again once others have ended, or ask its operator to raise the bound"
+        )
+    }
+}
+
+/// How often a refusal of the relay-wide bound is told at WARN, at most.
+const WARN_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The relay's shared state.
 #[derive(Debug)]
@@ -144,6 +170,8 @@ pub(crate) struct Hub {
     stopped: CancellationToken,
     /// The connections the accept loop refused (`peers`), for `/healthz`.
     pub(crate) refused: Arc<crate::peers::RefusedCounts>,
+    /// Live subscriptions refused by the relay-wide bound, for `/healthz`.
+    refused_subscriptions: AtomicU64,
 }
 
 impl Hub {
@@ -173,6 +201,8 @@ impl Hub {
                 // a feed with a gate starts parked: the first live subscription opens it
                 parked: gate.is_some(),
                 generation: 0,
+                refusals_told: None,
+                refusals_untold: 0,
             }),
             storage,
             directory,
@@ -182,6 +212,7 @@ impl Hub {
             shutting_down: AtomicBool::new(false),
             stopped: CancellationToken::new(),
             refused: Arc::default(),
+            refused_subscriptions: AtomicU64::new(0),
         };
         (hub, feed)
     }
@@ -254,7 +285,7 @@ impl Hub {
                 [] => Admitting::Done(Default::default()),
                 stored => self.storage.admit(stored),
             };
-            (st.subs.list(), plan.fan_out, plan.commands, admitting)
+            (st.subs.index(), plan.fan_out, plan.commands, admitting)
         };
         // commands, in order, once the lock is free; a refused one is not fanned out
         let mut forwards = Vec::new();
@@ -283,7 +314,7 @@ impl Hub {
                 );
             }
         }
-        if !subs.is_empty() {
+        if subs.len() > 0 {
             let events = batch
                 .into_iter()
                 .zip(fan_out)
@@ -322,9 +353,9 @@ impl Hub {
                     gate.send_replace(Gate::parked(st.generation));
                 }
             }
-            st.subs.list()
+            st.subs.index()
         };
-        if !subs.is_empty() {
+        if subs.len() > 0 {
             let batch: Vec<Incoming<'static>> =
                 admitted.events.into_iter().map(Incoming::stored).collect();
             fanout::fan_out(&subs, &batch).await;
@@ -334,8 +365,54 @@ impl Hub {
     // ---- subscriptions ------------------------------------------------------------------
 
     /// Registers a subscription (when `live`) and queues its replay, atomically with
-    /// respect to fan-out, toward `outbox`; its hub id.
+    /// respect to fan-out, toward `outbox`; its hub id. The relay's own readers (the
+    /// console) take this way, never refused; a client's subscription takes
+    /// [`Hub::subscribe_bounded`].
     pub(crate) fn subscribe(&self, outbox: &Arc<Outbox>, request: SubscribeRequest) -> u64 {
+        let st = self.lock();
+        self.register(st, outbox, request)
+    }
+
+    /// [`Hub::subscribe`] within the relay-wide bound: a live subscription past it is
+    /// refused, nothing queued (re-using a WebSocket subscription's id replaces it, and
+    /// adds none); counted for `/healthz` and told at WARN at most once per 10 s.
+    pub(crate) fn subscribe_bounded(
+        &self,
+        outbox: &Arc<Outbox>,
+        request: SubscribeRequest,
+    ) -> Result<u64, Full> {
+        let mut st = self.lock();
+        let max = self.settings.max_subscriptions;
+        let replaces = request.conn.as_ref().is_some_and(|(conn, key)| {
+            st.conns.subscriptions_of(*conn, Some(key)) < st.conns.subscriptions_of(*conn, None)
+        });
+        if request.live && !replaces && st.subs.len() >= max {
+            self.refused_subscriptions.fetch_add(1, Ordering::Relaxed);
+            st.refusals_untold += 1;
+            let now = Instant::now();
+            if st
+                .refusals_told
+                .is_none_or(|told| now.duration_since(told) >= WARN_EVERY)
+            {
+                tracing::warn!(
+                    refused = st.refusals_untold,
+                    max,
+                    "live subscriptions refused: the relay holds the most it serves (--max-relay-subscriptions)"
+                );
+                st.refusals_told = Some(now);
+                st.refusals_untold = 0;
+            }
+            return Err(Full { max });
+        }
+        Ok(self.register(st, outbox, request))
+    }
+
+    fn register(
+        &self,
+        mut st: MutexGuard<'_, State>,
+        outbox: &Arc<Outbox>,
+        request: SubscribeRequest,
+    ) -> u64 {
         let SubscribeRequest {
             binding,
             filter,
@@ -353,7 +430,6 @@ impl Hub {
             binding,
         });
         let id = self.id();
-        let mut st = self.lock();
         if let Some(bytes) = first {
             outbox.push_frame(bytes);
         }
@@ -486,6 +562,8 @@ impl Hub {
             "connections": st.conns.len(),
             "uptime_s": self.uptime(),
             "refused_connections": self.refused.to_json(),
+            "max_subscriptions": self.settings.max_subscriptions,
+            "refused_subscriptions": self.refused_subscriptions.load(Ordering::Relaxed),
         });
         if let Value::Object(counts) = &mut counts {
             counts.extend(self.storage.health());

@@ -236,6 +236,7 @@ pub(crate) fn hub_settings(config: &RelayConfig) -> hub::Settings {
             grace: config.lag_grace(),
         },
         control: config.token().is_some(),
+        max_subscriptions: config.max_relay_subscriptions(),
     }
 }
 

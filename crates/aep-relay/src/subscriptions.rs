@@ -26,7 +26,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::encoded::Binding;
-use crate::hub::{Hub, SubscribeRequest};
+use crate::hub::{Full, Hub, SubscribeRequest};
 use crate::outbox::{Bounds, Delivery as Offer, Drain, Outbox, Piece};
 use crate::proto;
 
@@ -188,10 +188,25 @@ impl Lifecycle {
         match &answer {
             LifecycleMessage::Created(created) => {
                 let id = created.subscription_id().to_owned();
-                // confirmed before anything is delivered for it
-                conn.send(&answer);
-                if let Some(running) = start(&conn, &st.registry, &id) {
-                    st.running.insert(id, running);
+                match start(&conn, &st.registry, &id) {
+                    // confirmed before anything is delivered for it: the forwarder
+                    // starts once `created` is queued
+                    Some(Ok(registered)) => {
+                        conn.send(&answer);
+                        st.running.insert(id, registered.run(&conn));
+                    }
+                    Some(Err(full)) => {
+                        // the relay-wide bound: refused as the per-connection cap is
+                        st.registry.cancel(SESSION, &id);
+                        if let LifecycleMessage::Requested(request) = &message {
+                            let rejected = SubscriptionRejected::limit_exceeded(
+                                request.payload().clone(),
+                                full.detail(),
+                            );
+                            conn.send(&LifecycleMessage::Rejected(rejected));
+                        }
+                    }
+                    None => conn.send(&answer),
                 }
             }
             LifecycleMessage::Cancelled(c) => {
@@ -219,8 +234,13 @@ impl Drop for Lifecycle {
 }
 
 /// Registers a created subscription with the relay's hub (its lowered attr-match filter,
-/// its replay from the cursor) and starts forwarding.
-fn start(conn: &Arc<Conn>, registry: &SubscriptionRegistry, id: &str) -> Option<Running> {
+/// its replay from the cursor), within the relay-wide bound; [`Registered::run`] then
+/// starts forwarding.
+fn start(
+    conn: &Arc<Conn>,
+    registry: &SubscriptionRegistry,
+    id: &str,
+) -> Option<Result<Registered, Full>> {
     let sub = registry.get(SESSION, id)?;
     let filter = sub.filter().clone();
     let mode = sub.mode();
@@ -234,20 +254,40 @@ fn start(conn: &Arc<Conn>, registry: &SubscriptionRegistry, id: &str) -> Option<
     // This queue never lags or drops: the forwarder empties it at once and applies
     // the subscription's own mode toward the connection.
     let (private, rx) = Outbox::new(Bounds::UNBOUNDED, CancellationToken::new());
-    let hub_id = conn.hub.subscribe(&private, request);
+    let hub_id = match conn.hub.subscribe_bounded(&private, request) {
+        Ok(hub_id) => hub_id,
+        Err(full) => return Some(Err(full)),
+    };
     // The heartbeat of this internal queue is never written anywhere.
     let drain = Drain::new(rx, private, Duration::from_secs(3600));
-    let task = tokio::spawn(forward(
-        Arc::downgrade(conn),
+    let forward = Forward {
+        id: id.to_owned(),
+        filter,
+        mode,
+        expires_at,
+    };
+    Some(Ok(Registered {
+        hub_id,
         drain,
-        Forward {
-            id: id.to_owned(),
-            filter,
-            mode,
-            expires_at,
-        },
-    ));
-    Some(Running { hub_id, task })
+        forward,
+    }))
+}
+
+/// A subscription the hub has registered, its forwarder not started yet.
+struct Registered {
+    hub_id: u64,
+    drain: Drain,
+    forward: Forward,
+}
+
+impl Registered {
+    fn run(self, conn: &Arc<Conn>) -> Running {
+        let task = tokio::spawn(forward(Arc::downgrade(conn), self.drain, self.forward));
+        Running {
+            hub_id: self.hub_id,
+            task,
+        }
+    }
 }
 
 struct Forward {

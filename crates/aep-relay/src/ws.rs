@@ -532,6 +532,8 @@ fn subscribe(
     subscription.replay = ask;
     subscription.first = Some(Bytes::from(subscribed));
     subscription.conn = Some((conn, id.clone()));
-    subscription.sub = Some(id);
-    hub.subscribe(outbox, subscription);
+    subscription.sub = Some(id.clone());
+    if let Err(full) = hub.subscribe_bounded(outbox, subscription) {
+        refuse(ErrorCode::LimitExceeded, full.detail());
+    }
 }

@@ -12,6 +12,7 @@ mod downlevel;
 mod event_reader;
 mod event_type;
 mod event_writer;
+mod filter_pin;
 mod fixtures;
 mod frame;
 mod gating;

@@ -26,6 +26,7 @@ mod ingest;
 mod limits;
 mod listener;
 mod sse;
+mod subscription_index;
 mod subscriptions;
 mod surface;
 mod tls;
