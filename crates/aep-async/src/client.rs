@@ -87,18 +87,22 @@ pub struct Client {
     limits: ReadLimits,
     #[cfg(any(feature = "http", feature = "sse"))]
     http: Option<reqwest::Client>,
+    #[cfg(feature = "rustls")]
+    tls: Option<crate::tls::TlsRoots>,
 }
 
 impl fmt::Debug for Client {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Client")
-            .field("relays", &self.relays)
+        let mut d = f.debug_struct("Client");
+        d.field("relays", &self.relays)
             .field("token", &self.token.as_ref().map(|_| "<redacted>"))
             .field("connect_timeout", &self.connect_timeout)
             .field("backoff", &self.backoff)
             .field("identity", &self.identity)
-            .field("read_limits", &self.limits)
-            .finish()
+            .field("read_limits", &self.limits);
+        #[cfg(feature = "rustls")]
+        d.field("tls_ca", &self.tls);
+        d.finish()
     }
 }
 
@@ -120,6 +124,8 @@ impl Client {
             limits: ReadLimits::new(),
             #[cfg(any(feature = "http", feature = "sse"))]
             http: None,
+            #[cfg(feature = "rustls")]
+            tls: None,
         }
     }
 
@@ -217,6 +223,35 @@ impl Client {
         self
     }
 
+    /// Trusts the root certificates in `pem` (one or more `BEGIN CERTIFICATE` blocks:
+    /// a private CA's) besides the public ones, on every connection opened from this
+    /// client: SSE subscriptions, the HTTP sink and every WebSocket (sink,
+    /// subscriptions, control, duplex, lifecycle). Calls add up. Feature `rustls`.
+    ///
+    /// The PEM is parsed here: no certificate, a broken block or a certificate that
+    /// cannot be a root is a [`TlsCaError`](crate::TlsCaError). A client of the
+    /// caller's ([`Client::http_client`]) keeps its own roots: give it the CA
+    /// yourself. Without the CA, a relay whose certificate a private CA signed fails
+    /// every connection with an error saying its certificate is not trusted.
+    ///
+    /// ```no_run
+    /// # fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let pem = std::fs::read("ca.pem")?;
+    /// let client = aep_async::Client::new("https://relay.internal:8787")
+    ///     .tls_ca_pem(&pem)?
+    ///     .token("secret");
+    /// # let _ = client; Ok(()) }
+    /// ```
+    #[cfg(feature = "rustls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+    pub fn tls_ca_pem(mut self, pem: impl AsRef<[u8]>) -> Result<Self, crate::TlsCaError> {
+        self.tls = Some(crate::tls::TlsRoots::with_pem(
+            self.tls.as_ref(),
+            pem.as_ref(),
+        )?);
+        Ok(self)
+    }
+
     /// The relays, in order of preference.
     pub fn relays(&self) -> &Relays {
         &self.relays
@@ -241,7 +276,18 @@ impl Client {
             agent,
             host,
             limits: self.limits,
+            #[cfg(feature = "ws")]
+            tls: self.ws_tls(),
         }
+    }
+
+    /// The TLS every WebSocket of this client is opened with.
+    #[cfg(feature = "ws")]
+    fn ws_tls(&self) -> crate::transport::ws::WsTls {
+        #[cfg(feature = "rustls")]
+        return crate::transport::ws::WsTls(self.tls.as_ref().map(|t| t.config.clone()));
+        #[cfg(not(feature = "rustls"))]
+        crate::transport::ws::WsTls::default()
     }
 
     /// The HTTP client the HTTP bindings use: the caller's, or a default one.
@@ -249,9 +295,22 @@ impl Client {
     pub(crate) fn http(&self) -> Result<reqwest::Client, crate::TransportError> {
         match &self.http {
             Some(c) => Ok(c.clone()),
-            None => reqwest::Client::builder()
-                .build()
-                .map_err(|e| crate::TransportError::network("building the HTTP client", e)),
+            None => {
+                #[allow(unused_mut)]
+                let mut builder = reqwest::Client::builder();
+                #[cfg(feature = "rustls")]
+                if let Some(tls) = &self.tls {
+                    let certs = tls.reqwest_certificates().map_err(|e| {
+                        crate::TransportError::network("building the HTTP client", e)
+                    })?;
+                    for cert in certs {
+                        builder = builder.add_root_certificate(cert);
+                    }
+                }
+                builder
+                    .build()
+                    .map_err(|e| crate::TransportError::network("building the HTTP client", e))
+            }
         }
     }
 }
@@ -307,6 +366,9 @@ pub(crate) struct Link {
     pub(crate) agent: String,
     pub(crate) host: String,
     pub(crate) limits: ReadLimits,
+    /// The TLS of every WebSocket: the client's private roots, if any.
+    #[cfg(feature = "ws")]
+    pub(crate) tls: crate::transport::ws::WsTls,
 }
 
 #[cfg(test)]

@@ -301,6 +301,10 @@ impl TransportError {
         // reqwest's error writes the request's URL, which may carry a credential; the
         // caller's context names the relay, redacted.
         let e = e.without_url();
+        #[cfg(feature = "rustls")]
+        if let Some(text) = crate::tls::untrusted(&e) {
+            return TransportError::network(format!("{context}: {text}"), e).while_connecting();
+        }
         match e.status() {
             Some(status) => {
                 TransportError::http(status.as_u16(), format!("{context}: HTTP {status}"))

@@ -81,6 +81,8 @@ mod limits;
 mod relays;
 pub mod sink;
 pub mod subscribe;
+#[cfg(feature = "rustls")]
+mod tls;
 mod transport;
 
 pub use aep_core::resume::ResumePosition;
@@ -105,6 +107,9 @@ pub use sink::{
     DeliveryReport, DeliveryStats, JsonlSink, ReportHandler, ReserveFuture, Sink, SinkFuture,
 };
 pub use subscribe::{Notice, StartFrom, SubscribeOptions, Subscription, Transport};
+#[cfg(feature = "rustls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+pub use tls::TlsCaError;
 
 // What a user shares across tasks and threads must stay shareable: a change that makes
 // one of these !Send or !Sync fails here, not in a user's build.

@@ -88,6 +88,23 @@ impl Client {
         self
     }
 
+    /// Trusts the private roots in `pem` besides the public ones, on every
+    /// connection: [`aep_async::Client::tls_ca_pem`], whose docs give the errors.
+    /// Feature `rustls`.
+    ///
+    /// ```no_run
+    /// # fn run() -> Result<(), Box<dyn std::error::Error>> {
+    /// let pem = std::fs::read("ca.pem")?;
+    /// let client = aep_blocking::Client::new("https://relay.internal:8787").tls_ca_pem(&pem)?;
+    /// # let _ = client; Ok(()) }
+    /// ```
+    #[cfg(feature = "rustls")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+    pub fn tls_ca_pem(mut self, pem: impl AsRef<[u8]>) -> Result<Self, crate::TlsCaError> {
+        self.inner = self.inner.tls_ca_pem(pem)?;
+        Ok(self)
+    }
+
     /// The bearer token: [`aep_async::Client::token`].
     pub fn token(self, token: impl Into<String>) -> Self {
         self.with(|c| c.token(token))

@@ -69,6 +69,9 @@ pub mod runtime;
 pub mod sink;
 pub mod subscribe;
 
+#[cfg(feature = "rustls")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+pub use aep_async::TlsCaError;
 pub use aep_async::{
     DeliveryReport, DeliveryStats, EmitAttrs, EmitError, EmitOptions, EmitPermit, EpochStore,
     Limit, LimitExceeded, Notice, ReadLimits, Relays, ResumePosition, StartFrom, SubscribeOptions,

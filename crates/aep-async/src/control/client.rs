@@ -395,9 +395,10 @@ impl Task {
                     self.hello.clone(),
                 );
                 let (timeout, limits) = (self.link.connect_timeout, self.link.limits);
+                let tls = self.link.tls.clone();
                 let attempt = async {
                     tokio::time::sleep(delay).await;
-                    open(&base, token.as_deref(), timeout, &hello, &limits).await
+                    open(&base, token.as_deref(), timeout, &hello, &limits, &tls).await
                 };
                 tokio::pin!(attempt);
                 let opened = loop {

@@ -401,6 +401,7 @@ impl Worker {
                 self.link.connect_timeout,
                 &hello,
                 &ReadLimits::new(),
+                &self.link.tls,
             )
             .await;
             let error = match opened {

@@ -192,6 +192,7 @@ impl ConnTask {
     async fn run(mut self) {
         let mut failover = Failover::new(self.cfg.relays.clone(), self.cfg.backoff);
         let hello = hello(Role::Consumer, &self.cfg.agent, &self.cfg.host, None);
+        let tls = self.cfg.tls.clone();
         let (token, timeout, limits) = (
             self.cfg.token.clone(),
             self.cfg.connect_timeout,
@@ -210,7 +211,7 @@ impl ConnTask {
             attempt += 1;
             let base = failover.current().unwrap_or_default().to_owned();
             let opened = tokio::select! {
-                r = open(&base, token.as_deref(), timeout, &hello, &limits) => Some(r),
+                r = open(&base, token.as_deref(), timeout, &hello, &limits, &tls) => Some(r),
                 () = self.wait_commands_forever() => None,
             };
             let error = match opened {

@@ -37,6 +37,14 @@ pub(crate) type WsStream = WebSocketStream<MaybeTlsStream<TcpStream>>;
 /// What one read of a [`WsStream`] gives.
 pub(crate) type WsRead = Option<Result<Message, tokio_tungstenite::tungstenite::Error>>;
 
+/// The TLS a socket is opened with: tokio-tungstenite's default (the webpki roots, or
+/// the platform's with `native-tls`), or a configuration trusting the client's private
+/// roots too ([`Client::tls_ca_pem`](crate::Client::tls_ca_pem)).
+#[derive(Clone, Default)]
+pub(crate) struct WsTls(
+    #[cfg(feature = "rustls")] pub(crate) Option<std::sync::Arc<rustls::ClientConfig>>,
+);
+
 /// The `hello` this crate sends (AEP-0003 §4): `accepts` is the control declaration of
 /// an emitter with a command hook.
 pub(crate) fn hello(
@@ -68,6 +76,7 @@ pub(crate) async fn open(
     timeout: Duration,
     hello: &Hello,
     limits: &ReadLimits,
+    tls: &WsTls,
 ) -> Result<(WsStream, Hello), TransportError> {
     let hello_text = Frame::Hello(Box::new(hello.clone())).to_json();
     let establish = async {
@@ -93,9 +102,26 @@ pub(crate) async fn open(
             .read_buffer_size(32 * 1024)
             .max_message_size(Some(limits.frame()))
             .max_frame_size(Some(limits.frame()));
-        let (mut ws, _) = tokio_tungstenite::connect_async_with_config(request, Some(config), true)
-            .await
-            .map_err(ws_error)?;
+        #[cfg(feature = "rustls")]
+        let connected = match &tls.0 {
+            Some(c) => {
+                let connector = tokio_tungstenite::Connector::Rustls(c.clone());
+                tokio_tungstenite::connect_async_tls_with_config(
+                    request,
+                    Some(config),
+                    true,
+                    Some(connector),
+                )
+                .await
+            }
+            None => tokio_tungstenite::connect_async_with_config(request, Some(config), true).await,
+        };
+        #[cfg(not(feature = "rustls"))]
+        let connected = {
+            let WsTls() = tls;
+            tokio_tungstenite::connect_async_with_config(request, Some(config), true).await
+        };
+        let (mut ws, _) = connected.map_err(ws_error)?;
         ws.send(Message::text(hello_text)).await.map_err(ws_error)?;
         loop {
             match classify(ws.next().await) {
@@ -144,6 +170,19 @@ pub(crate) async fn open(
 pub(crate) fn ws_error(e: tokio_tungstenite::tungstenite::Error) -> TransportError {
     use tokio_tungstenite::tungstenite::error::CapacityError;
     use tokio_tungstenite::tungstenite::Error as E;
+    #[cfg(feature = "rustls")]
+    {
+        let untrusted = match &e {
+            E::Tls(tokio_tungstenite::tungstenite::error::TlsError::Rustls(r)) => match &**r {
+                rustls::Error::InvalidCertificate(why) => Some(crate::tls::describe(why)),
+                _ => None,
+            },
+            other => crate::tls::untrusted(other),
+        };
+        if let Some(text) = untrusted {
+            return TransportError::network(format!("WebSocket: {text}"), e);
+        }
+    }
     match e {
         E::Capacity(CapacityError::MessageTooLong { max_size, .. }) => {
             TransportError::limit(LimitExceeded::new(Limit::Frame, max_size))
@@ -182,6 +221,7 @@ pub(crate) async fn open_first(
             link.connect_timeout,
             hello,
             &link.limits,
+            &link.tls,
         )
         .await
         {
@@ -339,7 +379,15 @@ mod tests {
         token: Option<&str>,
         timeout: Duration,
     ) -> Result<(WsStream, Hello), TransportError> {
-        open(url, token, timeout, &client_hello(), &ReadLimits::new()).await
+        open(
+            url,
+            token,
+            timeout,
+            &client_hello(),
+            &ReadLimits::new(),
+            &WsTls::default(),
+        )
+        .await
     }
 
     async fn open_client(url: &str) -> WsStream {
