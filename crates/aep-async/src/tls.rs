@@ -139,18 +139,14 @@ pub(crate) fn untrusted(e: &(dyn StdError + 'static)) -> Option<String> {
             return Some(describe(why));
         }
         // io::Error hides what it wraps from `source` (it gives the wrapped error's
-        // source): look inside.
-        if let Some(inner) = err
+        // source), and hyper's connector wraps rustls's io::Error in another: look inside.
+        next = match err
             .downcast_ref::<std::io::Error>()
             .and_then(|io| io.get_ref())
         {
-            if let Some(rustls::Error::InvalidCertificate(why)) =
-                inner.downcast_ref::<rustls::Error>()
-            {
-                return Some(describe(why));
-            }
-        }
-        next = err.source();
+            Some(inner) => Some(inner as &(dyn StdError + 'static)),
+            None => err.source(),
+        };
     }
     None
 }
@@ -195,7 +191,8 @@ mod tests {
     #[test]
     fn an_unknown_issuer_behind_an_io_error_is_named_with_the_fix() {
         let inner = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
-        let io = std::io::Error::other(inner);
+        // As hyper's connector gives it: an io::Error around rustls's io::Error.
+        let io = std::io::Error::other(std::io::Error::new(std::io::ErrorKind::InvalidData, inner));
         let text = untrusted(&io).unwrap();
         assert!(
             text.contains("not trusted") && text.contains("Client::tls_ca_pem"),

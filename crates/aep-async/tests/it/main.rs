@@ -20,4 +20,5 @@ mod reference_relay;
 mod rust_relay;
 mod steering;
 mod subscription_filter;
+mod tls;
 mod ws_sink_refusals;
