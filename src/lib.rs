@@ -68,6 +68,9 @@ pub use aep_async::{client, control, emit, error, lifecycle, sink, subscribe};
 
 // The everyday names at the root, one by one: a name added to aep-async does not reach
 // `use aep::*` users unless it is listed here.
+#[cfg(all(feature = "async", feature = "rustls"))]
+#[cfg_attr(docsrs, doc(cfg(all(feature = "async", feature = "rustls"))))]
+pub use aep_async::{tls, TlsCaError};
 #[cfg(feature = "async")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async")))]
 pub use aep_async::{

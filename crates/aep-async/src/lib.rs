@@ -82,7 +82,8 @@ mod relays;
 pub mod sink;
 pub mod subscribe;
 #[cfg(feature = "rustls")]
-mod tls;
+#[cfg_attr(docsrs, doc(cfg(feature = "rustls")))]
+pub mod tls;
 mod transport;
 
 pub use aep_core::resume::ResumePosition;

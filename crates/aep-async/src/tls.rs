@@ -130,13 +130,24 @@ impl TlsRoots {
     }
 }
 
-/// If `e` (or what caused it) is a peer certificate that rustls did not trust, what to
-/// say: that it is not trusted, why, and the fix.
-pub(crate) fn untrusted(e: &(dyn StdError + 'static)) -> Option<String> {
-    let mut next = Some(e);
+/// If `error`, or an error under it, is a relay certificate that rustls did not
+/// trust (an unknown issuer, a name it is not valid for, expired, ...), what to say
+/// of it: `the relay's TLS certificate is not trusted (invalid peer certificate:
+/// UnknownIssuer)`. The caller adds the fix its user can apply (the SDK's errors name
+/// [`Client::tls_ca_pem`](crate::Client::tls_ca_pem)). `None` for any other error.
+///
+/// ```
+/// use rustls::{CertificateError, Error};
+/// let io = std::io::Error::other(Error::InvalidCertificate(CertificateError::UnknownIssuer));
+/// let text = aep_async::tls::untrusted_certificate(&io).unwrap();
+/// assert!(text.starts_with("the relay's TLS certificate is not trusted"));
+/// assert!(aep_async::tls::untrusted_certificate(&std::io::Error::other("reset")).is_none());
+/// ```
+pub fn untrusted_certificate(error: &(dyn StdError + 'static)) -> Option<String> {
+    let mut next = Some(error);
     while let Some(err) = next {
         if let Some(rustls::Error::InvalidCertificate(why)) = err.downcast_ref::<rustls::Error>() {
-            return Some(describe(why));
+            return Some(not_trusted(why));
         }
         // io::Error hides what it wraps from `source` (it gives the wrapped error's
         // source), and hyper's connector wraps rustls's io::Error in another: look inside.
@@ -151,9 +162,19 @@ pub(crate) fn untrusted(e: &(dyn StdError + 'static)) -> Option<String> {
     None
 }
 
-/// The words for one refused certificate.
+/// [`untrusted_certificate`] with the SDK's fix.
+pub(crate) fn untrusted(e: &(dyn StdError + 'static)) -> Option<String> {
+    untrusted_certificate(e).map(|text| format!("{text}; {FIX}"))
+}
+
+/// What one refused certificate is.
+fn not_trusted(why: &rustls::CertificateError) -> String {
+    format!("the relay's TLS certificate is not trusted ({why})")
+}
+
+/// The words for one refused certificate, with the SDK's fix.
 pub(crate) fn describe(why: &rustls::CertificateError) -> String {
-    format!("the relay's TLS certificate is not trusted ({why}); {FIX}")
+    format!("{}; {FIX}", not_trusted(why))
 }
 
 #[cfg(test)]

@@ -20,6 +20,10 @@ pub struct RelayArgs {
     /// The relay's bearer token (never printed).
     #[arg(long, env = "AEP_TOKEN", hide_env_values = true, value_name = "TOKEN")]
     pub token: Option<Secret>,
+    /// A PEM file of root certificates to trust besides the public ones: the private CA
+    /// that signed the relay's certificate (`https://` relays).
+    #[arg(long, env = "AEP_TLS_CA", value_name = "FILE", value_parser = tls_ca_file)]
+    pub tls_ca: Option<TlsCa>,
 }
 
 impl RelayArgs {
@@ -36,12 +40,58 @@ impl RelayArgs {
     /// The SDK's client of the relay, with the token: what every connection is opened
     /// on.
     pub fn client(&self) -> aep::Client {
-        let client = aep::Client::new(self.base());
+        let mut client = aep::Client::new(self.base());
+        if let Some(ca) = &self.tls_ca {
+            // Parsed the same way when the flag was read (`tls_ca_file`): cannot fail
+            // here; were it to, the connection would say the certificate is untrusted.
+            if let Ok(c) = client.clone().tls_ca_pem(&ca.pem) {
+                client = c;
+            }
+        }
         match self.token() {
             Some(t) => client.token(t),
             None => client,
         }
     }
+
+    /// A builder of the HTTP clients `aep` makes itself (discovery, `doctor`, the hook
+    /// spool), trusting `--tls-ca` as [`RelayArgs::client`] does.
+    pub fn http_builder(&self) -> reqwest::ClientBuilder {
+        let mut builder = reqwest::Client::builder();
+        if let Some(ca) = &self.tls_ca {
+            for cert in reqwest::Certificate::from_pem_bundle(&ca.pem).unwrap_or_default() {
+                builder = builder.add_root_certificate(cert);
+            }
+        }
+        builder
+    }
+}
+
+/// The roots of `--tls-ca`, read and checked when the flag is parsed.
+#[derive(Clone)]
+pub struct TlsCa {
+    path: String,
+    pem: Vec<u8>,
+}
+
+impl fmt::Debug for TlsCa {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsCa").field("path", &self.path).finish()
+    }
+}
+
+/// `--tls-ca FILE`: a readable PEM file holding at least one certificate that can be a
+/// root; otherwise a usage error naming the file and the reason.
+pub fn tls_ca_file(path: &str) -> Result<TlsCa, String> {
+    let pem = std::fs::read(path).map_err(|e| format!("cannot read {path}: {e}"))?;
+    aep::Client::new("https://localhost")
+        .tls_ca_pem(&pem)
+        .map(drop)
+        .map_err(|e| format!("{path}: {e}"))?;
+    Ok(TlsCa {
+        path: path.to_owned(),
+        pem,
+    })
 }
 
 /// A secret from the command line or the environment: its `Debug` never shows it.

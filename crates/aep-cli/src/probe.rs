@@ -24,7 +24,8 @@ pub const CHECK_URL: &str =
 /// and deliver them nowhere) is exit 5. No caller needs the document itself.
 pub async fn discovery(relay: &RelayArgs) -> Result<(), Failure> {
     let url = binding::well_known_url(relay.base());
-    let client = reqwest::Client::builder()
+    let client = relay
+        .http_builder()
         .timeout(Duration::from_secs(10))
         .build()
         .map_err(|e| Failure::relay(format!("cannot build an HTTP client: {}", describe(&e))))?;
@@ -33,6 +34,13 @@ pub async fn discovery(relay: &RelayArgs) -> Result<(), Failure> {
         request = request.bearer_auth(t);
     }
     let response = request.send().await.map_err(|e| {
+        if let Some(text) = aep::tls::untrusted_certificate(&e) {
+            return Failure::relay(format!(
+                "cannot reach the relay at {}: {text}; if a private CA signed it, pass \
+                 --tls-ca FILE (or set AEP_TLS_CA) with that CA's certificate",
+                relay.base()
+            ));
+        }
         Failure::relay(format!(
             "cannot reach the relay at {}: {}; {CHECK_URL}",
             relay.base(),

@@ -180,7 +180,7 @@ impl Spool {
                 return done;
             }
         };
-        let client = match reqwest::Client::builder().build() {
+        let client = match relay.http_builder().build() {
             Ok(c) => c,
             Err(e) => {
                 done.stopped = Some(format!("cannot build an HTTP client: {e}"));

@@ -145,7 +145,8 @@ pub async fn run(args: Args) -> Outcome {
     if !args.json {
         term::note(format!("aep doctor: {} (from this machine)", relay.base()));
     }
-    let client = reqwest::Client::builder()
+    let client = relay
+        .http_builder()
         .timeout(Duration::from_secs(5))
         .build()
         .map_err(|e| Failure::relay(format!("cannot build an HTTP client: {}", describe(&e))))?;

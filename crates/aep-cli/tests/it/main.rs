@@ -21,4 +21,5 @@ mod replay;
 mod setup;
 mod sink;
 mod tail;
+mod tls;
 mod validate;
