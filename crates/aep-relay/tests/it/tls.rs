@@ -2,9 +2,9 @@
 //! by a private CA of the test's own. The client side of TLS is tested here too, with
 //! the crates the SDK's clients are built on: `reqwest` and `tokio-tungstenite` over
 //! rustls, trusting the test's CA and refusing a stranger's. The SDK's own clients
-//! (aep-async's `rustls`/`native-tls` features) trust only public roots (webpki's, or
-//! the system's), so no test drives them over TLS; `aep relay --tls-cert` is aep-cli's
-//! (`crates/aep-cli/tests/it/relay.rs`).
+//! over TLS (`Client::tls_ca_pem`) are aep-async's (`crates/aep-async/tests/it/tls.rs`);
+//! `aep relay --tls-cert` and `aep --tls-ca` are aep-cli's
+//! (`crates/aep-cli/tests/it/{relay,tls}.rs`).
 
 use crate::common;
 
