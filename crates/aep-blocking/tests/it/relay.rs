@@ -330,3 +330,31 @@ fn a_sink_and_a_subscription_given_two_relays_use_the_one_that_answers() {
         .unwrap();
     assert_eq!(seqs(&drain(&mut sub)), [0, 1, 2]);
 }
+
+/// `Client::tls_ca_pem` from plain threads (issue 31 §2): an HTTPS relay whose
+/// certificate a run-time CA signed, an emit and a history pass over it.
+#[test]
+fn a_private_ca_is_trusted_from_the_blocking_client() {
+    let dir = aep_test_support::disk::TempDir::new("blocking-tls");
+    let ca = aep_test_support::tls::TestCa::new("aep-blocking tls test");
+    let paths = ca.write(dir.path(), "");
+    let relay =
+        ThreadRelay::start_with(aep_relay::Relay::builder().tls(&paths.cert, &paths.key)).unwrap();
+    assert!(relay.url().starts_with("https://"), "{}", relay.url());
+    let client = fast(relay.url()).tls_ca_pem(ca.pem()).unwrap();
+    let emitter = Emitter::new(
+        "coder",
+        "host-a",
+        client.http_sink(HttpSinkOptions::new()).unwrap(),
+    );
+    emitter
+        .session("s-tls")
+        .emit("session.started", json!({}))
+        .unwrap();
+    emitter.flush().unwrap();
+    assert_eq!(emitter.stats().delivered, 1);
+    let mut sub = client
+        .subscribe(SubscribeOptions::new().from_all().history_only())
+        .unwrap();
+    assert_eq!(seqs(&drain(&mut sub)), [0]);
+}
