@@ -193,7 +193,7 @@ impl Client {
     /// event, WebSocket message and frame, and the idle timeout, the relay's heartbeat
     /// silence past which a stream is dead ([`ReadLimits`], whose docs give the
     /// defaults). A relay that passes a bound gets a typed error naming it
-    /// ([`TransportErrorKind::Limit`](crate::TransportErrorKind::Limit)), never
+    /// ([`TransportError::limit_exceeded`](crate::TransportError::limit_exceeded)), never
     /// unbounded memory.
     ///
     /// ```

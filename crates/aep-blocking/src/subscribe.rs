@@ -30,7 +30,7 @@ pub enum RecvError {
     /// failed for good (the reason went to the notice handler).
     #[error("the subscription ended")]
     Closed,
-    /// Called from inside a tokio runtime: see [`Error::InsideRuntime`].
+    /// Called from inside a tokio runtime: see [`Error::InsideRuntime`](crate::Error::InsideRuntime).
     #[error("recv called from inside a tokio runtime; use aep_async there")]
     InsideRuntime,
 }
@@ -66,7 +66,7 @@ pub enum RecvTimeoutError {
     /// The subscription ended.
     #[error("the subscription ended")]
     Closed,
-    /// Called from inside a tokio runtime: see [`Error::InsideRuntime`].
+    /// Called from inside a tokio runtime: see [`Error::InsideRuntime`](crate::Error::InsideRuntime).
     #[error("recv_timeout called from inside a tokio runtime; use aep_async there")]
     InsideRuntime,
 }

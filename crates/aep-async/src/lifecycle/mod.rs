@@ -5,7 +5,7 @@
 //! a `Stream` of deliveries.
 //!
 //! This is not the event stream of AEP-0003 (for that, see
-//! [`subscribe()`](crate::subscribe()) and [`Subscription`](crate::Subscription), which
+//! [`Client::subscribe`](crate::Client::subscribe) and [`Subscription`](crate::Subscription), which
 //! speak to any relay). Two sides of the model live here:
 //!
 //! - [`Hub`]: an in-process producer, for a program that fans its own events out to

@@ -180,7 +180,7 @@ impl Client {
 /// - `accept` serializes the event into a bounded queue and returns; a background task
 ///   sends batches ([`HttpSinkOptions::batch`]) one request at a time, so order is
 ///   preserved, through the crate's one HTTP delivery worker
-///   ([`HttpDelivery`](crate::delivery::HttpDelivery)).
+///   ([`crate::delivery::HttpDelivery`]).
 /// - Network failures (timeouts included) and 5xx are retried with the same bytes, so
 ///   the same ids, with exponential backoff (a `Retry-After` within its ceiling
 ///   honoured); a 4xx is final. Given several relays of a
