@@ -173,6 +173,8 @@ fn not_trusted(why: &rustls::CertificateError) -> String {
 }
 
 /// The words for one refused certificate, with the SDK's fix.
+// the WebSocket binding's (feature `ws`); the HTTP side reads its error's chain
+#[cfg_attr(not(feature = "ws"), allow(dead_code))]
 pub(crate) fn describe(why: &rustls::CertificateError) -> String {
     format!("{}; {FIX}", not_trusted(why))
 }

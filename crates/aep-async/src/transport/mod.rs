@@ -148,6 +148,8 @@ impl Failover {
 
     /// The current relay as a log line or an error may show it: without credentials
     /// ([`aep_core::redact::redact_urls`]).
+    // the readers' and the WebSocket sink's (features `sse`, `ws`)
+    #[cfg_attr(not(any(feature = "sse", feature = "ws")), allow(dead_code))]
     pub(crate) fn shown(&self) -> String {
         aep_core::redact::redact_urls(self.current().unwrap_or_default()).into_owned()
     }
