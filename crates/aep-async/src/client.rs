@@ -283,11 +283,11 @@ impl Client {
 
     /// The TLS every WebSocket of this client is opened with.
     #[cfg(feature = "ws")]
-    fn ws_tls(&self) -> crate::transport::ws::WsTls {
+    fn ws_tls(&self) -> WsTls {
         #[cfg(feature = "rustls")]
-        return crate::transport::ws::WsTls(self.tls.as_ref().map(|t| t.config.clone()));
+        return WsTls(self.tls.as_ref().map(|t| t.config.clone()));
         #[cfg(not(feature = "rustls"))]
-        crate::transport::ws::WsTls::default()
+        WsTls::default()
     }
 
     /// The HTTP client the HTTP bindings use: the caller's, or a default one.
@@ -368,8 +368,18 @@ pub(crate) struct Link {
     pub(crate) limits: ReadLimits,
     /// The TLS of every WebSocket: the client's private roots, if any.
     #[cfg(feature = "ws")]
-    pub(crate) tls: crate::transport::ws::WsTls,
+    pub(crate) tls: WsTls,
 }
+
+/// The TLS a WebSocket is opened with: tokio-tungstenite's default (the webpki roots, or
+/// the platform's with `native-tls`), or a configuration trusting the client's private
+/// roots too ([`Client::tls_ca_pem`](crate::Client::tls_ca_pem)). Declared beside
+/// [`Link`], which carries it to `transport::ws`.
+#[cfg(feature = "ws")]
+#[derive(Clone, Default)]
+pub(crate) struct WsTls(
+    #[cfg(feature = "rustls")] pub(crate) Option<std::sync::Arc<rustls::ClientConfig>>,
+);
 
 #[cfg(test)]
 mod tests {

@@ -27,7 +27,7 @@ use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
-use crate::client::Link;
+use crate::client::{Link, WsTls};
 use crate::error::TransportError;
 use crate::limits::{Limit, LimitExceeded, ReadLimits};
 use crate::transport::Failover;
@@ -36,14 +36,6 @@ use crate::transport::Failover;
 pub(crate) type WsStream = WebSocketStream<MaybeTlsStream<TcpStream>>;
 /// What one read of a [`WsStream`] gives.
 pub(crate) type WsRead = Option<Result<Message, tokio_tungstenite::tungstenite::Error>>;
-
-/// The TLS a socket is opened with: tokio-tungstenite's default (the webpki roots, or
-/// the platform's with `native-tls`), or a configuration trusting the client's private
-/// roots too ([`Client::tls_ca_pem`](crate::Client::tls_ca_pem)).
-#[derive(Clone, Default)]
-pub(crate) struct WsTls(
-    #[cfg(feature = "rustls")] pub(crate) Option<std::sync::Arc<rustls::ClientConfig>>,
-);
 
 /// The `hello` this crate sends (AEP-0003 §4): `accepts` is the control declaration of
 /// an emitter with a command hook.
