@@ -30,22 +30,11 @@ use crate::exit::{Exit, Failure, Outcome};
 use crate::hookstore::{default_dir, HookDir};
 use crate::spool::{Delivered, Spool};
 
-/// The agents `aep hook` serves, and `flush`.
-const TARGETS: [&str; 13] = [
-    "claude-code",
-    "codex",
-    "gemini-cli",
-    "qwen-code",
-    "vscode",
-    "kimi-code",
-    "opencode",
-    "kilocode",
-    "cline",
-    "hermes",
-    "antigravity",
-    "pi",
-    "flush",
-];
+/// The agents `aep hook` serves (aep-adapters' one list of hook agents), and `flush`.
+fn targets() -> clap::builder::PossibleValuesParser {
+    let agents = aep_adapters::Source::HOOK_AGENTS.map(aep_adapters::Source::name);
+    clap::builder::PossibleValuesParser::new(agents.into_iter().chain(["flush"]))
+}
 
 /// A payload past this is refused (and read to its end, so the agent is not stuck
 /// writing it).
@@ -65,7 +54,7 @@ const FLUSH_BUDGET: Duration = Duration::from_secs(10);
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The agent whose hook this is, or `flush` to deliver the spool alone.
-    #[arg(value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(TARGETS))]
+    #[arg(value_name = "AGENT", value_parser = targets())]
     target: String,
     /// The hook's name, for an agent that passes it on the command line instead of in
     /// the payload (Antigravity).

@@ -69,21 +69,12 @@ use crate::confedit::{self, Hook, Shape};
 use crate::exit::{Exit, Failure, Outcome};
 use crate::hookstore::write_atomic;
 
-/// The agents `aep setup` knows.
-const AGENTS: [&str; 12] = [
-    "claude-code",
-    "codex",
-    "gemini-cli",
-    "qwen-code",
-    "vscode",
-    "kimi-code",
-    "opencode",
-    "kilocode",
-    "cline",
-    "hermes",
-    "antigravity",
-    "pi",
-];
+/// The agents `aep setup` knows: aep-adapters' hook agents.
+fn agents() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        aep_adapters::Source::HOOK_AGENTS.map(aep_adapters::Source::name),
+    )
+}
 
 /// The `timeout` (seconds) of a held hook's entry: above `aep hook`'s default `--hold`.
 const HELD_TIMEOUT_S: u64 = 60;
@@ -96,7 +87,7 @@ const HELD_TIMEOUT_S: u64 = 60;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The agent.
-    #[arg(value_name = "AGENT", value_parser = clap::builder::PossibleValuesParser::new(AGENTS))]
+    #[arg(value_name = "AGENT", value_parser = agents())]
     agent: String,
     /// Write the project's configuration (in --dir).
     #[arg(long, conflicts_with = "user")]

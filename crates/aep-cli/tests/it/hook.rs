@@ -93,20 +93,7 @@ fn write_jsonl(dir: &Path, events: &[Event]) -> PathBuf {
 #[test]
 fn every_hook_agent_s_whole_session_validates_and_folds() {
     let relay = relay();
-    for agent in [
-        "claude-code",
-        "codex",
-        "gemini-cli",
-        "qwen-code",
-        "vscode",
-        "kimi-code",
-        "opencode",
-        "kilocode",
-        "cline",
-        "hermes",
-        "antigravity",
-        "pi",
-    ] {
+    for agent in aep_adapters::Source::HOOK_AGENTS.map(aep_adapters::Source::name) {
         let state = scratch();
         play(agent, relay.url(), state.path());
         let held: Vec<Event> = history(relay.url())
