@@ -22,6 +22,32 @@
 //!
 //! Observe-only by default: the permission pair is the vendor's own prompt, observed.
 
+/// The sixteen hooks of Kimi Code's external-hooks surface (Annex A.6), each mapped by
+/// this module; `aep setup kimi-code` registers every one.
+///
+/// ```
+/// assert_eq!(aep_adapters::sources::kimi_code::HOOKS.len(), 16);
+/// assert!(aep_adapters::sources::kimi_code::HOOKS.contains(&"PermissionRequest"));
+/// ```
+pub const HOOKS: [&str; 16] = [
+    "SessionStart",
+    "SessionEnd",
+    "UserPromptSubmit",
+    "Stop",
+    "StopFailure",
+    "Interrupt",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PermissionRequest",
+    "PermissionResult",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "PostCompact",
+    "Notification",
+];
+
 use serde_json::{json, Value};
 
 use crate::channel::ChannelMode;

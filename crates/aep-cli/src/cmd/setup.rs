@@ -404,24 +404,7 @@ fn plan(
             let home = std::env::var_os("KIMI_CODE_HOME")
                 .map(PathBuf::from)
                 .unwrap_or_else(|| base.join(".kimi-code"));
-            let events = [
-                "SessionStart",
-                "SessionEnd",
-                "UserPromptSubmit",
-                "Stop",
-                "StopFailure",
-                "Interrupt",
-                "PreToolUse",
-                "PostToolUse",
-                "PostToolUseFailure",
-                "PermissionRequest",
-                "PermissionResult",
-                "SubagentStart",
-                "SubagentStop",
-                "PreCompact",
-                "PostCompact",
-                "Notification",
-            ];
+            let events = aep_adapters::sources::kimi_code::HOOKS;
             let cmd = toml_string(&command(aep, agent, None));
             let block: String = events
                 .iter()

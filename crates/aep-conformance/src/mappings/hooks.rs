@@ -208,24 +208,8 @@ pub(super) fn kimi_code(docs: &[&Value], c: &mut Checks) {
         .collect();
     names.sort_unstable();
     names.dedup();
-    let mut want = [
-        "SessionStart",
-        "SessionEnd",
-        "UserPromptSubmit",
-        "Stop",
-        "StopFailure",
-        "Interrupt",
-        "PreToolUse",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "PermissionRequest",
-        "PermissionResult",
-        "SubagentStart",
-        "SubagentStop",
-        "PreCompact",
-        "PostCompact",
-        "Notification",
-    ];
+    // the adapter maps (and `aep setup` registers) exactly these
+    let mut want = aep_adapters::sources::kimi_code::HOOKS;
     want.sort_unstable();
     c.fact(
         "kimi-code pins: the 16-event enum is covered exactly (multi-decision results as variants)",
