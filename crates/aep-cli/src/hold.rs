@@ -196,13 +196,7 @@ impl Loop<'_> {
                 }
                 TargetOutput::EmitAck(ack) => {
                     let data = ack.data();
-                    // A nack's `detail` is `[redacted]` (AEP-0004 §3): asked there, and
-                    // dropped below that ceiling.
-                    let asked = if data.get("detail").is_some() {
-                        Capture::Redacted
-                    } else {
-                        Capture::Metadata
-                    };
+                    let asked = ack.capture();
                     let out = Out {
                         key: None,
                         event_type: ack.ack_type().to_owned(),

@@ -154,6 +154,27 @@ impl Decision {
         }
     }
 
+    /// The capture the ack is emitted at: a `detail` is in the `[redacted]` capture
+    /// class (AEP-0004 §3), so an ack carrying one asks for `redacted` (an emitter with
+    /// a lower ceiling drops the detail); any other ack is `metadata`.
+    ///
+    /// ```
+    /// use aep_core::control::{Decision, RejectReason};
+    /// use aep_core::Capture;
+    /// assert_eq!(Decision::Accept.capture(), Capture::Metadata);
+    /// assert_eq!(Decision::reject(RejectReason::Refused, "away").capture(), Capture::Redacted);
+    /// let bare = Decision::Reject { reason: RejectReason::Refused, detail: None };
+    /// assert_eq!(bare.capture(), Capture::Metadata);
+    /// ```
+    pub fn capture(&self) -> crate::Capture {
+        match self {
+            Decision::Reject {
+                detail: Some(_), ..
+            } => crate::Capture::Redacted,
+            _ => crate::Capture::Metadata,
+        }
+    }
+
     /// The ack payload: `{}` or `{"reason", "detail"?}` (AEP-0004 §3).
     pub fn data(&self) -> Value {
         let mut m = Map::new();
@@ -265,6 +286,11 @@ impl AckToEmit {
     /// The ack payload.
     pub fn data(&self) -> Value {
         self.decision.data()
+    }
+
+    /// The capture the ack is emitted at ([`Decision::capture`]).
+    pub fn capture(&self) -> crate::Capture {
+        self.decision.capture()
     }
 }
 
