@@ -70,6 +70,7 @@ pub mod projection;
 pub mod redact;
 pub mod resume;
 pub mod schema;
+mod setters;
 pub mod source;
 pub mod sse;
 pub mod steering;
