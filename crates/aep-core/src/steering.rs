@@ -119,18 +119,14 @@ impl Steering {
         })
     }
 
-    /// Holds at most `capacity` instructions per session (at least one).
-    #[must_use]
-    pub fn with_capacity(mut self, capacity: usize) -> Steering {
-        self.capacity = capacity.max(1);
-        self
-    }
+    crate::setters! {
+        /// Holds at most `capacity` instructions per session (at least one).
+        #[must_use]
+        pub fn with_capacity(capacity: usize) => capacity = capacity.max(1);
 
-    /// Takes instructions of at most `max_chars` characters.
-    #[must_use]
-    pub fn with_max_chars(mut self, max_chars: usize) -> Steering {
-        self.max_chars = max_chars;
-        self
+        /// Takes instructions of at most `max_chars` characters.
+        #[must_use]
+        pub fn with_max_chars(max_chars: usize) => max_chars = max_chars;
     }
 
     /// The vendor.

@@ -215,12 +215,11 @@ impl AttentionRequest {
         self
     }
 
-    /// The option a text answer that names no option is applied as, with the text as
-    /// its stated reason (AEP-0008). Without one, such a text answer to a permission
-    /// request is nacked `invalid`; it is never applied as a permissive choice.
-    pub fn refusing(mut self, option_id: impl Into<String>) -> Self {
-        self.refusing = Some(option_id.into());
-        self
+    crate::setters! {
+        /// The option a text answer that names no option is applied as, with the text as
+        /// its stated reason (AEP-0008). Without one, such a text answer to a permission
+        /// request is nacked `invalid`; it is never applied as a permissive choice.
+        pub fn refusing(option_id: impl Into<String>) => refusing = Some(option_id.into());
     }
 
     /// Adds a form field (AEP-0006).
@@ -248,18 +247,14 @@ impl AttentionRequest {
         self
     }
 
-    /// Context for the person (`context`, capture `full`: dropped below a `full`
-    /// ceiling).
-    pub fn context(mut self, context: Map<String, Value>) -> Self {
-        self.payload.context = Some(context);
-        self
-    }
+    crate::setters! {
+        /// Context for the person (`context`, capture `full`: dropped below a `full`
+        /// ceiling).
+        pub fn context(context: Map<String, Value>) => payload.context = Some(context);
 
-    /// How long to wait for an answer: the request's `expires_at`, and the deadline after
-    /// which the loop emits `attention.timeout` (AEP-0002 §7). No limit when not set.
-    pub fn timeout(mut self, after: Duration) -> Self {
-        self.timeout = Some(after);
-        self
+        /// How long to wait for an answer: the request's `expires_at`, and the deadline after
+        /// which the loop emits `attention.timeout` (AEP-0002 §7). No limit when not set.
+        pub fn timeout(after: Duration) => timeout = Some(after);
     }
 
     /// The kind.

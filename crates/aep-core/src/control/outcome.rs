@@ -36,11 +36,10 @@ impl OutcomeEvent {
         }
     }
 
-    /// The same with a `subject`.
-    #[must_use]
-    pub fn with_subject(mut self, subject: impl Into<String>) -> Self {
-        self.subject = Some(subject.into());
-        self
+    crate::setters! {
+        /// The same with a `subject`.
+        #[must_use]
+        pub fn with_subject(subject: impl Into<String>) => subject = Some(subject.into());
     }
 
     /// The event type.

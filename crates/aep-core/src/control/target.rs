@@ -429,23 +429,19 @@ impl TargetConfig {
         self.accepts.iter().any(|t| t == command_type)
     }
 
-    /// Sets the dedupe capacity.
-    pub fn with_dedupe_capacity(mut self, capacity: usize) -> TargetConfig {
-        self.dedupe_capacity = capacity;
-        self
-    }
+    crate::setters! {
+        /// Sets the dedupe capacity.
+        pub fn with_dedupe_capacity(capacity: usize) => dedupe_capacity = capacity;
 
-    /// Sets the decision window.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use aep_core::control::{ControlTarget, TargetConfig};
-    /// let target = ControlTarget::with_config(TargetConfig::new(["control.pause"]).with_decision_window(Some(Duration::from_secs(5))));
-    /// assert!(target.accepts("control.pause") && !target.accepts("control.cancel"));
-    /// ```
-    pub fn with_decision_window(mut self, window: Option<Duration>) -> TargetConfig {
-        self.decision_window = window;
-        self
+        /// Sets the decision window.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use aep_core::control::{ControlTarget, TargetConfig};
+        /// let target = ControlTarget::with_config(TargetConfig::new(["control.pause"]).with_decision_window(Some(Duration::from_secs(5))));
+        /// assert!(target.accepts("control.pause") && !target.accepts("control.cancel"));
+        /// ```
+        pub fn with_decision_window(window: Option<Duration>) => decision_window = window;
     }
 }
 

@@ -384,25 +384,18 @@ impl ErrorFrame {
         ErrorFrame::new(code.into()).with_cause(cause)
     }
 
-    /// Sets `id`.
-    #[must_use]
-    pub fn with_id(mut self, id: impl Into<String>) -> ErrorFrame {
-        self.id = Some(id.into());
-        self
-    }
+    crate::setters! {
+        /// Sets `id`.
+        #[must_use]
+        pub fn with_id(id: impl Into<String>) => id = Some(id.into());
 
-    /// Sets `cause`.
-    #[must_use]
-    pub fn with_cause(mut self, cause: impl Into<String>) -> ErrorFrame {
-        self.cause = Some(cause.into());
-        self
-    }
+        /// Sets `cause`.
+        #[must_use]
+        pub fn with_cause(cause: impl Into<String>) => cause = Some(cause.into());
 
-    /// Sets `detail`.
-    #[must_use]
-    pub fn with_detail(mut self, detail: impl Into<String>) -> ErrorFrame {
-        self.detail = Some(detail.into());
-        self
+        /// Sets `detail`.
+        #[must_use]
+        pub fn with_detail(detail: impl Into<String>) => detail = Some(detail.into());
     }
 
     /// Sets `versions`.

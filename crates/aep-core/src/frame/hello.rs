@@ -135,18 +135,14 @@ impl Hello {
         }
     }
 
-    /// Sets `identity`.
-    #[must_use]
-    pub fn with_identity(mut self, identity: Identity) -> Hello {
-        self.identity = Some(identity);
-        self
-    }
+    crate::setters! {
+        /// Sets `identity`.
+        #[must_use]
+        pub fn with_identity(identity: Identity) => identity = Some(identity);
 
-    /// Sets `capabilities`.
-    #[must_use]
-    pub fn with_capabilities(mut self, capabilities: Capabilities) -> Hello {
-        self.capabilities = Some(capabilities);
-        self
+        /// Sets `capabilities`.
+        #[must_use]
+        pub fn with_capabilities(capabilities: Capabilities) => capabilities = Some(capabilities);
     }
 
     /// Sets `versions` (newest first).
@@ -257,11 +253,10 @@ impl Identity {
         }
     }
 
-    /// Sets `instance`.
-    #[must_use]
-    pub fn with_instance(mut self, instance: impl Into<String>) -> Identity {
-        self.instance = Some(instance.into());
-        self
+    crate::setters! {
+        /// Sets `instance`.
+        #[must_use]
+        pub fn with_instance(instance: impl Into<String>) => instance = Some(instance.into());
     }
 
     pub(super) fn read(m: &mut Members<'_>) -> Result<Identity, FrameError> {
@@ -479,19 +474,19 @@ impl ControlCapability {
         }
     }
 
-    /// Sets `ack_window_ms`.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use aep_core::frame::ControlCapability;
-    /// let c = ControlCapability::accepting(["control.pause"]).with_ack_window(Duration::from_secs(3));
-    /// assert_eq!(c.ack_window(), Duration::from_secs(3));
-    /// assert!(c.accepts("control.pause") && !c.accepts("control.cancel"));
-    /// ```
-    #[must_use]
-    pub fn with_ack_window(mut self, window: Duration) -> ControlCapability {
-        self.ack_window_ms = Some(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
-        self
+    crate::setters! {
+        /// Sets `ack_window_ms`.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use aep_core::frame::ControlCapability;
+        /// let c = ControlCapability::accepting(["control.pause"]).with_ack_window(Duration::from_secs(3));
+        /// assert_eq!(c.ack_window(), Duration::from_secs(3));
+        /// assert!(c.accepts("control.pause") && !c.accepts("control.cancel"));
+        /// ```
+        #[must_use]
+        pub fn with_ack_window(window: Duration) =>
+            ack_window_ms = Some(u64::try_from(window.as_millis()).unwrap_or(u64::MAX));
     }
 
     /// Whether `command_type` is listed in `accepts`.

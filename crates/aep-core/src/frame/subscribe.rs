@@ -94,27 +94,23 @@ impl Subscribe {
         }
     }
 
-    /// Sets `from`.
-    ///
-    /// ```
-    /// use aep_core::frame::{Frame, ReplayFrom, Subscribe};
-    /// use aep_core::Capture;
-    /// let sub = Subscribe::new("sub-1", serde_json::json!({"type": "tool.*"}))
-    ///     .with_from(ReplayFrom::All)
-    ///     .with_capture(Capture::Metadata);
-    /// assert_eq!(Frame::from(sub).to_json(), r#"{"type":"subscribe","id":"sub-1","filter":{"type":"tool.*"},"from":"all","capture":"metadata"}"#);
-    /// ```
-    #[must_use]
-    pub fn with_from(mut self, from: ReplayFrom) -> Subscribe {
-        self.from = Some(from);
-        self
-    }
+    crate::setters! {
+        /// Sets `from`.
+        ///
+        /// ```
+        /// use aep_core::frame::{Frame, ReplayFrom, Subscribe};
+        /// use aep_core::Capture;
+        /// let sub = Subscribe::new("sub-1", serde_json::json!({"type": "tool.*"}))
+        ///     .with_from(ReplayFrom::All)
+        ///     .with_capture(Capture::Metadata);
+        /// assert_eq!(Frame::from(sub).to_json(), r#"{"type":"subscribe","id":"sub-1","filter":{"type":"tool.*"},"from":"all","capture":"metadata"}"#);
+        /// ```
+        #[must_use]
+        pub fn with_from(from: ReplayFrom) => from = Some(from);
 
-    /// Sets the capture ceiling.
-    #[must_use]
-    pub fn with_capture(mut self, capture: Capture) -> Subscribe {
-        self.capture = Some(capture);
-        self
+        /// Sets the capture ceiling.
+        #[must_use]
+        pub fn with_capture(capture: Capture) => capture = Some(capture);
     }
 
     pub(super) fn read(m: &mut Members<'_>) -> Result<Subscribe, FrameError> {

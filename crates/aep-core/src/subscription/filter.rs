@@ -412,18 +412,14 @@ impl SubscriptionFilter {
         Ok(self)
     }
 
-    /// Sets `from_cursor` (checked against the producer's cursor form on request).
-    #[must_use]
-    pub fn with_from_cursor(mut self, cursor: impl Into<String>) -> Self {
-        self.from_cursor = Some(cursor.into());
-        self
-    }
+    crate::setters! {
+        /// Sets `from_cursor` (checked against the producer's cursor form on request).
+        #[must_use]
+        pub fn with_from_cursor(cursor: impl Into<String>) => from_cursor = Some(cursor.into());
 
-    /// Sets `delivery_mode`.
-    #[must_use]
-    pub fn with_delivery_mode(mut self, mode: DeliveryMode) -> Self {
-        self.delivery_mode = Some(mode);
-        self
+        /// Sets `delivery_mode`.
+        #[must_use]
+        pub fn with_delivery_mode(mode: DeliveryMode) => delivery_mode = Some(mode);
     }
 
     /// The `types` patterns.

@@ -39,17 +39,13 @@ impl SubscriptionRegistryConfig {
         SubscriptionRegistryConfig::default()
     }
 
-    /// The strongest mode the producer honors (it honors every weaker one too).
-    /// `replayable` means the producer serves `from_cursor`.
-    pub fn with_max_delivery(mut self, mode: DeliveryMode) -> Self {
-        self.max_delivery = mode;
-        self
-    }
+    crate::setters! {
+        /// The strongest mode the producer honors (it honors every weaker one too).
+        /// `replayable` means the producer serves `from_cursor`.
+        pub fn with_max_delivery(mode: DeliveryMode) => max_delivery = mode;
 
-    /// How long a subscription lives before `subscription.expired` (none by default).
-    pub fn with_ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = Some(ttl);
-        self
+        /// How long a subscription lives before `subscription.expired` (none by default).
+        pub fn with_ttl(ttl: Duration) => ttl = Some(ttl);
     }
 
     /// The strongest mode honored.

@@ -95,23 +95,22 @@ impl StreamValidator {
         StreamValidator::default()
     }
 
-    /// Whether [`finish`](StreamValidator::finish) reports commands no ack answered. Off
-    /// by default: a live stream may end before an ack arrives, or a relay may answer a
-    /// command with an `error` frame, which is not an event. A complete recorded stream
-    /// (the golden corpus) turns it on.
-    ///
-    /// ```
-    /// use aep_core::{Event, validate::{StreamValidator, Rule}};
-    /// let cmd: Event = r#"{"aep":"0.1","id":"c1","type":"control.pause","time":"2026-07-03T10:00:00Z","source":"aep://h/agent/mc","agent":"mc","session":"s"}"#.parse()?;
-    /// let mut v = StreamValidator::new().require_acks(true);
-    /// assert!(v.push(&cmd).is_empty());
-    /// assert_eq!(v.finish()[0].rule(), Rule::CommandUnacked);
-    /// # Ok::<(), aep_core::EventParseError>(())
-    /// ```
-    #[must_use]
-    pub fn require_acks(mut self, on: bool) -> StreamValidator {
-        self.require_acks = on;
-        self
+    crate::setters! {
+        /// Whether [`finish`](StreamValidator::finish) reports commands no ack answered. Off
+        /// by default: a live stream may end before an ack arrives, or a relay may answer a
+        /// command with an `error` frame, which is not an event. A complete recorded stream
+        /// (the golden corpus) turns it on.
+        ///
+        /// ```
+        /// use aep_core::{Event, validate::{StreamValidator, Rule}};
+        /// let cmd: Event = r#"{"aep":"0.1","id":"c1","type":"control.pause","time":"2026-07-03T10:00:00Z","source":"aep://h/agent/mc","agent":"mc","session":"s"}"#.parse()?;
+        /// let mut v = StreamValidator::new().require_acks(true);
+        /// assert!(v.push(&cmd).is_empty());
+        /// assert_eq!(v.finish()[0].rule(), Rule::CommandUnacked);
+        /// # Ok::<(), aep_core::EventParseError>(())
+        /// ```
+        #[must_use]
+        pub fn require_acks(on: bool) => require_acks = on;
     }
 
     /// Folds one event, returning the issues it raises against what came before.
