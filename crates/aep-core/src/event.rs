@@ -320,7 +320,7 @@ impl Event {
     }
 
     /// Sets optional string attribute `slot`, keeping a recorded wire order true.
-    fn set_str(&mut self, slot: Slot, value: Option<&str>) {
+    pub(crate) fn set_str(&mut self, slot: Slot, value: Option<&str>) {
         self.set_slot_present(slot, value.is_some());
         self.put(slot, value);
     }

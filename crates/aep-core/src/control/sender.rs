@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::{is_command_type, Nack, ACCEPTED, DEFAULT_ACK_WINDOW, DEFAULT_RETRIES, REJECTED};
 use crate::dedupe::CompactId;
-use crate::event::Event;
+use crate::event::{slot, Event};
 use crate::frame::{ErrorFrame, Frame};
 use crate::level::Capture;
 
@@ -138,35 +138,25 @@ impl fmt::Debug for CommandBuilder {
 }
 
 impl CommandBuilder {
-    /// Narrows the target to a run.
-    pub fn run(mut self, run: impl AsRef<str>) -> Self {
-        self.event = self.event.with_run(run);
-        self
-    }
+    // The text goes straight into the event (`set_str`), not through a `String` first.
+    crate::setters! {
+        /// Narrows the target to a run.
+        pub fn run(run: impl AsRef<str>) => self.event.set_str(slot::RUN, Some(run.as_ref()));
 
-    /// Sets `subject` (for `control.attention.respond`: the `attention.requested` id,
-    /// AEP-0004 §6).
-    pub fn subject(mut self, subject: impl AsRef<str>) -> Self {
-        self.event = self.event.with_subject(subject);
-        self
-    }
+        /// Sets `subject` (for `control.attention.respond`: the `attention.requested` id,
+        /// AEP-0004 §6).
+        pub fn subject(subject: impl AsRef<str>) =>
+            self.event.set_str(slot::SUBJECT, Some(subject.as_ref()));
 
-    /// Sets `cause`: the event that prompted the command (AEP-0004 §6).
-    pub fn cause(mut self, cause: impl AsRef<str>) -> Self {
-        self.event = self.event.with_cause(cause);
-        self
-    }
+        /// Sets `cause`: the event that prompted the command (AEP-0004 §6).
+        pub fn cause(cause: impl AsRef<str>) =>
+            self.event.set_str(slot::CAUSE, Some(cause.as_ref()));
 
-    /// Sets the payload.
-    pub fn data(mut self, data: Value) -> Self {
-        self.event = self.event.with_data(data);
-        self
-    }
+        /// Sets the payload.
+        pub fn data(data: Value) => self.event.set_data(data);
 
-    /// Sets `capture` (default `metadata`, as the other SDKs write it).
-    pub fn capture(mut self, capture: Capture) -> Self {
-        self.event = self.event.with_capture(capture);
-        self
+        /// Sets `capture` (default `metadata`, as the other SDKs write it).
+        pub fn capture(capture: Capture) => self.event.set_capture(Some(capture));
     }
 
     /// The envelope stamped at `now`: a fresh monotonic ULID as its `id`
@@ -389,11 +379,10 @@ impl ControlSender {
         }
     }
 
-    /// Sets the default [`SendPolicy`] for [`send`](Self::send).
-    #[must_use]
-    pub fn with_policy(mut self, policy: SendPolicy) -> ControlSender {
-        self.policy = policy;
-        self
+    crate::setters! {
+        /// Sets the default [`SendPolicy`] for [`send`](Self::send).
+        #[must_use]
+        pub fn with_policy(policy: SendPolicy) => policy = policy;
     }
 
     /// The sender's `source`.

@@ -656,127 +656,106 @@ impl Event {
         self.set_str(slot::TRACEPARENT, v.as_deref());
     }
 
-    /// Builder form of [`Event::set_subject`].
-    ///
-    /// ```
-    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_subject("t_1");
-    /// assert_eq!(e.subject(), Some("t_1"));
-    /// ```
-    #[must_use]
-    pub fn with_subject(mut self, v: impl AsRef<str>) -> Self {
-        self.set_str(slot::SUBJECT, Some(v.as_ref()));
-        self
-    }
-    /// Builder form of [`Event::set_session`].
-    ///
-    /// ```
-    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_session("s1");
-    /// assert_eq!(e.session(), Some("s1"));
-    /// ```
-    #[must_use]
-    pub fn with_session(mut self, v: impl AsRef<str>) -> Self {
-        self.set_str(slot::SESSION, Some(v.as_ref()));
-        self
-    }
-    /// Builder form of [`Event::set_run`].
-    ///
-    /// ```
-    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_run("r1");
-    /// assert_eq!(e.run(), Some("r1"));
-    /// ```
-    #[must_use]
-    pub fn with_run(mut self, v: impl AsRef<str>) -> Self {
-        self.set_str(slot::RUN, Some(v.as_ref()));
-        self
-    }
-    /// Builder form of [`Event::set_step`].
-    ///
-    /// ```
-    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_step("p1");
-    /// assert_eq!(e.step(), Some("p1"));
-    /// ```
-    #[must_use]
-    pub fn with_step(mut self, v: impl AsRef<str>) -> Self {
-        self.set_str(slot::STEP, Some(v.as_ref()));
-        self
-    }
-    /// Builder form of [`Event::set_seq`].
-    ///
-    /// ```
-    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_session("s").with_seq(3);
-    /// assert_eq!(e.seq(), Some(3));
-    /// ```
-    #[must_use]
-    pub fn with_seq(mut self, v: u64) -> Self {
-        self.set_seq(Some(v));
-        self
-    }
-    /// Builder form of [`Event::set_epoch`].
-    ///
-    /// ```
-    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_epoch(2);
-    /// assert!(e.to_json().ends_with(r#""epoch":2}"#));
-    /// ```
-    #[must_use]
-    pub fn with_epoch(mut self, v: u64) -> Self {
-        self.set_epoch(Some(v));
-        self
-    }
-    /// Builder form of [`Event::set_cause`].
-    ///
-    /// ```
-    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_cause("01I");
-    /// assert_eq!(e.cause(), Some("01I"));
-    /// ```
-    #[must_use]
-    pub fn with_cause(mut self, v: impl AsRef<str>) -> Self {
-        self.set_str(slot::CAUSE, Some(v.as_ref()));
-        self
-    }
-    /// Builder form of [`Event::set_traceparent`].
-    ///
-    /// ```
-    /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
-    /// assert_eq!(e.traceparent(), Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
-    /// ```
-    #[must_use]
-    pub fn with_traceparent(mut self, v: impl AsRef<str>) -> Self {
-        self.set_str(slot::TRACEPARENT, Some(v.as_ref()));
-        self
-    }
-    /// Builder form of [`Event::set_severity`].
-    ///
-    /// ```
-    /// use aep_core::{Event, Severity};
-    /// let e = Event::new("1", "error.raised", "t", "s", "a").with_severity(Severity::Critical);
-    /// assert_eq!(e.severity_attr(), Some(Severity::Critical));
-    /// ```
-    #[must_use]
-    pub fn with_severity(mut self, v: Severity) -> Self {
-        self.set_severity(Some(v));
-        self
-    }
-    /// Builder form of [`Event::set_capture`].
-    ///
-    /// ```
-    /// use aep_core::{Capture, Event};
-    /// let e = Event::new("1", "tool.completed", "t", "s", "a").with_capture(Capture::None);
-    /// assert_eq!(e.capture(), Capture::None);
-    /// ```
-    #[must_use]
-    pub fn with_capture(mut self, v: Capture) -> Self {
-        self.set_capture(Some(v));
-        self
-    }
-    /// Builder form of [`Event::set_data`].
-    ///
-    /// ```
-    /// let e = aep_core::Event::new("1", "agent.idle", "t", "s", "a").with_data(serde_json::json!({}));
-    /// assert!(e.to_json().ends_with(r#""data":{}}"#));
-    /// ```
-    #[must_use]
-    pub fn with_data(mut self, data: Value) -> Self {
-        self.set_data(data);
-        self
+    crate::setters! {
+        /// Builder form of [`Event::set_subject`].
+        ///
+        /// ```
+        /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_subject("t_1");
+        /// assert_eq!(e.subject(), Some("t_1"));
+        /// ```
+        #[must_use]
+        pub fn with_subject(v: impl AsRef<str>) => self.set_str(slot::SUBJECT, Some(v.as_ref()));
+
+        /// Builder form of [`Event::set_session`].
+        ///
+        /// ```
+        /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_session("s1");
+        /// assert_eq!(e.session(), Some("s1"));
+        /// ```
+        #[must_use]
+        pub fn with_session(v: impl AsRef<str>) => self.set_str(slot::SESSION, Some(v.as_ref()));
+
+        /// Builder form of [`Event::set_run`].
+        ///
+        /// ```
+        /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_run("r1");
+        /// assert_eq!(e.run(), Some("r1"));
+        /// ```
+        #[must_use]
+        pub fn with_run(v: impl AsRef<str>) => self.set_str(slot::RUN, Some(v.as_ref()));
+
+        /// Builder form of [`Event::set_step`].
+        ///
+        /// ```
+        /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_step("p1");
+        /// assert_eq!(e.step(), Some("p1"));
+        /// ```
+        #[must_use]
+        pub fn with_step(v: impl AsRef<str>) => self.set_str(slot::STEP, Some(v.as_ref()));
+
+        /// Builder form of [`Event::set_seq`].
+        ///
+        /// ```
+        /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_session("s").with_seq(3);
+        /// assert_eq!(e.seq(), Some(3));
+        /// ```
+        #[must_use]
+        pub fn with_seq(v: u64) => self.set_seq(Some(v));
+
+        /// Builder form of [`Event::set_epoch`].
+        ///
+        /// ```
+        /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_epoch(2);
+        /// assert!(e.to_json().ends_with(r#""epoch":2}"#));
+        /// ```
+        #[must_use]
+        pub fn with_epoch(v: u64) => self.set_epoch(Some(v));
+
+        /// Builder form of [`Event::set_cause`].
+        ///
+        /// ```
+        /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_cause("01I");
+        /// assert_eq!(e.cause(), Some("01I"));
+        /// ```
+        #[must_use]
+        pub fn with_cause(v: impl AsRef<str>) => self.set_str(slot::CAUSE, Some(v.as_ref()));
+
+        /// Builder form of [`Event::set_traceparent`].
+        ///
+        /// ```
+        /// let e = aep_core::Event::new("1", "run.started", "t", "s", "a").with_traceparent("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01");
+        /// assert_eq!(e.traceparent(), Some("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"));
+        /// ```
+        #[must_use]
+        pub fn with_traceparent(v: impl AsRef<str>) => self.set_str(slot::TRACEPARENT, Some(v.as_ref()));
+
+        /// Builder form of [`Event::set_severity`].
+        ///
+        /// ```
+        /// use aep_core::{Event, Severity};
+        /// let e = Event::new("1", "error.raised", "t", "s", "a").with_severity(Severity::Critical);
+        /// assert_eq!(e.severity_attr(), Some(Severity::Critical));
+        /// ```
+        #[must_use]
+        pub fn with_severity(v: Severity) => self.set_severity(Some(v));
+
+        /// Builder form of [`Event::set_capture`].
+        ///
+        /// ```
+        /// use aep_core::{Capture, Event};
+        /// let e = Event::new("1", "tool.completed", "t", "s", "a").with_capture(Capture::None);
+        /// assert_eq!(e.capture(), Capture::None);
+        /// ```
+        #[must_use]
+        pub fn with_capture(v: Capture) => self.set_capture(Some(v));
+
+        /// Builder form of [`Event::set_data`].
+        ///
+        /// ```
+        /// let e = aep_core::Event::new("1", "agent.idle", "t", "s", "a").with_data(serde_json::json!({}));
+        /// assert!(e.to_json().ends_with(r#""data":{}}"#));
+        /// ```
+        #[must_use]
+        pub fn with_data(data: Value) => self.set_data(data);
     }
 }
