@@ -137,37 +137,33 @@ pub enum RedactError {
 /// assert!(serde_json::from_str::<RedactOptions>(r#"{"pi":false}"#).is_err());
 /// # Ok::<(), serde_json::Error>(())
 /// ```
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 #[must_use = "options do nothing until passed to `Redactor::new`"]
 pub struct RedactOptions {
-    secret_values: Vec<String>,
+    secret_values: SecretValues,
     secret_names: Vec<String>,
     home: Option<String>,
     any_user_home: bool,
     pii: bool,
 }
 
-impl fmt::Debug for RedactOptions {
-    // The secret values themselves never reach a log.
+/// The literal secret values of [`RedactOptions`]: on the wire the plain list, in
+/// `Debug` only their count, so the secrets themselves never reach a log.
+#[derive(Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(transparent)]
+struct SecretValues(Vec<String>);
+
+impl fmt::Debug for SecretValues {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("RedactOptions")
-            .field(
-                "secret_values",
-                &format_args!("[{} hidden]", self.secret_values.len()),
-            )
-            .field("secret_names", &self.secret_names)
-            .field("home", &self.home)
-            .field("any_user_home", &self.any_user_home)
-            .field("pii", &self.pii)
-            .finish()
+        write!(f, "[{} hidden]", self.0.len())
     }
 }
 
 impl Default for RedactOptions {
     fn default() -> Self {
         RedactOptions {
-            secret_values: Vec::new(),
+            secret_values: SecretValues::default(),
             secret_names: Vec::new(),
             home: None,
             any_user_home: true,
@@ -187,16 +183,15 @@ impl RedactOptions {
         RedactOptions::default()
     }
 
-    /// Adds a literal secret value, replaced wherever it occurs (rule (b)). Values shorter
-    /// than [`MIN_SECRET_VALUE_LEN`] are ignored.
-    ///
-    /// ```
-    /// let opts = aep_core::redact::RedactOptions::new().secret_value("hunter22");
-    /// assert_eq!(opts.secret_values(), ["hunter22"]);
-    /// ```
-    pub fn secret_value(mut self, value: impl Into<String>) -> Self {
-        self.secret_values.push(value.into());
-        self
+    crate::setters! {
+        /// Adds a literal secret value, replaced wherever it occurs (rule (b)). Values shorter
+        /// than [`MIN_SECRET_VALUE_LEN`] are ignored.
+        ///
+        /// ```
+        /// let opts = aep_core::redact::RedactOptions::new().secret_value("hunter22");
+        /// assert_eq!(opts.secret_values(), ["hunter22"]);
+        /// ```
+        pub fn secret_value(value: impl Into<String>) => self.secret_values.0.push(value.into());
     }
 
     /// Adds several literal secret values (rule (b)).
@@ -211,6 +206,7 @@ impl RedactOptions {
         S: Into<String>,
     {
         self.secret_values
+            .0
             .extend(values.into_iter().map(Into::into));
         self
     }
@@ -239,63 +235,53 @@ impl RedactOptions {
         for name in names {
             let name = name.into();
             if let Some(value) = lookup(&name) {
-                self.secret_values.push(value);
+                self.secret_values.0.push(value);
             }
             self.secret_names.push(name);
         }
         self
     }
 
-    /// Adds a key name the operator lists as secret (rule (b)): in text, the value of a
-    /// `NAME=value` / `NAME: value` assignment is replaced; in JSON values, the value of
-    /// an object member with that key (compared case-insensitively) is replaced. The
-    /// built-in credential names (`password`, `token`, `api_key`, …) need no listing.
-    ///
-    /// ```
-    /// use aep_core::redact::{RedactOptions, Redactor};
-    /// let r = Redactor::new(RedactOptions::new().secret_name("DEPLOY_KEY"))?;
-    /// assert_eq!(r.redact_text("DEPLOY_KEY=abc"), "DEPLOY_KEY=[REDACTED:secret]");
-    /// # Ok::<(), aep_core::redact::RedactError>(())
-    /// ```
-    pub fn secret_name(mut self, name: impl Into<String>) -> Self {
-        self.secret_names.push(name.into());
-        self
-    }
+    crate::setters! {
+        /// Adds a key name the operator lists as secret (rule (b)): in text, the value of a
+        /// `NAME=value` / `NAME: value` assignment is replaced; in JSON values, the value of
+        /// an object member with that key (compared case-insensitively) is replaced. The
+        /// built-in credential names (`password`, `token`, `api_key`, …) need no listing.
+        ///
+        /// ```
+        /// use aep_core::redact::{RedactOptions, Redactor};
+        /// let r = Redactor::new(RedactOptions::new().secret_name("DEPLOY_KEY"))?;
+        /// assert_eq!(r.redact_text("DEPLOY_KEY=abc"), "DEPLOY_KEY=[REDACTED:secret]");
+        /// # Ok::<(), aep_core::redact::RedactError>(())
+        /// ```
+        pub fn secret_name(name: impl Into<String>) => self.secret_names.push(name.into());
 
-    /// Sets the operator's home directory, replaced by `~` (rule (c)). A trailing
-    /// separator is ignored; `/` and empty paths are ignored.
-    ///
-    /// ```
-    /// let opts = aep_core::redact::RedactOptions::new().home("/srv/agent/");
-    /// assert_eq!(opts.home_dir(), Some("/srv/agent/"));
-    /// ```
-    pub fn home(mut self, path: impl Into<String>) -> Self {
-        self.home = Some(path.into());
-        self
-    }
+        /// Sets the operator's home directory, replaced by `~` (rule (c)). A trailing
+        /// separator is ignored; `/` and empty paths are ignored.
+        ///
+        /// ```
+        /// let opts = aep_core::redact::RedactOptions::new().home("/srv/agent/");
+        /// assert_eq!(opts.home_dir(), Some("/srv/agent/"));
+        /// ```
+        pub fn home(path: impl Into<String>) => home = Some(path.into());
 
-    /// Whether any `/home/<user>`, `/Users/<user>` and `C:\Users\<user>` prefix is
-    /// replaced by `~`, not only the operator's own home (default `true`; hardening
-    /// beyond the §9.4 floor that the corpus pins).
-    ///
-    /// ```
-    /// let opts = aep_core::redact::RedactOptions::new().any_user_home(false);
-    /// assert!(!opts.redacts_any_user_home());
-    /// ```
-    pub fn any_user_home(mut self, on: bool) -> Self {
-        self.any_user_home = on;
-        self
-    }
+        /// Whether any `/home/<user>`, `/Users/<user>` and `C:\Users\<user>` prefix is
+        /// replaced by `~`, not only the operator's own home (default `true`; hardening
+        /// beyond the §9.4 floor that the corpus pins).
+        ///
+        /// ```
+        /// let opts = aep_core::redact::RedactOptions::new().any_user_home(false);
+        /// assert!(!opts.redacts_any_user_home());
+        /// ```
+        pub fn any_user_home(on: bool) => any_user_home = on;
 
-    /// Whether rule (d), e-mail addresses and phone numbers, runs (default `true`: the
-    /// spec has it on by default at `redacted`, operator-disableable).
-    ///
-    /// ```
-    /// assert!(!aep_core::redact::RedactOptions::new().pii(false).redacts_pii());
-    /// ```
-    pub fn pii(mut self, on: bool) -> Self {
-        self.pii = on;
-        self
+        /// Whether rule (d), e-mail addresses and phone numbers, runs (default `true`: the
+        /// spec has it on by default at `redacted`, operator-disableable).
+        ///
+        /// ```
+        /// assert!(!aep_core::redact::RedactOptions::new().pii(false).redacts_pii());
+        /// ```
+        pub fn pii(on: bool) => pii = on;
     }
 
     /// The configured secret values.
@@ -304,7 +290,7 @@ impl RedactOptions {
     /// assert!(aep_core::redact::RedactOptions::new().secret_values().is_empty());
     /// ```
     pub fn secret_values(&self) -> &[String] {
-        &self.secret_values
+        &self.secret_values.0
     }
 
     /// The configured secret key names.
@@ -527,6 +513,7 @@ impl Redactor {
             .map_err(|e| RedactError::Builtin(e.clone()))?;
         let mut values: Vec<&str> = options
             .secret_values
+            .0
             .iter()
             .map(String::as_str)
             // A value inside a marker would re-redact the marker on every pass.
@@ -852,6 +839,19 @@ mod tests {
     #[test]
     fn builtin_patterns_compile() {
         assert!(BUILTIN.is_ok(), "{:?}", BUILTIN.as_ref().err());
+    }
+
+    #[test]
+    fn debug_hides_the_secret_values_and_the_wire_keeps_them() {
+        let opts = RedactOptions::new()
+            .secret_value("hunter22-value")
+            .secret_name("DEPLOY_KEY");
+        let shown = format!("{:?}", Redactor::new(opts.clone()).unwrap());
+        assert!(!shown.contains("hunter22"), "{shown}");
+        assert!(shown.contains(r#"secret_values: [1 hidden], secret_names: ["DEPLOY_KEY"]"#));
+        let wire = serde_json::to_value(&opts).unwrap();
+        assert_eq!(wire["secretValues"], json!(["hunter22-value"]));
+        assert_eq!(serde_json::from_value::<RedactOptions>(wire).unwrap(), opts);
     }
 
     #[test]
