@@ -17,12 +17,8 @@ use common::{scalars, Shape};
 use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
-const GOLDEN: &str = include_str!("../../../../fixtures/conformance/golden/golden.jsonl");
-
 static GOLDEN_VALUES: LazyLock<Vec<Value>> = LazyLock::new(|| {
-    GOLDEN
-        .lines()
-        .filter(|l| !l.trim().is_empty())
+    common::lines(common::GOLDEN)
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 });
@@ -288,7 +284,7 @@ fn invalid_utf8() {
 
 #[test]
 fn empty_and_truncated_input() {
-    let line = GOLDEN.lines().next().unwrap().as_bytes();
+    let line = common::GOLDEN.lines().next().unwrap().as_bytes();
     for end in 0..line.len() {
         exercise_bytes(&line[..end]);
     }

@@ -3,22 +3,13 @@
 
 use crate::common;
 
-use std::path::PathBuf;
-
 use aep_core::payload::{Payload, PAYLOAD_TYPES};
 use aep_core::types::lookup;
 use aep_core::Event;
 use serde_json::Value;
 
 fn golden() -> Vec<Event> {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fixtures/conformance/golden/golden.jsonl");
-    std::fs::read_to_string(path)
-        .expect("golden corpus")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.parse().expect("golden line parses"))
-        .collect()
+    common::events(common::GOLDEN)
 }
 
 #[test]

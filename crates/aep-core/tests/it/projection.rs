@@ -1,6 +1,8 @@
 //! The projection against the golden corpus (`fixtures/projection/`) and the
 //! incremental scenarios of the Python SDK's smoke tests.
 
+use crate::common;
+
 use aep_core::projection::{project_state, RunStatus, StateProjection, Violation};
 use aep_core::resume::Position;
 use aep_core::Event;
@@ -10,11 +12,7 @@ const EVENTS: &str = include_str!("../../../../fixtures/projection/events.jsonl"
 const EXPECTED: &str = include_str!("../../../../fixtures/projection/expected.json");
 
 fn corpus() -> Vec<Event> {
-    EVENTS
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.parse().expect("corpus line"))
-        .collect()
+    common::events(EVENTS)
 }
 
 fn expected_state() -> Value {
@@ -333,14 +331,8 @@ fn events_without_session_or_with_odd_types_never_panic() {
 
 // ---- the supervisor's members (issue 35) ---------------------------------------------
 
-const GOLDEN: &str = include_str!("../../../../fixtures/conformance/golden/golden.jsonl");
-
 fn golden_stream() -> Vec<Event> {
-    GOLDEN
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.parse().expect("golden line"))
-        .collect()
+    common::events(common::GOLDEN)
 }
 
 #[test]

@@ -3,17 +3,16 @@
 
 #![allow(clippy::unwrap_used)] // a test: a panic is the failure report
 
+use crate::common;
+
 use aep_core::validate::{validate_event, validate_value, Issue, Rule, StreamValidator};
 use aep_core::Event;
 use serde_json::Value;
 
-const GOLDEN: &str = include_str!("../../../../fixtures/conformance/golden/golden.jsonl");
 const INVALID: &str = include_str!("../../../../fixtures/conformance/invalid/cases.json");
 
 fn golden() -> Vec<(Value, Event)> {
-    GOLDEN
-        .lines()
-        .filter(|l| !l.trim().is_empty())
+    common::lines(common::GOLDEN)
         .map(|l| (serde_json::from_str(l).unwrap(), l.parse().unwrap()))
         .collect()
 }

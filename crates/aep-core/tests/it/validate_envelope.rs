@@ -3,11 +3,12 @@
 
 #![allow(clippy::unwrap_used)] // a test: a panic is the failure report
 
+use crate::common;
+
 use aep_core::validate::{validate_envelope, validate_event, Issue, Rule};
 use aep_core::Event;
 use serde_json::Value;
 
-const GOLDEN: &str = include_str!("../../../../fixtures/conformance/golden/golden.jsonl");
 const INVALID: &str = include_str!("../../../../fixtures/conformance/invalid/cases.json");
 
 fn without_payload(issues: Vec<Issue>) -> Vec<Issue> {
@@ -18,11 +19,7 @@ fn without_payload(issues: Vec<Issue>) -> Vec<Issue> {
 }
 
 fn corpus_events() -> Vec<Event> {
-    let mut events: Vec<Event> = GOLDEN
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| l.parse().unwrap())
-        .collect();
+    let mut events = common::events(common::GOLDEN);
     let doc: Value = serde_json::from_str(INVALID).unwrap();
     for case in doc["cases"].as_array().unwrap() {
         let values = match (&case["event"], &case["events"]) {

@@ -1,13 +1,30 @@
-//! What several of aep-core's integration tests share: arbitrary JSON for their
-//! property tests, each test choosing the scalars, the member names and the size; a
-//! command sender with a command pending.
+//! What several of aep-core's integration tests share: the golden corpus read as
+//! events; arbitrary JSON for their property tests, each test choosing the scalars, the
+//! member names and the size; a command sender with a command pending.
 #![allow(dead_code, clippy::unwrap_used)] // test helpers: a failed unwrap is a failed test
 
 use std::time::Instant;
 
 use aep_core::control::ControlSender;
+use aep_core::Event;
 use proptest::prelude::*;
 use serde_json::Value;
+
+/// The golden corpus: one event a line (`fixtures/conformance/golden/golden.jsonl`).
+pub const GOLDEN: &str = include_str!("../../../../../fixtures/conformance/golden/golden.jsonl");
+
+/// The lines of a JSON Lines text, blank ones left out.
+pub fn lines(text: &str) -> impl Iterator<Item = &str> {
+    text.lines().filter(|l| !l.trim().is_empty())
+}
+
+/// The events of a JSON Lines text, one a line; a line that does not parse fails the
+/// test, naming it.
+pub fn events(text: &str) -> Vec<Event> {
+    lines(text)
+        .map(|l| l.parse().unwrap_or_else(|e| panic!("{l}: {e}")))
+        .collect()
+}
 
 /// A console's sender with one `control.pause` for `session` pending, sent at `t` with
 /// the id `id`.
