@@ -481,10 +481,14 @@ impl Serialize for Detailed<'_, PendingAttention> {
     }
 }
 
-/// The pending requests of a session, each [`Detailed`].
-struct PendingList<'a>(&'a [PendingAttention]);
+/// A list of snapshot parts (a session's pending requests, a state's sessions), each
+/// [`Detailed`].
+struct DetailedList<'a, T>(&'a [T]);
 
-impl Serialize for PendingList<'_> {
+impl<'a, T> Serialize for DetailedList<'a, T>
+where
+    Detailed<'a, T>: Serialize,
+{
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         s.collect_seq(self.0.iter().map(Detailed))
     }
@@ -501,7 +505,7 @@ impl Serialize for Detailed<'_, ProjectedSession> {
         m.serialize_entry("ended", &x.ended)?;
         m.serialize_entry("position", &x.position)?;
         m.serialize_entry("runs", &x.runs as &[ProjectedRun])?;
-        m.serialize_entry("pending", &PendingList(&x.pending))?;
+        m.serialize_entry("pending", &DetailedList(&x.pending))?;
         m.serialize_entry("status", &x.status())?;
         m.serialize_entry("last_activity", &x.last_activity)?;
         m.serialize_entry("tools", &x.tools)?;
@@ -510,19 +514,10 @@ impl Serialize for Detailed<'_, ProjectedSession> {
     }
 }
 
-/// The sessions of a state, each [`Detailed`].
-struct SessionList<'a>(&'a [ProjectedSession]);
-
-impl Serialize for SessionList<'_> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_seq(self.0.iter().map(Detailed))
-    }
-}
-
 impl Serialize for Detailed<'_, ProjectedState> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(2))?;
-        m.serialize_entry("sessions", &SessionList(&self.0.sessions))?;
+        m.serialize_entry("sessions", &DetailedList(&self.0.sessions))?;
         m.serialize_entry("violations", &self.0.violations as &[Violation])?;
         m.end()
     }
