@@ -319,11 +319,19 @@ fn long_command_ids_settle_by_their_ack() {
     }
 }
 
-#[test]
-fn accepted() {
+/// A `control.pause` (id `c1`) sent through a fresh simulation that accepts it, with
+/// `fault` set up first, and driven until it settles.
+fn pause_through(fault: impl FnOnce(&mut Sim)) -> Sim {
     let mut sim = Sim::new(&["control.pause"]);
+    fault(&mut sim);
     sim.send("control.pause", "c1");
     sim.drive();
+    sim
+}
+
+#[test]
+fn accepted() {
+    let sim = pause_through(|_| {});
     let s = sim.only_settled();
     assert_eq!(s.command_id, "c1");
     let ack = s.result.as_ref().unwrap();
@@ -405,10 +413,7 @@ fn unsupported_is_nacked_by_the_target() {
 
 #[test]
 fn lost_ack_is_recovered_by_the_retry() {
-    let mut sim = Sim::new(&["control.pause"]);
-    sim.drop_acks = 1;
-    sim.send("control.pause", "c1");
-    sim.drive();
+    let sim = pause_through(|sim| sim.drop_acks = 1);
     // One decision, one execution, one distinct ack event, sent twice byte-identically.
     assert_eq!(sim.executed, ["c1"]);
     assert_eq!(
@@ -427,10 +432,7 @@ fn lost_ack_is_recovered_by_the_retry() {
 
 #[test]
 fn lost_command_is_recovered_by_the_retry() {
-    let mut sim = Sim::new(&["control.pause"]);
-    sim.drop_commands = 2;
-    sim.send("control.pause", "c1");
-    sim.drive();
+    let sim = pause_through(|sim| sim.drop_commands = 2);
     assert!(sim.only_settled().result.is_ok());
     assert_eq!(sim.settled[0].0, 2 * WINDOW, "accepted on the last attempt");
     assert_eq!(sim.sent_commands.len(), 3);
@@ -440,10 +442,7 @@ fn lost_command_is_recovered_by_the_retry() {
 
 #[test]
 fn silence_times_out_after_every_retry() {
-    let mut sim = Sim::new(&["control.pause"]);
-    sim.drop_commands = usize::MAX;
-    sim.send("control.pause", "c1");
-    sim.drive();
+    let sim = pause_through(|sim| sim.drop_commands = usize::MAX);
     let nack = sim.nack();
     assert_eq!(nack.reason(), NackReason::Timeout);
     assert!(nack.is_synthesized());
@@ -509,10 +508,7 @@ fn duplicate_delivery_while_pending_is_answered_by_the_one_ack() {
 
 #[test]
 fn redelivered_command_gets_the_recorded_ack_byte_identically() {
-    let mut sim = Sim::new(&["control.pause"]);
-    sim.duplicate_commands = true;
-    sim.send("control.pause", "c1");
-    sim.drive();
+    let mut sim = pause_through(|sim| sim.duplicate_commands = true);
     // Both copies arrived before the ack was minted: the second waited for it.
     assert_eq!(
         sim.deliveries,
@@ -534,10 +530,7 @@ fn redelivered_command_gets_the_recorded_ack_byte_identically() {
 #[test]
 fn relay_error_frames_settle_by_cause() {
     // no-route: the code normalizes to invalid, kept at the front of the detail.
-    let mut sim = Sim::new(&["control.pause"]);
-    sim.target_connected = false;
-    sim.send("control.pause", "c1");
-    sim.drive();
+    let sim = pause_through(|sim| sim.target_connected = false);
     let nack = sim.nack();
     assert_eq!(nack.reason(), NackReason::Invalid);
     assert_eq!(
@@ -556,10 +549,9 @@ fn relay_error_frames_settle_by_cause() {
     assert_eq!(sim.sent_commands.len(), 1, "no retry after a refusal");
 
     // unsupported on the target's behalf keeps its reason.
-    let mut sim = Sim::new(&["control.pause"]);
-    sim.relay_knows_accepts = Some(vec!["control.attention.respond".into()]);
-    sim.send("control.pause", "c1");
-    sim.drive();
+    let sim = pause_through(|sim| {
+        sim.relay_knows_accepts = Some(vec!["control.attention.respond".into()])
+    });
     assert_eq!(sim.nack().reason(), NackReason::Unsupported);
     assert_eq!(sim.nack().detail(), Some("target does not accept it"));
     assert!(sim.deliveries.is_empty(), "never reached the target");
