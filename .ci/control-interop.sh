@@ -7,7 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source .ci/control-common.sh
 export PYTHONPATH="$shared/reference/python-sdk${PYTHONPATH:+:$PYTHONPATH}"
-cargo build -q --workspace --bins --examples
+# .ci/run builds every binary once before its checks start (AEP_CI_PREBUILT); alone,
+# this script builds them itself.
+[ -n "${AEP_CI_PREBUILT:-}" ] || cargo build -q --workspace --bins --examples
 start_reference_relay T
 
 echo "== Python ControlClient -> Rust ControlTarget"

@@ -6,7 +6,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source .ci/control-common.sh
-cargo build -q --workspace --bins --examples
+# .ci/run builds every binary once before its checks start (AEP_CI_PREBUILT); alone,
+# this script builds them itself.
+[ -n "${AEP_CI_PREBUILT:-}" ] || cargo build -q --workspace --bins --examples
 # The checker probes control.pause as the undeclared type, so the target leaves it out.
 accepts=resume,cancel,attention.respond
 
