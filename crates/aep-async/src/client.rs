@@ -129,36 +129,32 @@ impl Client {
         }
     }
 
-    /// The bearer token every connection sends (`Authorization: Bearer`, never in the
-    /// URL; AEP-0003 §8.1). Control needs one (an authenticated binding, AEP-0004 §4.1).
-    ///
-    /// ```
-    /// let client = aep_async::Client::new("http://h:8787").token("secret");
-    /// # let _ = client;
-    /// ```
-    pub fn token(mut self, token: impl Into<String>) -> Self {
-        self.token = Some(token.into());
-        self
-    }
+    aep_core::setters! {
+        /// The bearer token every connection sends (`Authorization: Bearer`, never in the
+        /// URL; AEP-0003 §8.1). Control needs one (an authenticated binding, AEP-0004 §4.1).
+        ///
+        /// ```
+        /// let client = aep_async::Client::new("http://h:8787").token("secret");
+        /// # let _ = client;
+        /// ```
+        pub fn token(token: impl Into<String>) => token = Some(token.into());
 
-    /// One bound over establishing a connection: TCP connect, TLS and the response
-    /// headers of an SSE request, or the upgrade and the `hello` exchange of a
-    /// WebSocket. Expiry is a timeout ([`TransportError::is_timeout`]), retried by what
-    /// reconnects. Default: see the table above.
-    ///
-    /// Keep it above the relay's heartbeat interval: a relay may hold back SSE response
-    /// headers until its first write (the reference relay does, with a 25 s `: ping`),
-    /// so a shorter bound turns an idle stream into reconnects.
-    ///
-    /// [`TransportError::is_timeout`]: crate::TransportError::is_timeout
-    ///
-    /// ```
-    /// let client = aep_async::Client::new("http://h:8787").connect_timeout(std::time::Duration::from_secs(5));
-    /// # let _ = client;
-    /// ```
-    pub fn connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = Some(timeout);
-        self
+        /// One bound over establishing a connection: TCP connect, TLS and the response
+        /// headers of an SSE request, or the upgrade and the `hello` exchange of a
+        /// WebSocket. Expiry is a timeout ([`TransportError::is_timeout`]), retried by what
+        /// reconnects. Default: see the table above.
+        ///
+        /// Keep it above the relay's heartbeat interval: a relay may hold back SSE response
+        /// headers until its first write (the reference relay does, with a 25 s `: ping`),
+        /// so a shorter bound turns an idle stream into reconnects.
+        ///
+        /// [`TransportError::is_timeout`]: crate::TransportError::is_timeout
+        ///
+        /// ```
+        /// let client = aep_async::Client::new("http://h:8787").connect_timeout(std::time::Duration::from_secs(5));
+        /// # let _ = client;
+        /// ```
+        pub fn connect_timeout(timeout: Duration) => connect_timeout = Some(timeout);
     }
 
     /// The delays between reconnects once every relay has failed: `initial`, doubling
@@ -188,39 +184,35 @@ impl Client {
         self
     }
 
-    /// What every reader of this client takes from the relay before it drops the
-    /// connection (and reconnects where it does): the longest SSE line, the largest
-    /// event, WebSocket message and frame, and the idle timeout, the relay's heartbeat
-    /// silence past which a stream is dead ([`ReadLimits`], whose docs give the
-    /// defaults). A relay that passes a bound gets a typed error naming it
-    /// ([`TransportError::limit_exceeded`](crate::TransportError::limit_exceeded)), never
-    /// unbounded memory.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// use aep_async::{Client, ReadLimits};
-    /// let client = Client::new("http://h:8787")
-    ///     .read_limits(ReadLimits::new().max_event(4 << 20).heartbeat(Duration::from_secs(60)));
-    /// # let _ = client;
-    /// ```
-    pub fn read_limits(mut self, limits: ReadLimits) -> Self {
-        self.limits = limits;
-        self
-    }
+    aep_core::setters! {
+        /// What every reader of this client takes from the relay before it drops the
+        /// connection (and reconnects where it does): the longest SSE line, the largest
+        /// event, WebSocket message and frame, and the idle timeout, the relay's heartbeat
+        /// silence past which a stream is dead ([`ReadLimits`], whose docs give the
+        /// defaults). A relay that passes a bound gets a typed error naming it
+        /// ([`TransportError::limit_exceeded`](crate::TransportError::limit_exceeded)), never
+        /// unbounded memory.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// use aep_async::{Client, ReadLimits};
+        /// let client = Client::new("http://h:8787")
+        ///     .read_limits(ReadLimits::new().max_event(4 << 20).heartbeat(Duration::from_secs(60)));
+        /// # let _ = client;
+        /// ```
+        pub fn read_limits(limits: ReadLimits) => limits = limits;
 
-    /// A `reqwest::Client` of the caller's (proxies, TLS roots, pools) for the HTTP
-    /// bindings: SSE subscriptions and the HTTP sink. Without one, each of them builds
-    /// a default one. Features `http` or `sse`.
-    ///
-    /// ```
-    /// let client = aep_async::Client::new("http://h:8787").http_client(reqwest::Client::new());
-    /// # let _ = client;
-    /// ```
-    #[cfg(any(feature = "http", feature = "sse"))]
-    #[cfg_attr(docsrs, doc(cfg(any(feature = "http", feature = "sse"))))]
-    pub fn http_client(mut self, client: reqwest::Client) -> Self {
-        self.http = Some(client);
-        self
+        /// A `reqwest::Client` of the caller's (proxies, TLS roots, pools) for the HTTP
+        /// bindings: SSE subscriptions and the HTTP sink. Without one, each of them builds
+        /// a default one. Features `http` or `sse`.
+        ///
+        /// ```
+        /// let client = aep_async::Client::new("http://h:8787").http_client(reqwest::Client::new());
+        /// # let _ = client;
+        /// ```
+        #[cfg(any(feature = "http", feature = "sse"))]
+        #[cfg_attr(docsrs, doc(cfg(any(feature = "http", feature = "sse"))))]
+        pub fn http_client(client: reqwest::Client) => http = Some(client);
     }
 
     /// Trusts the root certificates in `pem` (one or more `BEGIN CERTIFICATE` blocks:

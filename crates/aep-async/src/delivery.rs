@@ -64,20 +64,13 @@ impl BatchOptions {
             linger,
         }
     }
-    /// Most items in one request (at least 1).
-    pub fn max_items(mut self, n: usize) -> Self {
-        self.max_items = n.max(1);
-        self
-    }
-    /// Most bytes in one request body (at least 1; a larger single item still goes).
-    pub fn max_bytes(mut self, n: usize) -> Self {
-        self.max_bytes = n.max(1);
-        self
-    }
-    /// How long a partial batch waits for company after its first item.
-    pub fn linger(mut self, d: Duration) -> Self {
-        self.linger = d;
-        self
+    aep_core::setters! {
+        /// Most items in one request (at least 1).
+        pub fn max_items(n: usize) => max_items = n.max(1);
+        /// Most bytes in one request body (at least 1; a larger single item still goes).
+        pub fn max_bytes(n: usize) => max_bytes = n.max(1);
+        /// How long a partial batch waits for company after its first item.
+        pub fn linger(d: Duration) => linger = d;
     }
     /// The most items in one request.
     pub fn items(&self) -> usize {
@@ -135,11 +128,10 @@ impl RetryPolicy {
         self.backoff = BackoffPolicy::new(initial, max);
         self
     }
-    /// How long one request keeps being retried before it is given up (`None`: until it
-    /// succeeds).
-    pub fn give_up_after(mut self, d: Option<Duration>) -> Self {
-        self.give_up_after = d;
-        self
+    aep_core::setters! {
+        /// How long one request keeps being retried before it is given up (`None`: until it
+        /// succeeds).
+        pub fn give_up_after(d: Option<Duration>) => give_up_after = d;
     }
     /// How long one request is retried, if bounded.
     pub fn gives_up_after(&self) -> Option<Duration> {
@@ -324,15 +316,11 @@ impl HttpDelivery {
         self.failover = Failover::new(relays, self.retry.backoff);
         self
     }
-    /// Headers of every request (authorization, a version header).
-    pub fn headers(mut self, headers: HeaderMap) -> Self {
-        self.headers = headers;
-        self
-    }
-    /// The bound on one attempt, from sending to the end of the answer (default 10 s).
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
+    aep_core::setters! {
+        /// Headers of every request (authorization, a version header).
+        pub fn headers(headers: HeaderMap) => headers = headers;
+        /// The bound on one attempt, from sending to the end of the answer (default 10 s).
+        pub fn timeout(timeout: Duration) => timeout = timeout;
     }
     /// The retry schedule and budget.
     pub fn retry(mut self, retry: RetryPolicy) -> Self {

@@ -57,40 +57,21 @@ impl EmitOptions {
     pub fn new() -> Self {
         Self::default()
     }
-    /// The `subject` attribute.
-    pub fn subject(mut self, v: impl Into<String>) -> Self {
-        self.subject = Some(v.into());
-        self
-    }
-    /// The `run` attribute (session-scoped events only).
-    pub fn run(mut self, v: impl Into<String>) -> Self {
-        self.run = Some(v.into());
-        self
-    }
-    /// The `step` attribute (session-scoped events only).
-    pub fn step(mut self, v: impl Into<String>) -> Self {
-        self.step = Some(v.into());
-        self
-    }
-    /// The `cause` attribute: the id of the event this one answers.
-    pub fn cause(mut self, v: impl Into<String>) -> Self {
-        self.cause = Some(v.into());
-        self
-    }
-    /// The `traceparent` attribute (W3C trace context).
-    pub fn traceparent(mut self, v: impl Into<String>) -> Self {
-        self.traceparent = Some(v.into());
-        self
-    }
-    /// The `severity` attribute (default `info` when absent).
-    pub fn severity(mut self, v: Severity) -> Self {
-        self.severity = Some(v);
-        self
-    }
-    /// The `capture` level this event asks for; the emitter's ceiling still applies.
-    pub fn capture(mut self, v: Capture) -> Self {
-        self.capture = Some(v);
-        self
+    aep_core::setters! {
+        /// The `subject` attribute.
+        pub fn subject(v: impl Into<String>) => subject = Some(v.into());
+        /// The `run` attribute (session-scoped events only).
+        pub fn run(v: impl Into<String>) => run = Some(v.into());
+        /// The `step` attribute (session-scoped events only).
+        pub fn step(v: impl Into<String>) => step = Some(v.into());
+        /// The `cause` attribute: the id of the event this one answers.
+        pub fn cause(v: impl Into<String>) => cause = Some(v.into());
+        /// The `traceparent` attribute (W3C trace context).
+        pub fn traceparent(v: impl Into<String>) => traceparent = Some(v.into());
+        /// The `severity` attribute (default `info` when absent).
+        pub fn severity(v: Severity) => severity = Some(v);
+        /// The `capture` level this event asks for; the emitter's ceiling still applies.
+        pub fn capture(v: Capture) => capture = Some(v);
     }
     /// An extension attribute (AEP-0001 §5.4), checked when the event is built.
     pub fn extension(mut self, name: impl Into<String>, value: impl Into<Value>) -> Self {
@@ -141,45 +122,23 @@ impl<'a> EmitAttrs<'a> {
     pub fn new() -> Self {
         Self::default()
     }
-    /// The `subject` attribute.
-    pub fn subject(mut self, v: &'a str) -> Self {
-        self.subject = Some(v);
-        self
-    }
-    /// The `run` attribute (session-scoped events only).
-    pub fn run(mut self, v: &'a str) -> Self {
-        self.run = Some(v);
-        self
-    }
-    /// The `step` attribute (session-scoped events only).
-    pub fn step(mut self, v: &'a str) -> Self {
-        self.step = Some(v);
-        self
-    }
-    /// The `cause` attribute: the id of the event this one answers.
-    pub fn cause(mut self, v: &'a str) -> Self {
-        self.cause = Some(v);
-        self
-    }
-    /// The `traceparent` attribute (W3C trace context).
-    pub fn traceparent(mut self, v: &'a str) -> Self {
-        self.traceparent = Some(v);
-        self
-    }
-    /// The `severity` attribute (default `info` when absent).
-    pub fn severity(mut self, v: Severity) -> Self {
-        self.severity = Some(v);
-        self
-    }
-    /// The `capture` level this event asks for; the emitter's ceiling still applies.
-    pub fn capture(mut self, v: Capture) -> Self {
-        self.capture = Some(v);
-        self
-    }
-    /// Extension attributes (AEP-0001 §5.4), checked when the event is built.
-    pub fn extensions(mut self, v: &'a [(String, Value)]) -> Self {
-        self.extensions = v;
-        self
+    aep_core::setters! {
+        /// The `subject` attribute.
+        pub fn subject(v: &'a str) => subject = Some(v);
+        /// The `run` attribute (session-scoped events only).
+        pub fn run(v: &'a str) => run = Some(v);
+        /// The `step` attribute (session-scoped events only).
+        pub fn step(v: &'a str) => step = Some(v);
+        /// The `cause` attribute: the id of the event this one answers.
+        pub fn cause(v: &'a str) => cause = Some(v);
+        /// The `traceparent` attribute (W3C trace context).
+        pub fn traceparent(v: &'a str) => traceparent = Some(v);
+        /// The `severity` attribute (default `info` when absent).
+        pub fn severity(v: Severity) => severity = Some(v);
+        /// The `capture` level this event asks for; the emitter's ceiling still applies.
+        pub fn capture(v: Capture) => capture = Some(v);
+        /// Extension attributes (AEP-0001 §5.4), checked when the event is built.
+        pub fn extensions(v: &'a [(String, Value)]) => extensions = v;
     }
 }
 
@@ -702,67 +661,57 @@ pub struct EmitterBuilder {
 }
 
 impl EmitterBuilder {
-    /// One epoch for every session (AEP-0001 §7.2): the caller owns its increase on
-    /// each restart. Replaces an [`epoch_store`](Self::epoch_store).
-    pub fn epoch(mut self, epoch: u64) -> Self {
-        self.epochs = Epochs::Fixed(epoch);
-        self
-    }
-    /// Each session takes the next epoch `store` gives its `(agent, session)` when it is
-    /// created ([`Emitter::session`]), so a restarted producer writes after every
-    /// position an earlier run used (AEP-0001 §7.2). [`EpochStore::user`] is the user's
-    /// store. Replaces a fixed [`epoch`](Self::epoch).
-    ///
-    /// ```
-    /// use aep_async::emit::EpochStore;
-    /// use aep_async::{Emitter, JsonlSink};
-    /// # let dir = std::env::temp_dir().join(format!("aep-builder-store-{}", std::process::id()));
-    /// # std::fs::create_dir_all(&dir)?;
-    /// let store = EpochStore::at(dir.join("epochs.json"));
-    /// for _run in 0..2 {
-    ///     let emitter = Emitter::builder("coder", "host-a").epoch_store(store.clone()).build(JsonlSink::open(dir.join("out.jsonl"))?);
-    ///     let e = emitter.session("s1").emit("session.started", serde_json::json!({}))?;
-    ///     assert_eq!(store.last_epoch("coder", "s1")?, Some(e.epoch()));
-    /// }
-    /// # std::fs::remove_dir_all(&dir).ok();
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn epoch_store(mut self, store: EpochStore) -> Self {
-        self.epochs = Epochs::Store(Arc::new(store));
-        self
-    }
-    /// The capture ceiling (AEP-0001 §8.2): stamped on events that ask for nothing,
-    /// enforced on events that ask for more.
-    pub fn capture(mut self, ceiling: Capture) -> Self {
-        self.ceiling = ceiling;
-        self
-    }
-    /// Runs the redaction pipeline (AEP-0003 §9.4) on every event's `redacted`-gated
-    /// content, so events may carry `capture: redacted` truthfully; without it, content
-    /// above the ceiling is dropped mechanically and never claims `redacted`.
-    ///
-    /// ```
-    /// use aep_async::{Emitter, EmitOptions, JsonlSink};
-    /// use aep_core::redact::{RedactOptions, Redactor};
-    /// use aep_core::Capture;
-    /// # let path = std::env::temp_dir().join(format!("aep-redactor-doc-{}.jsonl", std::process::id()));
-    /// let emitter = Emitter::builder("a", "h")
-    ///     .capture(Capture::Redacted)
-    ///     .redactor(Redactor::new(RedactOptions::new())?)
-    ///     .build(JsonlSink::open(&path)?);
-    /// let e = emitter.session("s").emit_with(
-    ///     "tool.failed",
-    ///     serde_json::json!({"tool": {"name": "Bash"}, "error": {"type": "E", "message": "export API_KEY=abc123"}}),
-    ///     EmitOptions::new().capture(Capture::Full),
-    /// )?;
-    /// assert_eq!(e.capture(), Capture::Redacted);
-    /// assert!(!e.to_json().contains("abc123"));
-    /// # std::fs::remove_file(&path).ok();
-    /// # Ok::<(), Box<dyn std::error::Error>>(())
-    /// ```
-    pub fn redactor(mut self, redactor: Redactor) -> Self {
-        self.redactor = Some(Arc::new(redactor));
-        self
+    aep_core::setters! {
+        /// One epoch for every session (AEP-0001 §7.2): the caller owns its increase on
+        /// each restart. Replaces an [`epoch_store`](Self::epoch_store).
+        pub fn epoch(epoch: u64) => epochs = Epochs::Fixed(epoch);
+        /// Each session takes the next epoch `store` gives its `(agent, session)` when it is
+        /// created ([`Emitter::session`]), so a restarted producer writes after every
+        /// position an earlier run used (AEP-0001 §7.2). [`EpochStore::user`] is the user's
+        /// store. Replaces a fixed [`epoch`](Self::epoch).
+        ///
+        /// ```
+        /// use aep_async::emit::EpochStore;
+        /// use aep_async::{Emitter, JsonlSink};
+        /// # let dir = std::env::temp_dir().join(format!("aep-builder-store-{}", std::process::id()));
+        /// # std::fs::create_dir_all(&dir)?;
+        /// let store = EpochStore::at(dir.join("epochs.json"));
+        /// for _run in 0..2 {
+        ///     let emitter = Emitter::builder("coder", "host-a").epoch_store(store.clone()).build(JsonlSink::open(dir.join("out.jsonl"))?);
+        ///     let e = emitter.session("s1").emit("session.started", serde_json::json!({}))?;
+        ///     assert_eq!(store.last_epoch("coder", "s1")?, Some(e.epoch()));
+        /// }
+        /// # std::fs::remove_dir_all(&dir).ok();
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn epoch_store(store: EpochStore) => epochs = Epochs::Store(Arc::new(store));
+        /// The capture ceiling (AEP-0001 §8.2): stamped on events that ask for nothing,
+        /// enforced on events that ask for more.
+        pub fn capture(ceiling: Capture) => ceiling = ceiling;
+        /// Runs the redaction pipeline (AEP-0003 §9.4) on every event's `redacted`-gated
+        /// content, so events may carry `capture: redacted` truthfully; without it, content
+        /// above the ceiling is dropped mechanically and never claims `redacted`.
+        ///
+        /// ```
+        /// use aep_async::{Emitter, EmitOptions, JsonlSink};
+        /// use aep_core::redact::{RedactOptions, Redactor};
+        /// use aep_core::Capture;
+        /// # let path = std::env::temp_dir().join(format!("aep-redactor-doc-{}.jsonl", std::process::id()));
+        /// let emitter = Emitter::builder("a", "h")
+        ///     .capture(Capture::Redacted)
+        ///     .redactor(Redactor::new(RedactOptions::new())?)
+        ///     .build(JsonlSink::open(&path)?);
+        /// let e = emitter.session("s").emit_with(
+        ///     "tool.failed",
+        ///     serde_json::json!({"tool": {"name": "Bash"}, "error": {"type": "E", "message": "export API_KEY=abc123"}}),
+        ///     EmitOptions::new().capture(Capture::Full),
+        /// )?;
+        /// assert_eq!(e.capture(), Capture::Redacted);
+        /// assert!(!e.to_json().contains("abc123"));
+        /// # std::fs::remove_file(&path).ok();
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn redactor(redactor: Redactor) => redactor = Some(Arc::new(redactor));
     }
     /// Finishes with the sink events go to.
     pub fn build(self, sink: impl Sink) -> Emitter {

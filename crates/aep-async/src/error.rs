@@ -200,10 +200,9 @@ impl TransportError {
         }
     }
 
-    /// The same error, with `source` kept as its cause.
-    fn caused_by(mut self, source: impl StdError + Send + Sync + 'static) -> Self {
-        self.source = Some(Box::new(source));
-        self
+    aep_core::setters! {
+        /// The same error, with `source` kept as its cause.
+        fn caused_by(source: impl StdError + Send + Sync + 'static) => source = Some(Box::new(source));
     }
 
     /// The class of failure.

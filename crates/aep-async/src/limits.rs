@@ -79,29 +79,19 @@ impl ReadLimits {
         Self::default()
     }
 
-    /// The longest SSE line, in bytes (its line break not counted).
-    pub fn max_line(mut self, bytes: usize) -> Self {
-        self.max_line = bytes;
-        self
-    }
+    aep_core::setters! {
+        /// The longest SSE line, in bytes (its line break not counted).
+        pub fn max_line(bytes: usize) => max_line = bytes;
 
-    /// The largest event an SSE message carries (its `data:` lines joined), in bytes.
-    pub fn max_event(mut self, bytes: usize) -> Self {
-        self.max_event = bytes;
-        self
-    }
+        /// The largest event an SSE message carries (its `data:` lines joined), in bytes.
+        pub fn max_event(bytes: usize) => max_event = bytes;
 
-    /// The largest WebSocket message or frame, in bytes.
-    pub fn max_frame(mut self, bytes: usize) -> Self {
-        self.max_frame = bytes;
-        self
-    }
+        /// The largest WebSocket message or frame, in bytes.
+        pub fn max_frame(bytes: usize) => max_frame = bytes;
 
-    /// How long a connection may bring nothing (not even a heartbeat) before it is
-    /// dead. `Duration::MAX` never times out.
-    pub fn idle_timeout(mut self, timeout: Duration) -> Self {
-        self.idle_timeout = timeout;
-        self
+        /// How long a connection may bring nothing (not even a heartbeat) before it is
+        /// dead. `Duration::MAX` never times out.
+        pub fn idle_timeout(timeout: Duration) => idle_timeout = timeout;
     }
 
     /// The idle timeout for a relay whose heartbeat comes every `interval`: three of

@@ -75,17 +75,16 @@ impl Client {
         }
     }
 
-    /// The runtime what is opened runs on, instead of the [shared](Runtime::shared) one.
-    ///
-    /// ```
-    /// let rt = aep_blocking::Runtime::new()?;
-    /// let relay = aep_blocking::Client::new("http://h:8787").runtime(&rt);
-    /// # let _ = relay;
-    /// # Ok::<(), aep_blocking::Error>(())
-    /// ```
-    pub fn runtime(mut self, runtime: &Runtime) -> Self {
-        self.runtime = Some(runtime.clone());
-        self
+    aep_core::setters! {
+        /// The runtime what is opened runs on, instead of the [shared](Runtime::shared) one.
+        ///
+        /// ```
+        /// let rt = aep_blocking::Runtime::new()?;
+        /// let relay = aep_blocking::Client::new("http://h:8787").runtime(&rt);
+        /// # let _ = relay;
+        /// # Ok::<(), aep_blocking::Error>(())
+        /// ```
+        pub fn runtime(runtime: &Runtime) => runtime = Some(runtime.clone());
     }
 
     /// Trusts the private roots in `pem` besides the public ones, on every

@@ -57,10 +57,9 @@ impl ControlOptions {
             roster_timeout: Duration::from_secs(10),
         }
     }
-    /// How long [`ControlClient::roster`] waits for its reply (default 10 s).
-    pub fn roster_timeout(mut self, timeout: Duration) -> Self {
-        self.roster_timeout = timeout;
-        self
+    aep_core::setters! {
+        /// How long [`ControlClient::roster`] waits for its reply (default 10 s).
+        pub fn roster_timeout(timeout: Duration) => roster_timeout = timeout;
     }
 }
 

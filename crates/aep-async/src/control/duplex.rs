@@ -38,16 +38,12 @@ impl DuplexOptions {
     pub fn new() -> Self {
         DuplexOptions::default()
     }
-    /// The role declared at `hello` (default consumer).
-    pub fn role(mut self, role: Role) -> Self {
-        self.role = Some(role);
-        self
-    }
-    /// The whole `hello` to send (versions, role, identity, capabilities), instead of
-    /// the one made from the client's identity and [`DuplexOptions::role`].
-    pub fn hello(mut self, hello: Hello) -> Self {
-        self.hello = Some(hello);
-        self
+    aep_core::setters! {
+        /// The role declared at `hello` (default consumer).
+        pub fn role(role: Role) => role = Some(role);
+        /// The whole `hello` to send (versions, role, identity, capabilities), instead of
+        /// the one made from the client's identity and [`DuplexOptions::role`].
+        pub fn hello(hello: Hello) => hello = Some(hello);
     }
 }
 

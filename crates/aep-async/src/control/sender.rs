@@ -47,41 +47,22 @@ impl SendOptions {
     pub fn new() -> Self {
         Self::default()
     }
-    /// Narrows the command to a run.
-    pub fn run(mut self, run: impl Into<String>) -> Self {
-        self.run = Some(run.into());
-        self
-    }
-    /// `subject`: for `control.attention.respond`, the `attention.requested` id
-    /// (AEP-0004 §6).
-    pub fn subject(mut self, subject: impl Into<String>) -> Self {
-        self.subject = Some(subject.into());
-        self
-    }
-    /// `cause`: the event that prompted the command.
-    pub fn cause(mut self, cause: impl Into<String>) -> Self {
-        self.cause = Some(cause.into());
-        self
-    }
-    /// The payload.
-    pub fn data(mut self, data: Value) -> Self {
-        self.data = Some(data);
-        self
-    }
-    /// `capture` (default `metadata`).
-    pub fn capture(mut self, capture: Capture) -> Self {
-        self.capture = Some(capture);
-        self
-    }
-    /// How long each transmission waits for its ack (default 10 s, AEP-0004 §3).
-    pub fn ack_window(mut self, window: Duration) -> Self {
-        self.ack_window = Some(window);
-        self
-    }
-    /// Resends of the identical envelope after the first transmission (default 2).
-    pub fn retries(mut self, retries: u32) -> Self {
-        self.retries = Some(retries);
-        self
+    aep_core::setters! {
+        /// Narrows the command to a run.
+        pub fn run(run: impl Into<String>) => run = Some(run.into());
+        /// `subject`: for `control.attention.respond`, the `attention.requested` id
+        /// (AEP-0004 §6).
+        pub fn subject(subject: impl Into<String>) => subject = Some(subject.into());
+        /// `cause`: the event that prompted the command.
+        pub fn cause(cause: impl Into<String>) => cause = Some(cause.into());
+        /// The payload.
+        pub fn data(data: Value) => data = Some(data);
+        /// `capture` (default `metadata`).
+        pub fn capture(capture: Capture) => capture = Some(capture);
+        /// How long each transmission waits for its ack (default 10 s, AEP-0004 §3).
+        pub fn ack_window(window: Duration) => ack_window = Some(window);
+        /// Resends of the identical envelope after the first transmission (default 2).
+        pub fn retries(retries: u32) => retries = Some(retries);
     }
 
     pub(crate) fn policy(&self) -> SendPolicy {

@@ -70,19 +70,15 @@ impl HubConfig {
         self
     }
 
-    /// Deliveries queued per subscriber (at least 1).
-    pub fn with_capacity(mut self, deliveries: usize) -> Self {
-        self.capacity = deliveries.max(1);
-        self
-    }
+    aep_core::setters! {
+        /// Deliveries queued per subscriber (at least 1).
+        pub fn with_capacity(deliveries: usize) => capacity = deliveries.max(1);
 
-    /// Events kept for `from_cursor` replay (sequenced events only: they have a
-    /// position), oldest dropped first. A cursor older than what is kept replays what
-    /// is left; the hub does not signal the gap (the relay does, with
-    /// `replay-exhausted`).
-    pub fn with_replay_buffer(mut self, events: usize) -> Self {
-        self.replay = events;
-        self
+        /// Events kept for `from_cursor` replay (sequenced events only: they have a
+        /// position), oldest dropped first. A cursor older than what is kept replays what
+        /// is left; the hub does not signal the gap (the relay does, with
+        /// `replay-exhausted`).
+        pub fn with_replay_buffer(events: usize) => replay = events;
     }
 
     /// Deliveries queued per subscriber.

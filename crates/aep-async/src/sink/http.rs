@@ -85,18 +85,14 @@ impl HttpSinkOptions {
         self.batch = f(self.batch);
         self
     }
-    /// Bound of the queue in events (default 10 000). When it is full, `accept` (and
-    /// `emit`) drops `debug`/`info` first (AEP-0003 §8.4), while
-    /// [`reserve`](Sink::reserve) (and `emit_wait`) waits for room.
-    pub fn queue_capacity(mut self, n: usize) -> Self {
-        self.queue_capacity = n.max(1);
-        self
-    }
-    /// Deadline of each request, connect to answer (default 10 s); expiry is a
-    /// network failure and is retried.
-    pub fn request_timeout(mut self, d: Duration) -> Self {
-        self.request_timeout = d;
-        self
+    aep_core::setters! {
+        /// Bound of the queue in events (default 10 000). When it is full, `accept` (and
+        /// `emit`) drops `debug`/`info` first (AEP-0003 §8.4), while
+        /// [`reserve`](Sink::reserve) (and `emit_wait`) waits for room.
+        pub fn queue_capacity(n: usize) => queue_capacity = n.max(1);
+        /// Deadline of each request, connect to answer (default 10 s); expiry is a
+        /// network failure and is retried.
+        pub fn request_timeout(d: Duration) => request_timeout = d;
     }
     /// The retries, changed from the defaults by `f`: network failures and `5xx` are
     /// sent again (AEP-0003 §3.2 rule 4); with several relays, a failed batch goes to
@@ -110,10 +106,9 @@ impl HttpSinkOptions {
         self.retry = f(self.retry);
         self
     }
-    /// Where [`DeliveryReport`]s go (default: `tracing` at `warn`).
-    pub fn on_report(mut self, f: impl Fn(DeliveryReport) + Send + Sync + 'static) -> Self {
-        self.report = Arc::new(f);
-        self
+    aep_core::setters! {
+        /// Where [`DeliveryReport`]s go (default: `tracing` at `warn`).
+        pub fn on_report(f: impl Fn(DeliveryReport) + Send + Sync + 'static) => report = Arc::new(f);
     }
 }
 

@@ -263,11 +263,10 @@ impl Outbox {
         }
     }
 
-    /// How long [`reserve`](Self::reserve) waits while the sink delivers nothing before
-    /// it fails with [`EmitError::Stalled`] (`None`: for ever).
-    pub(crate) fn patience(mut self, patience: Option<Duration>) -> Self {
-        self.patience = patience;
-        self
+    aep_core::setters! {
+        /// How long [`reserve`](Self::reserve) waits while the sink delivers nothing before
+        /// it fails with [`EmitError::Stalled`] (`None`: for ever).
+        pub(crate) fn patience(patience: Option<Duration>) => patience = patience;
     }
 
     /// Wake the delivery task only when the queue becomes non-empty or reaches a full

@@ -109,32 +109,22 @@ impl WsSinkOptions {
             report: default_handler(),
         }
     }
-    /// Bound of the outbox (default 10 000). When it is full, `accept` (and `emit`)
-    /// drops `debug`/`info` first (AEP-0003 §8.4), while [`reserve`](Sink::reserve)
-    /// (and `emit_wait`) waits for room.
-    pub fn queue_capacity(mut self, n: usize) -> Self {
-        self.queue_capacity = n.max(1);
-        self
-    }
-    /// How long the waiting path ([`reserve`](Sink::reserve), `emit_wait`) waits on a
-    /// full queue while nothing is delivered (the relay unreachable, or not reading)
-    /// before the relay counts as gone and the wait fails with [`EmitError::Stalled`]
-    /// (default 60 s; `None` waits for as long as it takes). The sink itself gives
-    /// nothing up while it is open: what is queued is sent after the next reconnect (at
-    /// `close`, see [`Client::connect_timeout`]).
-    pub fn give_up_after(mut self, d: Option<Duration>) -> Self {
-        self.give_up_after = d;
-        self
-    }
-    /// Where inbound commands go; its `accepts` are declared at `hello`.
-    pub fn command_hook(mut self, hook: impl CommandHook) -> Self {
-        self.hook = Some(Arc::new(hook));
-        self
-    }
-    /// Where [`DeliveryReport`]s go (default: `tracing` at `warn`).
-    pub fn on_report(mut self, f: impl Fn(DeliveryReport) + Send + Sync + 'static) -> Self {
-        self.report = Arc::new(f);
-        self
+    aep_core::setters! {
+        /// Bound of the outbox (default 10 000). When it is full, `accept` (and `emit`)
+        /// drops `debug`/`info` first (AEP-0003 §8.4), while [`reserve`](Sink::reserve)
+        /// (and `emit_wait`) waits for room.
+        pub fn queue_capacity(n: usize) => queue_capacity = n.max(1);
+        /// How long the waiting path ([`reserve`](Sink::reserve), `emit_wait`) waits on a
+        /// full queue while nothing is delivered (the relay unreachable, or not reading)
+        /// before the relay counts as gone and the wait fails with [`EmitError::Stalled`]
+        /// (default 60 s; `None` waits for as long as it takes). The sink itself gives
+        /// nothing up while it is open: what is queued is sent after the next reconnect (at
+        /// `close`, see [`Client::connect_timeout`]).
+        pub fn give_up_after(d: Option<Duration>) => give_up_after = d;
+        /// Where inbound commands go; its `accepts` are declared at `hello`.
+        pub fn command_hook(hook: impl CommandHook) => hook = Some(Arc::new(hook));
+        /// Where [`DeliveryReport`]s go (default: `tracing` at `warn`).
+        pub fn on_report(f: impl Fn(DeliveryReport) + Send + Sync + 'static) => report = Arc::new(f);
     }
 }
 

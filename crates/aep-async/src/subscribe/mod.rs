@@ -278,15 +278,11 @@ impl SubscribeOptions {
         }
         Ok(self)
     }
-    /// The capture ceiling (AEP-0003 §6.4): the endpoint down-levels before delivery.
-    pub fn capture(mut self, ceiling: Capture) -> Self {
-        self.capture = Some(ceiling);
-        self
-    }
-    /// Where to start (default [`StartFrom::Live`]).
-    pub fn start_from(mut self, from: StartFrom) -> Self {
-        self.from = from;
-        self
+    aep_core::setters! {
+        /// The capture ceiling (AEP-0003 §6.4): the endpoint down-levels before delivery.
+        pub fn capture(ceiling: Capture) => capture = Some(ceiling);
+        /// Where to start (default [`StartFrom::Live`]).
+        pub fn start_from(from: StartFrom) => from = from;
     }
     /// Resume from persisted positions: [`StartFrom::Positions`].
     pub fn from_positions(self, positions: Vec<ResumePosition>) -> Self {
@@ -302,35 +298,19 @@ impl SubscribeOptions {
         self.live = false;
         self
     }
-    /// Whether to stay live after the replay (default `true`).
-    pub fn live(mut self, live: bool) -> Self {
-        self.live = live;
-        self
-    }
-    /// Budget in encoded characters for the positions riding the live request.
-    pub fn from_budget(mut self, chars: usize) -> Self {
-        self.from_budget = chars;
-        self
-    }
-    /// Most `live=0` drain requests per (re)connect.
-    pub fn max_replay_chunks(mut self, n: usize) -> Self {
-        self.max_replay_chunks = n;
-        self
-    }
-    /// How many `(source, id)` keys dedupe remembers.
-    pub fn dedupe_capacity(mut self, n: usize) -> Self {
-        self.dedupe_capacity = n;
-        self
-    }
-    /// The binding (default SSE, or WebSocket in a build without `sse`).
-    pub fn transport(mut self, t: Transport) -> Self {
-        self.transport = Some(t);
-        self
-    }
-    /// Where [`Notice`]s go (default: `tracing`, errors at `warn`).
-    pub fn on_notice(mut self, f: impl Fn(Notice) + Send + Sync + 'static) -> Self {
-        self.on_notice = Some(Arc::new(f));
-        self
+    aep_core::setters! {
+        /// Whether to stay live after the replay (default `true`).
+        pub fn live(live: bool) => live = live;
+        /// Budget in encoded characters for the positions riding the live request.
+        pub fn from_budget(chars: usize) => from_budget = chars;
+        /// Most `live=0` drain requests per (re)connect.
+        pub fn max_replay_chunks(n: usize) => max_replay_chunks = n;
+        /// How many `(source, id)` keys dedupe remembers.
+        pub fn dedupe_capacity(n: usize) => dedupe_capacity = n;
+        /// The binding (default SSE, or WebSocket in a build without `sse`).
+        pub fn transport(t: Transport) => transport = Some(t);
+        /// Where [`Notice`]s go (default: `tracing`, errors at `warn`).
+        pub fn on_notice(f: impl Fn(Notice) + Send + Sync + 'static) => on_notice = Some(Arc::new(f));
     }
 }
 
