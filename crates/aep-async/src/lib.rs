@@ -69,6 +69,7 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod callback;
 pub mod client;
 pub mod control;
 #[cfg(feature = "http")]

@@ -5,7 +5,6 @@
 //! All three drive the async crate's types ([`aep_async::control`]) on a [`Runtime`];
 //! correlation, retries, dedupe and the byte-identical re-ack are theirs.
 
-use std::fmt;
 #[cfg(feature = "ws")]
 use std::time::Duration;
 
@@ -211,17 +210,9 @@ impl Duplex {
 /// session.emit("session.started", json!({}))?; // claims s1 on this connection
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct ControlTarget {
     inner: aep_async::ControlTarget,
-}
-
-impl fmt::Debug for ControlTarget {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ControlTarget")
-            .field("inner", &self.inner)
-            .finish()
-    }
 }
 
 impl ControlTarget {

@@ -13,6 +13,7 @@ use super::{
     default_handler, AbandonGuard, Batch, DeliveryReport, DeliveryStats, Outbox, ReportHandler,
     ReserveFuture, Sink, SinkFuture,
 };
+use crate::callback::Callback;
 use crate::client::Client;
 use crate::delivery::{
     BatchOptions, HttpDelivery, Request, RetryPolicy, Retryable, Target, Undelivered,
@@ -41,25 +42,14 @@ use crate::error::{EmitError, TransportError};
 ///     .on_report(|report| eprintln!("{report}"));
 /// # let _ = options;
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 #[must_use = "options do nothing until passed to Client::http_sink"]
 pub struct HttpSinkOptions {
     batch: BatchOptions,
     queue_capacity: usize,
     request_timeout: Duration,
     retry: RetryPolicy,
-    report: ReportHandler,
-}
-
-impl std::fmt::Debug for HttpSinkOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpSinkOptions")
-            .field("batch", &self.batch)
-            .field("queue_capacity", &self.queue_capacity)
-            .field("request_timeout", &self.request_timeout)
-            .field("retry", &self.retry)
-            .finish()
-    }
+    report: Callback<ReportHandler>,
 }
 
 impl Default for HttpSinkOptions {
@@ -76,7 +66,7 @@ impl HttpSinkOptions {
             queue_capacity: 10_000,
             request_timeout: Duration::from_secs(10),
             retry: RetryPolicy::new(),
-            report: default_handler(),
+            report: Callback(default_handler()),
         }
     }
     /// The batches: most events and bytes per request, and how long a partial batch
@@ -108,7 +98,7 @@ impl HttpSinkOptions {
     }
     aep_core::setters! {
         /// Where [`DeliveryReport`]s go (default: `tracing` at `warn`).
-        pub fn on_report(f: impl Fn(DeliveryReport) + Send + Sync + 'static) => report = Arc::new(f);
+        pub fn on_report(f: impl Fn(DeliveryReport) + Send + Sync + 'static) => report = Callback(Arc::new(f));
     }
 }
 
@@ -152,7 +142,7 @@ impl Client {
             .timeout(options.request_timeout)
             .retry(options.retry);
         let outbox = Arc::new(
-            Outbox::new(options.queue_capacity, options.report.clone())
+            Outbox::new(options.queue_capacity, options.report.0.clone())
                 .wake_at(options.batch.items(), options.batch.bytes())
                 .patience(options.retry.gives_up_after()),
         );

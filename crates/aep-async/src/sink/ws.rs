@@ -20,6 +20,7 @@ use super::{
     default_handler, AbandonGuard, Claim, DeliveryReport, DeliveryStats, Outbox, ReportHandler,
     ReserveFuture, Sink, SinkFuture,
 };
+use crate::callback::Callback;
 use crate::client::{Client, Defaults, Link};
 use crate::error::{EmitError, TransportError};
 use crate::limits::ReadLimits;
@@ -72,7 +73,7 @@ pub trait CommandHook: Send + Sync + fmt::Debug + 'static {
 /// let options = WsSinkOptions::new("coder", "host-a/1").queue_capacity(1000);
 /// # let _ = options;
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 #[must_use = "options do nothing until passed to Client::ws_sink"]
 pub struct WsSinkOptions {
     agent: String,
@@ -80,19 +81,7 @@ pub struct WsSinkOptions {
     queue_capacity: usize,
     give_up_after: Option<Duration>,
     hook: Option<Arc<dyn CommandHook>>,
-    report: ReportHandler,
-}
-
-impl fmt::Debug for WsSinkOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("WsSinkOptions")
-            .field("agent", &self.agent)
-            .field("instance", &self.instance)
-            .field("queue_capacity", &self.queue_capacity)
-            .field("give_up_after", &self.give_up_after)
-            .field("hook", &self.hook)
-            .finish()
-    }
+    report: Callback<ReportHandler>,
 }
 
 impl WsSinkOptions {
@@ -106,7 +95,7 @@ impl WsSinkOptions {
             queue_capacity: 10_000,
             give_up_after: Some(Duration::from_secs(60)),
             hook: None,
-            report: default_handler(),
+            report: Callback(default_handler()),
         }
     }
     aep_core::setters! {
@@ -124,7 +113,7 @@ impl WsSinkOptions {
         /// Where inbound commands go; its `accepts` are declared at `hello`.
         pub fn command_hook(hook: impl CommandHook) => hook = Some(Arc::new(hook));
         /// Where [`DeliveryReport`]s go (default: `tracing` at `warn`).
-        pub fn on_report(f: impl Fn(DeliveryReport) + Send + Sync + 'static) => report = Arc::new(f);
+        pub fn on_report(f: impl Fn(DeliveryReport) + Send + Sync + 'static) => report = Callback(Arc::new(f));
     }
 }
 
@@ -155,7 +144,7 @@ impl Client {
         }
         let link = self.link(Defaults::WS_SINK);
         let outbox = Arc::new(
-            Outbox::new(options.queue_capacity, options.report.clone())
+            Outbox::new(options.queue_capacity, options.report.0.clone())
                 .patience(options.give_up_after),
         );
         let span =

@@ -32,6 +32,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::callback::Callback;
 use crate::client::Client;
 #[cfg(any(feature = "sse", feature = "ws"))]
 use crate::client::{Defaults, Link};
@@ -187,7 +188,7 @@ pub type NoticeHandler = Arc<dyn Fn(Notice) + Send + Sync>;
 ///     .on_notice(|n| eprintln!("{n:?}"));
 /// # let _ = opts;
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 #[must_use = "options do nothing until passed to Client::subscribe"]
 pub struct SubscribeOptions {
     pub(crate) filter: Value,
@@ -199,22 +200,8 @@ pub struct SubscribeOptions {
     pub(crate) dedupe_capacity: usize,
     pub(crate) buffer: usize,
     pub(crate) transport: Option<Transport>,
-    pub(crate) on_notice: Option<NoticeHandler>,
+    pub(crate) on_notice: Option<Callback<NoticeHandler>>,
     pub(crate) residual: Option<Residual>,
-}
-
-impl fmt::Debug for SubscribeOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SubscribeOptions")
-            .field("filter", &self.filter)
-            .field("capture", &self.capture)
-            .field("from", &self.from)
-            .field("live", &self.live)
-            .field("from_budget", &self.from_budget)
-            .field("max_replay_chunks", &self.max_replay_chunks)
-            .field("transport", &self.transport)
-            .finish()
-    }
 }
 
 impl Default for SubscribeOptions {
@@ -310,7 +297,7 @@ impl SubscribeOptions {
         /// The binding (default SSE, or WebSocket in a build without `sse`).
         pub fn transport(t: Transport) => transport = Some(t);
         /// Where [`Notice`]s go (default: `tracing`, errors at `warn`).
-        pub fn on_notice(f: impl Fn(Notice) + Send + Sync + 'static) => on_notice = Some(Arc::new(f));
+        pub fn on_notice(f: impl Fn(Notice) + Send + Sync + 'static) => on_notice = Some(Callback(Arc::new(f)));
     }
 }
 
@@ -351,7 +338,7 @@ impl Shared {
                 received: Positions::new(),
             }),
             cancel: CancellationToken::new(),
-            notice: opts.on_notice.clone(),
+            notice: opts.on_notice.as_ref().map(|c| c.0.clone()),
             residual: opts.residual.clone(),
         }
     }

@@ -1,7 +1,6 @@
 //! [`Instructions`] for synchronous code: a steered session's instructions
 //! ([`aep_async::control::Instructions`]) read from a plain thread.
 
-use std::fmt;
 use std::time::Duration;
 
 use aep_core::steering::Instruction;
@@ -34,17 +33,10 @@ use crate::runtime::Runtime;
 /// }
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Debug)]
 pub struct Instructions {
     inner: aep_async::control::Instructions,
     runtime: Runtime,
-}
-
-impl fmt::Debug for Instructions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Instructions")
-            .field("inner", &self.inner)
-            .finish()
-    }
 }
 
 impl Instructions {
