@@ -157,6 +157,7 @@ impl EmitOptions {
     }
 }
 
+#[derive(Debug)]
 struct Inner {
     agent: String,
     host: String,
@@ -214,21 +215,9 @@ fn source(host: &str, agent: &str, session: Option<&str>) -> String {
 /// #     tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(f)
 /// # }
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Emitter {
     inner: Arc<Inner>,
-}
-
-impl fmt::Debug for Emitter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Emitter")
-            .field("agent", &self.inner.agent)
-            .field("host", &self.inner.host)
-            .field("epochs", &self.inner.epochs)
-            .field("capture", &self.inner.ceiling)
-            .field("sink", &self.inner.sink)
-            .finish()
-    }
 }
 
 impl Emitter {

@@ -310,19 +310,12 @@ struct SubState {
 }
 
 /// State shared between a [`Subscription`] and the task feeding it.
+#[derive(Debug)]
 pub(crate) struct Shared {
     state: Mutex<SubState>,
     pub(crate) cancel: CancellationToken,
-    notice: Option<NoticeHandler>,
+    notice: Option<Callback<NoticeHandler>>,
     residual: Option<Residual>,
-}
-
-impl fmt::Debug for Shared {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Shared")
-            .field("cancelled", &self.cancel.is_cancelled())
-            .finish()
-    }
 }
 
 impl Shared {
@@ -338,7 +331,7 @@ impl Shared {
                 received: Positions::new(),
             }),
             cancel: CancellationToken::new(),
-            notice: opts.on_notice.as_ref().map(|c| c.0.clone()),
+            notice: opts.on_notice.clone(),
             residual: opts.residual.clone(),
         }
     }
