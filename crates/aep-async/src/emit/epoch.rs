@@ -164,17 +164,13 @@ impl EpochStore {
             .map(|d| d.join("aep").join(FILE))
     }
 
-    /// Keeps the `capacity` pairs most recently started (at least one).
-    pub fn capacity(mut self, capacity: usize) -> EpochStore {
-        self.capacity = capacity.max(1);
-        self
-    }
+    aep_core::setters! {
+        /// Keeps the `capacity` pairs most recently started (at least one).
+        pub fn capacity(capacity: usize) => capacity = capacity.max(1);
 
-    /// How long to wait for another process's lock before [`EpochError::Locked`]
-    /// (default 10 s).
-    pub fn lock_wait(mut self, wait: Duration) -> EpochStore {
-        self.lock_wait = wait;
-        self
+        /// How long to wait for another process's lock before [`EpochError::Locked`]
+        /// (default 10 s).
+        pub fn lock_wait(wait: Duration) => lock_wait = wait;
     }
 
     /// The store's file.
