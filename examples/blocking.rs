@@ -16,7 +16,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use aep::blocking::control::{ControlOptions, ControlTarget, SendOptions};
+use aep::blocking::control::{ControlOptions, ControlTarget, RejectReason, SendOptions};
 use aep::blocking::{
     Client, EmitOptions, Emitter, Notice, Runtime, SubscribeOptions, WsSinkOptions,
 };
@@ -107,7 +107,19 @@ fn dashboard(url: &str, token: Option<String>) -> Result<(), BoxError> {
     console.close();
     agent.join().map_err(|_| "the agent thread panicked")??;
 
-    common::check_projection(&projection)
+    let state = projection.state();
+    println!(
+        "\nprojected state:\n{}",
+        serde_json::to_string_pretty(&state)?
+    );
+    let session = state
+        .sessions()
+        .first()
+        .ok_or("the dashboard saw no session")?;
+    if !session.pending().is_empty() || !state.violations().is_empty() {
+        return Err("the session ended with pending attention or violations".into());
+    }
+    Ok(())
 }
 
 /// The relay at `url`, with the token if there is one.
@@ -122,9 +134,23 @@ fn agent(url: &str, token: Option<String>, session_id: &str) -> Result<(), BoxEr
     // The handler is a plain function; it runs off the connection's task.
     let (answered_tx, answered) = mpsc::sync_channel(1);
     let target = ControlTarget::new(["control.attention.respond"], move |cmd| {
-        if common::answer_attention(cmd) {
-            let _ = answered_tx.try_send(());
+        let Some(request) = cmd.event().subject().map(str::to_owned) else {
+            let _ = cmd.reject(RejectReason::Invalid, "subject names no attention request");
+            return;
+        };
+        let answer = cmd.event().data().and_then(|d| d.get("answer").cloned());
+        let Ok(accepted) = cmd.accept() else { return };
+        let about = EmitOptions::new().run("r1").subject(request);
+        let data = json!({"answer": answer.unwrap_or_else(|| json!({})), "via": "control"});
+        if let Ok(answer) = accepted.emit_with("attention.answered", data, about.clone()) {
+            let resolved = json!({"resolution": "answered"});
+            let _ = accepted.session().emit_with(
+                "attention.resolved",
+                resolved,
+                about.cause(answer.id()),
+            );
         }
+        let _ = answered_tx.try_send(());
     })?;
     let options = WsSinkOptions::new("blocking-agent", "localhost/1").command_hook(target.clone());
     let sink = client(url, token.as_deref()).ws_sink(options)?;

@@ -17,15 +17,16 @@
 //!    projected state.
 
 use std::error::Error;
+use std::sync::Arc;
 use std::time::Duration;
 
-use aep::control::{ControlOptions, ControlTarget, SendOptions};
+use aep::control::{ControlOptions, ControlTarget, RejectReason, SendOptions};
 use aep::protocol::projection::StateProjection;
 use aep::protocol::{Event, Severity};
-use aep::{Client, EmitOptions, Emitter, WsSinkOptions};
+use aep::{Client, EmitOptions, Emitter, Notice, SubscribeOptions, WsSinkOptions};
 use futures::StreamExt;
 use serde_json::json;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, Notify};
 
 mod common;
 pub use common::Args;
@@ -42,8 +43,33 @@ async fn main() -> Result<(), BoxError> {
 
 /// The whole example; `tests/it/examples.rs` runs it too.
 pub async fn quickstart(args: Args) -> Result<(), BoxError> {
-    // 1. A relay: the embedded one unless the caller named another.
-    common::on_relay(args, "quickstart", DEADLINE, run).await
+    // 1. A relay: the embedded one unless the caller named another. Control needs an
+    //    authenticated binding (AEP-0004 §4.1), so the embedded relay gets a token.
+    let (url, token, relay) = match args.url {
+        Some(url) => (url, args.token, None),
+        None => {
+            let token = args.token.unwrap_or_else(|| "quickstart".to_owned());
+            let relay = aep::relay::Relay::builder()
+                .token(token.as_str())
+                .start()
+                .await?;
+            (relay.url().to_owned(), Some(token), Some(relay))
+        }
+    };
+    println!("relay      {url}");
+
+    let session_id = format!(
+        "quickstart-{}",
+        aep::protocol::envelope::new_ulid(std::time::SystemTime::now())
+    );
+    let result = tokio::time::timeout(DEADLINE, run(&url, token, &session_id)).await;
+    if let Some(relay) = relay {
+        relay.shutdown().await?;
+    }
+    match result {
+        Ok(outcome) => outcome,
+        Err(_) => Err(format!("the exchange did not finish within {DEADLINE:?}").into()),
+    }
 }
 
 /// The relay at `url`, with the token if there is one.
@@ -54,25 +80,32 @@ fn client(url: &str, token: Option<&str>) -> Client {
     }
 }
 
-async fn run(url: String, token: Option<String>) -> Result<(), BoxError> {
-    let session_id = &format!(
-        "quickstart-{}",
-        aep::protocol::envelope::new_ulid(std::time::SystemTime::now())
-    );
-    // 2. The dashboard subscribes first, and goes on once the relay holds the
-    //    subscription, so nothing the agent emits afterwards can be missed. One client
-    //    of the relay; the dashboard's subscription and its control client are opened
-    //    on it.
-    let relay = client(&url, token.as_deref()).identity("quickstart-dashboard", "localhost");
-    let filter = json!({
-        "session": session_id,
-        "type": ["session.*", "run.*", "tool.*", "attention.*", "control.*"],
-    });
-    let mut feed = common::subscribe_connected(&relay, filter, "dashboard").await;
+async fn run(url: &str, token: Option<String>, session_id: &str) -> Result<(), BoxError> {
+    // 2. The dashboard subscribes first; `Connected` says the relay holds the
+    //    subscription, so nothing the agent emits afterwards can be missed.
+    let connected = Arc::new(Notify::new());
+    let options = SubscribeOptions::new()
+        .filter(json!({
+            "session": session_id,
+            "type": ["session.*", "run.*", "tool.*", "attention.*", "control.*"],
+        }))
+        .on_notice({
+            let connected = connected.clone();
+            move |notice| match notice {
+                Notice::Connected { .. } => connected.notify_one(),
+                Notice::Error(e) => eprintln!("dashboard  {e}"),
+                _ => {}
+            }
+        });
+    // One client of the relay; the dashboard's subscription and its control client
+    // are opened on it.
+    let relay = client(url, token.as_deref()).identity("quickstart-dashboard", "localhost");
+    let mut feed = relay.subscribe(options);
+    connected.notified().await;
     // The dashboard's control client: commands out, acks back (AEP-0004).
     let console = relay.control(ControlOptions::new()).await?;
 
-    let agent = tokio::spawn(agent(url, token, session_id.to_owned()));
+    let agent = tokio::spawn(agent(url.to_owned(), token, session_id.to_owned()));
 
     // 4-5. The dashboard: print each event, answer the attention request, fold.
     let mut projection = StateProjection::new();
@@ -103,7 +136,19 @@ async fn run(url: String, token: Option<String>) -> Result<(), BoxError> {
     console.close().await;
     agent.await??;
 
-    common::check_projection(&projection)
+    let state = projection.state();
+    println!(
+        "\nprojected state:\n{}",
+        serde_json::to_string_pretty(&state)?
+    );
+    let session = state
+        .sessions()
+        .first()
+        .ok_or("the dashboard saw no session")?;
+    if !session.pending().is_empty() || !state.violations().is_empty() {
+        return Err("the session ended with pending attention or violations".into());
+    }
+    Ok(())
 }
 
 /// Step 3, the agent: one session over the WebSocket sink; control commands for the session
@@ -115,9 +160,25 @@ async fn agent(url: String, token: Option<String>, session_id: String) -> Result
     let target = ControlTarget::new(["control.attention.respond"], move |cmd| {
         let answered_tx = answered_tx.clone();
         async move {
-            if common::answer_attention(cmd) {
-                let _ = answered_tx.send(()).await;
+            let Some(request) = cmd.event().subject().map(str::to_owned) else {
+                let _ = cmd.reject(RejectReason::Invalid, "subject names no attention request");
+                return;
+            };
+            let answer = cmd.event().data().and_then(|d| d.get("answer").cloned());
+            let Ok(accepted) = cmd.accept() else { return };
+            // The lifecycle carries the request's id as `subject`; `cause` is the
+            // immediate cause: the command, then the answer (AEP-0002 §7.2 rule 1).
+            let about = EmitOptions::new().run("r1").subject(request);
+            let data = json!({"answer": answer.unwrap_or_else(|| json!({})), "via": "control"});
+            if let Ok(answer) = accepted.emit_with("attention.answered", data, about.clone()) {
+                let resolved = json!({"resolution": "answered"});
+                let _ = accepted.session().emit_with(
+                    "attention.resolved",
+                    resolved,
+                    about.cause(answer.id()),
+                );
             }
+            let _ = answered_tx.send(()).await;
         }
     });
     let options =

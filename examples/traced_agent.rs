@@ -30,9 +30,10 @@ use aep::control::{ControlOptions, ControlTarget, RejectReason, SendOptions};
 use aep::protocol::attention::{AttentionRequest, ALLOW};
 use aep::protocol::Event;
 use aep::tracing::AepLayer;
-use aep::{Client, Emitter, SessionEmitter, WsSinkOptions};
+use aep::{Client, Emitter, Notice, SessionEmitter, SubscribeOptions, WsSinkOptions};
 use futures::StreamExt;
 use serde_json::json;
+use tokio::sync::Notify;
 use tracing::instrument::WithSubscriber;
 use tracing::{info_span, Instrument};
 use tracing_subscriber::layer::SubscriberExt;
@@ -67,23 +68,54 @@ async fn main() -> Result<(), BoxError> {
 
 /// The whole example; `tests/it/examples.rs` runs it too.
 pub async fn traced_agent(args: Args) -> Result<(), BoxError> {
-    // 1. A relay: the embedded one unless the caller named another.
-    common::on_relay(args, "traced-agent", DEADLINE, run).await
-}
-
-async fn run(url: String, token: Option<String>) -> Result<(), BoxError> {
-    let conversation = &format!(
+    // 1. A relay: the embedded one unless the caller named another. Control needs an
+    //    authenticated binding (AEP-0004 §4.1), so the embedded relay gets a token.
+    let (url, token, relay) = match args.url {
+        Some(url) => (url, args.token, None),
+        None => {
+            let token = args.token.unwrap_or_else(|| "traced-agent".to_owned());
+            let relay = aep::relay::Relay::builder()
+                .token(token.as_str())
+                .start()
+                .await?;
+            (relay.url().to_owned(), Some(token), Some(relay))
+        }
+    };
+    println!("relay      {url}");
+    let conversation = format!(
         "traced-{}",
         aep::protocol::envelope::new_ulid(std::time::SystemTime::now())
     );
-    // 2. The console subscribes first, and goes on once the relay holds the
+    let result = tokio::time::timeout(DEADLINE, run(&url, token, &conversation)).await;
+    if let Some(relay) = relay {
+        relay.shutdown().await?;
+    }
+    match result {
+        Ok(outcome) => outcome,
+        Err(_) => Err(format!("the exchange did not finish within {DEADLINE:?}").into()),
+    }
+}
+
+async fn run(url: &str, token: Option<String>, conversation: &str) -> Result<(), BoxError> {
+    // 2. The console subscribes first; `Connected` says the relay holds the
     //    subscription, so nothing the agent emits afterwards can be missed.
+    let connected = Arc::new(Notify::new());
+    let options = SubscribeOptions::new()
+        .filter(json!({"session": conversation, "type": ["run.*", "tool.*", "attention.*"]}))
+        .on_notice({
+            let connected = connected.clone();
+            move |notice| match notice {
+                Notice::Connected { .. } => connected.notify_one(),
+                Notice::Error(e) => eprintln!("console    {e}"),
+                _ => {}
+            }
+        });
     let relay = match &token {
-        Some(t) => Client::new(&url).token(t.as_str()),
-        None => Client::new(&url),
+        Some(t) => Client::new(url).token(t.as_str()),
+        None => Client::new(url),
     };
-    let filter = json!({"session": conversation, "type": ["run.*", "tool.*", "attention.*"]});
-    let mut feed = common::subscribe_connected(&relay, filter, "console").await;
+    let mut feed = relay.subscribe(options);
+    connected.notified().await;
     let console = relay.control(ControlOptions::new()).await?;
 
     // 3. The agent process. Answers to its attention requests come back as commands on
