@@ -81,16 +81,15 @@ impl CaptureLimit {
         }
     }
 
-    /// Sets the policy.
-    ///
-    /// ```
-    /// use aep_bridge::{CaptureLimit, CapturePolicy};
-    /// let limit = CaptureLimit::default().policy(CapturePolicy::Downlevel);
-    /// assert_eq!(limit.get_policy(), CapturePolicy::Downlevel);
-    /// ```
-    pub fn policy(mut self, policy: CapturePolicy) -> Self {
-        self.policy = policy;
-        self
+    aep_core::setters! {
+        /// Sets the policy.
+        ///
+        /// ```
+        /// use aep_bridge::{CaptureLimit, CapturePolicy};
+        /// let limit = CaptureLimit::default().policy(CapturePolicy::Downlevel);
+        /// assert_eq!(limit.get_policy(), CapturePolicy::Downlevel);
+        /// ```
+        pub fn policy(policy: CapturePolicy) => policy = policy;
     }
 
     /// The ceiling.

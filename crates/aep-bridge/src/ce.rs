@@ -265,26 +265,22 @@ impl CloudEvent {
         self.data.as_deref()
     }
 
-    /// Sets `subject`.
-    ///
-    /// ```
-    /// let ce = aep_bridge::ce::CloudEvent::new("1", "s", "t").with_subject("Bash");
-    /// assert_eq!(ce.subject(), Some("Bash"));
-    /// ```
-    pub fn with_subject(mut self, subject: impl Into<String>) -> Self {
-        self.subject = Some(subject.into());
-        self
-    }
+    aep_core::setters! {
+        /// Sets `subject`.
+        ///
+        /// ```
+        /// let ce = aep_bridge::ce::CloudEvent::new("1", "s", "t").with_subject("Bash");
+        /// assert_eq!(ce.subject(), Some("Bash"));
+        /// ```
+        pub fn with_subject(subject: impl Into<String>) => subject = Some(subject.into());
 
-    /// Sets `time` (kept as given).
-    ///
-    /// ```
-    /// let ce = aep_bridge::ce::CloudEvent::new("1", "s", "t").with_time("2026-07-03T10:00:00.000Z");
-    /// assert_eq!(ce.time(), Some("2026-07-03T10:00:00.000Z"));
-    /// ```
-    pub fn with_time(mut self, time: impl Into<String>) -> Self {
-        self.time = Some(time.into());
-        self
+        /// Sets `time` (kept as given).
+        ///
+        /// ```
+        /// let ce = aep_bridge::ce::CloudEvent::new("1", "s", "t").with_time("2026-07-03T10:00:00.000Z");
+        /// assert_eq!(ce.time(), Some("2026-07-03T10:00:00.000Z"));
+        /// ```
+        pub fn with_time(time: impl Into<String>) => time = Some(time.into());
     }
 
     /// Sets an extension attribute (replacing one of the same name in place).

@@ -154,15 +154,14 @@ impl OcsfOptions {
         Self::default()
     }
 
-    /// The capture ceiling (§4.6).
-    ///
-    /// ```
-    /// let o = aep_bridge::ocsf::OcsfOptions::new().capture(aep_bridge::CaptureLimit::default());
-    /// # let _ = o;
-    /// ```
-    pub fn capture(mut self, limit: CaptureLimit) -> Self {
-        self.capture = limit;
-        self
+    aep_core::setters! {
+        /// The capture ceiling (§4.6).
+        ///
+        /// ```
+        /// let o = aep_bridge::ocsf::OcsfOptions::new().capture(aep_bridge::CaptureLimit::default());
+        /// # let _ = o;
+        /// ```
+        pub fn capture(limit: CaptureLimit) => capture = limit;
     }
 }
 

@@ -119,27 +119,23 @@ impl OtlpOptions {
         Self::default()
     }
 
-    /// The capture ceiling (AEP-0005 §3.3).
-    ///
-    /// ```
-    /// let o = aep_bridge::otlp::OtlpOptions::new().capture(aep_bridge::CaptureLimit::new(aep_core::Capture::None));
-    /// # let _ = o;
-    /// ```
-    pub fn capture(mut self, limit: CaptureLimit) -> Self {
-        self.capture = limit;
-        self
-    }
+    aep_core::setters! {
+        /// The capture ceiling (AEP-0005 §3.3).
+        ///
+        /// ```
+        /// let o = aep_bridge::otlp::OtlpOptions::new().capture(aep_bridge::CaptureLimit::new(aep_core::Capture::None));
+        /// # let _ = o;
+        /// ```
+        pub fn capture(limit: CaptureLimit) => capture = limit;
 
-    /// One `service.name` for every record instead of each event's `agent` (a relay
-    /// shared by many agents, §3.2); `aep.agent_id` still names the agent.
-    ///
-    /// ```
-    /// let o = aep_bridge::otlp::OtlpOptions::new().service_name("fleet");
-    /// # let _ = o;
-    /// ```
-    pub fn service_name(mut self, name: impl Into<String>) -> Self {
-        self.service_name = Some(name.into());
-        self
+        /// One `service.name` for every record instead of each event's `agent` (a relay
+        /// shared by many agents, §3.2); `aep.agent_id` still names the agent.
+        ///
+        /// ```
+        /// let o = aep_bridge::otlp::OtlpOptions::new().service_name("fleet");
+        /// # let _ = o;
+        /// ```
+        pub fn service_name(name: impl Into<String>) => service_name = Some(name.into());
     }
 
     /// The `service.name` of a record or span of `agent`'s.

@@ -116,35 +116,28 @@ impl SpanOptions {
         self
     }
 
-    /// The capture ceiling and `service.name` of `projection`, the log records' own.
-    // the OTLP exporter's (feature `export`) alone
-    #[cfg_attr(not(feature = "export"), allow(dead_code))]
-    pub(crate) fn projection(mut self, projection: OtlpOptions) -> Self {
-        self.projection = projection;
-        self
-    }
+    aep_core::setters! {
+        /// The capture ceiling and `service.name` of `projection`, the log records' own.
+        // the OTLP exporter's (feature `export`) alone
+        #[cfg_attr(not(feature = "export"), allow(dead_code))]
+        pub(crate) fn projection(projection: OtlpOptions) => projection = projection;
 
-    /// Most spans waiting for their finish event (at least 1).
-    ///
-    /// ```
-    /// let o = aep_bridge::spans::SpanOptions::new().max_open(1);
-    /// # let _ = o;
-    /// ```
-    pub fn max_open(mut self, n: usize) -> Self {
-        self.max_open = n.max(1);
-        self
-    }
+        /// Most spans waiting for their finish event (at least 1).
+        ///
+        /// ```
+        /// let o = aep_bridge::spans::SpanOptions::new().max_open(1);
+        /// # let _ = o;
+        /// ```
+        pub fn max_open(n: usize) => max_open = n.max(1);
 
-    /// Most span events recorded on one span; the rest are counted in the span's
-    /// `dropped_events_count`.
-    ///
-    /// ```
-    /// let o = aep_bridge::spans::SpanOptions::new().max_events(16);
-    /// # let _ = o;
-    /// ```
-    pub fn max_events(mut self, n: usize) -> Self {
-        self.max_events = n;
-        self
+        /// Most span events recorded on one span; the rest are counted in the span's
+        /// `dropped_events_count`.
+        ///
+        /// ```
+        /// let o = aep_bridge::spans::SpanOptions::new().max_events(16);
+        /// # let _ = o;
+        /// ```
+        pub fn max_events(n: usize) => max_events = n;
     }
 }
 

@@ -507,20 +507,19 @@ impl RelayConfig {
         self.tls.as_ref()
     }
 
-    /// Lets the relay serve without a token on an address beyond loopback (default:
-    /// refused at start). Without a token anyone who can reach the address reads every
-    /// event (prompts, tool output, at whatever capture the agents chose) and writes
-    /// events into any session; the relay warns at every start it is open.
-    ///
-    /// ```
-    /// use aep_relay::RelayConfig;
-    /// let config = RelayConfig::default().with_addr("0.0.0.0:8787".parse()?).with_insecure_open_relay(true);
-    /// assert!(config.insecure_open_relay());
-    /// # Ok::<(), std::net::AddrParseError>(())
-    /// ```
-    pub fn with_insecure_open_relay(mut self, open: bool) -> Self {
-        self.insecure_open_relay = open;
-        self
+    aep_core::setters! {
+        /// Lets the relay serve without a token on an address beyond loopback (default:
+        /// refused at start). Without a token anyone who can reach the address reads every
+        /// event (prompts, tool output, at whatever capture the agents chose) and writes
+        /// events into any session; the relay warns at every start it is open.
+        ///
+        /// ```
+        /// use aep_relay::RelayConfig;
+        /// let config = RelayConfig::default().with_addr("0.0.0.0:8787".parse()?).with_insecure_open_relay(true);
+        /// assert!(config.insecure_open_relay());
+        /// # Ok::<(), std::net::AddrParseError>(())
+        /// ```
+        pub fn with_insecure_open_relay(open: bool) => insecure_open_relay = open;
     }
 
     /// Whether the relay may serve without a token beyond loopback.
@@ -528,20 +527,20 @@ impl RelayConfig {
         self.insecure_open_relay
     }
 
-    /// Connections served at once from one peer address (default 256; an IPv6 peer is
-    /// its /64, what one host is usually given; 0: no bound). One more from that peer is
-    /// answered `429` and closed at once, counted and logged at WARN once every 10 s,
-    /// so one unauthenticated peer holding idle sockets cannot take the slots of
-    /// [`RelayConfig::with_max_connections`] from everyone else. Clients on the relay's
-    /// own machine share the loopback address: raise it for a box that runs more.
-    ///
-    /// ```
-    /// let config = aep_relay::RelayConfig::default().with_max_connections_per_peer(32);
-    /// assert_eq!(config.max_connections_per_peer(), 32);
-    /// ```
-    pub fn with_max_connections_per_peer(mut self, connections: usize) -> Self {
-        self.max_connections_per_peer = connections;
-        self
+    aep_core::setters! {
+        /// Connections served at once from one peer address (default 256; an IPv6 peer is
+        /// its /64, what one host is usually given; 0: no bound). One more from that peer is
+        /// answered `429` and closed at once, counted and logged at WARN once every 10 s,
+        /// so one unauthenticated peer holding idle sockets cannot take the slots of
+        /// [`RelayConfig::with_max_connections`] from everyone else. Clients on the relay's
+        /// own machine share the loopback address: raise it for a box that runs more.
+        ///
+        /// ```
+        /// let config = aep_relay::RelayConfig::default().with_max_connections_per_peer(32);
+        /// assert_eq!(config.max_connections_per_peer(), 32);
+        /// ```
+        pub fn with_max_connections_per_peer(connections: usize) =>
+            max_connections_per_peer = connections;
     }
 
     /// Connections served at once from one peer address (0: no bound).
@@ -554,18 +553,17 @@ impl RelayConfig {
         self.nats.get_or_insert_with(|| NatsCluster::new(""))
     }
 
-    /// Stores every event in a NATS JetStream stream several relays share, instead of
-    /// in memory: see [`NatsCluster`] (default: none, a single relay). Not with
-    /// [`RelayConfig::with_data_dir`]; needs the crate's feature `nats`.
-    ///
-    /// ```
-    /// use aep_relay::{NatsCluster, RelayConfig};
-    /// let config = RelayConfig::default().with_buffer(8).with_nats(NatsCluster::new("nats://127.0.0.1:4222"));
-    /// assert_eq!(config.nats().map(|c| c.stream_name()), Some("AEP"));
-    /// ```
-    pub fn with_nats(mut self, cluster: NatsCluster) -> Self {
-        self.nats = Some(cluster);
-        self
+    aep_core::setters! {
+        /// Stores every event in a NATS JetStream stream several relays share, instead of
+        /// in memory: see [`NatsCluster`] (default: none, a single relay). Not with
+        /// [`RelayConfig::with_data_dir`]; needs the crate's feature `nats`.
+        ///
+        /// ```
+        /// use aep_relay::{NatsCluster, RelayConfig};
+        /// let config = RelayConfig::default().with_buffer(8).with_nats(NatsCluster::new("nats://127.0.0.1:4222"));
+        /// assert_eq!(config.nats().map(|c| c.stream_name()), Some("AEP"));
+        /// ```
+        pub fn with_nats(cluster: NatsCluster) => nats = Some(cluster);
     }
 
     /// The cluster this relay joins, when it joins one.
@@ -591,11 +589,10 @@ impl RelayConfig {
         self
     }
 
-    /// Requires this bearer token on every surface but `/healthz` and CORS preflight,
-    /// and enables control routing (AEP-0004 §4.1: control needs an authenticated binding).
-    pub fn with_token(mut self, token: impl Into<String>) -> Self {
-        self.token = Some(Token::new(token));
-        self
+    aep_core::setters! {
+        /// Requires this bearer token on every surface but `/healthz` and CORS preflight,
+        /// and enables control routing (AEP-0004 §4.1: control needs an authenticated binding).
+        pub fn with_token(token: impl Into<String>) => token = Some(Token::new(token));
     }
 
     /// The bearer token, when one is required.
@@ -603,10 +600,9 @@ impl RelayConfig {
         self.token.as_ref()
     }
 
-    /// Replay depth per session, in events (default 10 000; AEP-0003 §5).
-    pub fn with_buffer(mut self, events: usize) -> Self {
-        self.buffer = events;
-        self
+    aep_core::setters! {
+        /// Replay depth per session, in events (default 10 000; AEP-0003 §5).
+        pub fn with_buffer(events: usize) => buffer = events;
     }
 
     /// Replay depth per session, in events.
@@ -614,10 +610,9 @@ impl RelayConfig {
         self.buffer
     }
 
-    /// Sessions held at once; the least recently written is evicted first (default 500).
-    pub fn with_max_sessions(mut self, sessions: usize) -> Self {
-        self.max_sessions = sessions;
-        self
+    aep_core::setters! {
+        /// Sessions held at once; the least recently written is evicted first (default 500).
+        pub fn with_max_sessions(sessions: usize) => max_sessions = sessions;
     }
 
     /// Sessions held at once.
@@ -625,10 +620,9 @@ impl RelayConfig {
         self.max_sessions
     }
 
-    /// Largest `POST /events` body in bytes, answered 413 beyond (default 16 MiB).
-    pub fn with_max_body(mut self, bytes: usize) -> Self {
-        self.max_body = bytes;
-        self
+    aep_core::setters! {
+        /// Largest `POST /events` body in bytes, answered 413 beyond (default 16 MiB).
+        pub fn with_max_body(bytes: usize) => max_body = bytes;
     }
 
     /// Largest `POST /events` body in bytes.
@@ -636,10 +630,9 @@ impl RelayConfig {
         self.max_body
     }
 
-    /// Most events in one NDJSON batch, which is refused whole beyond (default 10 000).
-    pub fn with_max_batch(mut self, events: usize) -> Self {
-        self.max_batch = events;
-        self
+    aep_core::setters! {
+        /// Most events in one NDJSON batch, which is refused whole beyond (default 10 000).
+        pub fn with_max_batch(events: usize) => max_batch = events;
     }
 
     /// Most events in one NDJSON batch.
@@ -647,10 +640,9 @@ impl RelayConfig {
         self.max_batch
     }
 
-    /// Most resume positions in one `from` (default: `max_sessions`).
-    pub fn with_max_from(mut self, positions: usize) -> Self {
-        self.max_from = Some(positions);
-        self
+    aep_core::setters! {
+        /// Most resume positions in one `from` (default: `max_sessions`).
+        pub fn with_max_from(positions: usize) => max_from = Some(positions);
     }
 
     /// Most resume positions in one `from`.
@@ -658,34 +650,27 @@ impl RelayConfig {
         self.max_from.unwrap_or(self.max_sessions)
     }
 
-    /// Bytes queued toward one subscriber beyond which `debug`/`info` events are dropped
-    /// for it once it is lagging (default 1 MiB; AEP-0003 §8.4).
-    pub fn with_soft_backpressure(mut self, bytes: usize) -> Self {
-        self.soft_backpressure = bytes;
-        self
-    }
+    aep_core::setters! {
+        /// Bytes queued toward one subscriber beyond which `debug`/`info` events are dropped
+        /// for it once it is lagging (default 1 MiB; AEP-0003 §8.4).
+        pub fn with_soft_backpressure(bytes: usize) => soft_backpressure = bytes;
 
-    /// Bytes queued toward one subscriber beyond which it is disconnected (default 8 MiB):
-    /// `notice` and above are never dropped silently (AEP-0003 §8.4). Every frame counts,
-    /// the relay's own (`pong`, `roster`, `error`) too, each with a fixed overhead; a
-    /// disconnected reader gets the drain timeout to take what was queued, then its
-    /// connection is dropped.
-    pub fn with_hard_backpressure(mut self, bytes: usize) -> Self {
-        self.hard_backpressure = bytes;
-        self
-    }
+        /// Bytes queued toward one subscriber beyond which it is disconnected (default 8 MiB):
+        /// `notice` and above are never dropped silently (AEP-0003 §8.4). Every frame counts,
+        /// the relay's own (`pong`, `roster`, `error`) too, each with a fixed overhead; a
+        /// disconnected reader gets the drain timeout to take what was queued, then its
+        /// connection is dropped.
+        pub fn with_hard_backpressure(bytes: usize) => hard_backpressure = bytes;
 
-    /// Serves mission control, the web console, at `/console` (default off here; on in
-    /// the `aep-relay` and `aep relay` binaries): the page is public (three static files,
-    /// no data), its API (`/console/api/`) behind the token like every other surface.
-    ///
-    /// ```
-    /// let config = aep_relay::RelayConfig::default().with_console(true);
-    /// assert!(config.console());
-    /// ```
-    pub fn with_console(mut self, on: bool) -> Self {
-        self.console = on;
-        self
+        /// Serves mission control, the web console, at `/console` (default off here; on in
+        /// the `aep-relay` and `aep relay` binaries): the page is public (three static files,
+        /// no data), its API (`/console/api/`) behind the token like every other surface.
+        ///
+        /// ```
+        /// let config = aep_relay::RelayConfig::default().with_console(true);
+        /// assert!(config.console());
+        /// ```
+        pub fn with_console(on: bool) => console = on;
     }
 
     /// What the `aep-relay` and `aep relay` binaries start from before their flags:
@@ -720,10 +705,9 @@ impl RelayConfig {
         self.hard_backpressure
     }
 
-    /// Interval of `: ping` comments and `ping` frames (default 25 s; AEP-0003 §3.3.4).
-    pub fn with_heartbeat(mut self, every: Duration) -> Self {
-        self.heartbeat = every;
-        self
+    aep_core::setters! {
+        /// Interval of `: ping` comments and `ping` frames (default 25 s; AEP-0003 §3.3.4).
+        pub fn with_heartbeat(every: Duration) => heartbeat = every;
     }
 
     /// Interval of `: ping` comments and `ping` frames.
@@ -737,15 +721,14 @@ impl RelayConfig {
         self.heartbeat
     }
 
-    /// How long one ingest waits for a subscriber past the soft bound to drain before it
-    /// is called lagging (default 1 s). A subscriber that reads at full speed is waited
-    /// for and loses nothing; one that stays behind longer loses `debug`/`info`, counted.
-    /// Every reader is handed what it can take before any wait, the waits for several
-    /// readers run at once, and one ingest at a time waits for a given reader: no other
-    /// ingest and no other reader ever waits on it.
-    pub fn with_lag_grace(mut self, grace: Duration) -> Self {
-        self.lag_grace = grace;
-        self
+    aep_core::setters! {
+        /// How long one ingest waits for a subscriber past the soft bound to drain before it
+        /// is called lagging (default 1 s). A subscriber that reads at full speed is waited
+        /// for and loses nothing; one that stays behind longer loses `debug`/`info`, counted.
+        /// Every reader is handed what it can take before any wait, the waits for several
+        /// readers run at once, and one ingest at a time waits for a given reader: no other
+        /// ingest and no other reader ever waits on it.
+        pub fn with_lag_grace(grace: Duration) => lag_grace = grace;
     }
 
     /// How long one ingest waits for a subscriber past the soft bound.
@@ -759,15 +742,14 @@ impl RelayConfig {
         self.lag_grace
     }
 
-    /// Keeps every session's replay buffer in a journal under `dir`, one file per
-    /// session, one stored event's JSON per line, so a restarted relay resumes what it
-    /// held (default: memory only). An ingest is then answered `2xx` only once its
-    /// events are written ([`RelayConfig::with_fsync`] says how far), and `507` with the
-    /// reason when they could not be (a full disk); a damaged line is skipped at start
-    /// and the rest replays.
-    pub fn with_data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.data_dir = Some(dir.into());
-        self
+    aep_core::setters! {
+        /// Keeps every session's replay buffer in a journal under `dir`, one file per
+        /// session, one stored event's JSON per line, so a restarted relay resumes what it
+        /// held (default: memory only). An ingest is then answered `2xx` only once its
+        /// events are written ([`RelayConfig::with_fsync`] says how far), and `507` with the
+        /// reason when they could not be (a full disk); a damaged line is skipped at start
+        /// and the rest replays.
+        pub fn with_data_dir(dir: impl Into<PathBuf>) => data_dir = Some(dir.into());
     }
 
     /// The data directory of durable replay, when set.
@@ -775,12 +757,11 @@ impl RelayConfig {
         self.data_dir.as_deref()
     }
 
-    /// How long a graceful shutdown waits for connections to close (default 5 s), and how
-    /// long a reader disconnected past the hard bound gets to take what was queued before
-    /// its connection is dropped.
-    pub fn with_drain_timeout(mut self, timeout: Duration) -> Self {
-        self.drain_timeout = timeout;
-        self
+    aep_core::setters! {
+        /// How long a graceful shutdown waits for connections to close (default 5 s), and how
+        /// long a reader disconnected past the hard bound gets to take what was queued before
+        /// its connection is dropped.
+        pub fn with_drain_timeout(timeout: Duration) => drain_timeout = timeout;
     }
 
     /// How long a graceful shutdown, or a reader disconnected past the hard bound, is
@@ -795,17 +776,16 @@ impl RelayConfig {
         self.drain_timeout
     }
 
-    /// How long a subscription of the subscription model lives before the relay sends
-    /// `subscription.expired` (default: no expiry). See the crate docs on the lifecycle.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let config = aep_relay::RelayConfig::default().with_subscription_ttl(Duration::from_secs(60));
-    /// assert_eq!(config.subscription_ttl(), Some(Duration::from_secs(60)));
-    /// ```
-    pub fn with_subscription_ttl(mut self, ttl: Duration) -> Self {
-        self.subscription_ttl = Some(ttl);
-        self
+    aep_core::setters! {
+        /// How long a subscription of the subscription model lives before the relay sends
+        /// `subscription.expired` (default: no expiry). See the crate docs on the lifecycle.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// let config = aep_relay::RelayConfig::default().with_subscription_ttl(Duration::from_secs(60));
+        /// assert_eq!(config.subscription_ttl(), Some(Duration::from_secs(60)));
+        /// ```
+        pub fn with_subscription_ttl(ttl: Duration) => subscription_ttl = Some(ttl);
     }
 
     /// The subscription expiry, when set.
@@ -813,17 +793,16 @@ impl RelayConfig {
         self.subscription_ttl
     }
 
-    /// Largest WebSocket `hello` in bytes (default 64 KiB): what a party declares is
-    /// kept for its connection's life and copied into every `roster` reply, so a larger
-    /// one is refused (`limit-exceeded`) and the socket closed with 1009.
-    ///
-    /// ```
-    /// let config = aep_relay::RelayConfig::default().with_max_hello(4096);
-    /// assert_eq!(config.max_hello(), 4096);
-    /// ```
-    pub fn with_max_hello(mut self, bytes: usize) -> Self {
-        self.max_hello = bytes;
-        self
+    aep_core::setters! {
+        /// Largest WebSocket `hello` in bytes (default 64 KiB): what a party declares is
+        /// kept for its connection's life and copied into every `roster` reply, so a larger
+        /// one is refused (`limit-exceeded`) and the socket closed with 1009.
+        ///
+        /// ```
+        /// let config = aep_relay::RelayConfig::default().with_max_hello(4096);
+        /// assert_eq!(config.max_hello(), 4096);
+        /// ```
+        pub fn with_max_hello(bytes: usize) => max_hello = bytes;
     }
 
     /// Largest WebSocket `hello` in bytes.
@@ -831,17 +810,16 @@ impl RelayConfig {
         self.max_hello
     }
 
-    /// Connections served at once, every binding together (default 4096); one more is
-    /// answered `503` and closed at once, so a flood of idle connections cannot take
-    /// the relay's file descriptors. Keep the process's open-file limit above it.
-    ///
-    /// ```
-    /// let config = aep_relay::RelayConfig::default().with_max_connections(100);
-    /// assert_eq!(config.max_connections(), 100);
-    /// ```
-    pub fn with_max_connections(mut self, connections: usize) -> Self {
-        self.max_connections = connections;
-        self
+    aep_core::setters! {
+        /// Connections served at once, every binding together (default 4096); one more is
+        /// answered `503` and closed at once, so a flood of idle connections cannot take
+        /// the relay's file descriptors. Keep the process's open-file limit above it.
+        ///
+        /// ```
+        /// let config = aep_relay::RelayConfig::default().with_max_connections(100);
+        /// assert_eq!(config.max_connections(), 100);
+        /// ```
+        pub fn with_max_connections(connections: usize) => max_connections = connections;
     }
 
     /// Connections served at once.
@@ -849,18 +827,17 @@ impl RelayConfig {
         self.max_connections
     }
 
-    /// How long a client may take to send a request's headers, and how long an idle
-    /// keep-alive connection is held for its next request (default 10 s; zero: no
-    /// limit). Past it the connection is closed.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let config = aep_relay::RelayConfig::default().with_header_timeout(Duration::from_secs(5));
-    /// assert_eq!(config.header_timeout(), Duration::from_secs(5));
-    /// ```
-    pub fn with_header_timeout(mut self, timeout: Duration) -> Self {
-        self.header_timeout = timeout;
-        self
+    aep_core::setters! {
+        /// How long a client may take to send a request's headers, and how long an idle
+        /// keep-alive connection is held for its next request (default 10 s; zero: no
+        /// limit). Past it the connection is closed.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// let config = aep_relay::RelayConfig::default().with_header_timeout(Duration::from_secs(5));
+        /// assert_eq!(config.header_timeout(), Duration::from_secs(5));
+        /// ```
+        pub fn with_header_timeout(timeout: Duration) => header_timeout = timeout;
     }
 
     /// How long a client may take to send a request's headers.
@@ -868,18 +845,17 @@ impl RelayConfig {
         self.header_timeout
     }
 
-    /// How long a WebSocket may stay open without saying `hello` (default 10 s): past
-    /// it the relay answers `hello-required` and closes, as for any other first frame
-    /// (AEP-0003 §3.5 rule 1).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let config = aep_relay::RelayConfig::default().with_hello_timeout(Duration::from_secs(2));
-    /// assert_eq!(config.hello_timeout(), Duration::from_secs(2));
-    /// ```
-    pub fn with_hello_timeout(mut self, timeout: Duration) -> Self {
-        self.hello_timeout = timeout;
-        self
+    aep_core::setters! {
+        /// How long a WebSocket may stay open without saying `hello` (default 10 s): past
+        /// it the relay answers `hello-required` and closes, as for any other first frame
+        /// (AEP-0003 §3.5 rule 1).
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// let config = aep_relay::RelayConfig::default().with_hello_timeout(Duration::from_secs(2));
+        /// assert_eq!(config.hello_timeout(), Duration::from_secs(2));
+        /// ```
+        pub fn with_hello_timeout(timeout: Duration) => hello_timeout = timeout;
     }
 
     /// How long a WebSocket may stay open without saying `hello`.
@@ -887,18 +863,17 @@ impl RelayConfig {
         self.hello_timeout
     }
 
-    /// Subscriptions one WebSocket connection may hold at once, `subscribe` frames and
-    /// `subscription.requested` messages together (default 100). One more is refused
-    /// with `limit-exceeded` (AEP-0003 §6.5), the connection and its other
-    /// subscriptions untouched.
-    ///
-    /// ```
-    /// let config = aep_relay::RelayConfig::default().with_max_subscriptions(10);
-    /// assert_eq!(config.max_subscriptions(), 10);
-    /// ```
-    pub fn with_max_subscriptions(mut self, subscriptions: usize) -> Self {
-        self.max_subscriptions = subscriptions;
-        self
+    aep_core::setters! {
+        /// Subscriptions one WebSocket connection may hold at once, `subscribe` frames and
+        /// `subscription.requested` messages together (default 100). One more is refused
+        /// with `limit-exceeded` (AEP-0003 §6.5), the connection and its other
+        /// subscriptions untouched.
+        ///
+        /// ```
+        /// let config = aep_relay::RelayConfig::default().with_max_subscriptions(10);
+        /// assert_eq!(config.max_subscriptions(), 10);
+        /// ```
+        pub fn with_max_subscriptions(subscriptions: usize) => max_subscriptions = subscriptions;
     }
 
     /// Subscriptions one WebSocket connection may hold at once.
@@ -906,20 +881,20 @@ impl RelayConfig {
         self.max_subscriptions
     }
 
-    /// Live subscriptions the whole relay may hold at once, every WebSocket and SSE
-    /// stream together (default 50,000; issue 32). One more is refused as AEP-0003 §6.5
-    /// refuses a resource limit: `limit-exceeded` on a WebSocket (`subscribe` or
-    /// `subscription.requested`), `503` with `Retry-After` on `GET /stream`; each refusal
-    /// is counted in `/healthz` (`refused_subscriptions`). A `live=0` replay holds no
-    /// live subscription and is never refused.
-    ///
-    /// ```
-    /// let config = aep_relay::RelayConfig::default().with_max_relay_subscriptions(40_000);
-    /// assert_eq!(config.max_relay_subscriptions(), 40_000);
-    /// ```
-    pub fn with_max_relay_subscriptions(mut self, subscriptions: usize) -> Self {
-        self.max_relay_subscriptions = subscriptions;
-        self
+    aep_core::setters! {
+        /// Live subscriptions the whole relay may hold at once, every WebSocket and SSE
+        /// stream together (default 50,000; issue 32). One more is refused as AEP-0003 §6.5
+        /// refuses a resource limit: `limit-exceeded` on a WebSocket (`subscribe` or
+        /// `subscription.requested`), `503` with `Retry-After` on `GET /stream`; each refusal
+        /// is counted in `/healthz` (`refused_subscriptions`). A `live=0` replay holds no
+        /// live subscription and is never refused.
+        ///
+        /// ```
+        /// let config = aep_relay::RelayConfig::default().with_max_relay_subscriptions(40_000);
+        /// assert_eq!(config.max_relay_subscriptions(), 40_000);
+        /// ```
+        pub fn with_max_relay_subscriptions(subscriptions: usize) =>
+            max_relay_subscriptions = subscriptions;
     }
 
     /// Live subscriptions the whole relay may hold at once.
@@ -927,17 +902,16 @@ impl RelayConfig {
         self.max_relay_subscriptions
     }
 
-    /// Bytes of replay buffer per session (default 64 MiB): past it the session's
-    /// oldest events are evicted, as past [`RelayConfig::with_buffer`]'s count. An
-    /// event is counted at what the relay holds for it (its frame and index entry).
-    ///
-    /// ```
-    /// let config = aep_relay::RelayConfig::default().with_max_session_bytes(1 << 20);
-    /// assert_eq!(config.max_session_bytes(), 1 << 20);
-    /// ```
-    pub fn with_max_session_bytes(mut self, bytes: usize) -> Self {
-        self.max_session_bytes = bytes;
-        self
+    aep_core::setters! {
+        /// Bytes of replay buffer per session (default 64 MiB): past it the session's
+        /// oldest events are evicted, as past [`RelayConfig::with_buffer`]'s count. An
+        /// event is counted at what the relay holds for it (its frame and index entry).
+        ///
+        /// ```
+        /// let config = aep_relay::RelayConfig::default().with_max_session_bytes(1 << 20);
+        /// assert_eq!(config.max_session_bytes(), 1 << 20);
+        /// ```
+        pub fn with_max_session_bytes(bytes: usize) => max_session_bytes = bytes;
     }
 
     /// Bytes of replay buffer per session.
@@ -945,18 +919,17 @@ impl RelayConfig {
         self.max_session_bytes
     }
 
-    /// Bytes of replay buffer over all sessions (default 512 MiB): past it the least
-    /// recently written sessions are evicted, as past
-    /// [`RelayConfig::with_max_sessions`]'s count. The newest event of the session
-    /// being written is always kept.
-    ///
-    /// ```
-    /// let config = aep_relay::RelayConfig::default().with_max_store_bytes(64 << 20);
-    /// assert_eq!(config.max_store_bytes(), 64 << 20);
-    /// ```
-    pub fn with_max_store_bytes(mut self, bytes: usize) -> Self {
-        self.max_store_bytes = bytes;
-        self
+    aep_core::setters! {
+        /// Bytes of replay buffer over all sessions (default 512 MiB): past it the least
+        /// recently written sessions are evicted, as past
+        /// [`RelayConfig::with_max_sessions`]'s count. The newest event of the session
+        /// being written is always kept.
+        ///
+        /// ```
+        /// let config = aep_relay::RelayConfig::default().with_max_store_bytes(64 << 20);
+        /// assert_eq!(config.max_store_bytes(), 64 << 20);
+        /// ```
+        pub fn with_max_store_bytes(bytes: usize) => max_store_bytes = bytes;
     }
 
     /// Bytes of replay buffer over all sessions.
@@ -964,16 +937,15 @@ impl RelayConfig {
         self.max_store_bytes
     }
 
-    /// When a durable relay answers an ingest (default [`Fsync::Batch`]); see [`Fsync`].
-    ///
-    /// ```
-    /// use aep_relay::{Fsync, RelayConfig};
-    /// let config = RelayConfig::default().with_data_dir("/var/lib/aep").with_fsync(Fsync::Always);
-    /// assert_eq!(config.fsync(), Fsync::Always);
-    /// ```
-    pub fn with_fsync(mut self, fsync: Fsync) -> Self {
-        self.fsync = fsync;
-        self
+    aep_core::setters! {
+        /// When a durable relay answers an ingest (default [`Fsync::Batch`]); see [`Fsync`].
+        ///
+        /// ```
+        /// use aep_relay::{Fsync, RelayConfig};
+        /// let config = RelayConfig::default().with_data_dir("/var/lib/aep").with_fsync(Fsync::Always);
+        /// assert_eq!(config.fsync(), Fsync::Always);
+        /// ```
+        pub fn with_fsync(fsync: Fsync) => fsync = fsync;
     }
 
     /// When a durable relay answers an ingest.
@@ -981,16 +953,15 @@ impl RelayConfig {
         self.fsync
     }
 
-    /// How often [`Fsync::Batch`] syncs the files written (default 1 s).
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let config = aep_relay::RelayConfig::default().with_fsync_interval(Duration::from_millis(200));
-    /// assert_eq!(config.fsync_interval(), Duration::from_millis(200));
-    /// ```
-    pub fn with_fsync_interval(mut self, every: Duration) -> Self {
-        self.fsync_interval = every;
-        self
+    aep_core::setters! {
+        /// How often [`Fsync::Batch`] syncs the files written (default 1 s).
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// let config = aep_relay::RelayConfig::default().with_fsync_interval(Duration::from_millis(200));
+        /// assert_eq!(config.fsync_interval(), Duration::from_millis(200));
+        /// ```
+        pub fn with_fsync_interval(every: Duration) => fsync_interval = every;
     }
 
     /// How often [`Fsync::Batch`] syncs the files written.

@@ -581,16 +581,12 @@ pub struct RelayBuilder {
 }
 
 impl RelayBuilder {
-    /// Replaces the whole configuration (the bind address stays the builder's).
-    pub fn config(mut self, config: RelayConfig) -> Self {
-        self.config = config;
-        self
-    }
+    aep_core::setters! {
+        /// Replaces the whole configuration (the bind address stays the builder's).
+        pub fn config(config: RelayConfig) => config = config;
 
-    /// The address to listen on (default `127.0.0.1:0`, a free port).
-    pub fn bind(mut self, addr: impl Into<String>) -> Self {
-        self.bind = addr.into();
-        self
+        /// The address to listen on (default `127.0.0.1:0`, a free port).
+        pub fn bind(addr: impl Into<String>) => bind = addr.into();
     }
 
     /// See [`RelayConfig::with_buffer`].

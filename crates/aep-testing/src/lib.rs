@@ -240,21 +240,16 @@ pub struct ScriptedSourceBuilder {
 }
 
 impl ScriptedSourceBuilder {
-    /// The `agent` of every event.
-    pub fn agent(mut self, agent: impl Into<String>) -> Self {
-        self.agent = agent.into();
-        self
-    }
-    /// The host segment of the emitter-built `source`.
-    pub fn host(mut self, host: impl Into<String>) -> Self {
-        self.host = host.into();
-        self
-    }
-    /// Overrides `source` on every recorded event (the events the emit calls return
-    /// keep the emitter-built one).
-    pub fn source(mut self, source: impl Into<String>) -> Self {
-        self.source = Some(source.into());
-        self
+    aep_core::setters! {
+        /// The `agent` of every event.
+        pub fn agent(agent: impl Into<String>) => agent = agent.into();
+
+        /// The host segment of the emitter-built `source`.
+        pub fn host(host: impl Into<String>) => host = host.into();
+
+        /// Overrides `source` on every recorded event (the events the emit calls return
+        /// keep the emitter-built one).
+        pub fn source(source: impl Into<String>) => source = Some(source.into());
     }
     /// The scripted source.
     pub fn build(self) -> ScriptedSource {

@@ -68,27 +68,23 @@ impl fmt::Debug for CeSinkBuilder {
 }
 
 impl CeSinkBuilder {
-    /// The content mode.
-    ///
-    /// ```
-    /// let b = aep_bridge::export::CeSink::builder("http://h/ce").mode(aep_bridge::export::CeMode::Batched);
-    /// # let _ = b;
-    /// ```
-    pub fn mode(mut self, mode: CeMode) -> Self {
-        self.mode = mode;
-        self
-    }
+    aep_core::setters! {
+        /// The content mode.
+        ///
+        /// ```
+        /// let b = aep_bridge::export::CeSink::builder("http://h/ce").mode(aep_bridge::export::CeMode::Batched);
+        /// # let _ = b;
+        /// ```
+        pub fn mode(mode: CeMode) => mode = mode;
 
-    /// A capture ceiling: the sink is a re-emitting hop, so events above it are
-    /// down-leveled (AEP-0001 §8.2, AEP-0005 §6) before they are forwarded.
-    ///
-    /// ```
-    /// let b = aep_bridge::export::CeSink::builder("http://h/ce").capture(aep_core::Capture::None);
-    /// # let _ = b;
-    /// ```
-    pub fn capture(mut self, ceiling: Capture) -> Self {
-        self.capture = Some(ceiling);
-        self
+        /// A capture ceiling: the sink is a re-emitting hop, so events above it are
+        /// down-leveled (AEP-0001 §8.2, AEP-0005 §6) before they are forwarded.
+        ///
+        /// ```
+        /// let b = aep_bridge::export::CeSink::builder("http://h/ce").capture(aep_core::Capture::None);
+        /// # let _ = b;
+        /// ```
+        pub fn capture(ceiling: Capture) => capture = Some(ceiling);
     }
 
     /// The batches of batched mode, changed from the defaults (100 events, 1 s) by
@@ -106,26 +102,23 @@ impl CeSinkBuilder {
         self
     }
 
-    /// How requests are sent.
-    ///
-    /// ```
-    /// let b = aep_bridge::export::CeSink::builder("http://h/ce").http(aep_bridge::export::HttpOptions::new().gzip(false));
-    /// # let _ = b;
-    /// ```
-    pub fn http(mut self, options: HttpOptions) -> Self {
-        self.http = options;
-        self
-    }
+    aep_core::setters! {
+        /// How requests are sent.
+        ///
+        /// ```
+        /// let b = aep_bridge::export::CeSink::builder("http://h/ce").http(aep_bridge::export::HttpOptions::new().gzip(false));
+        /// # let _ = b;
+        /// ```
+        pub fn http(options: HttpOptions) => http = options;
 
-    /// Where [`ExportReport`]s go (default: `tracing`).
-    ///
-    /// ```
-    /// let b = aep_bridge::export::CeSink::builder("http://h/ce").on_report(|r| eprintln!("{r}"));
-    /// # let _ = b;
-    /// ```
-    pub fn on_report(mut self, f: impl Fn(ExportReport) + Send + Sync + 'static) -> Self {
-        self.report = Some(Arc::new(f));
-        self
+        /// Where [`ExportReport`]s go (default: `tracing`).
+        ///
+        /// ```
+        /// let b = aep_bridge::export::CeSink::builder("http://h/ce").on_report(|r| eprintln!("{r}"));
+        /// # let _ = b;
+        /// ```
+        pub fn on_report(f: impl Fn(ExportReport) + Send + Sync + 'static) =>
+            report = Some(Arc::new(f));
     }
 
     /// Checks the URL and headers and builds the client.

@@ -117,29 +117,25 @@ impl HttpOptions {
         self.header("authorization", value)
     }
 
-    /// Whether bodies are gzip-compressed.
-    ///
-    /// ```
-    /// let o = aep_bridge::export::HttpOptions::new().gzip(false);
-    /// # let _ = o;
-    /// ```
-    pub fn gzip(mut self, on: bool) -> Self {
-        self.gzip = on;
-        self
-    }
+    aep_core::setters! {
+        /// Whether bodies are gzip-compressed.
+        ///
+        /// ```
+        /// let o = aep_bridge::export::HttpOptions::new().gzip(false);
+        /// # let _ = o;
+        /// ```
+        pub fn gzip(on: bool) => gzip = on;
 
-    /// The bound on one request, from sending to the end of the response. Expiry
-    /// before the status is a network failure, retried (an endpoint that never answers
-    /// cannot stall export); a body still coming at expiry is read no further, and the
-    /// status decides.
-    ///
-    /// ```
-    /// let o = aep_bridge::export::HttpOptions::new().timeout(std::time::Duration::from_secs(2));
-    /// # let _ = o;
-    /// ```
-    pub fn timeout(mut self, d: Duration) -> Self {
-        self.timeout = d;
-        self
+        /// The bound on one request, from sending to the end of the response. Expiry
+        /// before the status is a network failure, retried (an endpoint that never answers
+        /// cannot stall export); a body still coming at expiry is read no further, and the
+        /// status decides.
+        ///
+        /// ```
+        /// let o = aep_bridge::export::HttpOptions::new().timeout(std::time::Duration::from_secs(2));
+        /// # let _ = o;
+        /// ```
+        pub fn timeout(d: Duration) => timeout = d;
     }
 
     /// The retries, changed from the defaults by `f`: the delays between attempts (the
@@ -160,41 +156,34 @@ impl HttpOptions {
         self
     }
 
-    /// Most batches waiting to be sent (at least 1). While they are, the exporter
-    /// reads no further events (or drops, with [`HttpOptions::drop_when_full`]):
-    /// nothing is held without bound.
-    ///
-    /// ```
-    /// let o = aep_bridge::export::HttpOptions::new().queue(64);
-    /// # let _ = o;
-    /// ```
-    pub fn queue(mut self, batches: usize) -> Self {
-        self.queue = batches.max(1);
-        self
-    }
+    aep_core::setters! {
+        /// Most batches waiting to be sent (at least 1). While they are, the exporter
+        /// reads no further events (or drops, with [`HttpOptions::drop_when_full`]):
+        /// nothing is held without bound.
+        ///
+        /// ```
+        /// let o = aep_bridge::export::HttpOptions::new().queue(64);
+        /// # let _ = o;
+        /// ```
+        pub fn queue(batches: usize) => queue = batches.max(1);
 
-    /// Whether a batch that finds the queue full is dropped (counted and reported)
-    /// instead of waiting for room: for a deployment where the subscription must never
-    /// wait on the endpoint, at the price of losing batches while it is slow or down.
-    ///
-    /// ```
-    /// let o = aep_bridge::export::HttpOptions::new().drop_when_full(true);
-    /// # let _ = o;
-    /// ```
-    pub fn drop_when_full(mut self, drop: bool) -> Self {
-        self.drop_when_full = drop;
-        self
-    }
+        /// Whether a batch that finds the queue full is dropped (counted and reported)
+        /// instead of waiting for room: for a deployment where the subscription must never
+        /// wait on the endpoint, at the price of losing batches while it is slow or down.
+        ///
+        /// ```
+        /// let o = aep_bridge::export::HttpOptions::new().drop_when_full(true);
+        /// # let _ = o;
+        /// ```
+        pub fn drop_when_full(drop: bool) => drop_when_full = drop;
 
-    /// A `reqwest::Client` of the caller's (proxies, custom TLS roots).
-    ///
-    /// ```
-    /// let o = aep_bridge::export::HttpOptions::new().client(reqwest::Client::new());
-    /// # let _ = o;
-    /// ```
-    pub fn client(mut self, client: reqwest::Client) -> Self {
-        self.client = Some(client);
-        self
+        /// A `reqwest::Client` of the caller's (proxies, custom TLS roots).
+        ///
+        /// ```
+        /// let o = aep_bridge::export::HttpOptions::new().client(reqwest::Client::new());
+        /// # let _ = o;
+        /// ```
+        pub fn client(client: reqwest::Client) => client = Some(client);
     }
 
     /// The checked form: headers parsed (with `Content-Encoding` when compressing), the

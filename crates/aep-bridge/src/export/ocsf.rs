@@ -88,16 +88,15 @@ impl OcsfWriter {
         Ok(Self::new(file))
     }
 
-    /// The capture ceiling (§4.6).
-    ///
-    /// ```
-    /// let w = aep_bridge::export::OcsfWriter::new(tokio::io::sink())
-    ///     .capture(aep_bridge::CaptureLimit::new(aep_core::Capture::None));
-    /// # let _ = w;
-    /// ```
-    pub fn capture(mut self, limit: CaptureLimit) -> Self {
-        self.options = OcsfOptions::new().capture(limit);
-        self
+    aep_core::setters! {
+        /// The capture ceiling (§4.6).
+        ///
+        /// ```
+        /// let w = aep_bridge::export::OcsfWriter::new(tokio::io::sink())
+        ///     .capture(aep_bridge::CaptureLimit::new(aep_core::Capture::None));
+        /// # let _ = w;
+        /// ```
+        pub fn capture(limit: CaptureLimit) => options = OcsfOptions::new().capture(limit);
     }
 
     /// Where [`ExportReport`]s go (default: `tracing`).

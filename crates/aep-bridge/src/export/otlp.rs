@@ -100,15 +100,14 @@ impl fmt::Debug for OtlpExporterBuilder {
 }
 
 impl OtlpExporterBuilder {
-    /// LogRecords, spans, or both.
-    ///
-    /// ```
-    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").signals(aep_bridge::export::Signals::Spans);
-    /// # let _ = b;
-    /// ```
-    pub fn signals(mut self, signals: Signals) -> Self {
-        self.signals = signals;
-        self
+    aep_core::setters! {
+        /// LogRecords, spans, or both.
+        ///
+        /// ```
+        /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").signals(aep_bridge::export::Signals::Spans);
+        /// # let _ = b;
+        /// ```
+        pub fn signals(signals: Signals) => signals = signals;
     }
 
     /// The capture ceiling (AEP-0005 §3.3): nothing above it leaves.
@@ -134,26 +133,22 @@ impl OtlpExporterBuilder {
         self
     }
 
-    /// The full URL for logs, instead of `{endpoint}/v1/logs`.
-    ///
-    /// ```
-    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").logs_endpoint("http://h:4318/custom/logs");
-    /// # let _ = b;
-    /// ```
-    pub fn logs_endpoint(mut self, url: impl Into<String>) -> Self {
-        self.logs_url = Some(url.into());
-        self
-    }
+    aep_core::setters! {
+        /// The full URL for logs, instead of `{endpoint}/v1/logs`.
+        ///
+        /// ```
+        /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").logs_endpoint("http://h:4318/custom/logs");
+        /// # let _ = b;
+        /// ```
+        pub fn logs_endpoint(url: impl Into<String>) => logs_url = Some(url.into());
 
-    /// The full URL for traces, instead of `{endpoint}/v1/traces`.
-    ///
-    /// ```
-    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").traces_endpoint("http://h:4318/custom/traces");
-    /// # let _ = b;
-    /// ```
-    pub fn traces_endpoint(mut self, url: impl Into<String>) -> Self {
-        self.traces_url = Some(url.into());
-        self
+        /// The full URL for traces, instead of `{endpoint}/v1/traces`.
+        ///
+        /// ```
+        /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").traces_endpoint("http://h:4318/custom/traces");
+        /// # let _ = b;
+        /// ```
+        pub fn traces_endpoint(url: impl Into<String>) => traces_url = Some(url.into());
     }
 
     /// The batches, changed from the defaults (512 records, 1 s) by `f`: most records
@@ -171,38 +166,32 @@ impl OtlpExporterBuilder {
         self
     }
 
-    /// Most spans waiting for their finish event (span mode; default 10 000).
-    ///
-    /// ```
-    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").max_open_spans(1000);
-    /// # let _ = b;
-    /// ```
-    pub fn max_open_spans(mut self, n: usize) -> Self {
-        self.max_open_spans = n;
-        self
-    }
+    aep_core::setters! {
+        /// Most spans waiting for their finish event (span mode; default 10 000).
+        ///
+        /// ```
+        /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").max_open_spans(1000);
+        /// # let _ = b;
+        /// ```
+        pub fn max_open_spans(n: usize) => max_open_spans = n;
 
-    /// How requests are sent (headers, gzip, timeout, retries, queue).
-    ///
-    /// ```
-    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318")
-    ///     .http(aep_bridge::export::HttpOptions::new().header("x-tenant", "a"));
-    /// # let _ = b;
-    /// ```
-    pub fn http(mut self, options: HttpOptions) -> Self {
-        self.http = options;
-        self
-    }
+        /// How requests are sent (headers, gzip, timeout, retries, queue).
+        ///
+        /// ```
+        /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318")
+        ///     .http(aep_bridge::export::HttpOptions::new().header("x-tenant", "a"));
+        /// # let _ = b;
+        /// ```
+        pub fn http(options: HttpOptions) => http = options;
 
-    /// Where [`ExportReport`]s go (default: `tracing`).
-    ///
-    /// ```
-    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").on_report(|r| eprintln!("{r}"));
-    /// # let _ = b;
-    /// ```
-    pub fn on_report(mut self, f: impl Fn(ExportReport) + Send + Sync + 'static) -> Self {
-        self.report = Some(Arc::new(f));
-        self
+        /// Where [`ExportReport`]s go (default: `tracing`).
+        ///
+        /// ```
+        /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").on_report(|r| eprintln!("{r}"));
+        /// # let _ = b;
+        /// ```
+        pub fn on_report(f: impl Fn(ExportReport) + Send + Sync + 'static) =>
+            report = Some(Arc::new(f));
     }
 
     /// Checks the endpoints and headers and builds the HTTP client.

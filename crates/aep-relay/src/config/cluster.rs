@@ -79,73 +79,61 @@ impl NatsCluster {
         }
     }
 
-    /// The stream the fleet shares, also the first token of its subjects (default
-    /// `AEP`): 1 to 32 ASCII letters, digits, `-` or `_`, so that several fleets (and
-    /// test runs) share one NATS apart. A name outside that is refused at start.
-    ///
-    /// ```
-    /// let cluster = aep_relay::NatsCluster::new("nats://127.0.0.1:4222").stream("FLEET-B");
-    /// assert_eq!(cluster.stream_name(), "FLEET-B");
-    /// ```
-    pub fn stream(mut self, name: impl Into<String>) -> NatsCluster {
-        self.stream = name.into();
-        self
-    }
+    aep_core::setters! {
+        /// The stream the fleet shares, also the first token of its subjects (default
+        /// `AEP`): 1 to 32 ASCII letters, digits, `-` or `_`, so that several fleets (and
+        /// test runs) share one NATS apart. A name outside that is refused at start.
+        ///
+        /// ```
+        /// let cluster = aep_relay::NatsCluster::new("nats://127.0.0.1:4222").stream("FLEET-B");
+        /// assert_eq!(cluster.stream_name(), "FLEET-B");
+        /// ```
+        pub fn stream(name: impl Into<String>) => stream = name.into();
 
-    /// A NATS credentials file (a user JWT and its nkey seed), for a secured server
-    /// (default: none).
-    ///
-    /// ```
-    /// let cluster = aep_relay::NatsCluster::new("tls://nats:4222").creds("/etc/aep/relay.creds");
-    /// assert!(cluster.creds_file().is_some());
-    /// ```
-    pub fn creds(mut self, file: impl Into<PathBuf>) -> NatsCluster {
-        self.creds = Some(file.into());
-        self
-    }
+        /// A NATS credentials file (a user JWT and its nkey seed), for a secured server
+        /// (default: none).
+        ///
+        /// ```
+        /// let cluster = aep_relay::NatsCluster::new("tls://nats:4222").creds("/etc/aep/relay.creds");
+        /// assert!(cluster.creds_file().is_some());
+        /// ```
+        pub fn creds(file: impl Into<PathBuf>) => creds = Some(file.into());
 
-    /// PEM roots to verify the server's certificate with; TLS is then required
-    /// (default: the system's roots, TLS as the URL says).
-    ///
-    /// ```
-    /// let cluster = aep_relay::NatsCluster::new("tls://nats:4222").tls_roots("/etc/aep/ca.pem");
-    /// assert!(cluster.tls_roots_file().is_some());
-    /// ```
-    pub fn tls_roots(mut self, pem: impl Into<PathBuf>) -> NatsCluster {
-        self.tls_roots = Some(pem.into());
-        self
-    }
+        /// PEM roots to verify the server's certificate with; TLS is then required
+        /// (default: the system's roots, TLS as the URL says).
+        ///
+        /// ```
+        /// let cluster = aep_relay::NatsCluster::new("tls://nats:4222").tls_roots("/etc/aep/ca.pem");
+        /// assert!(cluster.tls_roots_file().is_some());
+        /// ```
+        pub fn tls_roots(pem: impl Into<PathBuf>) => tls_roots = Some(pem.into());
 
-    /// How long a stored `(source, id)` keeps a copy from being stored again, whichever
-    /// relay it is sent to (default 120 s; AEP-0001 §7.4): the stream's
-    /// `duplicate_window`. An emitter's retry later than that is stored a second time.
-    /// What bounds it: the server keeps every message id of the horizon in memory, so
-    /// its memory grows with ingest rate times horizon; and every relay of a fleet must
-    /// use the stream's value (a relay that disagrees is refused at start). Whole
-    /// seconds; at least one.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let cluster = aep_relay::NatsCluster::new("nats://127.0.0.1:4222")
-    ///     .dedupe_horizon(Duration::from_secs(600));
-    /// assert_eq!(cluster.dedupe_horizon_duration(), Duration::from_secs(600));
-    /// ```
-    pub fn dedupe_horizon(mut self, horizon: Duration) -> NatsCluster {
-        self.dedupe_horizon = Duration::from_secs(horizon.as_secs().max(1));
-        self
-    }
+        /// How long a stored `(source, id)` keeps a copy from being stored again, whichever
+        /// relay it is sent to (default 120 s; AEP-0001 §7.4): the stream's
+        /// `duplicate_window`. An emitter's retry later than that is stored a second time.
+        /// What bounds it: the server keeps every message id of the horizon in memory, so
+        /// its memory grows with ingest rate times horizon; and every relay of a fleet must
+        /// use the stream's value (a relay that disagrees is refused at start). Whole
+        /// seconds; at least one.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// let cluster = aep_relay::NatsCluster::new("nats://127.0.0.1:4222")
+        ///     .dedupe_horizon(Duration::from_secs(600));
+        /// assert_eq!(cluster.dedupe_horizon_duration(), Duration::from_secs(600));
+        /// ```
+        pub fn dedupe_horizon(horizon: Duration) =>
+            dedupe_horizon = Duration::from_secs(horizon.as_secs().max(1));
 
-    /// How long a JetStream request or a publish acknowledgement may take (default
-    /// 5 s): an ingest not acknowledged within it is answered `503`.
-    ///
-    /// ```
-    /// use std::time::Duration;
-    /// let cluster = aep_relay::NatsCluster::new("nats://127.0.0.1:4222").timeout(Duration::from_secs(2));
-    /// # drop(cluster);
-    /// ```
-    pub fn timeout(mut self, timeout: Duration) -> NatsCluster {
-        self.timeout = timeout;
-        self
+        /// How long a JetStream request or a publish acknowledgement may take (default
+        /// 5 s): an ingest not acknowledged within it is answered `503`.
+        ///
+        /// ```
+        /// use std::time::Duration;
+        /// let cluster = aep_relay::NatsCluster::new("nats://127.0.0.1:4222").timeout(Duration::from_secs(2));
+        /// # drop(cluster);
+        /// ```
+        pub fn timeout(timeout: Duration) => timeout = timeout;
     }
 
     /// The server URL(s), as given.
