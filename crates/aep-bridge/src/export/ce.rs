@@ -13,7 +13,9 @@ use futures::Stream;
 use tokio::time::Instant;
 
 use super::http::{endpoint, Answer, Dispatcher, HttpOptions, Prepared, Request};
-use super::{drive, Batch, Books, Count, ExportError, ExportReport, ExportStats, Pump};
+use super::{
+    drive, Batch, Books, Count, ExportError, ExportReport, ExportStats, Opaque, Pump, ReportHandler,
+};
 use crate::ce::{to_cloudevent, CloudEvent};
 
 /// How CloudEvents ride HTTP (CloudEvents HTTP binding §3).
@@ -47,24 +49,14 @@ pub enum CeMode {
 /// # let _ = sink;
 /// # Ok::<(), aep_bridge::export::ExportError>(())
 /// ```
+#[derive(Debug)]
 pub struct CeSinkBuilder {
     url: String,
     mode: CeMode,
     capture: Option<Capture>,
     batch: BatchOptions,
     http: HttpOptions,
-    report: Option<super::ReportHandler>,
-}
-
-impl fmt::Debug for CeSinkBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CeSinkBuilder")
-            .field("url", &self.url)
-            .field("mode", &self.mode)
-            .field("capture", &self.capture)
-            .field("http", &self.http)
-            .finish()
-    }
+    report: Opaque<ReportHandler>,
 }
 
 impl CeSinkBuilder {
@@ -118,7 +110,7 @@ impl CeSinkBuilder {
         /// # let _ = b;
         /// ```
         pub fn on_report(f: impl Fn(ExportReport) + Send + Sync + 'static) =>
-            report = Some(Arc::new(f));
+            report = Opaque(Some(Arc::new(f)));
     }
 
     /// Checks the URL and headers and builds the client.
@@ -133,7 +125,7 @@ impl CeSinkBuilder {
             capture: self.capture,
             batch: self.batch,
             http: self.http.prepare()?,
-            books: Books::new(self.report),
+            books: Books::new(self.report.0),
         })
     }
 }
@@ -184,7 +176,7 @@ impl CeSink {
             capture: None,
             batch: BatchOptions::new(100, 4 << 20, Duration::from_secs(1)),
             http: HttpOptions::new(),
-            report: None,
+            report: Opaque(None),
         }
     }
 

@@ -14,7 +14,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_ENCODING};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
-use super::{Books, Count, ExportError, ExportReport};
+use super::{Books, Count, ExportError, ExportReport, Opaque};
 use crate::proto::collector::logs::v1::ExportLogsServiceResponse;
 use crate::proto::collector::trace::v1::ExportTraceServiceResponse;
 
@@ -44,42 +44,41 @@ use crate::proto::collector::trace::v1::ExportTraceServiceResponse;
 ///     .queue(4);
 /// assert!(!format!("{opts:?}").contains("secret"));
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct HttpOptions {
-    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) headers: Headers,
     pub(crate) gzip: bool,
     pub(crate) timeout: Duration,
     pub(crate) retry: RetryPolicy,
     pub(crate) queue: usize,
     pub(crate) drop_when_full: bool,
-    pub(crate) client: Option<reqwest::Client>,
+    pub(crate) client: Opaque<reqwest::Client>,
+}
+
+/// The headers every request carries; `Debug` shows their names only, never a value (a
+/// bearer token, an API key).
+#[derive(Clone, Default)]
+pub(crate) struct Headers(Vec<(String, String)>);
+
+impl fmt::Debug for Headers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(name, _)| name))
+            .finish()
+    }
 }
 
 impl Default for HttpOptions {
     fn default() -> Self {
         HttpOptions {
-            headers: Vec::new(),
+            headers: Headers::default(),
             gzip: true,
             timeout: Duration::from_secs(10),
             retry: RetryPolicy::new(),
             queue: 16,
             drop_when_full: false,
-            client: None,
+            client: Opaque(None),
         }
-    }
-}
-
-impl fmt::Debug for HttpOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let names: Vec<&str> = self.headers.iter().map(|(k, _)| k.as_str()).collect();
-        f.debug_struct("HttpOptions")
-            .field("headers", &names)
-            .field("gzip", &self.gzip)
-            .field("timeout", &self.timeout)
-            .field("retry", &self.retry)
-            .field("queue", &self.queue)
-            .field("drop_when_full", &self.drop_when_full)
-            .finish()
     }
 }
 
@@ -102,7 +101,7 @@ impl HttpOptions {
     /// # let _ = o;
     /// ```
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.headers.push((name.into(), value.into()));
+        self.headers.0.push((name.into(), value.into()));
         self
     }
 
@@ -183,14 +182,14 @@ impl HttpOptions {
         /// let o = aep_bridge::export::HttpOptions::new().client(reqwest::Client::new());
         /// # let _ = o;
         /// ```
-        pub fn client(client: reqwest::Client) => client = Some(client);
+        pub fn client(client: reqwest::Client) => client = Opaque(Some(client));
     }
 
     /// The checked form: headers parsed (with `Content-Encoding` when compressing), the
     /// client built.
     pub(crate) fn prepare(&self) -> Result<Prepared, ExportError> {
         let mut headers = HeaderMap::new();
-        for (name, value) in &self.headers {
+        for (name, value) in &self.headers.0 {
             let n = HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| ExportError::Header(name.clone()))?;
             let v = HeaderValue::from_str(value).map_err(|_| ExportError::Header(name.clone()))?;
@@ -199,7 +198,7 @@ impl HttpOptions {
         if self.gzip {
             headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
         }
-        let client = match &self.client {
+        let client = match &self.client.0 {
             Some(c) => c.clone(),
             None => reqwest::Client::builder()
                 .build()
@@ -436,6 +435,22 @@ mod tests {
             .read_to_end(&mut out)
             .unwrap();
         assert_eq!(out, body);
+    }
+
+    #[test]
+    fn debug_shows_header_names_never_values() {
+        let client = reqwest::Client::builder()
+            .default_headers(HeaderMap::from_iter([(
+                reqwest::header::AUTHORIZATION,
+                HeaderValue::from_static("Bearer client-secret"),
+            )]))
+            .build()
+            .unwrap();
+        let opts = HttpOptions::new().bearer("secret").client(client);
+        let shown = format!("{opts:?}");
+        assert!(shown.contains(r#"headers: ["authorization"]"#), "{shown}");
+        assert!(shown.contains("client: Some(..)"), "{shown}");
+        assert!(!shown.contains("secret"), "{shown}");
     }
 
     #[test]

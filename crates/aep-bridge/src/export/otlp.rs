@@ -14,7 +14,10 @@ use prost::Message;
 use tokio::time::Instant;
 
 use super::http::{endpoint, Answer, Dispatcher, HttpOptions, Prepared, Request};
-use super::{drive, earliest, Batch, Books, Count, ExportError, ExportReport, ExportStats, Pump};
+use super::{
+    drive, earliest, Batch, Books, Count, ExportError, ExportReport, ExportStats, Opaque, Pump,
+    ReportHandler,
+};
 use crate::otlp::{logs_request, to_log_record, LogRecord, OtlpOptions};
 use crate::spans::{traces_request, Span, SpanAssembler, SpanOptions};
 use crate::CaptureLimit;
@@ -74,6 +77,7 @@ impl Signals {
 /// # let _ = exporter;
 /// # Ok::<(), aep_bridge::export::ExportError>(())
 /// ```
+#[derive(Debug)]
 pub struct OtlpExporterBuilder {
     base: String,
     logs_url: Option<String>,
@@ -84,19 +88,7 @@ pub struct OtlpExporterBuilder {
     batch: BatchOptions,
     max_open_spans: usize,
     http: HttpOptions,
-    report: Option<super::ReportHandler>,
-}
-
-impl fmt::Debug for OtlpExporterBuilder {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OtlpExporterBuilder")
-            .field("base", &self.base)
-            .field("signals", &self.signals)
-            .field("projection", &self.projection)
-            .field("batch", &self.batch)
-            .field("http", &self.http)
-            .finish()
-    }
+    report: Opaque<ReportHandler>,
 }
 
 impl OtlpExporterBuilder {
@@ -191,7 +183,7 @@ impl OtlpExporterBuilder {
         /// # let _ = b;
         /// ```
         pub fn on_report(f: impl Fn(ExportReport) + Send + Sync + 'static) =>
-            report = Some(Arc::new(f));
+            report = Opaque(Some(Arc::new(f)));
     }
 
     /// Checks the endpoints and headers and builds the HTTP client.
@@ -222,7 +214,7 @@ impl OtlpExporterBuilder {
             span_options,
             batch: self.batch,
             http: self.http.prepare()?,
-            books: Books::new(self.report),
+            books: Books::new(self.report.0),
         })
     }
 }
@@ -286,7 +278,7 @@ impl OtlpExporter {
             batch: BatchOptions::new(512, 4 << 20, Duration::from_secs(1)),
             max_open_spans: 10_000,
             http: HttpOptions::new(),
-            report: None,
+            report: Opaque(None),
         }
     }
 
