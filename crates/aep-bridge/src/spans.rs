@@ -94,29 +94,23 @@ impl SpanOptions {
         Self::default()
     }
 
-    /// The capture ceiling for payload-derived attributes (AEP-0005 §3.3).
-    ///
-    /// ```
-    /// let o = aep_bridge::spans::SpanOptions::new().capture(aep_bridge::CaptureLimit::default());
-    /// # let _ = o;
-    /// ```
-    pub fn capture(mut self, limit: CaptureLimit) -> Self {
-        self.projection = self.projection.capture(limit);
-        self
-    }
-
-    /// One `service.name` for every span instead of each event's `agent`.
-    ///
-    /// ```
-    /// let o = aep_bridge::spans::SpanOptions::new().service_name("fleet");
-    /// # let _ = o;
-    /// ```
-    pub fn service_name(mut self, name: impl Into<String>) -> Self {
-        self.projection = self.projection.service_name(name);
-        self
-    }
-
     aep_core::setters! {
+        /// The capture ceiling for payload-derived attributes (AEP-0005 §3.3).
+        ///
+        /// ```
+        /// let o = aep_bridge::spans::SpanOptions::new().capture(aep_bridge::CaptureLimit::default());
+        /// # let _ = o;
+        /// ```
+        pub fn capture(limit: CaptureLimit) => projection.capture = limit;
+
+        /// One `service.name` for every span instead of each event's `agent`.
+        ///
+        /// ```
+        /// let o = aep_bridge::spans::SpanOptions::new().service_name("fleet");
+        /// # let _ = o;
+        /// ```
+        pub fn service_name(name: impl Into<String>) => projection.service_name = Some(name.into());
+
         /// The capture ceiling and `service.name` of `projection`, the log records' own.
         // the OTLP exporter's (feature `export`) alone
         #[cfg_attr(not(feature = "export"), allow(dead_code))]

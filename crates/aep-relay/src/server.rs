@@ -573,6 +573,23 @@ impl Relay {
     }
 }
 
+/// [`RelayBuilder`]'s setters that hand their argument to the [`RelayConfig`] setter of the
+/// same meaning, the rule staying the configuration's: `fn name(arg: T) => with_name;`
+/// makes `fn name(mut self, arg: T) -> Self { self.config = self.config.with_name(arg); self }`
+/// (the shape [`aep_core::setters!`] cannot make: its value may not read `self`).
+macro_rules! config_setters {
+    ($(
+        $(#[$meta:meta])*
+        $vis:vis fn $name:ident($arg:ident: $ty:ty) => $with:ident;
+    )*) => {$(
+        $(#[$meta])*
+        $vis fn $name(mut self, $arg: $ty) -> Self {
+            self.config = self.config.$with($arg);
+            self
+        }
+    )*};
+}
+
 /// Configures and starts a relay in the background (see [`Relay::builder`]).
 #[derive(Debug, Clone)]
 pub struct RelayBuilder {
@@ -589,83 +606,58 @@ impl RelayBuilder {
         pub fn bind(addr: impl Into<String>) => bind = addr.into();
     }
 
-    /// See [`RelayConfig::with_buffer`].
-    pub fn buffer(mut self, events: usize) -> Self {
-        self.config = self.config.with_buffer(events);
-        self
-    }
+    config_setters! {
+        /// See [`RelayConfig::with_buffer`].
+        pub fn buffer(events: usize) => with_buffer;
 
-    /// See [`RelayConfig::with_token`].
-    pub fn token(mut self, token: impl Into<String>) -> Self {
-        self.config = self.config.with_token(token);
-        self
-    }
+        /// See [`RelayConfig::with_token`].
+        pub fn token(token: impl Into<String>) => with_token;
 
-    /// See [`RelayConfig::with_max_sessions`].
-    pub fn max_sessions(mut self, sessions: usize) -> Self {
-        self.config = self.config.with_max_sessions(sessions);
-        self
-    }
+        /// See [`RelayConfig::with_max_sessions`].
+        pub fn max_sessions(sessions: usize) => with_max_sessions;
 
-    /// See [`RelayConfig::with_max_body`].
-    pub fn max_body(mut self, bytes: usize) -> Self {
-        self.config = self.config.with_max_body(bytes);
-        self
-    }
+        /// See [`RelayConfig::with_max_body`].
+        pub fn max_body(bytes: usize) => with_max_body;
 
-    /// See [`RelayConfig::with_max_batch`].
-    pub fn max_batch(mut self, events: usize) -> Self {
-        self.config = self.config.with_max_batch(events);
-        self
-    }
+        /// See [`RelayConfig::with_max_batch`].
+        pub fn max_batch(events: usize) => with_max_batch;
 
-    /// See [`RelayConfig::with_max_from`].
-    pub fn max_from(mut self, positions: usize) -> Self {
-        self.config = self.config.with_max_from(positions);
-        self
-    }
+        /// See [`RelayConfig::with_max_from`].
+        pub fn max_from(positions: usize) => with_max_from;
 
-    /// See [`RelayConfig::with_data_dir`].
-    pub fn data_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
-        self.config = self.config.with_data_dir(dir);
-        self
-    }
+        /// See [`RelayConfig::with_data_dir`].
+        pub fn data_dir(dir: impl Into<std::path::PathBuf>) => with_data_dir;
 
-    /// Joins a relay cluster on NATS JetStream (see [`NatsCluster`] and
-    /// [`RelayConfig::with_nats`]): [`RelayBuilder::start`] connects, checks the stream,
-    /// and fails when either cannot be done (or without the crate's feature `nats`).
-    ///
-    /// ```
-    /// use aep_relay::{NatsCluster, Relay};
-    /// let builder = Relay::builder().buffer(8).nats(NatsCluster::new("nats://127.0.0.1:4222").stream("FLEET"));
-    /// # drop(builder);
-    /// ```
-    pub fn nats(mut self, cluster: NatsCluster) -> Self {
-        self.config = self.config.with_nats(cluster);
-        self
-    }
+        /// Joins a relay cluster on NATS JetStream (see [`NatsCluster`] and
+        /// [`RelayConfig::with_nats`]): [`RelayBuilder::start`] connects, checks the stream,
+        /// and fails when either cannot be done (or without the crate's feature `nats`).
+        ///
+        /// ```
+        /// use aep_relay::{NatsCluster, Relay};
+        /// let builder = Relay::builder().buffer(8).nats(NatsCluster::new("nats://127.0.0.1:4222").stream("FLEET"));
+        /// # drop(builder);
+        /// ```
+        pub fn nats(cluster: NatsCluster) => with_nats;
 
-    /// Serves mission control, the web console, at `/console` (see
-    /// [`RelayConfig::with_console`]).
-    ///
-    /// ```
-    /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> std::io::Result<()> {
-    /// let relay = aep_relay::Relay::builder().token("t").console(true).start().await?;
-    /// println!("open {}/console#token=t", relay.url());
-    /// relay.shutdown().await?;
-    /// # Ok(())
-    /// # }
-    /// ```
-    pub fn console(mut self, on: bool) -> Self {
-        self.config = self.config.with_console(on);
-        self
-    }
+        /// Serves mission control, the web console, at `/console` (see
+        /// [`RelayConfig::with_console`]).
+        ///
+        /// ```
+        /// # #[tokio::main(flavor = "current_thread")]
+        /// # async fn main() -> std::io::Result<()> {
+        /// let relay = aep_relay::Relay::builder().token("t").console(true).start().await?;
+        /// println!("open {}/console#token=t", relay.url());
+        /// relay.shutdown().await?;
+        /// # Ok(())
+        /// # }
+        /// ```
+        pub fn console(on: bool) => with_console;
 
-    /// See [`RelayConfig::with_heartbeat`].
-    pub fn heartbeat(mut self, every: Duration) -> Self {
-        self.config = self.config.with_heartbeat(every);
-        self
+        /// See [`RelayConfig::with_heartbeat`].
+        pub fn heartbeat(every: Duration) => with_heartbeat;
+
+        /// See [`RelayConfig::with_max_connections_per_peer`].
+        pub fn max_connections_per_peer(connections: usize) => with_max_connections_per_peer;
     }
 
     /// Serves HTTPS and WSS with a PEM certificate chain and its key; see
@@ -701,12 +693,6 @@ impl RelayBuilder {
     /// ```
     pub fn insecure_open_relay(mut self) -> Self {
         self.config = self.config.with_insecure_open_relay(true);
-        self
-    }
-
-    /// See [`RelayConfig::with_max_connections_per_peer`].
-    pub fn max_connections_per_peer(mut self, connections: usize) -> Self {
-        self.config = self.config.with_max_connections_per_peer(connections);
         self
     }
 

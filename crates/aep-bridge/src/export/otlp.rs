@@ -100,32 +100,24 @@ impl OtlpExporterBuilder {
         /// # let _ = b;
         /// ```
         pub fn signals(signals: Signals) => signals = signals;
-    }
 
-    /// The capture ceiling (AEP-0005 §3.3): nothing above it leaves.
-    ///
-    /// ```
-    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318")
-    ///     .capture(aep_bridge::CaptureLimit::new(aep_core::Capture::None));
-    /// # let _ = b;
-    /// ```
-    pub fn capture(mut self, limit: CaptureLimit) -> Self {
-        self.projection = self.projection.capture(limit);
-        self
-    }
+        /// The capture ceiling (AEP-0005 §3.3): nothing above it leaves.
+        ///
+        /// ```
+        /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318")
+        ///     .capture(aep_bridge::CaptureLimit::new(aep_core::Capture::None));
+        /// # let _ = b;
+        /// ```
+        pub fn capture(limit: CaptureLimit) => projection.capture = limit;
 
-    /// One `service.name` for every resource (a relay shared by many agents).
-    ///
-    /// ```
-    /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").service_name("agents");
-    /// # let _ = b;
-    /// ```
-    pub fn service_name(mut self, name: impl Into<String>) -> Self {
-        self.projection = self.projection.service_name(name);
-        self
-    }
+        /// One `service.name` for every resource (a relay shared by many agents).
+        ///
+        /// ```
+        /// let b = aep_bridge::export::OtlpExporter::builder("http://h:4318").service_name("agents");
+        /// # let _ = b;
+        /// ```
+        pub fn service_name(name: impl Into<String>) => projection.service_name = Some(name.into());
 
-    aep_core::setters! {
         /// The full URL for logs, instead of `{endpoint}/v1/logs`.
         ///
         /// ```
