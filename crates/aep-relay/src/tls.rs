@@ -156,18 +156,10 @@ impl ResolvesServerCert for Identity {
 }
 
 /// The relay's TLS: the acceptor every connection is handshaken by, and its identity.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub(crate) struct Tls {
-    acceptor: TlsAcceptor,
+    config: Arc<rustls::ServerConfig>,
     identity: Arc<Identity>,
-}
-
-impl fmt::Debug for Tls {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Tls")
-            .field("identity", &self.identity)
-            .finish_non_exhaustive()
-    }
 }
 
 impl Tls {
@@ -186,14 +178,14 @@ impl Tls {
         // HTTP/1.1 only, as over plain TCP (the WebSocket upgrade is HTTP/1.1's)
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
         Ok(Tls {
-            acceptor: TlsAcceptor::from(Arc::new(config)),
+            config: Arc::new(config),
             identity,
         })
     }
 
     /// The acceptor a connection is handshaken by.
-    pub(crate) fn acceptor(&self) -> &TlsAcceptor {
-        &self.acceptor
+    pub(crate) fn acceptor(&self) -> TlsAcceptor {
+        TlsAcceptor::from(self.config.clone())
     }
 
     /// The handle that reads the files again.
@@ -221,17 +213,9 @@ impl Tls {
 /// # Ok(())
 /// # }
 /// ```
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct TlsReloader {
     identity: Arc<Identity>,
-}
-
-impl fmt::Debug for TlsReloader {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TlsReloader")
-            .field("files", &self.identity.files)
-            .finish()
-    }
 }
 
 impl TlsReloader {
