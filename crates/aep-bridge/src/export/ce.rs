@@ -56,7 +56,7 @@ pub struct CeSinkBuilder {
     capture: Option<Capture>,
     batch: BatchOptions,
     http: HttpOptions,
-    report: Opaque<ReportHandler>,
+    report: Option<Opaque<ReportHandler>>,
 }
 
 impl CeSinkBuilder {
@@ -110,7 +110,7 @@ impl CeSinkBuilder {
         /// # let _ = b;
         /// ```
         pub fn on_report(f: impl Fn(ExportReport) + Send + Sync + 'static) =>
-            report = Opaque(Some(Arc::new(f)));
+            report = Some(Opaque(Arc::new(f)));
     }
 
     /// Checks the URL and headers and builds the client.
@@ -125,7 +125,7 @@ impl CeSinkBuilder {
             capture: self.capture,
             batch: self.batch,
             http: self.http.prepare()?,
-            books: Books::new(self.report.0),
+            books: Books::new(self.report.map(|r| r.0)),
         })
     }
 }
@@ -176,7 +176,7 @@ impl CeSink {
             capture: None,
             batch: BatchOptions::new(100, 4 << 20, Duration::from_secs(1)),
             http: HttpOptions::new(),
-            report: Opaque(None),
+            report: None,
         }
     }
 

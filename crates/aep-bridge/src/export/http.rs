@@ -52,7 +52,7 @@ pub struct HttpOptions {
     pub(crate) retry: RetryPolicy,
     pub(crate) queue: usize,
     pub(crate) drop_when_full: bool,
-    pub(crate) client: Opaque<reqwest::Client>,
+    pub(crate) client: Option<Opaque<reqwest::Client>>,
 }
 
 /// The headers every request carries; `Debug` shows their names only, never a value (a
@@ -77,7 +77,7 @@ impl Default for HttpOptions {
             retry: RetryPolicy::new(),
             queue: 16,
             drop_when_full: false,
-            client: Opaque(None),
+            client: None,
         }
     }
 }
@@ -182,7 +182,7 @@ impl HttpOptions {
         /// let o = aep_bridge::export::HttpOptions::new().client(reqwest::Client::new());
         /// # let _ = o;
         /// ```
-        pub fn client(client: reqwest::Client) => client = Opaque(Some(client));
+        pub fn client(client: reqwest::Client) => client = Some(Opaque(client));
     }
 
     /// The checked form: headers parsed (with `Content-Encoding` when compressing), the
@@ -198,8 +198,8 @@ impl HttpOptions {
         if self.gzip {
             headers.insert(CONTENT_ENCODING, HeaderValue::from_static("gzip"));
         }
-        let client = match &self.client.0 {
-            Some(c) => c.clone(),
+        let client = match &self.client {
+            Some(Opaque(c)) => c.clone(),
             None => reqwest::Client::builder()
                 .build()
                 .map_err(|e| ExportError::Client(e.to_string()))?,

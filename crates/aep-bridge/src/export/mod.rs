@@ -199,20 +199,14 @@ impl fmt::Display for ExportReport {
 /// ```
 pub type ReportHandler = Arc<dyn Fn(ExportReport) + Send + Sync>;
 
-/// A value of the caller's that `Debug` shows only the presence of: a report handler (a
-/// closure has no `Debug`), a `reqwest::Client` (whose default headers may hold secrets).
+/// A value `Debug` shows as `..`: a report handler (a closure has no `Debug`), a caller's
+/// `reqwest::Client` (whose default headers may hold secrets), a writer.
 #[derive(Clone)]
-pub(crate) struct Opaque<T>(pub(crate) Option<T>);
-
-impl<T> Default for Opaque<T> {
-    fn default() -> Self {
-        Opaque(None)
-    }
-}
+pub(crate) struct Opaque<T>(pub(crate) T);
 
 impl<T> fmt::Debug for Opaque<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+        f.write_str("..")
     }
 }
 

@@ -1,7 +1,6 @@
 //! The OCSF JSONL writer: the security-signal channel of AEP-0005 §4 as one OCSF
 //! record per line, to a file or any `AsyncWrite` (a SIEM's file tailer, a pipe).
 
-use std::fmt;
 use std::future::Future;
 use std::path::Path;
 use std::sync::Arc;
@@ -12,7 +11,7 @@ use futures::{FutureExt, Stream, StreamExt};
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::Mutex;
 
-use super::{Books, Count, ExportError, ExportReport, ExportStats};
+use super::{Books, Count, ExportError, ExportReport, ExportStats, Opaque};
 use crate::ocsf::{to_ocsf, OcsfOptions};
 use crate::CaptureLimit;
 
@@ -42,19 +41,11 @@ type Sink = Box<dyn AsyncWrite + Send + Unpin>;
 /// # Ok::<(), Box<dyn std::error::Error>>(()) })?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
+#[derive(Debug)]
 pub struct OcsfWriter {
-    out: Mutex<BufWriter<Sink>>,
+    out: Opaque<Mutex<BufWriter<Sink>>>,
     options: OcsfOptions,
     books: Books,
-}
-
-impl fmt::Debug for OcsfWriter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OcsfWriter")
-            .field("options", &self.options)
-            .field("stats", &self.stats())
-            .finish()
-    }
 }
 
 impl OcsfWriter {
@@ -66,7 +57,7 @@ impl OcsfWriter {
     /// ```
     pub fn new(out: impl AsyncWrite + Send + Unpin + 'static) -> Self {
         OcsfWriter {
-            out: Mutex::new(BufWriter::new(Box::new(out))),
+            out: Opaque(Mutex::new(BufWriter::new(Box::new(out)))),
             options: OcsfOptions::default(),
             books: Books::new(None),
         }
@@ -149,7 +140,7 @@ impl OcsfWriter {
     ) -> Result<ExportStats, ExportError> {
         let mut events = std::pin::pin!(events.fuse());
         let mut shutdown = std::pin::pin!(shutdown.fuse());
-        let mut out = self.out.lock().await;
+        let mut out = self.out.0.lock().await;
         let mut line = Vec::with_capacity(1024);
         let mut unflushed = 0u64;
         loop {

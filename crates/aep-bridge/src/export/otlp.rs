@@ -88,7 +88,7 @@ pub struct OtlpExporterBuilder {
     batch: BatchOptions,
     max_open_spans: usize,
     http: HttpOptions,
-    report: Opaque<ReportHandler>,
+    report: Option<Opaque<ReportHandler>>,
 }
 
 impl OtlpExporterBuilder {
@@ -175,7 +175,7 @@ impl OtlpExporterBuilder {
         /// # let _ = b;
         /// ```
         pub fn on_report(f: impl Fn(ExportReport) + Send + Sync + 'static) =>
-            report = Opaque(Some(Arc::new(f)));
+            report = Some(Opaque(Arc::new(f)));
     }
 
     /// Checks the endpoints and headers and builds the HTTP client.
@@ -206,7 +206,7 @@ impl OtlpExporterBuilder {
             span_options,
             batch: self.batch,
             http: self.http.prepare()?,
-            books: Books::new(self.report.0),
+            books: Books::new(self.report.map(|r| r.0)),
         })
     }
 }
@@ -270,7 +270,7 @@ impl OtlpExporter {
             batch: BatchOptions::new(512, 4 << 20, Duration::from_secs(1)),
             max_open_spans: 10_000,
             http: HttpOptions::new(),
-            report: Opaque(None),
+            report: None,
         }
     }
 
