@@ -78,17 +78,11 @@ impl Options {
 }
 
 fn options() -> Options {
-    let exe = std::env::current_exe().unwrap_or_default();
-    let default_bin = exe
-        .parent()
-        .and_then(|p| p.parent())
-        .map(|p| p.join("aep-relay").display().to_string())
-        .unwrap_or_else(|| "aep-relay".into());
     let mut o = Options {
         events: 20_000,
         batch: 10_000,
         runs: 3,
-        relay_bin: default_bin,
+        relay_bin: common::relay_bin(),
         reference: Some("../shared/tools/reference-relay.sh".into()),
         only: None,
         stall: Duration::from_secs(3),

@@ -38,7 +38,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aep_test_support::process::{peak_rss_kib, RelayProcess};
-use common::{median, mib, post_ndjson, start_relay, TOKEN};
+use common::{median, mib, post_ndjson, start_relay, ws_connect, Socket, HELLO};
 use futures::{SinkExt, StreamExt};
 use tokio_tungstenite::tungstenite::Message;
 
@@ -73,19 +73,13 @@ struct Options {
 }
 
 fn options() -> Options {
-    let exe = std::env::current_exe().unwrap_or_default();
-    let default_bin = exe
-        .parent()
-        .and_then(|p| p.parent())
-        .map(|p| p.join("aep-relay").display().to_string())
-        .unwrap_or_else(|| "aep-relay".into());
     let mut o = Options {
         events: 20_000,
         batch: 1_000,
         rounds: 5,
         sockets: 400,
         per_socket: 100,
-        relay_bin: default_bin,
+        relay_bin: common::relay_bin(),
     };
     for (flag, value) in common::flags(HELP, &[]) {
         let number = |default: usize| value.parse().unwrap_or(default);
@@ -180,20 +174,12 @@ fn bodies(o: &Options, config: Config) -> (Vec<String>, u64) {
     (bodies, expected)
 }
 
-type Socket =
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
-
 /// Consumer `i`: connected, `hello` said, every subscription confirmed.
 async fn consumer(url: &str, i: usize, per_socket: usize) -> Result<Socket, String> {
-    let ws_url = format!(
-        "ws{}/socket?access_token={TOKEN}",
-        url.trim_start_matches("http")
-    );
-    let (mut ws, _) = tokio_tungstenite::connect_async(ws_url)
+    let mut ws = ws_connect(url)
         .await
         .map_err(|e| format!("socket {i}: {e}"))?;
-    let hello = r#"{"type":"hello","versions":["0.1"],"role":"consumer"}"#.to_owned();
-    let frames = std::iter::once(hello).chain((0..per_socket).map(|j| {
+    let frames = std::iter::once(HELLO.to_owned()).chain((0..per_socket).map(|j| {
         let (filter, _) = subscription(i, j, per_socket);
         format!(r#"{{"type":"subscribe","id":"s{j}","filter":{filter}}}"#)
     }));

@@ -1,7 +1,7 @@
-//! What the relay's bench programs (`relay_bench`, `cluster_bench`) share: their event,
-//! their command line, a Rust relay process started with their flags, an NDJSON POST, a
-//! live WebSocket subscription, a filter as a query value, and how their figures are
-//! summarized.
+//! What the relay's bench programs (`relay_bench`, `cluster_bench`, `subscription_bench`)
+//! share: their event, their command line and relay binary, a Rust relay process started
+//! with their flags, an NDJSON POST, a WebSocket (connected, or a live subscription), a
+//! filter as a query value, and how their figures are summarized.
 // Each bench uses its own share of this module.
 #![allow(dead_code)]
 
@@ -44,25 +44,41 @@ pub fn filter_query(filter: &str) -> String {
     aep_core::percent::encode(filter.as_bytes(), aep_core::percent::unreserved)
 }
 
-/// A live WebSocket connection to the relay at `url` (`http://`), a consumer
-/// subscribed with the attr-match `filter` (its JSON) once the relay said `subscribed`.
-pub async fn ws_subscribe(
-    url: &str,
-    filter: &str,
-) -> Result<
-    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>,
-    String,
-> {
+/// A WebSocket to a relay's `/socket`.
+pub type Socket =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+/// The `hello` of a consumer (AEP-0003), the first frame every bench socket sends.
+pub const HELLO: &str = r#"{"type":"hello","versions":["0.1"],"role":"consumer"}"#;
+
+/// The `aep-relay` binary built beside the running example (`target/<profile>/`), else
+/// `aep-relay` from `PATH`: the default of `--relay-bin`.
+pub fn relay_bin() -> String {
+    let exe = std::env::current_exe().unwrap_or_default();
+    exe.parent()
+        .and_then(|p| p.parent())
+        .map(|p| p.join("aep-relay").display().to_string())
+        .unwrap_or_else(|| "aep-relay".into())
+}
+
+/// A WebSocket to the relay at `url` (`http://`), with the bench token; nothing said yet.
+pub async fn ws_connect(url: &str) -> Result<Socket, String> {
     let ws_url = format!(
         "ws{}/socket?access_token={TOKEN}",
         url.trim_start_matches("http")
     );
-    let (mut ws, _) = tokio_tungstenite::connect_async(ws_url)
+    let (ws, _) = tokio_tungstenite::connect_async(ws_url)
         .await
         .map_err(|e| format!("WS to {url}: {e}"))?;
-    let hello = r#"{"type":"hello","versions":["0.1"],"role":"consumer"}"#;
+    Ok(ws)
+}
+
+/// A live WebSocket connection to the relay at `url` (`http://`), a consumer
+/// subscribed with the attr-match `filter` (its JSON) once the relay said `subscribed`.
+pub async fn ws_subscribe(url: &str, filter: &str) -> Result<Socket, String> {
+    let mut ws = ws_connect(url).await?;
     let subscribe = format!(r#"{{"type":"subscribe","id":"b","filter":{filter}}}"#);
-    for frame in [hello.to_owned(), subscribe] {
+    for frame in [HELLO.to_owned(), subscribe] {
         ws.send(Message::Text(frame.into()))
             .await
             .map_err(|e| format!("WS to {url}: {e}"))?;
