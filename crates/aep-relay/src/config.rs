@@ -15,6 +15,7 @@ pub(crate) mod cluster;
 
 use crate::tls::TlsFiles;
 pub use cluster::NatsCluster;
+use cluster::NatsUrl;
 
 /// The bearer token of a relay (AEP-0003 §8.1).
 ///
@@ -432,7 +433,7 @@ impl RelayConfig {
                 } else if NatsCluster::is_url(url) {
                     self.nats = Some(match self.nats.take() {
                         Some(cluster) => NatsCluster {
-                            url: url.to_owned(),
+                            url: NatsUrl(url.to_owned()),
                             ..cluster
                         },
                         None => NatsCluster::new(url),

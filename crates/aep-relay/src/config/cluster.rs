@@ -35,9 +35,9 @@ use std::time::Duration;
 /// let relay = aep_relay::Relay::builder().buffer(8).nats(cluster);
 /// # drop(relay);
 /// ```
-#[derive(Clone, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq, Debug)]
 pub struct NatsCluster {
-    pub(crate) url: String,
+    pub(crate) url: NatsUrl,
     pub(crate) stream: String,
     pub(crate) creds: Option<PathBuf>,
     pub(crate) tls_roots: Option<PathBuf>,
@@ -70,7 +70,7 @@ impl NatsCluster {
     /// ```
     pub fn new(url: impl Into<String>) -> NatsCluster {
         NatsCluster {
-            url: url.into(),
+            url: NatsUrl(url.into()),
             stream: NatsCluster::DEFAULT_STREAM.to_owned(),
             creds: None,
             tls_roots: None,
@@ -142,7 +142,7 @@ impl NatsCluster {
     /// assert_eq!(aep_relay::NatsCluster::new("nats://n:4222").url(), "nats://n:4222");
     /// ```
     pub fn url(&self) -> &str {
-        &self.url
+        &self.url.0
     }
 
     /// The stream's name.
@@ -267,7 +267,7 @@ impl NatsCluster {
     pub(crate) fn split_credentials(&self) -> Result<(String, Option<UrlCredentials>), String> {
         let mut found: Option<UrlCredentials> = None;
         let mut urls = Vec::new();
-        for part in self.url.split(',') {
+        for part in self.url.0.split(',') {
             let part = part.trim();
             let (scheme, rest) = part.split_once("://").unwrap_or(("", part));
             let (userinfo, host) = match rest.rsplit_once('@') {
@@ -315,17 +315,21 @@ pub(crate) fn redact_url(url: &str) -> String {
         .join(",")
 }
 
-impl fmt::Debug for NatsCluster {
+/// A cluster's NATS URL list as given, credentials included (the client is handed them
+/// apart, [`NatsCluster::split_credentials`]); shown, by `Debug` or `Display`, with any
+/// `user:password@` or `token@` redacted.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct NatsUrl(pub(crate) String);
+
+impl fmt::Debug for NatsUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        // the URL may carry a user and password
-        f.debug_struct("NatsCluster")
-            .field("url", &redact_url(&self.url))
-            .field("stream", &self.stream)
-            .field("creds", &self.creds)
-            .field("tls_roots", &self.tls_roots)
-            .field("dedupe_horizon", &self.dedupe_horizon)
-            .field("timeout", &self.timeout)
-            .finish()
+        fmt::Debug::fmt(&redact_url(&self.0), f)
+    }
+}
+
+impl fmt::Display for NatsUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&redact_url(&self.0))
     }
 }
 
@@ -361,6 +365,10 @@ mod tests {
         );
         assert!(shown.contains("nats://<redacted>@a:1"), "{shown}");
         assert_eq!(redact_url("nats://h:4222"), "nats://h:4222");
+        // the URL alone, as an error carries it, is redacted the same
+        let url = NatsUrl("nats://u:s3cret@a:1".into());
+        assert_eq!(url.to_string(), "nats://<redacted>@a:1");
+        assert_eq!(format!("{url:?}"), r#""nats://<redacted>@a:1""#);
     }
 
     /// A URL's credentials are taken out of it, decoded, and handed apart; the same on

@@ -29,7 +29,7 @@ use futures::stream::BoxStream;
 use futures::StreamExt;
 
 use super::names::StreamName;
-use crate::config::cluster::{redact_url, UrlCredentials};
+use crate::config::cluster::{NatsUrl, UrlCredentials};
 use crate::config::NatsCluster;
 
 /// The oldest server version the cluster runs on.
@@ -82,7 +82,7 @@ pub(crate) fn block_on_runtime<T: Send>(
 #[derive(Debug)]
 pub(crate) enum ClusterError {
     /// The server could not be reached or refused the connection.
-    Connect { url: String, reason: String },
+    Connect { url: NatsUrl, reason: String },
     /// A credentials file that could not be read.
     Creds { path: PathBuf, reason: String },
     /// The server is older than the cluster needs.
@@ -114,8 +114,7 @@ impl fmt::Display for ClusterError {
         match self {
             ClusterError::Connect { url, reason } => write!(
                 f,
-                "cannot reach NATS at {}: {reason} (is nats-server running with -js, and are --nats-creds / --nats-tls-ca right?)",
-                redact_url(url)
+                "cannot reach NATS at {url}: {reason} (is nats-server running with -js, and are --nats-creds / --nats-tls-ca right?)"
             ),
             ClusterError::Creds { path, reason } => write!(
                 f,
