@@ -1,7 +1,6 @@
 //! The CloudEvents HTTP sink: every event as a CloudEvent (AEP-0005 §1), posted to any
 //! CE receiver in structured, binary or batched mode (CloudEvents HTTP binding §3).
 
-use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -142,6 +141,7 @@ impl CeSinkBuilder {
 /// println!("{} forwarded", stats.exported);
 /// # Ok(()) }
 /// ```
+#[derive(Debug)]
 pub struct CeSink {
     url: reqwest::Url,
     mode: CeMode,
@@ -149,16 +149,6 @@ pub struct CeSink {
     batch: BatchOptions,
     http: Prepared,
     books: Books,
-}
-
-impl fmt::Debug for CeSink {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("CeSink")
-            .field("url", &self.url.as_str())
-            .field("mode", &self.mode)
-            .field("stats", &self.stats())
-            .finish()
-    }
 }
 
 impl CeSink {

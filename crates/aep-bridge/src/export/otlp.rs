@@ -1,7 +1,6 @@
 //! The OTLP/HTTP exporter (AEP-0005 §3.5): LogRecords to `/v1/logs`, and in span mode
 //! GenAI spans to `/v1/traces`, as protobuf.
 
-use std::fmt;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
@@ -229,6 +228,7 @@ impl OtlpExporterBuilder {
 /// assert_eq!(stats.pending(), 0);
 /// # Ok(()) }
 /// ```
+#[derive(Debug)]
 pub struct OtlpExporter {
     logs: reqwest::Url,
     traces: reqwest::Url,
@@ -238,17 +238,6 @@ pub struct OtlpExporter {
     batch: BatchOptions,
     http: Prepared,
     books: Books,
-}
-
-impl fmt::Debug for OtlpExporter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OtlpExporter")
-            .field("logs", &self.logs.as_str())
-            .field("traces", &self.traces.as_str())
-            .field("signals", &self.signals)
-            .field("stats", &self.stats())
-            .finish()
-    }
 }
 
 impl OtlpExporter {
