@@ -141,6 +141,14 @@ pub(crate) fn run_started(prompt: Option<Value>) -> Draft {
         .content_opt("prompt", prompt)
 }
 
+/// A task-list moment (`progress.task.planned` / `.completed`): the task's title as
+/// content, subject the vendor's task id.
+pub(crate) fn task(event_type: &str, title: Option<&Value>, id: Option<&str>) -> Draft {
+    Draft::new(event_type)
+        .content_in(&["task", "title"], title.cloned().unwrap_or(Value::Null))
+        .subject_opt(id)
+}
+
 /// The vendor-extension fallback of a hook agent, with no data.
 pub(crate) fn fallback(vendor: &str, hook: &str) -> Draft {
     Draft::new(crate::naming::session_fallback(vendor, hook)).severity(aep_core::Severity::Debug)
@@ -154,5 +162,65 @@ pub(crate) fn message_text(message: Option<&Value>) -> Value {
         Some(Value::Null) | None => Value::Null,
         Some(Value::String(_)) => Value::Null,
         Some(other) => Value::String(other.to_string()),
+    }
+}
+
+/// One hook payload of the Claude-Code-shaped members (Annex A.1, A.2, A.4, A.5): the
+/// hook's name, the tool it names and the id pairing the tool moments, read once.
+pub(crate) struct Hook<'a> {
+    /// The payload as the vendor sent it.
+    pub(crate) p: &'a Value,
+    /// `hook_event_name` (`unknown` when absent).
+    pub(crate) name: &'a str,
+    /// `tool_name` (`unknown` when absent).
+    pub(crate) tool: &'a str,
+    /// The member pairing the tool moments.
+    pub(crate) call: Option<&'a str>,
+}
+
+impl<'a> Hook<'a> {
+    /// Reads the hook envelope; `call_key` names the member carrying the tool call id.
+    pub(crate) fn read(p: &'a Value, call_key: &str) -> Self {
+        Hook {
+            p,
+            name: s(p, "hook_event_name").unwrap_or("unknown"),
+            tool: s(p, "tool_name").unwrap_or("unknown"),
+            call: s(p, call_key),
+        }
+    }
+
+    /// The hooks every member that has them maps alike: the user's prompt opens the
+    /// run, `Stop` finishes it, the tool trio (`is_interrupt` → error type
+    /// `interrupt`), the held permission gate keyed by the call (else the tool), and the
+    /// delegation pair (subject the agent id). `None` for any other hook: the member
+    /// maps it, or falls back.
+    pub(crate) fn shared(&self, vendor: &str) -> Option<Draft> {
+        let (p, tool, call) = (self.p, self.tool, self.call);
+        Some(match self.name {
+            "UserPromptSubmit" => run_started(get(p, "prompt").cloned()),
+            "Stop" => Draft::new("run.finished"),
+            "PreToolUse" => requested(tool, call, get(p, "tool_input")),
+            "PostToolUse" => completed(tool, call, get(p, "tool_response")),
+            "PostToolUseFailure" => {
+                let kind = if get(p, "is_interrupt").and_then(Value::as_bool) == Some(true) {
+                    "interrupt"
+                } else {
+                    "tool_error"
+                };
+                failed(tool, call, kind, get(p, "error"))
+            }
+            "PermissionRequest" => {
+                held_permission(vendor, tool, describe(get(p, "tool_input")).as_deref())
+                    .with_attention_key(call.or(Some(tool)))
+            }
+            "SubagentStart" | "SubagentStop" => Draft::new(if self.name == "SubagentStart" {
+                "delegation.subagent.started"
+            } else {
+                "delegation.subagent.stopped"
+            })
+            .meta_opt("agent_type", get(p, "agent_type").cloned())
+            .subject_opt(s(p, "agent_id")),
+            _ => return None,
+        })
     }
 }
