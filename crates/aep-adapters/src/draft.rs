@@ -443,6 +443,13 @@ impl Draft {
         }
     }
 
+    /// The token usage pair at metadata, under the OTel GenAI names
+    /// (`gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens`), each when present.
+    pub(crate) fn usage(self, input: Option<&Value>, output: Option<&Value>) -> Draft {
+        self.meta_opt("gen_ai.usage.input_tokens", input.cloned())
+            .meta_opt("gen_ai.usage.output_tokens", output.cloned())
+    }
+
     /// Content gated `redacted`: passed through the §9.4 pipeline at `redacted`,
     /// verbatim at `full`, absent below.
     ///

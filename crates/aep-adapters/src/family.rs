@@ -60,6 +60,15 @@ pub(crate) fn failed(name: &str, call: Option<&str>, kind: &str, message: Option
         .with_call(call)
 }
 
+/// `tool.denied`: the tool refused before it ran, `by` whom (`policy`, `runtime`).
+pub(crate) fn denied(name: &str, call: Option<&str>, by: &str) -> Draft {
+    Draft::new("tool.denied")
+        .meta("tool", tool(name, call))
+        .meta("by", json!(by))
+        .subject(name)
+        .with_call(call)
+}
+
 /// The readable detail of a tool input for a permission prompt: the command (with its
 /// stated description), else the path, URL, pattern or query it acts on.
 pub(crate) fn describe(input: Option<&Value>) -> Option<String> {

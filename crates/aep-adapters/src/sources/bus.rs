@@ -120,13 +120,9 @@ impl Bus {
                 Some("user") => family::run_started(None),
                 role => Draft::new(format!("x.{vendor}.message.updated"))
                     .meta_opt("role", role.map(|r| json!(r)))
-                    .meta_opt(
-                        "gen_ai.usage.input_tokens",
-                        at(info, &["tokens", "input"]).cloned(),
-                    )
-                    .meta_opt(
-                        "gen_ai.usage.output_tokens",
-                        at(info, &["tokens", "output"]).cloned(),
+                    .usage(
+                        at(info, &["tokens", "input"]),
+                        at(info, &["tokens", "output"]),
                     )
                     .severity(Severity::Debug),
             },

@@ -67,12 +67,9 @@ pub fn map(p: &Value) -> Vec<Draft> {
             "reason",
             json!(s(p, "error").or(s(p, "error_type")).unwrap_or("error")),
         ),
-        "PermissionDenied" => Draft::new("tool.denied")
-            .meta("tool", family::tool(tool_name, call))
-            .meta("by", json!("policy"))
-            .content_opt("rule", get(p, "reason").cloned())
-            .subject(tool_name)
-            .with_call(call),
+        "PermissionDenied" => {
+            family::denied(tool_name, call, "policy").content_opt("rule", get(p, "reason").cloned())
+        }
         "PermissionRequest" if tool_name == ASK_USER_QUESTION => {
             let questions = get(p, "tool_input")
                 .and_then(|i| get(i, "questions"))

@@ -85,12 +85,8 @@ pub fn map(p: &Value) -> Vec<Draft> {
                     s(extra, "error_type").unwrap_or("tool_error"),
                     get(extra, "error_message"),
                 ),
-                "blocked" => Draft::new("tool.denied")
-                    .meta("tool", family::tool(tool_name, call))
-                    .meta("by", json!("policy"))
-                    .content_opt("rule", get(extra, "error_message").cloned())
-                    .subject(tool_name)
-                    .with_call(call),
+                "blocked" => family::denied(tool_name, call, "policy")
+                    .content_opt("rule", get(extra, "error_message").cloned()),
                 _ => family::completed(tool_name, call, get(extra, "result")),
             };
             let mut v = vec![d.meta_opt("duration_ms", get(extra, "duration_ms").cloned())];
@@ -237,11 +233,7 @@ pub fn clarify_card(input: &Value, call: Option<&str>) -> Vec<Draft> {
         required: Some(true),
         other: !choices.is_empty(),
         multi: false,
-        choices: choices
-            .into_iter()
-            .enumerate()
-            .map(|(i, c)| ((i + 1).to_string(), c))
-            .collect(),
+        choices: form::numbered(choices),
         bounds: (None, None),
     };
     let (content, structural) = form::fields(&[field]);

@@ -48,12 +48,7 @@ pub fn map(p: &Value) -> Vec<Draft> {
             started(p, VENDOR).meta_opt("permission_mode", get(p, "permission_mode").cloned())
         }
         "SessionEnd" => ended_normal(),
-        "Stop" => Draft::new("run.finished")
-            .meta_opt("gen_ai.usage.input_tokens", get(p, "input_tokens").cloned())
-            .meta_opt(
-                "gen_ai.usage.output_tokens",
-                get(p, "output_tokens").cloned(),
-            ),
+        "Stop" => Draft::new("run.finished").usage(get(p, "input_tokens"), get(p, "output_tokens")),
         "StopFailure" => {
             Draft::new("run.failed").meta("reason", json!(s(p, "error").unwrap_or("error")))
         }

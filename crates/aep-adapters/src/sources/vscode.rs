@@ -19,6 +19,24 @@
 //! workstation-local path) and the vendor's `timestamp` are never forwarded (the
 //! envelope time is the adapter's clock). Observe-only by default.
 
+/// The eight hooks of the VSCode-target Preview surface (Annex A.5), each mapped by this
+/// module; `aep setup vscode` registers every one.
+///
+/// ```
+/// assert_eq!(aep_adapters::sources::vscode::HOOKS.len(), 8);
+/// assert!(!aep_adapters::sources::vscode::HOOKS.contains(&"PermissionRequest"));
+/// ```
+pub const HOOKS: [&str; 8] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PreCompact",
+    "SubagentStart",
+    "SubagentStop",
+    "Stop",
+];
+
 use serde_json::Value;
 
 use crate::draft::Draft;
