@@ -20,33 +20,35 @@ pub(crate) fn tool(name: &str, call: Option<&str>) -> Value {
 /// `tool.requested`: the args digest always (AEP-0003 §9.3, over the original
 /// value), the args verbatim at `full`, redacted at exactly `redacted`.
 pub(crate) fn requested(name: &str, call: Option<&str>, args: Option<&Value>) -> Draft {
-    let mut d = Draft::new("tool.requested")
-        .meta("tool", tool(name, call))
-        .subject(name)
-        .with_call(call);
-    if let Some(args) = args {
-        d = d
-            .digest("args_digest", args)
-            .redacted_only("args_redacted", args.clone())
-            .full("args", args.clone());
-    }
-    d
+    carrying("tool.requested", "args", name, call, args)
 }
 
 /// `tool.completed`: the result digest always, the result at `full`, redacted at
 /// exactly `redacted`.
 pub(crate) fn completed(name: &str, call: Option<&str>, result: Option<&Value>) -> Draft {
-    let mut d = Draft::new("tool.completed")
+    carrying("tool.completed", "result", name, call, result)
+}
+
+/// A tool moment carrying `value` as `key`: `{key}_digest` always (over the original
+/// value), `key` verbatim at `full`, `{key}_redacted` at exactly `redacted`.
+fn carrying(
+    event_type: &str,
+    key: &str,
+    name: &str,
+    call: Option<&str>,
+    value: Option<&Value>,
+) -> Draft {
+    let d = Draft::new(event_type)
         .meta("tool", tool(name, call))
         .subject(name)
         .with_call(call);
-    if let Some(result) = result {
-        d = d
-            .digest("result_digest", result)
-            .redacted_only("result_redacted", result.clone())
-            .full("result", result.clone());
+    match value {
+        Some(v) => d
+            .digest(&format!("{key}_digest"), v)
+            .redacted_only(&format!("{key}_redacted"), v.clone())
+            .full(key, v.clone()),
+        None => d,
     }
-    d
 }
 
 /// `tool.failed` with the vendor's error class (structural) and its message

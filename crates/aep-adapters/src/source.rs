@@ -373,24 +373,15 @@ impl<'a> Moment<'a> {
         }
     }
 
-    /// The hook name when the agent names it outside the payload (Antigravity passes it
-    /// on the command line: no payload names its own event).
-    pub fn hook(mut self, hook: &'a str) -> Moment<'a> {
-        self.hook = Some(hook);
-        self
-    }
-
-    /// The tool name the session joined to this moment (Antigravity's
-    /// `(conversationId, stepIdx)` join, made by [`crate::session`]).
-    pub fn joined_name(mut self, name: &'a str) -> Moment<'a> {
-        self.joined = Some(name);
-        self
-    }
-
-    /// The channel mode of an OTel source (companion by default).
-    pub fn mode(mut self, mode: ChannelMode) -> Moment<'a> {
-        self.mode = mode;
-        self
+    aep_core::setters! {
+        /// The hook name when the agent names it outside the payload (Antigravity passes it
+        /// on the command line: no payload names its own event).
+        pub fn hook(hook: &'a str) => hook = Some(hook);
+        /// The tool name the session joined to this moment (Antigravity's
+        /// `(conversationId, stepIdx)` join, made by [`crate::session`]).
+        pub fn joined_name(name: &'a str) => joined = Some(name);
+        /// The channel mode of an OTel source (companion by default).
+        pub fn mode(mode: ChannelMode) => mode = mode;
     }
 
     /// The payload.

@@ -40,15 +40,14 @@ impl Options {
         }
     }
 
-    /// Writes the JSON report to `target` (`-`: stdout).
-    ///
-    /// ```
-    /// let opts = aep_conformance::cli::Options::new("fixtures").json("-");
-    /// assert_eq!(opts.json.as_deref(), Some("-"));
-    /// ```
-    pub fn json(mut self, target: impl Into<String>) -> Options {
-        self.json = Some(target.into());
-        self
+    aep_core::setters! {
+        /// Writes the JSON report to `target` (`-`: stdout).
+        ///
+        /// ```
+        /// let opts = aep_conformance::cli::Options::new("fixtures").json("-");
+        /// assert_eq!(opts.json.as_deref(), Some("-"));
+        /// ```
+        pub fn json(target: impl Into<String>) => json = Some(target.into());
     }
 
     /// Runs only `class` (and the others named).

@@ -27,23 +27,15 @@ impl Bus {
     /// "tool.after", input, output}` or `{kind: "permission.ask", permission}`.
     pub(crate) fn map(self, p: &Value) -> Vec<Draft> {
         match s(p, "kind") {
-            Some("tool.before") => {
+            Some(kind @ ("tool.before" | "tool.after")) => {
                 let input = get(p, "input").unwrap_or(&Value::Null);
-                let d = requested(
-                    s(input, "tool").unwrap_or("unknown"),
-                    s(input, "callID"),
-                    at(p, &["output", "args"]),
-                );
-                vec![d.on_session(s(input, "sessionID"))]
-            }
-            Some("tool.after") => {
-                let input = get(p, "input").unwrap_or(&Value::Null);
-                // The typed hook payload has no error surface: always a completion.
-                let d = family::completed(
-                    s(input, "tool").unwrap_or("unknown"),
-                    s(input, "callID"),
-                    at(p, &["output", "output"]),
-                );
+                let (name, call) = (s(input, "tool").unwrap_or("unknown"), s(input, "callID"));
+                let d = if kind == "tool.before" {
+                    requested(name, call, at(p, &["output", "args"]))
+                } else {
+                    // The typed hook payload has no error surface: always a completion.
+                    family::completed(name, call, at(p, &["output", "output"]))
+                };
                 vec![d.on_session(s(input, "sessionID"))]
             }
             Some("permission.ask") => {

@@ -143,23 +143,13 @@ pub fn map(p: &Value) -> Vec<Draft> {
                 Draft::new("run.finished")
             }]
         }
-        "subagent_start" => {
-            let child = s(extra, "child_session_id");
-            vec![Draft::new("delegation.subagent.started")
-                .meta_opt("child", child.map(|c| json!({"session": c})))
-                .meta_opt("role", get(extra, "child_role").cloned())
-                .content_opt("goal", get(extra, "child_goal").cloned())
-                .subject_opt(child)]
-        }
-        "subagent_stop" => {
-            let child = s(extra, "child_session_id");
-            vec![Draft::new("delegation.subagent.stopped")
-                .meta_opt("child", child.map(|c| json!({"session": c})))
-                .meta_opt("status", get(extra, "child_status").cloned())
-                .meta_opt("duration_ms", get(extra, "duration_ms").cloned())
-                .content_opt("summary", get(extra, "child_summary").cloned())
-                .subject_opt(child)]
-        }
+        "subagent_start" => vec![delegation("delegation.subagent.started", extra)
+            .meta_opt("role", get(extra, "child_role").cloned())
+            .content_opt("goal", get(extra, "child_goal").cloned())],
+        "subagent_stop" => vec![delegation("delegation.subagent.stopped", extra)
+            .meta_opt("status", get(extra, "child_status").cloned())
+            .meta_opt("duration_ms", get(extra, "duration_ms").cloned())
+            .content_opt("summary", get(extra, "child_summary").cloned())],
         "api_request_error" => vec![Draft::new("x.hermes.api.error")
             .meta_opt("status_code", get(extra, "status_code").cloned())
             .meta_opt("retry_count", get(extra, "retry_count").cloned())
@@ -306,4 +296,13 @@ pub fn clarify_outcome(status: &str, result: Option<&Value>, call: Option<&str>)
         .meta("via", json!("oob"))
         .subject_opt(call)
         .with_attention_key(call)]
+}
+
+/// A delegation moment about the child session `child_session_id` names: the child as
+/// `child` and as the subject.
+fn delegation(event_type: &str, extra: &Value) -> Draft {
+    let child = s(extra, "child_session_id");
+    Draft::new(event_type)
+        .meta_opt("child", child.map(|c| json!({"session": c})))
+        .subject_opt(child)
 }
