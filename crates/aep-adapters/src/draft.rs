@@ -372,6 +372,14 @@ impl Draft {
         self.push_at(&[key], value, gate)
     }
 
+    /// `value` under `gate` when there is one (`null` is none).
+    fn push_opt(self, key: &str, value: Option<Value>, gate: Gate) -> Draft {
+        match value.filter(|v| !v.is_null()) {
+            Some(v) => self.push(key, v, gate),
+            None => self,
+        }
+    }
+
     fn push_at(mut self, path: &[&str], value: Value, gate: Gate) -> Draft {
         self.fields.retain(|(k, _, _)| k.as_slice() != path);
         let path = path.iter().map(|k| (*k).to_owned()).collect();
@@ -423,10 +431,7 @@ impl Draft {
     /// assert!(d.render(&aep_adapters::Posture::default()).data.as_object().unwrap().is_empty());
     /// ```
     pub fn meta_opt(self, key: &str, value: Option<Value>) -> Draft {
-        match value {
-            Some(v) if !v.is_null() => self.meta(key, v),
-            _ => self,
-        }
+        self.push_opt(key, value, Gate::Metadata)
     }
 
     /// The token usage pair at metadata, under the OTel GenAI names
@@ -458,10 +463,7 @@ impl Draft {
     /// assert_eq!(d, aep_adapters::Draft::new("run.started"));
     /// ```
     pub fn content_opt(self, key: &str, value: Option<Value>) -> Draft {
-        match value {
-            Some(v) if !v.is_null() => self.content(key, v),
-            _ => self,
-        }
+        self.push_opt(key, value, Gate::Content)
     }
 
     /// Content present only at exactly `redacted`, through the pipeline: the

@@ -152,12 +152,15 @@ pub(crate) fn run_started(prompt: Option<Value>) -> Draft {
         .content_opt("prompt", prompt)
 }
 
-/// A task-list moment (`progress.task.planned` / `.completed`): the task's title as
-/// content, subject the vendor's task id.
-pub(crate) fn task(event_type: &str, title: Option<&Value>, id: Option<&str>) -> Draft {
+/// A task-list moment (`progress.task.planned` / `.completed`): the payload's
+/// `title_key` as the task's title (content), subject its `id_key`.
+pub(crate) fn task(event_type: &str, p: &Value, title_key: &str, id_key: &str) -> Draft {
     Draft::new(event_type)
-        .content_in(&["task", "title"], title.cloned().unwrap_or(Value::Null))
-        .subject_opt(id)
+        .content_in(
+            &["task", "title"],
+            get(p, title_key).cloned().unwrap_or(Value::Null),
+        )
+        .subject_opt(s(p, id_key))
 }
 
 /// The vendor-extension fallback of a hook agent, with no data.

@@ -122,20 +122,17 @@ impl Source {
 
     /// The twelve agents that call a hook command or load a plugin (what `aep hook`
     /// serves).
-    pub const HOOK_AGENTS: [Source; 12] = [
-        Source::ClaudeCode,
-        Source::Codex,
-        Source::GeminiCli,
-        Source::QwenCode,
-        Source::Vscode,
-        Source::KimiCode,
-        Source::Opencode,
-        Source::Kilocode,
-        Source::Cline,
-        Source::Hermes,
-        Source::Antigravity,
-        Source::Pi,
-    ];
+    ///
+    /// ```
+    /// use aep_adapters::Source;
+    /// assert_eq!((Source::HOOK_AGENTS[0], Source::HOOK_AGENTS[11]), (Source::ClaudeCode, Source::Pi));
+    /// assert!(!Source::HOOK_AGENTS.contains(&Source::Acp));
+    /// ```
+    // Annex A lists them first: the first twelve of `ALL`.
+    pub const HOOK_AGENTS: [Source; 12] = match Source::ALL.first_chunk() {
+        Some(agents) => *agents,
+        None => panic!("Source::ALL holds the twelve hook agents first"),
+    };
 
     /// The source's name, as the pins' file names spell it.
     ///

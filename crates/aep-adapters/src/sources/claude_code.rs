@@ -107,16 +107,8 @@ pub fn map(p: &Value) -> Vec<Draft> {
                     .cloned(),
             )
             .content_opt("summary", get(p, "compact_summary").cloned()),
-        "TaskCreated" => family::task(
-            "progress.task.planned",
-            get(p, "task_subject"),
-            s(p, "task_id"),
-        ),
-        "TaskCompleted" => family::task(
-            "progress.task.completed",
-            get(p, "task_subject"),
-            s(p, "task_id"),
-        ),
+        "TaskCreated" => family::task("progress.task.planned", p, "task_subject", "task_id"),
+        "TaskCompleted" => family::task("progress.task.completed", p, "task_subject", "task_id"),
         "Notification" => match s(p, "notification_type") {
             Some("permission_prompt" | "elicitation_dialog") => return Vec::new(),
             Some("idle_prompt") => Draft::new("attention.requested")

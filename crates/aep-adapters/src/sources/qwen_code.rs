@@ -65,16 +65,8 @@ pub fn map(p: &Value) -> Vec<Draft> {
         "TodoCreated" | "TodoCompleted" if s(p, "phase") == Some("validation") => {
             return Vec::new()
         }
-        "TodoCreated" => family::task(
-            "progress.task.planned",
-            get(p, "todo_content"),
-            s(p, "todo_id"),
-        ),
-        "TodoCompleted" => family::task(
-            "progress.task.completed",
-            get(p, "todo_content"),
-            s(p, "todo_id"),
-        ),
+        "TodoCreated" => family::task("progress.task.planned", p, "todo_content", "todo_id"),
+        "TodoCompleted" => family::task("progress.task.completed", p, "todo_content", "todo_id"),
         // The moments the family maps alike, else the vendor fallback.
         other => h
             .shared(VENDOR)
