@@ -48,17 +48,13 @@ impl Options {
         /// assert_eq!(opts.json.as_deref(), Some("-"));
         /// ```
         pub fn json(target: impl Into<String>) => json = Some(target.into());
-    }
-
-    /// Runs only `class` (and the others named).
-    ///
-    /// ```
-    /// let opts = aep_conformance::cli::Options::new("fixtures").class("golden").class("otlp");
-    /// assert_eq!(opts.classes, ["golden", "otlp"]);
-    /// ```
-    pub fn class(mut self, class: impl Into<String>) -> Options {
-        self.classes.push(class.into());
-        self
+        /// Runs only `class` (and the others named).
+        ///
+        /// ```
+        /// let opts = aep_conformance::cli::Options::new("fixtures").class("golden").class("otlp");
+        /// assert_eq!(opts.classes, ["golden", "otlp"]);
+        /// ```
+        pub fn class(class: impl Into<String>) => self.classes.push(class.into());
     }
 }
 

@@ -322,11 +322,10 @@ impl Builder {
         self
     }
 
-    /// Spans whose operation is `value` emit nothing (say `chat`, to leave model calls
-    /// out).
-    pub fn skip_operation(mut self, value: impl Into<Cow<'static, str>>) -> Self {
-        self.mapping.operation(value.into(), None);
-        self
+    aep_core::setters! {
+        /// Spans whose operation is `value` emit nothing (say `chat`, to leave model calls
+        /// out).
+        pub fn skip_operation(value: impl Into<Cow<'static, str>>) => self.mapping.operation(value.into(), None);
     }
 
     /// The field `name` means `attr`; checked before the convention's names, so it
