@@ -1,5 +1,6 @@
 //! What the hook-shaped sources share: the tool trio, the permission card, the
-//! session frame. Each source module decides which of these a hook becomes; the
+//! session frame, and the hooks the Claude-Code-shaped members map alike
+//! ([`Hook::shared`]). Each source module decides which of these a hook becomes; the
 //! shapes themselves are written once here.
 
 use serde_json::{json, Map, Value};
