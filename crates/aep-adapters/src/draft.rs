@@ -111,16 +111,15 @@ impl Posture {
         })
     }
 
-    /// The same posture with another ceiling.
-    ///
-    /// ```
-    /// use aep_core::{ceiling::CaptureCeiling, Capture};
-    /// let p = aep_adapters::Posture::default().with_ceiling(CaptureCeiling::new(Capture::None));
-    /// assert_eq!(p.ceiling_for("attention.requested"), Capture::None);
-    /// ```
-    pub fn with_ceiling(mut self, ceiling: CaptureCeiling) -> Posture {
-        self.ceiling = ceiling;
-        self
+    aep_core::setters! {
+        /// The same posture with another ceiling.
+        ///
+        /// ```
+        /// use aep_core::{ceiling::CaptureCeiling, Capture};
+        /// let p = aep_adapters::Posture::default().with_ceiling(CaptureCeiling::new(Capture::None));
+        /// assert_eq!(p.ceiling_for("attention.requested"), Capture::None);
+        /// ```
+        pub fn with_ceiling(ceiling: CaptureCeiling) => ceiling = ceiling;
     }
 
     /// The same posture with other redaction options (configured secrets, the home
@@ -139,16 +138,15 @@ impl Posture {
         Ok(self)
     }
 
-    /// The same posture with stream deltas (token, argument and partial-result
-    /// updates) on or off. Off by default: the Annex A sources suppress them pending the
-    /// message/stream sub-profile.
-    ///
-    /// ```
-    /// assert!(aep_adapters::Posture::default().with_deltas(true).deltas());
-    /// ```
-    pub fn with_deltas(mut self, on: bool) -> Posture {
-        self.deltas = on;
-        self
+    aep_core::setters! {
+        /// The same posture with stream deltas (token, argument and partial-result
+        /// updates) on or off. Off by default: the Annex A sources suppress them pending the
+        /// message/stream sub-profile.
+        ///
+        /// ```
+        /// assert!(aep_adapters::Posture::default().with_deltas(true).deltas());
+        /// ```
+        pub fn with_deltas(on: bool) => deltas = on;
     }
 
     /// Whether stream deltas are on.
@@ -273,6 +271,11 @@ pub(crate) struct Links {
     pub(crate) run: Option<String>,
 }
 
+/// A vendor id as the links keep it: an empty one is none.
+fn id(id: Option<&str>) -> Option<String> {
+    id.filter(|i| !i.is_empty()).map(str::to_owned)
+}
+
 impl Draft {
     /// A draft of `event_type` with no data.
     ///
@@ -329,61 +332,52 @@ impl Draft {
         self.severity
     }
 
-    /// Sets the `subject`.
-    ///
-    /// ```
-    /// let d = aep_adapters::Draft::new("tool.requested").subject("Bash");
-    /// assert_eq!(d.subject_str(), Some("Bash"));
-    /// ```
-    pub fn subject(mut self, subject: impl Into<String>) -> Draft {
-        self.subject = Some(subject.into());
-        self
-    }
-
-    /// Sets the `subject` when there is one.
-    ///
-    /// ```
-    /// let d = aep_adapters::Draft::new("tool.requested").subject_opt(None::<String>);
-    /// assert_eq!(d.subject_str(), None);
-    /// ```
-    pub fn subject_opt(mut self, subject: Option<impl Into<String>>) -> Draft {
-        self.subject = subject.map(Into::into);
-        self
-    }
-
-    /// Sets the envelope `step`.
-    ///
-    /// ```
-    /// assert_eq!(aep_adapters::Draft::new("run.finished").step("2").step_str(), Some("2"));
-    /// ```
-    pub fn step(mut self, step: impl Into<String>) -> Draft {
-        self.step = Some(step.into());
-        self
-    }
-
-    /// Sets the envelope `step` when there is one.
-    ///
-    /// ```
-    /// assert_eq!(aep_adapters::Draft::new("run.finished").step_opt(Some("1")).step_str(), Some("1"));
-    /// ```
-    pub fn step_opt(mut self, step: Option<impl Into<String>>) -> Draft {
-        self.step = step.map(Into::into);
-        self
-    }
-
-    /// Sets the severity.
-    ///
-    /// ```
-    /// use aep_core::Severity;
-    /// assert_eq!(aep_adapters::Draft::new("x.a.b.c").severity(Severity::Error).severity_level(), Some(Severity::Error));
-    /// ```
-    pub fn severity(mut self, severity: Severity) -> Draft {
-        self.severity = Some(severity);
-        self
+    aep_core::setters! {
+        /// Sets the `subject`.
+        ///
+        /// ```
+        /// let d = aep_adapters::Draft::new("tool.requested").subject("Bash");
+        /// assert_eq!(d.subject_str(), Some("Bash"));
+        /// ```
+        pub fn subject(subject: impl Into<String>) => subject = Some(subject.into());
+        /// Sets the `subject` when there is one.
+        ///
+        /// ```
+        /// let d = aep_adapters::Draft::new("tool.requested").subject_opt(None::<String>);
+        /// assert_eq!(d.subject_str(), None);
+        /// ```
+        pub fn subject_opt(subject: Option<impl Into<String>>) => subject = subject.map(Into::into);
+        /// Sets the envelope `step`.
+        ///
+        /// ```
+        /// assert_eq!(aep_adapters::Draft::new("run.finished").step("2").step_str(), Some("2"));
+        /// ```
+        pub fn step(step: impl Into<String>) => step = Some(step.into());
+        /// Sets the envelope `step` when there is one.
+        ///
+        /// ```
+        /// assert_eq!(aep_adapters::Draft::new("run.finished").step_opt(Some("1")).step_str(), Some("1"));
+        /// ```
+        pub fn step_opt(step: Option<impl Into<String>>) => step = step.map(Into::into);
+        /// Sets the severity.
+        ///
+        /// ```
+        /// use aep_core::Severity;
+        /// assert_eq!(aep_adapters::Draft::new("x.a.b.c").severity(Severity::Error).severity_level(), Some(Severity::Error));
+        /// ```
+        pub fn severity(severity: Severity) => severity = Some(severity);
     }
 
     fn push(self, key: &str, value: Value, gate: Gate) -> Draft {
         self.push_at(&[key], value, gate)
+    }
+
+    /// `value` under `gate` when there is one (`null` is none).
+    fn push_opt(self, key: &str, value: Option<Value>, gate: Gate) -> Draft {
+        match value.filter(|v| !v.is_null()) {
+            Some(v) => self.push(key, v, gate),
+            None => self,
+        }
     }
 
     fn push_at(mut self, path: &[&str], value: Value, gate: Gate) -> Draft {
@@ -437,10 +431,14 @@ impl Draft {
     /// assert!(d.render(&aep_adapters::Posture::default()).data.as_object().unwrap().is_empty());
     /// ```
     pub fn meta_opt(self, key: &str, value: Option<Value>) -> Draft {
-        match value {
-            Some(v) if !v.is_null() => self.meta(key, v),
-            _ => self,
-        }
+        self.push_opt(key, value, Gate::Metadata)
+    }
+
+    /// The token usage pair at metadata, under the OTel GenAI names
+    /// (`gen_ai.usage.input_tokens` / `gen_ai.usage.output_tokens`), each when present.
+    pub(crate) fn usage(self, input: Option<&Value>, output: Option<&Value>) -> Draft {
+        self.meta_opt("gen_ai.usage.input_tokens", input.cloned())
+            .meta_opt("gen_ai.usage.output_tokens", output.cloned())
     }
 
     /// Content gated `redacted`: passed through the §9.4 pipeline at `redacted`,
@@ -465,10 +463,7 @@ impl Draft {
     /// assert_eq!(d, aep_adapters::Draft::new("run.started"));
     /// ```
     pub fn content_opt(self, key: &str, value: Option<Value>) -> Draft {
-        match value {
-            Some(v) if !v.is_null() => self.content(key, v),
-            _ => self,
-        }
+        self.push_opt(key, value, Gate::Content)
     }
 
     /// Content present only at exactly `redacted`, through the pipeline: the
@@ -548,39 +543,26 @@ impl Draft {
             .map(|(_, v, _)| v)
     }
 
-    /// The vendor's tool call id, which pairs a tool event with its request in the
-    /// session runtime.
-    ///
-    /// ```
-    /// let d = aep_adapters::Draft::new("tool.completed").with_call(Some("call_1"));
-    /// # let _ = d;
-    /// ```
-    pub fn with_call(mut self, call: Option<&str>) -> Draft {
-        self.links.call = call.filter(|c| !c.is_empty()).map(str::to_owned);
-        self
-    }
-
-    /// The vendor's key of an attention request (a tool call id, a permission id, a
-    /// pattern key), which pairs the request with its settlement in the session
-    /// runtime.
-    ///
-    /// ```
-    /// let d = aep_adapters::Draft::new("attention.timeout").with_attention_key(Some("perm_1"));
-    /// # let _ = d;
-    /// ```
-    pub fn with_attention_key(mut self, key: Option<&str>) -> Draft {
-        self.links.attention = key.filter(|k| !k.is_empty()).map(str::to_owned);
-        self
-    }
-
-    pub(crate) fn on_session(mut self, session: Option<&str>) -> Draft {
-        self.links.session = session.filter(|s| !s.is_empty()).map(str::to_owned);
-        self
-    }
-
-    pub(crate) fn on_run(mut self, run: Option<&str>) -> Draft {
-        self.links.run = run.filter(|s| !s.is_empty()).map(str::to_owned);
-        self
+    aep_core::setters! {
+        /// The vendor's tool call id, which pairs a tool event with its request in the
+        /// session runtime.
+        ///
+        /// ```
+        /// let d = aep_adapters::Draft::new("tool.completed").with_call(Some("call_1"));
+        /// # let _ = d;
+        /// ```
+        pub fn with_call(call: Option<&str>) => links.call = id(call);
+        /// The vendor's key of an attention request (a tool call id, a permission id, a
+        /// pattern key), which pairs the request with its settlement in the session
+        /// runtime.
+        ///
+        /// ```
+        /// let d = aep_adapters::Draft::new("attention.timeout").with_attention_key(Some("perm_1"));
+        /// # let _ = d;
+        /// ```
+        pub fn with_attention_key(key: Option<&str>) => links.attention = id(key);
+        pub(crate) fn on_session(session: Option<&str>) => links.session = id(session);
+        pub(crate) fn on_run(run: Option<&str>) => links.run = id(run);
     }
 
     pub(crate) fn links(&self) -> &Links {

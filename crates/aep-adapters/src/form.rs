@@ -101,6 +101,15 @@ pub fn asks(agent: &str, n: usize) -> String {
     }
 }
 
+/// Choices in the vendor's order, each id its 1-based index (the vendor names none).
+pub(crate) fn numbered(labels: Vec<String>) -> Vec<(String, String)> {
+    labels
+        .into_iter()
+        .enumerate()
+        .map(|(i, l)| ((i + 1).to_string(), l))
+        .collect()
+}
+
 /// The fields of an `AskUserQuestion`-shaped batch (Claude Code's tool input, Kilo
 /// Code's `question.asked`): one `select` per question, `required`, ids and choice ids
 /// 1-based indexes, the label `"{header}: {question}"`, `multi` mirroring
@@ -150,11 +159,7 @@ pub fn ask_user_question(questions: &Value, other_default: bool) -> Vec<Field> {
                 .or_else(|| get(q, "multiple"))
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
-            choices: choices
-                .into_iter()
-                .enumerate()
-                .map(|(j, l)| ((j + 1).to_string(), l))
-                .collect(),
+            choices: numbered(choices),
             bounds: (None, None),
         })
         .collect()

@@ -469,13 +469,7 @@ impl SessionState {
                 {
                     let name = s(p, "tool_name").unwrap_or("unknown");
                     let call = s(p, "tool_call_id");
-                    drafts.push(
-                        Draft::new("tool.denied")
-                            .meta("tool", crate::family::tool(name, call))
-                            .meta("by", json!("runtime"))
-                            .subject(name)
-                            .with_call(call),
-                    );
+                    drafts.push(crate::family::denied(name, call, "runtime"));
                 }
                 drafts
             }

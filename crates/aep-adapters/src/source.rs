@@ -122,20 +122,17 @@ impl Source {
 
     /// The twelve agents that call a hook command or load a plugin (what `aep hook`
     /// serves).
-    pub const HOOK_AGENTS: [Source; 12] = [
-        Source::ClaudeCode,
-        Source::Codex,
-        Source::GeminiCli,
-        Source::QwenCode,
-        Source::Vscode,
-        Source::KimiCode,
-        Source::Opencode,
-        Source::Kilocode,
-        Source::Cline,
-        Source::Hermes,
-        Source::Antigravity,
-        Source::Pi,
-    ];
+    ///
+    /// ```
+    /// use aep_adapters::Source;
+    /// assert_eq!((Source::HOOK_AGENTS[0], Source::HOOK_AGENTS[11]), (Source::ClaudeCode, Source::Pi));
+    /// assert!(!Source::HOOK_AGENTS.contains(&Source::Acp));
+    /// ```
+    // Annex A lists them first: the first twelve of `ALL`.
+    pub const HOOK_AGENTS: [Source; 12] = match Source::ALL.first_chunk() {
+        Some(agents) => *agents,
+        None => panic!("Source::ALL holds the twelve hook agents first"),
+    };
 
     /// The source's name, as the pins' file names spell it.
     ///
@@ -373,24 +370,15 @@ impl<'a> Moment<'a> {
         }
     }
 
-    /// The hook name when the agent names it outside the payload (Antigravity passes it
-    /// on the command line: no payload names its own event).
-    pub fn hook(mut self, hook: &'a str) -> Moment<'a> {
-        self.hook = Some(hook);
-        self
-    }
-
-    /// The tool name the session joined to this moment (Antigravity's
-    /// `(conversationId, stepIdx)` join, made by [`crate::session`]).
-    pub fn joined_name(mut self, name: &'a str) -> Moment<'a> {
-        self.joined = Some(name);
-        self
-    }
-
-    /// The channel mode of an OTel source (companion by default).
-    pub fn mode(mut self, mode: ChannelMode) -> Moment<'a> {
-        self.mode = mode;
-        self
+    aep_core::setters! {
+        /// The hook name when the agent names it outside the payload (Antigravity passes it
+        /// on the command line: no payload names its own event).
+        pub fn hook(hook: &'a str) => hook = Some(hook);
+        /// The tool name the session joined to this moment (Antigravity's
+        /// `(conversationId, stepIdx)` join, made by [`crate::session`]).
+        pub fn joined_name(name: &'a str) => joined = Some(name);
+        /// The channel mode of an OTel source (companion by default).
+        pub fn mode(mode: ChannelMode) => mode = mode;
     }
 
     /// The payload.

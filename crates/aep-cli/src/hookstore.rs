@@ -128,11 +128,10 @@ impl HookDir {
         }
     }
 
-    /// The same directory, new states taking their epochs from `store`.
-    #[cfg(test)]
-    pub fn epoch_store(mut self, store: EpochStore) -> HookDir {
-        self.epochs = Some(store);
-        self
+    aep::protocol::setters! {
+        /// The same directory, new states taking their epochs from `store`.
+        #[cfg(test)]
+        pub fn epoch_store(store: EpochStore) => epochs = Some(store);
     }
 
     /// The epoch of a new state of `(agent, session)`: the next of the epoch store, else

@@ -70,10 +70,9 @@ impl Input {
         })
     }
 
-    /// Bounds a line at `bytes` (its line break not counted) instead of [`MAX_LINE`].
-    pub fn with_max_line(mut self, bytes: usize) -> Input {
-        self.max_line = bytes;
-        self
+    aep::protocol::setters! {
+        /// Bounds a line at `bytes` (its line break not counted) instead of [`MAX_LINE`].
+        pub fn with_max_line(bytes: usize) => max_line = bytes;
     }
 
     /// An input over bytes already in memory (tests, embedded data).

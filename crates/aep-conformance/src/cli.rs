@@ -40,26 +40,21 @@ impl Options {
         }
     }
 
-    /// Writes the JSON report to `target` (`-`: stdout).
-    ///
-    /// ```
-    /// let opts = aep_conformance::cli::Options::new("fixtures").json("-");
-    /// assert_eq!(opts.json.as_deref(), Some("-"));
-    /// ```
-    pub fn json(mut self, target: impl Into<String>) -> Options {
-        self.json = Some(target.into());
-        self
-    }
-
-    /// Runs only `class` (and the others named).
-    ///
-    /// ```
-    /// let opts = aep_conformance::cli::Options::new("fixtures").class("golden").class("otlp");
-    /// assert_eq!(opts.classes, ["golden", "otlp"]);
-    /// ```
-    pub fn class(mut self, class: impl Into<String>) -> Options {
-        self.classes.push(class.into());
-        self
+    aep_core::setters! {
+        /// Writes the JSON report to `target` (`-`: stdout).
+        ///
+        /// ```
+        /// let opts = aep_conformance::cli::Options::new("fixtures").json("-");
+        /// assert_eq!(opts.json.as_deref(), Some("-"));
+        /// ```
+        pub fn json(target: impl Into<String>) => json = Some(target.into());
+        /// Runs only `class` (and the others named).
+        ///
+        /// ```
+        /// let opts = aep_conformance::cli::Options::new("fixtures").class("golden").class("otlp");
+        /// assert_eq!(opts.classes, ["golden", "otlp"]);
+        /// ```
+        pub fn class(class: impl Into<String>) => self.classes.push(class.into());
     }
 }
 

@@ -268,48 +268,43 @@ enum DefaultSession {
 }
 
 impl Builder {
-    /// The session of spans that name none (no `gen_ai.conversation.id` or
-    /// `session.id` on them or around them). Default: a fresh ULID, so two runs of
-    /// the program never share a session's positions (AEP-0001 §7). Replaces a
-    /// [`session_emitter`](Self::session_emitter).
-    pub fn session(mut self, id: impl Into<String>) -> Self {
-        self.session = DefaultSession::Named(id.into());
-        self
-    }
-
-    /// The layer emits the events of spans that name no session, and of spans that name
-    /// `session`'s id, through `session` itself, which the agent keeps for its own
-    /// events: one `seq` counter, so the spans' events and the agent's (an
-    /// attention request it [`ask`](aep_async::control::ControlTarget::ask)s, say)
-    /// take one session's positions in the order they happen (AEP-0001 §7). Replaces
-    /// a [`session`](Self::session) id. `session` should belong to the builder's
-    /// emitter; [`AepLayer::on_session`] takes care of that.
-    ///
-    /// ```
-    /// use std::sync::Arc;
-    /// use tracing_subscriber::layer::SubscriberExt;
-    ///
-    /// let sink = aep_testing::MemorySink::new();
-    /// let emitter = aep_async::Emitter::new("my-agent", "host-a", sink.clone());
-    /// let session = Arc::new(emitter.session("conv-1"));
-    /// let layer = aep_tracing::AepLayer::builder(emitter).session_emitter(session.clone()).build();
-    /// tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
-    ///     tracing::info_span!("execute_tool", gen_ai.operation.name = "execute_tool",
-    ///         gen_ai.tool.name = "search").in_scope(|| {
-    ///         // the agent's own event, between the span's two
-    ///         session.emit("progress.updated", serde_json::json!({"message": "searching"})).unwrap();
-    ///     });
-    /// });
-    /// let seqs: Vec<_> = sink.events().iter().map(|e| (e.event_type().to_owned(), e.seq())).collect();
-    /// assert_eq!(seqs, [
-    ///     ("tool.requested".to_owned(), Some(0)),
-    ///     ("progress.updated".to_owned(), Some(1)),
-    ///     ("tool.completed".to_owned(), Some(2)),
-    /// ]);
-    /// ```
-    pub fn session_emitter(mut self, session: Arc<SessionEmitter>) -> Self {
-        self.session = DefaultSession::Given(session);
-        self
+    aep_core::setters! {
+        /// The session of spans that name none (no `gen_ai.conversation.id` or
+        /// `session.id` on them or around them). Default: a fresh ULID, so two runs of
+        /// the program never share a session's positions (AEP-0001 §7). Replaces a
+        /// [`session_emitter`](Self::session_emitter).
+        pub fn session(id: impl Into<String>) => session = DefaultSession::Named(id.into());
+        /// The layer emits the events of spans that name no session, and of spans that name
+        /// `session`'s id, through `session` itself, which the agent keeps for its own
+        /// events: one `seq` counter, so the spans' events and the agent's (an
+        /// attention request it [`ask`](aep_async::control::ControlTarget::ask)s, say)
+        /// take one session's positions in the order they happen (AEP-0001 §7). Replaces
+        /// a [`session`](Self::session) id. `session` should belong to the builder's
+        /// emitter; [`AepLayer::on_session`] takes care of that.
+        ///
+        /// ```
+        /// use std::sync::Arc;
+        /// use tracing_subscriber::layer::SubscriberExt;
+        ///
+        /// let sink = aep_testing::MemorySink::new();
+        /// let emitter = aep_async::Emitter::new("my-agent", "host-a", sink.clone());
+        /// let session = Arc::new(emitter.session("conv-1"));
+        /// let layer = aep_tracing::AepLayer::builder(emitter).session_emitter(session.clone()).build();
+        /// tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
+        ///     tracing::info_span!("execute_tool", gen_ai.operation.name = "execute_tool",
+        ///         gen_ai.tool.name = "search").in_scope(|| {
+        ///         // the agent's own event, between the span's two
+        ///         session.emit("progress.updated", serde_json::json!({"message": "searching"})).unwrap();
+        ///     });
+        /// });
+        /// let seqs: Vec<_> = sink.events().iter().map(|e| (e.event_type().to_owned(), e.seq())).collect();
+        /// assert_eq!(seqs, [
+        ///     ("tool.requested".to_owned(), Some(0)),
+        ///     ("progress.updated".to_owned(), Some(1)),
+        ///     ("tool.completed".to_owned(), Some(2)),
+        /// ]);
+        /// ```
+        pub fn session_emitter(session: Arc<SessionEmitter>) => session = DefaultSession::Given(session);
     }
 
     /// Spans named `name` are of `kind`, whatever their fields (for code that does
@@ -327,11 +322,10 @@ impl Builder {
         self
     }
 
-    /// Spans whose operation is `value` emit nothing (say `chat`, to leave model calls
-    /// out).
-    pub fn skip_operation(mut self, value: impl Into<Cow<'static, str>>) -> Self {
-        self.mapping.operation(value.into(), None);
-        self
+    aep_core::setters! {
+        /// Spans whose operation is `value` emit nothing (say `chat`, to leave model calls
+        /// out).
+        pub fn skip_operation(value: impl Into<Cow<'static, str>>) => self.mapping.operation(value.into(), None);
     }
 
     /// The field `name` means `attr`; checked before the convention's names, so it
@@ -341,20 +335,15 @@ impl Builder {
         self
     }
 
-    /// Sessions kept at most (default [`DEFAULT_MAX_SESSIONS`]). A session's emitter
-    /// is kept while the layer lives, since one forgotten and met again would restart
-    /// its `seq` (AEP-0001 §7 rule 2); past the bound, spans naming a new session emit
-    /// nothing and are counted in [`LayerStats::refused`].
-    pub fn max_sessions(mut self, max: usize) -> Self {
-        self.max_sessions = max;
-        self
-    }
-
-    /// Content kept per field at most (default [`DEFAULT_MAX_CONTENT_BYTES`]): larger
-    /// arguments or results are digested and not carried.
-    pub fn max_content_bytes(mut self, max: usize) -> Self {
-        self.max_content_bytes = max;
-        self
+    aep_core::setters! {
+        /// Sessions kept at most (default [`DEFAULT_MAX_SESSIONS`]). A session's emitter
+        /// is kept while the layer lives, since one forgotten and met again would restart
+        /// its `seq` (AEP-0001 §7 rule 2); past the bound, spans naming a new session emit
+        /// nothing and are counted in [`LayerStats::refused`].
+        pub fn max_sessions(max: usize) => max_sessions = max;
+        /// Content kept per field at most (default [`DEFAULT_MAX_CONTENT_BYTES`]): larger
+        /// arguments or results are digested and not carried.
+        pub fn max_content_bytes(max: usize) => max_content_bytes = max;
     }
 
     /// The layer behind its filter, ready for `registry().with(..)`.

@@ -162,11 +162,7 @@ fn session_update(u: &Value, posture: &Posture) -> Option<Draft> {
             d.content("entries", Value::Array(entries))
         }
         "usage_update" => Draft::new("x.acp.usage.updated")
-            .meta_opt("gen_ai.usage.input_tokens", get(u, "usedTokens").cloned())
-            .meta_opt(
-                "gen_ai.usage.output_tokens",
-                get(u, "outputTokens").cloned(),
-            )
+            .usage(get(u, "usedTokens"), get(u, "outputTokens"))
             .severity(Severity::Debug),
         chunk if chunk.ends_with("_chunk") => {
             if !posture.deltas() {

@@ -27,23 +27,15 @@ impl Bus {
     /// "tool.after", input, output}` or `{kind: "permission.ask", permission}`.
     pub(crate) fn map(self, p: &Value) -> Vec<Draft> {
         match s(p, "kind") {
-            Some("tool.before") => {
+            Some(kind @ ("tool.before" | "tool.after")) => {
                 let input = get(p, "input").unwrap_or(&Value::Null);
-                let d = requested(
-                    s(input, "tool").unwrap_or("unknown"),
-                    s(input, "callID"),
-                    at(p, &["output", "args"]),
-                );
-                vec![d.on_session(s(input, "sessionID"))]
-            }
-            Some("tool.after") => {
-                let input = get(p, "input").unwrap_or(&Value::Null);
-                // The typed hook payload has no error surface: always a completion.
-                let d = family::completed(
-                    s(input, "tool").unwrap_or("unknown"),
-                    s(input, "callID"),
-                    at(p, &["output", "output"]),
-                );
+                let (name, call) = (s(input, "tool").unwrap_or("unknown"), s(input, "callID"));
+                let d = if kind == "tool.before" {
+                    requested(name, call, at(p, &["output", "args"]))
+                } else {
+                    // The typed hook payload has no error surface: always a completion.
+                    family::completed(name, call, at(p, &["output", "output"]))
+                };
                 vec![d.on_session(s(input, "sessionID"))]
             }
             Some("permission.ask") => {
@@ -120,13 +112,9 @@ impl Bus {
                 Some("user") => family::run_started(None),
                 role => Draft::new(format!("x.{vendor}.message.updated"))
                     .meta_opt("role", role.map(|r| json!(r)))
-                    .meta_opt(
-                        "gen_ai.usage.input_tokens",
-                        at(info, &["tokens", "input"]).cloned(),
-                    )
-                    .meta_opt(
-                        "gen_ai.usage.output_tokens",
-                        at(info, &["tokens", "output"]).cloned(),
+                    .usage(
+                        at(info, &["tokens", "input"]),
+                        at(info, &["tokens", "output"]),
                     )
                     .severity(Severity::Debug),
             },

@@ -38,9 +38,7 @@
 use serde_json::{json, Value};
 
 use crate::draft::Draft;
-use crate::family::{
-    self, describe, ended_normal, held_permission, requested, run_started, started,
-};
+use crate::family::{self, ended_normal, started, Hook};
 use crate::form;
 use crate::json::{get, s};
 
@@ -58,45 +56,25 @@ pub const ASK_USER_QUESTION: &str = "AskUserQuestion";
 /// assert_eq!(d[0].event_type(), "tool.denied");
 /// ```
 pub fn map(p: &Value) -> Vec<Draft> {
-    let hook = s(p, "hook_event_name").unwrap_or("unknown");
-    let tool_name = s(p, "tool_name").unwrap_or("unknown");
-    let call = s(p, "tool_use_id");
-    let d = match hook {
+    let h = Hook::read(p, "tool_use_id");
+    let (tool_name, call) = (h.tool, h.call);
+    let d = match h.name {
         "SessionStart" => started(p, VENDOR)
             .meta_opt("agent_type", get(p, "agent_type").cloned())
             .meta_opt("permission_mode", get(p, "permission_mode").cloned()),
         "SessionEnd" => ended_normal(),
-        "UserPromptSubmit" => run_started(get(p, "prompt").cloned()),
-        "Stop" => Draft::new("run.finished"),
         "StopFailure" => Draft::new("run.failed").meta(
             "reason",
             json!(s(p, "error").or(s(p, "error_type")).unwrap_or("error")),
         ),
-        "PreToolUse" => requested(tool_name, call, get(p, "tool_input")),
-        "PostToolUse" => family::completed(tool_name, call, get(p, "tool_response")),
-        "PostToolUseFailure" => {
-            let kind = if get(p, "is_interrupt").and_then(Value::as_bool) == Some(true) {
-                "interrupt"
-            } else {
-                "tool_error"
-            };
-            family::failed(tool_name, call, kind, get(p, "error"))
+        "PermissionDenied" => {
+            family::denied(tool_name, call, "policy").content_opt("rule", get(p, "reason").cloned())
         }
-        "PermissionDenied" => Draft::new("tool.denied")
-            .meta("tool", family::tool(tool_name, call))
-            .meta("by", json!("policy"))
-            .content_opt("rule", get(p, "reason").cloned())
-            .subject(tool_name)
-            .with_call(call),
         "PermissionRequest" if tool_name == ASK_USER_QUESTION => {
             let questions = get(p, "tool_input")
                 .and_then(|i| get(i, "questions"))
                 .unwrap_or(&Value::Null);
             ask_user_question(questions).with_attention_key(call.or(Some(tool_name)))
-        }
-        "PermissionRequest" => {
-            held_permission(VENDOR, tool_name, describe(get(p, "tool_input")).as_deref())
-                .with_attention_key(call.or(Some(tool_name)))
         }
         "Elicitation" => {
             let schema = get(p, "requested_schema")
@@ -120,12 +98,6 @@ pub fn map(p: &Value) -> Vec<Draft> {
         }
         .subject_opt(s(p, "mcp_server_name"))
         .with_attention_key(elicitation_key(p)),
-        "SubagentStart" => Draft::new("delegation.subagent.started")
-            .meta_opt("agent_type", get(p, "agent_type").cloned())
-            .subject_opt(s(p, "agent_id")),
-        "SubagentStop" => Draft::new("delegation.subagent.stopped")
-            .meta_opt("agent_type", get(p, "agent_type").cloned())
-            .subject_opt(s(p, "agent_id")),
         "PreCompact" => return Vec::new(),
         "PostCompact" => Draft::new("session.compacted")
             .meta_opt(
@@ -135,18 +107,8 @@ pub fn map(p: &Value) -> Vec<Draft> {
                     .cloned(),
             )
             .content_opt("summary", get(p, "compact_summary").cloned()),
-        "TaskCreated" => Draft::new("progress.task.planned")
-            .content_in(
-                &["task", "title"],
-                get(p, "task_subject").cloned().unwrap_or(Value::Null),
-            )
-            .subject_opt(s(p, "task_id")),
-        "TaskCompleted" => Draft::new("progress.task.completed")
-            .content_in(
-                &["task", "title"],
-                get(p, "task_subject").cloned().unwrap_or(Value::Null),
-            )
-            .subject_opt(s(p, "task_id")),
+        "TaskCreated" => family::task("progress.task.planned", p, "task_subject", "task_id"),
+        "TaskCompleted" => family::task("progress.task.completed", p, "task_subject", "task_id"),
         "Notification" => match s(p, "notification_type") {
             Some("permission_prompt" | "elicitation_dialog") => return Vec::new(),
             Some("idle_prompt") => Draft::new("attention.requested")
@@ -168,7 +130,10 @@ pub fn map(p: &Value) -> Vec<Draft> {
         "TeammateIdle" => Draft::new("agent.idle")
             .meta("reason", json!("teammate_idle"))
             .subject_opt(s(p, "teammate_name")),
-        other => family::fallback(VENDOR, other),
+        // The moments the family maps alike, else the vendor fallback.
+        other => h
+            .shared(VENDOR)
+            .unwrap_or_else(|| family::fallback(VENDOR, other)),
     };
     vec![d.on_session(s(p, "session_id"))]
 }

@@ -110,8 +110,7 @@ pub fn map(p: &Value) -> Vec<Draft> {
             let c = get(p, "preCompact").unwrap_or(&Value::Null);
             vec![Draft::new("session.compacted")
                 .meta_opt("strategy", get(c, "compactionStrategy").cloned())
-                .meta_opt("gen_ai.usage.input_tokens", get(c, "tokensIn").cloned())
-                .meta_opt("gen_ai.usage.output_tokens", get(c, "tokensOut").cloned())
+                .usage(get(c, "tokensIn"), get(c, "tokensOut"))
                 .content_opt("context_json_path", get(c, "contextJsonPath").cloned())
                 .content_opt("context_raw_path", get(c, "contextRawPath").cloned())]
         }

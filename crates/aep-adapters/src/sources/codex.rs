@@ -28,7 +28,7 @@
 use serde_json::Value;
 
 use crate::draft::Draft;
-use crate::family::{self, describe, held_permission, requested, run_started, started};
+use crate::family::{self, started, Hook};
 use crate::json::{get, s};
 
 /// The vendor token.
@@ -42,31 +42,20 @@ pub const VENDOR: &str = "codex";
 /// assert_eq!(drafts[0].event_type(), "run.finished");
 /// ```
 pub fn map(p: &Value) -> Vec<Draft> {
-    let hook = s(p, "hook_event_name").unwrap_or("");
-    let tool_name = s(p, "tool_name").unwrap_or("unknown");
-    let call = s(p, "tool_use_id");
-    let d = match hook {
+    let h = Hook::read(p, "tool_use_id");
+    let d = match h.name {
         "SessionStart" => started(p, VENDOR),
-        "UserPromptSubmit" => run_started(get(p, "prompt").cloned()),
-        "Stop" => Draft::new("run.finished"),
-        "PreToolUse" => requested(tool_name, call, get(p, "tool_input")),
-        "PostToolUse" => family::completed(tool_name, call, get(p, "tool_response")),
-        "PermissionRequest" => {
-            held_permission(VENDOR, tool_name, describe(get(p, "tool_input")).as_deref())
-                .with_attention_key(call.or(Some(tool_name)))
-        }
-        "SubagentStart" => Draft::new("delegation.subagent.started")
-            .meta_opt("agent_type", get(p, "agent_type").cloned())
-            .subject_opt(s(p, "agent_id")),
-        "SubagentStop" => Draft::new("delegation.subagent.stopped")
-            .meta_opt("agent_type", get(p, "agent_type").cloned())
-            .subject_opt(s(p, "agent_id")),
+        // Not a Codex hook (a failed command arrives as `PostToolUse`): the fallback.
+        "PostToolUseFailure" => family::fallback(VENDOR, h.name),
         // Documented deviation: compaction is emitted once, at PostCompact.
         "PreCompact" => return Vec::new(),
         "PostCompact" => {
             Draft::new("session.compacted").meta_opt("trigger", get(p, "trigger").cloned())
         }
-        other => family::fallback(VENDOR, if other.is_empty() { "unknown" } else { other }),
+        // The moments the family maps alike, else the vendor fallback.
+        other => h
+            .shared(VENDOR)
+            .unwrap_or_else(|| family::fallback(VENDOR, other)),
     };
     vec![d.on_session(s(p, "session_id")).on_run(s(p, "turn_id"))]
 }

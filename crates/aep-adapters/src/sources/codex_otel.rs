@@ -78,10 +78,7 @@ fn primary(r: &Record<'_>, short: &str, companion: Draft) -> Option<Draft> {
                 Some("user") | None => return None,
                 Some(_) => "runtime",
             };
-            Draft::new("tool.denied")
-                .meta("tool", tool(tool_name, None))
-                .meta("by", json!(by))
-                .subject(tool_name)
+            crate::family::denied(tool_name, None, by)
         }
         "tool_result" => {
             let ok = crate::json::flag(r.attributes, "success").unwrap_or(true);

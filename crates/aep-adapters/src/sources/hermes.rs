@@ -85,12 +85,8 @@ pub fn map(p: &Value) -> Vec<Draft> {
                     s(extra, "error_type").unwrap_or("tool_error"),
                     get(extra, "error_message"),
                 ),
-                "blocked" => Draft::new("tool.denied")
-                    .meta("tool", family::tool(tool_name, call))
-                    .meta("by", json!("policy"))
-                    .content_opt("rule", get(extra, "error_message").cloned())
-                    .subject(tool_name)
-                    .with_call(call),
+                "blocked" => family::denied(tool_name, call, "policy")
+                    .content_opt("rule", get(extra, "error_message").cloned()),
                 _ => family::completed(tool_name, call, get(extra, "result")),
             };
             let mut v = vec![d.meta_opt("duration_ms", get(extra, "duration_ms").cloned())];
@@ -147,23 +143,13 @@ pub fn map(p: &Value) -> Vec<Draft> {
                 Draft::new("run.finished")
             }]
         }
-        "subagent_start" => {
-            let child = s(extra, "child_session_id");
-            vec![Draft::new("delegation.subagent.started")
-                .meta_opt("child", child.map(|c| json!({"session": c})))
-                .meta_opt("role", get(extra, "child_role").cloned())
-                .content_opt("goal", get(extra, "child_goal").cloned())
-                .subject_opt(child)]
-        }
-        "subagent_stop" => {
-            let child = s(extra, "child_session_id");
-            vec![Draft::new("delegation.subagent.stopped")
-                .meta_opt("child", child.map(|c| json!({"session": c})))
-                .meta_opt("status", get(extra, "child_status").cloned())
-                .meta_opt("duration_ms", get(extra, "duration_ms").cloned())
-                .content_opt("summary", get(extra, "child_summary").cloned())
-                .subject_opt(child)]
-        }
+        "subagent_start" => vec![delegation("delegation.subagent.started", extra)
+            .meta_opt("role", get(extra, "child_role").cloned())
+            .content_opt("goal", get(extra, "child_goal").cloned())],
+        "subagent_stop" => vec![delegation("delegation.subagent.stopped", extra)
+            .meta_opt("status", get(extra, "child_status").cloned())
+            .meta_opt("duration_ms", get(extra, "duration_ms").cloned())
+            .content_opt("summary", get(extra, "child_summary").cloned())],
         "api_request_error" => vec![Draft::new("x.hermes.api.error")
             .meta_opt("status_code", get(extra, "status_code").cloned())
             .meta_opt("retry_count", get(extra, "retry_count").cloned())
@@ -237,11 +223,7 @@ pub fn clarify_card(input: &Value, call: Option<&str>) -> Vec<Draft> {
         required: Some(true),
         other: !choices.is_empty(),
         multi: false,
-        choices: choices
-            .into_iter()
-            .enumerate()
-            .map(|(i, c)| ((i + 1).to_string(), c))
-            .collect(),
+        choices: form::numbered(choices),
         bounds: (None, None),
     };
     let (content, structural) = form::fields(&[field]);
@@ -314,4 +296,13 @@ pub fn clarify_outcome(status: &str, result: Option<&Value>, call: Option<&str>)
         .meta("via", json!("oob"))
         .subject_opt(call)
         .with_attention_key(call)]
+}
+
+/// A delegation moment about the child session `child_session_id` names: the child as
+/// `child` and as the subject.
+fn delegation(event_type: &str, extra: &Value) -> Draft {
+    let child = s(extra, "child_session_id");
+    Draft::new(event_type)
+        .meta_opt("child", child.map(|c| json!({"session": c})))
+        .subject_opt(child)
 }

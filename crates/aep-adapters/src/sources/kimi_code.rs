@@ -52,7 +52,7 @@ use serde_json::{json, Value};
 
 use crate::channel::ChannelMode;
 use crate::draft::Draft;
-use crate::family::{self, ended_normal, requested};
+use crate::family::{self, ended_normal, requested, Hook};
 use crate::form::{self, Field};
 use crate::json::{get, joined_text, s, s_at};
 use crate::naming::snake;
@@ -68,9 +68,8 @@ pub const VENDOR: &str = "kimi-code";
 /// assert_eq!(d[0].event_type(), "run.cancelled");
 /// ```
 pub fn map(p: &Value) -> Vec<Draft> {
-    let hook = s(p, "hook_event_name").unwrap_or("unknown");
-    let tool_name = s(p, "tool_name").unwrap_or("unknown");
-    let call = s(p, "tool_call_id");
+    let h = Hook::read(p, "tool_call_id");
+    let (hook, tool_name, call) = (h.name, h.tool, h.call);
     let d = match hook {
         "SessionStart" => {
             Draft::new("session.started").meta_opt("trigger", get(p, "source").cloned())
@@ -85,7 +84,6 @@ pub fn map(p: &Value) -> Vec<Draft> {
         "UserPromptSubmit" => {
             family::run_started(get(p, "prompt").and_then(joined_text).map(Value::String))
         }
-        "Stop" => Draft::new("run.finished"),
         "StopFailure" => {
             let kind = s(p, "error_type").unwrap_or("error");
             Draft::new("run.failed")
@@ -97,7 +95,6 @@ pub fn map(p: &Value) -> Vec<Draft> {
                 )
         }
         "Interrupt" => Draft::new("run.cancelled").meta("by", json!("user")),
-        "PreToolUse" => requested(tool_name, call, get(p, "tool_input")),
         "PostToolUse" => family::completed(tool_name, call, get(p, "tool_output")),
         "PostToolUseFailure" => {
             let error = get(p, "error");
@@ -154,7 +151,10 @@ pub fn map(p: &Value) -> Vec<Draft> {
             .meta_opt("severity", get(p, "severity").cloned())
             .content_opt("message", get(p, "title").cloned())
             .subject_opt(s(p, "notification_type")),
-        other => family::fallback(VENDOR, other),
+        // `Stop` and `PreToolUse` as the family maps them, else the vendor fallback.
+        other => h
+            .shared(VENDOR)
+            .unwrap_or_else(|| family::fallback(VENDOR, other)),
     };
     vec![d.on_session(s(p, "session_id"))]
 }

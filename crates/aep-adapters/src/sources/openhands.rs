@@ -101,12 +101,8 @@ pub fn map(e: &Value, posture: &Posture) -> Vec<Draft> {
         }
         "AgentErrorEvent" => family::failed(name, call, "agent_error", get(e, "error")),
         "UserRejectObservation" if s(e, "rejection_source") == Some("hook") => {
-            Draft::new("tool.denied")
-                .meta("tool", tool(name, call))
-                .meta("by", json!("policy"))
+            family::denied(name, call, "policy")
                 .content_opt("rule", get(e, "rejection_reason").cloned())
-                .subject(name)
-                .with_call(call)
         }
         "UserRejectObservation" => Draft::new(vendor_type_of(kind))
             .meta("tool", tool(name, call))

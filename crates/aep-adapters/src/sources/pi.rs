@@ -87,14 +87,7 @@ pub fn map(m: &Value, posture: &Posture) -> Vec<Draft> {
             let content = get(msg, "content").and_then(joined_text);
             let mut d = vendor("message.replied")
                 .meta_opt("stop_reason", get(msg, "stopReason").cloned())
-                .meta_opt(
-                    "gen_ai.usage.input_tokens",
-                    at(msg, &["usage", "input"]).cloned(),
-                )
-                .meta_opt(
-                    "gen_ai.usage.output_tokens",
-                    at(msg, &["usage", "output"]).cloned(),
-                );
+                .usage(at(msg, &["usage", "input"]), at(msg, &["usage", "output"]));
             if let Some(c) = &content {
                 d = d
                     .digest("content_digest", &json!(c))
@@ -177,13 +170,6 @@ fn agent_end(e: &Value) -> Draft {
         Some("aborted") => Draft::new("run.cancelled").meta_opt("stop_reason", reason),
         _ => Draft::new("run.finished")
             .meta_opt("stop_reason", reason)
-            .meta_opt(
-                "gen_ai.usage.input_tokens",
-                at(msg, &["usage", "input"]).cloned(),
-            )
-            .meta_opt(
-                "gen_ai.usage.output_tokens",
-                at(msg, &["usage", "output"]).cloned(),
-            ),
+            .usage(at(msg, &["usage", "input"]), at(msg, &["usage", "output"])),
     }
 }

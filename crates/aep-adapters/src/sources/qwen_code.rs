@@ -28,9 +28,7 @@
 use serde_json::{json, Value};
 
 use crate::draft::Draft;
-use crate::family::{
-    self, describe, ended_normal, held_permission, requested, run_started, started,
-};
+use crate::family::{self, ended_normal, started, Hook};
 use crate::json::{get, s};
 
 /// The vendor token.
@@ -44,44 +42,16 @@ pub const VENDOR: &str = "qwen-code";
 /// assert!(d.is_empty()); // the PermissionRequest hook carries this moment
 /// ```
 pub fn map(p: &Value) -> Vec<Draft> {
-    let hook = s(p, "hook_event_name").unwrap_or("unknown");
-    let tool_name = s(p, "tool_name").unwrap_or("unknown");
-    let call = s(p, "tool_use_id");
-    let d = match hook {
+    let h = Hook::read(p, "tool_use_id");
+    let d = match h.name {
         "SessionStart" => {
             started(p, VENDOR).meta_opt("permission_mode", get(p, "permission_mode").cloned())
         }
         "SessionEnd" => ended_normal(),
-        "UserPromptSubmit" => run_started(get(p, "prompt").cloned()),
-        "Stop" => Draft::new("run.finished")
-            .meta_opt("gen_ai.usage.input_tokens", get(p, "input_tokens").cloned())
-            .meta_opt(
-                "gen_ai.usage.output_tokens",
-                get(p, "output_tokens").cloned(),
-            ),
+        "Stop" => Draft::new("run.finished").usage(get(p, "input_tokens"), get(p, "output_tokens")),
         "StopFailure" => {
             Draft::new("run.failed").meta("reason", json!(s(p, "error").unwrap_or("error")))
         }
-        "PreToolUse" => requested(tool_name, call, get(p, "tool_input")),
-        "PostToolUse" => family::completed(tool_name, call, get(p, "tool_response")),
-        "PostToolUseFailure" => {
-            let kind = if get(p, "is_interrupt").and_then(Value::as_bool) == Some(true) {
-                "interrupt"
-            } else {
-                "tool_error"
-            };
-            family::failed(tool_name, call, kind, get(p, "error"))
-        }
-        "PermissionRequest" => {
-            held_permission(VENDOR, tool_name, describe(get(p, "tool_input")).as_deref())
-                .with_attention_key(call.or(Some(tool_name)))
-        }
-        "SubagentStart" => Draft::new("delegation.subagent.started")
-            .meta_opt("agent_type", get(p, "agent_type").cloned())
-            .subject_opt(s(p, "agent_id")),
-        "SubagentStop" => Draft::new("delegation.subagent.stopped")
-            .meta_opt("agent_type", get(p, "agent_type").cloned())
-            .subject_opt(s(p, "agent_id")),
         "PreCompact" => return Vec::new(),
         "PostCompact" => Draft::new("session.compacted")
             .meta_opt("trigger", get(p, "trigger").cloned())
@@ -95,19 +65,12 @@ pub fn map(p: &Value) -> Vec<Draft> {
         "TodoCreated" | "TodoCompleted" if s(p, "phase") == Some("validation") => {
             return Vec::new()
         }
-        "TodoCreated" => Draft::new("progress.task.planned")
-            .content_in(
-                &["task", "title"],
-                get(p, "todo_content").cloned().unwrap_or(Value::Null),
-            )
-            .subject_opt(s(p, "todo_id")),
-        "TodoCompleted" => Draft::new("progress.task.completed")
-            .content_in(
-                &["task", "title"],
-                get(p, "todo_content").cloned().unwrap_or(Value::Null),
-            )
-            .subject_opt(s(p, "todo_id")),
-        other => family::fallback(VENDOR, other),
+        "TodoCreated" => family::task("progress.task.planned", p, "todo_content", "todo_id"),
+        "TodoCompleted" => family::task("progress.task.completed", p, "todo_content", "todo_id"),
+        // The moments the family maps alike, else the vendor fallback.
+        other => h
+            .shared(VENDOR)
+            .unwrap_or_else(|| family::fallback(VENDOR, other)),
     };
     vec![d.on_session(s(p, "session_id"))]
 }

@@ -19,10 +19,28 @@
 //! workstation-local path) and the vendor's `timestamp` are never forwarded (the
 //! envelope time is the adapter's clock). Observe-only by default.
 
+/// The eight hooks of the VSCode-target Preview surface (Annex A.5), each mapped by this
+/// module; `aep setup vscode` registers every one.
+///
+/// ```
+/// assert_eq!(aep_adapters::sources::vscode::HOOKS.len(), 8);
+/// assert!(!aep_adapters::sources::vscode::HOOKS.contains(&"PermissionRequest"));
+/// ```
+pub const HOOKS: [&str; 8] = [
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PreCompact",
+    "SubagentStart",
+    "SubagentStop",
+    "Stop",
+];
+
 use serde_json::Value;
 
 use crate::draft::Draft;
-use crate::family::{self, requested, run_started, started};
+use crate::family::{self, started, Hook};
 use crate::json::{get, s};
 
 /// The vendor token.
@@ -36,15 +54,11 @@ pub const VENDOR: &str = "vscode";
 /// assert_eq!(d[0].event_type(), "session.compacted");
 /// ```
 pub fn map(p: &Value) -> Vec<Draft> {
-    let hook = s(p, "hook_event_name").unwrap_or("unknown");
-    let tool_name = s(p, "tool_name").unwrap_or("unknown");
-    let call = s(p, "tool_use_id");
-    let d = match hook {
+    let h = Hook::read(p, "tool_use_id");
+    let d = match h.name {
         "SessionStart" => started(p, VENDOR).meta_opt("agent_type", get(p, "agent_type").cloned()),
-        "UserPromptSubmit" => run_started(get(p, "prompt").cloned()),
-        "Stop" => Draft::new("run.finished"),
-        "PreToolUse" => requested(tool_name, call, get(p, "tool_input")),
-        "PostToolUse" => family::completed(tool_name, call, get(p, "tool_response")),
+        // Not hooks of this surface (stated gaps): the fallback.
+        "PostToolUseFailure" | "PermissionRequest" => family::fallback(VENDOR, h.name),
         // Documented deviation: the pre moment is the only compaction moment here.
         "PreCompact" => Draft::new("session.compacted")
             .meta_opt("trigger", get(p, "trigger").cloned())
@@ -52,13 +66,10 @@ pub fn map(p: &Value) -> Vec<Draft> {
                 "custom_instructions",
                 get(p, "custom_instructions").cloned(),
             ),
-        "SubagentStart" => Draft::new("delegation.subagent.started")
-            .meta_opt("agent_type", get(p, "agent_type").cloned())
-            .subject_opt(s(p, "agent_id")),
-        "SubagentStop" => Draft::new("delegation.subagent.stopped")
-            .meta_opt("agent_type", get(p, "agent_type").cloned())
-            .subject_opt(s(p, "agent_id")),
-        other => family::fallback(VENDOR, other),
+        // The moments the family maps alike, else the vendor fallback.
+        other => h
+            .shared(VENDOR)
+            .unwrap_or_else(|| family::fallback(VENDOR, other)),
     };
     vec![d.on_session(s(p, "session_id"))]
 }

@@ -357,19 +357,7 @@ fn plan(
                 ".github/hooks/aep.json",
                 ".github/hooks/aep.json",
                 Shape::Flat,
-                hooks(
-                    &[
-                        "SessionStart",
-                        "UserPromptSubmit",
-                        "PreToolUse",
-                        "PostToolUse",
-                        "PreCompact",
-                        "SubagentStart",
-                        "SubagentStop",
-                        "Stop",
-                    ],
-                    &[],
-                ),
+                hooks(&aep_adapters::sources::vscode::HOOKS, &[]),
             )
         }
         "antigravity" => {

@@ -5,19 +5,30 @@ use serde_json::Value;
 
 use super::*;
 
-pub(super) fn ask_user_question(docs: &[&Value], c: &mut Checks) {
-    let auq = at(docs[0], &["ask_user_question"]);
-    let questions = items(at(auq, &["input", "questions"]));
+/// A form pin's two renderings (`expected_data`, `expected_data_metadata`), each
+/// schema-valid as `attention.requested` (`{what} pin schema-valid ({key})`) and a
+/// `kind: form` whose fields hold `wire` (`{what} pin wire facts ({key})`).
+fn renderings(c: &mut Checks, what: &str, pin: &Value, wire: impl Fn(&[Value]) -> bool) {
     for key in ["expected_data", "expected_data_metadata"] {
-        let data = at(auq, &[key]);
+        let data = at(pin, &[key]);
         c.valid(
-            format!("mapping pin schema-valid ({key})"),
+            format!("{what} pin schema-valid ({key})"),
             "attention.requested",
             data,
         );
         let fields = items(at(data, &["fields"]));
-        let facts = at(data, &["kind"]) == "form"
-            && fields.len() == questions.len()
+        c.fact(
+            &format!("{what} pin wire facts ({key})"),
+            at(data, &["kind"]) == "form" && wire(fields),
+        );
+    }
+}
+
+pub(super) fn ask_user_question(docs: &[&Value], c: &mut Checks) {
+    let auq = at(docs[0], &["ask_user_question"]);
+    let questions = items(at(auq, &["input", "questions"]));
+    renderings(c, "mapping", auq, |fields| {
+        fields.len() == questions.len()
             && fields.iter().all(|f| {
                 at(f, &["type"]) == "select"
                     && at(f, &["other"]) == &Value::Bool(true)
@@ -29,9 +40,8 @@ pub(super) fn ask_user_question(docs: &[&Value], c: &mut Checks) {
             })
             && fields.iter().zip(questions).all(|(f, q)| {
                 items(at(f, &["choices"])).len() == items(at(q, &["options"])).len()
-            });
-        c.fact(&format!("mapping pin wire facts ({key})"), facts);
-    }
+            })
+    });
     let content = items(at(auq, &["expected_data", "fields"]));
     let placeholders = items(at(auq, &["expected_data_metadata", "fields"]));
     let labels_hold = questions.iter().zip(content).all(|(q, f)| {
@@ -66,14 +76,7 @@ pub(super) fn elicitation(docs: &[&Value], c: &mut Checks) {
             _ => "string",
         }
     };
-    for key in ["expected_data", "expected_data_metadata"] {
-        let data = at(eli, &[key]);
-        c.valid(
-            format!("elicitation pin schema-valid ({key})"),
-            "attention.requested",
-            data,
-        );
-        let fields = items(at(data, &["fields"]));
+    renderings(c, "elicitation", eli, |fields| {
         let field = |k: &str| {
             fields
                 .iter()
@@ -89,8 +92,7 @@ pub(super) fn elicitation(docs: &[&Value], c: &mut Checks) {
         field_ids.dedup();
         let mut prop_ids: Vec<&str> = entries(props).map(|(k, _)| k.as_str()).collect();
         prop_ids.sort_unstable();
-        let facts = at(data, &["kind"]) == "form"
-            && field_ids == prop_ids
+        field_ids == prop_ids
             && entries(props).all(|(k, p)| at(field(k), &["type"]) == shape(p))
             && entries(props).all(|(k, _)| {
                 at(field(k), &["required"]) == &Value::Bool(required.contains(&k.as_str()))
@@ -102,9 +104,8 @@ pub(super) fn elicitation(docs: &[&Value], c: &mut Checks) {
                 .filter(|(_, p)| p.get("enum").is_some())
                 .all(|(k, p)| {
                     items(at(field(k), &["choices"])).len() == items(at(p, &["enum"])).len()
-                });
-        c.fact(&format!("elicitation pin wire facts ({key})"), facts);
-    }
+                })
+    });
     let content = items(at(eli, &["expected_data", "fields"]));
     let placeholders = items(at(eli, &["expected_data_metadata", "fields"]));
     let titles_hold = values(props)

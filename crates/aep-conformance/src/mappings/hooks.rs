@@ -174,16 +174,8 @@ pub(super) fn vscode(docs: &[&Value], c: &mut Checks) {
     );
     let mut names: Vec<&str> = entries(hooks).map(|(k, _)| k.as_str()).collect();
     names.sort_unstable();
-    let mut want = [
-        "SessionStart",
-        "UserPromptSubmit",
-        "PreToolUse",
-        "PostToolUse",
-        "PreCompact",
-        "SubagentStart",
-        "SubagentStop",
-        "Stop",
-    ];
+    // the adapter maps (and `aep setup` registers) exactly these
+    let mut want = aep_adapters::sources::vscode::HOOKS;
     want.sort_unstable();
     c.fact(
         "vscode pins: the 8-event VSCode-target set is covered exactly",

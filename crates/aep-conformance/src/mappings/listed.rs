@@ -5,12 +5,22 @@ use serde_json::Value;
 
 use super::*;
 
-pub(super) fn cline(docs: &[&Value], c: &mut Checks) {
+/// A listed table's document, its `hooks` and its `fallback` entry, every pin of both
+/// checked schema-valid first ([`list_pins`]).
+fn table<'a>(
+    docs: &[&'a Value],
+    c: &mut Checks,
+    prefix: &str,
+) -> (&'a Value, &'a Value, &'a Value) {
     let doc = docs[0];
-    let hooks = at(doc, &["hooks"]);
-    let fallback = at(doc, &["fallback"]);
+    let (hooks, fallback) = (at(doc, &["hooks"]), at(doc, &["fallback"]));
+    list_pins(c, prefix, hooks, fallback, false);
+    (doc, hooks, fallback)
+}
+
+pub(super) fn cline(docs: &[&Value], c: &mut Checks) {
+    let (doc, hooks, fallback) = table(docs, c, "cline");
     let first = |name: &str| at(hooks, &[name, "expected", "0"]);
-    list_pins(c, "cline", hooks, fallback, false);
     c.fact(
         "cline pins: the run lifecycle rides REAL boundaries on core types",
         ty(first("agent_start")) == "run.started"
@@ -69,12 +79,9 @@ pub(super) fn cline(docs: &[&Value], c: &mut Checks) {
 }
 
 pub(super) fn hermes(docs: &[&Value], c: &mut Checks) {
-    let doc = docs[0];
-    let hooks = at(doc, &["hooks"]);
-    let fallback = at(doc, &["fallback"]);
+    let (doc, hooks, fallback) = table(docs, c, "hermes");
     let nth = |name: &str, i: &str| at(hooks, &[name, "expected", i]);
     let first = |name: &str| nth(name, "0");
-    list_pins(c, "hermes", hooks, fallback, false);
     c.fact(
         "hermes pins: the drift sentinel rides in every input envelope",
         values(hooks).chain([fallback]).all(|e| {
@@ -180,11 +187,8 @@ pub(super) fn hermes(docs: &[&Value], c: &mut Checks) {
 }
 
 pub(super) fn antigravity(docs: &[&Value], c: &mut Checks) {
-    let doc = docs[0];
-    let hooks = at(doc, &["hooks"]);
-    let fallback = at(doc, &["fallback"]);
+    let (doc, hooks, fallback) = table(docs, c, "antigravity");
     let first = |name: &str| at(hooks, &[name, "expected", "0"]);
-    list_pins(c, "antigravity", hooks, fallback, false);
     c.fact(
         "antigravity pins: every entry names its hook (no payload carries an event name)",
         values(hooks).chain([fallback]).all(|e| truthy(at(e, &["hook"]))),
