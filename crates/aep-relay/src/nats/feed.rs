@@ -20,7 +20,14 @@
 //! - the redeliveries the relays announce ([`Cluster::announce_duplicates`]), which
 //!   JetStream never delivers to a consumer but fan-out forwards all the same. Each is
 //!   stamped with the last sequence fed, so it never moves the bound a new
-//!   subscription's replay takes from the feed past what the consumer has delivered.
+//!   subscription's replay takes from the feed past what the consumer has delivered;
+//!   and each is forwarded only once the consumer has delivered its stored copy (the
+//!   sequence its announcement names), held until then ([`Held`]). A redelivery that
+//!   overtook its original handed a reader a session's later event before the earlier
+//!   ones still on their way from the stream (AEP-0001 §7, AEP-0003 §7: a session's
+//!   events in `seq` order): the WebSocket sink's re-claim after a reconnect sends the
+//!   session's last event again at once, and its announcement outran the consumer on a
+//!   loaded relay. A single relay forwards a duplicate after its original, always.
 //!
 //! **The stream is a trust boundary** (issue 31): any NATS client allowed to publish on
 //! the fleet's subjects can put a message there, so nothing read from it is delivered
@@ -29,10 +36,12 @@
 //! ingest itself (`line::parse_line`, the envelope rules of `proto`, not a copy), then
 //! what ingest would have stored (a sequenced session event: never a command or a
 //! live event), on its session's subject. What fails is never delivered, counted per
-//! kind (`/healthz`'s `stream_refused`) and logged once per kind. The NATS
+//! kind (`/healthz`'s `stream_refused`) and logged once per kind; an announcement
+//! that does not say where its stored copy is (`Aep-Seq`) is `unplaced`. The NATS
 //! authorization that keeps everyone but the fleet's relays off the subjects is the
 //! README's ("Scaling out").
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,7 +52,7 @@ use futures::{SinkExt, StreamExt};
 use serde_json::{Map, Value};
 use tokio::sync::watch;
 
-use super::cluster::Cluster;
+use super::cluster::{Cluster, SEQUENCE_HEADER};
 use super::names::{session_token, StreamName};
 use crate::encoded::Encoded;
 use crate::line::{parse_line, LineError};
@@ -58,6 +67,9 @@ const RETRY: Duration = Duration::from_millis(250);
 
 /// How often the feed looks at the connection, to resume as soon as it is back.
 const WATCH: Duration = Duration::from_millis(100);
+
+/// Most announced redeliveries held for their stored copies at once (see [`Held`]).
+const HELD: usize = 4096;
 
 /// The feed of `cluster` and its gate: parked until the hub opens the gate, then from
 /// the stream sequence after the one the gate names; `stamp` is raised to each sequence
@@ -89,14 +101,19 @@ pub(crate) enum Refusal {
     /// its own session's, `names::session_token`): it would be replayed under the wrong
     /// session.
     WrongSubject,
+    /// An announced redelivery without the stream sequence of its stored copy
+    /// (`Aep-Seq`, which every relay writes): the feed cannot tell whether it would
+    /// overtake its original.
+    Unplaced,
 }
 
 impl Refusal {
-    const ALL: [Refusal; 4] = [
+    const ALL: [Refusal; 5] = [
         Refusal::NotJson,
         Refusal::InvalidEvent,
         Refusal::NotStored,
         Refusal::WrongSubject,
+        Refusal::Unplaced,
     ];
 
     /// Its name in `/healthz` and the log.
@@ -106,6 +123,7 @@ impl Refusal {
             Refusal::InvalidEvent => "invalid-event",
             Refusal::NotStored => "not-stored",
             Refusal::WrongSubject => "wrong-subject",
+            Refusal::Unplaced => "unplaced",
         }
     }
 }
@@ -115,8 +133,8 @@ impl Refusal {
 /// otherwise write its every message into the log).
 #[derive(Debug, Default)]
 pub(crate) struct Refused {
-    counts: [AtomicU64; 4],
-    told: [AtomicBool; 4],
+    counts: [AtomicU64; 5],
+    told: [AtomicBool; 5],
 }
 
 impl Refused {
@@ -202,31 +220,95 @@ pub(crate) fn accept(
     Some(incoming.encoded)
 }
 
-/// Forwards a relay's announced redelivery (at the stamp fed last, under the gate's
-/// current opening) once [`accept`] takes it; `false` once the relay has stopped.
-async fn forward(
+/// A relay's announced redelivery that [`accept`] takes, and the stream sequence of its
+/// stored copy; `None` (counted) otherwise.
+fn read_announcement(
     cluster: &Cluster,
     refused: &Refused,
-    announced: async_nats::Message,
+    message: &async_nats::Message,
+) -> Option<(u64, Encoded)> {
+    let event = accept(
+        cluster.name(),
+        Via::Announced,
+        &message.subject,
+        &message.payload,
+        refused,
+    )?;
+    let sequence = message
+        .headers
+        .as_ref()
+        .and_then(|headers| headers.get(SEQUENCE_HEADER))
+        .and_then(|value| value.as_str().parse::<u64>().ok());
+    let Some(sequence) = sequence else {
+        refused.note(Refusal::Unplaced, &message.subject, "no Aep-Seq header");
+        return None;
+    };
+    Some((sequence, event))
+}
+
+/// Forwards redeliveries (at the stamp fed last, under the gate's current opening);
+/// `false` once the relay has stopped.
+async fn forward(
+    events: Vec<Encoded>,
     delivered: u64,
     generation: u64,
     tx: &mut mpsc::Sender<Admitted>,
 ) -> bool {
-    let Some(event) = accept(
-        cluster.name(),
-        Via::Announced,
-        &announced.subject,
-        &announced.payload,
-        refused,
-    ) else {
+    if events.is_empty() {
         return true;
-    };
+    }
     let again = Admitted {
-        events: vec![event],
+        events,
         stamp: delivered,
         generation,
     };
     tx.send(again).await.is_ok()
+}
+
+/// The announced redeliveries whose stored copy the consumer has not delivered yet, by
+/// that copy's stream sequence: each goes out right after the run that delivers it (or
+/// goes past it, the copy dropped meanwhile), never before, so a reader gets a
+/// session's events in stream order and each redelivery after its original, as a
+/// single relay forwards them. At most [`HELD`]: past that an announcement is let go,
+/// which loses no event (its stored copy is delivered, in order), only a copy.
+#[derive(Debug, Default)]
+struct Held {
+    by_sequence: BTreeMap<u64, Vec<Encoded>>,
+    len: usize,
+}
+
+impl Held {
+    /// What to forward now of a redelivery whose stored copy is at `sequence`, the
+    /// consumer having delivered through `delivered`: the event itself when its copy was
+    /// delivered already, else nothing (it is held, or let go when full).
+    fn place(&mut self, sequence: u64, event: Encoded, delivered: u64) -> Option<Encoded> {
+        if sequence <= delivered {
+            return Some(event);
+        }
+        if self.len >= HELD {
+            tracing::debug!(
+                sequence,
+                "announced redeliveries held to the bound: one let go"
+            );
+            return None;
+        }
+        self.by_sequence.entry(sequence).or_default().push(event);
+        self.len += 1;
+        None
+    }
+
+    /// The held redeliveries whose stored copies the consumer has now delivered (through
+    /// `delivered`), in stream order of those copies.
+    fn release(&mut self, delivered: u64) -> Vec<Encoded> {
+        if self.len == 0 {
+            return Vec::new();
+        }
+        let later = self.by_sequence.split_off(&delivered.saturating_add(1));
+        let due = std::mem::replace(&mut self.by_sequence, later);
+        let events: Vec<Encoded> = due.into_values().flatten().collect();
+        self.len -= events.len();
+        events
+    }
 }
 
 async fn run(
@@ -272,7 +354,9 @@ async fn run(
                         tracing::warn!("the cluster's redeliveries are no longer received");
                         return;
                     };
-                    if !forward(&cluster, &refused, message, delivered, now.generation, &mut tx).await {
+                    // nobody reads live while parked: no order to keep
+                    let events = read_announcement(&cluster, &refused, &message).map(|(_, e)| e);
+                    if !forward(events.into_iter().collect(), delivered, now.generation, &mut tx).await {
                         return;
                     }
                 }
@@ -314,6 +398,8 @@ async fn read(
     delivered: &mut u64,
     generation: u64,
 ) -> bool {
+    // kept across a consumer created again: the same opening goes on
+    let mut held = Held::default();
     loop {
         match gate.has_changed() {
             Ok(false) => {}
@@ -408,6 +494,10 @@ async fn read(
                                 return false;
                             }
                         }
+                        // the redeliveries of what this run delivered, after it
+                        if !forward(held.release(last), last, generation, tx).await {
+                            return false;
+                        }
                     }
                     if broken {
                         break;
@@ -419,7 +509,11 @@ async fn read(
                         tracing::warn!("the cluster's redeliveries are no longer received");
                         return false;
                     };
-                    if !forward(cluster, refused, message, *delivered, generation, tx).await {
+                    // forwarded now only if its stored copy was fed already: else it
+                    // would overtake the events the consumer has yet to deliver
+                    let now = read_announcement(cluster, refused, &message)
+                        .and_then(|(sequence, event)| held.place(sequence, event, *delivered));
+                    if !forward(now.into_iter().collect(), *delivered, generation, tx).await {
                         return false;
                     }
                 }
@@ -512,6 +606,7 @@ mod tests {
             refused.to_json(),
             serde_json::json!({
                 "not-json": 0, "invalid-event": 0, "not-stored": 0, "wrong-subject": 0,
+                "unplaced": 0,
             })
             .as_object()
             .unwrap()
@@ -575,8 +670,11 @@ mod tests {
             assert!(accept(&name(), Via::Announced, subject, PLAIN.as_bytes(), &refused).is_none());
         }
         assert_eq!(refused.count(Refusal::WrongSubject), 4);
-        // every kind was told once: the flag is set after the first
-        assert!(refused.told.iter().all(|t| t.load(Ordering::Relaxed)));
+        // every kind `accept` refuses was told once: the flag is set after the first
+        // (`unplaced` is the announcements' reading, tested with its header below)
+        let told = |kind: Refusal| refused.told[kind as usize].load(Ordering::Relaxed);
+        assert!(Refusal::ALL[..4].iter().all(|kind| told(*kind)));
+        assert!(!told(Refusal::Unplaced));
     }
 
     /// Every relay's feed carries every admission, its own included, once, from after
@@ -634,6 +732,118 @@ mod tests {
                 .is_err(),
             "fed twice"
         );
+    }
+
+    /// An announced redelivery whose stored copy the feed has not delivered yet is held
+    /// until it has: a reader gets a session's events in stream order, the copy after
+    /// its original, however much sooner the announcement arrives than the consumer's
+    /// messages (the WebSocket sink's re-claim of a session after a reconnect, whose
+    /// announcement outran a loaded relay's consumer: a reader saw seq 399, then 380).
+    #[tokio::test]
+    async fn a_redelivery_never_overtakes_its_stored_copy() {
+        let Some(server) = NatsServer::start_or_skip() else {
+            return;
+        };
+        let a = Cluster::connect(&options(&server.url())).await.unwrap();
+        let (mut fed, gate) = feed(a.clone(), Arc::default(), Arc::default());
+        gate.send_replace(Gate {
+            after: Some(0),
+            generation: 1,
+        });
+        // fed: the consumer reads, and the redeliveries' subscription (made first) too
+        a.publish(&[event(&a, "e0", 0)]).await.unwrap();
+        assert_eq!(ids(&next(&mut fed).await), ["e0"]);
+
+        // e2's redelivery announced, its stored copy at sequence 3, before the stream
+        // has delivered sequences 2 and 3 here (here: before they are even stored)
+        let batch = [event(&a, "e1", 1), event(&a, "e2", 2)];
+        a.announce_duplicates(&[(&batch[1], 3)]).await.unwrap();
+        a.client().flush().await.unwrap();
+        nothing_within(&mut fed, 300).await;
+        a.publish(&batch).await.unwrap();
+        let mut got = Vec::new();
+        let mut stamps = Vec::new();
+        while got.len() < 3 {
+            let admitted = next(&mut fed).await;
+            stamps.push(admitted.stamp);
+            got.extend(ids(&admitted));
+        }
+        assert_eq!(got, ["e1", "e2", "e2"], "the copy after its original");
+        assert!(stamps.iter().all(|s| *s <= 3), "{stamps:?}");
+        nothing_within(&mut fed, 300).await;
+
+        // one whose copy was fed already goes at once
+        a.announce_duplicates(&[(&batch[0], 2)]).await.unwrap();
+        let again = next(&mut fed).await;
+        assert_eq!((ids(&again), again.stamp), (vec!["e1".to_owned()], 3));
+    }
+
+    /// What is held waits for the consumer to deliver its stored copy, goes out in the
+    /// order of those copies, and never holds more than the bound.
+    #[test]
+    fn held_redeliveries_wait_for_their_copies_within_the_bound() {
+        let copy = |id: &str, seq| {
+            crate::line::parse_line(
+                PLAIN
+                    .replace("e1", id)
+                    .replace(r#""seq":3"#, &format!(r#""seq":{seq}"#))
+                    .as_bytes(),
+                false,
+            )
+            .unwrap()
+            .encoded
+        };
+        let key = |e: &Encoded| e.key();
+        let mut held = Held::default();
+        // fed through 10: one at or before it goes at once
+        assert_eq!(
+            held.place(10, copy("a", 1), 10).map(|e| e.key()),
+            Some(copy("a", 1).key())
+        );
+        assert!(held.place(14, copy("c", 3), 10).is_none());
+        assert!(held.place(12, copy("b", 2), 10).is_none());
+        assert!(held.place(14, copy("c", 3), 10).is_none());
+        assert!(held.release(11).is_empty());
+        let out: Vec<_> = held.release(12).iter().map(key).collect();
+        assert_eq!(out, [copy("b", 2).key()]);
+        // past the copy (dropped from the stream meanwhile), it goes all the same
+        let out: Vec<_> = held.release(20).iter().map(key).collect();
+        assert_eq!(out, [copy("c", 3).key(), copy("c", 3).key()]);
+        assert!(held.release(u64::MAX).is_empty());
+
+        for n in 0..HELD as u64 {
+            assert!(held.place(100 + n, copy("d", n), 0).is_none());
+        }
+        // full: let go, not held, not forwarded ahead of its copy
+        assert!(held.place(50, copy("e", 0), 0).is_none());
+        assert_eq!(held.release(u64::MAX).len(), HELD);
+    }
+
+    /// An announcement that does not say where its stored copy is cannot be placed
+    /// after it: never fed, counted as `unplaced`.
+    #[tokio::test]
+    async fn an_announcement_without_its_sequence_is_refused_unplaced() {
+        let Some(server) = NatsServer::start_or_skip() else {
+            return;
+        };
+        let a = Cluster::connect(&options(&server.url())).await.unwrap();
+        let refused = Arc::new(Refused::default());
+        let (mut fed, gate) = feed(a.clone(), Arc::default(), refused.clone());
+        gate.send_replace(Gate {
+            after: Some(0),
+            generation: 1,
+        });
+        a.publish(&[event(&a, "e0", 0)]).await.unwrap();
+        assert_eq!(ids(&next(&mut fed).await), ["e0"]);
+        let unplaced = event(&a, "e0", 0);
+        let subject = a.name().duplicate_subject(&unplaced.subject);
+        a.client().publish(subject, unplaced.payload).await.unwrap();
+        a.client().flush().await.unwrap();
+        aep_test_support::wait::until("the announcement refused", || {
+            refused.count(Refusal::Unplaced) == 1
+        })
+        .await;
+        nothing_within(&mut fed, 300).await;
     }
 
     /// A parked feed reads nothing from the stream; opened, it reads from after the

@@ -164,16 +164,47 @@ fn missed(got: &[Event], held: &[serde_json::Value]) -> String {
     format!("missing (session, first seq, last seq): {runs:?}; last seq read per session: {last:?}")
 }
 
+/// Where a session's order broke: the `seq`s the reader was handed around the `at`th
+/// event it read, and the order the stream holds them in (`held`, a raw replay in
+/// stream order), around `seq`.
+fn neighbourhood(got: &[Event], at: usize, held: &[serde_json::Value], seq: u64) -> String {
+    let session = got[at].session().unwrap_or_default();
+    let of_session = |e: &&Event| e.session() == Some(session);
+    let read: Vec<u64> = got[..at + 1]
+        .iter()
+        .filter(of_session)
+        .filter_map(Event::seq)
+        .collect();
+    let read_tail = &read[read.len().saturating_sub(30)..];
+    let after: Vec<u64> = got[at + 1..]
+        .iter()
+        .filter(of_session)
+        .filter_map(Event::seq)
+        .take(30)
+        .collect();
+    let stored: Vec<u64> = held
+        .iter()
+        .filter(|e| e["session"].as_str() == Some(session))
+        .filter_map(|e| e["seq"].as_u64())
+        .collect();
+    let around = stored.iter().position(|s| *s == seq).unwrap_or_default();
+    let stored_near = &stored[around.saturating_sub(30)..(around + 30).min(stored.len())];
+    format!(
+        "seqs read up to it: ..{read_tail:?}; read next: {after:?}; the stream's order near it: {stored_near:?}"
+    )
+}
+
 /// What a user must see: each emitted event once, each session's in `seq` order.
 fn assert_each_once_in_order(
     reader: &str,
     got: &[Event],
     emitted: &HashSet<String>,
+    held: &[serde_json::Value],
     context: &str,
 ) {
     let mut seen = HashSet::new();
     let mut last: HashMap<String, u64> = HashMap::new();
-    for e in got {
+    for (at, e) in got.iter().enumerate() {
         assert!(
             seen.insert(e.id().to_owned()),
             "{reader}: {} delivered twice",
@@ -184,7 +215,8 @@ fn assert_each_once_in_order(
         let before = last.insert(session.clone(), seq);
         assert!(
             before.is_none_or(|b| b < seq),
-            "{reader}: session {session} went from seq {before:?} to {seq}"
+            "{reader}: session {session} went from seq {before:?} to {seq}; {}; {context}",
+            neighbourhood(got, at, held, seq)
         );
     }
     let missing: Vec<_> = emitted.difference(&seen).collect();
@@ -313,7 +345,7 @@ async fn killing_one_relay_of_three_under_load_loses_nothing_and_doubles_nothing
         ("WS reader", &ws_got, &notices[1]),
     ] {
         let context = format!("{}; its notices: {:?}", missed(got, &held), notices.all());
-        assert_each_once_in_order(name, got, &emitted, &context);
+        assert_each_once_in_order(name, got, &emitted, &held, &context);
     }
     for (n, reader) in notices.iter().enumerate() {
         let resumed = reader
