@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use aep_async::{Client, EmitOptions, Emitter, HttpSinkOptions, SubscribeOptions, Transport};
 use aep_core::{binding, Severity};
+use aep_test_support::bench::env_or;
 use futures::StreamExt;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -111,16 +112,8 @@ async fn emit_sdk(
     sessions: usize,
     wait: bool,
 ) -> Duration {
-    let max_batch = std::env::var("AEP_BENCH_MAX_BATCH")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(10_000);
-    let linger = Duration::from_millis(
-        std::env::var("AEP_BENCH_LINGER_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(5),
-    );
+    let max_batch = env_or("AEP_BENCH_MAX_BATCH", 10_000);
+    let linger = Duration::from_millis(env_or("AEP_BENCH_LINGER_MS", 5));
     let mut options = HttpSinkOptions::new().batch(|b| b.max_items(max_batch).linger(linger));
     if !wait {
         options = options.queue_capacity(n + 1);
@@ -323,10 +316,7 @@ impl RustRelay {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    let n: usize = std::env::var("AEP_BENCH_EVENTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100_000);
+    let n: usize = env_or("AEP_BENCH_EVENTS", 100_000);
     let sessions = 10;
 
     // No IO: building envelopes into a sink that only serializes (what HttpSink's
@@ -430,18 +420,12 @@ async fn main() {
     // One replay pass of the reference relay holds at most 8 MiB in flight before it
     // disconnects the reader (its backpressure rule), about 25 000 of these events; both
     // relays get the same count so the rows compare.
-    let relay_n: usize = std::env::var("AEP_BENCH_RELAY_EVENTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(20_000);
+    let relay_n: usize = env_or("AEP_BENCH_RELAY_EVENTS", 20_000);
 
     // The Rust relay, in this process on a runtime of its own (so its CPU time is in
     // the "this process" column of these rows). It has no replay window to respect, so
     // it also gets a longer run that amortizes connection set-up.
-    let rust_n: usize = std::env::var("AEP_BENCH_RUST_RELAY_EVENTS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(100_000);
+    let rust_n: usize = env_or("AEP_BENCH_RUST_RELAY_EVENTS", 100_000);
     let rust = RustRelay::start(relay_n + 10);
     against_relay("Rust relay", &rust.url, relay_n, sessions).await;
     rust.stop();

@@ -22,15 +22,9 @@ use std::time::Instant;
 use aep::protocol::Event;
 use aep::relay::Relay;
 use aep::{Client, HttpSinkOptions, Sink};
+use aep_test_support::bench::env_or;
 
 const TOKEN: &str = "bench-token";
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
 
 /// About 280 bytes per line, four sessions interleaved, like the SDK's throughput bench.
 fn lines(n: usize) -> Vec<String> {
@@ -49,8 +43,8 @@ fn lines(n: usize) -> Vec<String> {
 }
 
 fn main() {
-    let n = env_usize("AEP_BENCH_EVENTS", 100_000);
-    let rounds = env_usize("AEP_BENCH_ROUNDS", 3);
+    let n = env_or("AEP_BENCH_EVENTS", 100_000usize);
+    let rounds = env_or("AEP_BENCH_ROUNDS", 3usize);
     let lines = lines(n);
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("bench.jsonl");

@@ -29,6 +29,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use aep::relay::Relay;
+use aep_test_support::bench::env_or;
 
 const TOKEN: &str = "bench-token";
 
@@ -54,30 +55,36 @@ if (!r.ok) console.error("the relay answered " + r.status + ": " + (await r.text
 process.exit(r.ok ? 0 : 1);
 "#;
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
+/// A `PreToolUse` of Claude Code, its tool call numbered `i`.
 fn payload(i: usize) -> Vec<u8> {
-    serde_json::json!({
-        "session_id": "bench-session", "transcript_path": "/home/dev/.claude/projects/p/t.jsonl",
-        "cwd": "/home/dev/proj", "permission_mode": "default", "hook_event_name": "PreToolUse",
-        "tool_name": "Bash", "tool_use_id": format!("toolu_{i:05}"),
-        "tool_input": {"command": "npm test -- --grep flaky", "description": "Run the suite"}
-    })
-    .to_string()
-    .into_bytes()
+    claude_code(
+        ("bench-session", "PreToolUse"),
+        format!("toolu_{i:05}"),
+        ("npm test -- --grep flaky", "Run the suite"),
+    )
 }
 
+/// A `PermissionRequest` of Claude Code, its tool call numbered `i`.
 fn permission(i: usize) -> Vec<u8> {
+    claude_code(
+        ("bench-permission", "PermissionRequest"),
+        format!("toolu_p{i:05}"),
+        ("rm -rf build", "Clean the build"),
+    )
+}
+
+/// A Claude Code hook payload about a `Bash` call: `(session, hook event)`, the call's
+/// id, and its `(command, description)`.
+fn claude_code(
+    (session, hook): (&str, &str),
+    call: String,
+    (command, description): (&str, &str),
+) -> Vec<u8> {
     serde_json::json!({
-        "session_id": "bench-permission", "transcript_path": "/home/dev/.claude/projects/p/t.jsonl",
-        "cwd": "/home/dev/proj", "permission_mode": "default", "hook_event_name": "PermissionRequest",
-        "tool_name": "Bash", "tool_use_id": format!("toolu_p{i:05}"),
-        "tool_input": {"command": "rm -rf build", "description": "Clean the build"}
+        "session_id": session, "transcript_path": "/home/dev/.claude/projects/p/t.jsonl",
+        "cwd": "/home/dev/proj", "permission_mode": "default", "hook_event_name": hook,
+        "tool_name": "Bash", "tool_use_id": call,
+        "tool_input": {"command": command, "description": description}
     })
     .to_string()
     .into_bytes()
@@ -160,7 +167,7 @@ fn report(name: &str, v: &mut [Duration]) -> f64 {
 }
 
 fn main() {
-    let runs = env_usize("AEP_BENCH_RUNS", 200);
+    let runs = env_or("AEP_BENCH_RUNS", 200usize);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

@@ -1,6 +1,7 @@
 //! What the SDK's integration tests share, so each helper is written once (never
 //! published).
 //!
+//! - [`bench`]: the benches' knobs, read from the environment;
 //! - [`events`]: events as parsed envelopes or as JSON values, and NDJSON bodies;
 //! - [`golden`]: the conformance corpus's golden stream, as lines and as events;
 //! - [`external`]: what a test needs beyond Cargo (the shared directory, Node, rustfmt),
@@ -18,10 +19,12 @@
 //! - [`servers`]: servers that misbehave on purpose (silent, scripted) and canned
 //!   HTTP responses;
 //! - [`sse`]: an SSE parser for tests that read a stream by hand;
+//! - [`task`]: a test server's background task, aborted when the server is dropped;
 //! - [`tls`]: a private CA and the certificates it signs, made at run time;
 //! - [`wait`]: polling a condition with a deadline, async or blocking.
 #![allow(clippy::unwrap_used)]
 
+pub mod bench;
 pub mod browser;
 pub mod disk;
 pub mod events;
@@ -34,5 +37,6 @@ pub mod reference;
 pub mod relay;
 pub mod servers;
 pub mod sse;
+pub mod task;
 pub mod tls;
 pub mod wait;

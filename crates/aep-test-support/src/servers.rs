@@ -3,6 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 
+use crate::task::AbortOnDrop;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
@@ -11,7 +12,7 @@ use tokio::net::TcpListener;
 pub struct Silent {
     /// `http://127.0.0.1:PORT`
     pub url: String,
-    task: tokio::task::JoinHandle<()>,
+    _task: AbortOnDrop,
 }
 
 impl Silent {
@@ -19,7 +20,7 @@ impl Silent {
     pub async fn start() -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let task = tokio::spawn(async move {
+        let _task = AbortOnDrop::spawn(async move {
             let mut held = Vec::new();
             while let Ok((sock, _)) = listener.accept().await {
                 held.push(sock);
@@ -27,14 +28,8 @@ impl Silent {
         });
         Silent {
             url: format!("http://{addr}"),
-            task,
+            _task,
         }
-    }
-}
-
-impl Drop for Silent {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
@@ -46,7 +41,7 @@ pub struct Scripted {
     pub url: String,
     /// Every request received, head and body.
     pub requests: Arc<Mutex<Vec<String>>>,
-    task: tokio::task::JoinHandle<()>,
+    _task: AbortOnDrop,
 }
 
 impl Scripted {
@@ -57,7 +52,7 @@ impl Scripted {
         let requests = Arc::new(Mutex::new(Vec::new()));
         let seen = requests.clone();
         let respond = Arc::new(respond);
-        let task = tokio::spawn(async move {
+        let _task = AbortOnDrop::spawn(async move {
             while let Ok((mut sock, _)) = listener.accept().await {
                 let seen = seen.clone();
                 let respond = respond.clone();
@@ -75,14 +70,8 @@ impl Scripted {
         Scripted {
             url: format!("http://{addr}"),
             requests,
-            task,
+            _task,
         }
-    }
-}
-
-impl Drop for Scripted {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 

@@ -16,6 +16,7 @@ use aep_async::{
 use aep_core::frame::{self, Frame, Hello, Message as AepMessage, Role};
 use aep_core::resume::ResumePosition;
 use aep_test_support::events::json_event;
+use aep_test_support::task::AbortOnDrop;
 use futures::{SinkExt, StreamExt};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -33,9 +34,18 @@ const SSE_HEAD: &[u8] =
 /// `script(n, request, socket)` runs for the `n`th connection (0-based).
 struct Hostile {
     url: String,
-    /// When each connection came, and its request head.
-    conns: Arc<Mutex<Vec<(Instant, String)>>>,
-    task: tokio::task::JoinHandle<()>,
+    conns: Conns,
+    _task: AbortOnDrop,
+}
+
+/// When each connection came, and its request head (empty on a WebSocket).
+type Conns = Arc<Mutex<Vec<(Instant, String)>>>;
+
+/// Notes a connection; returns its number (from 0).
+fn record(conns: &Conns, at: Instant, head: String) -> usize {
+    let mut seen = conns.lock().unwrap();
+    seen.push((at, head));
+    seen.len() - 1
 }
 
 impl Hostile {
@@ -44,26 +54,56 @@ impl Hostile {
         F: Fn(usize, String, TcpStream) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = ()> + Send + 'static,
     {
+        let script = Arc::new(script);
+        Hostile::serve(move |mut sock, conns| {
+            let at = Instant::now();
+            let script = script.clone();
+            async move {
+                let Some(head) = read_head(&mut sock).await else {
+                    return;
+                };
+                let n = record(&conns, at, head.clone());
+                script(n, head, sock).await;
+            }
+        })
+        .await
+    }
+
+    /// A hostile SSE endpoint: the head of an event stream is written on each
+    /// connection, then `script(n, socket)` runs for the `n`th (0-based).
+    async fn sse<F, Fut>(script: F) -> Hostile
+    where
+        F: Fn(usize, TcpStream) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let script = Arc::new(script);
+        Hostile::start(move |n, _, mut sock| {
+            let script = script.clone();
+            async move {
+                let _ = sock.write_all(SSE_HEAD).await;
+                script(n, sock).await;
+            }
+        })
+        .await
+    }
+
+    /// The accept loop both servers share: `handle(socket, conns)` runs on a task of its
+    /// own for each connection, and notes it in `conns`.
+    async fn serve<F, Fut>(handle: F) -> Hostile
+    where
+        F: Fn(TcpStream, Conns) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let conns = Arc::new(Mutex::new(Vec::new()));
+        let conns = Conns::default();
         let seen = conns.clone();
-        let script = Arc::new(script);
-        let task = tokio::spawn(async move {
-            while let Ok((mut sock, _)) = listener.accept().await {
-                let at = Instant::now();
-                let Some(head) = read_head(&mut sock).await else {
-                    continue;
-                };
-                let n = {
-                    let mut seen = seen.lock().unwrap();
-                    seen.push((at, head.clone()));
-                    seen.len() - 1
-                };
-                tokio::spawn(script(n, head, sock));
+        let _task = AbortOnDrop::spawn(async move {
+            while let Ok((sock, _)) = listener.accept().await {
+                tokio::spawn(handle(sock, seen.clone()));
             }
         });
-        Hostile { url, conns, task }
+        Hostile { url, conns, _task }
     }
 
     fn count(&self) -> usize {
@@ -82,12 +122,6 @@ impl Hostile {
 
     async fn wait_for_connections(&self, n: usize) {
         aep_test_support::wait::until(&format!("{n} connections"), || self.count() >= n).await;
-    }
-}
-
-impl Drop for Hostile {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 
@@ -121,7 +155,7 @@ async fn hold_open(sock: &mut TcpStream) {
 }
 
 /// One SSE message carrying `event`.
-async fn send_event(sock: &mut TcpStream, event: &str) {
+async fn send_event(sock: &mut TcpStream, event: &serde_json::Value) {
     let _ = sock
         .write_all(format!("data: {event}\n\n").as_bytes())
         .await;
@@ -167,14 +201,27 @@ async fn next_event(sub: &mut Subscription) -> aep_core::Event {
         .expect("the subscription goes on")
 }
 
+/// A quiet stream the idle timeout must not cut: the event at seq 1 arrives over the one
+/// connection opened, and no error was noticed on the way.
+async fn assert_stayed_up(
+    server: &Hostile,
+    sub: &mut Subscription,
+    notices: &mut mpsc::UnboundedReceiver<Notice>,
+) {
+    assert_eq!(next_event(sub).await.seq(), Some(1));
+    assert_eq!(server.count(), 1, "one connection all along");
+    while let Ok(n) = notices.try_recv() {
+        assert!(!matches!(n, Notice::Error(_)), "{n:?}");
+    }
+}
+
 #[tokio::test]
 async fn an_endless_sse_line_is_refused_at_the_line_bound() {
     let taken = Arc::new(Mutex::new(Vec::new()));
     let counted = taken.clone();
-    let server = Hostile::start(move |_, _, mut sock| {
+    let server = Hostile::sse(move |_, mut sock| {
         let counted = counted.clone();
         async move {
-            let _ = sock.write_all(SSE_HEAD).await;
             let _ = sock.write_all(b"data: ").await;
             let sent = write_forever(&mut sock, &[b'x'; 64 * 1024]).await;
             counted.lock().unwrap().push(sent);
@@ -207,8 +254,7 @@ async fn an_endless_sse_line_is_refused_at_the_line_bound() {
 
 #[tokio::test]
 async fn an_endless_comment_and_an_endless_event_name_their_bounds() {
-    let server = Hostile::start(|n, _, mut sock| async move {
-        let _ = sock.write_all(SSE_HEAD).await;
+    let server = Hostile::sse(|n, mut sock| async move {
         if n == 0 {
             let _ = sock.write_all(b":").await;
             write_forever(&mut sock, &[b' '; 16 * 1024]).await;
@@ -238,17 +284,12 @@ async fn an_endless_comment_and_an_endless_event_name_their_bounds() {
 /// and resumes from what it took.
 #[tokio::test]
 async fn a_silent_stream_is_dead_after_the_idle_timeout_and_resumed() {
-    let event = json_event("progress.status", "s-idle", 3).to_string();
-    let server = Hostile::start(move |n, _, mut sock| {
-        let event = event.clone();
-        async move {
-            let _ = sock.write_all(SSE_HEAD).await;
-            if n == 0 {
-                send_event(&mut sock, &event).await;
-            }
-            // then nothing, with the connection held open
-            hold_open(&mut sock).await;
+    let server = Hostile::sse(|n, mut sock| async move {
+        if n == 0 {
+            send_event(&mut sock, &json_event("progress.status", "s-idle", 3)).await;
         }
+        // then nothing, with the connection held open
+        hold_open(&mut sock).await;
     })
     .await;
     let limits = ReadLimits::new().idle_timeout(MS(300));
@@ -274,20 +315,15 @@ async fn a_silent_stream_is_dead_after_the_idle_timeout_and_resumed() {
 /// A relay that pings keeps a quiet stream alive past the idle timeout.
 #[tokio::test]
 async fn heartbeats_keep_a_quiet_stream_alive() {
-    let event = json_event("progress.status", "s-hb", 1).to_string();
-    let server = Hostile::start(move |_, _, mut sock| {
-        let event = event.clone();
-        async move {
-            let _ = sock.write_all(SSE_HEAD).await;
-            // twelve heartbeats 250 ms apart: three seconds, past the idle timeout (with
-            // room for a busy machine between two of them)
-            for _ in 0..12 {
-                let _ = sock.write_all(b": ping\n\n").await;
-                tokio::time::sleep(MS(250)).await;
-            }
-            send_event(&mut sock, &event).await;
-            hold_open(&mut sock).await;
+    let server = Hostile::sse(|_, mut sock| async move {
+        // twelve heartbeats 250 ms apart: three seconds, past the idle timeout (with
+        // room for a busy machine between two of them)
+        for _ in 0..12 {
+            let _ = sock.write_all(b": ping\n\n").await;
+            tokio::time::sleep(MS(250)).await;
         }
+        send_event(&mut sock, &json_event("progress.status", "s-hb", 1)).await;
+        hold_open(&mut sock).await;
     })
     .await;
     let limits = ReadLimits::new().idle_timeout(MS(2000));
@@ -295,11 +331,7 @@ async fn heartbeats_keep_a_quiet_stream_alive() {
         Client::new(&server.url).read_limits(limits),
         SubscribeOptions::new(),
     );
-    assert_eq!(next_event(&mut sub).await.seq(), Some(1));
-    assert_eq!(server.count(), 1, "one connection all along");
-    while let Ok(n) = notices.try_recv() {
-        assert!(!matches!(n, Notice::Error(_)), "{n:?}");
-    }
+    assert_stayed_up(&server, &mut sub, &mut notices).await;
 }
 
 /// `200 text/html`: refused as not an SSE stream, reported every time, and retried on
@@ -339,8 +371,7 @@ async fn a_page_that_is_not_an_sse_stream_is_refused_and_retried_on_the_backoff(
 /// never taken for an event.
 #[tokio::test]
 async fn a_stream_cut_mid_event_is_reported_and_retried_on_the_backoff() {
-    let server = Hostile::start(|_, _, mut sock| async move {
-        let _ = sock.write_all(SSE_HEAD).await;
+    let server = Hostile::sse(|_, mut sock| async move {
         let _ = sock
             .write_all(b"event: progress.status\ndata: {\"aep\":\"0.1\",")
             .await;
@@ -373,34 +404,24 @@ where
     F: Fn(usize, WebSocketStream<TcpStream>) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ()> + Send + 'static,
 {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    let conns = Arc::new(Mutex::new(Vec::new()));
-    let seen = conns.clone();
     let script = Arc::new(script);
-    let task = tokio::spawn(async move {
-        while let Ok((tcp, _)) = listener.accept().await {
-            let n = {
-                let mut seen = seen.lock().unwrap();
-                seen.push((Instant::now(), String::new()));
-                seen.len() - 1
+    Hostile::serve(move |tcp, conns| {
+        let n = record(&conns, Instant::now(), String::new());
+        let script = script.clone();
+        async move {
+            let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
+                return;
             };
-            let script = script.clone();
-            tokio::spawn(async move {
-                let Ok(mut ws) = tokio_tungstenite::accept_async(tcp).await else {
-                    return;
-                };
-                if !matches!(ws.next().await, Some(Ok(Message::Text(_)))) {
-                    return;
-                }
-                let hello = Frame::Hello(Box::new(Hello::new(Role::Both))).to_json();
-                if ws.send(Message::text(hello)).await.is_ok() {
-                    script(n, ws).await;
-                }
-            });
+            if !matches!(ws.next().await, Some(Ok(Message::Text(_)))) {
+                return;
+            }
+            let hello = Frame::Hello(Box::new(Hello::new(Role::Both))).to_json();
+            if ws.send(Message::text(hello)).await.is_ok() {
+                script(n, ws).await;
+            }
         }
-    });
-    Hostile { url, conns, task }
+    })
+    .await
 }
 
 /// Reads until the client goes; answers nothing.
@@ -484,11 +505,7 @@ async fn a_quiet_websocket_that_answers_pings_stays_up() {
     let options = SubscribeOptions::new().transport(aep_async::Transport::WebSocket);
     let client = Client::new(&server.url).read_limits(ReadLimits::new().idle_timeout(MS(2000)));
     let (mut sub, mut notices) = subscribed(client, options);
-    assert_eq!(next_event(&mut sub).await.seq(), Some(1));
-    assert_eq!(server.count(), 1, "one connection all along");
-    while let Ok(n) = notices.try_recv() {
-        assert!(!matches!(n, Notice::Error(_)), "{n:?}");
-    }
+    assert_stayed_up(&server, &mut sub, &mut notices).await;
 }
 
 #[tokio::test]
@@ -518,8 +535,7 @@ async fn a_silent_endpoint_makes_the_control_client_reconnect() {
 /// what it took: the start positions ride the reconnect.
 #[tokio::test]
 async fn a_dropped_connection_resumes_from_the_start_positions() {
-    let server = Hostile::start(|n, _, mut sock| async move {
-        let _ = sock.write_all(SSE_HEAD).await;
+    let server = Hostile::sse(|n, mut sock| async move {
         if n == 0 {
             write_forever(&mut sock, &[b'x'; 16 * 1024]).await;
         }

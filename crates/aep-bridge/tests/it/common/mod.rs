@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use aep_test_support::task::AbortOnDrop;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 use tokio::sync::mpsc;
@@ -43,13 +44,7 @@ pub enum Answer {
 pub struct Endpoint {
     pub url: String,
     pub requests: mpsc::UnboundedReceiver<Received>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Drop for Endpoint {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
+    _task: AbortOnDrop,
 }
 
 impl Endpoint {
@@ -60,7 +55,7 @@ impl Endpoint {
         let (tx, requests) = mpsc::unbounded_channel();
         let script = Arc::new(script);
         let count = Arc::new(Mutex::new(0usize));
-        let task = tokio::spawn(async move {
+        let _task = AbortOnDrop::spawn(async move {
             loop {
                 let Ok((mut socket, _)) = listener.accept().await else {
                     return;
@@ -105,7 +100,7 @@ impl Endpoint {
         Endpoint {
             url,
             requests,
-            task,
+            _task,
         }
     }
 
