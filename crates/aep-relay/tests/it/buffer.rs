@@ -47,15 +47,8 @@ async fn least_recently_written_session_is_evicted() {
 async fn out_of_order_events_replay_in_position_order() {
     let relay = relay().await;
     let s = session();
-    post_ndjson(
-        &relay,
-        &[
-            ev("progress.status", &s, 2),
-            ev("progress.status", &s, 0),
-            ev("progress.status", &s, 1),
-        ],
-    )
-    .await;
+    let shuffled = [2, 0, 1].map(|seq| ev("progress.status", &s, seq));
+    post_ndjson(&relay, &shuffled).await;
     assert_eq!(seqs(&replay(&relay, &from(&s)).await), vec![0, 1, 2]);
     relay.shutdown().await.unwrap();
 }

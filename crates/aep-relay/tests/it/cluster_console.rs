@@ -114,12 +114,7 @@ async fn each_relays_console_shows_the_fleet_and_answers_an_agent_on_another_rel
             .contains(&json!("control.attention.respond")),
         "{group}"
     );
-    let line = st["sessions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|x| x["session"] == s)
-        .unwrap();
+    let line = about(&st["sessions"], &s).next().unwrap();
     assert_eq!(
         (line["status"].as_str(), line["claimed"].as_bool()),
         (Some("waiting"), Some(true))
@@ -145,14 +140,7 @@ async fn each_relays_console_shows_the_fleet_and_answers_an_agent_on_another_rel
         json!({"option": "allow"})
     );
     // the agent resolves it on A: B's inbox empties
-    let opts = EmitOptions::new().subject(asked.id()).cause(command.id());
-    handle
-        .emit_with(
-            "attention.resolved",
-            json!({"resolution": "answered"}),
-            opts,
-        )
-        .unwrap();
+    resolve_answered(&handle, asked.id(), command.id());
     emitter.flush().await;
     state_until(&b, "the request resolved on B", |st| st["inbox_total"] == 0).await;
     emitter.close().await;

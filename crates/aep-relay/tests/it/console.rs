@@ -364,16 +364,10 @@ async fn an_attention_request_is_answered_from_the_inbox_a_nack_shown_and_an_ack
         .emit_with(
             "attention.answered",
             json!({"answer": answer, "via": "control"}),
-            opts.clone(),
-        )
-        .unwrap();
-    session
-        .emit_with(
-            "attention.resolved",
-            json!({"resolution": "answered"}),
             opts,
         )
         .unwrap();
+    crate::common::resolve_answered(&session, &request, command.id());
     emitter.flush().await;
     wait_gone(c, &card_css, Duration::from_secs(20)).await;
     // the roster: the agent, its session and the commands it accepts

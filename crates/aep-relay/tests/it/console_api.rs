@@ -268,23 +268,16 @@ async fn every_refusal_is_typed_and_none_is_a_2xx() {
     // an unknown session, a request not pending, one answered out of band only
     let mut unknown = respond(&q_open);
     unknown["session"] = json!("no-such-session");
-    let (status, answer) = api_post(&relay, "/console/api/respond", &unknown).await;
-    assert_eq!(
-        (status, answer["error"].as_str()),
-        (404, Some("unknown-session"))
-    );
     let mut gone = respond(&q_open);
     gone["request"] = json!("never-asked");
-    let (status, answer) = api_post(&relay, "/console/api/respond", &gone).await;
-    assert_eq!(
-        (status, answer["error"].as_str()),
-        (409, Some("not-pending"))
-    );
-    let (status, answer) = api_post(&relay, "/console/api/respond", &respond(&q_oob)).await;
-    assert_eq!(
-        (status, answer["error"].as_str()),
-        (409, Some("not-answerable"))
-    );
+    for (body, refusal) in [
+        (unknown, (404, Some("unknown-session"))),
+        (gone, (409, Some("not-pending"))),
+        (respond(&q_oob), (409, Some("not-answerable"))),
+    ] {
+        let (status, answer) = api_post(&relay, "/console/api/respond", &body).await;
+        assert_eq!((status, answer["error"].as_str()), refusal, "{body}");
+    }
     // pending and answerable, but no agent holds the session: the relay's no-route
     let (status, answer) = api_post(&relay, "/console/api/respond", &respond(&q_open)).await;
     assert_eq!(status, 409, "{answer}");
@@ -424,6 +417,20 @@ async fn a_command_is_200_only_when_the_agent_accepted_it() {
     relay.shutdown().await.unwrap();
 }
 
+/// `n` `progress.status` events of `session` (seq `0..n`), each carrying `pad` as its
+/// message: traffic heavy enough to fill a socket's buffers.
+fn padded(session: &str, n: u64, pad: &str) -> Vec<Value> {
+    (0..n)
+        .map(|seq| {
+            with(
+                ev("progress.status", session, seq),
+                "data",
+                json!({"message": pad}),
+            )
+        })
+        .collect()
+}
+
 /// A page that opens the live stream and never reads holds nothing up: ingest goes on,
 /// and another page sees every event.
 #[tokio::test]
@@ -440,17 +447,7 @@ async fn a_page_that_never_reads_holds_up_neither_ingest_nor_other_pages() {
     let pad = "p".repeat(2_000);
     for _ in 0..10 {
         let batch: Vec<Value> = (0..100)
-            .flat_map(|_| {
-                let s = format!("{}-{}", session(), "n".repeat(200));
-                let pad = pad.clone();
-                (0..5).map(move |seq| {
-                    with(
-                        ev("progress.status", &s, seq),
-                        "data",
-                        json!({"message": pad}),
-                    )
-                })
-            })
+            .flat_map(|_| padded(&format!("{}-{}", session(), "n".repeat(200)), 5, &pad))
             .collect();
         let r = tokio::time::timeout(Duration::from_secs(30), post_ndjson(&relay, &batch))
             .await
@@ -514,19 +511,7 @@ async fn the_console_keeps_up_with_a_flood_under_reader_bounds_far_below_one_bat
     let generation = first["generation"].clone();
     let pad = "p".repeat(500);
     for _ in 0..10 {
-        let batch: Vec<Value> = (0..20)
-            .flat_map(|_| {
-                let s = session();
-                let pad = pad.clone();
-                (0..50).map(move |seq| {
-                    with(
-                        ev("progress.status", &s, seq),
-                        "data",
-                        json!({"message": pad}),
-                    )
-                })
-            })
-            .collect();
+        let batch: Vec<Value> = (0..20).flat_map(|_| padded(&session(), 50, &pad)).collect();
         // 1,000 events of 700 bytes: past the hard bound of any reader of this relay
         assert_eq!(post_ndjson(&relay, &batch).await.status(), 202);
     }

@@ -29,12 +29,7 @@ async fn claims_landed(relay: &aep_relay::RelayHandle, session: &str, n: usize) 
             .send(&json!({ "type": "roster", "id": "probe" }))
             .await;
         let reply = probe.recv().await.unwrap();
-        let claims = reply["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| e["session"] == session)
-            .count();
+        let claims = about(&reply["entries"], session).count();
         if claims >= n {
             return;
         }

@@ -34,13 +34,7 @@ async fn wrong_content_type_is_415() {
 #[tokio::test]
 async fn single_json_and_ndjson_batch_are_accepted_in_order() {
     let relay = relay().await;
-    let s = session();
-    assert_eq!(
-        post_json(&relay, &ev("session.started", &s, 0))
-            .await
-            .status(),
-        202
-    );
+    let s = started_session(&relay).await;
     let batch: Vec<Value> = (1..4).map(|i| ev("progress.status", &s, i)).collect();
     assert_eq!(post_ndjson(&relay, &batch).await.status(), 202);
     let got = replay(&relay, &only(&s)).await;

@@ -200,13 +200,7 @@ async fn a_legitimate_client_gets_through_while_one_peer_floods() {
 
     // the legitimate client, the flood still held
     let mut sse = Sse::open(&relay, "").await;
-    let s = session();
-    assert_eq!(
-        post_json(&relay, &ev("session.started", &s, 0))
-            .await
-            .status(),
-        202
-    );
+    let s = started_session(&relay).await;
     assert_eq!(
         sse.next_event().await.unwrap().json()["session"],
         s.as_str()

@@ -378,15 +378,9 @@ async fn replay_hands_over_to_live_without_gap_or_duplicate() {
         tokio::spawn(async move {
             for i in 1..=n {
                 let e = ev("memory.fact.added", &s, i);
-                client()
-                    .post(format!("{url}/events"))
-                    .bearer_auth(TOKEN)
-                    .header("aep-version", "0.1")
-                    .header("content-type", "application/json")
-                    .body(e.to_string())
-                    .send()
+                post(&url, "0.1", "application/json", e.to_string())
                     .await
-                    .unwrap();
+                    .expect("post");
             }
         })
     };

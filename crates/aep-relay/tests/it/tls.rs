@@ -68,6 +68,11 @@ async fn post_over(client: &reqwest::Client, base: &str, event: &serde_json::Val
         .as_u16()
 }
 
+/// `url` is a `scheme://` address on the loopback interface, as the relay names it.
+fn assert_loopback(scheme: &str, url: &str) {
+    assert!(url.starts_with(&format!("{scheme}://127.0.0.1:")), "{url}");
+}
+
 /// An SSE stream over `client`, read until an event arrives (its `data`).
 async fn next_data(response: &mut reqwest::Response) -> Option<String> {
     let mut buf = String::new();
@@ -109,16 +114,8 @@ async fn a_relay_serves_https_and_wss() {
         .start()
         .await
         .unwrap();
-    assert!(
-        relay.url().starts_with("https://127.0.0.1:"),
-        "{}",
-        relay.url()
-    );
-    assert!(
-        relay.socket_url().starts_with("wss://127.0.0.1:"),
-        "{}",
-        relay.socket_url()
-    );
+    assert_loopback("https", relay.url());
+    assert_loopback("wss", &relay.socket_url());
 
     let client = https_client(ca.pem());
     let mut stream = open_stream(&client, relay.url()).await;
@@ -252,11 +249,7 @@ async fn sighup_reads_the_certificate_again_and_keeps_open_connections() {
     let first = TestCa::new("first");
     let paths = first.write(dir.path(), "");
     let relay = relay_with_tls(&paths);
-    assert!(
-        relay.url().starts_with("https://127.0.0.1:"),
-        "{}",
-        relay.url()
-    );
+    assert_loopback("https", relay.url());
     let old = https_client(first.pem());
     let mut held = open_stream(&old, relay.url()).await;
 

@@ -236,12 +236,7 @@ async fn roster_relays_claims_verbatim_and_refuses_emitters_in_band() {
         let reply = consumer.recv().await.unwrap();
         assert_eq!(reply["type"], "roster");
         assert_eq!(reply["id"], "r-1");
-        if let Some(e) = reply["entries"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|e| e["session"] == s.as_str())
-        {
+        if let Some(e) = about(&reply["entries"], &s).next() {
             entry = e.clone();
             break;
         }

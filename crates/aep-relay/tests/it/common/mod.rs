@@ -43,6 +43,39 @@ pub async fn relay_holding(n: u64) -> (RelayHandle, String, Vec<Value>) {
     (relay, s, batch)
 }
 
+/// A fresh session, its `session.started` (seq 0) posted and accepted (202).
+pub async fn started_session(relay: &RelayHandle) -> String {
+    let s = session();
+    let status = post_json(relay, &ev("session.started", &s, 0))
+        .await
+        .status();
+    assert_eq!(status, 202, "session.started accepted");
+    s
+}
+
+/// The agent's close of a request the console answered: `attention.resolved` with
+/// resolution `answered`, about `request`, caused by the `command` that answered it
+/// (AEP-0002 attention, AEP-0004 causality).
+pub fn resolve_answered(session: &aep_async::SessionEmitter, request: &str, command: &str) {
+    let opts = aep_async::EmitOptions::new()
+        .subject(request)
+        .cause(command);
+    session
+        .emit_with(
+            "attention.resolved",
+            json!({"resolution": "answered"}),
+            opts,
+        )
+        .unwrap();
+}
+
+/// The members of the JSON array `list` (a roster's `entries`, the console's
+/// `sessions`) about `session`.
+pub fn about<'a>(list: &'a Value, session: &'a str) -> impl Iterator<Item = &'a Value> {
+    let all = list.as_array().expect("a JSON array");
+    all.iter().filter(move |e| e["session"] == session)
+}
+
 pub fn client() -> reqwest::Client {
     reqwest::Client::new()
 }
