@@ -140,13 +140,18 @@ fn every_hook_agent_s_whole_session_validates_and_folds() {
     }
 }
 
-/// A tokio runtime for a relay that goes down and comes back on the same port.
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
+/// A relay that is down on a port it holds, and the tokio runtime that brings it back
+/// on the same port (`rt.block_on(relay.restart())`).
+fn stopped_relay() -> (tokio::runtime::Runtime, TestRelay) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-        .unwrap()
+        .unwrap();
+    let relay = rt
+        .block_on(async { TestRelay::stopped(aep_relay::RelayConfig::default()) })
+        .unwrap();
+    (rt, relay)
 }
 
 fn payload(i: usize) -> Vec<u8> {
@@ -166,10 +171,7 @@ fn seqs(events: &[Event], session: &str) -> Vec<u64> {
 
 #[test]
 fn a_relay_that_is_down_costs_a_spool_and_the_next_hook_delivers_it_in_order_once() {
-    let rt = runtime();
-    let mut relay = rt
-        .block_on(async { TestRelay::stopped(aep_relay::RelayConfig::default()) })
-        .unwrap();
+    let (rt, mut relay) = stopped_relay();
     let url = relay.url();
     let state = scratch();
     for i in 0..5 {
@@ -192,37 +194,43 @@ fn a_relay_that_is_down_costs_a_spool_and_the_next_hook_delivers_it_in_order_onc
 
 #[test]
 fn aep_hook_flush_delivers_the_spool_and_says_what_is_left() {
-    let rt = runtime();
-    let mut relay = rt
-        .block_on(async { TestRelay::stopped(aep_relay::RelayConfig::default()) })
-        .unwrap();
+    let (rt, mut relay) = stopped_relay();
     let url = relay.url();
     let state = scratch();
     let dir = state.path().to_str().unwrap();
     for i in 0..3 {
         hook("codex", None, &payload(i), &url, state.path(), &[]).expect(0);
     }
-    let down = run_with(
-        &["hook", "flush", "--url", &url, "--state-dir", dir],
-        b"",
-        Duration::from_secs(30),
-    );
-    down.expect(5).stderr_has("3 events still spooled");
+    flush(&url, dir)
+        .expect(5)
+        .stderr_has("3 events still spooled");
     rt.block_on(relay.restart()).unwrap();
-    let up = run_with(
-        &["hook", "flush", "--url", &url, "--state-dir", dir],
-        b"",
-        Duration::from_secs(30),
-    );
-    up.expect(0).stderr_has("3 sent, 0 rejected, 0 waiting");
+    flush(&url, dir)
+        .expect(0)
+        .stderr_has("3 sent, 0 rejected, 0 waiting");
     assert_eq!(seqs(&history_open(&url), "spooled"), [0, 1, 2]);
     // Flushing an empty spool is done at once.
+    flush(&url, dir).expect(0);
+}
+
+/// `aep hook flush` of the spool in `dir` to the relay at `url`.
+fn flush(url: &str, dir: &str) -> Run {
     run_with(
-        &["hook", "flush", "--url", &url, "--state-dir", dir],
+        &["hook", "flush", "--url", url, "--state-dir", dir],
         b"",
         Duration::from_secs(30),
     )
-    .expect(0);
+}
+
+/// The text of `file` in the one spool under the hook state directory `state`.
+fn spooled(state: &Path, file: &str) -> String {
+    let spool = std::fs::read_dir(state.join("spool"))
+        .unwrap()
+        .next()
+        .expect("a spool")
+        .unwrap()
+        .path();
+    std::fs::read_to_string(spool.join(file)).unwrap()
 }
 
 /// One history pass over a relay without a token.
@@ -279,13 +287,7 @@ fn a_wedged_relay_costs_the_budget_and_nothing_is_lost() {
         &["--budget", "300"],
     );
     r.expect(0).stderr_has("did not answer within the budget");
-    let spool = std::fs::read_dir(state.path().join("spool"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let waiting = std::fs::read_to_string(spool.join("events.jsonl")).unwrap();
+    let waiting = spooled(state.path(), "events.jsonl");
     assert_eq!(waiting.lines().count(), 1);
 }
 
@@ -296,13 +298,7 @@ fn a_relay_that_refuses_an_event_for_good_keeps_it_aside() {
     ));
     let state = scratch();
     hook("vscode", None, &payload(0), &url, state.path(), &[]).expect(0);
-    let spool = std::fs::read_dir(state.path().join("spool"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let rejected = std::fs::read_to_string(spool.join("rejected.jsonl")).unwrap();
+    let rejected = spooled(state.path(), "rejected.jsonl");
     assert_eq!(rejected.lines().count(), 1);
     assert!(rejected.contains("tool.requested"));
 }

@@ -10,6 +10,7 @@ use std::process::{Child, ChildStdin};
 use std::sync::mpsc::Receiver;
 use std::time::Duration;
 
+use crate::permission::requested;
 use common::{
     aep, dead_relay_url, eventually, finish, history, line_channel, relay, run, spawn, TOKEN,
 };
@@ -58,6 +59,18 @@ impl Client {
         let reply = self.recv();
         assert_eq!(reply["id"], id, "{reply}");
         reply
+    }
+
+    /// Calls the `ask_human` tool without waiting: its reply comes once a person answers.
+    fn ask_human(&mut self, id: u64, arguments: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": "ask_human", "arguments": arguments}}));
+    }
+
+    /// Ends the client's input: the server ends its session and exits 0.
+    fn close(self) {
+        drop(self.stdin);
+        finish(self.child, b"", Duration::from_secs(20)).expect(0);
     }
 
     fn tool(&mut self, id: u64, name: &str, arguments: Value) -> Value {
@@ -165,9 +178,7 @@ fn handshake_tools_and_emit_event() {
         .iter()
         .any(|e| e.event_type() == "session.started" && e.session() == Some("mcp-a")));
 
-    drop(c.stdin);
-    let r = finish(c.child, b"", Duration::from_secs(20));
-    r.expect(0);
+    c.close();
     assert!(history(relay.url())
         .iter()
         .any(|e| e.event_type() == "session.ended" && e.session() == Some("mcp-a")));
@@ -178,23 +189,13 @@ fn ask_human_waits_for_the_answer_and_reports_a_timeout() {
     let relay = relay();
     let mut c = Client::start(relay.url(), "mcp-b");
     handshake(&mut c);
-    c.send(&json!({"jsonrpc": "2.0", "id": 10, "method": "tools/call", "params": {
-        "name": "ask_human", "arguments": {"prompt": "Deploy to production?", "options": [{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}]}
-    }}));
-    // a person sees the request and answers it with the CLI
-    let mut request = None;
-    eventually(
-        "the attention request at the relay",
-        Duration::from_secs(10),
-        || {
-            request = history(relay.url())
-                .into_iter()
-                .find(|e| e.event_type() == "attention.requested" && e.session() == Some("mcp-b"))
-                .map(|e| e.id().to_owned());
-            request.is_some()
-        },
+    let options = json!([{"id": "yes", "label": "Yes"}, {"id": "no", "label": "No"}]);
+    c.ask_human(
+        10,
+        json!({"prompt": "Deploy to production?", "options": options}),
     );
-    let request = request.unwrap();
+    // a person sees the request and answers it with the CLI
+    let request = requested(relay.url(), "mcp-b").id().to_owned();
     let r = run(&[
         "respond",
         "mcp-b",
@@ -260,8 +261,7 @@ fn ask_human_waits_for_the_answer_and_reports_a_timeout() {
                 .any(|e| e.event_type() == "attention.timeout")
         },
     );
-    drop(c.stdin);
-    finish(c.child, b"", Duration::from_secs(20)).expect(0);
+    c.close();
 }
 
 #[test]
@@ -285,8 +285,7 @@ fn a_second_run_into_the_same_session_writes_after_the_first() {
             json!({"type": "x.test.milestone.reached", "data": {"run": run}}),
         );
         assert_eq!(ok["result"]["isError"], false, "{ok}");
-        drop(c.stdin);
-        finish(c.child, b"", Duration::from_secs(20)).expect(0);
+        c.close();
     }
     let mut held: Vec<_> = history(relay.url())
         .into_iter()
@@ -325,20 +324,8 @@ fn ask_human_checks_answers_against_the_request() {
     let relay = relay();
     let mut c = Client::start(relay.url(), "mcp-check");
     handshake(&mut c);
-    c.send(
-        &json!({"jsonrpc": "2.0", "id": 30, "method": "tools/call", "params": {
-            "name": "ask_human", "arguments": {"prompt": "Ship it?", "kind": "permission"}
-        }}),
-    );
-    let mut request = None;
-    eventually("the request at the relay", Duration::from_secs(10), || {
-        request = history(relay.url())
-            .into_iter()
-            .find(|e| e.event_type() == "attention.requested" && e.session() == Some("mcp-check"))
-            .map(|e| e.id().to_owned());
-        request.is_some()
-    });
-    let request = request.unwrap();
+    c.ask_human(30, json!({"prompt": "Ship it?", "kind": "permission"}));
+    let request = requested(relay.url(), "mcp-check").id().to_owned();
     let respond = |flag: &str, value: &str| {
         run(&[
             "respond",
@@ -363,8 +350,7 @@ fn ask_human_checks_answers_against_the_request() {
         json!({"option": "allow"}),
         "{reply}"
     );
-    drop(c.stdin);
-    finish(c.child, b"", Duration::from_secs(20)).expect(0);
+    c.close();
 }
 
 /// Invalid JSON-RPC gets the JSON-RPC error, with `id` `null` where the id itself is
@@ -402,8 +388,7 @@ fn invalid_json_rpc_is_answered_with_its_error() {
     assert_eq!(c.recv()["error"]["code"], -32600);
     // and the server goes on
     assert_eq!(c.call(32, "ping", json!({}))["result"], json!({}));
-    drop(c.stdin);
-    finish(c.child, b"", Duration::from_secs(20)).expect(0);
+    c.close();
 }
 
 /// `emit_event` neither starts nor ends a session: the server's own is its own, and
@@ -431,8 +416,7 @@ fn emit_event_starts_and_ends_no_session() {
         json!({"type": "progress.status", "session": "someone-elses", "data": {"message": "hi"}}),
     );
     assert_eq!(fine["result"]["isError"], false, "{fine}");
-    drop(c.stdin);
-    finish(c.child, b"", Duration::from_secs(20)).expect(0);
+    c.close();
     let held = history(relay.url());
     assert!(!held
         .iter()
@@ -467,8 +451,7 @@ fn ask_human_refuses_a_timeout_past_the_bound() {
         ask["inputSchema"]["properties"]["timeout_s"]["maximum"],
         3600
     );
-    drop(c.stdin);
-    finish(c.child, b"", Duration::from_secs(20)).expect(0);
+    c.close();
     assert!(!history(relay.url())
         .iter()
         .any(|e| e.event_type() == "attention.requested"));
@@ -482,20 +465,8 @@ fn the_end_of_stdin_withdraws_a_pending_ask_and_exits() {
     let relay = relay();
     let mut c = Client::start(relay.url(), "mcp-eof");
     handshake(&mut c);
-    c.send(
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-            "name": "ask_human", "arguments": {"prompt": "Still there?", "timeout_s": 3600}
-        }}),
-    );
-    let mut request = None;
-    eventually("the attention request", Duration::from_secs(10), || {
-        request = history(relay.url())
-            .into_iter()
-            .find(|e| e.event_type() == "attention.requested")
-            .map(|e| e.id().to_owned());
-        request.is_some()
-    });
-    let request = request.unwrap();
+    c.ask_human(2, json!({"prompt": "Still there?", "timeout_s": 3600}));
+    let request = requested(relay.url(), "mcp-eof").id().to_owned();
     drop(c.stdin);
     // well before the hour the ask allowed
     finish(c.child, b"", Duration::from_secs(30)).expect(0);

@@ -25,6 +25,19 @@ fn start_hook(url: &str, dir: &Path, payload: &Value, hold_ms: &str) -> (Child, 
     (spawn(cmd), payload.to_string().into_bytes())
 }
 
+/// `aep hook claude-code` on `payload` of `session`, holding for a minute on a thread of
+/// its own (its outcome when joined), and the `attention.requested` it put at the relay.
+fn held_hook(
+    url: &str,
+    dir: &Path,
+    payload: &Value,
+    session: &str,
+) -> (std::thread::JoinHandle<Run>, Event) {
+    let (child, stdin) = start_hook(url, dir, payload, "60000");
+    let writer = std::thread::spawn(move || finish(child, &stdin, Duration::from_secs(90)));
+    (writer, requested(url, session))
+}
+
 /// The `attention.requested` of `session` once the relay holds it.
 pub(crate) fn requested(url: &str, session: &str) -> Event {
     let deadline = Instant::now() + Duration::from_secs(60);
@@ -74,6 +87,12 @@ fn session_events(url: &str, session: &str) -> Vec<Event> {
         .collect()
 }
 
+/// The first of `events` of type `ty`.
+fn of_type<'a>(events: &'a [Event], ty: &str) -> &'a Event {
+    let found = events.iter().find(|e| e.event_type() == ty);
+    found.unwrap_or_else(|| panic!("no {ty} in {events:?}"))
+}
+
 /// `aep validate` finds nothing in `events`.
 fn validates(dir: &Path, events: &[Event]) {
     let path = dir.join("held.jsonl");
@@ -91,9 +110,7 @@ fn validates(dir: &Path, events: &[Event]) {
 fn an_allow_from_aep_respond_is_claude_code_s_allow_decision() {
     let relay = relay();
     let dir = scratch();
-    let (child, stdin) = start_hook(relay.url(), dir.path(), &permission("p-allow"), "60000");
-    let writer = std::thread::spawn(move || finish(child, &stdin, Duration::from_secs(90)));
-    let request = requested(relay.url(), "p-allow");
+    let (writer, request) = held_hook(relay.url(), dir.path(), &permission("p-allow"), "p-allow");
     assert_eq!(request.data().unwrap()["options"][0]["id"], "allow");
     // answerable until the hold ends (AEP-0002 §5.3 `expires_at`)
     assert!(request.data().unwrap()["expires_at"].is_string());
@@ -107,14 +124,8 @@ fn an_allow_from_aep_respond_is_claude_code_s_allow_decision() {
         json!({"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": {"behavior": "allow"}}})
     );
     let events = session_events(relay.url(), "p-allow");
-    let ack = events
-        .iter()
-        .find(|e| e.event_type() == "control.accepted")
-        .unwrap();
-    let answered = events
-        .iter()
-        .find(|e| e.event_type() == "attention.answered")
-        .unwrap();
+    let ack = of_type(&events, "control.accepted");
+    let answered = of_type(&events, "attention.answered");
     assert_eq!(answered.subject(), Some(request.id()));
     assert_eq!(answered.cause(), ack.cause());
     assert_eq!(answered.data().unwrap()["answer"]["option"], "allow");
@@ -131,9 +142,7 @@ fn an_allow_from_aep_respond_is_claude_code_s_allow_decision() {
 fn text_naming_no_option_is_a_deny_with_the_text_as_guidance() {
     let relay = relay();
     let dir = scratch();
-    let (child, stdin) = start_hook(relay.url(), dir.path(), &permission("p-deny"), "60000");
-    let writer = std::thread::spawn(move || finish(child, &stdin, Duration::from_secs(90)));
-    let request = requested(relay.url(), "p-deny");
+    let (writer, request) = held_hook(relay.url(), dir.path(), &permission("p-deny"), "p-deny");
     // An option the request does not offer: nacked `invalid`, the request stays open.
     let wrong = respond(relay.url(), "p-deny", request.id(), &["--option", "maybe"]);
     wrong.expect(3);
@@ -153,10 +162,7 @@ fn text_naming_no_option_is_a_deny_with_the_text_as_guidance() {
         json!({"behavior": "deny", "message": "run make clean instead"})
     );
     let events = session_events(relay.url(), "p-deny");
-    let answered = events
-        .iter()
-        .find(|e| e.event_type() == "attention.answered")
-        .unwrap();
+    let answered = of_type(&events, "attention.answered");
     // AEP-0008: the recorded answer is the option applied; the text, at `redacted`.
     assert_eq!(answered.data().unwrap()["answer"]["option"], "deny");
     assert_eq!(
@@ -178,14 +184,8 @@ fn no_answer_in_time_leaves_the_decision_to_claude_code_s_own_prompt() {
     hook.expect(0);
     assert_eq!(hook.stdout, "", "the neutral reply: no decision");
     let events = session_events(relay.url(), "p-late");
-    let request = events
-        .iter()
-        .find(|e| e.event_type() == "attention.requested")
-        .unwrap();
-    let timeout = events
-        .iter()
-        .find(|e| e.event_type() == "attention.timeout")
-        .unwrap();
+    let request = of_type(&events, "attention.requested");
+    let timeout = of_type(&events, "attention.timeout");
     assert_eq!(timeout.subject(), Some(request.id()));
     // A later answer finds nothing pending: nothing holds the session any more.
     let late = run(&[
@@ -215,9 +215,7 @@ fn an_ask_user_question_form_is_answered_with_claude_code_s_updated_input() {
         "tool_name": "AskUserQuestion", "tool_use_id": "toolu_1", "tool_input": {"questions": [
             {"question": "Which database?", "header": "DB", "multiSelect": false,
              "options": [{"label": "PostgreSQL", "description": "server"}, {"label": "SQLite", "description": "file"}]}]}});
-    let (child, stdin) = start_hook(relay.url(), dir.path(), &payload, "60000");
-    let writer = std::thread::spawn(move || finish(child, &stdin, Duration::from_secs(90)));
-    let request = requested(relay.url(), "p-form");
+    let (writer, request) = held_hook(relay.url(), dir.path(), &payload, "p-form");
     assert_eq!(request.data().unwrap()["kind"], "form");
     // a form needs values: an option is nacked, the question stays open
     respond(relay.url(), "p-form", request.id(), &["--option", "1"]).expect(3);

@@ -262,6 +262,20 @@ fn toml_and_yaml_get_a_fenced_block_at_the_end() {
     );
 }
 
+/// What a plugin makes of a session with one tool call in it, in order.
+const ONE_TOOL_RUN: [&str; 5] = [
+    "session.started",
+    "run.started",
+    "tool.requested",
+    "tool.completed",
+    "run.finished",
+];
+
+/// The events' types, in order.
+fn types(events: &[aep::protocol::Event]) -> Vec<&str> {
+    events.iter().map(|e| e.event_type()).collect()
+}
+
 /// Waits for the relay at `url` to hold `n` events of `agent`.
 fn held(url: &str, agent: &str, n: usize) -> Vec<aep::protocol::Event> {
     let end = Instant::now() + Duration::from_secs(30);
@@ -304,6 +318,14 @@ fn cline_s_hook_scripts_hand_the_payload_to_aep_hook() {
     assert_eq!(events[0].event_type(), "run.started");
 }
 
+/// `aep setup AGENT --project --dir PROJECT ARGS...`, with `HOME` at the project too.
+fn in_project(project: &Path, agent: &str, args: &[&str]) -> Run {
+    let dir = project.to_str().unwrap();
+    let mut all = vec![agent, "--project", "--dir", dir];
+    all.extend_from_slice(args);
+    setup(project, &all)
+}
+
 /// Runs a Node ES module with the hook environment, or skips saying why.
 fn node(script: &str, relay_url: &str, state: &Path) -> Option<Run> {
     if aep_test_support::external::skip_for(
@@ -332,12 +354,7 @@ fn the_opencode_and_kilo_plugins_run_under_node_and_hand_every_moment_to_aep_hoo
         let relay = relay();
         let project = scratch();
         let state = scratch();
-        let dir = project.path().to_str().unwrap();
-        setup(
-            project.path(),
-            &[agent, "--project", "--dir", dir, "--aep", aep],
-        )
-        .expect(0);
+        in_project(project.path(), agent, &["--aep", aep]).expect(0);
         let dirname = if agent == "opencode" {
             ".opencode"
         } else {
@@ -370,23 +387,8 @@ fn the_opencode_and_kilo_plugins_run_under_node_and_hand_every_moment_to_aep_hoo
         };
         r.expect(0);
         let events = held(relay.url(), agent, 5);
-        let types: Vec<&str> = events.iter().map(|e| e.event_type()).collect();
-        assert_eq!(
-            types,
-            [
-                "session.started",
-                "run.started",
-                "tool.requested",
-                "tool.completed",
-                "run.finished"
-            ],
-            "{agent}: in order"
-        );
-        setup(
-            project.path(),
-            &[agent, "--project", "--dir", dir, "--remove"],
-        )
-        .expect(0);
+        assert_eq!(types(&events), ONE_TOOL_RUN, "{agent}: in order");
+        in_project(project.path(), agent, &["--remove"]).expect(0);
         assert!(!plugin.exists());
     }
 }
@@ -423,17 +425,7 @@ fn the_pi_extension_registers_observers_only_and_hands_events_to_aep_hook() {
     };
     r.expect(0);
     let events = held(relay.url(), "pi", 5);
-    let types: Vec<&str> = events.iter().map(|e| e.event_type()).collect();
-    assert_eq!(
-        types,
-        [
-            "session.started",
-            "run.started",
-            "tool.requested",
-            "tool.completed",
-            "run.finished"
-        ]
-    );
+    assert_eq!(types(&events), ONE_TOOL_RUN);
     assert!(events.iter().all(|e| e.session() == Some("pi_1")));
     let _ = run_with(&["--version"], b"", Duration::from_secs(5));
 }
@@ -444,12 +436,7 @@ fn the_opencode_plugin_s_permission_ask_takes_its_answer_over_control() {
     let relay = relay();
     let project = scratch();
     let state = scratch();
-    let dir = project.path().to_str().unwrap();
-    setup(
-        project.path(),
-        &["opencode", "--project", "--dir", dir, "--aep", aep],
-    )
-    .expect(0);
+    in_project(project.path(), "opencode", &["--aep", aep]).expect(0);
     let plugin = project.path().join(".opencode/plugins/aep.js");
     let script = format!(
         r#"
