@@ -51,13 +51,19 @@ impl Loop {
     }
 
     /// Asks `request` on a task of its own.
-    fn ask(
-        &self,
+    /// Asks `request` on a task of its own (the ask, when joined), and the
+    /// `attention.requested` it put on the wire.
+    async fn ask(
+        &mut self,
         request: AttentionRequest,
-    ) -> tokio::task::JoinHandle<Result<aep_core::attention::Answer, AskError>> {
+    ) -> (
+        tokio::task::JoinHandle<Result<aep_core::attention::Answer, AskError>>,
+        Event,
+    ) {
         let target = self.target.clone();
         let session = self.session.clone();
-        tokio::spawn(async move { target.ask(&session, request).await })
+        let asked = tokio::spawn(async move { target.ask(&session, request).await });
+        (asked, self.next("attention.requested").await)
     }
 }
 
@@ -71,8 +77,9 @@ fn nack(result: Result<Event, ControlError>) -> (NackReason, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_is_acked_recorded_and_returned() {
     let mut l = start("att-basic").await;
-    let asked = l.ask(AttentionRequest::permission("Run `terraform apply`?"));
-    let request = l.next("attention.requested").await;
+    let (asked, request) = l
+        .ask(AttentionRequest::permission("Run `terraform apply`?"))
+        .await;
     assert_eq!(request.severity(), Severity::Notice);
     let data = request.data().unwrap();
     assert_eq!(data["kind"], "permission");
@@ -124,8 +131,7 @@ async fn invalid_answers_are_nacked_and_the_request_stays_pending() {
                 .choice("eu", "Europe")
                 .choice("us", "US"),
         );
-    let asked = l.ask(form);
-    let request = l.next("attention.requested").await;
+    let (asked, request) = l.ask(form).await;
     assert_eq!(
         request.data().unwrap()["fields"].as_array().unwrap().len(),
         3
@@ -176,8 +182,7 @@ async fn invalid_answers_are_nacked_and_the_request_stays_pending() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn text_naming_no_option_is_the_refusal_never_the_permission() {
     let mut l = start("att-text").await;
-    let asked = l.ask(AttentionRequest::permission("Push to main?"));
-    let request = l.next("attention.requested").await;
+    let (asked, request) = l.ask(AttentionRequest::permission("Push to main?")).await;
     l.respond(
         request.id(),
         json!({"text": "yes, but use the staging branch"}),
@@ -196,11 +201,12 @@ async fn text_naming_no_option_is_the_refusal_never_the_permission() {
     assert_eq!(answered.capture(), Capture::Redacted);
 
     // An option the request does not offer is invalid, and the next answer counts.
-    let asked = l.ask(AttentionRequest::choice(
-        "Which database?",
-        [("pg", "PostgreSQL"), ("lite", "SQLite")],
-    ));
-    let request = l.next("attention.requested").await;
+    let (asked, request) = l
+        .ask(AttentionRequest::choice(
+            "Which database?",
+            [("pg", "PostgreSQL"), ("lite", "SQLite")],
+        ))
+        .await;
     let (reason, detail) = nack(l.respond(request.id(), json!({"option": "mysql"})).await);
     assert_eq!(reason, NackReason::Invalid);
     assert!(detail.contains("pg, lite"), "{detail}");
@@ -214,8 +220,9 @@ async fn text_naming_no_option_is_the_refusal_never_the_permission() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_emits_attention_timeout() {
     let mut l = start("att-timeout").await;
-    let asked = l.ask(AttentionRequest::input("Anyone there?").timeout(Duration::from_millis(300)));
-    let request = l.next("attention.requested").await;
+    let (asked, request) = l
+        .ask(AttentionRequest::input("Anyone there?").timeout(Duration::from_millis(300)))
+        .await;
     assert!(request.data().unwrap()["expires_at"].is_string());
     let err = asked.await.unwrap().unwrap_err();
     assert!(err.is_timeout(), "{err}");
@@ -234,8 +241,9 @@ async fn a_deadline_emits_attention_timeout() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_the_ask_withdraws_the_request() {
     let mut l = start("att-withdraw").await;
-    let asked = l.ask(AttentionRequest::permission("Delete the cache?"));
-    let request = l.next("attention.requested").await;
+    let (asked, request) = l
+        .ask(AttentionRequest::permission("Delete the cache?"))
+        .await;
     asked.abort();
     assert!(asked.await.unwrap_err().is_cancelled());
     let withdrawn = l.next("attention.resolved").await;

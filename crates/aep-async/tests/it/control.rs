@@ -19,6 +19,7 @@ use aep_core::frame::{
     Capabilities, ControlCapability, Frame, Hello, Message as AepMessage, Role, Subscribe,
 };
 use aep_core::Event;
+use aep_test_support::task::AbortOnDrop;
 use futures::{SinkExt, StreamExt};
 use serde_json::json;
 use tokio::net::TcpListener;
@@ -60,19 +61,8 @@ async fn agent(url: &str, session: &str, target: &ControlTarget) -> Agent {
 /// claim is live).
 async fn console_for(url: &str, session: &str) -> ControlClient {
     let client = fast(url).control(ControlOptions::new()).await.unwrap();
-    for _ in 0..200 {
-        if client
-            .roster()
-            .await
-            .unwrap()
-            .iter()
-            .any(|e| e.session == session)
-        {
-            return client;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    panic!("session {session} never claimed");
+    common::wait_claimed(&client, session).await;
+    client
 }
 
 /// An agent holding `session` through `url` whose target decides every command it gets
@@ -335,19 +325,7 @@ async fn no_route_and_ambiguous_are_refused_by_the_relay() {
 
     let a = raw_emitter(relay.url(), "twice", &["control.pause"]).await;
     let b = raw_emitter(relay.url(), "twice", &["control.pause"]).await;
-    for _ in 0..200 {
-        let n = client
-            .roster()
-            .await
-            .unwrap()
-            .iter()
-            .filter(|e| e.session == "twice")
-            .count();
-        if n == 2 {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    common::until_claims(&client, "twice", 2).await;
     let err = client
         .send("control.pause", "twice", SendOptions::new())
         .await
@@ -437,7 +415,7 @@ async fn a_server_that_never_answers_is_a_connect_timeout() {
 /// text message with `script(text)`.
 struct Scripted {
     url: String,
-    task: tokio::task::JoinHandle<()>,
+    _task: AbortOnDrop,
 }
 
 impl Scripted {
@@ -448,7 +426,7 @@ impl Scripted {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let script = Arc::new(script);
-        let task = tokio::spawn(async move {
+        let _task = AbortOnDrop::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
                 let script = script.clone();
                 let hello = hello.clone();
@@ -473,13 +451,7 @@ impl Scripted {
                 });
             }
         });
-        Scripted { url, task }
-    }
-}
-
-impl Drop for Scripted {
-    fn drop(&mut self) {
-        self.task.abort();
+        Scripted { url, _task }
     }
 }
 
@@ -579,7 +551,7 @@ async fn roster_is_refused_at_once_without_the_capability() {
 /// A WebSocket proxy in front of a relay. `rule(to_client, text)` decides per message.
 struct Proxy {
     url: String,
-    task: tokio::task::JoinHandle<()>,
+    _task: AbortOnDrop,
     connections: Arc<AtomicUsize>,
 }
 
@@ -601,7 +573,7 @@ impl Proxy {
         let rule = Arc::new(rule);
         let connections = Arc::new(AtomicUsize::new(0));
         let count = connections.clone();
-        let task = tokio::spawn(async move {
+        let _task = AbortOnDrop::spawn(async move {
             while let Ok((tcp, _)) = listener.accept().await {
                 count.fetch_add(1, Ordering::SeqCst);
                 let rule = rule.clone();
@@ -644,15 +616,9 @@ impl Proxy {
         });
         Proxy {
             url,
-            task,
+            _task,
             connections,
         }
-    }
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        self.task.abort();
     }
 }
 

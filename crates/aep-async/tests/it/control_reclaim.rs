@@ -8,11 +8,13 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use aep_async::control::{ControlClient, ControlOptions, ControlTarget, SendOptions};
+use aep_async::control::{ControlOptions, ControlTarget, SendOptions};
 use aep_async::{Client, Emitter, WsSinkOptions};
 use serde_json::json;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
+
+use crate::common::{claims, until_claims};
 
 const TOKEN: &str = "t0ken";
 
@@ -71,28 +73,6 @@ impl Drop for Cutter {
         self.cut();
         self.accept.abort();
     }
-}
-
-/// How many live claims the relay reports for `session` (its `roster`, AEP-0003 §4.1).
-async fn claims(client: &ControlClient, session: &str) -> usize {
-    client
-        .roster()
-        .await
-        .unwrap()
-        .iter()
-        .filter(|e| e.session == session)
-        .count()
-}
-
-/// Polls until the relay reports `want` claims on `session`; false after ~10 s.
-async fn until_claims(client: &ControlClient, session: &str, want: usize) -> bool {
-    for _ in 0..1000 {
-        if claims(client, session).await == want {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    false
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

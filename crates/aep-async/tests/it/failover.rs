@@ -67,6 +67,13 @@ fn ids(events: &[Event]) -> Vec<String> {
     events.iter().map(|e| e.id().to_owned()).collect()
 }
 
+/// A client of both relays (`first` preferred) with the token, backing off fast.
+fn both(first: &TestRelay, second: &TestRelay) -> Client {
+    Client::new([first.url(), second.url()])
+        .token(TOKEN)
+        .backoff(MS(20), MS(100))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_http_sink_whose_first_relay_is_down_delivers_to_the_second() {
     let down = TestRelay::stopped(config()).unwrap();
@@ -247,15 +254,12 @@ async fn two_relays_and_a_reader(
         .map(|seq| json_event("progress.status", &session, seq))
         .collect();
     let notices = Recorder::default();
-    let sub = Client::new([a.url(), b.url()])
-        .token(TOKEN)
-        .backoff(MS(20), MS(100))
-        .subscribe(
-            SubscribeOptions::new()
-                .transport(transport)
-                .filter(json!({ "session": session }))
-                .on_notice(notices.handler()),
-        );
+    let sub = both(&a, &b).subscribe(
+        SubscribeOptions::new()
+            .transport(transport)
+            .filter(json!({ "session": session }))
+            .on_notice(notices.handler()),
+    );
     notices.wait_for("Connected").await;
     (a, b, events, notices, sub)
 }
@@ -380,18 +384,14 @@ async fn a_subscription_given_no_relay_ends_saying_so() {
 async fn a_control_client_connects_to_the_first_relay_that_answers_and_fails_over() {
     let mut a = TestRelay::stopped(config()).unwrap();
     let mut b = TestRelay::start(config()).await.unwrap();
-    let relays = Client::new([a.url(), b.url()])
-        .token(TOKEN)
-        .backoff(MS(20), MS(100));
+    let relays = both(&a, &b);
     let client = relays.control(ControlOptions::new()).await.unwrap();
 
     // The target follows the same relays; the command reaches it through b.
     let target = ControlTarget::builder(["control.pause"]).handler(|cmd| async move {
         cmd.accept().unwrap();
     });
-    let sink = Client::new([a.url(), b.url()])
-        .token(TOKEN)
-        .backoff(MS(20), MS(100))
+    let sink = both(&a, &b)
         .ws_sink(WsSinkOptions::new("agent", "h/1").command_hook(target.clone()))
         .unwrap();
     let emitter = Emitter::new("agent", "h", sink);
@@ -471,15 +471,12 @@ async fn a_subscription_from_all_starts_on_the_relay_that_answers() {
         .collect();
     assert_eq!(post_ndjson(&up.url(), TOKEN, &events).await.status(), 202);
     let notices = Recorder::default();
-    let sub = Client::new([down.url(), up.url()])
-        .token(TOKEN)
-        .backoff(MS(20), MS(100))
-        .subscribe(
-            SubscribeOptions::new()
-                .start_from(StartFrom::All)
-                .history_only()
-                .on_notice(notices.handler()),
-        );
+    let sub = both(&down, &up).subscribe(
+        SubscribeOptions::new()
+            .start_from(StartFrom::All)
+            .history_only()
+            .on_notice(notices.handler()),
+    );
     let got: Vec<Event> = sub.collect().await;
     assert_eq!(got.len(), 2, "{:?}", notices.all());
     assert!(notices.any("ReplayComplete"));

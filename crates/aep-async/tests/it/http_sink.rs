@@ -32,6 +32,11 @@ fn bodies(server: &Scripted) -> Vec<(String, Vec<Event>)> {
         .collect()
 }
 
+/// An emitter (agent `a`, host `h`) on an HTTP sink to `url`.
+fn emitter_to(url: &str, options: HttpSinkOptions) -> Emitter {
+    Emitter::new("a", "h", Client::new(url).http_sink(options).unwrap())
+}
+
 /// Emits `n` events in one session through `sink` and flushes: every one is delivered.
 async fn deliver(sink: HttpSink, n: u64) {
     let emitter = Emitter::new("a", "h", sink);
@@ -77,10 +82,7 @@ async fn batches_ndjson_in_order_with_version_and_token() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_event_goes_as_one_json_body() {
     let server = Scripted::start(|_| status_response(202)).await;
-    let sink = Client::new(&server.url)
-        .http_sink(HttpSinkOptions::new())
-        .unwrap();
-    let emitter = Emitter::new("a", "h", sink);
+    let emitter = emitter_to(&server.url, HttpSinkOptions::new());
     let event = emitter
         .session("s")
         .emit("tool.called", json!({"tool": "ls"}))
@@ -166,10 +168,7 @@ async fn a_retry_after_within_the_ceiling_is_waited_for() {
     assert_eq!(reqs[0].1, reqs[1].1);
 
     let server = Scripted::start(|_| status_response(429)).await;
-    let sink = Client::new(&server.url)
-        .http_sink(HttpSinkOptions::new().on_report(|_| {}))
-        .unwrap();
-    let emitter = Emitter::new("a", "h", sink);
+    let emitter = emitter_to(&server.url, HttpSinkOptions::new().on_report(|_| {}));
     emitter.session("s").emit("tool.called", json!({})).unwrap();
     emitter.flush().await;
     assert_eq!(emitter.stats().rejected, 1);
@@ -181,12 +180,9 @@ async fn client_refusal_is_final_and_reported() {
     let server = Scripted::start(|_| status_response(400)).await;
     let reports = Arc::new(Mutex::new(Vec::new()));
     let log = reports.clone();
-    let sink = Client::new(&server.url)
-        .http_sink(
-            HttpSinkOptions::new().on_report(move |r| log.lock().unwrap().push(r.to_string())),
-        )
-        .unwrap();
-    let emitter = Emitter::new("a", "h", sink);
+    let options =
+        HttpSinkOptions::new().on_report(move |r| log.lock().unwrap().push(r.to_string()));
+    let emitter = emitter_to(&server.url, options);
     emitter.session("s").emit("tool.called", json!({})).unwrap();
     emitter.close().await;
     assert_eq!(emitter.stats().rejected, 1);
@@ -254,10 +250,7 @@ async fn bounded_queue_drops_debug_and_info_first_under_pressure() {
 async fn dropping_the_emitter_still_delivers_in_the_background() {
     let server = Scripted::start(|_| status_response(202)).await;
     {
-        let sink = Client::new(&server.url)
-            .http_sink(HttpSinkOptions::new())
-            .unwrap();
-        let emitter = Emitter::new("a", "h", sink);
+        let emitter = emitter_to(&server.url, HttpSinkOptions::new());
         emitter.session("s").emit("tool.called", json!({})).unwrap();
     }
     for _ in 0..400 {

@@ -106,20 +106,7 @@ async fn subscriptions_an_http_emit_and_a_control_round_trip_over_tls() {
     session.emit("session.started", json!({})).unwrap();
     agent.flush().await;
     let console = client.control(ControlOptions::new()).await.unwrap();
-    let claimed = async {
-        while !console
-            .roster()
-            .await
-            .unwrap()
-            .iter()
-            .any(|e| e.session == "s-ctl")
-        {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    };
-    tokio::time::timeout(WAIT, claimed)
-        .await
-        .expect("the session claimed within 20 s");
+    crate::common::wait_claimed(&console, "s-ctl").await;
     let ack = console
         .send("control.pause", "s-ctl", SendOptions::new())
         .await

@@ -5,8 +5,7 @@
 use std::time::{Duration, Instant};
 
 use aep_blocking::control::{
-    AskError, AttentionRequest, ControlOptions, ControlTarget, NackReason, RejectReason,
-    SendOptions,
+    AskError, AttentionRequest, ControlTarget, NackReason, RejectReason, SendOptions,
 };
 use aep_blocking::{Client, Emitter, Error, SubscribeOptions, Subscription, WsSinkOptions};
 use aep_core::redact::{RedactOptions, Redactor};
@@ -14,6 +13,8 @@ use aep_core::{Capture, Event};
 use aep_relay::Relay;
 use aep_testing::ThreadRelay;
 use serde_json::json;
+
+use crate::console_for;
 
 const TOKEN: &str = "sesame";
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -49,20 +50,7 @@ fn ask_blocks_until_a_valid_answer_or_the_timeout() {
     let session = target.attach(emitter.session("s-ask"));
     session.emit("session.started", json!({})).unwrap();
 
-    let client = Client::new(relay.url())
-        .token(TOKEN)
-        .control(ControlOptions::new())
-        .unwrap();
-    let deadline = Instant::now() + PATIENCE;
-    while !client
-        .roster()
-        .unwrap()
-        .iter()
-        .any(|e| e.session == "s-ask")
-    {
-        assert!(Instant::now() < deadline, "s-ask never claimed");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let client = console_for(relay.url(), TOKEN, "s-ask");
     let options = SubscribeOptions::new()
         .from_all()
         .filter(json!({"session": "s-ask"}));

@@ -5,8 +5,8 @@
 use std::time::{Duration, Instant};
 
 use aep_blocking::control::{
-    ControlClient, ControlError, ControlOptions, ControlTarget, DuplexOptions, Nack, NackReason,
-    RejectReason, SendOptions,
+    ControlError, ControlOptions, ControlTarget, DuplexOptions, Nack, NackReason, RejectReason,
+    SendOptions,
 };
 use aep_blocking::{
     Client, EmitOptions, Emitter, Error, SessionEmitter, TransportError, WsSinkOptions,
@@ -15,6 +15,8 @@ use aep_core::frame::{Frame, IdFrame, Message};
 use aep_relay::Relay;
 use aep_testing::ThreadRelay;
 use serde_json::json;
+
+use crate::console_for;
 
 const TOKEN: &str = "sesame";
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -63,31 +65,11 @@ fn agent(url: &str, session: &str) -> (Emitter, SessionEmitter) {
     (emitter, session)
 }
 
-/// Waits until the relay's roster shows `session` claimed, so commands can route.
-fn wait_claimed(client: &ControlClient, session: &str) {
-    let deadline = Instant::now() + PATIENCE;
-    loop {
-        let roster = client.roster().unwrap();
-        if roster.iter().any(|e| e.session == session) {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "{session} never claimed: {roster:?}"
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 #[test]
 fn accept_reject_unsupported_and_the_attention_round_trip() {
     let relay = ThreadRelay::start_with(Relay::builder().token(TOKEN)).unwrap();
     let (emitter, session) = agent(relay.url(), "s-sync");
-    let client = Client::new(relay.url())
-        .token(TOKEN)
-        .control(ControlOptions::new())
-        .unwrap();
-    wait_claimed(&client, "s-sync");
+    let client = console_for(relay.url(), TOKEN, "s-sync");
 
     let ack = client
         .send("control.pause", "s-sync", SendOptions::new())

@@ -1,13 +1,15 @@
 //! Steering from plain threads: instructions read as an iterator, each delivery audited,
 //! against the embedded relay.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use aep_blocking::control::{ControlOptions, ControlTarget, NackReason, SendOptions, Steering};
+use aep_blocking::control::{ControlTarget, NackReason, SendOptions, Steering};
 use aep_blocking::{Client, Emitter, Error, SubscribeOptions, WsSinkOptions};
 use aep_relay::Relay;
 use aep_testing::ThreadRelay;
 use serde_json::json;
+
+use crate::console_for;
 
 const TOKEN: &str = "sesame";
 
@@ -27,20 +29,7 @@ fn instructions_are_an_iterator_on_a_plain_thread() {
     let emitter = Emitter::new("sync-steered", "host-a", sink);
     let session = target.attach(emitter.session("s-steer"));
     session.emit("session.started", json!({})).unwrap();
-    let client = Client::new(relay.url())
-        .token(TOKEN)
-        .control(ControlOptions::new())
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !client
-        .roster()
-        .unwrap()
-        .iter()
-        .any(|e| e.session == "s-steer")
-    {
-        assert!(Instant::now() < deadline, "s-steer never claimed");
-        std::thread::sleep(Duration::from_millis(10));
-    }
+    let client = console_for(relay.url(), TOKEN, "s-steer");
     let instruct = |text: &str| {
         client.send(
             "x.acme.control.instruct",

@@ -189,21 +189,48 @@ pub async fn console_for(
         .control(aep_async::control::ControlOptions::new())
         .await
         .unwrap();
-    let claimed = async {
-        while !client
-            .roster()
-            .await
-            .unwrap()
-            .iter()
-            .any(|e| e.session == session)
-        {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(20), claimed)
-        .await
-        .expect("the session claimed within 20 s");
+    wait_claimed(&client, session).await;
     client
+}
+
+/// How many live claims the relay reports for `session` (its roster, AEP-0003 §4.1).
+#[cfg(feature = "ws")]
+pub async fn claims(client: &aep_async::control::ControlClient, session: &str) -> usize {
+    client
+        .roster()
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.session == session)
+        .count()
+}
+
+/// Polls until the relay reports `want` claims on `session`; false after
+/// [`PATIENCE`](aep_test_support::wait::PATIENCE).
+#[cfg(feature = "ws")]
+pub async fn until_claims(
+    client: &aep_async::control::ControlClient,
+    session: &str,
+    want: usize,
+) -> bool {
+    let deadline = std::time::Instant::now() + aep_test_support::wait::PATIENCE;
+    while std::time::Instant::now() < deadline {
+        if claims(client, session).await == want {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    false
+}
+
+/// Waits until the relay routes commands for `session` (one live claim); panics after
+/// [`PATIENCE`](aep_test_support::wait::PATIENCE).
+#[cfg(feature = "ws")]
+pub async fn wait_claimed(client: &aep_async::control::ControlClient, session: &str) {
+    assert!(
+        until_claims(client, session, 1).await,
+        "session {session} never claimed"
+    );
 }
 
 /// A WebSocket subscribed live to `session`, its `subscribed` frame read.
