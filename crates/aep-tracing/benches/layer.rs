@@ -34,7 +34,7 @@ use aep_core::Event;
 use criterion::{criterion_group, criterion_main, Criterion};
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
-use tracing::{info_span, Dispatch};
+use tracing::{info_span, Dispatch, Span};
 use tracing_subscriber::layer::SubscriberExt;
 
 /// A sink that takes every event and keeps none: the layer's and the emitter's cost,
@@ -140,43 +140,21 @@ fn agent_turn() {
     });
 }
 
-/// Times `iters` calls of `f` under `dispatch`, emptying the exporter every 1,000 calls
-/// outside the timing.
-fn timed(dispatch: &Dispatch, exporter: &InMemorySpanExporter, iters: u64, f: fn()) -> Duration {
-    tracing::dispatcher::with_default(dispatch, || {
-        let mut total = Duration::ZERO;
-        let mut left = iters;
-        while left > 0 {
-            let n = left.min(1_000);
-            let start = Instant::now();
-            for _ in 0..n {
-                f();
-            }
-            total += start.elapsed();
-            left -= n;
-            exporter.reset();
-        }
-        total
-    })
-}
-
-/// Times `iters` events made by `f` inside an open tool span, a new span every 1,000.
-fn timed_events(
+/// Times `iters` calls of `f` under `dispatch` in batches of 1,000, each batch inside
+/// the span `around` makes (entered outside the timing), emptying the exporter between
+/// batches.
+fn timed(
     dispatch: &Dispatch,
     exporter: &InMemorySpanExporter,
     iters: u64,
-    f: fn(),
+    (around, f): (fn() -> Span, fn()),
 ) -> Duration {
     tracing::dispatcher::with_default(dispatch, || {
         let mut total = Duration::ZERO;
         let mut left = iters;
         while left > 0 {
             let n = left.min(1_000);
-            let span = info_span!(
-                "execute_tool",
-                gen_ai.operation.name = "execute_tool",
-                gen_ai.tool.name = "grep",
-            );
+            let span = around();
             let entered = span.enter();
             let start = Instant::now();
             for _ in 0..n {
@@ -190,6 +168,15 @@ fn timed_events(
         }
         total
     })
+}
+
+/// The open tool span the event cases run in.
+fn open_tool() -> Span {
+    info_span!(
+        "execute_tool",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = "grep",
+    )
 }
 
 fn info_event() {
@@ -254,7 +241,7 @@ fn bench(c: &mut Criterion) {
         let mut group = c.benchmark_group(case);
         for (name, dispatch) in subjects {
             group.bench_function(name, |b| {
-                b.iter_custom(|iters| timed(dispatch, &s.exporter, iters, f))
+                b.iter_custom(|iters| timed(dispatch, &s.exporter, iters, (Span::none, f)))
             });
         }
         group.finish();
@@ -264,7 +251,7 @@ fn bench(c: &mut Criterion) {
         let mut group = c.benchmark_group(case);
         for (name, dispatch) in subjects {
             group.bench_function(name, |b| {
-                b.iter_custom(|iters| timed_events(dispatch, &s.exporter, iters, f))
+                b.iter_custom(|iters| timed(dispatch, &s.exporter, iters, (open_tool, f)))
             });
         }
         group.finish();

@@ -14,7 +14,7 @@ use aep_testing::MemorySink;
 use aep_tracing::AepLayer;
 use tracing_subscriber::layer::SubscriberExt;
 
-use crate::{assert_valid, data, traced, types};
+use crate::{assert_stream, assert_valid, data, traced, types, ONE_TOOL_RUN};
 
 const ARGS: &str = r#"{"query": "weather in Paris", "units": "metric"}"#;
 
@@ -71,13 +71,26 @@ fn agent_run(conversation: Option<&str>) {
     .in_scope(|| {});
 }
 
+/// A conventional tool span (`execute_tool`) of the tool `name`, and nothing more.
+fn tool_span(name: &str) -> tracing::Span {
+    info_span!(
+        "execute_tool",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = name
+    )
+}
+
+/// A conventional agent span (`invoke_agent`), and nothing more.
+fn run_span() -> tracing::Span {
+    info_span!("invoke_agent", gen_ai.operation.name = "invoke_agent")
+}
+
 #[test]
 fn a_run_with_steps_and_tools_becomes_run_step_and_tool_events() {
     let (events, stats, ()) = traced(Capture::Metadata, |b| b, || agent_run(Some("conv-1")));
-    assert_valid(&events);
-    assert_eq!(
-        types(&events),
-        [
+    assert_stream(
+        &events,
+        &[
             "run.started",
             "run.step.started",
             "run.step.finished",
@@ -90,7 +103,7 @@ fn a_run_with_steps_and_tools_becomes_run_step_and_tool_events() {
             "run.step.started",
             "run.step.finished",
             "run.finished",
-        ]
+        ],
     );
     assert_eq!(stats.emitted, 12);
     assert_eq!((stats.failed, stats.refused), (0, 0));
@@ -219,12 +232,7 @@ fn a_layer_on_the_agents_session_shares_its_positions() {
     let stats = layer.inner().stats_handle();
     tracing::subscriber::with_default(tracing_subscriber::registry().with(layer), || {
         agent_run(None);
-        info_span!(
-            "execute_tool",
-            gen_ai.operation.name = "execute_tool",
-            gen_ai.tool.name = "deploy",
-        )
-        .in_scope(|| {
+        tool_span("deploy").in_scope(|| {
             // the agent's own event while the tool's span is open
             let request =
                 json!({"kind": "permission", "prompt": "Deploy?", "respond_via": ["control"]});
@@ -285,28 +293,14 @@ fn spans_that_map_nothing_emit_nothing_and_keep_the_run_around_them() {
                 tracing::info!("nothing to see");
                 info_span!("embeddings", gen_ai.operation.name = "embeddings").in_scope(|| {});
             });
-            info_span!("invoke_agent", gen_ai.operation.name = "invoke_agent").in_scope(|| {
+            run_span().in_scope(|| {
                 info_span!("middleware").in_scope(|| {
-                    info_span!(
-                        "execute_tool",
-                        gen_ai.operation.name = "execute_tool",
-                        gen_ai.tool.name = "t"
-                    )
-                    .in_scope(|| {});
+                    tool_span("t").in_scope(|| {});
                 });
             });
         },
     );
-    assert_valid(&events);
-    assert_eq!(
-        types(&events),
-        [
-            "run.started",
-            "tool.requested",
-            "tool.completed",
-            "run.finished"
-        ]
-    );
+    assert_stream(&events, &ONE_TOOL_RUN);
     assert_eq!(events[1].run(), events[0].run());
     assert_eq!(stats.emitted, 4);
 }
@@ -339,8 +333,7 @@ fn a_tool_named_after_entering_opens_at_its_first_exit_with_its_arguments() {
         span.record("gen_ai.tool.call.outcome", "success");
     });
     let events = sink.events();
-    assert_valid(&events);
-    assert_eq!(types(&events), ["tool.requested", "tool.completed"]);
+    assert_stream(&events, &["tool.requested", "tool.completed"]);
     assert_eq!(
         data(&events[0], "/tool"),
         Some(json!({"name": "search", "call_id": "c9"}))
@@ -358,29 +351,24 @@ fn an_error_event_fails_the_span_it_happens_in() {
         Capture::Metadata,
         |b| b,
         || {
-            info_span!("invoke_agent", gen_ai.operation.name = "invoke_agent").in_scope(|| {
-                info_span!(
-                    "execute_tool",
-                    gen_ai.operation.name = "execute_tool",
-                    gen_ai.tool.name = "fetch"
-                )
-                .in_scope(|| tracing::error!(error.type = "http_500", "upstream said 500"));
+            run_span().in_scope(|| {
+                tool_span("fetch")
+                    .in_scope(|| tracing::error!(error.type = "http_500", "upstream said 500"));
             });
             error_span!("invoke_agent", gen_ai.operation.name = "invoke_agent")
                 .in_scope(|| tracing::error!("the model refused"));
         },
     );
-    assert_valid(&events);
-    assert_eq!(
-        types(&events),
-        [
+    assert_stream(
+        &events,
+        &[
             "run.started",
             "tool.requested",
             "tool.failed",
             "run.finished",
             "run.started",
-            "run.failed"
-        ]
+            "run.failed",
+        ],
     );
     assert_eq!(
         data(&events[2], "/error"),
@@ -397,13 +385,8 @@ fn at_a_full_ceiling_the_content_goes_out_too() {
         |b| b,
         || {
             agent_run(None);
-            info_span!("invoke_agent", gen_ai.operation.name = "invoke_agent").in_scope(|| {
-                info_span!(
-                    "execute_tool",
-                    gen_ai.operation.name = "execute_tool",
-                    gen_ai.tool.name = "fetch"
-                )
-                .in_scope(|| tracing::error!("connection reset by peer"));
+            run_span().in_scope(|| {
+                tool_span("fetch").in_scope(|| tracing::error!("connection reset by peer"));
             });
         },
     );
@@ -437,12 +420,7 @@ fn at_a_redacted_ceiling_without_a_redactor_no_unredacted_text_goes_out() {
         |b| b,
         || {
             agent_run(None);
-            info_span!(
-                "execute_tool",
-                gen_ai.operation.name = "execute_tool",
-                gen_ai.tool.name = "fetch"
-            )
-            .in_scope(|| tracing::error!("token=abc123 was refused"));
+            tool_span("fetch").in_scope(|| tracing::error!("token=abc123 was refused"));
         },
     );
     assert_valid(&events);
@@ -470,15 +448,14 @@ fn a_boolean_error_field_fails_the_span_only_when_true() {
             }
         },
     );
-    assert_valid(&events);
-    assert_eq!(
-        types(&events),
-        [
+    assert_stream(
+        &events,
+        &[
             "tool.requested",
             "tool.completed",
             "tool.requested",
-            "tool.failed"
-        ]
+            "tool.failed",
+        ],
     );
 }
 
@@ -525,17 +502,16 @@ fn names_and_fields_of_the_callers_map_code_that_ignores_the_conventions() {
             });
         },
     );
-    assert_valid(&events);
-    assert_eq!(
-        types(&events),
-        [
+    assert_stream(
+        &events,
+        &[
             "run.started",
             "run.step.started",
             "run.step.finished",
             "tool.requested",
             "tool.completed",
-            "run.finished"
-        ]
+            "run.finished",
+        ],
     );
     assert!(events.iter().all(|e| e.session() == Some("c-42")));
     assert_eq!(

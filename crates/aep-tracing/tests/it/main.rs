@@ -46,6 +46,20 @@ pub fn assert_valid(events: &[Event]) {
     );
 }
 
+/// A run with one tool call in it that completed, as the layer emits it.
+pub const ONE_TOOL_RUN: [&str; 4] = [
+    "run.started",
+    "tool.requested",
+    "tool.completed",
+    "run.finished",
+];
+
+/// [`assert_valid`], and the events' types are `expected`, in order.
+pub fn assert_stream(events: &[Event], expected: &[&str]) {
+    assert_valid(events);
+    assert_eq!(types(events), expected);
+}
+
 /// The events' types, in order.
 pub fn types(events: &[Event]) -> Vec<&str> {
     events.iter().map(Event::event_type).collect()

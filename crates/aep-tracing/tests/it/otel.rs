@@ -7,7 +7,7 @@ use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};
 use tracing::info_span;
 use tracing_subscriber::layer::SubscriberExt;
 
-use crate::{assert_valid, types};
+use crate::{assert_stream, ONE_TOOL_RUN};
 
 fn tool_inside_run() {
     info_span!("invoke_agent", gen_ai.operation.name = "invoke_agent").in_scope(|| {
@@ -57,16 +57,7 @@ fn run(
 fn events_carry_their_spans_opentelemetry_context_whichever_layer_comes_first() {
     for otel_first in [true, false] {
         let (events, spans) = run(otel_first);
-        assert_valid(&events);
-        assert_eq!(
-            types(&events),
-            [
-                "run.started",
-                "tool.requested",
-                "tool.completed",
-                "run.finished"
-            ]
-        );
+        assert_stream(&events, &ONE_TOOL_RUN);
         let traceparent = |name: &str| {
             let span = spans.iter().find(|s| s.name == name).unwrap();
             let sc = &span.span_context;
