@@ -1,7 +1,7 @@
 //! What the SDK's integration tests share, so each helper is written once (never
 //! published).
 //!
-//! - [`bench`]: the benches' knobs, read from the environment;
+//! - [`mod@bench`]: the benches' knobs, read from the environment;
 //! - [`events`]: events as parsed envelopes or as JSON values, and NDJSON bodies;
 //! - [`golden`]: the conformance corpus's golden stream, as lines and as events;
 //! - [`external`]: what a test needs beyond Cargo (the shared directory, Node, rustfmt),
