@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The checks of .ci/run that read the code rather than run it: fmt, clippy, docs,
 # cargo-deny, every documented feature combination, the packages. .ci/run starts this at
-# the lowest priority while the test binaries run (most of that time is spent waiting on
-# sockets and timers), so these fill the idle cores. Their builds are check builds, which
+# the lowest priority while the test binaries and then the live checks run (most of
+# that time is spent waiting on sockets and timers), so these fill the idle cores. Their builds are check builds, which
 # share nothing with the tests' (a check compiles each dependency's metadata only), so
 # they go to a target directory of their own (target/lint) and never wait for the
 # tests' lock on target/. Run alone, it does the same.

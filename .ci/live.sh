@@ -2,9 +2,9 @@
 # The checks of .ci/run that run the built binaries against real peers: the corpus, the
 # live checker against the Rust relay (alone and as a NATS fleet), the Python SDK's
 # smokes, the control checks and interop, and the README's `aep` session with an `aep`
-# that `cargo install` built. .ci/run starts this once every binary is built, beside the
-# test binaries: these spend their time waiting on sockets and ack windows, not on the
-# cores. Every relay takes port 0, so nothing here collides with the tests. Needs
+# that `cargo install` built. .ci/run runs this after the tests, while the lints take the
+# cores it leaves idle: these checks spend their time waiting on sockets and ack windows.
+# Every relay takes port 0. Needs
 # ../shared beside the repository. Run alone, it builds the binaries first; .ci/run has
 # built them already (AEP_CI_PREBUILT), and a build here would wait on the tests' lock.
 set -euo pipefail
