@@ -302,15 +302,13 @@ impl NatsCluster {
     }
 }
 
-/// `url` with any `user:password@` replaced, for messages and logs.
+/// `url`, a comma-separated list of NATS servers, with each server's credentials
+/// (`user:password@`, `token@`, a credential-named query value) replaced by aep-core's
+/// rule for URLs in diagnostics ([`aep_core::redact::redact_urls`]), server by server:
+/// core reads one URL up to white space, and a list has none between its servers.
 pub(crate) fn redact_url(url: &str) -> String {
     url.split(',')
-        .map(|part| match (part.find("://"), part.rfind('@')) {
-            (Some(scheme), Some(at)) if at > scheme => {
-                format!("{}://<redacted>@{}", &part[..scheme], &part[at + 1..])
-            }
-            _ => part.to_owned(),
-        })
+        .map(aep_core::redact::redact_urls)
         .collect::<Vec<_>>()
         .join(",")
 }
@@ -363,12 +361,13 @@ mod tests {
             !shown.contains("s3cret") && !shown.contains("pw@"),
             "{shown}"
         );
-        assert!(shown.contains("nats://<redacted>@a:1"), "{shown}");
+        assert!(shown.contains("nats://[REDACTED:secret]@a:1"), "{shown}");
+        assert!(shown.contains("tls://[REDACTED:secret]@b:2"), "{shown}");
         assert_eq!(redact_url("nats://h:4222"), "nats://h:4222");
         // the URL alone, as an error carries it, is redacted the same
         let url = NatsUrl("nats://u:s3cret@a:1".into());
-        assert_eq!(url.to_string(), "nats://<redacted>@a:1");
-        assert_eq!(format!("{url:?}"), r#""nats://<redacted>@a:1""#);
+        assert_eq!(url.to_string(), "nats://[REDACTED:secret]@a:1");
+        assert_eq!(format!("{url:?}"), r#""nats://[REDACTED:secret]@a:1""#);
     }
 
     /// A URL's credentials are taken out of it, decoded, and handed apart; the same on
